@@ -1,0 +1,113 @@
+import Foundation
+import GatehouseCore
+import GatehouseStore
+import GatehouseWire
+import Hummingbird
+import Logging
+import ServiceLifecycle
+
+/// What a test or embedding program may replace; everything else comes from the config.
+public struct AppDependencies: Sendable {
+    public var clock: any WallClock
+    /// `nil`: a JSON (or text) logger at the configured level.
+    public var logger: Logger?
+    /// Called once the server listens, with the bound port (useful with port 0).
+    public var onListening: (@Sendable (Int) async -> Void)?
+
+    public init(clock: any WallClock = SystemClock(), logger: Logger? = nil, onListening: (@Sendable (Int) async -> Void)? = nil) {
+        self.clock = clock
+        self.logger = logger
+        self.onListening = onListening
+    }
+}
+
+/// The logger the server and CLI use for `config`.
+public func makeLogger(_ config: GatehouseConfig, label: String = "gatehouse") -> Logger {
+    let level = config.logLevel
+    let json = config.logFormat == "json"
+    return Logger(label: label) { label in JSONLogHandler(label: label, level: level, json: json) }
+}
+
+/// The composition root: every service wired together, shared by `main` and every test.
+///
+/// Migrations, the signing key and the admin key are set up before the server accepts its
+/// first request; a failure there stops the start with a one-line reason.
+public func buildApplication(
+    config: GatehouseConfig, dependencies: AppDependencies = AppDependencies()
+) async throws -> some ApplicationProtocol {
+    let logger = dependencies.logger ?? makeLogger(config)
+    let database = try await config.database.open(logger: logger)
+    let store = SQLStore(database: database)
+    let clock = dependencies.clock
+    let keys = KeyRing(store: store, clock: clock, secretKey: config.secretKey, logger: logger)
+    let adminKey = try AdminKey.load(configured: config.adminKey, path: config.adminKeyFile)
+    let tokens = config.preset.tokens
+
+    let router = Router(context: GatehouseRequestContext.self)
+    router.add(middleware: RequestIDMiddleware())
+    router.add(middleware: SecurityHeadersMiddleware(hsts: config.publicURL.scheme == "https"))
+    router.add(middleware: ErrorMiddleware(internalMessage: config.preset.text("error.internal", "Something went wrong on our end. Please try again in a few minutes.")))
+    router.add(middleware: BodyLimitMiddleware(limit: config.maxBodyBytes))
+
+    OperationsController(store: store, keys: keys, publicConfiguration: PublicConfiguration(preset: config.preset))
+        .register(on: router)
+    AdminController(
+        users: UserAdminService(store: store, clock: clock), keys: keys, adminKey: adminKey,
+        bodyLimit: config.maxBodyBytes, retiredKeyPublishSeconds: tokens.accessTokenTTLSeconds + tokens.leewaySeconds
+    ).register(on: router)
+
+    var services: [any Service] = [KeyRefreshService(keys: keys, logger: logger), DatabaseShutdownService(database: database)]
+    if let postgres = database as? PostgresDatabase {
+        services.insert(postgres.service, at: 0)
+    }
+    let onListening = dependencies.onListening
+    var app = Application(
+        router: router,
+        configuration: .init(address: .hostname(config.host, port: config.port), serverName: nil),
+        services: services,
+        onServerRunning: { channel in
+            let port = channel.localAddress?.port ?? config.port
+            logger.notice("gatehouse is listening", metadata: ["url": "http://\(config.host):\(port)"])
+            await onListening?(port)
+        },
+        logger: logger)
+    app.beforeServerStarts {
+        let applied = try await Migrator(database: database).migrate(now: clock.now.unixSeconds)
+        if !applied.isEmpty {
+            logger.notice("applied migrations", metadata: ["versions": .string(applied.map(String.init).joined(separator: ","))])
+        }
+        try await keys.start()
+        logger.info("configuration", metadata: config.redactedSummary.mapValues { .string($0) })
+    }
+    return app
+}
+
+/// Reloads the signing keys from the database now and then, so a key rotated on another
+/// node is used here within a bounded time.
+struct KeyRefreshService: Service {
+    let keys: KeyRing
+    let logger: Logger
+    var interval: Duration = .seconds(30)
+
+    func run() async throws {
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            try? await Task.sleep(for: interval)
+            if Task.isCancelled || Task.isShuttingDownGracefully { break }
+            do {
+                try await keys.reload()
+            } catch {
+                logger.warning("could not reload signing keys", metadata: ["cause": .string("\(error)")])
+            }
+        }
+    }
+}
+
+/// Closes SQLite connections once the server has stopped.
+struct DatabaseShutdownService: Service {
+    let database: any SQLDatabase
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        await database.shutdown()
+    }
+}

@@ -1,0 +1,232 @@
+import Configuration
+import Foundation
+import GatehouseCore
+import GatehouseStore
+import Logging
+import SystemPackage
+
+extension GatehouseConfig {
+    /// The settings a config file may hold (under `gatehouse`), each also an environment
+    /// variable `GATEHOUSE_<NAME>`.
+    static let knownKeys: [String] = [
+        "host", "port", "database_url", "preset", "public_url", "environment", "smtp_url", "admin_key",
+        "admin_key_file", "secret_key", "apple_audiences", "google_audiences", "apple_jwks_url",
+        "google_jwks_url", "appstore_root_certs", "appstore_bundle_id", "redirect_allowlist",
+        "trusted_proxies", "ip_limits", "webhook_url", "webhook_secret", "max_body_bytes", "log_level",
+        "log_format",
+    ]
+
+    static let secretKeys: Set<String> = ["admin_key", "secret_key", "webhook_secret", "smtp_url"]
+
+    /// Reads and validates the configuration from `environment` (normally the process's) and
+    /// the file it names. Reports every problem at once.
+    public static func load(
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) async throws(ConfigurationError) -> GatehouseConfig {
+        var problems: [String] = []
+        var providers: [any ConfigProvider] = [EnvironmentVariablesProvider(environmentVariables: environment)]
+        if let file = environment["GATEHOUSE_CONFIG_FILE"], !file.isEmpty {
+            do {
+                let data = try Data(contentsOf: URL(fileURLWithPath: file))
+                problems += checkConfigFile(data, path: file)
+                providers.append(try await FileProvider<JSONSnapshot>(filePath: FilePath(file)))
+            } catch {
+                problems.append("GATEHOUSE_CONFIG_FILE: cannot read \(file): \(Self.reason(error))")
+            }
+        }
+        let reader = ConfigReader(providers: providers)
+        var config = GatehouseConfig()
+        var settings = Settings(reader: reader)
+
+        if let host = settings.string("host") { config.host = host }
+        if let port = settings.int("port", range: 1...65_535, meaning: "a port number from 1 to 65535") {
+            config.port = port
+        }
+        if let url = settings.string("database_url") {
+            switch DatabaseURL.parse(url) {
+            case .success(let database): config.database = database
+            case .failure(let error): settings.problem("database_url", error.description)
+            }
+        }
+        if let level = settings.string("log_level") {
+            if let parsed = Logger.Level(rawValue: level.lowercased()) {
+                config.logLevel = parsed
+            } else {
+                settings.problem("log_level", "'\(level)' is not one of trace, debug, info, notice, warning, error, critical")
+            }
+        }
+        if let format = settings.string("log_format") {
+            if ["json", "text"].contains(format) { config.logFormat = format } else {
+                settings.problem("log_format", "'\(format)' is not json or text")
+            }
+        }
+        if let value = settings.string("environment") {
+            if let parsed = Environment(rawValue: value.lowercased()) {
+                config.environment = parsed
+            } else {
+                settings.problem("environment", "'\(value)' is not development or production")
+            }
+        }
+        if let url = settings.url("public_url", schemes: ["http", "https"]) {
+            config.publicURL = url
+        } else if !settings.has("public_url") {
+            config.publicURL = URL(string: "http://\(config.host.contains(":") ? "[\(config.host)]" : config.host):\(config.port)")!
+        }
+        if config.environment == .production, config.publicURL.scheme != "https" {
+            settings.problem("public_url", "must be an https:// URL in production")
+        }
+        if let smtp = settings.string("smtp_url") {
+            if let components = URLComponents(string: smtp), ["smtp", "smtps"].contains(components.scheme ?? ""),
+                components.host?.isEmpty == false
+            {
+                config.smtpURL = smtp
+            } else {
+                settings.problem("smtp_url", "must look like smtp://user:pass@host:port")
+            }
+        }
+        if let key = settings.string("admin_key") {
+            if key.count >= 24 { config.adminKey = key } else {
+                settings.problem("admin_key", "must be at least 24 characters long")
+            }
+        }
+        if let file = settings.string("admin_key_file") { config.adminKeyFile = file }
+        if let key = settings.string("secret_key") {
+            if key.utf8.count >= 32 { config.secretKey = key } else {
+                settings.problem("secret_key", "must be at least 32 characters long")
+            }
+        }
+        config.appleAudiences = settings.list("apple_audiences") ?? []
+        config.googleAudiences = settings.list("google_audiences") ?? []
+        if let url = settings.url("apple_jwks_url", schemes: ["http", "https"]) { config.appleJWKSURL = url }
+        if let url = settings.url("google_jwks_url", schemes: ["http", "https"]) { config.googleJWKSURL = url }
+        if let path = settings.string("appstore_root_certs") {
+            if FileManager.default.isReadableFile(atPath: path) { config.appStoreRootCerts = path } else {
+                settings.problem("appstore_root_certs", "cannot read \(path)")
+            }
+        }
+        config.appStoreBundleID = settings.string("appstore_bundle_id")
+        if let list = settings.list("redirect_allowlist") {
+            for entry in list {
+                guard let components = URLComponents(string: entry), components.scheme != nil,
+                    components.host?.isEmpty == false || components.scheme != "https" && components.scheme != "http"
+                else {
+                    settings.problem("redirect_allowlist", "'\(entry)' is not an absolute URL")
+                    continue
+                }
+            }
+            config.redirectAllowlist = list
+        }
+        if let list = settings.list("trusted_proxies") {
+            for entry in list where IPRange(entry) == nil {
+                settings.problem("trusted_proxies", "'\(entry)' is not an IP address or CIDR range")
+            }
+            config.trustedProxies = list
+        }
+        if let value = settings.string("ip_limits") {
+            switch value.lowercased() {
+            case "on", "true", "1", "yes": config.ipLimits = true
+            case "off", "false", "0", "no": config.ipLimits = false
+            default: settings.problem("ip_limits", "'\(value)' is not on or off")
+            }
+        }
+        if let url = settings.url("webhook_url", schemes: ["http", "https"]) { config.webhookURL = url }
+        config.webhookSecret = settings.string("webhook_secret")
+        if config.webhookURL != nil, config.webhookSecret == nil {
+            settings.problem("webhook_secret", "is required when GATEHOUSE_WEBHOOK_URL is set")
+        }
+        if let bytes = settings.int("max_body_bytes", range: 1_024...(64 << 20), meaning: "a size in bytes from 1024 to 67108864") {
+            config.maxBodyBytes = bytes
+        }
+        let presetSource = settings.string("preset") ?? "default"
+        config.presetSource = presetSource
+        switch PresetLibrary.load(presetSource) {
+        case .success(let preset): config.preset = preset
+        case .failure(let error): settings.problem("preset", error.description)
+        }
+
+        problems += settings.problems
+        if !problems.isEmpty { throw ConfigurationError(problems: problems) }
+        return config
+    }
+
+    /// Unknown keys in the config file are refused, so a misspelling cannot go unnoticed.
+    static func checkConfigFile(_ data: Data, path: String) -> [String] {
+        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+            return ["GATEHOUSE_CONFIG_FILE: \(path) is not a JSON object"]
+        }
+        var problems: [String] = []
+        for key in object.keys where key != "gatehouse" {
+            problems.append("GATEHOUSE_CONFIG_FILE: unknown top-level key '\(key)' in \(path) (settings go under 'gatehouse')")
+        }
+        if let settings = object["gatehouse"] as? [String: Any] {
+            let known = Set(knownKeys)
+            for key in settings.keys.sorted() where !known.contains(key) {
+                problems.append("GATEHOUSE_CONFIG_FILE: unknown key 'gatehouse.\(key)' in \(path)")
+            }
+        } else if object["gatehouse"] != nil {
+            problems.append("GATEHOUSE_CONFIG_FILE: 'gatehouse' in \(path) must be an object")
+        }
+        return problems
+    }
+
+    static func reason(_ error: any Error) -> String {
+        if let error = error as? CocoaError, let underlying = error.userInfo[NSUnderlyingErrorKey] as? NSError {
+            return underlying.localizedDescription
+        }
+        return (error as NSError).localizedDescription
+    }
+}
+
+/// Reads raw settings and collects problems, each naming the environment variable.
+private struct Settings {
+    let reader: ConfigReader
+    var problems: [String] = []
+
+    init(reader: ConfigReader) { self.reader = reader }
+
+    static func variable(_ name: String) -> String { "GATEHOUSE_" + name.uppercased() }
+
+    mutating func problem(_ name: String, _ message: String) {
+        problems.append("\(Self.variable(name)): \(message)")
+    }
+
+    func has(_ name: String) -> Bool { raw(name) != nil }
+
+    /// The value as text, whatever type the file gave it.
+    func raw(_ name: String) -> String? {
+        let key = ConfigKey("gatehouse.\(name)")
+        let secret = GatehouseConfig.secretKeys.contains(name)
+        if let text = reader.string(forKey: key, isSecret: secret) { return text }
+        if let number = reader.int(forKey: key, isSecret: secret) { return String(number) }
+        if let flag = reader.bool(forKey: key, isSecret: secret) { return String(flag) }
+        if let list = reader.stringArray(forKey: key, isSecret: secret) { return list.joined(separator: ",") }
+        return nil
+    }
+
+    func string(_ name: String) -> String? {
+        guard let value = raw(name)?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
+        return value
+    }
+
+    func list(_ name: String) -> [String]? {
+        string(name).map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } }
+    }
+
+    mutating func int(_ name: String, range: ClosedRange<Int>, meaning: String) -> Int? {
+        guard let text = string(name) else { return nil }
+        guard let value = Int(text), range.contains(value) else {
+            problem(name, "'\(text)' is not \(meaning)")
+            return nil
+        }
+        return value
+    }
+
+    mutating func url(_ name: String, schemes: Set<String>) -> URL? {
+        guard let text = string(name) else { return nil }
+        guard let url = URL(string: text), let scheme = url.scheme, schemes.contains(scheme), url.host?.isEmpty == false else {
+            problem(name, "'\(text)' is not an absolute \(schemes.sorted().joined(separator: " or ")) URL")
+            return nil
+        }
+        return url
+    }
+}

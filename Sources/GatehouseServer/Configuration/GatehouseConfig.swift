@@ -1,0 +1,87 @@
+import Configuration
+import Foundation
+import GatehouseCore
+import GatehouseStore
+import Logging
+import SystemPackage
+
+/// Everything the server reads from its environment, validated in one place.
+///
+/// Precedence: environment variables, then the optional JSON config file named by
+/// `GATEHOUSE_CONFIG_FILE` (`{"gatehouse": {"port": 8080, …}}`), then defaults. With no
+/// configuration at all the server runs on `127.0.0.1:8080` with `./gatehouse.sqlite`, the
+/// dev mail outbox and a generated signing key.
+public struct GatehouseConfig: Sendable {
+    public enum Environment: String, Sendable {
+        case development
+        case production
+    }
+
+    public var host = "127.0.0.1"
+    public var port = 8080
+    public var database = DatabaseURL.sqlite(path: "gatehouse.sqlite")
+    public var preset = Preset(name: "default")
+    /// Where the preset came from: a built-in name or a file path.
+    public var presetSource = "default"
+    /// Base of links in emails and of the token issuer.
+    public var publicURL = URL(string: "http://127.0.0.1:8080")!
+    public var environment = Environment.development
+    public var smtpURL: String?
+    /// When unset, a key is generated into `adminKeyFile` on first start.
+    public var adminKey: String?
+    public var adminKeyFile = "gatehouse-admin-key"
+    /// Encrypts signing keys at rest when set.
+    public var secretKey: String?
+    public var appleAudiences: [String] = []
+    public var googleAudiences: [String] = []
+    public var appleJWKSURL = URL(string: "https://appleid.apple.com/auth/keys")!
+    public var googleJWKSURL = URL(string: "https://www.googleapis.com/oauth2/v3/certs")!
+    public var appStoreRootCerts: String?
+    public var appStoreBundleID: String?
+    public var redirectAllowlist: [String] = []
+    public var trustedProxies: [String] = []
+    /// `false` lifts per-IP request limits (load tests); per-account limits stay on.
+    public var ipLimits = true
+    public var webhookURL: URL?
+    public var webhookSecret: String?
+    public var maxBodyBytes = 65_536
+    public var logLevel = Logger.Level.info
+    /// `json` (one object a line) or `text`.
+    public var logFormat = "json"
+
+    public init() {}
+
+    /// The token issuer (`iss`): the public URL without a trailing slash.
+    public var issuer: String {
+        var text = publicURL.absoluteString
+        while text.hasSuffix("/") { text.removeLast() }
+        return text
+    }
+
+    /// Development mode serves `/dev/outbox` and allows `http://` public URLs.
+    public var isDevelopment: Bool { environment == .development }
+
+    /// One line per setting, secrets redacted; for the start-up log.
+    public var redactedSummary: [String: String] {
+        [
+            "host": host, "port": String(port), "database": database.description, "preset": presetSource,
+            "public_url": publicURL.absoluteString, "environment": environment.rawValue,
+            "smtp": smtpURL.map(Self.redactURL) ?? "dev outbox",
+            "admin_key": adminKey == nil ? "file \(adminKeyFile)" : "<redacted>",
+            "secret_key": secretKey == nil ? "unset (signing keys stored unencrypted)" : "<redacted>",
+            "ip_limits": ipLimits ? "on" : "off", "max_body_bytes": String(maxBodyBytes),
+        ]
+    }
+
+    static func redactURL(_ string: String) -> String {
+        guard var components = URLComponents(string: string) else { return "<redacted>" }
+        if components.password != nil { components.password = "***" }
+        return components.string ?? "<redacted>"
+    }
+}
+
+/// Every configuration problem found, each naming its variable.
+public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
+    public var problems: [String]
+    public var description: String { problems.joined(separator: "\n") }
+}

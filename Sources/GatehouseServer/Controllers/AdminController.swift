@@ -1,0 +1,58 @@
+import Foundation
+import GatehouseCore
+import GatehouseWire
+import Hummingbird
+
+/// `/admin/v1`: operator calls, behind the admin key.
+struct AdminController {
+    let users: UserAdminService
+    let keys: KeyRing
+    let adminKey: AdminKey
+    let bodyLimit: Int
+    /// How long a retired signing key stays published: the longest access-token life plus leeway.
+    let retiredKeyPublishSeconds: Int
+
+    func register(on router: Router<GatehouseRequestContext>) {
+        let admin = router.group("/admin/v1").add(middleware: AdminAuthMiddleware(adminKey: adminKey))
+        admin.get("/users") { request, _ in
+            let query = request.uri.queryParameters
+            let limitText = query["limit"].map(String.init)
+            guard let limit = Int(limitText ?? "50") else { throw GatehouseError.invalidRequest("The limit must be a number.") }
+            return try JSONBody.response(
+                try await self.users.list(
+                    search: query["q"].map(String.init), cursor: query["before"].map(String.init), limit: limit))
+        }
+        admin.get("/users/:id") { _, context in
+            try JSONBody.response(try await self.users.show(try context.parameters.require("id")))
+        }
+        admin.post("/users/:id/disable") { request, context in
+            let body = try await request.decodeJSON(DisableUserRequest.self, limit: self.bodyLimit)
+            return try JSONBody.response(try await self.users.disable(try context.parameters.require("id"), reason: body.reason))
+        }
+        admin.post("/users/:id/enable") { _, context in
+            try JSONBody.response(try await self.users.enable(try context.parameters.require("id")))
+        }
+        admin.get("/keys") { _, _ in
+            try JSONBody.response(self.keys.jwks)
+        }
+        admin.post("/keys/rotate") { _, _ in
+            try await self.keys.rotate(keepPublishedFor: self.retiredKeyPublishSeconds)
+            return try JSONBody.response(self.keys.jwks)
+        }
+    }
+}
+
+/// Lets a request through only with `Authorization: Bearer <admin key>`.
+struct AdminAuthMiddleware: RouterMiddleware {
+    typealias Context = GatehouseRequestContext
+    let adminKey: AdminKey
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer "),
+            adminKey.matches(String(header.dropFirst("bearer ".count)).trimmingCharacters(in: .whitespaces))
+        else {
+            throw GatehouseError.unauthorized("The admin key is missing or wrong.")
+        }
+        return try await next(request, context)
+    }
+}

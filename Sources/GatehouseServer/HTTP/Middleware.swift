@@ -1,0 +1,135 @@
+import Foundation
+import GatehouseCore
+import GatehouseStore
+import GatehouseWire
+import HTTPTypes
+import Hummingbird
+import Logging
+
+/// Gives every request an id (the caller's `X-Request-Id` when it is a sane token, else a new
+/// one), puts it in the logger and on the response, and writes one access-log line. The
+/// path is logged without its query string, where a link token could sit.
+struct RequestIDMiddleware: RouterMiddleware {
+    typealias Context = GatehouseRequestContext
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        var context = context
+        let incoming = request.headers[.requestID]
+        let id: String
+        if let incoming, (8...128).contains(incoming.utf8.count),
+            incoming.utf8.allSatisfy({ $0 < 128 && (Character(UnicodeScalar($0)).isLetter || Character(UnicodeScalar($0)).isNumber || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_")) })
+        {
+            id = incoming
+        } else {
+            id = UUID().uuidString.lowercased()
+        }
+        context.requestID = id
+        context.logger[metadataKey: "request_id"] = .string(id)
+        let started = ContinuousClock.now
+        var response = try await next(request, context)
+        response.headers[.requestID] = id
+        let elapsed = ContinuousClock.now - started
+        context.logger.info(
+            "request",
+            metadata: [
+                "method": .string(request.method.rawValue), "path": .string(request.uri.path),
+                "status": .stringConvertible(response.status.code),
+                "duration_ms": .stringConvertible((Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000).rounded()),
+            ])
+        return response
+    }
+}
+
+/// Turns every failure into the contract's error shape. Internal causes are logged, never
+/// sent; anything unexpected is a 500 `internal_error` with a generic message.
+struct ErrorMiddleware: RouterMiddleware {
+    typealias Context = GatehouseRequestContext
+    let internalMessage: String
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch {
+            let mapped = map(error)
+            if mapped.status >= 500 {
+                context.logger.error(
+                    "request failed",
+                    metadata: ["error_code": .string(mapped.code.rawValue), "cause": .string(String(describing: mapped.underlying ?? error))])
+            } else if let underlying = mapped.underlying {
+                context.logger.debug("request refused", metadata: ["error_code": .string(mapped.code.rawValue), "cause": .string("\(underlying)")])
+            }
+            var headers: HTTPFields = [:]
+            if let retryAfter = mapped.retryAfter { headers[.retryAfter] = String(retryAfter) }
+            headers[.cacheControl] = "no-store"
+            return try JSONBody.response(
+                ErrorBody(error: mapped.payload), status: .init(code: mapped.status), headers: headers)
+        }
+    }
+
+    private func map(_ error: any Error) -> GatehouseError {
+        switch error {
+        case let error as GatehouseError:
+            return error
+        case let error as StoreError:
+            if case .unavailable = error { return .serviceUnavailable(error) }
+            return .internalError(error, message: internalMessage)
+        case let error as HTTPError:
+            switch error.status {
+            case .notFound:
+                return GatehouseError(status: 404, code: .notFound, message: "There is nothing at this address.")
+            case .methodNotAllowed:
+                return GatehouseError(status: 405, code: .methodNotAllowed, message: "This method is not allowed here.")
+            case .contentTooLarge:
+                return GatehouseError(status: 413, code: .payloadTooLarge, message: "The request body is too large.")
+            case .badRequest:
+                return .invalidRequest("The request is not valid.")
+            case .unauthorized:
+                return .unauthorized()
+            default:
+                if error.status.code < 500 {
+                    return GatehouseError(status: Int(error.status.code), code: .invalidRequest, message: "The request was refused.", underlying: error)
+                }
+                return .internalError(error, message: internalMessage)
+            }
+        default:
+            return .internalError(error, message: internalMessage)
+        }
+    }
+}
+
+/// Refuses bodies whose declared length is over the limit before any route reads them;
+/// chunked bodies are capped where they are read.
+struct BodyLimitMiddleware: RouterMiddleware {
+    typealias Context = GatehouseRequestContext
+    let limit: Int
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        if let declared = request.headers[.contentLength].flatMap(Int.init), declared > limit {
+            throw GatehouseError.payloadTooLarge(limit: limit)
+        }
+        return try await next(request, context)
+    }
+}
+
+/// Headers every response carries: API answers are never cached (they hold tokens and
+/// personal data) and never sniffed.
+struct SecurityHeadersMiddleware: RouterMiddleware {
+    typealias Context = GatehouseRequestContext
+    let hsts: Bool
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        var response = try await next(request, context)
+        if response.headers[.cacheControl] == nil { response.headers[.cacheControl] = "no-store" }
+        response.headers[.xContentTypeOptions] = "nosniff"
+        response.headers[.referrerPolicy] = "no-referrer"
+        if hsts { response.headers[.strictTransportSecurity] = "max-age=31536000; includeSubDomains" }
+        return response
+    }
+}
+
+extension HTTPField.Name {
+    static let requestID = HTTPField.Name("X-Request-Id")!
+    static let xContentTypeOptions = HTTPField.Name("X-Content-Type-Options")!
+    static let referrerPolicy = HTTPField.Name("Referrer-Policy")!
+    static let strictTransportSecurity = HTTPField.Name("Strict-Transport-Security")!
+}

@@ -1,0 +1,163 @@
+import Crypto
+import Foundation
+import GatehouseCore
+import GatehouseStore
+import GatehouseWire
+import JWTKit
+import Logging
+import Synchronization
+
+/// The token-signing keys: the active ES256 key signs, retired keys keep verifying (and stay
+/// in the JWKS) until every token they signed has expired.
+///
+/// Keys live in the database so that every node signs with the same key; private keys are
+/// sealed with AES-256-GCM under a key derived from `GATEHOUSE_SECRET_KEY` when it is set.
+public final class KeyRing: Sendable {
+    private struct Snapshot {
+        var active: SigningKeyRecord
+        var published: [SigningKeyRecord]
+        var collection: JWTKeyCollection
+        var loadedAt: Date
+    }
+
+    private let store: any GatehouseStore
+    private let clock: any WallClock
+    private let sealingKey: SymmetricKey?
+    private let logger: Logger
+    private let snapshot: Mutex<Snapshot?> = Mutex(nil)
+
+    public static let algorithm = "ES256"
+    static let sealed = "aes-256-gcm"
+
+    public init(store: any GatehouseStore, clock: any WallClock, secretKey: String?, logger: Logger) {
+        self.store = store
+        self.clock = clock
+        self.sealingKey = secretKey.map(Self.deriveSealingKey)
+        self.logger = logger
+    }
+
+    static func deriveSealingKey(_ secret: String) -> SymmetricKey {
+        HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: SymmetricKey(data: Data(secret.utf8)), salt: Data("gatehouse".utf8),
+            info: Data("signing-key-encryption-v1".utf8), outputByteCount: 32)
+    }
+
+    /// Makes sure an active key exists (generating one on first start), seals unsealed keys
+    /// when a secret key is configured, and loads the ring.
+    public func start() async throws {
+        if try await store.signingKeys(publishedAt: clock.now).first(where: { $0.status == "active" }) == nil {
+            do {
+                let key = try makeKey()
+                try await store.insertSigningKey(key)
+                logger.info("generated a new signing key", metadata: ["kid": "\(key.kid)"])
+            } catch StoreError.uniqueViolation {
+                // Another node generated one at the same moment: use theirs.
+            }
+        }
+        if let sealingKey {
+            for key in try await store.allSigningKeys() where key.encryption == "none" {
+                let sealedKey = try AES.GCM.seal(key.privateKey, using: sealingKey).combined ?? Data()
+                try await store.updateSigningKeyMaterial(kid: key.kid, privateKey: Array(sealedKey), encryption: Self.sealed)
+                logger.info("encrypted a stored signing key at rest", metadata: ["kid": "\(key.kid)"])
+            }
+        }
+        try await reload()
+    }
+
+    /// Re-reads the keys from the database (another node may have rotated).
+    public func reload() async throws {
+        let now = clock.now
+        let published = try await store.signingKeys(publishedAt: now)
+        guard let active = published.first(where: { $0.status == "active" }) else {
+            throw GatehouseError.internalError(nil, message: "No active signing key.")
+        }
+        let collection = JWTKeyCollection()
+        let privateKey = try ES256PrivateKey(backing: P256.Signing.PrivateKey(rawRepresentation: try open(active)))
+        await collection.add(ecdsa: privateKey, kid: JWKIdentifier(string: active.kid))
+        for key in published where key.kid != active.kid {
+            let raw = try open(key)
+            let publicKey = try ES256PrivateKey(backing: P256.Signing.PrivateKey(rawRepresentation: raw)).publicKey
+            await collection.add(ecdsa: publicKey, kid: JWKIdentifier(string: key.kid))
+        }
+        snapshot.withLock { $0 = Snapshot(active: active, published: published, collection: collection, loadedAt: now) }
+    }
+
+    /// Retires the active key and makes a new one. The old key stays published for
+    /// `keepPublishedFor` seconds: the longest an access token it signed can still be valid.
+    @discardableResult
+    public func rotate(keepPublishedFor seconds: Int) async throws -> (retired: String, active: String) {
+        let now = clock.now
+        let fresh = try makeKey()
+        let retired = try await store.transaction { tx -> String in
+            guard let current = try await tx.signingKeys(publishedAt: now).first(where: { $0.status == "active" }) else {
+                throw GatehouseError.internalError(nil, message: "No active signing key to rotate.")
+            }
+            guard try await tx.retireSigningKey(kid: current.kid, at: now, publishUntil: now.addingTimeInterval(TimeInterval(seconds))) else {
+                throw StoreError.conflict("the active key changed during rotation")
+            }
+            try await tx.insertSigningKey(fresh)
+            return current.kid
+        }
+        try await reload()
+        logger.notice("rotated the signing key", metadata: ["retired_kid": "\(retired)", "kid": "\(fresh.kid)"])
+        return (retired, fresh.kid)
+    }
+
+    /// The public keys that may still verify a live token.
+    public var jwks: JSONWebKeySet {
+        let keys = snapshot.withLock { $0?.published ?? [] }
+        return JSONWebKeySet(
+            keys: keys.compactMap { try? JSONDecoder().decode(JSONWebKey.self, from: Data($0.publicJWK.utf8)) })
+    }
+
+    /// The kid that signs new tokens.
+    public var activeKID: String? { snapshot.withLock { $0?.active.kid } }
+
+    /// The key collection for signing (active key) and verifying (all published keys).
+    public var collection: JWTKeyCollection? { snapshot.withLock { $0?.collection } }
+
+    private func makeKey() throws -> SigningKeyRecord {
+        let privateKey = P256.Signing.PrivateKey()
+        let point = privateKey.publicKey.x963Representation
+        let x = Data(point[1..<33]).base64URLEncoded
+        let y = Data(point[33..<65]).base64URLEncoded
+        // RFC 7638 thumbprint: members in lexicographic order, no whitespace.
+        let thumbprintInput = #"{"crv":"P-256","kty":"EC","x":"\#(x)","y":"\#(y)"}"#
+        let kid = Data(SHA256.hash(data: Data(thumbprintInput.utf8))).base64URLEncoded
+        let jwk = JSONWebKey(kty: "EC", crv: "P-256", x: x, y: y, kid: kid, alg: Self.algorithm, use: "sig")
+        let jwkJSON = String(decoding: try JSONEncoder().encode(jwk), as: UTF8.self)
+        var material = Array(privateKey.rawRepresentation)
+        var encryption = "none"
+        if let sealingKey {
+            material = Array(try AES.GCM.seal(privateKey.rawRepresentation, using: sealingKey).combined ?? Data())
+            encryption = Self.sealed
+        }
+        return SigningKeyRecord(
+            kid: kid, algorithm: Self.algorithm, privateKey: material, encryption: encryption, publicJWK: jwkJSON,
+            status: "active", createdAt: clock.now)
+    }
+
+    private func open(_ key: SigningKeyRecord) throws -> Data {
+        switch key.encryption {
+        case "none":
+            return Data(key.privateKey)
+        case Self.sealed:
+            guard let sealingKey else {
+                throw KeyRingError("signing key \(key.kid) is encrypted: set GATEHOUSE_SECRET_KEY to the secret it was encrypted with")
+            }
+            do {
+                return try AES.GCM.open(AES.GCM.SealedBox(combined: key.privateKey), using: sealingKey)
+            } catch {
+                throw KeyRingError("signing key \(key.kid) cannot be decrypted: GATEHOUSE_SECRET_KEY is not the secret it was encrypted with")
+            }
+        default:
+            throw KeyRingError("signing key \(key.kid) uses unknown encryption '\(key.encryption)'")
+        }
+    }
+}
+
+/// A key problem that stops the server from starting, said in one sentence.
+public struct KeyRingError: Error, Sendable, CustomStringConvertible {
+    public var description: String
+    init(_ description: String) { self.description = description }
+}

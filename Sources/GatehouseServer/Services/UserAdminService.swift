@@ -1,0 +1,72 @@
+import Foundation
+import GatehouseCore
+import GatehouseStore
+import GatehouseWire
+
+/// The operator's view of accounts: list, show, disable, enable. Shared by the admin API
+/// and the `gatehouse users` commands.
+public struct UserAdminService: Sendable {
+    let store: any GatehouseStore
+    let clock: any WallClock
+
+    public init(store: any GatehouseStore, clock: any WallClock) {
+        self.store = store
+        self.clock = clock
+    }
+
+    /// One page, newest first. `cursor` is the `next_cursor` of the previous page.
+    public func list(search: String?, cursor: String?, limit: Int) async throws -> AdminUserList {
+        var before: UserCursor?
+        if let cursor, !cursor.isEmpty {
+            guard let parsed = UserCursor(cursor) else { throw GatehouseError.invalidRequest("The cursor is not valid.") }
+            before = parsed
+        }
+        guard (1...200).contains(limit) else { throw GatehouseError.invalidRequest("The limit must be between 1 and 200.") }
+        let users = try await store.users(search: search, before: before, limit: limit + 1)
+        let page = Array(users.prefix(limit))
+        var result: [AdminUser] = []
+        for user in page {
+            result.append(try await adminView(user))
+        }
+        let next = users.count > limit ? page.last.map { UserCursor(createdAt: $0.createdAt.unixSeconds, id: $0.id.description).token } : nil
+        return AdminUserList(users: result, nextCursor: next)
+    }
+
+    /// A user by id or by email.
+    public func show(_ reference: String) async throws -> AdminUser {
+        try await adminView(try await find(reference))
+    }
+
+    public func disable(_ reference: String, reason: String?) async throws -> AdminUser {
+        let user = try await find(reference)
+        if let reason, reason.count > 500 { throw GatehouseError.invalidRequest("The reason must be at most 500 characters.") }
+        let now = clock.now
+        _ = try await store.setDisabled(user.id, at: user.disabledAt ?? now, reason: reason ?? user.disabledReason, now: now)
+        return try await show(user.id.description)
+    }
+
+    public func enable(_ reference: String) async throws -> AdminUser {
+        let user = try await find(reference)
+        _ = try await store.setDisabled(user.id, at: nil, reason: nil, now: clock.now)
+        return try await show(user.id.description)
+    }
+
+    private func find(_ reference: String) async throws -> User {
+        let user: User?
+        if let id = UserID(reference) {
+            user = try await store.user(id: id)
+        } else if reference.contains("@") {
+            user = try await store.user(normalizedEmail: EmailAddress.normalize(reference))
+        } else {
+            user = nil
+        }
+        guard let user else { throw GatehouseError.notFound("No user matches '\(reference)'.") }
+        return user
+    }
+
+    private func adminView(_ user: User) async throws -> AdminUser {
+        AdminUser(
+            user: user.payload(identities: try await store.identities(of: user.id)), disabled: user.isDisabled,
+            disabledAt: user.disabledAt?.rfc3339, disabledReason: user.disabledReason)
+    }
+}

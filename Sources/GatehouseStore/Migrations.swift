@@ -1,0 +1,204 @@
+/// A numbered schema change. Shipped migrations are never edited: a changed one is detected
+/// by its checksum and refused at start. Every change is a new migration for both databases.
+public struct Migration: Sendable {
+    public let version: Int
+    public let name: String
+    /// Run in order inside one transaction.
+    public let statements: [String]
+
+    public init(version: Int, name: String, statements: [String]) {
+        self.version = version
+        self.name = name
+        self.statements = statements
+    }
+
+    /// FNV-1a over the statements: detects edits, which is all it is for.
+    public var checksum: String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for statement in statements {
+            for byte in statement.utf8 + [0] {
+                hash ^= UInt64(byte)
+                hash = hash &* 0x0000_0100_0000_01b3
+            }
+        }
+        return String(hash, radix: 16)
+    }
+}
+
+public enum Migrations {
+    public static func all(for dialect: SQLDialect) -> [Migration] {
+        switch dialect {
+        case .sqlite: return sqlite
+        case .postgres: return postgres
+        }
+    }
+
+    static let sqlite: [Migration] = [
+        Migration(
+            version: 1, name: "users_identities_signing_keys",
+            statements: [
+                """
+                CREATE TABLE users (
+                    id TEXT PRIMARY KEY,
+                    email TEXT,
+                    email_normalized TEXT UNIQUE,
+                    email_verified_at INTEGER,
+                    is_anonymous INTEGER NOT NULL DEFAULT 0,
+                    display_name TEXT,
+                    handle TEXT UNIQUE,
+                    avatar_url TEXT,
+                    onboarding_complete INTEGER NOT NULL DEFAULT 0,
+                    password_hash TEXT,
+                    password_changed_at INTEGER,
+                    disabled_at INTEGER,
+                    disabled_reason TEXT,
+                    created_at INTEGER NOT NULL,
+                    updated_at INTEGER NOT NULL
+                )
+                """,
+                "CREATE INDEX users_created ON users (created_at, id)",
+                """
+                CREATE TABLE identities (
+                    id TEXT PRIMARY KEY,
+                    user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                    provider TEXT NOT NULL,
+                    subject TEXT NOT NULL,
+                    email TEXT,
+                    is_private_relay INTEGER NOT NULL DEFAULT 0,
+                    created_at INTEGER NOT NULL,
+                    UNIQUE (provider, subject)
+                )
+                """,
+                "CREATE INDEX identities_user ON identities (user_id)",
+                """
+                CREATE TABLE signing_keys (
+                    kid TEXT PRIMARY KEY,
+                    algorithm TEXT NOT NULL,
+                    private_key BLOB NOT NULL,
+                    encryption TEXT NOT NULL,
+                    public_jwk TEXT NOT NULL,
+                    status TEXT NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    retired_at INTEGER,
+                    publish_until INTEGER
+                )
+                """,
+                "CREATE UNIQUE INDEX signing_keys_one_active ON signing_keys (status) WHERE status = 'active'",
+            ]),
+    ]
+
+    static let postgres: [Migration] = [
+        Migration(
+            version: 1, name: "users_identities_signing_keys",
+            statements: [
+                """
+                CREATE TABLE users (
+                    id TEXT PRIMARY KEY,
+                    email TEXT,
+                    email_normalized TEXT UNIQUE,
+                    email_verified_at BIGINT,
+                    is_anonymous BIGINT NOT NULL DEFAULT 0,
+                    display_name TEXT,
+                    handle TEXT UNIQUE,
+                    avatar_url TEXT,
+                    onboarding_complete BIGINT NOT NULL DEFAULT 0,
+                    password_hash TEXT,
+                    password_changed_at BIGINT,
+                    disabled_at BIGINT,
+                    disabled_reason TEXT,
+                    created_at BIGINT NOT NULL,
+                    updated_at BIGINT NOT NULL
+                )
+                """,
+                "CREATE INDEX users_created ON users (created_at, id)",
+                """
+                CREATE TABLE identities (
+                    id TEXT PRIMARY KEY,
+                    user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                    provider TEXT NOT NULL,
+                    subject TEXT NOT NULL,
+                    email TEXT,
+                    is_private_relay BIGINT NOT NULL DEFAULT 0,
+                    created_at BIGINT NOT NULL,
+                    UNIQUE (provider, subject)
+                )
+                """,
+                "CREATE INDEX identities_user ON identities (user_id)",
+                """
+                CREATE TABLE signing_keys (
+                    kid TEXT PRIMARY KEY,
+                    algorithm TEXT NOT NULL,
+                    private_key BYTEA NOT NULL,
+                    encryption TEXT NOT NULL,
+                    public_jwk TEXT NOT NULL,
+                    status TEXT NOT NULL,
+                    created_at BIGINT NOT NULL,
+                    retired_at BIGINT,
+                    publish_until BIGINT
+                )
+                """,
+                "CREATE UNIQUE INDEX signing_keys_one_active ON signing_keys (status) WHERE status = 'active'",
+            ]),
+    ]
+}
+
+/// Applies pending migrations; safe to run from several nodes at once.
+public struct Migrator: Sendable {
+    public let database: any SQLDatabase
+    public let migrations: [Migration]
+
+    public init(database: any SQLDatabase, migrations: [Migration]? = nil) {
+        self.database = database
+        self.migrations = migrations ?? Migrations.all(for: database.dialect)
+    }
+
+    /// The versions that were applied by this call, in order.
+    @discardableResult
+    public func migrate(now: Int64) async throws -> [Int] {
+        let integer = database.dialect == .postgres ? "BIGINT" : "INTEGER"
+        try await database.query(
+            """
+            CREATE TABLE IF NOT EXISTS gatehouse_migrations (
+                version \(integer) PRIMARY KEY,
+                name TEXT NOT NULL,
+                checksum TEXT NOT NULL,
+                applied_at \(integer) NOT NULL
+            )
+            """)
+        var applied: [Int] = []
+        for migration in migrations.sorted(by: { $0.version < $1.version }) {
+            let didApply = try await database.transaction { tx -> Bool in
+                if tx.dialect == .postgres {
+                    // Serialises nodes starting together; released at commit.
+                    try await tx.query("SELECT pg_advisory_xact_lock(727274)")
+                }
+                let rows = try await tx.query(
+                    "SELECT checksum FROM gatehouse_migrations WHERE version = ?", [.integer(Int64(migration.version))])
+                if let row = rows.first {
+                    let recorded = try row.string("checksum")
+                    guard recorded == migration.checksum else {
+                        throw StoreError.migrationMismatch(
+                            "migration \(migration.version) (\(migration.name)) differs from the one applied to this database; shipped migrations must never be edited"
+                        )
+                    }
+                    return false
+                }
+                for statement in migration.statements {
+                    try await tx.query(statement)
+                }
+                try await tx.query(
+                    "INSERT INTO gatehouse_migrations (version, name, checksum, applied_at) VALUES (?, ?, ?, ?)",
+                    [.integer(Int64(migration.version)), .text(migration.name), .text(migration.checksum), .integer(now)])
+                return true
+            }
+            if didApply { applied.append(migration.version) }
+        }
+        let known = Set(migrations.map(\.version))
+        let newest = try await database.query("SELECT MAX(version) AS version FROM gatehouse_migrations")
+        if let version = try newest.first?.optionalInt("version"), !known.contains(Int(version)) {
+            throw StoreError.migrationMismatch(
+                "the database has schema version \(version), newer than this Gatehouse knows; upgrade Gatehouse")
+        }
+        return applied
+    }
+}

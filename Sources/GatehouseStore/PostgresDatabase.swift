@@ -1,0 +1,243 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOSSL
+import PostgresNIO
+import ServiceLifecycle
+
+/// PostgreSQL through postgres-nio's connection pool. Several Gatehouse nodes may share one
+/// database: nothing here keeps state that another node would need to see.
+///
+/// The pool must be running: add ``service`` to the application's service group, or use
+/// ``withRunning(_:)`` for short-lived work such as the CLI.
+public final class PostgresDatabase: SQLDatabase {
+    public let dialect = SQLDialect.postgres
+    private let client: PostgresClient
+    private let logger: Logger
+    /// The URL with its password masked, for messages.
+    public let redactedURL: String
+
+    /// The pool as a service, to run in the application's service group.
+    public var service: some Service { client }
+
+    public init(url: String, maximumConnections: Int = 20, logger: Logger) throws(StoreError) {
+        let parsed = try PostgresURL(url)
+        var configuration = PostgresClient.Configuration(
+            host: parsed.host, port: parsed.port, username: parsed.username, password: parsed.password,
+            database: parsed.database, tls: parsed.tls)
+        configuration.options.maximumConnections = max(2, maximumConnections)
+        configuration.options.connectTimeout = .seconds(5)
+        client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        self.logger = logger
+        redactedURL = parsed.redacted
+    }
+
+    /// Runs the pool for the length of `body`, for commands that do not start a server.
+    public func withRunning<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
+        try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask {
+                await self.client.run()
+                return nil
+            }
+            defer { group.cancelAll() }
+            return try await body()
+        }
+    }
+
+    public func query(_ sql: String, _ binds: [SQLValue]) async throws(StoreError) -> [SQLRow] {
+        do {
+            let rows = try await client.query(Self.makeQuery(sql, binds), logger: logger)
+            return try await Self.collect(rows)
+        } catch {
+            throw Self.map(error)
+        }
+    }
+
+    public func transaction<T: Sendable>(_ body: @Sendable (any SQLExecutor) async throws -> T) async throws -> T {
+        do {
+            return try await client.withTransaction(logger: logger) { connection in
+                try await body(PostgresTransaction(connection: connection, logger: logger))
+            }
+        } catch let error as PostgresTransactionError {
+            // Report the closure's own error, not the wrapper, so services see what they threw.
+            if let closureError = error.closureError { throw closureError }
+            throw Self.map(error.commitError ?? error.beginError ?? error)
+        } catch let error as StoreError {
+            throw error
+        } catch let error as PSQLError {
+            throw Self.map(error)
+        }
+    }
+
+    /// Answers within two seconds or throws `.unavailable`: the pool would otherwise wait for a
+    /// connection as long as the database is down.
+    public func ping() async throws(StoreError) {
+        do {
+            try await withTimeout(.seconds(2)) {
+                _ = try await self.query("SELECT 1 AS ok")
+            }
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw .unavailable("\(error)")
+        }
+    }
+
+    public func shutdown() async {}
+
+    fileprivate static func makeQuery(_ sql: String, _ binds: [SQLValue]) -> PostgresQuery {
+        var bindings = PostgresBindings(capacity: binds.count)
+        for value in binds {
+            switch value {
+            case .null: bindings.appendNull()
+            case .integer(let value): bindings.append(value)
+            case .real(let value): bindings.append(value)
+            case .text(let value): bindings.append(value)
+            case .blob(let bytes): bindings.append(ByteBuffer(bytes: bytes))
+            }
+        }
+        return PostgresQuery(unsafeSQL: numberPlaceholders(sql), binds: bindings)
+    }
+
+    /// Turns `?` placeholders into PostgreSQL's `$1, $2, …`.
+    static func numberPlaceholders(_ sql: String) -> String {
+        var result = ""
+        result.reserveCapacity(sql.utf8.count + 8)
+        var index = 0
+        for character in sql {
+            if character == "?" {
+                index += 1
+                result += "$\(index)"
+            } else {
+                result.append(character)
+            }
+        }
+        return result
+    }
+
+    fileprivate static func collect(_ rows: PostgresRowSequence) async throws -> [SQLRow] {
+        var result: [SQLRow] = []
+        for try await row in rows {
+            var columns: [String: SQLValue] = [:]
+            for cell in row {
+                columns[cell.columnName] = try value(of: cell)
+            }
+            result.append(SQLRow(columns: columns))
+        }
+        return result
+    }
+
+    private static func value(of cell: PostgresCell) throws -> SQLValue {
+        guard cell.bytes != nil else { return .null }
+        switch cell.dataType {
+        case .int2, .int4, .int8:
+            return .integer(try cell.decode(Int64.self))
+        case .bool:
+            return .integer(try cell.decode(Bool.self) ? 1 : 0)
+        case .float4, .float8:
+            return .real(try cell.decode(Double.self))
+        case .bytea:
+            return .blob(Array(try cell.decode(ByteBuffer.self).readableBytesView))
+        case .void:
+            return .null
+        default:
+            return .text(try cell.decode(String.self))
+        }
+    }
+
+    fileprivate static func map(_ error: any Error) -> StoreError {
+        if let error = error as? StoreError { return error }
+        guard let error = error as? PSQLError else {
+            return .database("\(error)")
+        }
+        if let state = error.serverInfo?[.sqlState] {
+            let message = error.serverInfo?[.message] ?? "server error"
+            switch state {
+            case "23505":
+                return .uniqueViolation(error.serverInfo?[.constraintName] ?? message)
+            case "40001", "40P01":
+                return .conflict(message)
+            case "57P01", "57P02", "57P03", "53300":
+                return .unavailable(message)
+            default:
+                return .database("\(state): \(message)")
+            }
+        }
+        switch error.code {
+        case .connectionError, .serverClosedConnection, .clientClosedConnection, .poolClosed, .uncleanShutdown,
+            .sslUnsupported, .failedToAddSSLHandler:
+            let reason = error.underlying.map { "\($0)" } ?? error.code.description
+            return .unavailable(reason)
+        default:
+            return .database(error.code.description)
+        }
+    }
+}
+
+/// One leased connection inside `BEGIN … COMMIT`.
+private struct PostgresTransaction: SQLExecutor {
+    let connection: PostgresConnection
+    let logger: Logger
+    var dialect: SQLDialect { .postgres }
+
+    func query(_ sql: String, _ binds: [SQLValue]) async throws(StoreError) -> [SQLRow] {
+        do {
+            let rows = try await connection.query(PostgresDatabase.makeQuery(sql, binds), logger: logger)
+            return try await PostgresDatabase.collect(rows)
+        } catch {
+            throw PostgresDatabase.map(error)
+        }
+    }
+}
+
+/// The parts of a `postgres://user:pass@host:port/db?sslmode=…` URL.
+struct PostgresURL {
+    var host: String
+    var port: Int
+    var username: String
+    var password: String?
+    var database: String?
+    var tls: PostgresClient.Configuration.TLS
+    var redacted: String
+
+    init(_ string: String) throws(StoreError) {
+        guard let components = URLComponents(string: string),
+            let scheme = components.scheme, scheme == "postgres" || scheme == "postgresql"
+        else {
+            throw .unavailable("not a postgres:// URL")
+        }
+        guard let host = components.host, !host.isEmpty else {
+            throw .unavailable("the PostgreSQL URL has no host")
+        }
+        self.host = host
+        port = components.port ?? 5432
+        username = components.user.flatMap { $0.removingPercentEncoding } ?? "postgres"
+        password = components.password.flatMap { $0.removingPercentEncoding }
+        let path = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
+        database = path.isEmpty ? nil : path
+        let mode = components.queryItems?.first(where: { $0.name == "sslmode" })?.value ?? "prefer"
+        switch mode {
+        case "disable": tls = .disable
+        case "require", "verify-full", "verify-ca": tls = .require(.makeClientConfiguration())
+        case "prefer", "allow": tls = .prefer(.makeClientConfiguration())
+        default: throw .unavailable("unknown sslmode '\(mode)' (use disable, prefer or require)")
+        }
+        var masked = components
+        if masked.password != nil { masked.password = "***" }
+        redacted = masked.string ?? "postgres://\(host)"
+    }
+}
+
+/// Runs `body`, throwing `StoreError.unavailable` if it has not finished within `duration`.
+func withTimeout<T: Sendable>(_ duration: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    try await withThrowingTaskGroup(of: T.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(for: duration)
+            throw StoreError.unavailable("no answer within \(duration)")
+        }
+        defer { group.cancelAll() }
+        guard let first = try await group.next() else { throw StoreError.unavailable("no answer") }
+        return first
+    }
+}

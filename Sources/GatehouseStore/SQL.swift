@@ -1,0 +1,148 @@
+import Foundation
+
+/// A value bound to or read from a SQL statement. The schema uses only these five kinds so
+/// that the same statements run on SQLite and PostgreSQL.
+public enum SQLValue: Sendable, Hashable {
+    case null
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+    case blob([UInt8])
+}
+
+extension SQLValue {
+    public init(_ value: String?) { self = value.map { .text($0) } ?? .null }
+    public init(_ value: Int64?) { self = value.map { .integer($0) } ?? .null }
+    public init(_ value: Int?) { self = value.map { .integer(Int64($0)) } ?? .null }
+    /// Booleans are stored as 0 and 1 in both databases.
+    public init(_ value: Bool) { self = .integer(value ? 1 : 0) }
+    public init(_ value: [UInt8]?) { self = value.map { .blob($0) } ?? .null }
+}
+
+/// Which SQL dialect a database speaks; statements that differ choose by it.
+public enum SQLDialect: String, Sendable {
+    case sqlite
+    case postgres
+}
+
+/// One result row, by column name.
+public struct SQLRow: Sendable {
+    public let columns: [String: SQLValue]
+
+    public init(columns: [String: SQLValue]) {
+        self.columns = columns
+    }
+
+    func value(_ name: String) throws(StoreError) -> SQLValue {
+        guard let value = columns[name] else {
+            throw StoreError.decoding("no column '\(name)' in result")
+        }
+        return value
+    }
+
+    public func int(_ name: String) throws(StoreError) -> Int64 {
+        guard let value = try optionalInt(name) else { throw StoreError.decoding("column '\(name)' is null") }
+        return value
+    }
+
+    public func optionalInt(_ name: String) throws(StoreError) -> Int64? {
+        switch try value(name) {
+        case .null: return nil
+        case .integer(let value): return value
+        case .real(let value): return Int64(value)
+        case .text(let text):
+            guard let value = Int64(text) else { throw StoreError.decoding("column '\(name)' is not an integer") }
+            return value
+        case .blob: throw StoreError.decoding("column '\(name)' is not an integer")
+        }
+    }
+
+    public func bool(_ name: String) throws(StoreError) -> Bool {
+        try int(name) != 0
+    }
+
+    public func string(_ name: String) throws(StoreError) -> String {
+        guard let value = try optionalString(name) else { throw StoreError.decoding("column '\(name)' is null") }
+        return value
+    }
+
+    public func optionalString(_ name: String) throws(StoreError) -> String? {
+        switch try value(name) {
+        case .null: return nil
+        case .text(let value): return value
+        case .integer(let value): return String(value)
+        case .real(let value): return String(value)
+        case .blob(let bytes): return String(decoding: bytes, as: UTF8.self)
+        }
+    }
+
+    public func bytes(_ name: String) throws(StoreError) -> [UInt8] {
+        guard let value = try optionalBytes(name) else { throw StoreError.decoding("column '\(name)' is null") }
+        return value
+    }
+
+    public func optionalBytes(_ name: String) throws(StoreError) -> [UInt8]? {
+        switch try value(name) {
+        case .null: return nil
+        case .blob(let bytes): return bytes
+        case .text(let text): return Array(text.utf8)
+        default: throw StoreError.decoding("column '\(name)' is not binary")
+        }
+    }
+}
+
+/// Something that runs SQL: a whole database (each statement on its own) or one open
+/// transaction. Statements use `?` placeholders, which the PostgreSQL driver numbers;
+/// statement text therefore never contains a literal question mark.
+public protocol SQLExecutor: Sendable {
+    var dialect: SQLDialect { get }
+    /// Runs one statement and returns its rows (none for most writes).
+    @discardableResult
+    func query(_ sql: String, _ binds: [SQLValue]) async throws(StoreError) -> [SQLRow]
+}
+
+extension SQLExecutor {
+    @discardableResult
+    public func query(_ sql: String) async throws(StoreError) -> [SQLRow] {
+        try await query(sql, [])
+    }
+}
+
+/// A database connection pool with transactions and a liveness probe.
+public protocol SQLDatabase: SQLExecutor {
+    /// Runs `body` in one transaction: committed when it returns, rolled back when it throws.
+    func transaction<T: Sendable>(
+        _ body: @Sendable (any SQLExecutor) async throws -> T
+    ) async throws -> T
+    /// Answers quickly whether the database responds; throws `StoreError.unavailable` if not.
+    func ping() async throws(StoreError)
+    /// Closes every connection.
+    func shutdown() async
+}
+
+/// Storage failures. Stores never throw HTTP errors; services map these.
+public enum StoreError: Error, Sendable, CustomStringConvertible, Equatable {
+    /// A unique constraint refused the write; the associated value names it when known.
+    case uniqueViolation(String)
+    /// The database cannot be reached or did not answer in time.
+    case unavailable(String)
+    /// A row could not be turned into a value.
+    case decoding(String)
+    /// Another writer got in the way; the operation may be retried.
+    case conflict(String)
+    /// A shipped migration differs from the one the database recorded.
+    case migrationMismatch(String)
+    /// Anything else the database said.
+    case database(String)
+
+    public var description: String {
+        switch self {
+        case .uniqueViolation(let what): return "unique constraint violated: \(what)"
+        case .unavailable(let why): return "database unavailable: \(why)"
+        case .decoding(let why): return "cannot read row: \(why)"
+        case .conflict(let why): return "write conflict: \(why)"
+        case .migrationMismatch(let why): return "migration mismatch: \(why)"
+        case .database(let why): return "database error: \(why)"
+        }
+    }
+}

@@ -1,0 +1,161 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import SQLiteNIO
+import Synchronization
+
+/// The embedded default: one SQLite file in WAL mode with `synchronous=FULL`, so a commit
+/// that returned is on disk and survives `kill -9` or a power cut.
+///
+/// One writer connection, serialised by an async lock (SQLite allows one writer at a time
+/// anyway, and `BEGIN IMMEDIATE` keeps other processes such as the CLI out for the length of
+/// a transaction), and a few read-only connections that WAL lets run beside it. libsqlite3
+/// calls run on NIO's thread pool, never on an event loop.
+public final class SQLiteDatabase: SQLDatabase {
+    public let dialect = SQLDialect.sqlite
+    public let path: String
+    private let writer: SQLiteConnection
+    private let writerLock = AsyncLock()
+    private let readers: [SQLiteConnection]
+    private let nextReader = Atomic<Int>(0)
+
+    private init(path: String, writer: SQLiteConnection, readers: [SQLiteConnection]) {
+        self.path = path
+        self.writer = writer
+        self.readers = readers
+    }
+
+    /// Opens (creating when missing) the database file at `path`.
+    public static func open(path: String, readerCount: Int = 2, logger: Logger) async throws(StoreError) -> SQLiteDatabase {
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw .unavailable("cannot open SQLite database at \(path): directory \(directory) does not exist")
+        }
+        do {
+            let writer = try await SQLiteConnection.open(storage: .file(path: path), logger: logger)
+            for pragma in [
+                "PRAGMA busy_timeout = 5000",
+                "PRAGMA journal_mode = WAL",
+                "PRAGMA synchronous = FULL",
+                "PRAGMA foreign_keys = ON",
+            ] {
+                _ = try await writer.query(pragma, [])
+            }
+            var readers: [SQLiteConnection] = []
+            for _ in 0..<max(1, readerCount) {
+                let reader = try await SQLiteConnection.open(storage: .file(path: path), logger: logger)
+                for pragma in ["PRAGMA busy_timeout = 5000", "PRAGMA foreign_keys = ON", "PRAGMA query_only = 1"] {
+                    _ = try await reader.query(pragma, [])
+                }
+                readers.append(reader)
+            }
+            return SQLiteDatabase(path: path, writer: writer, readers: readers)
+        } catch {
+            throw .unavailable("cannot open SQLite database at \(path): \(Self.describe(error))")
+        }
+    }
+
+    public func query(_ sql: String, _ binds: [SQLValue]) async throws(StoreError) -> [SQLRow] {
+        if Self.isRead(sql) {
+            let index = nextReader.wrappingAdd(1, ordering: .relaxed).oldValue
+            return try await Self.run(sql, binds, on: readers[abs(index % readers.count)])
+        }
+        await writerLock.lock()
+        defer { writerLock.unlock() }
+        return try await Self.run(sql, binds, on: writer)
+    }
+
+    public func transaction<T: Sendable>(_ body: @Sendable (any SQLExecutor) async throws -> T) async throws -> T {
+        await writerLock.lock()
+        defer { writerLock.unlock() }
+        try await Self.run("BEGIN IMMEDIATE", [], on: writer)
+        let executor = SQLiteTransaction(connection: writer)
+        do {
+            let result = try await body(executor)
+            try await Self.run("COMMIT", [], on: writer)
+            return result
+        } catch {
+            _ = try? await Self.run("ROLLBACK", [], on: writer)
+            throw error
+        }
+    }
+
+    public func ping() async throws(StoreError) {
+        _ = try await query("SELECT 1 AS ok")
+    }
+
+    public func shutdown() async {
+        for connection in readers + [writer] {
+            try? await connection.close()
+        }
+    }
+
+    /// Statements that only read go to the read-only connections.
+    private static func isRead(_ sql: String) -> Bool {
+        let head = sql.drop(while: { $0.isWhitespace }).prefix(6).uppercased()
+        return head == "SELECT"
+    }
+
+    @discardableResult
+    fileprivate static func run(_ sql: String, _ binds: [SQLValue], on connection: SQLiteConnection) async throws(StoreError) -> [SQLRow] {
+        let data = binds.map { value -> SQLiteData in
+            switch value {
+            case .null: return .null
+            case .integer(let value): return .integer(SQLiteInt64(value))
+            case .real(let value): return .float(value)
+            case .text(let value): return .text(value)
+            case .blob(let bytes): return .blob(ByteBuffer(bytes: bytes))
+            }
+        }
+        let rows: [SQLiteRow]
+        do {
+            rows = try await connection.query(sql, data)
+        } catch {
+            throw map(error)
+        }
+        return rows.map { row in
+            var columns: [String: SQLValue] = [:]
+            for column in row.columns {
+                switch column.data {
+                case .null: columns[column.name] = .null
+                case .integer(let value): columns[column.name] = .integer(Int64(value))
+                case .float(let value): columns[column.name] = .real(value)
+                case .text(let value): columns[column.name] = .text(value)
+                case .blob(let buffer): columns[column.name] = .blob(Array(buffer.readableBytesView))
+                }
+            }
+            return SQLRow(columns: columns)
+        }
+    }
+
+    private static func map(_ error: any Error) -> StoreError {
+        guard let error = error as? SQLiteError else { return .database(describe(error)) }
+        switch error.reason {
+        case .constraintUniqueFailed, .constraintPrimaryKeyFailed:
+            return .uniqueViolation(error.message)
+        case .busy, .busyTimeout, .locked, .busyInRecovery, .busyInSnapshot:
+            return .conflict(error.message)
+        case .cantOpen, .ioError, .full, .notADatabase, .corrupt, .readOnly:
+            return .unavailable(error.message)
+        default:
+            return .database(error.message)
+        }
+    }
+
+    private static func describe(_ error: any Error) -> String {
+        if let error = error as? SQLiteError { return error.message }
+        return "\(error)"
+    }
+}
+
+/// The writer connection while a transaction holds it.
+private struct SQLiteTransaction: SQLExecutor {
+    let connection: SQLiteConnection
+    var dialect: SQLDialect { .sqlite }
+
+    func query(_ sql: String, _ binds: [SQLValue]) async throws(StoreError) -> [SQLRow] {
+        try await SQLiteDatabase.run(sql, binds, on: connection)
+    }
+}

@@ -1,0 +1,185 @@
+/// A sign-in method attached to a user, as the contract's `identities` array shows it.
+public struct IdentityPayload: Codable, Sendable, Hashable {
+    /// `email`, `apple`, `google` or `anonymous`.
+    public var provider: String
+    public var email: String?
+    public var isPrivateRelay: Bool
+    /// RFC 3339 UTC.
+    public var createdAt: String
+
+    public init(provider: String, email: String?, isPrivateRelay: Bool, createdAt: String) {
+        self.provider = provider
+        self.email = email
+        self.isPrivateRelay = isPrivateRelay
+        self.createdAt = createdAt
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case provider
+        case email
+        case isPrivateRelay = "is_private_relay"
+        case createdAt = "created_at"
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(provider, forKey: .provider)
+        try container.encode(email, forKey: .email)
+        try container.encode(isPrivateRelay, forKey: .isPrivateRelay)
+        try container.encode(createdAt, forKey: .createdAt)
+    }
+}
+
+/// The contract's User object. Optional members are sent as `null`, never left out.
+public struct UserPayload: Codable, Sendable, Hashable {
+    public var id: String
+    public var email: String?
+    public var emailVerified: Bool
+    public var isAnonymous: Bool
+    public var displayName: String?
+    public var handle: String?
+    public var avatarURL: String?
+    /// RFC 3339 UTC.
+    public var createdAt: String
+    public var onboardingComplete: Bool
+    public var identities: [IdentityPayload]
+
+    public init(
+        id: String, email: String?, emailVerified: Bool, isAnonymous: Bool, displayName: String?,
+        handle: String?, avatarURL: String?, createdAt: String, onboardingComplete: Bool,
+        identities: [IdentityPayload]
+    ) {
+        self.id = id
+        self.email = email
+        self.emailVerified = emailVerified
+        self.isAnonymous = isAnonymous
+        self.displayName = displayName
+        self.handle = handle
+        self.avatarURL = avatarURL
+        self.createdAt = createdAt
+        self.onboardingComplete = onboardingComplete
+        self.identities = identities
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id
+        case email
+        case emailVerified = "email_verified"
+        case isAnonymous = "is_anonymous"
+        case displayName = "display_name"
+        case handle
+        case avatarURL = "avatar_url"
+        case createdAt = "created_at"
+        case onboardingComplete = "onboarding_complete"
+        case identities
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(email, forKey: .email)
+        try container.encode(emailVerified, forKey: .emailVerified)
+        try container.encode(isAnonymous, forKey: .isAnonymous)
+        try container.encode(displayName, forKey: .displayName)
+        try container.encode(handle, forKey: .handle)
+        try container.encode(avatarURL, forKey: .avatarURL)
+        try container.encode(createdAt, forKey: .createdAt)
+        try container.encode(onboardingComplete, forKey: .onboardingComplete)
+        try container.encode(identities, forKey: .identities)
+    }
+}
+
+/// The contract's Session object.
+public struct SessionPayload: Codable, Sendable, Hashable {
+    public var accessToken: String
+    public var tokenType: String
+    /// Seconds until the access token expires.
+    public var expiresIn: Int
+    /// Unix seconds.
+    public var expiresAt: Int64
+    public var refreshToken: String
+    public var sessionID: String
+
+    public init(accessToken: String, expiresIn: Int, expiresAt: Int64, refreshToken: String, sessionID: String) {
+        self.accessToken = accessToken
+        self.tokenType = "bearer"
+        self.expiresIn = expiresIn
+        self.expiresAt = expiresAt
+        self.refreshToken = refreshToken
+        self.sessionID = sessionID
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case accessToken = "access_token"
+        case tokenType = "token_type"
+        case expiresIn = "expires_in"
+        case expiresAt = "expires_at"
+        case refreshToken = "refresh_token"
+        case sessionID = "session_id"
+    }
+}
+
+/// `GET /admin/v1/users`: one page of users, newest first.
+public struct AdminUserList: Codable, Sendable, Hashable {
+    public var users: [AdminUser]
+    /// Pass as `before` to get the next page; `null` on the last page.
+    public var nextCursor: String?
+
+    public init(users: [AdminUser], nextCursor: String?) {
+        self.users = users
+        self.nextCursor = nextCursor
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case users
+        case nextCursor = "next_cursor"
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(users, forKey: .users)
+        try container.encode(nextCursor, forKey: .nextCursor)
+    }
+}
+
+/// A user as the admin API shows it: the public User plus operational state.
+public struct AdminUser: Codable, Sendable, Hashable {
+    public var user: UserPayload
+    public var disabled: Bool
+    /// RFC 3339 UTC, or `null` when the account is enabled.
+    public var disabledAt: String?
+    public var disabledReason: String?
+
+    public init(user: UserPayload, disabled: Bool, disabledAt: String?, disabledReason: String?) {
+        self.user = user
+        self.disabled = disabled
+        self.disabledAt = disabledAt
+        self.disabledReason = disabledReason
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case user
+        case disabled
+        case disabledAt = "disabled_at"
+        case disabledReason = "disabled_reason"
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(user, forKey: .user)
+        try container.encode(disabled, forKey: .disabled)
+        try container.encode(disabledAt, forKey: .disabledAt)
+        try container.encode(disabledReason, forKey: .disabledReason)
+    }
+}
+
+/// `POST /admin/v1/users/{id}/disable` body.
+public struct DisableUserRequest: Codable, Sendable, Hashable {
+    /// Why, for the audit log; optional.
+    public var reason: String?
+    public init(reason: String?) { self.reason = reason }
+
+    enum CodingKeys: String, CodingKey {
+        case reason
+    }
+}

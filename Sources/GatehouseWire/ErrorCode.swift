@@ -1,0 +1,70 @@
+/// A stable, machine-readable error code.
+///
+/// Codes are only ever added to, never renamed; clients must treat unknown codes as
+/// generic failures, which is why this is an open struct and not a closed enum.
+public struct ErrorCode: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible, ExpressibleByStringLiteral {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(_ rawValue: String) { self.rawValue = rawValue }
+    public init(stringLiteral value: String) { self.rawValue = value }
+    public init(from decoder: any Decoder) throws {
+        rawValue = try decoder.singleValueContainer().decode(String.self)
+    }
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+    public var description: String { rawValue }
+}
+
+extension ErrorCode {
+    // Generic request handling.
+    public static let invalidRequest: ErrorCode = "invalid_request"
+    public static let payloadTooLarge: ErrorCode = "payload_too_large"
+    public static let notFound: ErrorCode = "not_found"
+    public static let methodNotAllowed: ErrorCode = "method_not_allowed"
+    public static let internalError: ErrorCode = "internal_error"
+    public static let serviceUnavailable: ErrorCode = "service_unavailable"
+    public static let unsupportedMediaType: ErrorCode = "unsupported_media_type"
+    public static let methodDisabled: ErrorCode = "method_disabled"
+    public static let captchaRequired: ErrorCode = "captcha_required"
+    public static let rateLimited: ErrorCode = "rate_limited"
+
+    // Authentication.
+    public static let unauthorized: ErrorCode = "unauthorized"
+    public static let forbidden: ErrorCode = "forbidden"
+    public static let tokenExpired: ErrorCode = "token_expired"
+    public static let invalidEmail: ErrorCode = "invalid_email"
+    public static let weakPassword: ErrorCode = "weak_password"
+    public static let emailInUse: ErrorCode = "email_in_use"
+    public static let emailNotFound: ErrorCode = "email_not_found"
+    public static let invalidCredentials: ErrorCode = "invalid_credentials"
+    public static let accountDisabled: ErrorCode = "account_disabled"
+    public static let tooManyAttempts: ErrorCode = "too_many_attempts"
+    public static let invalidRefreshToken: ErrorCode = "invalid_refresh_token"
+    public static let sessionRevoked: ErrorCode = "session_revoked"
+    public static let invalidIDToken: ErrorCode = "invalid_id_token"
+    public static let linkConfirmationRequired: ErrorCode = "link_confirmation_required"
+    public static let providerUnavailable: ErrorCode = "provider_unavailable"
+    public static let invalidRedirect: ErrorCode = "invalid_redirect"
+    public static let tokenInvalid: ErrorCode = "token_invalid"
+    public static let codeExhausted: ErrorCode = "code_exhausted"
+    public static let alreadyVerified: ErrorCode = "already_verified"
+    public static let resetTokenExpired: ErrorCode = "reset_token_expired"
+    public static let identityInUse: ErrorCode = "identity_in_use"
+    public static let lastIdentity: ErrorCode = "last_identity"
+    public static let reauthenticationRequired: ErrorCode = "reauthentication_required"
+
+    // Account.
+    public static let invalidHandle: ErrorCode = "invalid_handle"
+    public static let handleTaken: ErrorCode = "handle_taken"
+    public static let invalidDisplayName: ErrorCode = "invalid_display_name"
+    public static let invalidAvatarURL: ErrorCode = "invalid_avatar_url"
+    public static let invalidChoice: ErrorCode = "invalid_choice"
+
+    // Entitlements and purchases.
+    public static let unknownAction: ErrorCode = "unknown_action"
+    public static let trialAlreadyUsed: ErrorCode = "trial_already_used"
+    public static let invalidSignedPayload: ErrorCode = "invalid_signed_payload"
+    public static let planRequired: ErrorCode = "plan_required"
+}

@@ -1,0 +1,167 @@
+import ArgumentParser
+import Foundation
+import GatehouseServer
+
+@main
+struct Gatehouse: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "gatehouse",
+        abstract: "A self-hostable authentication, account and entitlement server for mobile apps.",
+        discussion: """
+            Configuration comes from GATEHOUSE_* environment variables (see README.md); with none \
+            at all, `gatehouse serve` runs on 127.0.0.1:8080 with ./gatehouse.sqlite.
+            """,
+        subcommands: [Serve.self, Migrate.self, Keys.self, Users.self],
+        defaultSubcommand: nil)
+}
+
+/// Runs `body` with the loaded configuration; any failure becomes one line on standard
+/// error and exit code 1, never a stack trace.
+func withConfiguration(_ body: (GatehouseConfig) async throws -> Void) async throws {
+    let config: GatehouseConfig
+    do {
+        config = try await GatehouseConfig.load()
+    } catch {
+        for problem in error.problems {
+            printError("gatehouse: configuration error: \(problem)")
+        }
+        throw ExitCode(78)
+    }
+    do {
+        try await body(config)
+    } catch let exit as ExitCode {
+        throw exit
+    } catch {
+        printError("gatehouse: \(describe(error))")
+        throw ExitCode.failure
+    }
+}
+
+func printError(_ line: String) {
+    FileHandle.standardError.write(Data((line + "\n").utf8))
+}
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the HTTP server (migrates the database first).",
+        discussion: "Stops gracefully on SIGTERM or SIGINT: in-flight requests finish first.")
+
+    func run() async throws {
+        try await withConfiguration { config in
+            let app = try await buildApplication(
+                config: config,
+                dependencies: AppDependencies(onListening: { port in
+                    print("Gatehouse is running at http://\(config.host):\(port) (preset: \(config.preset.name))")
+                    if config.adminKey == nil {
+                        let path = URL(fileURLWithPath: config.adminKeyFile).standardizedFileURL.path
+                        print("Admin key: in \(path) (mode 0600); send it as 'Authorization: Bearer <key>' to /admin/v1")
+                    }
+                }))
+            try await app.runService()
+        }
+    }
+}
+
+struct Migrate: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Apply pending database migrations and exit.")
+
+    func run() async throws {
+        try await withConfiguration { config in
+            let applied = try await Operator.migrate(config)
+            print(applied.isEmpty ? "The database is up to date." : "Applied migrations: \(applied.map(String.init).joined(separator: ", ")).")
+        }
+    }
+}
+
+struct Keys: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List or rotate the token-signing keys.", subcommands: [List.self, Rotate.self])
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List the signing keys and their state.")
+
+        func run() async throws {
+            try await withConfiguration { config in
+                let keys = try await Operator.listKeys(config)
+                print("KID                                          STATUS   CREATED                PUBLISHED UNTIL")
+                for key in keys {
+                    print(
+                        key.kid.padding(toLength: 45, withPad: " ", startingAt: 0)
+                            + key.status.padding(toLength: 9, withPad: " ", startingAt: 0)
+                            + key.created.padding(toLength: 23, withPad: " ", startingAt: 0) + (key.publishedUntil ?? "-"))
+                }
+            }
+        }
+    }
+
+    struct Rotate: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Make a new active signing key; the old one stays in the JWKS until its tokens expire.")
+
+        func run() async throws {
+            try await withConfiguration { config in
+                let result = try await Operator.rotateKey(config)
+                print("Rotated: \(result.retired) is retired, \(result.active) now signs new tokens.")
+            }
+        }
+    }
+}
+
+struct Users: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Find, show, disable and enable accounts.", subcommands: [List.self, Show.self, Disable.self, Enable.self])
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List accounts, newest first.")
+        @Option(name: .shortAndLong, help: "Only accounts whose email or handle starts with this, or with this id.")
+        var query: String?
+        @Option(name: .shortAndLong, help: "How many to show (1–200).")
+        var limit = 50
+        @Option(help: "Show the page after this cursor (printed at the end of the previous page).")
+        var before: String?
+
+        func run() async throws {
+            try await withConfiguration { config in
+                let page = try await Operator.users(config) { try await $0.list(search: query, cursor: before, limit: limit) }
+                for entry in page.users {
+                    print(Operator.line(entry))
+                }
+                if let next = page.nextCursor { print("More: --before \(next)") }
+            }
+        }
+    }
+
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show one account as JSON.")
+        @Argument(help: "The user's id or email.") var user: String
+
+        func run() async throws {
+            try await withConfiguration { config in
+                print(try Operator.json(try await Operator.users(config) { try await $0.show(user) }))
+            }
+        }
+    }
+
+    struct Disable: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Disable an account: it can no longer sign in.")
+        @Argument(help: "The user's id or email.") var user: String
+        @Option(help: "Why, for the record.") var reason: String?
+
+        func run() async throws {
+            try await withConfiguration { config in
+                print(Operator.line(try await Operator.users(config) { try await $0.disable(user, reason: reason) }))
+            }
+        }
+    }
+
+    struct Enable: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Enable a disabled account.")
+        @Argument(help: "The user's id or email.") var user: String
+
+        func run() async throws {
+            try await withConfiguration { config in
+                print(Operator.line(try await Operator.users(config) { try await $0.enable(user) }))
+            }
+        }
+    }
+}
