@@ -77,17 +77,24 @@ let package = Package(
         // The client SDK depends on Foundation and the wire types only.
         .target(name: "GatehouseClient", dependencies: ["GatehouseWire"], swiftSettings: strict),
 
+        // Helpers for the test targets only: a fresh SQLite file or PostgreSQL database per test.
+        .target(
+            name: "GatehouseTestSupport",
+            dependencies: ["GatehouseStore", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/GatehouseTestSupport",
+            swiftSettings: strict
+        ),
         .testTarget(name: "GatehouseClientTests", dependencies: ["GatehouseClient"], swiftSettings: strict),
         .testTarget(name: "GatehouseCoreTests", dependencies: ["GatehouseCore"], swiftSettings: strict),
         .testTarget(
             name: "GatehouseStoreTests",
-            dependencies: ["GatehouseStore"],
+            dependencies: ["GatehouseStore", "GatehouseTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "GatehouseServerTests",
             dependencies: [
-                "GatehouseServer", "GatehouseStore", "GatehouseWire",
+                "GatehouseServer", "GatehouseStore", "GatehouseWire", "GatehouseTestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),
             ],

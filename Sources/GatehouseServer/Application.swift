@@ -72,6 +72,7 @@ public func buildApplication(
         },
         logger: logger)
     app.beforeServerStarts {
+        try await waitForDatabase(database, logger: logger)
         let applied = try await Migrator(database: database).migrate(now: clock.now.unixSeconds)
         if !applied.isEmpty {
             logger.notice("applied migrations", metadata: ["versions": .string(applied.map(String.init).joined(separator: ","))])
@@ -80,6 +81,20 @@ public func buildApplication(
         logger.info("configuration", metadata: config.redactedSummary.mapValues { .string($0) })
     }
     return app
+}
+
+/// Gives a database that is still starting a few seconds, then gives up with its reason.
+func waitForDatabase(_ database: any SQLDatabase, logger: Logger, attempts: Int = 5) async throws {
+    for attempt in 1...attempts {
+        do {
+            try await database.ping()
+            return
+        } catch {
+            if attempt == attempts { throw error }
+            logger.warning("the database does not answer yet", metadata: ["attempt": "\(attempt)", "cause": "\(error)"])
+            try await Task.sleep(for: .seconds(1))
+        }
+    }
 }
 
 /// Reloads the signing keys from the database now and then, so a key rotated on another

@@ -33,6 +33,7 @@ public final class PostgresDatabase: SQLDatabase {
     }
 
     /// Runs the pool for the length of `body`, for commands that do not start a server.
+    @discardableResult
     public func withRunning<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
         try await withThrowingTaskGroup(of: T?.self) { group in
             group.addTask {
@@ -225,19 +226,5 @@ struct PostgresURL {
         var masked = components
         if masked.password != nil { masked.password = "***" }
         redacted = masked.string ?? "postgres://\(host)"
-    }
-}
-
-/// Runs `body`, throwing `StoreError.unavailable` if it has not finished within `duration`.
-func withTimeout<T: Sendable>(_ duration: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-    try await withThrowingTaskGroup(of: T.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(for: duration)
-            throw StoreError.unavailable("no answer within \(duration)")
-        }
-        defer { group.cancelAll() }
-        guard let first = try await group.next() else { throw StoreError.unavailable("no answer") }
-        return first
     }
 }

@@ -82,8 +82,21 @@ public final class SQLiteDatabase: SQLDatabase {
         }
     }
 
+    /// Probes the writer, since a database that can be read but not written is not healthy:
+    /// answers within two seconds or throws `.unavailable`.
     public func ping() async throws(StoreError) {
-        _ = try await query("SELECT 1 AS ok")
+        do {
+            try await withTimeout(.seconds(2)) {
+                await self.writerLock.lock()
+                defer { self.writerLock.unlock() }
+                try await Self.run("BEGIN IMMEDIATE", [], on: self.writer)
+                try await Self.run("ROLLBACK", [], on: self.writer)
+            }
+        } catch let error as StoreError {
+            throw .unavailable(error.description)
+        } catch {
+            throw .unavailable("\(error)")
+        }
     }
 
     public func shutdown() async {

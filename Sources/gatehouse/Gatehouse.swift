@@ -37,6 +37,12 @@ func withConfiguration(_ body: (GatehouseConfig) async throws -> Void) async thr
     }
 }
 
+/// Writes a line to standard output at once (no buffering), so that scripts and tests
+/// reading the server's output see it while the server runs.
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
 func printError(_ line: String) {
     FileHandle.standardError.write(Data((line + "\n").utf8))
 }
@@ -51,10 +57,10 @@ struct Serve: AsyncParsableCommand {
             let app = try await buildApplication(
                 config: config,
                 dependencies: AppDependencies(onListening: { port in
-                    print("Gatehouse is running at http://\(config.host):\(port) (preset: \(config.preset.name))")
+                    say("Gatehouse is running at http://\(config.host):\(port) (preset: \(config.preset.name))")
                     if config.adminKey == nil {
                         let path = URL(fileURLWithPath: config.adminKeyFile).standardizedFileURL.path
-                        print("Admin key: in \(path) (mode 0600); send it as 'Authorization: Bearer <key>' to /admin/v1")
+                        say("Admin key: in \(path) (mode 0600); send it as 'Authorization: Bearer <key>' to /admin/v1")
                     }
                 }))
             try await app.runService()

@@ -39,7 +39,7 @@ extension GatehouseConfig {
         var settings = Settings(reader: reader)
 
         if let host = settings.string("host") { config.host = host }
-        if let port = settings.int("port", range: 1...65_535, meaning: "a port number from 1 to 65535") {
+        if let port = settings.int("port", range: 0...65_535, meaning: "a port number from 1 to 65535 (or 0 for any free port)") {
             config.port = port
         }
         if let url = settings.string("database_url") {

@@ -28,14 +28,14 @@ struct RequestIDMiddleware: RouterMiddleware {
         let started = ContinuousClock.now
         var response = try await next(request, context)
         response.headers[.requestID] = id
-        let elapsed = ContinuousClock.now - started
-        context.logger.info(
-            "request",
-            metadata: [
-                "method": .string(request.method.rawValue), "path": .string(request.uri.path),
-                "status": .stringConvertible(response.status.code),
-                "duration_ms": .stringConvertible((Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000).rounded()),
-            ])
+        let elapsed = (ContinuousClock.now - started).components
+        let milliseconds = Double(elapsed.seconds) * 1000 + Double(elapsed.attoseconds) / 1e15
+        var fields: Logger.Metadata = [:]
+        fields["method"] = .string(request.method.rawValue)
+        fields["path"] = .string(request.uri.path)
+        fields["status"] = .stringConvertible(response.status.code)
+        fields["duration_ms"] = .stringConvertible((milliseconds * 100).rounded() / 100)
+        context.logger.info("request", metadata: fields)
         return response
     }
 }

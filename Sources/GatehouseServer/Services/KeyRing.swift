@@ -79,6 +79,8 @@ public final class KeyRing: Sendable {
             let publicKey = try ES256PrivateKey(backing: P256.Signing.PrivateKey(rawRepresentation: raw)).publicKey
             await collection.add(ecdsa: publicKey, kid: JWKIdentifier(string: key.kid))
         }
+        // Without a default key an unknown `kid` fails instead of falling back to the active key.
+        await collection.clearDefault()
         snapshot.withLock { $0 = Snapshot(active: active, published: published, collection: collection, loadedAt: now) }
     }
 

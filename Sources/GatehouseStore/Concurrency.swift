@@ -42,3 +42,17 @@ final class AsyncLock: Sendable {
         return try await body()
     }
 }
+
+/// Runs `body`, throwing `StoreError.unavailable` if it has not finished within `duration`.
+func withTimeout<T: Sendable>(_ duration: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    try await withThrowingTaskGroup(of: T.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(for: duration)
+            throw StoreError.unavailable("no answer within \(duration)")
+        }
+        defer { group.cancelAll() }
+        guard let first = try await group.next() else { throw StoreError.unavailable("no answer") }
+        return first
+    }
+}

@@ -1,0 +1,15 @@
+.PHONY: run test build clean
+
+# Build and run the server on its embedded defaults (SQLite, dev mail outbox, generated keys).
+run:
+	./scripts/run
+
+# Install what is missing, start a throwaway PostgreSQL, and run every test suite.
+test:
+	./scripts/test
+
+build:
+	swift build
+
+clean:
+	rm -rf .build

@@ -1,0 +1,102 @@
+import Foundation
+import GatehouseCore
+import Testing
+
+@Suite struct PresetTests {
+    func decode(_ json: String) throws(PresetError) -> Preset {
+        try Preset.decode(Data(json.utf8), source: "test")
+    }
+
+    @Test func onlyTheNameIsRequiredAndTheRestDefaults() throws {
+        let preset = try decode(#"{"name": "mine"}"#)
+        #expect(preset.name == "mine")
+        #expect(preset.passwordPolicy.minLength == 8)
+        #expect(preset.tokens.accessTokenTTLSeconds == 900)
+        #expect(preset.tokens.refreshTokenTTLSeconds == 2_592_000)
+        #expect(preset.tokens.sessionAbsoluteTTLSeconds == nil)
+        #expect(preset.enumerationProtection == .strict)
+        #expect(preset.signInMethods.enabled == ["email_password", "magic_link", "anonymous", "apple", "google"])
+    }
+
+    @Test func anUnknownKeyIsRefusedNamingItsPath() {
+        #expect {
+            try decode(#"{"name": "x", "password_policy": {"min_lenght": 10}}"#)
+        } throws: { error in
+            "\(error)".contains("'password_policy.min_lenght': unknown key")
+        }
+        #expect {
+            try decode(#"{"name": "x", "colour": "red"}"#)
+        } throws: { error in
+            "\(error)".contains("'colour': unknown key")
+        }
+    }
+
+    @Test func aWrongTypeIsRefusedNamingItsPath() {
+        #expect {
+            try decode(#"{"name": "x", "tokens": {"access_token_ttl_seconds": "15m"}}"#)
+        } throws: { error in
+            "\(error)".contains("'tokens.access_token_ttl_seconds': expected an integer")
+        }
+        #expect {
+            try decode(#"{"name": "x", "enumeration_protection": "loose"}"#)
+        } throws: { error in
+            "\(error)".contains("enumeration_protection")
+        }
+    }
+
+    @Test func outOfRangeValuesAreAllReportedAtOnce() {
+        #expect {
+            try decode(#"{"name": "x", "password_policy": {"min_length": 0, "max_length": 32}, "tokens": {"access_token_ttl_seconds": 5}}"#)
+        } throws: { error in
+            let problems = (error as? PresetError)?.problems ?? []
+            return problems.count == 3 && problems.contains { $0.contains("min_length") }
+                && problems.contains { $0.contains("max_length") } && problems.contains { $0.contains("access_token_ttl_seconds") }
+        }
+    }
+
+    @Test func aPresetWithEveryMethodOffIsRefused() {
+        #expect(throws: PresetError.self) {
+            try decode(
+                #"{"name": "x", "sign_in_methods": {"email_password": false, "magic_link": false, "anonymous": false, "apple": false, "google": false}}"#)
+        }
+    }
+
+    @Test func invalidJSONIsRefusedWithAReason() {
+        #expect {
+            try decode("{ not json")
+        } throws: { error in
+            "\(error)".contains("not valid JSON")
+        }
+    }
+
+    @Test func publicConfigurationDecodingToleratesNewKeys() throws {
+        // The SDK reads /v1/config; a newer server may add settings.
+        let json = ##"{"preset":"x","app":{"name":"A","brand_color":"#000000","new_thing":1},"sign_in_methods":["anonymous"],"password_policy":{"min_length":8,"max_length":64,"min_character_classes":0,"blocklist":true,"breached_check":false},"handles":{"enabled":false,"min_length":3,"max_length":20,"temporary_prefix":"user-"},"access_token_ttl_seconds":900,"refresh_token_ttl_seconds":2592000,"enumeration_protection":"strict","copy":{},"extra":true}"##
+        let decoded = try JSONDecoder().decode(PublicConfiguration.self, from: Data(json.utf8))
+        #expect(decoded.signInMethods == ["anonymous"])
+    }
+}
+
+@Suite struct EmailAddressTests {
+    @Test(arguments: [
+        ("  Alice@Example.COM ", "alice@example.com"),
+        ("ａｌｉｃｅ@example.com", "alice@example.com"),  // fullwidth letters
+        ("\u{212A}ate@example.com", "kate@example.com"),  // KELVIN SIGN
+        ("STRASSE@example.com", "strasse@example.com"),
+        ("straße@example.com", "strasse@example.com"),  // full case folding
+        ("e\u{0301}lise@example.com", "\u{00E9}lise@example.com"),  // NFD → NFC
+    ])
+    func normalisesToOneIdentityKey(input: String, expected: String) {
+        #expect(EmailAddress.normalize(input) == expected)
+    }
+}
+
+@Suite struct ClockTests {
+    @Test func manualClockMovesOnlyWhenTold() {
+        let clock = ManualClock(Date(unixSeconds: 1_000))
+        #expect(clock.now.unixSeconds == 1_000)
+        clock.advance(by: 90)
+        #expect(clock.now.unixSeconds == 1_090)
+        #expect(Date(unixSeconds: 0).rfc3339 == "1970-01-01T00:00:00Z")
+    }
+}

@@ -1,0 +1,323 @@
+import Foundation
+import GatehouseCore
+@testable import GatehouseStore
+import GatehouseTestSupport
+import Testing
+
+/// The behaviour every store implementation must have; runs against SQLite and PostgreSQL.
+@Suite struct StoreContractTests {
+    /// A fresh, migrated store.
+    func withStore(_ backend: Backend, _ body: @escaping @Sendable (SQLStore) async throws -> Void) async throws {
+        try await TestDatabase.with(backend) { database, _ in
+            try await Migrator(database: database).migrate(now: 1_800_000_000)
+            try await body(SQLStore(database: database))
+        }
+    }
+
+    static func user(_ email: String? = nil, handle: String? = nil, at time: Int64 = 1_800_000_000) -> User {
+        User(
+            id: .random(), email: email, normalizedEmail: email.map(EmailAddress.normalize), handle: handle,
+            createdAt: Date(unixSeconds: time))
+    }
+
+    @Test(arguments: Backend.available)
+    func migrationsApplyOnceAndRecordThemselves(_ backend: Backend) async throws {
+        try await TestDatabase.with(backend) { database, _ in
+            let migrator = Migrator(database: database)
+            #expect(try await migrator.migrate(now: 1) == Migrations.all(for: database.dialect).map(\.version))
+            #expect(try await migrator.migrate(now: 2) == [])
+            let rows = try await database.query("SELECT version, checksum FROM gatehouse_migrations ORDER BY version")
+            #expect(try rows.map { try $0.int("version") } == Migrations.all(for: database.dialect).map { Int64($0.version) })
+        }
+    }
+
+    @Test(arguments: Backend.available)
+    func anEditedMigrationIsRefused(_ backend: Backend) async throws {
+        try await TestDatabase.with(backend) { database, _ in
+            let original = Migration(version: 1, name: "t", statements: ["CREATE TABLE t (a TEXT)"])
+            try await Migrator(database: database, migrations: [original]).migrate(now: 1)
+            let edited = Migration(version: 1, name: "t", statements: ["CREATE TABLE t (a TEXT, b TEXT)"])
+            await #expect(throws: StoreError.self) {
+                try await Migrator(database: database, migrations: [edited]).migrate(now: 2)
+            }
+        }
+    }
+
+    @Test(arguments: Backend.available)
+    func aDatabaseNewerThanTheCodeIsRefused(_ backend: Backend) async throws {
+        try await TestDatabase.with(backend) { database, _ in
+            let both = [
+                Migration(version: 1, name: "a", statements: ["CREATE TABLE a (x TEXT)"]),
+                Migration(version: 2, name: "b", statements: ["CREATE TABLE b (x TEXT)"]),
+            ]
+            try await Migrator(database: database, migrations: both).migrate(now: 1)
+            await #expect(throws: StoreError.self) {
+                try await Migrator(database: database, migrations: [both[0]]).migrate(now: 2)
+            }
+        }
+    }
+
+    @Test(arguments: Backend.available)
+    func usersRoundTripByIDAndEmail(_ backend: Backend) async throws {
+        try await withStore(backend) { store in
+            var user = Self.user("Ann@Example.com", handle: "ann")
+            user.emailVerifiedAt = Date(unixSeconds: 1_800_000_100)
+            user.displayName = "Ann 🌟"
+            user.passwordHash = "$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA"
+            try await store.insertUser(user)
+            #expect(try await store.user(id: user.id) == user)
+            #expect(try await store.user(normalizedEmail: "ann@example.com") == user)
+            #expect(try await store.user(id: .random()) == nil)
+            #expect(try await store.user(normalizedEmail: "nobody@example.com") == nil)
+        }
+    }
+
+    @Test(arguments: Backend.available)
+    func emailsAndHandlesAreUnique(_ backend: Backend) async throws {
+        try await withStore(backend) { store in
+            try await store.insertUser(Self.user("a@x.io", handle: "taken"))
+            await #expect {
+                try await store.insertUser(Self.user("A@X.IO"))
+            } throws: { error in
+                if case StoreError.uniqueViolation = error { return true }
+                return false
+            }
+            await #expect {
+                try await store.insertUser(Self.user("b@x.io", handle: "taken"))
+            } throws: { error in
+                if case StoreError.uniqueViolation = error { return true }
+                return false
+            }
+            // Accounts without email or handle do not collide with each other.
+            try await store.insertUser(Self.user())
+            try await store.insertUser(Self.user())
+        }
+    }
+
+    @Test(arguments: Backend.available)
+    func concurrentInsertsOfOneEmailCreateExactlyOneUser(_ backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let outcomes = await withTaskGroup(of: Bool.self) { group in
+                for index in 0..<20 {
+                    group.addTask {
+                        let email = index.isMultiple(of: 2) ? "race@example.com" : "RACE@example.com"
+                        do {
+                            try await store.insertUser(Self.user(email))
+                            return true
+                        } catch {
+                            return false
+                        }
+                    }
+                }
+                return await group.reduce(into: [Bool]()) { $0.append($1) }
+            }
+            #expect(outcomes.filter { $0 }.count == 1)
+            let stored = try await store.users(search: "race@", before: nil, limit: 50)
+            #expect(stored.count == 1)
+        }
+    }
+
+    @Test(arguments: Backend.available)
+    func identitiesAreKeyedByProviderAndSubject(_ backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let user = Self.user("i@x.io")
+            try await store.insertUser(user)
+            let apple = Identity(
+                userID: user.id, provider: .apple, subject: "001.abc", email: "x@privaterelay.appleid.com",
+                isPrivateRelay: true, createdAt: Date(unixSeconds: 1_800_000_000))
+            let email = Identity(userID: user.id, provider: .email, subject: "i@x.io", email: "i@x.io", createdAt: Date(unixSeconds: 1_800_000_001))
+            try await store.insertIdentity(apple)
+            try await store.insertIdentity(email)
+            #expect(try await store.identities(of: user.id) == [apple, email])
+            let other = Self.user()
+            try await store.insertUser(other)
+            await #expect(throws: StoreError.self) {
+                try await store.insertIdentity(Identity(userID: other.id, provider: .apple, subject: "001.abc", createdAt: Date()))
+            }
+        }
+    }
+
+    @Test(arguments: Backend.available)
+    func usersPageNewestFirstAndSearch(_ backend: Backend) async throws {
+        try await withStore(backend) { store in
+            var created: [User] = []
+            for index in 0..<7 {
+                let user = Self.user("user\(index)@example.com", handle: "h\(index)", at: 1_800_000_000 + Int64(index / 2))
+                try await store.insertUser(user)
+                created.append(user)
+            }
+            var seen: [UserID] = []
+            var cursor: UserCursor?
+            repeat {
+                let page = try await store.users(search: nil, before: cursor, limit: 3)
+                seen += page.map(\.id)
+                cursor = page.count == 3 ? page.last.map { UserCursor(createdAt: $0.createdAt.unixSeconds, id: $0.id.description) } : nil
+            } while cursor != nil
+            #expect(Set(seen) == Set(created.map(\.id)))
+            #expect(seen.count == 7)
+            let times = try await store.users(search: nil, before: nil, limit: 10).map { $0.createdAt.unixSeconds }
+            #expect(times == times.sorted(by: >))
+            #expect(try await store.users(search: "USER3@", before: nil, limit: 10).map(\.id) == [created[3].id])
+            #expect(try await store.users(search: "h5", before: nil, limit: 10).map(\.id) == [created[5].id])
+            // LIKE wildcards in the search are literal.
+            #expect(try await store.users(search: "user_", before: nil, limit: 10).isEmpty)
+            #expect(try await store.users(search: "%", before: nil, limit: 10).isEmpty)
+        }
+    }
+
+    @Test(arguments: Backend.available)
+    func disablingAndEnabling(_ backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let user = Self.user("d@x.io")
+            try await store.insertUser(user)
+            let when = Date(unixSeconds: 1_800_000_500)
+            #expect(try await store.setDisabled(user.id, at: when, reason: "abuse", now: when))
+            let disabled = try #require(try await store.user(id: user.id))
+            #expect(disabled.disabledAt == when)
+            #expect(disabled.disabledReason == "abuse")
+            #expect(try await store.setDisabled(user.id, at: nil, reason: "ignored", now: when))
+            let enabled = try #require(try await store.user(id: user.id))
+            #expect(enabled.disabledAt == nil && enabled.disabledReason == nil)
+            #expect(try await store.setDisabled(.random(), at: when, reason: nil, now: when) == false)
+        }
+    }
+
+    @Test(arguments: Backend.available)
+    func transactionsCommitOrRollBackWhole(_ backend: Backend) async throws {
+        try await withStore(backend) { store in
+            struct Boom: Error {}
+            let first = Self.user("t1@x.io")
+            await #expect(throws: Boom.self) {
+                try await store.transaction { tx in
+                    try await tx.insertUser(first)
+                    try await tx.insertIdentity(Identity(userID: first.id, provider: .email, subject: "t1@x.io", createdAt: Date()))
+                    throw Boom()
+                }
+            }
+            #expect(try await store.user(id: first.id) == nil)
+            let second = Self.user("t2@x.io")
+            try await store.transaction { tx in
+                try await tx.insertUser(second)
+                // A nested transaction joins the outer one.
+                try await tx.transaction { inner in
+                    try await inner.insertIdentity(Identity(userID: second.id, provider: .email, subject: "t2@x.io", createdAt: Date()))
+                }
+            }
+            #expect(try await store.user(id: second.id) != nil)
+            #expect(try await store.identities(of: second.id).count == 1)
+        }
+    }
+
+    @Test(arguments: Backend.available)
+    func concurrentTransactionsStayWhole(_ backend: Backend) async throws {
+        try await withStore(backend) { store in
+            // Twenty transactions at once, every third one failing after its writes: the others
+            // keep both their rows, the failed ones keep none, whatever the interleaving.
+            struct Boom: Error {}
+            let users = (0..<20).map { Self.user("c\($0)@x.io") }
+            await withTaskGroup(of: Void.self) { group in
+                for (index, user) in users.enumerated() {
+                    group.addTask {
+                        try? await store.transaction { tx in
+                            try await tx.insertUser(user)
+                            try await tx.insertIdentity(Identity(userID: user.id, provider: .email, subject: user.normalizedEmail!, createdAt: Date()))
+                            if index % 3 == 0 { throw Boom() }
+                        }
+                    }
+                }
+            }
+            for (index, user) in users.enumerated() {
+                let stored = try await store.user(id: user.id)
+                let identities = try await store.identities(of: user.id)
+                if index % 3 == 0 {
+                    #expect(stored == nil && identities.isEmpty)
+                } else {
+                    #expect(stored != nil && identities.count == 1)
+                }
+            }
+        }
+    }
+
+    @Test(arguments: Backend.available)
+    func signingKeysOneActiveAndRetiredOnesExpire(_ backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let t0 = Date(unixSeconds: 1_800_000_000)
+            func key(_ kid: String, at time: Date) -> SigningKeyRecord {
+                SigningKeyRecord(
+                    kid: kid, algorithm: "ES256", privateKey: [1, 2, 3, 0, 255], encryption: "none", publicJWK: "{}",
+                    status: "active", createdAt: time)
+            }
+            try await store.insertSigningKey(key("k1", at: t0))
+            await #expect(throws: StoreError.self) { try await store.insertSigningKey(key("k2", at: t0)) }
+            #expect(try await store.retireSigningKey(kid: "k1", at: t0.addingTimeInterval(10), publishUntil: t0.addingTimeInterval(100)))
+            #expect(try await store.retireSigningKey(kid: "k1", at: t0, publishUntil: t0) == false)
+            try await store.insertSigningKey(key("k2", at: t0.addingTimeInterval(10)))
+            #expect(try await store.signingKeys(publishedAt: t0.addingTimeInterval(50)).map(\.kid) == ["k2", "k1"])
+            #expect(try await store.signingKeys(publishedAt: t0.addingTimeInterval(100)).map(\.kid) == ["k2"])
+            #expect(try await store.allSigningKeys().map(\.kid) == ["k2", "k1"])
+            let stored = try #require(try await store.allSigningKeys().last)
+            #expect(stored.privateKey == [1, 2, 3, 0, 255])
+            try await store.updateSigningKeyMaterial(kid: "k1", privateKey: [9], encryption: "aes-256-gcm")
+            #expect(try await store.allSigningKeys().last?.encryption == "aes-256-gcm")
+        }
+    }
+
+    @Test(arguments: Backend.available)
+    func pingAnswers(_ backend: Backend) async throws {
+        try await withStore(backend) { store in
+            try await store.ping()
+        }
+    }
+}
+
+@Suite struct SQLiteDurabilityTests {
+    @Test func committedRowsSurviveReopening() async throws {
+        let (url, cleanup) = try await TestDatabase.make(.sqlite)
+        defer { Task { await cleanup() } }
+        let user = StoreContractTests.user("durable@x.io")
+        let first = try await url.open(logger: TestDatabase.logger)
+        try await Migrator(database: first).migrate(now: 1)
+        try await SQLStore(database: first).insertUser(user)
+        await first.shutdown()
+        let second = try await url.open(logger: TestDatabase.logger)
+        #expect(try await SQLStore(database: second).user(id: user.id) == user)
+        let mode = try await second.query("PRAGMA journal_mode")
+        #expect(try mode.first?.string("journal_mode") == "wal")
+        await second.shutdown()
+    }
+
+    @Test func aMissingDirectoryIsAClearError() async {
+        await #expect {
+            _ = try await DatabaseURL.sqlite(path: "/nonexistent-dir-\(UUID().uuidString)/x.sqlite").open(logger: TestDatabase.logger)
+        } throws: { error in
+            "\(error)".contains("does not exist")
+        }
+    }
+}
+
+@Suite struct DatabaseURLTests {
+    @Test func parsesTheSupportedForms() throws {
+        #expect(try DatabaseURL.parse("sqlite:///var/lib/g.sqlite").get() == .sqlite(path: "/var/lib/g.sqlite"))
+        #expect(try DatabaseURL.parse("sqlite://g.sqlite").get() == .sqlite(path: "g.sqlite"))
+        #expect(try DatabaseURL.parse("postgres://u:p@h:5433/db").get() == .postgres(url: "postgres://u:p@h:5433/db"))
+        #expect(DatabaseURL.postgres(url: "postgres://u:secret@h/db").description == "postgres://u:***@h/db")
+    }
+
+    @Test(arguments: ["mysql://x", "sqlite://", "postgres:///db", "postgres://h/db?sslmode=sometimes", "nonsense"])
+    func refusesOtherForms(_ text: String) {
+        #expect(throws: DatabaseURLError.self) { try DatabaseURL.parse(text).get() }
+    }
+
+    @Test func numbersPlaceholdersForPostgres() {
+        #expect(PostgresDatabase.numberPlaceholders("a = ? AND b IN (?, ?)") == "a = $1 AND b IN ($2, $3)")
+    }
+}
+
+@Suite struct CIEnvironmentTests {
+    /// CI must run the contract suites on PostgreSQL too, never skip it silently.
+    @Test func postgresIsConfiguredInCI() {
+        if ProcessInfo.processInfo.environment["CI"] != nil {
+            #expect(TestDatabase.postgresAdminURL != nil, "CI runs without GATEHOUSE_TEST_POSTGRES_URL")
+        }
+    }
+}
