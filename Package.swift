@@ -96,6 +96,7 @@ let package = Package(
             dependencies: [
                 "GatehouseServer", "GatehouseStore", "GatehouseWire", "GatehouseTestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "JWTKit", package: "jwt-kit"),
             ],
             swiftSettings: strict

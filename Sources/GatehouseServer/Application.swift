@@ -105,13 +105,15 @@ struct KeyRefreshService: Service {
     var interval: Duration = .seconds(30)
 
     func run() async throws {
-        while !Task.isCancelled && !Task.isShuttingDownGracefully {
-            try? await Task.sleep(for: interval)
-            if Task.isCancelled || Task.isShuttingDownGracefully { break }
-            do {
-                try await keys.reload()
-            } catch {
-                logger.warning("could not reload signing keys", metadata: ["cause": .string("\(error)")])
+        // Ends as soon as shutdown begins instead of finishing a sleep first.
+        try? await cancelWhenGracefulShutdown {
+            while true {
+                try await Task.sleep(for: interval)
+                do {
+                    try await keys.reload()
+                } catch {
+                    logger.warning("could not reload signing keys", metadata: ["cause": .string("\(error)")])
+                }
             }
         }
     }

@@ -19,6 +19,7 @@ public final class SQLiteDatabase: SQLDatabase {
     private let writerLock = AsyncLock()
     private let readers: [SQLiteConnection]
     private let nextReader = Atomic<Int>(0)
+    private let closed = Atomic<Bool>(false)
 
     private init(path: String, writer: SQLiteConnection, readers: [SQLiteConnection]) {
         self.path = path
@@ -100,8 +101,21 @@ public final class SQLiteDatabase: SQLDatabase {
     }
 
     public func shutdown() async {
+        guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         for connection in readers + [writer] {
-            try? await connection.close()
+            // The future-based close runs even when this task is already cancelled, as it is
+            // when the service group is tearing down.
+            try? await connection.close().get()
+        }
+    }
+
+    deinit {
+        // A start that failed half-way may drop the database without shutting it down; the
+        // connections still get closed (each close keeps its connection alive until done).
+        guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        for connection in readers + [writer] {
+            // The completion handler holds the connection until it is closed.
+            connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
         }
     }
 

@@ -1,0 +1,83 @@
+import Foundation
+import GatehouseCore
+import GatehouseServer
+import GatehouseStore
+import GatehouseTestSupport
+import GatehouseWire
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import Testing
+
+/// Builds the real application (`buildApplication`) on a fresh database of `backend` and
+/// drives it through HTTP.
+enum TestApp {
+    static let adminKey = "test-admin-key-0123456789abcdef"
+
+    static func config(_ database: DatabaseURL, preset: String = "default", directory: URL) throws -> GatehouseConfig {
+        var config = GatehouseConfig()
+        config.database = database
+        config.port = 0
+        config.adminKey = adminKey
+        config.adminKeyFile = directory.appendingPathComponent("admin-key").path
+        config.presetSource = preset
+        config.preset = try PresetLibrary.load(preset).get()
+        return config
+    }
+
+    static var quietLogger: Logger {
+        var logger = Logger(label: "gatehouse.test")
+        logger.logLevel = .critical
+        return logger
+    }
+
+    /// Runs `body` against a freshly built app; `adjust` may change the configuration first.
+    static func run(
+        _ backend: Backend, preset: String = "default", clock: any WallClock = SystemClock(),
+        adjust: (inout GatehouseConfig) -> Void = { _ in },
+        _ body: @escaping @Sendable (any TestClientProtocol, GatehouseConfig) async throws -> Void
+    ) async throws {
+        let (url, cleanup) = try await TestDatabase.make(backend)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-app-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var config = try config(url, preset: preset, directory: directory)
+        adjust(&config)
+        let frozen = config
+        do {
+            let app = try await buildApplication(config: frozen, dependencies: AppDependencies(clock: clock, logger: quietLogger))
+            try await app.test(.router) { client in try await body(client, frozen) }
+        } catch {
+            await cleanup()
+            throw error
+        }
+        await cleanup()
+    }
+
+    /// Opens the app's database beside it (to arrange rows or look at them), pool running.
+    static func withStore<T: Sendable>(_ config: GatehouseConfig, _ body: @escaping @Sendable (SQLStore) async throws -> T) async throws -> T {
+        let database = try await config.database.open(logger: quietLogger)
+        defer { Task { await database.shutdown() } }
+        if let postgres = database as? PostgresDatabase {
+            return try await postgres.withRunning { try await body(SQLStore(database: database)) }
+        }
+        return try await body(SQLStore(database: database))
+    }
+
+    static var adminHeaders: HTTPFields { [.authorization: "Bearer \(adminKey)", .contentType: "application/json"] }
+}
+
+extension TestResponse {
+    /// The body decoded as `T`; fails the test if it does not decode.
+    func json<T: Decodable>(_ type: T.Type = T.self) throws -> T {
+        try JSONDecoder().decode(T.self, from: Data(body.readableBytesView))
+    }
+
+    /// The contract's error object.
+    var error: ErrorPayload? { try? json(ErrorBody.self).error }
+
+    var text: String { String(buffer: body) }
+}
+
+func jsonBody(_ text: String) -> ByteBuffer { ByteBuffer(string: text) }
