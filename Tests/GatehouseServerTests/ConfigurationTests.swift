@@ -1,0 +1,119 @@
+import Foundation
+import GatehouseCore
+import GatehouseServer
+import GatehouseStore
+import Testing
+
+@Suite struct ConfigurationTests {
+    func load(_ environment: [String: String]) async throws(ConfigurationError) -> GatehouseConfig {
+        try await GatehouseConfig.load(environment: environment)
+    }
+
+    @Test func noConfigurationMeansTheEmbeddedDefaults() async throws {
+        let config = try await load([:])
+        #expect(config.host == "127.0.0.1" && config.port == 8080)
+        #expect(config.database == .sqlite(path: "gatehouse.sqlite"))
+        #expect(config.preset.name == "default")
+        #expect(config.smtpURL == nil && config.adminKey == nil && config.isDevelopment)
+        #expect(config.publicURL.absoluteString == "http://127.0.0.1:8080")
+        #expect(config.issuer == "http://127.0.0.1:8080")
+        #expect(config.maxBodyBytes == 65_536 && config.ipLimits)
+    }
+
+    @Test func everyProblemIsReportedAtOnceNamingItsVariable() async {
+        await #expect {
+            try await load([
+                "GATEHOUSE_PORT": "abc", "GATEHOUSE_DATABASE_URL": "mysql://localhost/db",
+                "GATEHOUSE_PRESET": "/nonexistent/preset.json", "GATEHOUSE_ADMIN_KEY": "short",
+                "GATEHOUSE_IP_LIMITS": "maybe", "GATEHOUSE_TRUSTED_PROXIES": "10.0.0.0/8,not-an-ip",
+                "GATEHOUSE_PUBLIC_URL": "ftp://x",
+            ])
+        } throws: { error in
+            guard let problems = (error as? ConfigurationError)?.problems else { return false }
+            let names = ["GATEHOUSE_PORT", "GATEHOUSE_DATABASE_URL", "GATEHOUSE_PRESET", "GATEHOUSE_ADMIN_KEY",
+                         "GATEHOUSE_IP_LIMITS", "GATEHOUSE_TRUSTED_PROXIES", "GATEHOUSE_PUBLIC_URL"]
+            return problems.count == names.count && names.allSatisfy { name in problems.contains { $0.hasPrefix(name + ":") } }
+                && problems.allSatisfy { !$0.contains("\n") }
+        }
+    }
+
+    @Test(arguments: ["0x50", "-1", "70000", "80.5", "eighty"])
+    func badPortsAreRefused(_ port: String) async {
+        await #expect(throws: ConfigurationError.self) { try await load(["GATEHOUSE_PORT": port]) }
+    }
+
+    @Test func presetsLoadByNameOrPath() async throws {
+        #expect(try await load(["GATEHOUSE_PRESET": "oklah"]).preset.name == "oklah")
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("preset-\(UUID()).json")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try Data(#"{"name": "custom", "sign_in_methods": {"apple": false}}"#.utf8).write(to: file)
+        let custom = try await load(["GATEHOUSE_PRESET": file.path]).preset
+        #expect(custom.name == "custom" && custom.signInMethods.apple == false && custom.signInMethods.google)
+    }
+
+    @Test func aPresetWithAnUnknownKeyIsRefusedNamingTheKey() async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("preset-\(UUID()).json")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try Data(#"{"name": "custom", "tokens": {"acess_token_ttl_seconds": 60}}"#.utf8).write(to: file)
+        await #expect {
+            try await load(["GATEHOUSE_PRESET": file.path])
+        } throws: { error in
+            "\(error)".contains("GATEHOUSE_PRESET") && "\(error)".contains("tokens.acess_token_ttl_seconds")
+        }
+        await #expect {
+            try await load(["GATEHOUSE_PRESET": "nonsense"])
+        } throws: { error in
+            "\(error)".contains("not a built-in preset")
+        }
+    }
+
+    @Test func aConfigFileIsReadAndTheEnvironmentWins() async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-\(UUID()).json")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try Data(#"{"gatehouse": {"port": 9091, "host": "0.0.0.0", "preset": "handz", "apple_audiences": "com.a.app,com.b.app"}}"#.utf8)
+            .write(to: file)
+        let config = try await load(["GATEHOUSE_CONFIG_FILE": file.path, "GATEHOUSE_HOST": "127.0.0.2"])
+        #expect(config.port == 9091)
+        #expect(config.host == "127.0.0.2")
+        #expect(config.preset.name == "handz")
+        #expect(config.appleAudiences == ["com.a.app", "com.b.app"])
+    }
+
+    @Test func aConfigFileWithAnUnknownKeyIsRefused() async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-\(UUID()).json")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try Data(#"{"gatehouse": {"prot": 9091}}"#.utf8).write(to: file)
+        await #expect {
+            try await load(["GATEHOUSE_CONFIG_FILE": file.path])
+        } throws: { error in
+            "\(error)".contains("gatehouse.prot")
+        }
+    }
+
+    @Test func productionNeedsAnHTTPSPublicURL() async throws {
+        await #expect(throws: ConfigurationError.self) { try await load(["GATEHOUSE_ENVIRONMENT": "production"]) }
+        let config = try await load(["GATEHOUSE_ENVIRONMENT": "production", "GATEHOUSE_PUBLIC_URL": "https://auth.example.com/"])
+        #expect(!config.isDevelopment && config.issuer == "https://auth.example.com")
+    }
+
+    @Test func secretsNeverAppearInTheSummary() async throws {
+        let config = try await load([
+            "GATEHOUSE_ADMIN_KEY": "admin-key-that-is-long-enough-123", "GATEHOUSE_SECRET_KEY": "secret-key-that-is-long-enough-0123456789",
+            "GATEHOUSE_SMTP_URL": "smtp://mailer:hunter2hunter2@mail.example.com:587",
+            "GATEHOUSE_DATABASE_URL": "postgres://gatehouse:dbpassword@db.example.com/gatehouse",
+        ])
+        let summary = config.redactedSummary.values.joined(separator: " ")
+        for secret in ["admin-key-that-is-long-enough-123", "secret-key-that-is-long-enough", "hunter2hunter2", "dbpassword"] {
+            #expect(!summary.contains(secret))
+        }
+    }
+
+    @Test func trustedProxyRangesMatchAddresses() throws {
+        let range = try #require(IPRange("10.1.0.0/16"))
+        #expect(range.contains(try #require(IPAddress("10.1.200.3"))))
+        #expect(!range.contains(try #require(IPAddress("10.2.0.1"))))
+        #expect(try #require(IPRange("::1")).contains(try #require(IPAddress("::1"))))
+        #expect(try #require(IPRange("127.0.0.1")).contains(try #require(IPAddress("::ffff:127.0.0.1"))))
+        #expect(IPRange("10.0.0.0/33") == nil && IPAddress("300.1.1.1") == nil)
+    }
+}

@@ -1,0 +1,67 @@
+import Foundation
+import GatehouseServer
+import GatehouseStore
+import GatehouseTestSupport
+import GatehouseWire
+import HTTPTypes
+import HummingbirdTesting
+import Testing
+
+/// `/health` says 503 while the database does not answer and recovers by itself.
+@Suite struct HealthTests {
+    /// Polls `/health` until it answers `status` (bounded: about a minute), returning the body.
+    func waitForHealth(_ client: any TestClientProtocol, _ status: HTTPResponse.Status) async throws -> HealthResponse {
+        for _ in 0..<300 {
+            let response = try await client.execute(uri: "/health", method: .get)
+            if response.status == status { return try response.json(HealthResponse.self) }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        throw ProcessError("/health never answered \(status)")
+    }
+
+    @Test func sqliteHeldByAnotherWriterIs503ThenRecovers() async throws {
+        try await TestApp.run(.sqlite) { client, config in
+            #expect(try await waitForHealth(client, .ok).status == "ok")
+            guard case .sqlite(let path) = config.database else { return }
+            // Another process-like writer takes the database's write lock and keeps it.
+            let other = try await SQLiteDatabase.open(path: path, readerCount: 1, logger: TestDatabase.logger)
+            let (release, releaseNow) = AsyncStream.makeStream(of: Void.self)
+            let (held, isHeld) = AsyncStream.makeStream(of: Void.self)
+            let holder = Task {
+                try await other.transaction { _ in
+                    isHeld.yield()
+                    for await _ in release { break }
+                }
+            }
+            for await _ in held { break }
+            let down = try await client.execute(uri: "/health", method: .get)
+            #expect(down.status == .serviceUnavailable)
+            #expect(try down.json(HealthResponse.self).status == "unavailable")
+            #expect(down.headers[.retryAfter] != nil)
+            releaseNow.yield()
+            releaseNow.finish()
+            try await holder.value
+            await other.shutdown()
+            #expect(try await waitForHealth(client, .ok).status == "ok")
+        }
+    }
+
+    @Test(.enabled(if: TestDatabase.postgresAdminURL != nil))
+    func postgresRefusingConnectionsIs503ThenRecovers() async throws {
+        try await TestApp.run(.postgres) { client, config in
+            #expect(try await waitForHealth(client, .ok).status == "ok")
+            guard case .postgres(let url) = config.database, let admin = TestDatabase.postgresAdminURL else { return }
+            let name = String(URLComponents(string: url)!.path.dropFirst())
+            let maintenance = try PostgresDatabase(url: admin, maximumConnections: 2, logger: TestDatabase.logger)
+            try await maintenance.withRunning {
+                // The database stops answering Gatehouse: no new connections, existing ones cut.
+                try await maintenance.query("ALTER DATABASE \(name) ALLOW_CONNECTIONS false")
+                try await maintenance.query(
+                    "SELECT pg_terminate_backend(pid) AS done FROM pg_stat_activity WHERE datname = ?", [.text(name)])
+                #expect(try await waitForHealth(client, .serviceUnavailable).status == "unavailable")
+                try await maintenance.query("ALTER DATABASE \(name) ALLOW_CONNECTIONS true")
+            }
+            #expect(try await waitForHealth(client, .ok).status == "ok")
+        }
+    }
+}

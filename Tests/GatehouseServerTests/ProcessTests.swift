@@ -1,0 +1,157 @@
+import Foundation
+import GatehouseCore
+import GatehouseServer
+import GatehouseStore
+import GatehouseTestSupport
+import GatehouseWire
+import Testing
+
+/// The `gatehouse` executable as a newcomer and an operator meet it.
+@Suite struct ProcessTests {
+    @Test func withNoConfigurationItServesSQLiteAndWritesTheAdminKeyFile() async throws {
+        // Only the port is set (to any free one) so that tests can run side by side.
+        let server = try ServerProcess(environment: ["GATEHOUSE_PORT": "0"])
+        defer { try? FileManager.default.removeItem(at: server.directory) }
+        let base = try await server.baseURL()
+        let health = try await HTTP.request(base.appendingPathComponent("health"))
+        #expect(health.status == 200)
+        #expect(health.text == #"{"status":"ok"}"#)
+
+        let keyFile = server.directory.appendingPathComponent("gatehouse-admin-key")
+        let attributes = try FileManager.default.attributesOfItem(atPath: keyFile.path)
+        #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+        #expect(FileManager.default.fileExists(atPath: server.directory.appendingPathComponent("gatehouse.sqlite").path))
+        #expect(server.standardOutput.contains("Admin key: in \(keyFile.path)"))
+        let key = try String(contentsOf: keyFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(!server.standardOutput.contains(key) && !server.standardError.contains(key))
+
+        let users = try await HTTP.request(base.appendingPathComponent("admin/v1/users"), headers: ["Authorization": "Bearer \(key)"])
+        #expect(users.status == 200)
+        #expect(users.headers["x-request-id"] != nil)
+        server.signal(SIGTERM)
+        #expect(try await server.exitStatus() == 0)
+        // Structured logs: every line on standard error is one JSON object.
+        for line in server.standardError.split(separator: "\n") {
+            #expect((try? JSONSerialization.jsonObject(with: Data(line.utf8))) != nil, "\(line)")
+        }
+    }
+
+    @Test(arguments: Backend.available)
+    func acknowledgedWritesSurviveKillDashNine(_ backend: Backend) async throws {
+        let (url, cleanup) = try await TestDatabase.make(backend)
+        defer { Task { await cleanup() } }
+        let directory = try ServerProcess.makeDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let databaseURL: String
+        switch url {
+        case .sqlite(let path): databaseURL = "sqlite://\(path)"
+        case .postgres(let postgres): databaseURL = postgres
+        }
+        let environment = [
+            "GATEHOUSE_PORT": "0", "GATEHOUSE_DATABASE_URL": databaseURL, "GATEHOUSE_ADMIN_KEY": TestApp.adminKey,
+        ]
+        let first = try ServerProcess(environment: environment, directory: directory)
+        let base = try await first.baseURL()
+
+        // Arrange accounts beside the server, then change them through it.
+        let config = try TestApp.config(url, directory: directory)
+        let users = (0..<5).map { User(id: .random(), email: "k\($0)@x.io", normalizedEmail: "k\($0)@x.io", createdAt: Date()) }
+        try await TestApp.withStore(config) { store in
+            for user in users { try await store.insertUser(user) }
+        }
+        let auth = ["Authorization": "Bearer \(TestApp.adminKey)", "Content-Type": "application/json"]
+        for user in users.prefix(3) {
+            let reply = try await HTTP.request(
+                base.appendingPathComponent("admin/v1/users/\(user.id)/disable"), method: "POST", headers: auth,
+                body: Data(#"{"reason": "test"}"#.utf8))
+            #expect(reply.status == 200)
+        }
+        let rotated = try await HTTP.request(base.appendingPathComponent("admin/v1/keys/rotate"), method: "POST", headers: auth)
+        #expect(rotated.status == 200)
+        let keysBefore = try rotated.json(JSONWebKeySet.self).keys.map(\.kid)
+
+        first.signal(SIGKILL)
+        _ = try await first.exitStatus()
+
+        let second = try ServerProcess(environment: environment, directory: directory)
+        let restarted = try await second.baseURL()
+        for (index, user) in users.enumerated() {
+            let shown = try await HTTP.request(restarted.appendingPathComponent("admin/v1/users/\(user.id)"), headers: auth)
+            #expect(shown.status == 200)
+            #expect(try shown.json(AdminUser.self).disabled == (index < 3))
+        }
+        let jwks = try await HTTP.request(restarted.appendingPathComponent(".well-known/jwks.json")).json(JSONWebKeySet.self)
+        #expect(jwks.keys.map(\.kid) == keysBefore)
+        second.signal(SIGTERM)
+        #expect(try await second.exitStatus() == 0)
+        if case .sqlite(let path) = url {
+            let database = try await DatabaseURL.sqlite(path: path).open(logger: TestDatabase.logger)
+            let check = try await database.query("PRAGMA integrity_check")
+            #expect(try check.first?.string("integrity_check") == "ok")
+            await database.shutdown()
+        }
+    }
+
+    @Test(arguments: [
+        ["GATEHOUSE_DATABASE_URL": "mysql://localhost/db"],
+        ["GATEHOUSE_PORT": "99999"],
+        ["GATEHOUSE_PORT": "http"],
+        ["GATEHOUSE_PRESET": "/nonexistent/preset.json"],
+        ["GATEHOUSE_DATABASE_URL": "sqlite:///nonexistent-directory/gatehouse.sqlite"],
+    ])
+    func aBadSettingGivesAOneLineReasonAndANonZeroExit(_ environment: [String: String]) async throws {
+        let server = try ServerProcess(environment: environment)
+        defer { try? FileManager.default.removeItem(at: server.directory) }
+        let status = try await server.exitStatus()
+        #expect(status != 0)
+        let lines = server.standardError.split(separator: "\n")
+        #expect(lines.count == 1, "\(server.standardError)")
+        #expect(lines.first?.hasPrefix("gatehouse: ") == true)
+        #expect(!server.standardError.contains("Fatal error") && !server.standardError.contains("Stack dump"))
+    }
+
+    @Test func anUnreachablePostgresGivesAOneLineReason() async throws {
+        // Port 9 (discard) on loopback: nothing listens there.
+        let server = try ServerProcess(environment: ["GATEHOUSE_DATABASE_URL": "postgres://gatehouse@127.0.0.1:9/gatehouse?sslmode=disable"])
+        defer { try? FileManager.default.removeItem(at: server.directory) }
+        #expect(try await server.exitStatus() == 1)
+        let lines = server.standardError.split(separator: "\n").filter { !$0.hasPrefix("{") }
+        #expect(lines == ["gatehouse: cannot reach the database: no answer within 2.0 seconds"], "\(server.standardError)")
+    }
+
+    @Test func theCLIManagesKeysAndUsers() async throws {
+        let directory = try ServerProcess.makeDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        func run(_ arguments: [String]) async throws -> (Int32, String) {
+            let process = try ServerProcess(arguments, environment: [:], directory: directory)
+            let status = try await process.exitStatus()
+            return (status, process.standardOutput + process.standardError)
+        }
+        let (migrated, migrateOutput) = try await run(["migrate"])
+        #expect(migrated == 0 && migrateOutput.contains("Applied migrations: 1"))
+        let (_, again) = try await run(["migrate"])
+        #expect(again.contains("up to date"))
+
+        let (rotated, rotateOutput) = try await run(["keys", "rotate"])
+        #expect(rotated == 0 && rotateOutput.contains("now signs new tokens"), "\(rotateOutput)")
+        let (listed, listOutput) = try await run(["keys", "list"])
+        #expect(listed == 0)
+        #expect(listOutput.contains("active") && listOutput.contains("retired"))
+
+        let config = try TestApp.config(.sqlite(path: directory.appendingPathComponent("gatehouse.sqlite").path), directory: directory)
+        let user = User(id: .random(), email: "Cli@Example.com", normalizedEmail: "cli@example.com", createdAt: Date())
+        try await TestApp.withStore(config) { try await $0.insertUser(user) }
+        let (_, usersOutput) = try await run(["users", "list"])
+        #expect(usersOutput.contains(user.id.description) && usersOutput.contains("Cli@Example.com"))
+        let (disabled, disableOutput) = try await run(["users", "disable", "cli@example.com", "--reason", "spam"])
+        #expect(disabled == 0 && disableOutput.contains("disabled"))
+        let (_, shown) = try await run(["users", "show", user.id.description])
+        #expect(shown.contains(#""disabled_reason" : "spam""#))
+        let (enabled, enableOutput) = try await run(["users", "enable", user.id.description])
+        #expect(enabled == 0 && enableOutput.contains("active"))
+        let (missing, missingOutput) = try await run(["users", "show", "nobody@example.com"])
+        #expect(missing == 1 && missingOutput.hasPrefix("gatehouse: No user matches"))
+        let (_, help) = try await run(["--help"])
+        for command in ["serve", "migrate", "keys", "users"] { #expect(help.contains(command)) }
+    }
+}

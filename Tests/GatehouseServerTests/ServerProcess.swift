@@ -1,0 +1,139 @@
+import Foundation
+import Synchronization
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The real `gatehouse` executable, run as a child process in its own directory.
+final class ServerProcess: Sendable {
+    let process: Process
+    let directory: URL
+    private let output = TextBuffer()
+    private let errors = TextBuffer()
+
+    /// The executable built beside the test bundle.
+    static var executable: URL {
+        get throws {
+            let candidates = [
+                Bundle.main.bundleURL.appendingPathComponent("gatehouse"),
+                Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("gatehouse"),
+                URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("gatehouse"),
+            ]
+            guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
+                throw ProcessError("the gatehouse executable is not built (swift build --build-tests builds it)")
+            }
+            return found
+        }
+    }
+
+    /// Starts `gatehouse arguments…` in `directory` with only `environment` set (plus PATH).
+    init(_ arguments: [String] = ["serve"], environment: [String: String] = [:], directory: URL? = nil) throws {
+        self.directory = try directory ?? Self.makeDirectory()
+        process = Process()
+        process.executableURL = try Self.executable
+        process.arguments = arguments
+        process.currentDirectoryURL = self.directory
+        var env = environment
+        env["PATH"] = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        process.environment = env
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        let output = self.output
+        let errors = self.errors
+        out.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            output.append(data)
+        }
+        err.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            errors.append(data)
+        }
+        try process.run()
+    }
+
+    static func makeDirectory() throws -> URL {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-proc-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        return directory
+    }
+
+    var standardOutput: String { output.text }
+    var standardError: String { errors.text }
+
+    /// Waits (polling, up to about a minute) for the server to say where it listens.
+    func baseURL() async throws -> URL {
+        for _ in 0..<1_200 {
+            let text = standardOutput
+            if let range = text.range(of: #"http://127\.0\.0\.1:[0-9]+"#, options: .regularExpression),
+                text.contains("Gatehouse is running at")
+            {
+                return URL(string: String(text[range]))!
+            }
+            if !process.isRunning {
+                throw ProcessError("gatehouse exited with \(process.terminationStatus): \(standardError)")
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw ProcessError("gatehouse did not start: \(standardError)")
+    }
+
+    /// Waits (up to about a minute) for the process to end and returns its exit status.
+    func exitStatus() async throws -> Int32 {
+        for _ in 0..<1_200 where process.isRunning {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        guard !process.isRunning else { throw ProcessError("gatehouse did not exit") }
+        // Let the pipes drain.
+        try await Task.sleep(for: .milliseconds(100))
+        return process.terminationStatus
+    }
+
+    func signal(_ signal: Int32) {
+        kill(process.processIdentifier, signal)
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+}
+
+/// Text collected from a pipe, read from other threads.
+final class TextBuffer: Sendable {
+    private let storage = Mutex("")
+    func append(_ data: Data) { storage.withLock { $0 += String(decoding: data, as: UTF8.self) } }
+    var text: String { storage.withLock { $0 } }
+}
+
+struct ProcessError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A small HTTP client for talking to a server process.
+enum HTTP {
+    struct Reply: Sendable {
+        var status: Int
+        var headers: [String: String]
+        var body: Data
+        var text: String { String(decoding: body, as: UTF8.self) }
+        func json<T: Decodable>(_ type: T.Type = T.self) throws -> T { try JSONDecoder().decode(T.self, from: body) }
+    }
+
+    static func request(_ url: URL, method: String = "GET", headers: [String: String] = [:], body: Data? = nil) async throws -> Reply {
+        var request = URLRequest(url: url)
+        request.httpMethod = method
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        request.httpBody = body
+        let (data, response) = try await URLSession.shared.data(for: request)
+        let http = response as! HTTPURLResponse
+        var fields: [String: String] = [:]
+        for (name, value) in http.allHeaderFields {
+            fields[String(describing: name).lowercased()] = String(describing: value)
+        }
+        return Reply(status: http.statusCode, headers: fields, body: data)
+    }
+}
