@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+    import Glibc
+#endif
 import GatehouseCore
 import GatehouseServer
 import GatehouseStore
@@ -153,5 +156,67 @@ import Testing
         #expect(missing == 1 && missingOutput.hasPrefix("gatehouse: No user matches"))
         let (_, help) = try await run(["--help"])
         for command in ["serve", "migrate", "keys", "users"] { #expect(help.contains(command)) }
+    }
+}
+
+@Suite struct GracefulShutdownTests {
+    /// A request in flight when SIGTERM arrives still gets its answer; then the process exits 0.
+    @Test func sigtermLetsAnInFlightRequestFinish() async throws {
+        let server = try ServerProcess(environment: ["GATEHOUSE_PORT": "0", "GATEHOUSE_ADMIN_KEY": TestApp.adminKey])
+        defer { try? FileManager.default.removeItem(at: server.directory) }
+        let port = try #require(try await server.baseURL().port)
+        let body = #"{"reason": "shutdown test"}"#
+        let head = "POST /admin/v1/users/\(UUID())/disable HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            + "Authorization: Bearer \(TestApp.adminKey)\r\nContent-Type: application/json\r\n"
+            + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n"
+        let socket = try RawSocket(port: port)
+        // Headers and half the body, then SIGTERM, then the rest of the body.
+        try socket.send(head + body.prefix(10))
+        try await Task.sleep(for: .milliseconds(300))
+        server.signal(SIGTERM)
+        try await Task.sleep(for: .milliseconds(300))
+        try socket.send(String(body.dropFirst(10)))
+        let response = try socket.receiveAll()
+        #expect(response.hasPrefix("HTTP/1.1 404"), "\(response)")
+        #expect(response.contains(#""code":"not_found""#))
+        #expect(try await server.exitStatus() == 0)
+    }
+}
+
+/// A blocking TCP client, to hold a request open at the byte level.
+struct RawSocket {
+    let descriptor: Int32
+
+    init(port: Int) throws {
+        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw ProcessError("socket() failed") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw ProcessError("connect() failed") }
+        var timeout = timeval(tv_sec: 30, tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    func send(_ text: String) throws {
+        let bytes = Array(text.utf8)
+        guard Glibc.send(descriptor, bytes, bytes.count, Int32(MSG_NOSIGNAL)) == bytes.count else { throw ProcessError("send() failed") }
+    }
+
+    /// Reads until the server closes the connection.
+    func receiveAll() throws -> String {
+        defer { close(descriptor) }
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4_096)
+        while true {
+            let count = recv(descriptor, &buffer, buffer.count, 0)
+            if count <= 0 { break }
+            received += buffer[0..<count]
+        }
+        return String(decoding: received, as: UTF8.self)
     }
 }
