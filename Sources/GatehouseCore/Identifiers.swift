@@ -1,7 +1,8 @@
 import Foundation
 
-/// A user's immutable id: a random UUIDv4, never derived from a device or an email.
-public struct UserID: Hashable, Sendable, Codable, CustomStringConvertible {
+/// A random UUID that names one kind of thing; the tag keeps a user id from being passed
+/// where a session id is expected.
+public struct TypedID<Tag>: Hashable, Sendable, Codable, CustomStringConvertible {
     public let rawValue: UUID
     public init(_ rawValue: UUID) { self.rawValue = rawValue }
     /// Parses a lowercase or uppercase UUID string.
@@ -9,19 +10,16 @@ public struct UserID: Hashable, Sendable, Codable, CustomStringConvertible {
         guard let uuid = UUID(uuidString: string) else { return nil }
         self.rawValue = uuid
     }
-    public static func random() -> UserID { UserID(UUID()) }
+    /// A new random (version 4) id, never derived from a device or an email.
+    public static func random() -> TypedID { TypedID(UUID()) }
     /// Lowercase, as the contract requires.
     public var description: String { rawValue.uuidString.lowercased() }
 }
 
+public enum UserTag {}
+public enum SessionTag {}
+
+/// A user's immutable id.
+public typealias UserID = TypedID<UserTag>
 /// A session's id (one per sign-in).
-public struct SessionID: Hashable, Sendable, Codable, CustomStringConvertible {
-    public let rawValue: UUID
-    public init(_ rawValue: UUID) { self.rawValue = rawValue }
-    public init?(_ string: String) {
-        guard let uuid = UUID(uuidString: string) else { return nil }
-        self.rawValue = uuid
-    }
-    public static func random() -> SessionID { SessionID(UUID()) }
-    public var description: String { rawValue.uuidString.lowercased() }
-}
+public typealias SessionID = TypedID<SessionTag>

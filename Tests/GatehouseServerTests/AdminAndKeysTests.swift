@@ -119,9 +119,7 @@ import Testing
     @Test func privateKeysAreEncryptedAtRestWithTheSecretKey() async throws {
         let (url, cleanup) = try await TestDatabase.make(.sqlite)
         defer { Task { await cleanup() } }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gh-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        var config = try TestApp.config(url, directory: directory)
+        var config = try TestApp.config(url, directory: try ServerProcess.makeDirectory())
         config.secretKey = "a-secret-of-at-least-thirty-two-bytes!"
         let app = try await buildApplication(config: config, dependencies: AppDependencies(logger: TestApp.quietLogger))
         try await app.test(.router) { client in
@@ -149,9 +147,7 @@ import Testing
     @Test func anUnencryptedKeyIsSealedOnceASecretIsSet() async throws {
         let (url, cleanup) = try await TestDatabase.make(.sqlite)
         defer { Task { await cleanup() } }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gh-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        var config = try TestApp.config(url, directory: directory)
+        var config = try TestApp.config(url, directory: try ServerProcess.makeDirectory())
         let plain = try await buildApplication(config: config, dependencies: AppDependencies(logger: TestApp.quietLogger))
         try await plain.test(.router) { _ in }
         #expect(try await TestApp.withStore(config) { try await $0.allSigningKeys() }.first?.encryption == "none")
