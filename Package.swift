@@ -30,10 +30,15 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-system.git", from: "1.8.1"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-auth.git", from: "2.5.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: [
         // Wire types shared by the server and the SDK: no dependencies at all.
         .target(name: "GatehouseWire", swiftSettings: strict),
+        // The reference Argon2 implementation (Debian libargon2-dev, Homebrew argon2).
+        .systemLibrary(
+            name: "CArgon2", pkgConfig: "libargon2", providers: [.apt(["libargon2-dev"]), .brew(["argon2"])]),
         // The pure domain: policies, presets, the clock. No I/O, no NIO, no SQL.
         .target(name: "GatehouseCore", dependencies: ["GatehouseWire"], swiftSettings: strict),
         .target(
@@ -53,8 +58,12 @@ let package = Package(
         .target(
             name: "GatehouseServer",
             dependencies: [
-                "GatehouseCore", "GatehouseStore", "GatehouseWire",
+                "GatehouseCore", "GatehouseStore", "GatehouseWire", "CArgon2",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Configuration", package: "swift-configuration"),

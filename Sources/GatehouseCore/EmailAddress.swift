@@ -19,3 +19,31 @@ public enum EmailAddress {
         return folded.precomposedStringWithCompatibilityMapping
     }
 }
+
+extension EmailAddress {
+    /// A practical syntax check: one `@`, a local part of 1–64 bytes without spaces or control
+    /// characters, a domain of dot-separated labels (letters, digits, hyphens, or non-ASCII for
+    /// internationalised names) with at least one dot, 254 bytes at most in all.
+    public static func isValid(_ address: String) -> Bool {
+        let trimmed = address.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard trimmed.utf8.count <= 254 else { return false }
+        let parts = trimmed.split(separator: "@", omittingEmptySubsequences: false)
+        guard parts.count == 2 else { return false }
+        let local = parts[0]
+        let domain = parts[1]
+        guard (1...64).contains(local.utf8.count), !local.hasPrefix("."), !local.hasSuffix("."), !local.contains("..") else {
+            return false
+        }
+        let forbidden = CharacterSet.whitespacesAndNewlines.union(.controlCharacters).union(CharacterSet(charactersIn: "()<>,;:\\\"[]"))
+        guard local.unicodeScalars.allSatisfy({ !forbidden.contains($0) }) else { return false }
+        let labels = domain.split(separator: ".", omittingEmptySubsequences: false)
+        guard labels.count >= 2 else { return false }
+        for label in labels {
+            guard (1...63).contains(label.utf8.count), !label.hasPrefix("-"), !label.hasSuffix("-") else { return false }
+            guard label.unicodeScalars.allSatisfy({ $0.value > 127 || CharacterSet.alphanumerics.contains($0) || $0 == "-" }) else {
+                return false
+            }
+        }
+        return labels.last!.unicodeScalars.allSatisfy { !CharacterSet.decimalDigits.contains($0) }
+    }
+}

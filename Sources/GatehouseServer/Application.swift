@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import Foundation
 import GatehouseCore
 import GatehouseStore
@@ -39,9 +40,21 @@ public func buildApplication(
     let database = try await config.database.open(logger: logger)
     let store = SQLStore(database: database)
     let clock = dependencies.clock
+    let preset = config.preset
     let keys = KeyRing(store: store, clock: clock, secretKey: config.secretKey, logger: logger)
     let adminKey = try AdminKey.load(configured: config.adminKey, path: config.adminKeyFile)
-    let tokens = config.preset.tokens
+    let tokens = preset.tokens
+    let hasher = try PasswordHasher(parameters: config.argon2, threads: config.hashThreads)
+    let httpClient = HTTPClient(eventLoopGroupProvider: .singleton)
+    let chainKey = RefreshChainKey()
+    let tokenService = TokenService(
+        keys: keys, chainKey: chainKey, issuer: config.issuer, audience: config.audience, settings: tokens, clock: clock)
+    let throttle = ThrottleService(store: store, settings: preset.throttling, ipLimits: config.ipLimits, clock: clock, copy: preset.copy)
+    let auth = AuthService(
+        store: store, hasher: hasher, tokens: tokenService, throttle: throttle,
+        breached: BreachedPasswordChecker(client: httpClient, baseURL: config.breachedPasswordsURL, logger: logger),
+        policy: PasswordPolicy(settings: preset.passwordPolicy, blocklist: try CommonPasswords.load(), copy: preset.copy),
+        preset: preset, clock: clock, logger: logger)
 
     let router = Router(context: GatehouseRequestContext.self)
     router.add(middleware: RequestIDMiddleware())
@@ -51,12 +64,19 @@ public func buildApplication(
 
     OperationsController(store: store, keys: keys, publicConfiguration: PublicConfiguration(preset: config.preset))
         .register(on: router)
+    AuthController(
+        auth: auth, tokens: tokenService, resolver: ClientAddressResolver(trustedProxies: config.trustedProxies),
+        bodyLimit: config.maxBodyBytes
+    ).register(on: router)
     AdminController(
         users: UserAdminService(store: store, clock: clock), keys: keys, adminKey: adminKey,
         bodyLimit: config.maxBodyBytes, retiredKeyPublishSeconds: tokens.accessTokenTTLSeconds + tokens.leewaySeconds
     ).register(on: router)
 
-    var services: [any Service] = [KeyRefreshService(keys: keys, logger: logger), DatabaseShutdownService(database: database)]
+    var services: [any Service] = [
+        KeyRefreshService(keys: keys, logger: logger), DatabaseShutdownService(database: database),
+        PasswordHasherService(hasher: hasher), HTTPClientService(client: httpClient),
+    ]
     if let postgres = database as? PostgresDatabase {
         services.insert(postgres.service, at: 0)
     }
@@ -78,6 +98,7 @@ public func buildApplication(
             logger.notice("applied migrations", metadata: ["versions": .string(applied.map(String.init).joined(separator: ","))])
         }
         try await keys.start()
+        try await chainKey.load(store: store, sealer: SecretSealer(secret: config.secretKey), now: clock.now)
         logger.info("configuration", metadata: config.redactedSummary.mapValues { .string($0) })
     }
     return app
@@ -116,6 +137,16 @@ struct KeyRefreshService: Service {
                 }
             }
         }
+    }
+}
+
+/// Shuts the outbound HTTP client down once the server has stopped.
+struct HTTPClientService: Service {
+    let client: HTTPClient
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        try? await client.shutdown()
     }
 }
 

@@ -45,6 +45,7 @@ public final class PostgresDatabase: SQLDatabase {
         }
     }
 
+    @discardableResult
     public func query(_ sql: String, _ binds: [SQLValue]) async throws(StoreError) -> [SQLRow] {
         do {
             let rows = try await client.query(Self.makeQuery(sql, binds), logger: logger)

@@ -4,9 +4,12 @@ import GatehouseCore
 /// The store over either database. The statements are portable SQL; where the dialects
 /// differ, the statement is chosen by `dialect`.
 public struct SQLStore: GatehouseStore {
-    private let executor: any SQLExecutor
+    let executor: any SQLExecutor
     /// Set when this store runs on the whole database rather than inside a transaction.
     private let database: (any SQLDatabase)?
+
+    /// True inside `transaction`.
+    var isTransaction: Bool { database == nil }
 
     public init(database: any SQLDatabase) {
         self.executor = database

@@ -58,6 +58,7 @@ public final class SQLiteDatabase: SQLDatabase {
         }
     }
 
+    @discardableResult
     public func query(_ sql: String, _ binds: [SQLValue]) async throws(StoreError) -> [SQLRow] {
         if Self.isRead(sql) {
             let index = nextReader.wrappingAdd(1, ordering: .relaxed).oldValue

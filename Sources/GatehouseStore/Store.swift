@@ -13,6 +13,52 @@ public protocol UserStore: Sendable {
     func setDisabled(_ id: UserID, at date: Date?, reason: String?, now: Date) async throws(StoreError) -> Bool
     func insertIdentity(_ identity: Identity) async throws(StoreError)
     func identities(of userID: UserID) async throws(StoreError) -> [Identity]
+    /// Replaces the password hash (after a change, a reset or a re-hash).
+    func updatePassword(_ id: UserID, hash: String, changedAt: Date?, now: Date) async throws(StoreError)
+}
+
+/// Sessions and their refresh-token chains.
+public protocol SessionStore: Sendable {
+    func insertSession(_ session: Session) async throws(StoreError)
+    func session(id: SessionID) async throws(StoreError) -> Session?
+    /// Live and ended sessions of a user, newest first.
+    func sessions(of userID: UserID) async throws(StoreError) -> [Session]
+    func touchSession(_ id: SessionID, at date: Date) async throws(StoreError)
+    /// Revokes one session; false when it was already revoked or does not exist.
+    func revokeSession(_ id: SessionID, reason: String, at date: Date) async throws(StoreError) -> Bool
+    /// Revokes every live session of a user except `keeping`; returns the ones it revoked.
+    func revokeSessions(of userID: UserID, keeping: SessionID?, reason: String, at date: Date) async throws(StoreError) -> [SessionID]
+    func insertRefreshToken(_ token: RefreshTokenRecord) async throws(StoreError)
+    /// The token with this hash; inside a transaction on PostgreSQL the row is locked until
+    /// the transaction ends, so concurrent refreshes of one token are serialised.
+    func refreshToken(hash: [UInt8]) async throws(StoreError) -> RefreshTokenRecord?
+    func markRefreshTokenRotated(hash: [UInt8], at date: Date) async throws(StoreError)
+}
+
+/// Counters for login lockout and per-IP limits; in the database so that every node sees them.
+public protocol ThrottleStore: Sendable {
+    func throttle(key: String) async throws(StoreError) -> ThrottleState?
+    /// Adds one failure and returns the new count.
+    func recordFailure(key: String, at date: Date) async throws(StoreError) -> Int
+    func setLock(key: String, until date: Date?) async throws(StoreError)
+    func clearThrottle(key: String) async throws(StoreError)
+    /// Adds one hit to `key` in the window starting at `windowStart` and returns the window's count.
+    func hitRateLimit(key: String, windowStart: Int64) async throws(StoreError) -> Int
+}
+
+/// The audit trail.
+public protocol AuditStore: Sendable {
+    func insertAudit(_ event: AuditEvent) async throws(StoreError)
+    /// Newest first; optionally one user's; `before` is the previous page's last event.
+    func auditEvents(userID: UserID?, before: AuditEvent?, limit: Int) async throws(StoreError) -> [AuditEvent]
+}
+
+/// Server-wide secrets (e.g. the refresh-token chain key), sealed like signing keys.
+public protocol SecretStore: Sendable {
+    func secret(named name: String) async throws(StoreError) -> (value: [UInt8], encryption: String)?
+    /// `.uniqueViolation` when another node stored it first.
+    func insertSecret(named name: String, value: [UInt8], encryption: String, at date: Date) async throws(StoreError)
+    func updateSecret(named name: String, value: [UInt8], encryption: String) async throws(StoreError)
 }
 
 /// Where a page of the user list ends: the last user's creation time and id.
@@ -81,7 +127,7 @@ public protocol SigningKeyStore: Sendable {
 
 /// All of Gatehouse's storage, behind one protocol with a SQLite and a PostgreSQL
 /// implementation that pass the same contract suite.
-public protocol GatehouseStore: UserStore, SigningKeyStore {
+public protocol GatehouseStore: UserStore, SigningKeyStore, SessionStore, ThrottleStore, AuditStore, SecretStore {
     var dialect: SQLDialect { get }
     /// Runs `body` in one transaction against a store bound to it.
     func transaction<T: Sendable>(_ body: @Sendable (any GatehouseStore) async throws -> T) async throws -> T

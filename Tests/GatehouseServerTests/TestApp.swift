@@ -23,6 +23,9 @@ enum TestApp {
         config.adminKeyFile = directory.appendingPathComponent("admin-key").path
         config.presetSource = preset
         config.preset = try PresetLibrary.load(preset).get()
+        // A fast hasher for tests; the production parameters are measured in benchmarks/.
+        config.argon2 = Argon2Parameters(memoryKiB: 64, iterations: 1, parallelism: 1)
+        config.hashThreads = 2
         return config
     }
 

@@ -42,10 +42,12 @@ ensure_swift() {
   command -v swift >/dev/null 2>&1 || die "Swift 6.2 or newer is needed: install it from https://swift.org/install"
 }
 
-# What building Gatehouse needs beyond Swift itself (SQLite is compiled in).
+# What building Gatehouse needs beyond Swift itself (SQLite is compiled in): the reference
+# Argon2 library and pkg-config to find it.
 ensure_build_deps() {
   ensure_swift
-  if is_debian; then apt_need ca-certificates; fi
+  if is_debian; then apt_need ca-certificates pkg-config libargon2-dev; fi
+  if is_macos; then brew_need pkg-config argon2; fi
 }
 
 # What the test suite needs: a PostgreSQL server and Python 3.

@@ -13,7 +13,8 @@ extension GatehouseConfig {
         "admin_key_file", "secret_key", "apple_audiences", "google_audiences", "apple_jwks_url",
         "google_jwks_url", "appstore_root_certs", "appstore_bundle_id", "redirect_allowlist",
         "trusted_proxies", "ip_limits", "webhook_url", "webhook_secret", "max_body_bytes", "log_level",
-        "log_format",
+        "log_format", "argon2_memory_kib", "argon2_iterations", "argon2_parallelism", "hash_threads",
+        "breached_passwords_url", "token_audience",
     ]
 
     static let secretKeys: Set<String> = ["admin_key", "secret_key", "webhook_secret", "smtp_url"]
@@ -137,6 +138,22 @@ extension GatehouseConfig {
         if let bytes = settings.int("max_body_bytes", range: 1_024...(64 << 20), meaning: "a size in bytes from 1024 to 67108864") {
             config.maxBodyBytes = bytes
         }
+        if let memory = settings.int("argon2_memory_kib", range: 8...4_194_304, meaning: "a memory size in KiB from 8 to 4194304") {
+            config.argon2.memoryKiB = UInt32(memory)
+        }
+        if let iterations = settings.int("argon2_iterations", range: 1...64, meaning: "a number of passes from 1 to 64") {
+            config.argon2.iterations = UInt32(iterations)
+        }
+        if let lanes = settings.int("argon2_parallelism", range: 1...16, meaning: "a number of lanes from 1 to 16") {
+            config.argon2.parallelism = UInt32(lanes)
+        }
+        if let threads = settings.int("hash_threads", range: 1...256, meaning: "a thread count from 1 to 256") {
+            config.hashThreads = threads
+        }
+        if let url = settings.url("breached_passwords_url", schemes: ["http", "https"]) {
+            config.breachedPasswordsURL = url.absoluteString.hasSuffix("/") ? url.absoluteString : url.absoluteString + "/"
+        }
+        config.tokenAudience = settings.string("token_audience")
         let presetSource = settings.string("preset") ?? "default"
         config.presetSource = presetSource
         switch PresetLibrary.load(presetSource) {

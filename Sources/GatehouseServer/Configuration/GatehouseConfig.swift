@@ -45,6 +45,14 @@ public struct GatehouseConfig: Sendable {
     public var webhookURL: URL?
     public var webhookSecret: String?
     public var maxBodyBytes = 65_536
+    /// Argon2id cost for new password hashes; older hashes are upgraded at login.
+    public var argon2 = Argon2Parameters()
+    /// Threads that hash passwords (never the event loops).
+    public var hashThreads = ProcessInfo.processInfo.activeProcessorCount
+    /// The k-anonymity range endpoint for the breached-password check.
+    public var breachedPasswordsURL = "https://api.pwnedpasswords.com/range/"
+    /// `aud` of access tokens; defaults to the preset's name.
+    public var tokenAudience: String?
     public var logLevel = Logger.Level.info
     /// `json` (one object a line) or `text`.
     public var logFormat = "json"
@@ -57,6 +65,9 @@ public struct GatehouseConfig: Sendable {
         while text.hasSuffix("/") { text.removeLast() }
         return text
     }
+
+    /// The `aud` claim of access tokens.
+    public var audience: String { tokenAudience ?? preset.name }
 
     /// Development mode serves `/dev/outbox` and allows `http://` public URLs.
     public var isDevelopment: Bool { environment == .development }

@@ -32,6 +32,13 @@ struct AdminController {
         admin.post("/users/:id/enable") { _, context in
             try JSONBody.response(try await self.users.enable(try context.parameters.require("id")))
         }
+        admin.get("/audit") { request, _ in
+            let query = request.uri.queryParameters
+            return try JSONBody.response(
+                try await self.users.audit(
+                    userID: query["user_id"].map(String.init), cursor: query["before"].map(String.init),
+                    limit: query["limit"].map(String.init)))
+        }
         admin.get("/keys") { _, _ in
             try JSONBody.response(self.keys.jwks)
         }

@@ -22,24 +22,17 @@ public final class KeyRing: Sendable {
 
     private let store: any GatehouseStore
     private let clock: any WallClock
-    private let sealingKey: SymmetricKey?
+    private let sealer: SecretSealer
     private let logger: Logger
     private let snapshot: Mutex<Snapshot?> = Mutex(nil)
 
     public static let algorithm = "ES256"
-    static let sealed = "aes-256-gcm"
 
     public init(store: any GatehouseStore, clock: any WallClock, secretKey: String?, logger: Logger) {
         self.store = store
         self.clock = clock
-        self.sealingKey = secretKey.map(Self.deriveSealingKey)
+        self.sealer = SecretSealer(secret: secretKey)
         self.logger = logger
-    }
-
-    static func deriveSealingKey(_ secret: String) -> SymmetricKey {
-        HKDF<SHA256>.deriveKey(
-            inputKeyMaterial: SymmetricKey(data: Data(secret.utf8)), salt: Data("gatehouse".utf8),
-            info: Data("signing-key-encryption-v1".utf8), outputByteCount: 32)
     }
 
     /// Makes sure an active key exists (generating one on first start), seals unsealed keys
@@ -54,10 +47,10 @@ public final class KeyRing: Sendable {
                 // Another node generated one at the same moment: use theirs.
             }
         }
-        if let sealingKey {
+        if sealer.seals {
             for key in try await store.allSigningKeys() where key.encryption == "none" {
-                let sealedKey = try AES.GCM.seal(key.privateKey, using: sealingKey).combined ?? Data()
-                try await store.updateSigningKeyMaterial(kid: key.kid, privateKey: Array(sealedKey), encryption: Self.sealed)
+                let sealed = try sealer.seal(key.privateKey)
+                try await store.updateSigningKeyMaterial(kid: key.kid, privateKey: sealed.bytes, encryption: sealed.encryption)
                 logger.info("encrypted a stored signing key at rest", metadata: ["kid": "\(key.kid)"])
             }
         }
@@ -72,8 +65,13 @@ public final class KeyRing: Sendable {
             throw GatehouseError.internalError(nil, message: "No active signing key.")
         }
         let collection = JWTKeyCollection()
+        // Whole Unix seconds in `iat`/`exp`, as RFC 7519's NumericDate is usually read.
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .secondsSince1970
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let serializer = DefaultJWTSerializer(jsonEncoder: encoder)
         let privateKey = try ES256PrivateKey(backing: P256.Signing.PrivateKey(rawRepresentation: try open(active)))
-        await collection.add(ecdsa: privateKey, kid: JWKIdentifier(string: active.kid))
+        await collection.add(ecdsa: privateKey, kid: JWKIdentifier(string: active.kid), serializer: serializer)
         for key in published where key.kid != active.kid {
             let raw = try open(key)
             let publicKey = try ES256PrivateKey(backing: P256.Signing.PrivateKey(rawRepresentation: raw)).publicKey
@@ -115,6 +113,11 @@ public final class KeyRing: Sendable {
     /// The kid that signs new tokens.
     public var activeKID: String? { snapshot.withLock { $0?.active.kid } }
 
+    /// Whether `kid` names a key that may verify tokens now.
+    public func isPublished(_ kid: String) -> Bool {
+        snapshot.withLock { $0?.published.contains { $0.kid == kid } ?? false }
+    }
+
     /// The key collection for signing (active key) and verifying (all published keys).
     public var collection: JWTKeyCollection? { snapshot.withLock { $0?.collection } }
 
@@ -128,33 +131,14 @@ public final class KeyRing: Sendable {
         let kid = Data(SHA256.hash(data: Data(thumbprintInput.utf8))).base64URLEncoded
         let jwk = JSONWebKey(kty: "EC", crv: "P-256", x: x, y: y, kid: kid, alg: Self.algorithm, use: "sig")
         let jwkJSON = String(decoding: try JSONEncoder().encode(jwk), as: UTF8.self)
-        var material = Array(privateKey.rawRepresentation)
-        var encryption = "none"
-        if let sealingKey {
-            material = Array(try AES.GCM.seal(privateKey.rawRepresentation, using: sealingKey).combined ?? Data())
-            encryption = Self.sealed
-        }
+        let sealed = try sealer.seal(privateKey.rawRepresentation)
         return SigningKeyRecord(
-            kid: kid, algorithm: Self.algorithm, privateKey: material, encryption: encryption, publicJWK: jwkJSON,
+            kid: kid, algorithm: Self.algorithm, privateKey: sealed.bytes, encryption: sealed.encryption, publicJWK: jwkJSON,
             status: "active", createdAt: clock.now)
     }
 
     private func open(_ key: SigningKeyRecord) throws -> Data {
-        switch key.encryption {
-        case "none":
-            return Data(key.privateKey)
-        case Self.sealed:
-            guard let sealingKey else {
-                throw KeyRingError("signing key \(key.kid) is encrypted: set GATEHOUSE_SECRET_KEY to the secret it was encrypted with")
-            }
-            do {
-                return try AES.GCM.open(AES.GCM.SealedBox(combined: key.privateKey), using: sealingKey)
-            } catch {
-                throw KeyRingError("signing key \(key.kid) cannot be decrypted: GATEHOUSE_SECRET_KEY is not the secret it was encrypted with")
-            }
-        default:
-            throw KeyRingError("signing key \(key.kid) uses unknown encryption '\(key.encryption)'")
-        }
+        try sealer.open(key.privateKey, encryption: key.encryption, what: "signing key \(key.kid)")
     }
 }
 

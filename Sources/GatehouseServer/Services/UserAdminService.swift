@@ -51,6 +51,36 @@ public struct UserAdminService: Sendable {
         return try await show(user.id.description)
     }
 
+    /// The audit trail, newest first, optionally for one user.
+    public func audit(userID: String?, cursor: String?, limit: String?) async throws -> AuditList {
+        guard let count = Int(limit ?? "100"), (1...500).contains(count) else {
+            throw GatehouseError.invalidRequest("The limit must be between 1 and 500.")
+        }
+        var user: UserID?
+        if let userID {
+            guard let parsed = UserID(userID) else { throw GatehouseError.invalidRequest("The user_id is not valid.") }
+            user = parsed
+        }
+        var before: AuditEvent?
+        if let cursor, !cursor.isEmpty {
+            let parts = cursor.split(separator: "_", maxSplits: 1)
+            guard parts.count == 2, let time = Int64(parts[0]), let id = UUID(uuidString: String(parts[1])) else {
+                throw GatehouseError.invalidRequest("The cursor is not valid.")
+            }
+            before = AuditEvent(id: id, createdAt: Date(unixSeconds: time), event: "", outcome: "")
+        }
+        let events = try await store.auditEvents(userID: user, before: before, limit: count + 1)
+        let page = Array(events.prefix(count))
+        let next = events.count > count ? page.last.map { "\($0.createdAt.unixSeconds)_\($0.id.uuidString.lowercased())" } : nil
+        return AuditList(
+            events: page.map {
+                AuditEntry(
+                    id: $0.id.uuidString.lowercased(), createdAt: $0.createdAt.rfc3339, event: $0.event, outcome: $0.outcome,
+                    userID: $0.userID?.description, sessionID: $0.sessionID?.description, ipAddress: $0.ipAddress,
+                    userAgent: $0.userAgent, details: $0.details)
+            }, nextCursor: next)
+    }
+
     private func find(_ reference: String) async throws -> User {
         let user: User?
         if let id = UserID(reference) {

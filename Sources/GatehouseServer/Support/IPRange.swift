@@ -28,6 +28,8 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
         return nil
     }
 
+    init(bytes: [UInt8]) { self.bytes = bytes }
+
     public var isV4: Bool { bytes.count == 4 }
 
     public var description: String {

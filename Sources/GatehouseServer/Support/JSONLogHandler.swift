@@ -38,7 +38,7 @@ public struct JSONLogHandler: LogHandler {
         let line: String
         if json {
             var object: [String: Any] = [
-                "ts": Date().timeIntervalSince1970.rounded(toPlaces: 3), "level": event.level.rawValue, "label": label,
+                "ts": (Date().timeIntervalSince1970 * 1000).rounded() / 1000, "level": event.level.rawValue, "label": label,
                 "msg": event.message.description,
             ]
             for (key, value) in merged {
@@ -72,10 +72,3 @@ public struct JSONLogHandler: LogHandler {
 
 /// Keeps lines from different threads from interleaving.
 private let standardErrorLock = Mutex<Void>(())
-
-extension Double {
-    fileprivate func rounded(toPlaces places: Int) -> Double {
-        let factor = pow(10, Double(places))
-        return (self * factor).rounded() / factor
-    }
-}

@@ -1,0 +1,341 @@
+import Foundation
+import GatehouseCore
+import GatehouseStore
+import GatehouseWire
+import Logging
+
+/// Email-and-password accounts and the sessions of every account: sign-up, login, refresh,
+/// logout, session listing, password change.
+public struct AuthService: Sendable {
+    let store: any GatehouseStore
+    let hasher: PasswordHasher
+    let tokens: TokenService
+    let throttle: ThrottleService
+    let breached: BreachedPasswordChecker?
+    let policy: PasswordPolicy
+    let preset: Preset
+    let clock: any WallClock
+    let logger: Logger
+
+    // MARK: Sign-up and login
+
+    public func signup(email: String, password: String, client: ClientInfo) async throws -> AuthResponse {
+        try requireMethod(preset.signInMethods.emailPassword)
+        let kept = client.stored(under: preset.privacy)
+        try await throttle.limitIP("signup", ip: kept.ip, limit: preset.throttling.signupPerIPPerHour, windowSeconds: 3_600)
+        let address = email.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard EmailAddress.isValid(address) else { throw invalidEmail }
+        let normalized = EmailAddress.normalize(address)
+        try await checkPassword(password, email: normalized)
+        if try await store.user(normalizedEmail: normalized) != nil { throw emailInUse }
+        let hash = try await hasher.hash(password)
+        let now = clock.now
+        do {
+            return try await withTemporaryHandle { handle in
+                let user = User(
+                    id: .random(), email: address, normalizedEmail: normalized, handle: handle, passwordHash: hash,
+                    passwordChangedAt: now, createdAt: now)
+                return try await store.transaction { tx in
+                    try await tx.insertUser(user)
+                    let identity = Identity(userID: user.id, provider: .email, subject: normalized, email: address, createdAt: now)
+                    try await tx.insertIdentity(identity)
+                    let (session, refresh) = try await startSession(tx, user: user, provider: "email", client: kept)
+                    try await tx.insertAudit(
+                        AuditEvent(createdAt: now, event: "signup", outcome: "success", userID: user.id, sessionID: session.id,
+                                   ipAddress: kept.ip, userAgent: kept.userAgent, details: ["provider": "email"]))
+                    return AuthResponse(
+                        user: user.payload(identities: [identity]),
+                        session: try await tokens.session(for: user, session: session, refreshToken: refresh))
+                }
+            }
+        } catch StoreError.uniqueViolation(let what) where !what.contains("handle") {
+            // Another sign-up with this email won the race.
+            throw emailInUse
+        }
+    }
+
+    public func login(email: String, password: String, client: ClientInfo) async throws -> AuthResponse {
+        try requireMethod(preset.signInMethods.emailPassword)
+        let kept = client.stored(under: preset.privacy)
+        try await throttle.limitIP("login", ip: kept.ip, limit: preset.throttling.loginPerIPPerMinute, windowSeconds: 60)
+        let normalized = EmailAddress.normalize(email)
+        do {
+            try await throttle.checkAccount(normalized)
+        } catch {
+            try await audit("login", "locked", client: kept, details: ["reason": "account locked"])
+            throw error
+        }
+        // Unknown accounts cost the same hashing work as known ones and get the same answer.
+        let user = EmailAddress.isValid(email) ? try await store.user(normalizedEmail: normalized) : nil
+        let verification: PasswordHasher.Verification
+        if password.utf8.count > PasswordPolicy.maximumBytes {
+            verification = PasswordHasher.Verification(matches: false, needsRehash: false)
+        } else {
+            verification = try await hasher.verify(password, against: user?.passwordHash)
+        }
+        guard let user, verification.matches else {
+            let wait = try await throttle.recordFailure(normalized, ip: kept.ip)
+            try await audit("login", "failure", userID: user?.id, client: kept, details: ["reason": "invalid credentials"])
+            if let wait {
+                try await audit("lockout", "locked", userID: user?.id, client: kept, details: ["retry_after": String(wait)])
+            }
+            throw invalidCredentials
+        }
+        guard !user.isDisabled else {
+            try await audit("login", "failure", userID: user.id, client: kept, details: ["reason": "account disabled"])
+            throw GatehouseError(
+                status: 403, code: .accountDisabled, message: preset.text("error.account_disabled", "This account has been disabled."))
+        }
+        try await throttle.clearAccount(normalized)
+        if verification.needsRehash {
+            // Imported bcrypt, or Argon2id under older parameters: upgrade while the password is at hand.
+            try await store.updatePassword(user.id, hash: try await hasher.hash(password), changedAt: nil, now: clock.now)
+        }
+        return try await signIn(user, provider: "email", client: kept, event: "login")
+    }
+
+    /// Opens a session for an account that has proved who it is.
+    func signIn(_ user: User, provider: String, client kept: ClientInfo, event: String) async throws -> AuthResponse {
+        let now = clock.now
+        return try await store.transaction { tx in
+            let (session, refresh) = try await startSession(tx, user: user, provider: provider, client: kept)
+            try await tx.insertAudit(
+                AuditEvent(createdAt: now, event: event, outcome: "success", userID: user.id, sessionID: session.id,
+                           ipAddress: kept.ip, userAgent: kept.userAgent, details: ["provider": provider]))
+            return AuthResponse(
+                user: user.payload(identities: try await tx.identities(of: user.id)),
+                session: try await tokens.session(for: user, session: session, refreshToken: refresh))
+        }
+    }
+
+    private func startSession(_ tx: any GatehouseStore, user: User, provider: String, client: ClientInfo) async throws -> (Session, String) {
+        let now = clock.now
+        let session = Session(
+            userID: user.id, provider: provider, createdAt: now,
+            expiresAt: preset.tokens.sessionAbsoluteTTLSeconds.map { now.addingTimeInterval(TimeInterval($0)) },
+            userAgent: client.userAgent, ipAddress: client.ip)
+        try await tx.insertSession(session)
+        let refresh = tokens.newRefreshToken()
+        try await tx.insertRefreshToken(
+            RefreshTokenRecord(
+                hash: TokenService.hash(refresh), sessionID: session.id, issuedAt: now,
+                expiresAt: now.addingTimeInterval(TimeInterval(preset.tokens.refreshTokenTTLSeconds))))
+        return (session, refresh)
+    }
+
+    // MARK: Refresh
+
+    private enum RefreshResult: Sendable {
+        case issued(User, Session, String)
+        case revoked
+    }
+
+    public func refresh(_ token: String, client: ClientInfo) async throws -> SessionResponse {
+        let now = clock.now
+        let hash = TokenService.hash(token)
+        let kept = client.stored(under: preset.privacy)
+        let result = try await store.transaction { tx -> RefreshResult in
+            guard let record = try await tx.refreshToken(hash: hash), let session = try await tx.session(id: record.sessionID) else {
+                throw invalidRefreshToken
+            }
+            switch RefreshRotationPolicy.decide(token: record, session: session, now: now, settings: preset.tokens) {
+            case .expired:
+                throw session.isRevoked ? sessionRevoked : invalidRefreshToken
+            case .reuseDetected:
+                _ = try await tx.revokeSession(session.id, reason: "refresh_token_reuse", at: now)
+                try await tx.insertAudit(
+                    AuditEvent(createdAt: now, event: "refresh_reuse_detected", outcome: "session_revoked", userID: session.userID,
+                               sessionID: session.id, ipAddress: kept.ip, userAgent: kept.userAgent))
+                return .revoked
+            case .repeatSuccessor:
+                let successor = try tokens.successor(of: token)
+                guard try await tx.refreshToken(hash: TokenService.hash(successor)) != nil else { throw invalidRefreshToken }
+                return .issued(try await liveUser(tx, session.userID), session, successor)
+            case .rotate:
+                let successor = try tokens.successor(of: token)
+                try await tx.markRefreshTokenRotated(hash: hash, at: now)
+                try await tx.insertRefreshToken(
+                    RefreshTokenRecord(
+                        hash: TokenService.hash(successor), sessionID: session.id, issuedAt: now,
+                        expiresAt: now.addingTimeInterval(TimeInterval(preset.tokens.refreshTokenTTLSeconds))))
+                try await tx.touchSession(session.id, at: now)
+                return .issued(try await liveUser(tx, session.userID), session, successor)
+            }
+        }
+        switch result {
+        case .revoked:
+            // Committed above: the revocation stands although this answer is an error.
+            throw sessionRevoked
+        case .issued(let user, let session, let refresh):
+            return SessionResponse(session: try await tokens.session(for: user, session: session, refreshToken: refresh))
+        }
+    }
+
+    private func liveUser(_ tx: any GatehouseStore, _ id: UserID) async throws -> User {
+        guard let user = try await tx.user(id: id) else { throw invalidRefreshToken }
+        guard !user.isDisabled else {
+            throw GatehouseError(
+                status: 403, code: .accountDisabled, message: preset.text("error.account_disabled", "This account has been disabled."))
+        }
+        return user
+    }
+
+    // MARK: Signed-in calls
+
+    /// The user behind a verified access token whose session is still live.
+    public func authenticate(_ identity: AccessIdentity) async throws -> User {
+        guard let session = try await store.session(id: identity.sessionID), session.userID == identity.userID,
+            session.isLive(at: clock.now, settings: preset.tokens)
+        else {
+            throw GatehouseError.unauthorized("Your session has ended. Please sign in again.")
+        }
+        guard let user = try await store.user(id: identity.userID) else {
+            throw GatehouseError.unauthorized("Your session has ended. Please sign in again.")
+        }
+        guard !user.isDisabled else {
+            throw GatehouseError(
+                status: 403, code: .accountDisabled, message: preset.text("error.account_disabled", "This account has been disabled."))
+        }
+        return user
+    }
+
+    public func logout(_ identity: AccessIdentity, scope: String?, client: ClientInfo) async throws {
+        let now = clock.now
+        let kept = client.stored(under: preset.privacy)
+        switch scope ?? "local" {
+        case "local":
+            _ = try await store.revokeSession(identity.sessionID, reason: "logout", at: now)
+        case "others":
+            _ = try await store.revokeSessions(of: identity.userID, keeping: identity.sessionID, reason: "logout_others", at: now)
+        case "global":
+            _ = try await store.revokeSessions(of: identity.userID, keeping: nil, reason: "logout_global", at: now)
+        default:
+            throw GatehouseError.invalidRequest("The scope must be local, others or global.")
+        }
+        try await audit("logout", "success", userID: identity.userID, sessionID: identity.sessionID, client: kept,
+                        details: ["scope": scope ?? "local"])
+    }
+
+    public func sessions(_ identity: AccessIdentity) async throws -> SessionsResponse {
+        let now = clock.now
+        let live = try await store.sessions(of: identity.userID).filter { $0.isLive(at: now, settings: preset.tokens) }
+        return SessionsResponse(
+            sessions: live.map {
+                SessionInfo(
+                    id: $0.id.description, createdAt: $0.createdAt.rfc3339, lastActiveAt: $0.lastActiveAt.rfc3339,
+                    userAgent: $0.userAgent, provider: $0.provider, current: $0.id == identity.sessionID)
+            })
+    }
+
+    public func revokeSession(_ identity: AccessIdentity, id: String, client: ClientInfo) async throws {
+        guard let sessionID = SessionID(id), let session = try await store.session(id: sessionID), session.userID == identity.userID,
+            session.isLive(at: clock.now, settings: preset.tokens)
+        else {
+            throw GatehouseError.notFound("No such session.")
+        }
+        _ = try await store.revokeSession(sessionID, reason: "revoked_by_user", at: clock.now)
+        try await audit("session_revoked", "success", userID: identity.userID, sessionID: sessionID,
+                        client: client.stored(under: preset.privacy))
+    }
+
+    public func changePassword(
+        _ identity: AccessIdentity, current: String, new: String, signOutOthers: Bool, client: ClientInfo
+    ) async throws -> UserResponse {
+        let user = try await authenticate(identity)
+        let kept = client.stored(under: preset.privacy)
+        let key = user.normalizedEmail ?? user.id.description
+        try await throttle.checkAccount(key)
+        let verification = current.utf8.count > PasswordPolicy.maximumBytes
+            ? PasswordHasher.Verification(matches: false, needsRehash: false)
+            : try await hasher.verify(current, against: user.passwordHash)
+        guard user.passwordHash != nil, verification.matches else {
+            _ = try await throttle.recordFailure(key, ip: kept.ip)
+            try await audit("password_change", "failure", userID: user.id, sessionID: identity.sessionID, client: kept)
+            throw invalidCredentials
+        }
+        try await checkPassword(new, email: user.normalizedEmail ?? "")
+        let hash = try await hasher.hash(new)
+        let now = clock.now
+        try await store.transaction { tx in
+            try await tx.updatePassword(user.id, hash: hash, changedAt: now, now: now)
+            if signOutOthers {
+                _ = try await tx.revokeSessions(of: user.id, keeping: identity.sessionID, reason: "password_change", at: now)
+            }
+            try await tx.insertAudit(
+                AuditEvent(createdAt: now, event: "password_change", outcome: "success", userID: user.id, sessionID: identity.sessionID,
+                           ipAddress: kept.ip, userAgent: kept.userAgent, details: ["signed_out_others": String(signOutOthers)]))
+        }
+        try await throttle.clearAccount(key)
+        return UserResponse(user: user.payload(identities: try await store.identities(of: user.id)))
+    }
+
+    public func me(_ identity: AccessIdentity) async throws -> MeResponse {
+        let user = try await authenticate(identity)
+        return MeResponse(
+            user: user.payload(identities: try await store.identities(of: user.id)),
+            entitlements: EntitlementsPayload(planState: user.isAnonymous ? "guest" : "free", evaluatedAt: clock.now.rfc3339))
+    }
+
+    // MARK: Helpers
+
+    /// Refuses `password` with 422 `weak_password` listing every failed rule.
+    func checkPassword(_ password: String, email: String) async throws {
+        let local = email.split(separator: "@").first.map(String.init) ?? ""
+        var problems = policy.problems(password, context: [local, email, preset.app.name, preset.name])
+        if problems.isEmpty, policy.settings.breachedCheck, let breached, await breached.isBreached(password) == true {
+            problems.append(policy.breached)
+        }
+        guard problems.isEmpty else {
+            throw GatehouseError(
+                status: 422, code: .weakPassword, message: problems.map(\.message).joined(separator: " "),
+                reasons: problems.map(\.code))
+        }
+    }
+
+    /// Runs `body` with a fresh temporary handle (decision 9) when handles are on, trying
+    /// another one if it happens to be taken.
+    private func withTemporaryHandle<T>(_ body: (String?) async throws -> T) async throws -> T {
+        guard preset.handles.enabled else { return try await body(nil) }
+        for attempt in 1...5 {
+            let handle = preset.handles.temporaryPrefix + String(format: "%06d", Int.random(in: 0..<1_000_000))
+            do {
+                return try await body(handle)
+            } catch StoreError.uniqueViolation(let what) where what.contains("handle") && attempt < 5 {
+                continue
+            }
+        }
+        throw GatehouseError.internalError(nil)
+    }
+
+    private func audit(
+        _ event: String, _ outcome: String, userID: UserID? = nil, sessionID: SessionID? = nil, client: ClientInfo,
+        details: [String: String] = [:]
+    ) async throws {
+        try await store.insertAudit(
+            AuditEvent(createdAt: clock.now, event: event, outcome: outcome, userID: userID, sessionID: sessionID,
+                       ipAddress: client.ip, userAgent: client.userAgent, details: details))
+    }
+
+    private func requireMethod(_ enabled: Bool) throws {
+        guard enabled else {
+            throw GatehouseError(status: 403, code: .methodDisabled, message: "This sign-in method is not available for this app.")
+        }
+    }
+
+    var invalidEmail: GatehouseError {
+        GatehouseError(status: 400, code: .invalidEmail, message: preset.text("error.invalid_email", "Enter a valid email address."))
+    }
+    var emailInUse: GatehouseError {
+        GatehouseError(status: 409, code: .emailInUse, message: preset.text("error.email_in_use", "This email is already in use. Log in instead."))
+    }
+    var invalidCredentials: GatehouseError {
+        GatehouseError(
+            status: 401, code: .invalidCredentials, message: preset.text("error.invalid_credentials", "Incorrect email or password."))
+    }
+    var invalidRefreshToken: GatehouseError {
+        GatehouseError(status: 401, code: .invalidRefreshToken, message: "This session is no longer valid. Please sign in again.")
+    }
+    var sessionRevoked: GatehouseError {
+        GatehouseError(status: 401, code: .sessionRevoked, message: "This session has been signed out. Please sign in again.")
+    }
+}

@@ -1,0 +1,123 @@
+import CArgon2
+import Foundation
+import HummingbirdBcrypt
+import NIOCore
+import NIOPosix
+import ServiceLifecycle
+
+/// Argon2id parameters (RFC 9106 / OWASP: m=19 MiB, t=2, p=1 by default).
+public struct Argon2Parameters: Sendable, Equatable {
+    /// Memory in KiB.
+    public var memoryKiB: UInt32
+    public var iterations: UInt32
+    public var parallelism: UInt32
+
+    public init(memoryKiB: UInt32 = 19_456, iterations: UInt32 = 2, parallelism: UInt32 = 1) {
+        self.memoryKiB = memoryKiB
+        self.iterations = iterations
+        self.parallelism = parallelism
+    }
+
+    /// The parameters a PHC string (`$argon2id$v=19$m=…,t=…,p=…$salt$hash`) was made with.
+    init?(phc: String) {
+        let fields = phc.split(separator: "$")
+        guard fields.count >= 4, fields[0] == "argon2id" else { return nil }
+        var values: [Substring: UInt32] = [:]
+        for pair in fields[2].split(separator: ",") {
+            let parts = pair.split(separator: "=")
+            if parts.count == 2, let value = UInt32(parts[1]) { values[parts[0]] = value }
+        }
+        guard let m = values["m"], let t = values["t"], let p = values["p"] else { return nil }
+        self.init(memoryKiB: m, iterations: t, parallelism: p)
+    }
+}
+
+/// Hashes and verifies passwords off the event loops, on a thread pool of its own so that a
+/// burst of logins cannot starve database calls either.
+///
+/// Hashes are PHC strings: Argon2id for everything Gatehouse makes; bcrypt (`$2a$`, `$2b$`,
+/// `$2y$`) is verified for accounts imported from elsewhere and replaced at the next login.
+public final class PasswordHasher: Sendable {
+    public let parameters: Argon2Parameters
+    private let pool: NIOThreadPool
+    /// A hash of a random password, verified when an email is unknown so that the answer
+    /// takes the same work as for a real account.
+    private let decoy: String
+
+    public init(parameters: Argon2Parameters = Argon2Parameters(), threads: Int = System.coreCount) throws {
+        self.parameters = parameters
+        pool = NIOThreadPool(numberOfThreads: max(1, threads))
+        pool.start()
+        decoy = try Self.argon2id(Array(UUID().uuidString.utf8), parameters: parameters)
+    }
+
+    /// A new Argon2id hash of `password`.
+    public func hash(_ password: String) async throws -> String {
+        let parameters = self.parameters
+        return try await pool.runIfActive { try Self.argon2id(Array(password.utf8), parameters: parameters) }
+    }
+
+    public struct Verification: Sendable {
+        public var matches: Bool
+        /// The hash is bcrypt or Argon2id under other parameters: store a fresh one.
+        public var needsRehash: Bool
+    }
+
+    /// Checks `password` against `hash`; with no hash (unknown account) does the same work
+    /// against a decoy and answers no.
+    public func verify(_ password: String, against hash: String?) async throws -> Verification {
+        let parameters = self.parameters
+        let target = hash ?? decoy
+        let known = hash != nil
+        return try await pool.runIfActive {
+            let bytes = Array(password.utf8)
+            if target.hasPrefix("$argon2id$") {
+                let matches = argon2id_verify(target, bytes, bytes.count) == ARGON2_OK.rawValue
+                return Verification(matches: matches && known, needsRehash: Argon2Parameters(phc: target) != parameters)
+            }
+            if target.hasPrefix("$2a$") || target.hasPrefix("$2b$") || target.hasPrefix("$2y$") {
+                // bcrypt reads at most 72 bytes; an imported hash can only be checked its way.
+                // The Argon2id hash that replaces it at this login covers the whole password.
+                return Verification(matches: Bcrypt.verify(password, hash: target) && known, needsRehash: true)
+            }
+            return Verification(matches: false, needsRehash: false)
+        }
+    }
+
+    /// Stops the pool's threads.
+    public func shutdown() async {
+        try? await pool.shutdownGracefully()
+    }
+
+    static func argon2id(_ password: [UInt8], parameters: Argon2Parameters) throws -> String {
+        var salt = [UInt8](repeating: 0, count: 16)
+        var generator = SystemRandomNumberGenerator()
+        for index in salt.indices { salt[index] = UInt8.random(in: .min ... .max, using: &generator) }
+        let length = argon2_encodedlen(
+            parameters.iterations, parameters.memoryKiB, parameters.parallelism, UInt32(salt.count), 32, Argon2_id)
+        var encoded = [CChar](repeating: 0, count: length)
+        let status = argon2id_hash_encoded(
+            parameters.iterations, parameters.memoryKiB, parameters.parallelism, password, password.count, salt, salt.count,
+            32, &encoded, length)
+        guard status == ARGON2_OK.rawValue else {
+            throw PasswordHasherError(message: String(cString: argon2_error_message(status)))
+        }
+        let bytes = encoded.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
+
+public struct PasswordHasherError: Error, CustomStringConvertible {
+    public var message: String
+    public var description: String { "argon2: \(message)" }
+}
+
+/// Stops the hasher's threads when the application stops.
+struct PasswordHasherService: Service {
+    let hasher: PasswordHasher
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        await hasher.shutdown()
+    }
+}

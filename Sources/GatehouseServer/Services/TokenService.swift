@@ -1,0 +1,177 @@
+import Crypto
+import Foundation
+import GatehouseCore
+import GatehouseStore
+import GatehouseWire
+import JWTKit
+import Synchronization
+
+/// The claims of a Gatehouse access token (contract: Session object).
+struct AccessTokenClaims: JWTPayload, Equatable {
+    var iss: String
+    var aud: String
+    var sub: String
+    var sid: String
+    var iat: Int64
+    var nbf: Int64
+    var exp: Int64
+    var isAnonymous: Bool
+    var plan: String
+    var emailVerified: Bool
+    var planExpiresAt: Int64?
+
+    enum CodingKeys: String, CodingKey {
+        case iss, aud, sub, sid, iat, nbf, exp, plan
+        case isAnonymous = "is_anonymous"
+        case emailVerified = "email_verified"
+        case planExpiresAt = "plan_expires_at"
+    }
+
+    /// Claim checks need the injected clock and the preset's leeway, so they happen in
+    /// `TokenService.verify`; jwt-kit only checks the signature.
+    func verify(using algorithm: some JWTAlgorithm) throws {}
+}
+
+/// Who a verified access token speaks for.
+public struct AccessIdentity: Sendable, Equatable {
+    public var userID: UserID
+    public var sessionID: SessionID
+    public var isAnonymous: Bool
+    public var issuedAt: Date
+}
+
+/// Issues and verifies tokens: ES256 access tokens (`typ: at+jwt`) and opaque refresh tokens.
+///
+/// Refresh tokens are 256 random bits at sign-in; each successor is HMAC-SHA256 of its
+/// predecessor under a server secret, so a token presented again moments after its rotation
+/// gets the very same successor back without any plaintext token being stored: only SHA-256
+/// hashes are.
+public struct TokenService: Sendable {
+    static let accessTokenType = "at+jwt"
+    let keys: KeyRing
+    let chainKey: RefreshChainKey
+    let issuer: String
+    let audience: String
+    let settings: TokenSettings
+    let clock: any WallClock
+
+    /// A new session's first refresh token.
+    func newRefreshToken() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let bytes = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        return Data(bytes).base64URLEncoded
+    }
+
+    /// The token that replaces `token` at rotation.
+    func successor(of token: String) throws -> String {
+        Data(HMAC<SHA256>.authenticationCode(for: Data(token.utf8), using: try chainKey.key())).base64URLEncoded
+    }
+
+    /// What is stored for a token.
+    static func hash(_ token: String) -> [UInt8] {
+        Array(SHA256.hash(data: Data(token.utf8)))
+    }
+
+    /// The contract's Session object for `refreshToken` with a fresh access token.
+    func session(for user: User, session: Session, refreshToken: String) async throws -> SessionPayload {
+        let now = clock.now
+        let expires = now.unixSeconds + Int64(settings.accessTokenTTLSeconds)
+        let claims = AccessTokenClaims(
+            iss: issuer, aud: audience, sub: user.id.description, sid: session.id.description, iat: now.unixSeconds,
+            nbf: now.unixSeconds, exp: expires, isAnonymous: user.isAnonymous, plan: user.isAnonymous ? "guest" : "free",
+            emailVerified: user.emailVerified, planExpiresAt: nil)
+        guard let collection = keys.collection, let kid = keys.activeKID else {
+            throw GatehouseError.internalError(nil)
+        }
+        var header = JWTHeader()
+        header.typ = Self.accessTokenType
+        let token = try await collection.sign(claims, kid: JWKIdentifier(string: kid), header: header)
+        return SessionPayload(
+            accessToken: token, expiresIn: settings.accessTokenTTLSeconds, expiresAt: expires, refreshToken: refreshToken,
+            sessionID: session.id.description)
+    }
+
+    /// Checks an access token completely: header (ES256 only, `typ: at+jwt`, a known `kid`),
+    /// signature, issuer, audience and times with the preset's leeway.
+    func verify(_ token: String) async throws -> AccessIdentity {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let headerData = Data(base64URLEncoded: String(parts[0])),
+            let header = try? JSONSerialization.jsonObject(with: headerData) as? [String: Any]
+        else {
+            throw Self.invalid
+        }
+        guard header["alg"] as? String == KeyRing.algorithm, header["typ"] as? String == Self.accessTokenType,
+            let kid = header["kid"] as? String, keys.isPublished(kid), let collection = keys.collection
+        else {
+            throw Self.invalid
+        }
+        let claims: AccessTokenClaims
+        do {
+            claims = try await collection.verify(token, as: AccessTokenClaims.self)
+        } catch {
+            throw Self.invalid
+        }
+        let now = clock.now.unixSeconds
+        let leeway = Int64(settings.leewaySeconds)
+        guard claims.iss == issuer, claims.aud == audience, let userID = UserID(claims.sub), let sessionID = SessionID(claims.sid),
+            claims.nbf <= now + leeway, claims.iat <= now + leeway
+        else {
+            throw Self.invalid
+        }
+        guard claims.exp + leeway > now else {
+            throw GatehouseError(status: 401, code: .tokenExpired, message: "Your session token has expired. Refresh it and try again.")
+        }
+        return AccessIdentity(
+            userID: userID, sessionID: sessionID, isAnonymous: claims.isAnonymous, issuedAt: Date(unixSeconds: claims.iat))
+    }
+
+    static let invalid = GatehouseError.unauthorized("The access token is missing or not valid.")
+}
+
+extension Data {
+    /// Decodes base64url with or without padding.
+    init?(base64URLEncoded text: String) {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while base64.count % 4 != 0 { base64 += "=" }
+        self.init(base64Encoded: base64)
+    }
+}
+
+/// The key that chains refresh tokens: 32 random bytes made on first start, kept in the
+/// database (sealed like signing keys) so every node derives the same successors. Loaded once
+/// the database is reachable, before the first request.
+final class RefreshChainKey: Sendable {
+    static let name = "refresh_chain_key"
+    private let loaded = Mutex<SymmetricKey?>(nil)
+
+    func key() throws -> SymmetricKey {
+        guard let key = loaded.withLock({ $0 }) else {
+            throw GatehouseError.internalError(KeyRingError("the refresh-chain key is not loaded"))
+        }
+        return key
+    }
+
+    func load(store: any GatehouseStore, sealer: SecretSealer, now: Date) async throws {
+        let key = try await Self.fetchOrCreate(store: store, sealer: sealer, now: now)
+        loaded.withLock { $0 = key }
+    }
+
+    private static func fetchOrCreate(store: any GatehouseStore, sealer: SecretSealer, now: Date) async throws -> SymmetricKey {
+        if let stored = try await store.secret(named: name) {
+            if stored.encryption == "none", sealer.seals {
+                let sealed = try sealer.seal(stored.value)
+                try await store.updateSecret(named: name, value: sealed.bytes, encryption: sealed.encryption)
+            }
+            return SymmetricKey(data: try sealer.open(stored.value, encryption: stored.encryption, what: "the refresh-token key"))
+        }
+        let fresh = SymmetricKey(size: .bits256)
+        let sealed = try fresh.withUnsafeBytes { try sealer.seal(Array($0)) }
+        do {
+            try await store.insertSecret(named: name, value: sealed.bytes, encryption: sealed.encryption, at: now)
+            return fresh
+        } catch StoreError.uniqueViolation {
+            // Another node made it first.
+            return try await fetchOrCreate(store: store, sealer: sealer, now: now)
+        }
+    }
+}

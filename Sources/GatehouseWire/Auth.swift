@@ -1,0 +1,294 @@
+/// `POST /v1/auth/signup` and `POST /v1/auth/login`.
+public struct EmailPasswordRequest: Codable, Sendable, Hashable {
+    public var email: String
+    public var password: String
+    public init(email: String, password: String) {
+        self.email = email
+        self.password = password
+    }
+    enum CodingKeys: String, CodingKey {
+        case email, password
+    }
+}
+
+/// `POST /v1/auth/refresh`.
+public struct RefreshRequest: Codable, Sendable, Hashable {
+    public var refreshToken: String
+    public init(refreshToken: String) { self.refreshToken = refreshToken }
+    enum CodingKeys: String, CodingKey {
+        case refreshToken = "refresh_token"
+    }
+}
+
+/// `POST /v1/auth/logout`: `local` (default) ends this session, `others` every other one,
+/// `global` all of them.
+public struct LogoutRequest: Codable, Sendable, Hashable {
+    public var scope: String?
+    public init(scope: String? = nil) { self.scope = scope }
+    enum CodingKeys: String, CodingKey {
+        case scope
+    }
+}
+
+/// `POST /v1/auth/password/change`.
+public struct PasswordChangeRequest: Codable, Sendable, Hashable {
+    public var currentPassword: String
+    public var newPassword: String
+    /// Defaults to false: other devices stay signed in (decision 5).
+    public var signOutOtherSessions: Bool?
+    public init(currentPassword: String, newPassword: String, signOutOtherSessions: Bool? = nil) {
+        self.currentPassword = currentPassword
+        self.newPassword = newPassword
+        self.signOutOtherSessions = signOutOtherSessions
+    }
+    enum CodingKeys: String, CodingKey {
+        case currentPassword = "current_password"
+        case newPassword = "new_password"
+        case signOutOtherSessions = "sign_out_other_sessions"
+    }
+}
+
+/// `{user, session}`: the answer of every sign-in.
+public struct AuthResponse: Codable, Sendable, Hashable {
+    public var user: UserPayload
+    public var session: SessionPayload
+    public init(user: UserPayload, session: SessionPayload) {
+        self.user = user
+        self.session = session
+    }
+    enum CodingKeys: String, CodingKey {
+        case user, session
+    }
+}
+
+/// `{session}`: the answer of a refresh.
+public struct SessionResponse: Codable, Sendable, Hashable {
+    public var session: SessionPayload
+    public init(session: SessionPayload) { self.session = session }
+    enum CodingKeys: String, CodingKey {
+        case session
+    }
+}
+
+/// `{user}`.
+public struct UserResponse: Codable, Sendable, Hashable {
+    public var user: UserPayload
+    public init(user: UserPayload) { self.user = user }
+    enum CodingKeys: String, CodingKey {
+        case user
+    }
+}
+
+/// One entry of `GET /v1/auth/sessions`.
+public struct SessionInfo: Codable, Sendable, Hashable {
+    public var id: String
+    public var createdAt: String
+    public var lastActiveAt: String
+    public var userAgent: String?
+    public var provider: String
+    /// The session of the token that asked.
+    public var current: Bool
+
+    public init(id: String, createdAt: String, lastActiveAt: String, userAgent: String?, provider: String, current: Bool) {
+        self.id = id
+        self.createdAt = createdAt
+        self.lastActiveAt = lastActiveAt
+        self.userAgent = userAgent
+        self.provider = provider
+        self.current = current
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id
+        case createdAt = "created_at"
+        case lastActiveAt = "last_active_at"
+        case userAgent = "user_agent"
+        case provider
+        case current
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(createdAt, forKey: .createdAt)
+        try container.encode(lastActiveAt, forKey: .lastActiveAt)
+        try container.encode(userAgent, forKey: .userAgent)
+        try container.encode(provider, forKey: .provider)
+        try container.encode(current, forKey: .current)
+    }
+}
+
+/// `GET /v1/auth/sessions`.
+public struct SessionsResponse: Codable, Sendable, Hashable {
+    public var sessions: [SessionInfo]
+    public init(sessions: [SessionInfo]) { self.sessions = sessions }
+    enum CodingKeys: String, CodingKey {
+        case sessions
+    }
+}
+
+/// The contract's Entitlements snapshot.
+public struct EntitlementsPayload: Codable, Sendable, Hashable {
+    public var planState: String
+    public var capabilities: [String: Bool]
+    public var limits: [String: Int?]
+    public var credits: [String: CreditBalance]
+    public var trial: TrialInfo?
+    public var readOnly: Bool
+    public var tier: String?
+    public var subscription: SubscriptionInfo?
+    public var evaluatedAt: String
+
+    public init(
+        planState: String, capabilities: [String: Bool] = [:], limits: [String: Int?] = [:],
+        credits: [String: CreditBalance] = [:], trial: TrialInfo? = nil, readOnly: Bool = false, tier: String? = nil,
+        subscription: SubscriptionInfo? = nil, evaluatedAt: String
+    ) {
+        self.planState = planState
+        self.capabilities = capabilities
+        self.limits = limits
+        self.credits = credits
+        self.trial = trial
+        self.readOnly = readOnly
+        self.tier = tier
+        self.subscription = subscription
+        self.evaluatedAt = evaluatedAt
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case planState = "plan_state"
+        case capabilities, limits, credits, trial
+        case readOnly = "read_only"
+        case tier, subscription
+        case evaluatedAt = "evaluated_at"
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(planState, forKey: .planState)
+        try container.encode(capabilities, forKey: .capabilities)
+        try container.encode(limits, forKey: .limits)
+        try container.encode(credits, forKey: .credits)
+        try container.encode(trial, forKey: .trial)
+        try container.encode(readOnly, forKey: .readOnly)
+        try container.encode(tier, forKey: .tier)
+        try container.encode(subscription, forKey: .subscription)
+        try container.encode(evaluatedAt, forKey: .evaluatedAt)
+    }
+}
+
+public struct CreditBalance: Codable, Sendable, Hashable {
+    public var remaining: Int
+    public var granted: Int
+    public var resetsAt: String?
+    public init(remaining: Int, granted: Int, resetsAt: String?) {
+        self.remaining = remaining
+        self.granted = granted
+        self.resetsAt = resetsAt
+    }
+    enum CodingKeys: String, CodingKey {
+        case remaining, granted
+        case resetsAt = "resets_at"
+    }
+}
+
+public struct TrialInfo: Codable, Sendable, Hashable {
+    public var endsAt: String
+    public var daysLeft: Int
+    public init(endsAt: String, daysLeft: Int) {
+        self.endsAt = endsAt
+        self.daysLeft = daysLeft
+    }
+    enum CodingKeys: String, CodingKey {
+        case endsAt = "ends_at"
+        case daysLeft = "days_left"
+    }
+}
+
+public struct SubscriptionInfo: Codable, Sendable, Hashable {
+    public var productID: String
+    public var status: String
+    public var renewsAt: String?
+    public var expiresAt: String?
+    public var willRenew: Bool
+    public init(productID: String, status: String, renewsAt: String?, expiresAt: String?, willRenew: Bool) {
+        self.productID = productID
+        self.status = status
+        self.renewsAt = renewsAt
+        self.expiresAt = expiresAt
+        self.willRenew = willRenew
+    }
+    enum CodingKeys: String, CodingKey {
+        case productID = "product_id"
+        case status
+        case renewsAt = "renews_at"
+        case expiresAt = "expires_at"
+        case willRenew = "will_renew"
+    }
+}
+
+/// `GET /v1/me`.
+public struct MeResponse: Codable, Sendable, Hashable {
+    public var user: UserPayload
+    public var entitlements: EntitlementsPayload
+    public init(user: UserPayload, entitlements: EntitlementsPayload) {
+        self.user = user
+        self.entitlements = entitlements
+    }
+    enum CodingKeys: String, CodingKey {
+        case user, entitlements
+    }
+}
+
+/// One row of `GET /admin/v1/audit`.
+public struct AuditEntry: Codable, Sendable, Hashable {
+    public var id: String
+    public var createdAt: String
+    public var event: String
+    public var outcome: String
+    public var userID: String?
+    public var sessionID: String?
+    public var ipAddress: String?
+    public var userAgent: String?
+    public var details: [String: String]
+
+    public init(
+        id: String, createdAt: String, event: String, outcome: String, userID: String?, sessionID: String?,
+        ipAddress: String?, userAgent: String?, details: [String: String]
+    ) {
+        self.id = id
+        self.createdAt = createdAt
+        self.event = event
+        self.outcome = outcome
+        self.userID = userID
+        self.sessionID = sessionID
+        self.ipAddress = ipAddress
+        self.userAgent = userAgent
+        self.details = details
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id
+        case createdAt = "created_at"
+        case event, outcome
+        case userID = "user_id"
+        case sessionID = "session_id"
+        case ipAddress = "ip_address"
+        case userAgent = "user_agent"
+        case details
+    }
+}
+
+/// `GET /admin/v1/audit`: newest first.
+public struct AuditList: Codable, Sendable, Hashable {
+    public var events: [AuditEntry]
+    public var nextCursor: String?
+    public init(events: [AuditEntry], nextCursor: String?) {
+        self.events = events
+        self.nextCursor = nextCursor
+    }
+    enum CodingKeys: String, CodingKey {
+        case events
+        case nextCursor = "next_cursor"
+    }
+}
