@@ -106,6 +106,7 @@ let package = Package(
                 "GatehouseServer", "GatehouseStore", "GatehouseWire", "GatehouseTestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
                 .product(name: "JWTKit", package: "jwt-kit"),
             ],
             swiftSettings: strict
