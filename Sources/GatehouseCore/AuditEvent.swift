@@ -3,6 +3,8 @@ import Foundation
 /// One line of the audit trail: who did what, from where, and how it went. Never a secret.
 public struct AuditEvent: Sendable, Equatable {
     public var id: UUID
+    /// Position in the trail, assigned by the store; orders events that share a second.
+    public var sequence: Int64?
     public var createdAt: Date
     /// e.g. `signup`, `login`, `refresh_reuse_detected`, `logout`, `password_change`, `lockout`.
     public var event: String
@@ -16,10 +18,11 @@ public struct AuditEvent: Sendable, Equatable {
     public var details: [String: String]
 
     public init(
-        id: UUID = UUID(), createdAt: Date, event: String, outcome: String, userID: UserID? = nil,
+        id: UUID = UUID(), sequence: Int64? = nil, createdAt: Date, event: String, outcome: String, userID: UserID? = nil,
         sessionID: SessionID? = nil, ipAddress: String? = nil, userAgent: String? = nil, details: [String: String] = [:]
     ) {
         self.id = id
+        self.sequence = sequence
         self.createdAt = createdAt
         self.event = event
         self.outcome = outcome

@@ -131,7 +131,8 @@ public enum Migrations {
                 """,
                 """
                 CREATE TABLE audit_log (
-                    id TEXT PRIMARY KEY,
+                    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                    id TEXT NOT NULL UNIQUE,
                     created_at INTEGER NOT NULL,
                     event TEXT NOT NULL,
                     outcome TEXT NOT NULL,
@@ -142,8 +143,7 @@ public enum Migrations {
                     details TEXT
                 )
                 """,
-                "CREATE INDEX audit_log_time ON audit_log (created_at, id)",
-                "CREATE INDEX audit_log_user ON audit_log (user_id, created_at)",
+                "CREATE INDEX audit_log_user ON audit_log (user_id, seq)",
                 """
                 CREATE TABLE server_secrets (
                     name TEXT PRIMARY KEY,
@@ -253,7 +253,8 @@ public enum Migrations {
                 """,
                 """
                 CREATE TABLE audit_log (
-                    id TEXT PRIMARY KEY,
+                    seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                    id TEXT NOT NULL UNIQUE,
                     created_at BIGINT NOT NULL,
                     event TEXT NOT NULL,
                     outcome TEXT NOT NULL,
@@ -264,8 +265,7 @@ public enum Migrations {
                     details TEXT
                 )
                 """,
-                "CREATE INDEX audit_log_time ON audit_log (created_at, id)",
-                "CREATE INDEX audit_log_user ON audit_log (user_id, created_at)",
+                "CREATE INDEX audit_log_user ON audit_log (user_id, seq)",
                 """
                 CREATE TABLE server_secrets (
                     name TEXT PRIMARY KEY,

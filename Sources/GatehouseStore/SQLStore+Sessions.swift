@@ -177,7 +177,7 @@ extension SQLStore {
             ])
     }
 
-    public func auditEvents(userID: UserID?, before: AuditEvent?, limit: Int) async throws(StoreError) -> [AuditEvent] {
+    public func auditEvents(userID: UserID?, before: Int64?, limit: Int) async throws(StoreError) -> [AuditEvent] {
         var conditions: [String] = []
         var binds: [SQLValue] = []
         if let userID {
@@ -185,15 +185,15 @@ extension SQLStore {
             binds.append(.text(userID.description))
         }
         if let before {
-            conditions.append("(created_at < ? OR (created_at = ? AND id < ?))")
-            binds += [.integer(before.createdAt.unixSeconds), .integer(before.createdAt.unixSeconds), .text(before.id.uuidString.lowercased())]
+            conditions.append("seq < ?")
+            binds.append(.integer(before))
         }
         binds.append(.integer(Int64(max(1, min(limit, 1000)))))
         let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
         return try await executor.query(
             """
-            SELECT id, created_at, event, outcome, user_id, session_id, ip_address, user_agent, details FROM audit_log
-            \(whereClause) ORDER BY created_at DESC, id DESC LIMIT ?
+            SELECT seq, id, created_at, event, outcome, user_id, session_id, ip_address, user_agent, details FROM audit_log
+            \(whereClause) ORDER BY seq DESC LIMIT ?
             """, binds
         ).map { row throws(StoreError) in
             guard let id = UUID(uuidString: try row.string("id")) else { throw StoreError.decoding("bad audit id") }
@@ -204,7 +204,7 @@ extension SQLStore {
                 details = object
             }
             return AuditEvent(
-                id: id, createdAt: Date(unixSeconds: try row.int("created_at")), event: try row.string("event"),
+                id: id, sequence: try row.int("seq"), createdAt: Date(unixSeconds: try row.int("created_at")), event: try row.string("event"),
                 outcome: try row.string("outcome"), userID: try row.optionalString("user_id").flatMap(UserID.init),
                 sessionID: try row.optionalString("session_id").flatMap(SessionID.init),
                 ipAddress: try row.optionalString("ip_address"), userAgent: try row.optionalString("user_agent"), details: details)

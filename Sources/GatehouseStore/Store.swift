@@ -49,8 +49,8 @@ public protocol ThrottleStore: Sendable {
 /// The audit trail.
 public protocol AuditStore: Sendable {
     func insertAudit(_ event: AuditEvent) async throws(StoreError)
-    /// Newest first; optionally one user's; `before` is the previous page's last event.
-    func auditEvents(userID: UserID?, before: AuditEvent?, limit: Int) async throws(StoreError) -> [AuditEvent]
+    /// Newest first; optionally one user's; `before` is the sequence of the previous page's last event.
+    func auditEvents(userID: UserID?, before: Int64?, limit: Int) async throws(StoreError) -> [AuditEvent]
 }
 
 /// Server-wide secrets (e.g. the refresh-token chain key), sealed like signing keys.

@@ -61,17 +61,14 @@ public struct UserAdminService: Sendable {
             guard let parsed = UserID(userID) else { throw GatehouseError.invalidRequest("The user_id is not valid.") }
             user = parsed
         }
-        var before: AuditEvent?
+        var before: Int64?
         if let cursor, !cursor.isEmpty {
-            let parts = cursor.split(separator: "_", maxSplits: 1)
-            guard parts.count == 2, let time = Int64(parts[0]), let id = UUID(uuidString: String(parts[1])) else {
-                throw GatehouseError.invalidRequest("The cursor is not valid.")
-            }
-            before = AuditEvent(id: id, createdAt: Date(unixSeconds: time), event: "", outcome: "")
+            guard let sequence = Int64(cursor) else { throw GatehouseError.invalidRequest("The cursor is not valid.") }
+            before = sequence
         }
         let events = try await store.auditEvents(userID: user, before: before, limit: count + 1)
         let page = Array(events.prefix(count))
-        let next = events.count > count ? page.last.map { "\($0.createdAt.unixSeconds)_\($0.id.uuidString.lowercased())" } : nil
+        let next = events.count > count ? page.last?.sequence.map { String($0) } : nil
         return AuditList(
             events: page.map {
                 AuditEntry(
