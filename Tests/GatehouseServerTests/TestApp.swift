@@ -41,7 +41,7 @@ enum TestApp {
     /// Runs `body` against a freshly built app; `adjust` may change the configuration first.
     static func run(
         _ backend: Backend, preset: String = "default", clock: any WallClock = SystemClock(),
-        adjust: (inout GatehouseConfig) -> Void = { _ in },
+        setup: TestingSetup = .router, adjust: (inout GatehouseConfig) -> Void = { _ in },
         _ body: @escaping @Sendable (any TestClientProtocol, GatehouseConfig) async throws -> Void
     ) async throws {
         let (url, cleanup) = try await TestDatabase.make(backend)
@@ -53,7 +53,7 @@ enum TestApp {
         let frozen = config
         do {
             let app = try await buildApplication(config: frozen, dependencies: AppDependencies(clock: clock, logger: quietLogger))
-            try await app.test(.router) { client in try await body(client, frozen) }
+            try await app.test(setup) { client in try await body(client, frozen) }
         } catch {
             await cleanup()
             throw error
