@@ -83,6 +83,19 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The benchmark driver (benchmarks/run); built in release by the benchmark script only.
+        .executableTarget(
+            name: "gatehouse-bench",
+            dependencies: [
+                "GatehouseServer",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            path: "benchmarks/Sources/gatehouse-bench",
+            swiftSettings: strict
+        ),
         // The client SDK depends on Foundation and the wire types only.
         .target(name: "GatehouseClient", dependencies: ["GatehouseWire"], swiftSettings: strict),
 

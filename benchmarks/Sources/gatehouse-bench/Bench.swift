@@ -1,0 +1,156 @@
+import AsyncHTTPClient
+import Crypto
+import Foundation
+import GatehouseServer
+import NIOCore
+import NIOHTTP1
+
+/// Gatehouse's benchmark driver (not a test): `gatehouse-bench hash` times password hashing
+/// in-process; `gatehouse-bench http BASE_URL SCENARIO CONNECTIONS SECONDS` loads a running
+/// server and prints one JSON line of results.
+@main
+struct Bench {
+    static func main() async throws {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        switch arguments.first {
+        case "hash":
+            try await hash()
+        case "http" where arguments.count == 5:
+            try await http(
+                base: arguments[1], scenario: arguments[2], connections: Int(arguments[3]) ?? 16,
+                seconds: Double(arguments[4]) ?? 10)
+        default:
+            FileHandle.standardError.write(Data("usage: gatehouse-bench hash | http BASE_URL me|login|refresh|signup CONNECTIONS SECONDS\n".utf8))
+            exit(2)
+        }
+    }
+
+    /// Median time of one Argon2id hash and one verification at the production parameters.
+    static func hash() async throws {
+        let parameters = Argon2Parameters()
+        let hasher = try PasswordHasher(parameters: parameters, threads: 1)
+        var hashTimes: [Double] = []
+        var verifyTimes: [Double] = []
+        var hash = try await hasher.hash("benchmark password")
+        for _ in 0..<30 {
+            let start = ContinuousClock.now
+            hash = try await hasher.hash("benchmark password")
+            hashTimes.append(milliseconds(ContinuousClock.now - start))
+            let verifyStart = ContinuousClock.now
+            _ = try await hasher.verify("benchmark password", against: hash)
+            verifyTimes.append(milliseconds(ContinuousClock.now - verifyStart))
+        }
+        await hasher.shutdown()
+        let result: [String: Any] = [
+            "benchmark": "argon2id", "memory_kib": parameters.memoryKiB, "iterations": parameters.iterations,
+            "parallelism": parameters.parallelism, "hash_ms_p50": percentile(hashTimes, 50),
+            "verify_ms_p50": percentile(verifyTimes, 50), "samples": hashTimes.count,
+        ]
+        print(json(result))
+    }
+
+    static func http(base: String, scenario: String, connections: Int, seconds: Double) async throws {
+        let client = HTTPClient(
+            eventLoopGroupProvider: .singleton,
+            configuration: .init(connectionPool: .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: connections)))
+        defer { _ = client.shutdown() }
+        // Each connection gets its own account and token chain.
+        var states: [Worker] = []
+        for index in 0..<connections {
+            let email = "bench-\(UUID().uuidString.prefix(8))-\(index)@example.com"
+            let session = try await call(client, base + "/v1/auth/signup", body: ["email": email, "password": "benchmark password \(index)"])
+            states.append(Worker(email: email, password: "benchmark password \(index)", session: session.1))
+        }
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        let started = ContinuousClock.now
+        let results = try await withThrowingTaskGroup(of: ([Double], Int).self) { group in
+            for worker in states {
+                group.addTask {
+                    var worker = worker
+                    var latencies: [Double] = []
+                    var errors = 0
+                    while ContinuousClock.now < deadline {
+                        let start = ContinuousClock.now
+                        let ok = try await worker.run(scenario, client: client, base: base)
+                        latencies.append(milliseconds(ContinuousClock.now - start))
+                        if !ok { errors += 1 }
+                    }
+                    return (latencies, errors)
+                }
+            }
+            return try await group.reduce(into: [([Double], Int)]()) { $0.append($1) }
+        }
+        let elapsed = milliseconds(ContinuousClock.now - started) / 1000
+        let latencies = results.flatMap(\.0)
+        let errors = results.map(\.1).reduce(0, +)
+        let result: [String: Any] = [
+            "benchmark": scenario, "connections": connections, "seconds": (elapsed * 100).rounded() / 100,
+            "requests": latencies.count, "errors": errors, "requests_per_second": (Double(latencies.count) / elapsed).rounded(),
+            "p50_ms": percentile(latencies, 50), "p99_ms": percentile(latencies, 99), "p999_ms": percentile(latencies, 99.9),
+        ]
+        print(json(result))
+    }
+
+    struct Worker: Sendable {
+        var email: String
+        var password: String
+        var session: [String: String]
+
+        var accessToken: String { session["access_token"] ?? "" }
+        var refreshToken: String { session["refresh_token"] ?? "" }
+
+        mutating func run(_ scenario: String, client: HTTPClient, base: String) async throws -> Bool {
+            switch scenario {
+            case "me":
+                return try await Bench.call(client, base + "/v1/me", token: accessToken).0 == 200
+            case "login":
+                return try await Bench.call(client, base + "/v1/auth/login", body: ["email": email, "password": password]).0 == 200
+            case "refresh":
+                let (status, next) = try await Bench.call(client, base + "/v1/auth/refresh", body: ["refresh_token": refreshToken])
+                if status == 200 { session = next }
+                return status == 200
+            case "signup":
+                let email = "bench-\(UUID().uuidString)@example.com"
+                return try await Bench.call(client, base + "/v1/auth/signup", body: ["email": email, "password": password]).0 == 201
+            default:
+                throw BenchError("unknown scenario \(scenario)")
+            }
+        }
+    }
+
+    /// One request; returns the status and the `session` object of the answer, if any.
+    static func call(_ client: HTTPClient, _ url: String, body: [String: String]? = nil, token: String? = nil) async throws -> (Int, [String: String]) {
+        var request = HTTPClientRequest(url: url)
+        request.method = body == nil ? .GET : .POST
+        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+        if let body {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: body)))
+        }
+        let response = try await client.execute(request, timeout: .seconds(30))
+        let bytes = try await response.body.collect(upTo: 1 << 20)
+        let object = (try? JSONSerialization.jsonObject(with: Data(bytes.readableBytesView))) as? [String: Any]
+        let session = object?["session"] as? [String: Any] ?? [:]
+        return (Int(response.status.code), session.compactMapValues { $0 as? String })
+    }
+
+    static func milliseconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
+    }
+
+    static func percentile(_ values: [Double], _ p: Double) -> Double {
+        guard !values.isEmpty else { return 0 }
+        let sorted = values.sorted()
+        let index = min(sorted.count - 1, Int((p / 100 * Double(sorted.count)).rounded(.up)) - 1)
+        return (sorted[max(0, index)] * 100).rounded() / 100
+    }
+
+    static func json(_ object: [String: Any]) -> String {
+        String(decoding: (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data(), as: UTF8.self)
+    }
+}
+
+struct BenchError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
