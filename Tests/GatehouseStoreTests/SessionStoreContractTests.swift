@@ -7,10 +7,7 @@ import Testing
 /// Sessions, refresh tokens, throttles, audit and secrets: the same behaviour on both databases.
 @Suite struct SessionStoreContractTests {
     func withStore(_ backend: Backend, _ body: @escaping @Sendable (SQLStore) async throws -> Void) async throws {
-        try await TestDatabase.with(backend) { database, _ in
-            try await Migrator(database: database).migrate(now: 1_800_000_000)
-            try await body(SQLStore(database: database))
-        }
+        try await TestDatabase.withStore(backend, body)
     }
 
     func user(_ store: SQLStore) async throws -> User {

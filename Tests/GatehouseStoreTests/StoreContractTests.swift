@@ -6,12 +6,8 @@ import Testing
 
 /// The behaviour every store implementation must have; runs against SQLite and PostgreSQL.
 @Suite struct StoreContractTests {
-    /// A fresh, migrated store.
     func withStore(_ backend: Backend, _ body: @escaping @Sendable (SQLStore) async throws -> Void) async throws {
-        try await TestDatabase.with(backend) { database, _ in
-            try await Migrator(database: database).migrate(now: 1_800_000_000)
-            try await body(SQLStore(database: database))
-        }
+        try await TestDatabase.withStore(backend, body)
     }
 
     static func user(_ email: String? = nil, handle: String? = nil, at time: Int64 = 1_800_000_000) -> User {

@@ -84,3 +84,13 @@ public struct TestDatabaseError: Error, CustomStringConvertible {
     public var description: String
     public init(_ description: String) { self.description = description }
 }
+
+extension TestDatabase {
+    /// Runs `body` with a store on a fresh, migrated database of `backend`.
+    public static func withStore(_ backend: Backend, _ body: @escaping @Sendable (SQLStore) async throws -> Void) async throws {
+        try await with(backend) { database, _ in
+            try await Migrator(database: database).migrate(now: 1_800_000_000)
+            try await body(SQLStore(database: database))
+        }
+    }
+}
