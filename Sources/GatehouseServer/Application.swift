@@ -37,12 +37,14 @@ public func buildApplication(
     config: GatehouseConfig, dependencies: AppDependencies = AppDependencies()
 ) async throws -> some ApplicationProtocol {
     let logger = dependencies.logger ?? makeLogger(config)
+    // Everything that can fail comes first, before threads and clients that need shutting down.
+    let adminKey = try AdminKey.load(configured: config.adminKey, path: config.adminKeyFile)
+    let blocklist = try CommonPasswords.load()
     let database = try await config.database.open(logger: logger)
     let store = SQLStore(database: database)
     let clock = dependencies.clock
     let preset = config.preset
     let keys = KeyRing(store: store, clock: clock, secretKey: config.secretKey, logger: logger)
-    let adminKey = try AdminKey.load(configured: config.adminKey, path: config.adminKeyFile)
     let tokens = preset.tokens
     let hasher = try PasswordHasher(parameters: config.argon2, threads: config.hashThreads)
     let httpClient = HTTPClient(eventLoopGroupProvider: .singleton)
@@ -53,7 +55,7 @@ public func buildApplication(
     let auth = AuthService(
         store: store, hasher: hasher, tokens: tokenService, throttle: throttle,
         breached: BreachedPasswordChecker(client: httpClient, baseURL: config.breachedPasswordsURL, logger: logger),
-        policy: PasswordPolicy(settings: preset.passwordPolicy, blocklist: try CommonPasswords.load(), copy: preset.copy),
+        policy: PasswordPolicy(settings: preset.passwordPolicy, blocklist: blocklist, copy: preset.copy),
         preset: preset, clock: clock, logger: logger)
 
     let router = Router(context: GatehouseRequestContext.self)

@@ -107,12 +107,13 @@ extension GatehouseConfig {
         }
         config.appStoreBundleID = settings.string("appstore_bundle_id")
         if let list = settings.list("redirect_allowlist") {
+            // Web URLs need a host; app schemes (`handz://auth`) need only the scheme.
             for entry in list {
-                guard let components = URLComponents(string: entry), components.scheme != nil,
-                    components.host?.isEmpty == false || components.scheme != "https" && components.scheme != "http"
-                else {
+                let components = URLComponents(string: entry)
+                let scheme = components?.scheme?.lowercased()
+                let needsHost = scheme == "http" || scheme == "https"
+                if scheme == nil || (needsHost && (components?.host ?? "").isEmpty) {
                     settings.problem("redirect_allowlist", "'\(entry)' is not an absolute URL")
-                    continue
                 }
             }
             config.redirectAllowlist = list

@@ -46,9 +46,10 @@ public final class PasswordHasher: Sendable {
 
     public init(parameters: Argon2Parameters = Argon2Parameters(), threads: Int = System.coreCount) throws {
         self.parameters = parameters
+        // Made first: bad parameters fail here, before any thread is started.
+        decoy = try Self.argon2id(Array(UUID().uuidString.utf8), parameters: parameters)
         pool = NIOThreadPool(numberOfThreads: max(1, threads))
         pool.start()
-        decoy = try Self.argon2id(Array(UUID().uuidString.utf8), parameters: parameters)
     }
 
     /// A new Argon2id hash of `password`.
