@@ -47,6 +47,7 @@ let package = Package(
                 "GatehouseCore",
                 .product(name: "SQLiteNIO", package: "sqlite-nio"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "_ConnectionPoolModule", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import NIOSSL
 import PostgresNIO
+import _ConnectionPoolModule
 import ServiceLifecycle
 
 /// PostgreSQL through postgres-nio's connection pool. Several Gatehouse nodes may share one
@@ -149,6 +150,8 @@ public final class PostgresDatabase: SQLDatabase {
 
     fileprivate static func map(_ error: any Error) -> StoreError {
         if let error = error as? StoreError { return error }
+        // The pool gives up on a database it cannot reach (its circuit breaker): 503, not 500.
+        if let error = error as? ConnectionPoolError { return .unavailable("\(error)") }
         guard let error = error as? PSQLError else {
             return .database("\(error)")
         }

@@ -123,6 +123,9 @@ import Testing
             let local = try await auth.post("/v1/auth/logout", "{}", token: a.accessToken)
             #expect(local.status == .noContent)
             #expect(try await auth.get("/v1/me", token: a.accessToken).status == .unauthorized)
+            // Every signed-in call refuses a revoked session's token at once, not only /v1/me.
+            #expect(try await auth.get("/v1/auth/sessions", token: a.accessToken).status == .unauthorized)
+            #expect(try await auth.post("/v1/auth/logout", #"{"scope": "global"}"#, token: a.accessToken).status == .unauthorized)
             #expect(try await auth.refresh(a.refreshToken).error?.code == .sessionRevoked)
             #expect(try await auth.get("/v1/me", token: b.accessToken).status == .ok)
 

@@ -30,7 +30,7 @@ struct AuthController {
         }
 
         let signedIn = router.group()
-            .add(middleware: AccessTokenMiddleware(tokens: tokens))
+            .add(middleware: AccessTokenMiddleware(tokens: tokens, auth: auth))
             .group(context: AuthenticatedContext.self)
         signedIn.post("/v1/auth/logout") { request, context in
             let body = try await request.decodeJSON(LogoutRequest.self, limit: bodyLimit)
@@ -48,12 +48,12 @@ struct AuthController {
         signedIn.post("/v1/auth/password/change") { request, context in
             let body = try await request.decodeJSON(PasswordChangeRequest.self, limit: bodyLimit)
             let result = try await auth.changePassword(
-                context.identity, current: body.currentPassword, new: body.newPassword,
+                context.signedIn, current: body.currentPassword, new: body.newPassword,
                 signOutOthers: body.signOutOtherSessions ?? false, client: client(request, context.peerAddress))
             return try JSONBody.response(result)
         }
         signedIn.get("/v1/me") { _, context in
-            try JSONBody.response(try await auth.me(context.identity))
+            try JSONBody.response(try await auth.me(context.signedIn))
         }
     }
 

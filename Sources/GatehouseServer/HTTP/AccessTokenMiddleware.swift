@@ -2,16 +2,20 @@ import GatehouseCore
 import HTTPTypes
 import Hummingbird
 
-/// Verifies `Authorization: Bearer <access token>` for the routes behind it and records who
-/// it belongs to; `AuthenticatedContext` then refuses requests without one.
+/// Verifies `Authorization: Bearer <access token>` for the routes behind it, checks that its
+/// session is still live and its account enabled (revocation takes effect at once), and
+/// records who it is; `AuthenticatedContext` then refuses requests without one.
 struct AccessTokenMiddleware: RouterMiddleware {
     typealias Context = GatehouseRequestContext
     let tokens: TokenService
+    let auth: AuthService
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard let token = request.bearerToken else { throw GatehouseError.unauthorized() }
+        let identity = try await tokens.verify(token)
+        let user = try await auth.authenticate(identity)
         var context = context
-        context.identity = try await tokens.verify(token)
+        context.signedIn = SignedIn(identity: identity, user: user)
         return try await next(request, context)
     }
 }

@@ -13,7 +13,7 @@ public struct GatehouseRequestContext: RequestContext {
     var storage = Storage()
 
     struct Storage: Sendable {
-        var identity: AccessIdentity?
+        var signedIn: SignedIn?
     }
 
     public init(source: ApplicationRequestContextSource) {
@@ -22,11 +22,17 @@ public struct GatehouseRequestContext: RequestContext {
     }
 }
 
+/// A verified access token and the live account it belongs to.
+public struct SignedIn: Sendable {
+    public var identity: AccessIdentity
+    public var user: User
+}
+
 extension GatehouseRequestContext {
-    /// Set by `AccessTokenMiddleware` once the bearer token checks out.
-    public var identity: AccessIdentity? {
-        get { storage.identity }
-        set { storage.identity = newValue }
+    /// Set by `AccessTokenMiddleware` once the bearer token and its session check out.
+    public var signedIn: SignedIn? {
+        get { storage.signedIn }
+        set { storage.signedIn = newValue }
     }
 }
 
@@ -34,14 +40,17 @@ extension GatehouseRequestContext {
 /// identity, so a handler behind it cannot forget the check.
 public struct AuthenticatedContext: ChildRequestContext {
     public var coreContext: CoreRequestContextStorage
-    public let identity: AccessIdentity
+    public let signedIn: SignedIn
     public let requestID: String
     public let peerAddress: SocketAddress?
 
+    public var identity: AccessIdentity { signedIn.identity }
+    public var user: User { signedIn.user }
+
     public init(context: GatehouseRequestContext) throws {
-        guard let identity = context.identity else { throw GatehouseError.unauthorized() }
+        guard let signedIn = context.signedIn else { throw GatehouseError.unauthorized() }
         coreContext = context.coreContext
-        self.identity = identity
+        self.signedIn = signedIn
         requestID = context.requestID
         peerAddress = context.peerAddress
     }

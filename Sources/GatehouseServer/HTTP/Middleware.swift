@@ -71,8 +71,10 @@ struct ErrorMiddleware: RouterMiddleware {
         case let error as GatehouseError:
             return error
         case let error as StoreError:
-            if case .unavailable = error { return .serviceUnavailable(error) }
-            return .internalError(error, message: internalMessage)
+            switch error {
+            case .unavailable, .conflict: return .serviceUnavailable(error)
+            default: return .internalError(error, message: internalMessage)
+            }
         case let error as HTTPError:
             switch error.status {
             case .notFound:

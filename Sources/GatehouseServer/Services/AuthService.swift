@@ -239,9 +239,9 @@ public struct AuthService: Sendable {
     }
 
     public func changePassword(
-        _ identity: AccessIdentity, current: String, new: String, signOutOthers: Bool, client: ClientInfo
+        _ signedIn: SignedIn, current: String, new: String, signOutOthers: Bool, client: ClientInfo
     ) async throws -> UserResponse {
-        let user = try await authenticate(identity)
+        let (identity, user) = (signedIn.identity, signedIn.user)
         let kept = client.stored(under: preset.privacy)
         let key = user.normalizedEmail ?? user.id.description
         try await throttle.checkAccount(key)
@@ -269,8 +269,8 @@ public struct AuthService: Sendable {
         return UserResponse(user: user.payload(identities: try await store.identities(of: user.id)))
     }
 
-    public func me(_ identity: AccessIdentity) async throws -> MeResponse {
-        let user = try await authenticate(identity)
+    public func me(_ signedIn: SignedIn) async throws -> MeResponse {
+        let user = signedIn.user
         return MeResponse(
             user: user.payload(identities: try await store.identities(of: user.id)),
             entitlements: EntitlementsPayload(planState: user.isAnonymous ? "guest" : "free", evaluatedAt: clock.now.rfc3339))
