@@ -33,6 +33,19 @@ import Testing
         }
     }
 
+    @Test func loginsPerIPAreLimited() async throws {
+        try await TestApp.run(.sqlite, setup: .live) { client, _ in
+            let auth = AuthClient(client: client)
+            var statuses: [HTTPResponse.Status] = []
+            // Different (unknown) accounts, so only the per-IP limit (30 a minute) can answer 429.
+            for index in 0..<31 {
+                statuses.append(try await auth.login("nobody\(index)@example.com", "whatever").status)
+            }
+            #expect(statuses.prefix(30).allSatisfy { $0 == .unauthorized })
+            #expect(statuses.last == .tooManyRequests)
+        }
+    }
+
     @Test func behindATrustedProxyTheForwardedAddressCounts() async throws {
         try await TestApp.run(.sqlite, setup: .live, adjust: { $0.trustedProxies = ["127.0.0.1", "::1"] }) { client, _ in
             let statuses = try await signups(AuthClient(client: client), count: 25, forwardedFor: { "198.51.100.7, 203.0.113.\($0)" })

@@ -31,8 +31,25 @@ import Testing
         let users = try await HTTP.request(base.appendingPathComponent("admin/v1/users"), headers: ["Authorization": "Bearer \(key)"])
         #expect(users.status == 200)
         #expect(users.headers["x-request-id"] != nil)
+        // Sign up, fail a login and sign in: no password or token may reach the logs.
+        let password = "a-password-that-must-never-be-logged"
+        let signup = try await HTTP.request(
+            base.appendingPathComponent("v1/auth/signup"), method: "POST", headers: ["Content-Type": "application/json"],
+            body: Data(#"{"email": "logs@example.com", "password": "\#(password)"}"#.utf8))
+        #expect(signup.status == 201)
+        let session = try signup.json(AuthResponse.self).session
+        _ = try await HTTP.request(
+            base.appendingPathComponent("v1/auth/login"), method: "POST", headers: ["Content-Type": "application/json"],
+            body: Data(#"{"email": "logs@example.com", "password": "wrong-\#(password)"}"#.utf8))
+        let me = try await HTTP.request(base.appendingPathComponent("v1/me"), headers: ["Authorization": "Bearer \(session.accessToken)"])
+        #expect(me.status == 200)
         server.signal(SIGTERM)
         #expect(try await server.exitStatus() == 0)
+        let logs = server.standardOutput + server.standardError
+        for secret in [password, session.accessToken, session.refreshToken, key] {
+            #expect(!logs.contains(secret))
+        }
+        #expect(logs.contains("/v1/auth/signup"))
         // Structured logs: every line on standard error is one JSON object.
         for line in server.standardError.split(separator: "\n") {
             #expect((try? JSONSerialization.jsonObject(with: Data(line.utf8))) != nil, "\(line)")

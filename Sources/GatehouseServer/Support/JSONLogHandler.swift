@@ -44,7 +44,7 @@ public struct JSONLogHandler: LogHandler {
             for (key, value) in merged {
                 object[key] = Self.isSecret(key) ? "<redacted>" : Self.plain(value)
             }
-            let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
+            let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
             line = String(decoding: data, as: UTF8.self)
         } else {
             let fields = merged.sorted { $0.key < $1.key }.map {
