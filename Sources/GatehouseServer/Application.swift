@@ -58,6 +58,18 @@ public func buildApplication(
         policy: PasswordPolicy(settings: preset.passwordPolicy, blocklist: blocklist, copy: preset.copy),
         preset: preset, clock: clock, logger: logger)
 
+    let transport: any MailTransport
+    if let url = config.smtpURL, let settings = SMTPSettings(
+        url: url, trustedCertificates: try config.smtpCAFile.map { try String(contentsOfFile: $0, encoding: .utf8) })
+    {
+        transport = SMTPTransport(
+            settings: settings, composer: MailComposer(from: config.sender, domain: config.publicURL.host ?? "localhost"), clock: clock)
+    } else {
+        transport = DevOutboxTransport(logger: logger)
+    }
+    let mailWorker = MailWorker(store: store, transport: transport, clock: clock, logger: logger)
+    let mail = MailService(worker: mailWorker, clock: clock)
+
     let router = Router(context: GatehouseRequestContext.self)
     router.add(middleware: RequestIDMiddleware())
     router.add(middleware: SecurityHeadersMiddleware(hsts: config.publicURL.scheme == "https"))
@@ -70,14 +82,17 @@ public func buildApplication(
         auth: auth, tokens: tokenService, resolver: ClientAddressResolver(trustedProxies: config.trustedProxies),
         bodyLimit: config.maxBodyBytes
     ).register(on: router)
+    if config.isDevelopment {
+        DevController(store: store).register(on: router)
+    }
     AdminController(
-        users: UserAdminService(store: store, clock: clock), keys: keys, adminKey: adminKey,
+        users: UserAdminService(store: store, clock: clock), keys: keys, adminKey: adminKey, mail: mail, store: store,
         bodyLimit: config.maxBodyBytes, retiredKeyPublishSeconds: tokens.accessTokenTTLSeconds + tokens.leewaySeconds
     ).register(on: router)
 
     var services: [any Service] = [
         KeyRefreshService(keys: keys, logger: logger), DatabaseShutdownService(database: database),
-        PasswordHasherService(hasher: hasher), HTTPClientService(client: httpClient),
+        PasswordHasherService(hasher: hasher), HTTPClientService(client: httpClient), mailWorker,
     ]
     if let postgres = database as? PostgresDatabase {
         services.insert(postgres.service, at: 0)
@@ -101,6 +116,7 @@ public func buildApplication(
         }
         try await keys.start()
         try await chainKey.load(store: store, sealer: SecretSealer(secret: config.secretKey), now: clock.now)
+        mailWorker.start()
         logger.info("configuration", metadata: config.redactedSummary.mapValues { .string($0) })
     }
     return app

@@ -1,3 +1,4 @@
+import GatehouseCore
 import Synchronization
 
 /// A fair, non-reentrant lock for async code: waiters are served in arrival order and
@@ -45,14 +46,5 @@ final class AsyncLock: Sendable {
 
 /// Runs `body`, throwing `StoreError.unavailable` if it has not finished within `duration`.
 func withTimeout<T: Sendable>(_ duration: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-    try await withThrowingTaskGroup(of: T.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(for: duration)
-            throw StoreError.unavailable("no answer within \(duration)")
-        }
-        defer { group.cancelAll() }
-        guard let first = try await group.next() else { throw StoreError.unavailable("no answer") }
-        return first
-    }
+    try await withDeadline(duration, orThrow: StoreError.unavailable("no answer within \(duration)"), body)
 }

@@ -125,9 +125,24 @@ public protocol SigningKeyStore: Sendable {
     func updateSigningKeyMaterial(kid: String, privateKey: [UInt8], encryption: String) async throws(StoreError)
 }
 
+/// The mail outbox: the queue the mail worker delivers from.
+public protocol OutboxStore: Sendable {
+    /// Queues a mail; call it inside the transaction of what caused it.
+    func enqueueMail(_ message: OutboxMessage) async throws(StoreError)
+    /// Leases up to `limit` due mails for `leaseSeconds`, so that several nodes never send one
+    /// mail twice at once; a crashed node's lease simply runs out.
+    func claimDueMail(now: Date, limit: Int, leaseSeconds: Int) async throws(StoreError) -> [OutboxMessage]
+    /// Marks a mail delivered; `keepBodies` false clears its bodies (and the tokens in them).
+    func markMailSent(_ id: UUID, at date: Date, keepBodies: Bool) async throws(StoreError)
+    /// Records a failed attempt: retried at `nextAttempt`, or failed for good when it is `nil`.
+    func markMailFailed(_ id: UUID, error: String, nextAttempt: Date?, at date: Date) async throws(StoreError)
+    /// Newest first.
+    func recentMail(limit: Int) async throws(StoreError) -> [OutboxMessage]
+}
+
 /// All of Gatehouse's storage, behind one protocol with a SQLite and a PostgreSQL
 /// implementation that pass the same contract suite.
-public protocol GatehouseStore: UserStore, SigningKeyStore, SessionStore, ThrottleStore, AuditStore, SecretStore {
+public protocol GatehouseStore: UserStore, SigningKeyStore, SessionStore, ThrottleStore, AuditStore, SecretStore, OutboxStore {
     var dialect: SQLDialect { get }
     /// Runs `body` in one transaction against a store bound to it.
     func transaction<T: Sendable>(_ body: @Sendable (any GatehouseStore) async throws -> T) async throws -> T

@@ -108,3 +108,35 @@ import Testing
         }
     }
 }
+
+@Suite struct OutboxStoreContractTests {
+    @Test(arguments: Backend.available)
+    func claimsAreLeasedSoTwoWorkersNeverTakeOneMail(_ backend: Backend) async throws {
+        try await TestDatabase.withStore(backend) { store in
+            let now = Date(unixSeconds: 1_800_000_000)
+            for index in 0..<6 {
+                try await store.enqueueMail(
+                    OutboxMessage(createdAt: now.addingTimeInterval(TimeInterval(index)), kind: "test", recipient: "r\(index)@x.io",
+                                  subject: "s", textBody: "t", htmlBody: nil))
+            }
+            let later = now.addingTimeInterval(10)
+            let (a, b) = try await (store.claimDueMail(now: later, limit: 4, leaseSeconds: 60), store.claimDueMail(now: later, limit: 4, leaseSeconds: 60))
+            #expect(a.count + b.count == 6)
+            #expect(Set(a.map(\.id)).isDisjoint(with: Set(b.map(\.id))))
+            #expect(try await store.claimDueMail(now: later, limit: 10, leaseSeconds: 60).isEmpty)
+            // Sent mail is done; a failed attempt comes back when due; a lapsed lease frees the rest.
+            try await store.markMailSent(a[0].id, at: later, keepBodies: false)
+            try await store.markMailFailed(a[1].id, error: "boom", nextAttempt: later.addingTimeInterval(5), at: later)
+            try await store.markMailFailed(a[2].id, error: "boom", nextAttempt: nil, at: later)
+            let retried = try await store.claimDueMail(now: later.addingTimeInterval(6), limit: 10, leaseSeconds: 60)
+            #expect(retried.map(\.id) == [a[1].id])
+            #expect(retried.first?.attempts == 1 && retried.first?.lastError == "boom")
+            let afterLease = try await store.claimDueMail(now: later.addingTimeInterval(61), limit: 10, leaseSeconds: 60)
+            #expect(Set(afterLease.map(\.id)) == Set((a.dropFirst(3) + b).map(\.id)))
+            let recent = try await store.recentMail(limit: 10)
+            let sent = try #require(recent.first { $0.id == a[0].id })
+            #expect(sent.status == "sent" && sent.textBody == nil && sent.sentAt == later)
+            #expect(recent.first { $0.id == a[2].id }?.status == "failed")
+        }
+    }
+}

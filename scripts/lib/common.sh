@@ -50,15 +50,22 @@ ensure_build_deps() {
   if is_macos; then brew_need pkg-config argon2; fi
 }
 
-# What the test suite needs: a PostgreSQL server and Python 3.
+# What the test suite needs: a PostgreSQL server, Python 3 with aiosmtpd (a real SMTP server
+# for the mail tests, in a virtual environment under .build-venv) and openssl.
 ensure_test_deps() {
   ensure_build_deps
   if is_debian; then
-    apt_need postgresql python3 python3-venv
+    apt_need postgresql python3 python3-venv openssl
   elif is_macos; then
-    brew_need postgresql@16 python@3
+    brew_need postgresql@16 python@3 openssl
     export PATH="$(brew --prefix postgresql@16)/bin:$PATH"
   fi
+  if [ ! -x .build-venv/bin/python ] || ! .build-venv/bin/python -c 'import aiosmtpd' >/dev/null 2>&1; then
+    log "creating .build-venv with aiosmtpd"
+    python3 -m venv .build-venv
+    .build-venv/bin/pip install --quiet --disable-pip-version-check 'aiosmtpd==1.4.6'
+  fi
+  export GATEHOUSE_TEST_PYTHON="$PWD/.build-venv/bin/python"
 }
 
 # The directory holding initdb/pg_ctl.

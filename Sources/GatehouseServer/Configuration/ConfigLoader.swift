@@ -14,7 +14,7 @@ extension GatehouseConfig {
         "google_jwks_url", "appstore_root_certs", "appstore_bundle_id", "redirect_allowlist",
         "trusted_proxies", "ip_limits", "webhook_url", "webhook_secret", "max_body_bytes", "log_level",
         "log_format", "argon2_memory_kib", "argon2_iterations", "argon2_parallelism", "hash_threads",
-        "breached_passwords_url", "token_audience",
+        "breached_passwords_url", "token_audience", "smtp_ca_file", "mail_from",
     ]
 
     static let secretKeys: Set<String> = ["admin_key", "secret_key", "webhook_secret", "smtp_url"]
@@ -83,6 +83,16 @@ extension GatehouseConfig {
                 config.smtpURL = smtp
             } else {
                 settings.problem("smtp_url", "must look like smtp://user:pass@host:port")
+            }
+        }
+        if let path = settings.string("smtp_ca_file") {
+            if FileManager.default.isReadableFile(atPath: path) { config.smtpCAFile = path } else {
+                settings.problem("smtp_ca_file", "cannot read \(path)")
+            }
+        }
+        if let from = settings.string("mail_from") {
+            if EmailAddress.isValid(MailComposer.address(in: from)) { config.mailFrom = from } else {
+                settings.problem("mail_from", "'\(from)' is not an address like 'App <no-reply@example.com>'")
             }
         }
         if let key = settings.string("admin_key") {

@@ -27,6 +27,10 @@ public struct GatehouseConfig: Sendable {
     public var publicURL = URL(string: "http://127.0.0.1:8080")!
     public var environment = Environment.development
     public var smtpURL: String?
+    /// PEM certificates the SMTP client trusts beside the system's (a private CA).
+    public var smtpCAFile: String?
+    /// `From` of every mail; defaults to `<app name> <no-reply@<public host>>`.
+    public var mailFrom: String?
     /// When unset, a key is generated into `adminKeyFile` on first start.
     public var adminKey: String?
     public var adminKeyFile = "gatehouse-admin-key"
@@ -65,6 +69,9 @@ public struct GatehouseConfig: Sendable {
         while text.hasSuffix("/") { text.removeLast() }
         return text
     }
+
+    /// The sender of Gatehouse's mail.
+    public var sender: String { mailFrom ?? "\(preset.app.name) <no-reply@\(publicURL.host ?? "localhost")>" }
 
     /// The `aud` claim of access tokens.
     public var audience: String { tokenAudience ?? preset.name }

@@ -1,0 +1,57 @@
+import Foundation
+
+/// A mail waiting in (or delivered from) the outbox. The outbox table is the queue: a mail is
+/// written in the same transaction as what caused it, so a crash between commit and sending
+/// loses nothing.
+public struct OutboxMessage: Sendable, Equatable {
+    public var id: UUID
+    public var createdAt: Date
+    /// What it is for: `verification`, `password_reset`, `magic_link`, `test`, …
+    public var kind: String
+    /// The address as the person typed it.
+    public var recipient: String
+    public var subject: String
+    /// Cleared once an SMTP server has taken the mail, so no link token outlives its delivery.
+    public var textBody: String?
+    public var htmlBody: String?
+    /// The host of the link inside, for the log line (never the link itself).
+    public var linkHost: String?
+    /// `pending`, `sent` or `failed`.
+    public var status: String
+    public var attempts: Int
+    public var nextAttemptAt: Date
+    public var lastError: String?
+    public var sentAt: Date?
+
+    public init(
+        id: UUID = UUID(), createdAt: Date, kind: String, recipient: String, subject: String, textBody: String?,
+        htmlBody: String?, linkHost: String? = nil, status: String = "pending", attempts: Int = 0, nextAttemptAt: Date? = nil,
+        lastError: String? = nil, sentAt: Date? = nil
+    ) {
+        self.id = id
+        self.createdAt = createdAt
+        self.kind = kind
+        self.recipient = recipient
+        self.subject = subject
+        self.textBody = textBody
+        self.htmlBody = htmlBody
+        self.linkHost = linkHost
+        self.status = status
+        self.attempts = attempts
+        self.nextAttemptAt = nextAttemptAt ?? createdAt
+        self.lastError = lastError
+        self.sentAt = sentAt
+    }
+}
+
+/// When a failed delivery is tried again: 5 s, doubling, at most an hour apart; after
+/// `maximumAttempts` the mail is given up as failed.
+public enum MailRetryPolicy {
+    public static let maximumAttempts = 10
+
+    public static func nextAttempt(after attempts: Int, now: Date) -> Date? {
+        guard attempts < maximumAttempts else { return nil }
+        let seconds = min(5 * pow(2, Double(max(0, attempts - 1))), 3_600)
+        return now.addingTimeInterval(seconds)
+    }
+}

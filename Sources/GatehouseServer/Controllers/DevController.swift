@@ -1,0 +1,24 @@
+import GatehouseCore
+import GatehouseStore
+import GatehouseWire
+import Hummingbird
+
+/// `GET /dev/outbox`: the mail Gatehouse sent, with its links, for development only (the
+/// route does not exist in production).
+struct DevController {
+    let store: any GatehouseStore
+
+    func register(on router: Router<GatehouseRequestContext>) {
+        router.get("/dev/outbox") { request, _ in
+            let limit = request.uri.queryParameters["limit"].flatMap { Int(String($0)) } ?? 50
+            let messages = try await store.recentMail(limit: limit)
+            return try JSONBody.response(
+                OutboxList(
+                    messages: messages.map {
+                        OutboxEntry(
+                            id: $0.id.uuidString.lowercased(), createdAt: $0.createdAt.rfc3339, kind: $0.kind, to: $0.recipient,
+                            subject: $0.subject, text: $0.textBody, html: $0.htmlBody, status: $0.status, attempts: $0.attempts)
+                    }))
+        }
+    }
+}

@@ -1,0 +1,132 @@
+import Foundation
+import GatehouseCore
+import GatehouseStore
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// Development delivery: the mail stays in the outbox (listed at `/dev/outbox`) and one log
+/// line says it was sent — recipient, subject and link host, never the link.
+struct DevOutboxTransport: MailTransport {
+    let logger: Logger
+    var keepsBodies: Bool { true }
+
+    func deliver(_ message: OutboxMessage) async throws {
+        logger.notice(
+            "mail (dev outbox)",
+            metadata: ["to": "\(message.recipient)", "subject": "\(message.subject)", "link_host": "\(message.linkHost ?? "-")"])
+    }
+}
+
+/// Queues mail. Call `enqueue` inside the transaction of what caused the mail; the worker is
+/// woken after commit and delivers in the background, never in the request's path.
+public struct MailService: Sendable {
+    let worker: MailWorker
+    let clock: any WallClock
+
+    @discardableResult
+    func enqueue(_ store: any GatehouseStore, kind: String, to recipient: String, subject: String, text: String, html: String?, link: URL?) async throws -> UUID {
+        let message = OutboxMessage(
+            createdAt: clock.now, kind: kind, recipient: recipient, subject: subject, textBody: text, htmlBody: html,
+            linkHost: link?.host)
+        try await store.enqueueMail(message)
+        return message.id
+    }
+
+    /// Tells the worker there is mail; call after the transaction commits.
+    func wake() { worker.wake() }
+}
+
+/// Delivers the outbox: claims due mail with a lease (several nodes never send one mail twice
+/// at once), sends, and marks it sent or schedules a retry with backoff. Polls every few
+/// seconds, and at once when woken.
+final class MailWorker: Service, Sendable {
+    let store: any GatehouseStore
+    let transport: any MailTransport
+    let clock: any WallClock
+    let logger: Logger
+    let pollInterval: Duration
+    private let signal: AsyncStream<Void>
+    private let signalContinuation: AsyncStream<Void>.Continuation
+    /// Opened once the database is migrated; the worker waits for it before its first look.
+    private let ready: AsyncStream<Void>
+    private let readyContinuation: AsyncStream<Void>.Continuation
+    /// How long a claim keeps other workers off a mail: longer than one delivery may take
+    /// (`SMTPTransport`'s deadline), short enough that a crashed node's mail goes out soon.
+    static let leaseSeconds = 40
+
+    init(store: any GatehouseStore, transport: any MailTransport, clock: any WallClock, logger: Logger, pollInterval: Duration = .seconds(2)) {
+        self.store = store
+        self.transport = transport
+        self.clock = clock
+        self.logger = logger
+        self.pollInterval = pollInterval
+        (signal, signalContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        (ready, readyContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    func wake() { signalContinuation.yield() }
+
+    /// Lets the worker begin (called once the database is ready).
+    func start() { readyContinuation.yield() }
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown {
+            for await _ in self.ready { break }
+            while !Task.isCancelled {
+                await self.deliverDue()
+                await self.waitForWork()
+            }
+        }
+    }
+
+    /// Sleeps until woken or until the next poll.
+    private func waitForWork() async {
+        let signal = self.signal
+        let interval = self.pollInterval
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await _ in signal { return }
+            }
+            group.addTask { try? await Task.sleep(for: interval) }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
+    /// Sends everything that is due now; returns how many mails it handled.
+    @discardableResult
+    func deliverDue() async -> Int {
+        var handled = 0
+        while !Task.isCancelled {
+            let batch: [OutboxMessage]
+            do {
+                // One at a time, so that a lease never has to cover more than one delivery.
+                batch = try await store.claimDueMail(now: clock.now, limit: 1, leaseSeconds: Self.leaseSeconds)
+            } catch {
+                logger.warning("could not read the mail outbox", metadata: ["cause": "\(error)"])
+                return handled
+            }
+            if batch.isEmpty { return handled }
+            for message in batch {
+                await deliver(message)
+                handled += 1
+            }
+        }
+        return handled
+    }
+
+    private func deliver(_ message: OutboxMessage) async {
+        do {
+            try await transport.deliver(message)
+            try await store.markMailSent(message.id, at: clock.now, keepBodies: transport.keepsBodies)
+        } catch {
+            let attempts = message.attempts + 1
+            let next = MailRetryPolicy.nextAttempt(after: attempts, now: clock.now)
+            logger.warning(
+                next == nil ? "mail delivery failed for good" : "mail delivery failed; will retry",
+                metadata: ["mail_id": "\(message.id)", "attempt": "\(attempts)", "cause": "\(error)"])
+            try? await store.markMailFailed(message.id, error: "\(error)", nextAttempt: next, at: clock.now)
+        }
+    }
+}
