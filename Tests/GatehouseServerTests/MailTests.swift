@@ -34,6 +34,17 @@ import Testing
         return try response.json(MailQueued.self).id
     }
 
+    /// Polls the outbox (about ten seconds at most) until its newest mail satisfies `done`.
+    func newestMail(_ config: GatehouseConfig, until done: (OutboxMessage) -> Bool) async throws -> OutboxMessage? {
+        var stored: OutboxMessage?
+        for _ in 0..<200 {
+            stored = try await TestApp.withStore(config) { try await $0.recentMail(limit: 1).first }
+            if let stored, done(stored) { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return stored
+    }
+
     @Test(.enabled(if: SMTPSink.python != nil))
     func deliversOverSTARTTLSWithAuthAndClearsTheBodies() async throws {
         let sink = try await SMTPSink(tls: true, credentials: ("mailer", "s3cret pass"))
@@ -52,12 +63,7 @@ import Testing
             #expect(mail.parts["text/plain"]?.contains("mail delivery works") == true)
             #expect(mail.parts["text/html"]?.contains("<strong>Gatehouse</strong>") == true)
             // Once the SMTP server has it, the outbox keeps no body.
-            var stored: OutboxMessage?
-            for _ in 0..<100 {
-                stored = try await TestApp.withStore(config) { try await $0.recentMail(limit: 1).first }
-                if stored?.status == "sent" { break }
-                try await Task.sleep(for: .milliseconds(50))
-            }
+            let stored = try await newestMail(config) { $0.status == "sent" }
             #expect(stored?.status == "sent" && stored?.textBody == nil && stored?.htmlBody == nil)
         }
     }
@@ -69,12 +75,7 @@ import Testing
         // The server's self-signed certificate is not trusted: no credentials, no mail in clear text.
         try await TestApp.run(.sqlite, adjust: { $0.smtpURL = "smtp://mailer:s3cret@localhost:\(sink.port)" }) { client, config in
             _ = try await queueTestMail(client)
-            var stored: OutboxMessage?
-            for _ in 0..<200 {
-                stored = try await TestApp.withStore(config) { try await $0.recentMail(limit: 1).first }
-                if (stored?.attempts ?? 0) > 0 { break }
-                try await Task.sleep(for: .milliseconds(50))
-            }
+            let stored = try await newestMail(config) { $0.attempts > 0 }
             #expect(stored?.status == "pending" && stored?.attempts == 1)
             #expect(stored?.lastError != nil && stored?.lastError?.contains("s3cret") == false)
             #expect(stored?.textBody != nil)
@@ -88,12 +89,7 @@ import Testing
         let port = try SMTPSink.freePort()
         try await TestApp.run(.sqlite, clock: clock, adjust: { $0.smtpURL = "smtp://127.0.0.1:\(port)" }) { client, config in
             _ = try await queueTestMail(client)
-            var stored: OutboxMessage?
-            for _ in 0..<200 {
-                stored = try await TestApp.withStore(config) { try await $0.recentMail(limit: 1).first }
-                if (stored?.attempts ?? 0) > 0 { break }
-                try await Task.sleep(for: .milliseconds(50))
-            }
+            let stored = try await newestMail(config) { $0.attempts > 0 }
             #expect(stored?.attempts == 1 && stored?.status == "pending")
             #expect(stored?.nextAttemptAt == clock.now.addingTimeInterval(5))
             // The server comes up; once the retry is due the mail goes out.
