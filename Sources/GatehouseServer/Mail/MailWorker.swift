@@ -73,24 +73,23 @@ final class MailWorker: Service, Sendable {
     func run() async throws {
         await cancelWhenGracefulShutdown {
             for await _ in self.ready { break }
-            while !Task.isCancelled {
+            await withTaskGroup(of: Void.self) { group in
+                // The poll is a wake-up like any other. One iterator reads the stream for the
+                // worker's whole life: cancelling an AsyncStream's iteration ends the stream.
+                let interval = self.pollInterval
+                group.addTask {
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: interval)
+                        self.wake()
+                    }
+                }
                 await self.deliverDue()
-                await self.waitForWork()
+                for await _ in self.signal {
+                    if Task.isCancelled { break }
+                    await self.deliverDue()
+                }
+                group.cancelAll()
             }
-        }
-    }
-
-    /// Sleeps until woken or until the next poll.
-    private func waitForWork() async {
-        let signal = self.signal
-        let interval = self.pollInterval
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                for await _ in signal { return }
-            }
-            group.addTask { try? await Task.sleep(for: interval) }
-            await group.next()
-            group.cancelAll()
         }
     }
 
