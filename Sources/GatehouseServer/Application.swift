@@ -56,7 +56,7 @@ public func buildApplication(
         store: store, hasher: hasher, tokens: tokenService, throttle: throttle,
         breached: BreachedPasswordChecker(client: httpClient, baseURL: config.breachedPasswordsURL, logger: logger),
         policy: PasswordPolicy(settings: preset.passwordPolicy, blocklist: blocklist, copy: preset.copy),
-        preset: preset, clock: clock, logger: logger)
+        preset: preset, clock: clock)
 
     let transport: any MailTransport
     if let url = config.smtpURL, let settings = SMTPSettings(

@@ -2,7 +2,6 @@ import Foundation
 import GatehouseCore
 import GatehouseStore
 import GatehouseWire
-import Logging
 
 /// Email-and-password accounts and the sessions of every account: sign-up, login, refresh,
 /// logout, session listing, password change.
@@ -15,7 +14,6 @@ public struct AuthService: Sendable {
     let policy: PasswordPolicy
     let preset: Preset
     let clock: any WallClock
-    let logger: Logger
 
     // MARK: Sign-up and login
 
