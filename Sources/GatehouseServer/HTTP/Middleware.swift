@@ -12,13 +12,19 @@ import Logging
 struct RequestIDMiddleware: RouterMiddleware {
     typealias Context = GatehouseRequestContext
 
+    /// 8–128 ASCII letters, digits, `-` and `_`: safe to echo and to log.
+    static func isSafeID(_ text: String) -> Bool {
+        (8...128).contains(text.utf8.count)
+            && text.utf8.allSatisfy { byte in
+                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
+            }
+    }
+
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
-        let incoming = request.headers[.requestID]
         let id: String
-        if let incoming, (8...128).contains(incoming.utf8.count),
-            incoming.utf8.allSatisfy({ $0 < 128 && (Character(UnicodeScalar($0)).isLetter || Character(UnicodeScalar($0)).isNumber || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_")) })
-        {
+        if let incoming = request.headers[.requestID], Self.isSafeID(incoming) {
             id = incoming
         } else {
             id = UUID().uuidString.lowercased()

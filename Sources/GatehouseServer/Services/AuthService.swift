@@ -65,12 +65,7 @@ public struct AuthService: Sendable {
         }
         // Unknown accounts cost the same hashing work as known ones and get the same answer.
         let user = EmailAddress.isValid(email) ? try await store.user(normalizedEmail: normalized) : nil
-        let verification: PasswordHasher.Verification
-        if password.utf8.count > PasswordPolicy.maximumBytes {
-            verification = PasswordHasher.Verification(matches: false, needsRehash: false)
-        } else {
-            verification = try await hasher.verify(password, against: user?.passwordHash)
-        }
+        let verification = try await hasher.verify(password, against: user?.passwordHash)
         guard let user, verification.matches else {
             let wait = try await throttle.recordFailure(normalized, ip: kept.ip)
             try await audit("login", "failure", userID: user?.id, client: kept, details: ["reason": "invalid credentials"])
@@ -81,8 +76,7 @@ public struct AuthService: Sendable {
         }
         guard !user.isDisabled else {
             try await audit("login", "failure", userID: user.id, client: kept, details: ["reason": "account disabled"])
-            throw GatehouseError(
-                status: 403, code: .accountDisabled, message: preset.text("error.account_disabled", "This account has been disabled."))
+            throw accountDisabled
         }
         try await throttle.clearAccount(normalized)
         if verification.needsRehash {
@@ -172,8 +166,7 @@ public struct AuthService: Sendable {
     private func liveUser(_ tx: any GatehouseStore, _ id: UserID) async throws -> User {
         guard let user = try await tx.user(id: id) else { throw invalidRefreshToken }
         guard !user.isDisabled else {
-            throw GatehouseError(
-                status: 403, code: .accountDisabled, message: preset.text("error.account_disabled", "This account has been disabled."))
+            throw accountDisabled
         }
         return user
     }
@@ -191,8 +184,7 @@ public struct AuthService: Sendable {
             throw GatehouseError.unauthorized("Your session has ended. Please sign in again.")
         }
         guard !user.isDisabled else {
-            throw GatehouseError(
-                status: 403, code: .accountDisabled, message: preset.text("error.account_disabled", "This account has been disabled."))
+            throw accountDisabled
         }
         return user
     }
@@ -243,9 +235,7 @@ public struct AuthService: Sendable {
         let kept = client.stored(under: preset.privacy)
         let key = user.normalizedEmail ?? user.id.description
         try await throttle.checkAccount(key)
-        let verification = current.utf8.count > PasswordPolicy.maximumBytes
-            ? PasswordHasher.Verification(matches: false, needsRehash: false)
-            : try await hasher.verify(current, against: user.passwordHash)
+        let verification = try await hasher.verify(current, against: user.passwordHash)
         guard user.passwordHash != nil, verification.matches else {
             _ = try await throttle.recordFailure(key, ip: kept.ip)
             try await audit("password_change", "failure", userID: user.id, sessionID: identity.sessionID, client: kept)
@@ -322,6 +312,9 @@ public struct AuthService: Sendable {
 
     var invalidEmail: GatehouseError {
         GatehouseError(status: 400, code: .invalidEmail, message: preset.text("error.invalid_email", "Enter a valid email address."))
+    }
+    var accountDisabled: GatehouseError {
+        GatehouseError(status: 403, code: .accountDisabled, message: preset.text("error.account_disabled", "This account has been disabled."))
     }
     var emailInUse: GatehouseError {
         GatehouseError(status: 409, code: .emailInUse, message: preset.text("error.email_in_use", "This email is already in use. Log in instead."))

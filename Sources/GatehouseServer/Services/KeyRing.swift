@@ -16,6 +16,8 @@ public final class KeyRing: Sendable {
     private struct Snapshot {
         var active: SigningKeyRecord
         var published: [SigningKeyRecord]
+        /// The public keys as served, decoded once per reload rather than per request.
+        var jwks: JSONWebKeySet
         var collection: JWTKeyCollection
         var loadedAt: Date
     }
@@ -79,7 +81,11 @@ public final class KeyRing: Sendable {
         }
         // Without a default key an unknown `kid` fails instead of falling back to the active key.
         await collection.clearDefault()
-        snapshot.withLock { $0 = Snapshot(active: active, published: published, collection: collection, loadedAt: now) }
+        let jwks = JSONWebKeySet(
+            keys: try published.map { try JSONDecoder().decode(JSONWebKey.self, from: Data($0.publicJWK.utf8)) })
+        snapshot.withLock {
+            $0 = Snapshot(active: active, published: published, jwks: jwks, collection: collection, loadedAt: now)
+        }
     }
 
     /// Retires the active key and makes a new one. The old key stays published for
@@ -105,9 +111,7 @@ public final class KeyRing: Sendable {
 
     /// The public keys that may still verify a live token.
     public var jwks: JSONWebKeySet {
-        let keys = snapshot.withLock { $0?.published ?? [] }
-        return JSONWebKeySet(
-            keys: keys.compactMap { try? JSONDecoder().decode(JSONWebKey.self, from: Data($0.publicJWK.utf8)) })
+        snapshot.withLock { $0?.jwks ?? JSONWebKeySet(keys: []) }
     }
 
     /// The kid that signs new tokens.

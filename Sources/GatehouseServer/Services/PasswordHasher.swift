@@ -1,5 +1,6 @@
 import CArgon2
 import Foundation
+import GatehouseCore
 import HummingbirdBcrypt
 import NIOCore
 import NIOPosix
@@ -65,8 +66,12 @@ public final class PasswordHasher: Sendable {
     }
 
     /// Checks `password` against `hash`; with no hash (unknown account) does the same work
-    /// against a decoy and answers no.
+    /// against a decoy and answers no. Input over `PasswordPolicy.maximumBytes` is refused
+    /// before any hashing.
     public func verify(_ password: String, against hash: String?) async throws -> Verification {
+        guard password.utf8.count <= PasswordPolicy.maximumBytes else {
+            return Verification(matches: false, needsRehash: false)
+        }
         let parameters = self.parameters
         let target = hash ?? decoy
         let known = hash != nil

@@ -57,9 +57,7 @@ public struct TokenService: Sendable {
 
     /// A new session's first refresh token.
     func newRefreshToken() -> String {
-        var generator = SystemRandomNumberGenerator()
-        let bytes = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
-        return Data(bytes).base64URLEncoded
+        randomToken(bytes: 32)
     }
 
     /// The token that replaces `token` at rotation.
