@@ -22,11 +22,17 @@ public struct OutboxMessage: Sendable, Equatable {
     public var nextAttemptAt: Date
     public var lastError: String?
     public var sentAt: Date?
+    /// A queued request (a forgot-password or magic-link request) whose mail the worker
+    /// composes when it picks it up; its parameters, e.g. `redirect_to`.
+    public var payload: [String: String]?
+
+    /// True while this is a request with no mail composed yet.
+    public var isRequest: Bool { textBody == nil && payload != nil && status == "pending" }
 
     public init(
         id: UUID = UUID(), createdAt: Date, kind: String, recipient: String, subject: String, textBody: String?,
         htmlBody: String?, linkHost: String? = nil, status: String = "pending", attempts: Int = 0, nextAttemptAt: Date? = nil,
-        lastError: String? = nil, sentAt: Date? = nil
+        lastError: String? = nil, sentAt: Date? = nil, payload: [String: String]? = nil
     ) {
         self.id = id
         self.createdAt = createdAt
@@ -41,6 +47,7 @@ public struct OutboxMessage: Sendable, Equatable {
         self.nextAttemptAt = nextAttemptAt ?? createdAt
         self.lastError = lastError
         self.sentAt = sentAt
+        self.payload = payload
     }
 }
 

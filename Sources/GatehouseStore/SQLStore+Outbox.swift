@@ -4,17 +4,18 @@ import GatehouseCore
 extension SQLStore {
     private static let outboxColumns = """
         id, created_at, kind, recipient, subject, text_body, html_body, link_host, status, attempts, next_attempt_at, \
-        last_error, sent_at
+        last_error, sent_at, payload
         """
 
     public func enqueueMail(_ message: OutboxMessage) async throws(StoreError) {
         try await executor.query(
-            "INSERT INTO outbox (\(Self.outboxColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO outbox (\(Self.outboxColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 .text(message.id.uuidString.lowercased()), .integer(message.createdAt.unixSeconds), .text(message.kind),
                 .text(message.recipient), .text(message.subject), SQLValue(message.textBody), SQLValue(message.htmlBody),
                 SQLValue(message.linkHost), .text(message.status), .integer(Int64(message.attempts)),
                 .integer(message.nextAttemptAt.unixSeconds), SQLValue(message.lastError), SQLValue(message.sentAt?.unixSeconds),
+                SQLValue(try Self.encodePayload(message.payload)),
             ])
     }
 
@@ -59,6 +60,38 @@ extension SQLStore {
         }
     }
 
+    public func composeMail(_ id: UUID, recipient: String, subject: String, text: String, html: String?, linkHost: String?) async throws(StoreError) {
+        try await executor.query(
+            "UPDATE outbox SET recipient = ?, subject = ?, text_body = ?, html_body = ?, link_host = ?, payload = NULL WHERE id = ?",
+            [.text(recipient), .text(subject), .text(text), SQLValue(html), SQLValue(linkHost), .text(id.uuidString.lowercased())])
+    }
+
+    public func dropMail(_ id: UUID, reason: String, at date: Date) async throws(StoreError) {
+        try await executor.query(
+            """
+            UPDATE outbox SET status = 'dropped', recipient = '', payload = NULL, last_error = ?, sent_at = ?, claimed_until = NULL
+            WHERE id = ?
+            """, [.text(reason), .integer(date.unixSeconds), .text(id.uuidString.lowercased())])
+    }
+
+    private static func encodePayload(_ payload: [String: String]?) throws(StoreError) -> String? {
+        guard let payload else { return nil }
+        do {
+            return String(decoding: try JSONEncoder().encode(payload), as: UTF8.self)
+        } catch {
+            throw StoreError.decoding("cannot encode an outbox payload")
+        }
+    }
+
+    private static func decodePayload(_ text: String?) throws(StoreError) -> [String: String]? {
+        guard let text else { return nil }
+        do {
+            return try JSONDecoder().decode([String: String].self, from: Data(text.utf8))
+        } catch {
+            throw StoreError.decoding("bad outbox payload")
+        }
+    }
+
     public func recentMail(limit: Int) async throws(StoreError) -> [OutboxMessage] {
         try await executor.query(
             "SELECT \(Self.outboxColumns) FROM outbox ORDER BY created_at DESC, id DESC LIMIT ?", [.integer(Int64(max(1, min(limit, 500))))]
@@ -72,6 +105,7 @@ extension SQLStore {
             recipient: try row.string("recipient"), subject: try row.string("subject"), textBody: try row.optionalString("text_body"),
             htmlBody: try row.optionalString("html_body"), linkHost: try row.optionalString("link_host"), status: try row.string("status"),
             attempts: Int(try row.int("attempts")), nextAttemptAt: Date(unixSeconds: try row.int("next_attempt_at")),
-            lastError: try row.optionalString("last_error"), sentAt: try row.optionalInt("sent_at").map(Date.init(unixSeconds:)))
+            lastError: try row.optionalString("last_error"), sentAt: try row.optionalInt("sent_at").map(Date.init(unixSeconds:)),
+            payload: try decodePayload(try row.optionalString("payload")))
     }
 }

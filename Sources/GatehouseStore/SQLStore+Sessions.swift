@@ -4,16 +4,16 @@ import GatehouseCore
 extension SQLStore {
     // MARK: Passwords
 
-    public func updatePassword(_ id: UserID, hash: String, changedAt: Date?, now: Date) async throws(StoreError) {
+    public func updatePassword(_ id: UserID, hash: String?, changedAt: Date?, now: Date) async throws(StoreError) {
         if let changedAt {
             try await executor.query(
                 "UPDATE users SET password_hash = ?, password_changed_at = ?, updated_at = ? WHERE id = ?",
-                [.text(hash), .integer(changedAt.unixSeconds), .integer(now.unixSeconds), .text(id.description)])
+                [SQLValue(hash), .integer(changedAt.unixSeconds), .integer(now.unixSeconds), .text(id.description)])
         } else {
             // A re-hash under new parameters is not a change of password.
             try await executor.query(
                 "UPDATE users SET password_hash = ?, updated_at = ? WHERE id = ?",
-                [.text(hash), .integer(now.unixSeconds), .text(id.description)])
+                [SQLValue(hash), .integer(now.unixSeconds), .text(id.description)])
         }
     }
 

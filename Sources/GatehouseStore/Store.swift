@@ -13,8 +13,10 @@ public protocol UserStore: Sendable {
     func setDisabled(_ id: UserID, at date: Date?, reason: String?, now: Date) async throws(StoreError) -> Bool
     func insertIdentity(_ identity: Identity) async throws(StoreError)
     func identities(of userID: UserID) async throws(StoreError) -> [Identity]
-    /// Replaces the password hash (after a change, a reset or a re-hash).
-    func updatePassword(_ id: UserID, hash: String, changedAt: Date?, now: Date) async throws(StoreError)
+    /// Replaces the password hash (after a change, a reset or a re-hash); `nil` removes it.
+    func updatePassword(_ id: UserID, hash: String?, changedAt: Date?, now: Date) async throws(StoreError)
+    /// Marks the email verified (now) when it is still `normalizedEmail`; false otherwise.
+    func markEmailVerified(_ id: UserID, normalizedEmail: String, at date: Date) async throws(StoreError) -> Bool
 }
 
 /// Sessions and their refresh-token chains.
@@ -138,11 +140,34 @@ public protocol OutboxStore: Sendable {
     func markMailFailed(_ id: UUID, error: String, nextAttempt: Date?, at date: Date) async throws(StoreError)
     /// Newest first.
     func recentMail(limit: Int) async throws(StoreError) -> [OutboxMessage]
+    /// Fills in a queued request's mail (see `OutboxMessage.isRequest`).
+    func composeMail(_ id: UUID, recipient: String, subject: String, text: String, html: String?, linkHost: String?) async throws(StoreError)
+    /// Ends a queued request that has nothing to send (no such account); forgets the address.
+    func dropMail(_ id: UUID, reason: String, at date: Date) async throws(StoreError)
+}
+
+/// The links Gatehouse mails (verification, password reset, magic link), stored as hashes.
+public protocol EmailTokenStore: Sendable {
+    func insertEmailToken(_ token: EmailToken) async throws(StoreError)
+    func emailToken(hash: [UInt8]) async throws(StoreError) -> EmailToken?
+    /// Marks a token used; false when it was used already (a concurrent use won).
+    func useEmailToken(hash: [UInt8], at date: Date) async throws(StoreError) -> Bool
+    /// Marks every unused token of `purpose` for a user, or for an address, used: a newer link
+    /// replaces them, a password change ends reset links.
+    func retireEmailTokens(userID: UserID?, normalizedEmail: String?, purpose: EmailTokenPurpose, at date: Date) async throws(StoreError)
+    /// The newest token of `purpose` for an address, used or not.
+    func newestEmailToken(normalizedEmail: String, purpose: EmailTokenPurpose) async throws(StoreError) -> EmailToken?
+    /// Counts one wrong code and returns the count so far.
+    func recordCodeFailure(hash: [UInt8]) async throws(StoreError) -> Int
+    /// When a user's tokens of `purpose` were made, since `date` (for resend limits).
+    func emailTokenTimes(userID: UserID, purpose: EmailTokenPurpose, since date: Date) async throws(StoreError) -> [Date]
 }
 
 /// All of Gatehouse's storage, behind one protocol with a SQLite and a PostgreSQL
 /// implementation that pass the same contract suite.
-public protocol GatehouseStore: UserStore, SigningKeyStore, SessionStore, ThrottleStore, AuditStore, SecretStore, OutboxStore {
+public protocol GatehouseStore: UserStore, SigningKeyStore, SessionStore, ThrottleStore, AuditStore, SecretStore, OutboxStore,
+    EmailTokenStore
+{
     var dialect: SQLDialect { get }
     /// Runs `body` in one transaction against a store bound to it.
     func transaction<T: Sendable>(_ body: @Sendable (any GatehouseStore) async throws -> T) async throws -> T

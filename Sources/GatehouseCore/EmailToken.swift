@@ -1,0 +1,91 @@
+import Foundation
+
+/// What a mailed link is for.
+public struct EmailTokenPurpose: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public static let verifyEmail = EmailTokenPurpose(rawValue: "verify_email")
+    public static let passwordReset = EmailTokenPurpose(rawValue: "password_reset")
+    public static let magicLink = EmailTokenPurpose(rawValue: "magic_link")
+    public var description: String { rawValue }
+}
+
+/// A link token as stored: only its SHA-256 hash, never the token itself. A magic link also
+/// carries a 6-digit code, stored as a keyed hash beside it.
+public struct EmailToken: Sendable, Equatable {
+    public var hash: [UInt8]
+    public var purpose: EmailTokenPurpose
+    /// The account it acts on; `nil` for a magic link to an address with no account yet.
+    public var userID: UserID?
+    /// The address as the person typed it (mail goes here).
+    public var email: String
+    /// The identity key of the address: a verification link verifies only this address.
+    public var normalizedEmail: String
+    public var codeHash: [UInt8]?
+    public var codeAttempts: Int
+    /// Where the app asked to be sent back to (magic links), already checked against the allowlist.
+    public var redirectTo: String?
+    /// The account's `password_changed_at` when the link was made: a reset link dies when the
+    /// password changes after it.
+    public var passwordStamp: Int64?
+    public var createdAt: Date
+    public var expiresAt: Date
+    public var usedAt: Date?
+
+    public init(
+        hash: [UInt8], purpose: EmailTokenPurpose, userID: UserID?, email: String, normalizedEmail: String,
+        codeHash: [UInt8]? = nil, codeAttempts: Int = 0, redirectTo: String? = nil, passwordStamp: Int64? = nil,
+        createdAt: Date, expiresAt: Date, usedAt: Date? = nil
+    ) {
+        self.hash = hash
+        self.purpose = purpose
+        self.userID = userID
+        self.email = email
+        self.normalizedEmail = normalizedEmail
+        self.codeHash = codeHash
+        self.codeAttempts = codeAttempts
+        self.redirectTo = redirectTo
+        self.passwordStamp = passwordStamp
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+        self.usedAt = usedAt
+    }
+
+    /// What a link is worth right now.
+    public enum State: Sendable, Equatable {
+        case valid
+        case expired
+        /// Used, superseded, or killed by too many wrong codes.
+        case used
+    }
+
+    public func state(at now: Date) -> State {
+        if usedAt != nil { return .used }
+        if now >= expiresAt { return .expired }
+        return .valid
+    }
+
+    /// The reset-link binding: the link was made under the account's current password.
+    public func matchesPassword(of user: User) -> Bool {
+        passwordStamp == user.passwordChangedAt?.unixSeconds
+    }
+}
+
+/// How often a person may have a link mailed: at most one per `interval` and `perDay` in any
+/// 24 hours, counting the mails already sent.
+public enum MailRequestPolicy {
+    /// Seconds to wait before the next mail, or `nil` when one may go now. `sent` are the
+    /// creation times of recent links of one kind for one person.
+    public static func retryAfter(sent: [Date], now: Date, interval: Int, perDay: Int) -> Int? {
+        let day = sent.filter { now.timeIntervalSince($0) < 86_400 }.sorted()
+        var wait = 0
+        if let last = day.last {
+            let since = Int(now.timeIntervalSince(last))
+            if since < interval { wait = interval - since }
+        }
+        if day.count >= perDay, let oldest = day.dropLast(perDay - 1).last {
+            wait = max(wait, 86_400 - Int(now.timeIntervalSince(oldest)))
+        }
+        return wait > 0 ? wait : nil
+    }
+}

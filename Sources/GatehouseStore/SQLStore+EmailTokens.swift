@@ -1,0 +1,93 @@
+import Foundation
+import GatehouseCore
+
+extension SQLStore {
+    private static let emailTokenColumns = """
+        token_hash, purpose, user_id, email, email_normalized, code_hash, code_attempts, redirect_to, password_stamp, \
+        created_at, expires_at, used_at
+        """
+
+    public func markEmailVerified(_ id: UserID, normalizedEmail: String, at date: Date) async throws(StoreError) -> Bool {
+        let rows = try await executor.query(
+            """
+            UPDATE users SET email_verified_at = COALESCE(email_verified_at, ?), updated_at = ?
+            WHERE id = ? AND email_normalized = ? RETURNING id
+            """, [.integer(date.unixSeconds), .integer(date.unixSeconds), .text(id.description), .text(normalizedEmail)])
+        return !rows.isEmpty
+    }
+
+    public func insertEmailToken(_ token: EmailToken) async throws(StoreError) {
+        try await executor.query(
+            "INSERT INTO email_tokens (\(Self.emailTokenColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                .blob(token.hash), .text(token.purpose.rawValue), SQLValue(token.userID?.description), .text(token.email),
+                .text(token.normalizedEmail), SQLValue(token.codeHash), .integer(Int64(token.codeAttempts)),
+                SQLValue(token.redirectTo), SQLValue(token.passwordStamp), .integer(token.createdAt.unixSeconds),
+                .integer(token.expiresAt.unixSeconds), SQLValue(token.usedAt?.unixSeconds),
+            ])
+    }
+
+    public func emailToken(hash: [UInt8]) async throws(StoreError) -> EmailToken? {
+        try await executor.query("SELECT \(Self.emailTokenColumns) FROM email_tokens WHERE token_hash = ?", [.blob(hash)])
+            .first.map(Self.emailToken(from:))
+    }
+
+    public func useEmailToken(hash: [UInt8], at date: Date) async throws(StoreError) -> Bool {
+        let rows = try await executor.query(
+            "UPDATE email_tokens SET used_at = ? WHERE token_hash = ? AND used_at IS NULL RETURNING purpose",
+            [.integer(date.unixSeconds), .blob(hash)])
+        return !rows.isEmpty
+    }
+
+    public func retireEmailTokens(
+        userID: UserID?, normalizedEmail: String?, purpose: EmailTokenPurpose, at date: Date
+    ) async throws(StoreError) {
+        if let userID {
+            try await executor.query(
+                "UPDATE email_tokens SET used_at = ? WHERE user_id = ? AND purpose = ? AND used_at IS NULL",
+                [.integer(date.unixSeconds), .text(userID.description), .text(purpose.rawValue)])
+        }
+        if let normalizedEmail {
+            try await executor.query(
+                "UPDATE email_tokens SET used_at = ? WHERE email_normalized = ? AND purpose = ? AND used_at IS NULL",
+                [.integer(date.unixSeconds), .text(normalizedEmail), .text(purpose.rawValue)])
+        }
+    }
+
+    public func newestEmailToken(normalizedEmail: String, purpose: EmailTokenPurpose) async throws(StoreError) -> EmailToken? {
+        try await executor.query(
+            """
+            SELECT \(Self.emailTokenColumns) FROM email_tokens WHERE email_normalized = ? AND purpose = ?
+            ORDER BY CASE WHEN used_at IS NULL THEN 0 ELSE 1 END, created_at DESC LIMIT 1
+            """, [.text(normalizedEmail), .text(purpose.rawValue)]
+        ).first.map(Self.emailToken(from:))
+    }
+
+    public func recordCodeFailure(hash: [UInt8]) async throws(StoreError) -> Int {
+        let rows = try await executor.query(
+            "UPDATE email_tokens SET code_attempts = code_attempts + 1 WHERE token_hash = ? RETURNING code_attempts", [.blob(hash)])
+        return Int(try rows.first?.int("code_attempts") ?? 0)
+    }
+
+    public func emailTokenTimes(userID: UserID, purpose: EmailTokenPurpose, since date: Date) async throws(StoreError) -> [Date] {
+        try await executor.query(
+            "SELECT created_at FROM email_tokens WHERE user_id = ? AND purpose = ? AND created_at >= ? ORDER BY created_at",
+            [.text(userID.description), .text(purpose.rawValue), .integer(date.unixSeconds)]
+        ).map { row throws(StoreError) in Date(unixSeconds: try row.int("created_at")) }
+    }
+
+    private static func emailToken(from row: SQLRow) throws(StoreError) -> EmailToken {
+        let userID = try row.optionalString("user_id")
+        return EmailToken(
+            hash: try row.bytes("token_hash"), purpose: EmailTokenPurpose(rawValue: try row.string("purpose")),
+            userID: try userID.map { text throws(StoreError) in
+                guard let id = UserID(text) else { throw StoreError.decoding("bad user id in email_tokens") }
+                return id
+            },
+            email: try row.string("email"), normalizedEmail: try row.string("email_normalized"),
+            codeHash: try row.optionalBytes("code_hash"), codeAttempts: Int(try row.int("code_attempts")),
+            redirectTo: try row.optionalString("redirect_to"), passwordStamp: try row.optionalInt("password_stamp"),
+            createdAt: Date(unixSeconds: try row.int("created_at")), expiresAt: Date(unixSeconds: try row.int("expires_at")),
+            usedAt: try row.optionalInt("used_at").map(Date.init(unixSeconds:)))
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import GatehouseCore
+@testable import GatehouseStore
+import GatehouseTestSupport
+import Testing
+
+/// Mailed links and queued requests behave the same on both databases.
+@Suite struct EmailTokenStoreContractTests {
+    static let now = Date(unixSeconds: 1_800_000_000)
+
+    static func token(_ byte: UInt8, user: UserID?, email: String = "ann@example.com", purpose: EmailTokenPurpose = .magicLink, at offset: TimeInterval = 0) -> EmailToken {
+        EmailToken(
+            hash: Array(repeating: byte, count: 32), purpose: purpose, userID: user, email: email, normalizedEmail: email,
+            codeHash: [9, 9], redirectTo: "myapp://auth", passwordStamp: 42, createdAt: now.addingTimeInterval(offset),
+            expiresAt: now.addingTimeInterval(offset + 900))
+    }
+
+    @Test(arguments: Backend.available)
+    func aTokenIsUsedOnceAndRetiredByPurpose(_ backend: Backend) async throws {
+        try await TestDatabase.withStore(backend) { store in
+            let user = StoreContractTests.user("ann@example.com")
+            try await store.insertUser(user)
+            let first = Self.token(1, user: user.id)
+            try await store.insertEmailToken(first)
+            #expect(try await store.emailToken(hash: first.hash) == first)
+            #expect(try await store.useEmailToken(hash: first.hash, at: Self.now))
+            #expect(try await store.useEmailToken(hash: first.hash, at: Self.now) == false)
+            #expect(try await store.emailToken(hash: first.hash)?.usedAt == Self.now)
+
+            // The newest unused one comes first; a used newer one does not hide it.
+            let second = Self.token(2, user: user.id, at: 10)
+            let third = Self.token(3, user: nil, at: 20)
+            try await store.insertEmailToken(second)
+            try await store.insertEmailToken(third)
+            #expect(try await store.newestEmailToken(normalizedEmail: "ann@example.com", purpose: .magicLink)?.hash == third.hash)
+            _ = try await store.useEmailToken(hash: third.hash, at: Self.now)
+            #expect(try await store.newestEmailToken(normalizedEmail: "ann@example.com", purpose: .magicLink)?.hash == second.hash)
+            #expect(try await store.recordCodeFailure(hash: second.hash) == 1)
+            #expect(try await store.recordCodeFailure(hash: second.hash) == 2)
+
+            let reset = Self.token(4, user: user.id, purpose: .passwordReset)
+            try await store.insertEmailToken(reset)
+            try await store.retireEmailTokens(userID: user.id, normalizedEmail: nil, purpose: .magicLink, at: Self.now)
+            #expect(try await store.emailToken(hash: second.hash)?.usedAt != nil)
+            #expect(try await store.emailToken(hash: reset.hash)?.usedAt == nil)
+            #expect(try await store.emailTokenTimes(userID: user.id, purpose: .magicLink, since: Self.now.addingTimeInterval(5)).count == 1)
+        }
+    }
+
+    @Test(arguments: Backend.available)
+    func aQueuedRequestIsComposedOrDropped(_ backend: Backend) async throws {
+        try await TestDatabase.withStore(backend) { store in
+            let request = OutboxMessage(
+                createdAt: Self.now, kind: "magic_link", recipient: "Typed@Example.com", subject: "magic_link", textBody: nil,
+                htmlBody: nil, payload: ["email": "Typed@Example.com", "redirect_to": "myapp://auth"])
+            try await store.enqueueMail(request)
+            let claimed = try await store.claimDueMail(now: Self.now, limit: 1, leaseSeconds: 40)
+            #expect(claimed.first?.isRequest == true && claimed.first?.payload?["redirect_to"] == "myapp://auth")
+            try await store.composeMail(request.id, recipient: "typed@example.com", subject: "Hi", text: "t", html: "<p>h</p>", linkHost: "x")
+            let composed = try await store.recentMail(limit: 1).first
+            #expect(composed?.isRequest == false && composed?.textBody == "t" && composed?.payload == nil)
+
+            let unknown = OutboxMessage(
+                createdAt: Self.now, kind: "password_reset", recipient: "nobody@example.com", subject: "password_reset", textBody: nil,
+                htmlBody: nil, payload: ["email": "nobody@example.com"])
+            try await store.enqueueMail(unknown)
+            try await store.dropMail(unknown.id, reason: "no account", at: Self.now)
+            let dropped = try await store.recentMail(limit: 5).first { $0.id == unknown.id }
+            #expect(dropped?.status == "dropped" && dropped?.recipient == "" && dropped?.payload == nil)
+        }
+    }
+}
