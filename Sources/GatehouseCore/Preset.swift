@@ -15,6 +15,8 @@ public struct Preset: Sendable, Equatable, Codable {
     /// email exists. `helpful`: forgot-password answers 404 `email_not_found`.
     public var enumerationProtection: EnumerationProtection
     public var verification: VerificationSettings
+    /// Lifetimes and limits of the links and codes Gatehouse mails, and which notices it sends.
+    public var email: EmailSettings
     public var throttling: ThrottlingSettings
     public var handles: HandleSettings
     public var privacy: PrivacySettings
@@ -29,6 +31,7 @@ public struct Preset: Sendable, Equatable, Codable {
         tokens = TokenSettings()
         enumerationProtection = .strict
         verification = VerificationSettings()
+        email = EmailSettings()
         throttling = ThrottlingSettings()
         handles = HandleSettings()
         privacy = PrivacySettings()
@@ -43,6 +46,7 @@ public struct Preset: Sendable, Equatable, Codable {
         case tokens
         case enumerationProtection = "enumeration_protection"
         case verification
+        case email
         case throttling
         case handles
         case privacy
@@ -59,6 +63,7 @@ public struct Preset: Sendable, Equatable, Codable {
         tokens = try c.value(.tokens, or: tokens)
         enumerationProtection = try c.value(.enumerationProtection, or: enumerationProtection)
         verification = try c.value(.verification, or: verification)
+        email = try c.value(.email, or: email)
         throttling = try c.value(.throttling, or: throttling)
         handles = try c.value(.handles, or: handles)
         privacy = try c.value(.privacy, or: privacy)
@@ -101,9 +106,34 @@ public struct Preset: Sendable, Equatable, Codable {
         let h = handles
         check(h.minLength >= 1 && h.minLength <= h.maxLength, "'handles.min_length' must be between 1 and 'handles.max_length'")
         check(h.maxLength <= 64, "'handles.max_length' must be at most 64")
+        let e = email
+        check((600...86_400).contains(e.resetTokenTTLSeconds), "'email.reset_token_ttl_seconds' must be between 600 and 86400")
+        check((3_600...(30 * 86_400)).contains(e.verificationTokenTTLSeconds), "'email.verification_token_ttl_seconds' must be between 3600 and 2592000")
+        check((300...3_600).contains(e.magicLinkTTLSeconds), "'email.magic_link_ttl_seconds' must be between 300 and 3600")
+        check((1...10).contains(e.magicCodeMaxAttempts), "'email.magic_code_max_attempts' must be between 1 and 10")
+        check(e.requestIntervalSeconds >= 0, "'email.request_interval_seconds' must not be negative")
+        check(e.requestsPerDay >= 1, "'email.requests_per_day' must be at least 1")
+        check(verification.resendIntervalSeconds >= 0, "'verification.resend_interval_seconds' must not be negative")
+        check(verification.resendDailyLimit >= 1, "'verification.resend_daily_limit' must be at least 1")
+        check(Self.isHexColor(app.brandColor), "'app.brand_color' must be a colour written #rrggbb")
         check(privacy.retentionDays >= 1, "'privacy.retention_days' must be at least 1")
         check(signInMethods.enabled.count > 0, "'sign_in_methods' must turn on at least one method")
         return problems
+    }
+}
+
+extension Preset {
+    /// `#rrggbb`: the only form a colour may take, since it is written into pages' CSS.
+    static func isHexColor(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        return bytes.count == 7 && bytes[0] == UInt8(ascii: "#") && bytes.dropFirst().allSatisfy { $0.isHexDigit }
+    }
+}
+
+extension UInt8 {
+    var isHexDigit: Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(self)
+            || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(self)
     }
 }
 
@@ -264,6 +294,9 @@ public struct VerificationSettings: Sendable, Equatable, Codable {
     public var resendIntervalSeconds = 60
     /// …and at most this many a day.
     public var resendDailyLimit = 5
+    /// Actions that answer the `verification` gate until the email is verified (Handz §6.4:
+    /// sharing and export). Read by the entitlement engine and published in `/v1/config`.
+    public var requiredFor: [String] = []
 
     public init() {}
 
@@ -271,6 +304,7 @@ public struct VerificationSettings: Sendable, Equatable, Codable {
         case sendOnSignup = "send_on_signup"
         case resendIntervalSeconds = "resend_interval_seconds"
         case resendDailyLimit = "resend_daily_limit"
+        case requiredFor = "required_for"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -279,6 +313,57 @@ public struct VerificationSettings: Sendable, Equatable, Codable {
         sendOnSignup = try c.value(.sendOnSignup, or: sendOnSignup)
         resendIntervalSeconds = try c.value(.resendIntervalSeconds, or: resendIntervalSeconds)
         resendDailyLimit = try c.value(.resendDailyLimit, or: resendDailyLimit)
+        requiredFor = try c.value(.requiredFor, or: requiredFor)
+    }
+}
+
+/// The links and codes in Gatehouse's mail, and the notices it sends.
+public struct EmailSettings: Sendable, Equatable, Codable {
+    /// A password-reset link works this long (1 hour).
+    public var resetTokenTTLSeconds = 3_600
+    /// A verification link works this long (24 hours).
+    public var verificationTokenTTLSeconds = 86_400
+    /// A magic link and its code work this long (15 minutes).
+    public var magicLinkTTLSeconds = 900
+    /// Wrong codes before a magic-link code is dead.
+    public var magicCodeMaxAttempts = 5
+    /// Forgot-password and magic-link requests per address: at most one per this many seconds…
+    public var requestIntervalSeconds = 60
+    /// …and this many a day.
+    public var requestsPerDay = 10
+    /// Forgot-password and magic-link requests from one IP address per hour.
+    public var requestsPerIPPerHour = 30
+    /// Mail "your password was changed" after a change or a reset.
+    public var notifyPasswordChanged = true
+    /// Mail "new sign-in" when an account signs in from a device it has not used before.
+    public var notifyNewSignIn = true
+
+    public init() {}
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case resetTokenTTLSeconds = "reset_token_ttl_seconds"
+        case verificationTokenTTLSeconds = "verification_token_ttl_seconds"
+        case magicLinkTTLSeconds = "magic_link_ttl_seconds"
+        case magicCodeMaxAttempts = "magic_code_max_attempts"
+        case requestIntervalSeconds = "request_interval_seconds"
+        case requestsPerDay = "requests_per_day"
+        case requestsPerIPPerHour = "requests_per_ip_per_hour"
+        case notifyPasswordChanged = "notify_password_changed"
+        case notifyNewSignIn = "notify_new_sign_in"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.self)
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        resetTokenTTLSeconds = try c.value(.resetTokenTTLSeconds, or: resetTokenTTLSeconds)
+        verificationTokenTTLSeconds = try c.value(.verificationTokenTTLSeconds, or: verificationTokenTTLSeconds)
+        magicLinkTTLSeconds = try c.value(.magicLinkTTLSeconds, or: magicLinkTTLSeconds)
+        magicCodeMaxAttempts = try c.value(.magicCodeMaxAttempts, or: magicCodeMaxAttempts)
+        requestIntervalSeconds = try c.value(.requestIntervalSeconds, or: requestIntervalSeconds)
+        requestsPerDay = try c.value(.requestsPerDay, or: requestsPerDay)
+        requestsPerIPPerHour = try c.value(.requestsPerIPPerHour, or: requestsPerIPPerHour)
+        notifyPasswordChanged = try c.value(.notifyPasswordChanged, or: notifyPasswordChanged)
+        notifyNewSignIn = try c.value(.notifyNewSignIn, or: notifyNewSignIn)
     }
 }
 

@@ -10,6 +10,8 @@ public struct PublicConfiguration: Sendable, Equatable, Codable {
     public var accessTokenTTLSeconds: Int
     public var refreshTokenTTLSeconds: Int
     public var enumerationProtection: EnumerationProtection
+    /// Actions that need a verified email (the `verification` gate), e.g. Handz's sharing and export.
+    public var verificationRequiredFor: [String]
     public var copy: [String: String]
 
     public init(preset: Preset) {
@@ -21,6 +23,7 @@ public struct PublicConfiguration: Sendable, Equatable, Codable {
         accessTokenTTLSeconds = preset.tokens.accessTokenTTLSeconds
         refreshTokenTTLSeconds = preset.tokens.refreshTokenTTLSeconds
         enumerationProtection = preset.enumerationProtection
+        verificationRequiredFor = preset.verification.requiredFor
         copy = preset.copy
     }
 
@@ -33,6 +36,22 @@ public struct PublicConfiguration: Sendable, Equatable, Codable {
         case accessTokenTTLSeconds = "access_token_ttl_seconds"
         case refreshTokenTTLSeconds = "refresh_token_ttl_seconds"
         case enumerationProtection = "enumeration_protection"
+        case verificationRequiredFor = "verification_required_for"
         case copy
+    }
+
+    /// Tolerates a server that does not send the newer fields (the SDK caches this document).
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        preset = try c.decode(String.self, forKey: .preset)
+        app = try c.decode(AppSettings.self, forKey: .app)
+        signInMethods = try c.decode([String].self, forKey: .signInMethods)
+        passwordPolicy = try c.decode(PasswordPolicySettings.self, forKey: .passwordPolicy)
+        handles = try c.decode(HandleSettings.self, forKey: .handles)
+        accessTokenTTLSeconds = try c.decode(Int.self, forKey: .accessTokenTTLSeconds)
+        refreshTokenTTLSeconds = try c.decode(Int.self, forKey: .refreshTokenTTLSeconds)
+        enumerationProtection = try c.decode(EnumerationProtection.self, forKey: .enumerationProtection)
+        verificationRequiredFor = try c.decodeIfPresent([String].self, forKey: .verificationRequiredFor) ?? []
+        copy = try c.decode([String: String].self, forKey: .copy)
     }
 }

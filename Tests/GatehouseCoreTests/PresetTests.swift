@@ -69,6 +69,14 @@ import Testing
         }
     }
 
+    @Test func brandColoursMustBeHex() throws {
+        var preset = Preset(name: "x")
+        preset.app.brandColor = "red; background: url(https://evil.example)"
+        #expect(preset.problems().contains("'app.brand_color' must be a colour written #rrggbb"))
+        preset.app.brandColor = "#A0b1C2"
+        #expect(preset.problems().isEmpty)
+    }
+
     @Test func publicConfigurationDecodingToleratesNewKeys() throws {
         // The SDK reads /v1/config; a newer server may add settings.
         let json = ##"{"preset":"x","app":{"name":"A","brand_color":"#000000","new_thing":1},"sign_in_methods":["anonymous"],"password_policy":{"min_length":8,"max_length":64,"min_character_classes":0,"blocklist":true,"breached_check":false},"handles":{"enabled":false,"min_length":3,"max_length":20,"temporary_prefix":"user-"},"access_token_ttl_seconds":900,"refresh_token_ttl_seconds":2592000,"enumeration_protection":"strict","copy":{},"extra":true}"##
