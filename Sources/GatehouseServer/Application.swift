@@ -40,6 +40,7 @@ public func buildApplication(
     // Everything that can fail comes first, before threads and clients that need shutting down.
     let adminKey = try AdminKey.load(configured: config.adminKey, path: config.adminKeyFile)
     let blocklist = try CommonPasswords.load()
+    let templates = try Templates(preset: config.preset)
     let database = try await config.database.open(logger: logger)
     let store = SQLStore(database: database)
     let clock = dependencies.clock
@@ -52,11 +53,7 @@ public func buildApplication(
     let tokenService = TokenService(
         keys: keys, chainKey: chainKey, issuer: config.issuer, audience: config.audience, settings: tokens, clock: clock)
     let throttle = ThrottleService(store: store, settings: preset.throttling, ipLimits: config.ipLimits, clock: clock, copy: preset.copy)
-    let auth = AuthService(
-        store: store, hasher: hasher, tokens: tokenService, throttle: throttle,
-        breached: BreachedPasswordChecker(client: httpClient, baseURL: config.breachedPasswordsURL, logger: logger),
-        policy: PasswordPolicy(settings: preset.passwordPolicy, blocklist: blocklist, copy: preset.copy),
-        preset: preset, clock: clock)
+    let links = EmailLinks(publicURL: config.publicURL, chainKey: chainKey)
 
     let transport: any MailTransport
     if let url = config.smtpURL, let settings = SMTPSettings(
@@ -67,8 +64,23 @@ public func buildApplication(
     } else {
         transport = DevOutboxTransport(logger: logger)
     }
-    let mailWorker = MailWorker(store: store, transport: transport, clock: clock, logger: logger)
+    let mailWorker = MailWorker(
+        store: store, transport: transport,
+        composer: MailRequestComposer(store: store, templates: templates, links: links, preset: preset, clock: clock), clock: clock,
+        logger: logger)
     let mail = MailService(worker: mailWorker, clock: clock)
+    let accountMail = AccountMail(templates: templates, links: links, mail: mail, preset: preset, clock: clock)
+    let auth = AuthService(
+        store: store, hasher: hasher, tokens: tokenService, throttle: throttle,
+        breached: BreachedPasswordChecker(client: httpClient, baseURL: config.breachedPasswordsURL, logger: logger),
+        policy: PasswordPolicy(settings: preset.passwordPolicy, blocklist: blocklist, copy: preset.copy),
+        preset: preset, clock: clock, mail: accountMail)
+    // The preset's own "open the app" address is trusted like an allowlist entry.
+    let redirects = RedirectPolicy(allowlist: config.redirectAllowlist + [preset.app.openAppURL].compactMap { $0 })
+    let emails = EmailFlowService(
+        store: store, auth: auth, hasher: hasher, mail: accountMail, links: links, throttle: throttle, redirects: redirects,
+        preset: preset, clock: clock)
+    let resolver = ClientAddressResolver(trustedProxies: config.trustedProxies)
 
     let router = Router(context: GatehouseRequestContext.self)
     router.add(middleware: RequestIDMiddleware())
@@ -78,9 +90,12 @@ public func buildApplication(
 
     OperationsController(store: store, keys: keys, publicConfiguration: PublicConfiguration(preset: config.preset))
         .register(on: router)
-    AuthController(
-        auth: auth, tokens: tokenService, resolver: ClientAddressResolver(trustedProxies: config.trustedProxies),
-        bodyLimit: config.maxBodyBytes
+    AuthController(auth: auth, tokens: tokenService, resolver: resolver, bodyLimit: config.maxBodyBytes).register(on: router)
+    EmailController(emails: emails, auth: auth, tokens: tokenService, resolver: resolver, bodyLimit: config.maxBodyBytes)
+        .register(on: router)
+    PagesController(
+        emails: emails, templates: templates, resolver: resolver, preset: preset, policy: preset.passwordPolicy,
+        secureCookies: config.publicURL.scheme == "https", bodyLimit: config.maxBodyBytes
     ).register(on: router)
     if config.isDevelopment {
         DevController(store: store).register(on: router)

@@ -292,3 +292,80 @@ public struct AuditList: Codable, Sendable, Hashable {
         case nextCursor = "next_cursor"
     }
 }
+
+/// `POST /v1/auth/password/forgot`.
+public struct EmailRequest: Codable, Sendable, Hashable {
+    public var email: String
+    public init(email: String) { self.email = email }
+    enum CodingKeys: String, CodingKey {
+        case email
+    }
+}
+
+/// `POST /v1/auth/email/verify`: the token from a verification link.
+public struct TokenRequest: Codable, Sendable, Hashable {
+    public var token: String
+    public init(token: String) { self.token = token }
+    enum CodingKeys: String, CodingKey {
+        case token
+    }
+}
+
+/// `POST /v1/auth/password/reset`.
+public struct PasswordResetRequest: Codable, Sendable, Hashable {
+    public var token: String
+    public var password: String
+    public init(token: String, password: String) {
+        self.token = token
+        self.password = password
+    }
+    enum CodingKeys: String, CodingKey {
+        case token, password
+    }
+}
+
+/// `POST /v1/auth/magic-link`.
+public struct MagicLinkRequest: Codable, Sendable, Hashable {
+    public var email: String
+    /// Where the link sends the person back to; must match `GATEHOUSE_REDIRECT_ALLOWLIST`.
+    public var redirectTo: String?
+    public init(email: String, redirectTo: String? = nil) {
+        self.email = email
+        self.redirectTo = redirectTo
+    }
+    enum CodingKeys: String, CodingKey {
+        case email
+        case redirectTo = "redirect_to"
+    }
+}
+
+/// `POST /v1/auth/magic-link/verify`: the link's token, or the address and the 6-digit code.
+public struct MagicLinkVerifyRequest: Codable, Sendable, Hashable {
+    public var token: String?
+    public var email: String?
+    public var code: String?
+    public init(token: String? = nil, email: String? = nil, code: String? = nil) {
+        self.token = token
+        self.email = email
+        self.code = code
+    }
+    enum CodingKeys: String, CodingKey {
+        case token, email, code
+    }
+}
+
+/// `{user, session, created}`: a sign-in that may have made the account.
+public struct SignInResponse: Codable, Sendable, Hashable {
+    public var user: UserPayload
+    public var session: SessionPayload
+    /// True when this sign-in created the account.
+    public var created: Bool
+    public init(user: UserPayload, session: SessionPayload, created: Bool) {
+        self.user = user
+        self.session = session
+        self.created = created
+    }
+    enum CodingKeys: String, CodingKey {
+        case user, session, created
+    }
+}

@@ -58,8 +58,15 @@ struct AuthController {
     }
 
     func client(_ request: Request, _ peer: SocketAddress?) -> ClientInfo {
+        resolver.client(request, peer)
+    }
+}
+
+extension ClientAddressResolver {
+    /// The caller's address (through trusted proxies) and user agent.
+    func client(_ request: Request, _ peer: SocketAddress?) -> ClientInfo {
         ClientInfo(
-            ip: resolver.clientIP(peer: peer?.ipAddress, forwardedFor: request.headers[.xForwardedFor]),
+            ip: clientIP(peer: peer?.ipAddress, forwardedFor: request.headers[.xForwardedFor]),
             userAgent: request.headers[.userAgent])
     }
 }

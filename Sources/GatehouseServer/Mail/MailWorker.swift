@@ -43,6 +43,8 @@ public struct MailService: Sendable {
 final class MailWorker: Service, Sendable {
     let store: any GatehouseStore
     let transport: any MailTransport
+    /// Fills in queued forgot-password and magic-link requests before they are sent.
+    let composer: MailRequestComposer
     let clock: any WallClock
     let logger: Logger
     let pollInterval: Duration
@@ -55,9 +57,13 @@ final class MailWorker: Service, Sendable {
     /// (`SMTPTransport`'s deadline), short enough that a crashed node's mail goes out soon.
     static let leaseSeconds = 40
 
-    init(store: any GatehouseStore, transport: any MailTransport, clock: any WallClock, logger: Logger, pollInterval: Duration = .seconds(2)) {
+    init(
+        store: any GatehouseStore, transport: any MailTransport, composer: MailRequestComposer, clock: any WallClock, logger: Logger,
+        pollInterval: Duration = .seconds(2)
+    ) {
         self.store = store
         self.transport = transport
+        self.composer = composer
         self.clock = clock
         self.logger = logger
         self.pollInterval = pollInterval
@@ -115,8 +121,13 @@ final class MailWorker: Service, Sendable {
         return handled
     }
 
-    private func deliver(_ message: OutboxMessage) async {
+    private func deliver(_ claimed: OutboxMessage) async {
+        var message = claimed
         do {
+            if message.isRequest {
+                guard let composed = try await composer.compose(message) else { return }
+                message = composed
+            }
             try await transport.deliver(message)
             try await store.markMailSent(message.id, at: clock.now, keepBodies: transport.keepsBodies)
         } catch {

@@ -14,6 +14,7 @@ public struct AuthService: Sendable {
     let policy: PasswordPolicy
     let preset: Preset
     let clock: any WallClock
+    let mail: AccountMail
 
     // MARK: Sign-up and login
 
@@ -33,7 +34,7 @@ public struct AuthService: Sendable {
                 let user = User(
                     id: .random(), email: address, normalizedEmail: normalized, handle: handle, passwordHash: hash,
                     passwordChangedAt: now, createdAt: now)
-                return try await store.transaction { tx in
+                let response = try await store.transaction { tx in
                     try await tx.insertUser(user)
                     let identity = Identity(userID: user.id, provider: .email, subject: normalized, email: address, createdAt: now)
                     try await tx.insertIdentity(identity)
@@ -41,10 +42,16 @@ public struct AuthService: Sendable {
                     try await tx.insertAudit(
                         AuditEvent(createdAt: now, event: "signup", outcome: "success", userID: user.id, sessionID: session.id,
                                    ipAddress: kept.ip, userAgent: kept.userAgent, details: ["provider": "email"]))
+                    if preset.verification.sendOnSignup {
+                        // In the same transaction: a crash after commit still sends it.
+                        try await mail.queueVerification(tx, user: user)
+                    }
                     return AuthResponse(
                         user: user.payload(identities: [identity]),
                         session: try await tokens.session(for: user, session: session, refreshToken: refresh))
                 }
+                mail.wake()
+                return response
             }
         } catch StoreError.uniqueViolation(let what) where !what.contains("handle") {
             // Another sign-up with this email won the race.
@@ -88,16 +95,25 @@ public struct AuthService: Sendable {
 
     /// Opens a session for an account that has proved who it is.
     func signIn(_ user: User, provider: String, client kept: ClientInfo, event: String) async throws -> AuthResponse {
-        let now = clock.now
-        return try await store.transaction { tx in
-            let (session, refresh) = try await startSession(tx, user: user, provider: provider, client: kept)
-            try await tx.insertAudit(
-                AuditEvent(createdAt: now, event: event, outcome: "success", userID: user.id, sessionID: session.id,
-                           ipAddress: kept.ip, userAgent: kept.userAgent, details: ["provider": provider]))
-            return AuthResponse(
-                user: user.payload(identities: try await tx.identities(of: user.id)),
-                session: try await tokens.session(for: user, session: session, refreshToken: refresh))
+        let response = try await store.transaction { tx in
+            try await signIn(in: tx, user, provider: provider, client: kept, event: event)
         }
+        mail.wake()
+        return response
+    }
+
+    /// Opens a session inside the caller's transaction (and queues a "new sign-in" notice when
+    /// the device is new to the account); the caller wakes the mail worker after commit.
+    func signIn(in tx: any GatehouseStore, _ user: User, provider: String, client kept: ClientInfo, event: String) async throws -> AuthResponse {
+        let now = clock.now
+        try await mail.queueNewSignInIfNew(tx, user: user, client: kept)
+        let (session, refresh) = try await startSession(tx, user: user, provider: provider, client: kept)
+        try await tx.insertAudit(
+            AuditEvent(createdAt: now, event: event, outcome: "success", userID: user.id, sessionID: session.id,
+                       ipAddress: kept.ip, userAgent: kept.userAgent, details: ["provider": provider]))
+        return AuthResponse(
+            user: user.payload(identities: try await tx.identities(of: user.id)),
+            session: try await tokens.session(for: user, session: session, refreshToken: refresh))
     }
 
     private func startSession(_ tx: any GatehouseStore, user: User, provider: String, client: ClientInfo) async throws -> (Session, String) {
@@ -246,13 +262,17 @@ public struct AuthService: Sendable {
         let now = clock.now
         try await store.transaction { tx in
             try await tx.updatePassword(user.id, hash: hash, changedAt: now, now: now)
+            // Reset links made under the old password die with it.
+            try await tx.retireEmailTokens(userID: user.id, normalizedEmail: nil, purpose: .passwordReset, at: now)
             if signOutOthers {
                 _ = try await tx.revokeSessions(of: user.id, keeping: identity.sessionID, reason: "password_change", at: now)
             }
             try await tx.insertAudit(
                 AuditEvent(createdAt: now, event: "password_change", outcome: "success", userID: user.id, sessionID: identity.sessionID,
                            ipAddress: kept.ip, userAgent: kept.userAgent, details: ["signed_out_others": String(signOutOthers)]))
+            try await mail.queuePasswordChanged(tx, user: user)
         }
+        mail.wake()
         try await throttle.clearAccount(key)
         return UserResponse(user: user.payload(identities: try await store.identities(of: user.id)))
     }
@@ -282,7 +302,7 @@ public struct AuthService: Sendable {
 
     /// Runs `body` with a fresh temporary handle (decision 9) when handles are on, trying
     /// another one if it happens to be taken.
-    private func withTemporaryHandle<T>(_ body: (String?) async throws -> T) async throws -> T {
+    func withTemporaryHandle<T>(_ body: (String?) async throws -> T) async throws -> T {
         guard preset.handles.enabled else { return try await body(nil) }
         for attempt in 1...5 {
             let handle = preset.handles.temporaryPrefix + String(format: "%06d", Int.random(in: 0..<1_000_000))
@@ -295,7 +315,7 @@ public struct AuthService: Sendable {
         throw GatehouseError.internalError(nil)
     }
 
-    private func audit(
+    func audit(
         _ event: String, _ outcome: String, userID: UserID? = nil, sessionID: SessionID? = nil, client: ClientInfo,
         details: [String: String] = [:]
     ) async throws {
@@ -304,7 +324,7 @@ public struct AuthService: Sendable {
                        ipAddress: client.ip, userAgent: client.userAgent, details: details))
     }
 
-    private func requireMethod(_ enabled: Bool) throws {
+    func requireMethod(_ enabled: Bool) throws {
         guard enabled else {
             throw GatehouseError(status: 403, code: .methodDisabled, message: "This sign-in method is not available for this app.")
         }

@@ -15,9 +15,15 @@ struct ThrottleService: Sendable {
     /// Counts one `action` from `ip` in a fixed window and refuses past `limit`.
     func limitIP(_ action: String, ip: String?, limit: Int, windowSeconds: Int64) async throws {
         guard ipLimits, let ip else { return }
+        try await self.limit("\(action):\(ip)", limit: limit, windowSeconds: windowSeconds)
+    }
+
+    /// Counts one hit on `key` in a fixed window and refuses past `limit`. Always on:
+    /// `GATEHOUSE_IP_LIMITS` lifts only the per-IP limits of `limitIP`.
+    func limit(_ key: String, limit: Int, windowSeconds: Int64) async throws {
         let now = clock.now.unixSeconds
         let windowStart = now - now % windowSeconds
-        let count = try await store.hitRateLimit(key: "\(action):\(ip)", windowStart: windowStart)
+        let count = try await store.hitRateLimit(key: "\(key):\(windowSeconds)", windowStart: windowStart)
         if count > limit {
             throw GatehouseError(
                 status: 429, code: .rateLimited,

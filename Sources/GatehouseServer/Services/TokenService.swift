@@ -149,6 +149,12 @@ final class RefreshChainKey: Sendable {
         return key
     }
 
+    /// A key for another purpose, derived from this one (HKDF-SHA256 with `label`), so that one
+    /// stored secret serves every keyed hash without any two sharing a key.
+    func derived(_ label: String) throws -> SymmetricKey {
+        HKDF<SHA256>.deriveKey(inputKeyMaterial: try key(), info: Data(label.utf8), outputByteCount: 32)
+    }
+
     func load(store: any GatehouseStore, sealer: SecretSealer, now: Date) async throws {
         let key = try await Self.fetchOrCreate(store: store, sealer: sealer, now: now)
         loaded.withLock { $0 = key }

@@ -1,0 +1,152 @@
+import Foundation
+import GatehouseCore
+import GatehouseStore
+
+/// Queues the mail an account's life causes: verification links, security notices, and
+/// forgot-password and magic-link requests. Every `queue…` call writes to the outbox inside the
+/// caller's transaction, so the mail goes out if and only if what caused it committed; call
+/// `wake()` after the commit.
+struct AccountMail: Sendable {
+    let templates: Templates
+    let links: EmailLinks
+    let mail: MailService
+    let preset: Preset
+    let clock: any WallClock
+
+    func wake() { mail.wake() }
+
+    /// Makes a verification link for the user's current address and queues its mail.
+    func queueVerification(_ tx: any GatehouseStore, user: User) async throws {
+        guard let email = user.email, let normalized = user.normalizedEmail else { return }
+        let now = clock.now
+        let (token, hash) = links.newToken()
+        let ttl = preset.email.verificationTokenTTLSeconds
+        try await tx.insertEmailToken(
+            EmailToken(
+                hash: hash, purpose: .verifyEmail, userID: user.id, email: email, normalizedEmail: normalized, createdAt: now,
+                expiresAt: now.addingTimeInterval(TimeInterval(ttl))))
+        let link = links.link(EmailLinks.verifyPath, token: token)
+        let message = templates.mail("verification", link: link, values: ["hours": String(ttl / 3_600)])
+        try await mail.enqueue(tx, kind: "verification", to: email, subject: message.subject, text: message.text, html: message.html, link: link)
+    }
+
+    /// "Your password was changed", to a verified address only (an unverified one may not be
+    /// the account owner's).
+    func queuePasswordChanged(_ tx: any GatehouseStore, user: User) async throws {
+        guard preset.email.notifyPasswordChanged, user.emailVerified, let email = user.email else { return }
+        let message = templates.mail("password_changed", values: ["time": Self.humanTime(clock.now)])
+        try await mail.enqueue(tx, kind: "password_changed", to: email, subject: message.subject, text: message.text, html: message.html, link: nil)
+    }
+
+    /// "New sign-in", when the account signs in from a device (user agent) none of its earlier
+    /// sessions used. The first sign-in of an account sends nothing.
+    func queueNewSignInIfNew(_ tx: any GatehouseStore, user: User, client: ClientInfo) async throws {
+        guard preset.email.notifyNewSignIn, user.emailVerified, let email = user.email else { return }
+        let earlier = try await tx.sessions(of: user.id)
+        guard !earlier.isEmpty, !earlier.contains(where: { $0.userAgent == client.userAgent }) else { return }
+        var device = String((client.userAgent ?? "an unknown device").prefix(120))
+        if let ip = client.ip { device += " (\(ip))" }
+        let message = templates.mail("new_sign_in", values: ["time": Self.humanTime(clock.now), "device": device])
+        try await mail.enqueue(tx, kind: "new_sign_in", to: email, subject: message.subject, text: message.text, html: message.html, link: nil)
+    }
+
+    /// Queues a forgot-password or magic-link request for `email`; the mail worker composes it
+    /// (or drops it when there is nothing to send). The caller's work is the same whether or
+    /// not the address has an account.
+    func queueRequest(_ tx: any GatehouseStore, kind: String, email: String, redirectTo: String? = nil) async throws {
+        var payload = ["email": email]
+        payload["redirect_to"] = redirectTo
+        try await tx.enqueueMail(
+            OutboxMessage(
+                createdAt: clock.now, kind: kind, recipient: email, subject: kind, textBody: nil, htmlBody: nil, payload: payload))
+    }
+
+    static func humanTime(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "d MMMM yyyy 'at' HH:mm 'UTC'"
+        return formatter.string(from: date)
+    }
+}
+
+/// Composes queued requests in the mail worker: looks the address up, makes the link (and
+/// code), and fills the mail in, all in one transaction; or drops the request when the address
+/// has no account (password reset) or a disabled one.
+struct MailRequestComposer: Sendable {
+    let store: any GatehouseStore
+    let templates: Templates
+    let links: EmailLinks
+    let preset: Preset
+    let clock: any WallClock
+
+    /// The message with its mail filled in, or `nil` when the request was dropped.
+    func compose(_ message: OutboxMessage) async throws -> OutboxMessage? {
+        let typed = message.payload?["email"] ?? message.recipient
+        let normalized = EmailAddress.normalize(typed)
+        let now = clock.now
+        return try await store.transaction { tx -> OutboxMessage? in
+            let user = try await tx.user(normalizedEmail: normalized)
+            if let user, user.isDisabled {
+                try await tx.dropMail(message.id, reason: "account disabled", at: now)
+                return nil
+            }
+            let composed: (recipient: String, mail: Templates.Mail, link: URL)
+            switch message.kind {
+            case "password_reset":
+                guard let user else {
+                    try await tx.dropMail(message.id, reason: "no account", at: now)
+                    return nil
+                }
+                composed = try await reset(tx, user: user, now: now)
+            case "magic_link":
+                composed = try await magic(tx, user: user, typed: typed, normalized: normalized, redirectTo: message.payload?["redirect_to"], now: now)
+            default:
+                try await tx.dropMail(message.id, reason: "unknown request kind", at: now)
+                return nil
+            }
+            try await tx.composeMail(
+                message.id, recipient: composed.recipient, subject: composed.mail.subject, text: composed.mail.text,
+                html: composed.mail.html, linkHost: composed.link.host)
+            var filled = message
+            filled.recipient = composed.recipient
+            filled.subject = composed.mail.subject
+            filled.textBody = composed.mail.text
+            filled.htmlBody = composed.mail.html
+            filled.linkHost = composed.link.host
+            filled.payload = nil
+            return filled
+        }
+    }
+
+    private func reset(_ tx: any GatehouseStore, user: User, now: Date) async throws -> (String, Templates.Mail, URL) {
+        let recipient = user.email ?? ""
+        // One live reset link at a time: a new request replaces the older ones.
+        try await tx.retireEmailTokens(userID: user.id, normalizedEmail: nil, purpose: .passwordReset, at: now)
+        let (token, hash) = links.newToken()
+        let ttl = preset.email.resetTokenTTLSeconds
+        try await tx.insertEmailToken(
+            EmailToken(
+                hash: hash, purpose: .passwordReset, userID: user.id, email: recipient, normalizedEmail: user.normalizedEmail ?? "",
+                passwordStamp: user.passwordChangedAt?.unixSeconds, createdAt: now, expiresAt: now.addingTimeInterval(TimeInterval(ttl))))
+        let link = links.link(EmailLinks.resetPath, token: token)
+        return (recipient, templates.mail("password_reset", link: link, values: ["minutes": String(ttl / 60)]), link)
+    }
+
+    private func magic(
+        _ tx: any GatehouseStore, user: User?, typed: String, normalized: String, redirectTo: String?, now: Date
+    ) async throws -> (String, Templates.Mail, URL) {
+        let recipient = user?.email ?? typed
+        try await tx.retireEmailTokens(userID: nil, normalizedEmail: normalized, purpose: .magicLink, at: now)
+        let (token, hash) = links.newToken()
+        let code = links.newCode()
+        let ttl = preset.email.magicLinkTTLSeconds
+        try await tx.insertEmailToken(
+            EmailToken(
+                hash: hash, purpose: .magicLink, userID: user?.id, email: recipient, normalizedEmail: normalized,
+                codeHash: try links.codeHash(code, tokenHash: hash), redirectTo: redirectTo, createdAt: now,
+                expiresAt: now.addingTimeInterval(TimeInterval(ttl))))
+        let link = links.link(EmailLinks.magicPath, token: token)
+        return (recipient, templates.mail("magic_link", link: link, code: code, values: ["minutes": String(ttl / 60)]), link)
+    }
+}

@@ -1,0 +1,173 @@
+import Foundation
+import GatehouseCore
+import Mustache
+
+/// The mustache templates shipped in `Resources/templates`: one layout for every mail (HTML
+/// and text) and one for every hosted page. What they say comes from the preset: its app name,
+/// brand colour and copy strings (`mail.<kind>.<part>`, `page.<name>.<part>`), with defaults
+/// here for every string a preset leaves out.
+struct Templates: Sendable {
+    let library: MustacheLibrary
+    let preset: Preset
+
+    init(preset: Preset) throws {
+        var library = MustacheLibrary()
+        for name in ["mail.html", "mail.txt", "page.html"] {
+            guard let url = Bundle.module.url(forResource: name, withExtension: "mustache", subdirectory: "Resources/templates") else {
+                throw TemplateError("the template \(name) is missing from this build")
+            }
+            let text: String
+            do {
+                text = try String(contentsOf: url, encoding: .utf8)
+            } catch {
+                throw TemplateError("cannot read template \(url.path)")
+            }
+            do {
+                try library.register(text, named: name)
+            } catch {
+                throw TemplateError("template \(name) does not parse: \(error)")
+            }
+        }
+        self.library = library
+        self.preset = preset
+    }
+
+    // MARK: Copy
+
+    /// The preset's string for `key` (or `fallback`), with `{app}` and `values` filled in.
+    func text(_ key: String, _ fallback: String, _ values: [String: String] = [:]) -> String {
+        var result = preset.text(key, fallback)
+        for (name, value) in values.merging(["app": preset.app.name], uniquingKeysWith: { first, _ in first }) {
+            result = result.replacingOccurrences(of: "{\(name)}", with: value)
+        }
+        return result
+    }
+
+    // MARK: Mail
+
+    struct Mail: Sendable {
+        var subject: String
+        var text: String
+        var html: String
+    }
+
+    /// A mail of `kind` (`verification`, `password_reset`, `magic_link`, `password_changed`,
+    /// `new_sign_in`), its copy from the preset's `mail.<kind>.*` strings.
+    func mail(_ kind: String, link: URL? = nil, code: String? = nil, values: [String: String] = [:]) -> Mail {
+        let defaults = Self.mailDefaults[kind] ?? [:]
+        func copy(_ part: String) -> String {
+            text("mail.\(kind).\(part)", defaults[part] ?? "", values)
+        }
+        let body = copy("body")
+        var context: [String: Any] = [
+            "app_name": preset.app.name, "brand_color": preset.app.brandColor, "subject": copy("subject"),
+            "heading": copy("heading"), "paragraphs": body.components(separatedBy: "\n\n").filter { !$0.isEmpty },
+            "footer": copy("footer"),
+            "link_hint": text("mail.link_hint", "If the button does not work, open this address:"),
+        ]
+        if let link { context["button"] = ["url": link.absoluteString, "label": copy("button")] }
+        if let code {
+            context["code"] = code
+            context["code_intro"] = copy("code_intro")
+        }
+        return Mail(
+            subject: copy("subject"),
+            text: library.render(context, withTemplate: "mail.txt") ?? "",
+            html: library.render(context, withTemplate: "mail.html") ?? "")
+    }
+
+    static let mailDefaults: [String: [String: String]] = [
+        "verification": [
+            "subject": "Confirm your email for {app}",
+            "heading": "Confirm your email",
+            "body": "Tap the button below to confirm that this is your email address for {app}.",
+            "button": "Confirm email",
+            "footer": "This link works for {hours} hours. If you did not create a {app} account, you can ignore this email.",
+        ],
+        "password_reset": [
+            "subject": "Reset your {app} password",
+            "heading": "Reset your password",
+            "body": "Someone, hopefully you, asked to reset the password of your {app} account. Tap the button below to choose a new one.",
+            "button": "Choose a new password",
+            "footer": "This link works for {minutes} minutes, once. If you did not ask for it, ignore this email: your password stays as it is.",
+        ],
+        "magic_link": [
+            "subject": "Your {app} sign-in link",
+            "heading": "Sign in to {app}",
+            "body": "Tap the button below on the phone where {app} is installed to sign in.",
+            "button": "Sign in to {app}",
+            "code_intro": "Or enter this code in the app:",
+            "footer": "The link and the code work for {minutes} minutes, once. If you did not ask to sign in, ignore this email.",
+        ],
+        "password_changed": [
+            "subject": "Your {app} password was changed",
+            "heading": "Your password was changed",
+            "body": "The password of your {app} account was changed on {time}.",
+            "footer": "If this was not you, reset your password right away and sign out of other devices.",
+        ],
+        "new_sign_in": [
+            "subject": "New sign-in to your {app} account",
+            "heading": "New sign-in",
+            "body": "Your {app} account was signed in to on {time} from a device it had not used before:\n\n{device}",
+            "footer": "If this was you, there is nothing to do. If not, change your password now.",
+        ],
+    ]
+
+    // MARK: Pages
+
+    /// A hosted page. `state` is also written as `data-state` on `<main>` (the browser tests
+    /// read it).
+    struct Page {
+        var state: String
+        var title: String
+        var heading: String
+        var paragraphs: [String] = []
+        var errors: [String] = []
+        /// `success`, `warning` or nil.
+        var icon: String?
+        var form: Form?
+        var link: (url: String, label: String)?
+        var hint: String?
+
+        struct Form {
+            var action: String
+            var token: String
+            var csrf: String
+            var submit: String
+            /// New password + confirm fields, with the policy's rules shown.
+            var password: (rules: [String], minLength: Int, maxLength: Int)?
+        }
+    }
+
+    func render(_ page: Page, nonce: String) -> String {
+        var context: [String: Any] = [
+            "app_name": preset.app.name, "brand_color": preset.app.brandColor, "nonce": nonce, "state": page.state,
+            "title": page.title, "heading": page.heading, "paragraphs": page.paragraphs, "errors": page.errors,
+        ]
+        if let icon = page.icon {
+            context["icon"] = ["kind": icon, "symbol": icon == "success" ? "✓" : "!"]
+        }
+        if let form = page.form {
+            var values: [String: Any] = [
+                "action": form.action, "token": form.token, "csrf": form.csrf, "submit": form.submit,
+            ]
+            if let password = form.password {
+                values["password"] = [
+                    "password_label": text("page.reset.password_label", "New password"),
+                    "confirm_label": text("page.reset.confirm_label", "Confirm new password"),
+                    "rules": password.rules, "has_rules": !password.rules.isEmpty,
+                    "min_length": password.minLength, "max_length": password.maxLength,
+                ] as [String: Any]
+            }
+            context["form"] = values
+        }
+        if let link = page.link { context["link"] = ["url": link.url, "label": link.label] }
+        if let hint = page.hint { context["hint"] = hint }
+        return library.render(context, withTemplate: "page.html") ?? ""
+    }
+}
+
+struct TemplateError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
