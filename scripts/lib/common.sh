@@ -1,4 +1,5 @@
-# Shared helpers for scripts/run and scripts/test. Sourced, not run.
+# shellcheck shell=bash
+# Shared helpers for scripts/run, scripts/test and scripts/screenshots. Sourced, not run.
 # They install what is missing (apt on Debian/Ubuntu, Homebrew on macOS) so that a newcomer
 # types nothing but the README's two commands.
 
@@ -50,22 +51,58 @@ ensure_build_deps() {
   if is_macos; then brew_need pkg-config argon2; fi
 }
 
-# What the test suite needs: a PostgreSQL server, Python 3 with aiosmtpd (a real SMTP server
-# for the mail tests, in a virtual environment under .build-venv) and openssl.
+# What the test suite needs: a PostgreSQL server, openssl, Chromium with chromedriver (the hosted
+# pages are driven in a real browser) and Python 3 with aiosmtpd (a real SMTP server for the mail
+# tests) and Selenium, in a virtual environment under .build-venv.
 ensure_test_deps() {
   ensure_build_deps
   if is_debian; then
-    apt_need postgresql python3 python3-venv openssl
+    apt_need postgresql python3 python3-venv openssl chromium chromium-driver
   elif is_macos; then
     brew_need postgresql@16 python@3 openssl
     export PATH="$(brew --prefix postgresql@16)/bin:$PATH"
   fi
-  if [ ! -x .build-venv/bin/python ] || ! .build-venv/bin/python -c 'import aiosmtpd' >/dev/null 2>&1; then
-    log "creating .build-venv with aiosmtpd"
-    python3 -m venv .build-venv
-    .build-venv/bin/pip install --quiet --disable-pip-version-check 'aiosmtpd==1.4.6'
-  fi
+  ensure_browser_deps
   export GATEHOUSE_TEST_PYTHON="$PWD/.build-venv/bin/python"
+  export GATEHOUSE_TEST_BROWSER="$PWD/Tests/support/browser.py"
+}
+
+# The Python packages of .build-venv, pinned (Tests/support/smtp_sink.py and browser.py).
+VENV_PACKAGES=('aiosmtpd==1.4.6' 'selenium==4.27.1')
+
+# Creates .build-venv, or completes it, unless it already holds VENV_PACKAGES at their versions.
+ensure_venv() {
+  if [ -x .build-venv/bin/python ] && .build-venv/bin/python - "${VENV_PACKAGES[@]}" >/dev/null 2>&1 <<'PY'
+import sys
+from importlib.metadata import version
+sys.exit(0 if all(version(name) == pinned for name, pinned in (spec.split("==") for spec in sys.argv[1:])) else 1)
+PY
+  then
+    return 0
+  fi
+  log "setting up .build-venv with ${VENV_PACKAGES[*]}"
+  python3 -m venv .build-venv
+  .build-venv/bin/pip install --quiet --disable-pip-version-check "${VENV_PACKAGES[@]}"
+}
+
+# What driving the hosted pages needs (Tests/support/browser.py): Chromium, the matching
+# chromedriver and Selenium. Selenium never downloads a browser or driver here: browser.py uses
+# the installed ones (or GATEHOUSE_CHROMIUM / GATEHOUSE_CHROMEDRIVER).
+ensure_browser_deps() {
+  if is_debian; then
+    apt_need python3 python3-venv chromium chromium-driver
+  elif is_macos; then
+    command -v python3 >/dev/null 2>&1 || brew_need python@3
+    if [ -z "${GATEHOUSE_CHROMIUM:-}" ] && ! command -v chromium >/dev/null 2>&1 && ! command -v google-chrome >/dev/null 2>&1 \
+      && [ ! -x "/Applications/Chromium.app/Contents/MacOS/Chromium" ] \
+      && [ ! -x "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome" ]; then
+      die "Chromium or Chrome is needed: brew install --cask chromium (or google-chrome), or set GATEHOUSE_CHROMIUM"
+    fi
+    if [ -z "${GATEHOUSE_CHROMEDRIVER:-}" ] && ! command -v chromedriver >/dev/null 2>&1; then
+      die "chromedriver (same major version as the browser) is needed: brew install --cask chromedriver, or set GATEHOUSE_CHROMEDRIVER"
+    fi
+  fi
+  ensure_venv
 }
 
 # The directory holding initdb/pg_ctl.
