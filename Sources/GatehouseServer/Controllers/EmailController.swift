@@ -16,8 +16,7 @@ struct EmailController {
         let noStore: HTTPFields = [.cacheControl: "no-store"]
         router.post("/v1/auth/email/verify") { request, _ in
             let body = try await request.decodeJSON(TokenRequest.self, limit: bodyLimit)
-            let user = try await emails.verifyEmail(token: body.token)
-            return try JSONBody.response(UserResponse(user: user.payload(identities: try await emails.store.identities(of: user.id))))
+            return try JSONBody.response(try await emails.verifyEmail(token: body.token))
         }
         router.post("/v1/auth/password/forgot") { request, context in
             let body = try await request.decodeJSON(EmailRequest.self, limit: bodyLimit)

@@ -39,7 +39,12 @@ struct EmailFlowService: Sendable {
     }
 
     /// `POST /v1/auth/email/verify` and the hosted page: marks the address verified.
-    func verifyEmail(token: String) async throws -> User {
+    func verifyEmail(token: String) async throws -> UserResponse {
+        let user = try await verifiedUser(token: token)
+        return UserResponse(user: user.payload(identities: try await store.identities(of: user.id)))
+    }
+
+    private func verifiedUser(token: String) async throws -> User {
         let hash = EmailLinks.hash(token)
         let now = clock.now
         guard let record = try await store.emailToken(hash: hash), record.purpose == .verifyEmail, let userID = record.userID else {
