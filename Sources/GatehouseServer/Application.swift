@@ -81,6 +81,18 @@ public func buildApplication(
         store: store, auth: auth, hasher: hasher, mail: accountMail, links: links, throttle: throttle, redirects: redirects,
         preset: preset, clock: clock)
     let resolver = ClientAddressResolver(trustedProxies: config.trustedProxies)
+    let idTokenFailure = preset.text("error.invalid_id_token", "Authentication with Google/Apple failed. Please try again.")
+    let providers = ProviderSignInService(
+        store: store, auth: auth,
+        apple: ProviderTokenVerifier(
+            provider: .apple, issuers: ProviderTokenVerifier.appleIssuers, audiences: Set(config.appleAudiences),
+            keys: ProviderKeySet(url: config.appleJWKSURL, client: httpClient, clock: clock, logger: logger), clock: clock,
+            leeway: TimeInterval(tokens.leewaySeconds), failureMessage: idTokenFailure),
+        google: ProviderTokenVerifier(
+            provider: .google, issuers: ProviderTokenVerifier.googleIssuers, audiences: Set(config.googleAudiences),
+            keys: ProviderKeySet(url: config.googleJWKSURL, client: httpClient, clock: clock, logger: logger), clock: clock,
+            leeway: TimeInterval(tokens.leewaySeconds), failureMessage: idTokenFailure),
+        preset: preset, clock: clock)
 
     let router = Router(context: GatehouseRequestContext.self)
     router.add(middleware: RequestIDMiddleware())
@@ -92,6 +104,8 @@ public func buildApplication(
         .register(on: router)
     AuthController(auth: auth, tokens: tokenService, resolver: resolver, bodyLimit: config.maxBodyBytes).register(on: router)
     EmailController(emails: emails, auth: auth, tokens: tokenService, resolver: resolver, bodyLimit: config.maxBodyBytes)
+        .register(on: router)
+    ProviderController(providers: providers, auth: auth, tokens: tokenService, resolver: resolver, bodyLimit: config.maxBodyBytes)
         .register(on: router)
     PagesController(
         emails: emails, templates: templates, resolver: resolver, preset: preset, policy: preset.passwordPolicy,

@@ -72,6 +72,16 @@ extension SQLStore {
         return revoked
     }
 
+    public func revokeSessions(of userID: UserID, provider: String, reason: String, at date: Date) async throws(StoreError) -> [SessionID] {
+        let rows = try await executor.query(
+            """
+            UPDATE sessions SET revoked_at = ?, revoked_reason = ?
+            WHERE user_id = ? AND provider = ? AND revoked_at IS NULL RETURNING id
+            """,
+            [.integer(date.unixSeconds), .text(reason), .text(userID.description), .text(provider)])
+        return rows.compactMap { try? SessionID($0.string("id")) ?? nil }
+    }
+
     public func insertRefreshToken(_ token: RefreshTokenRecord) async throws(StoreError) {
         try await executor.query(
             "INSERT INTO refresh_tokens (token_hash, session_id, issued_at, expires_at, rotated_at) VALUES (?, ?, ?, ?, ?)",

@@ -118,15 +118,17 @@ public struct SQLStore: GatehouseStore {
             SELECT id, user_id, provider, subject, email, is_private_relay, created_at
             FROM identities WHERE user_id = ? ORDER BY created_at, id
             """, [.text(userID.description)]
-        ).map { row throws(StoreError) in
-            guard let id = UUID(uuidString: try row.string("id")), let user = UserID(try row.string("user_id")) else {
-                throw StoreError.decoding("identity has a malformed id")
-            }
-            return Identity(
-                id: id, userID: user, provider: Provider(rawValue: try row.string("provider")),
-                subject: try row.string("subject"), email: try row.optionalString("email"),
-                isPrivateRelay: try row.bool("is_private_relay"), createdAt: Date(unixSeconds: try row.int("created_at")))
+        ).map(Self.identity(from:))
+    }
+
+    static func identity(from row: SQLRow) throws(StoreError) -> Identity {
+        guard let id = UUID(uuidString: try row.string("id")), let user = UserID(try row.string("user_id")) else {
+            throw StoreError.decoding("identity has a malformed id")
         }
+        return Identity(
+            id: id, userID: user, provider: Provider(rawValue: try row.string("provider")),
+            subject: try row.string("subject"), email: try row.optionalString("email"),
+            isPrivateRelay: try row.bool("is_private_relay"), createdAt: Date(unixSeconds: try row.int("created_at")))
     }
 
     private static func user(from row: SQLRow) throws(StoreError) -> User {

@@ -17,6 +17,18 @@ public protocol UserStore: Sendable {
     func updatePassword(_ id: UserID, hash: String?, changedAt: Date?, now: Date) async throws(StoreError)
     /// Marks the email verified (now) when it is still `normalizedEmail`; false otherwise.
     func markEmailVerified(_ id: UserID, normalizedEmail: String, at date: Date) async throws(StoreError) -> Bool
+    /// The identity a provider knows as `subject`.
+    func identity(provider: Provider, subject: String) async throws(StoreError) -> Identity?
+    /// Updates what a provider says of an identity (its address, whether it is a relay).
+    func updateIdentity(_ id: UUID, email: String?, isPrivateRelay: Bool) async throws(StoreError)
+    /// Removes a user's identities of `provider`; returns how many it removed.
+    func deleteIdentities(of userID: UserID, provider: Provider) async throws(StoreError) -> Int
+    /// Sets the display name and avatar only where they are empty (a provider never overwrites a profile).
+    func fillProfile(_ id: UserID, displayName: String?, avatarURL: String?, now: Date) async throws(StoreError)
+    /// Replaces the account's address (`.uniqueViolation` when another account has it).
+    func updateEmail(_ id: UserID, email: String?, normalizedEmail: String?, verifiedAt: Date?, now: Date) async throws(StoreError)
+    /// Deletes the account and, by cascade, everything that belongs to it.
+    func deleteUser(_ id: UserID) async throws(StoreError) -> Bool
 }
 
 /// Sessions and their refresh-token chains.
@@ -30,6 +42,8 @@ public protocol SessionStore: Sendable {
     func revokeSession(_ id: SessionID, reason: String, at date: Date) async throws(StoreError) -> Bool
     /// Revokes every live session of a user except `keeping`; returns the ones it revoked.
     func revokeSessions(of userID: UserID, keeping: SessionID?, reason: String, at date: Date) async throws(StoreError) -> [SessionID]
+    /// Revokes every live session of a user opened with `provider`.
+    func revokeSessions(of userID: UserID, provider: String, reason: String, at date: Date) async throws(StoreError) -> [SessionID]
     func insertRefreshToken(_ token: RefreshTokenRecord) async throws(StoreError)
     /// The token with this hash; inside a transaction on PostgreSQL the row is locked until
     /// the transaction ends, so concurrent refreshes of one token are serialised.

@@ -369,3 +369,50 @@ public struct SignInResponse: Codable, Sendable, Hashable {
         case user, session, created
     }
 }
+
+/// The name Apple shares on the first sign-in only.
+public struct PersonName: Codable, Sendable, Hashable {
+    public var givenName: String?
+    public var familyName: String?
+    public init(givenName: String? = nil, familyName: String? = nil) {
+        self.givenName = givenName
+        self.familyName = familyName
+    }
+    enum CodingKeys: String, CodingKey {
+        case givenName = "given_name"
+        case familyName = "family_name"
+    }
+}
+
+/// `POST /v1/auth/apple`, `/v1/auth/google` and their `/v1/auth/identities/…` twins.
+public struct ProviderSignInRequest: Codable, Sendable, Hashable {
+    public var idToken: String
+    /// The nonce the app generated; Apple's token carries its SHA-256 (hex), Google's the value.
+    public var rawNonce: String?
+    /// Apple only, first sign-in only.
+    public var fullName: PersonName?
+    /// Apple only: exchanged for Apple's refresh token so it can be revoked at deletion.
+    public var authorizationCode: String?
+    public init(idToken: String, rawNonce: String? = nil, fullName: PersonName? = nil, authorizationCode: String? = nil) {
+        self.idToken = idToken
+        self.rawNonce = rawNonce
+        self.fullName = fullName
+        self.authorizationCode = authorizationCode
+    }
+    enum CodingKeys: String, CodingKey {
+        case idToken = "id_token"
+        case rawNonce = "raw_nonce"
+        case fullName = "full_name"
+        case authorizationCode = "authorization_code"
+    }
+}
+
+/// `POST /v1/webhooks/apple/sign-in`: Apple's server-to-server notification.
+public struct AppleEventRequest: Codable, Sendable, Hashable {
+    /// A JWT signed by Apple whose `events` claim describes what happened.
+    public var payload: String
+    public init(payload: String) { self.payload = payload }
+    enum CodingKeys: String, CodingKey {
+        case payload
+    }
+}

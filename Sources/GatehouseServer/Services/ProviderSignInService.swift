@@ -1,0 +1,253 @@
+import Foundation
+import GatehouseCore
+import GatehouseStore
+import GatehouseWire
+
+/// Sign in with Apple and Google, linking and unlinking identities, and Apple's account events.
+///
+/// Users are keyed by (provider, `sub`), never by email. A provider's address joins an existing
+/// account only when that is safe: the provider says the address is verified, the account's
+/// address is verified too, and it is not an Apple private-relay address (pre-hijacking
+/// defence, decision 8). Otherwise the answer is 409 `link_confirmation_required` and the person
+/// links from inside the account.
+struct ProviderSignInService: Sendable {
+    let store: any GatehouseStore
+    let auth: AuthService
+    let apple: ProviderTokenVerifier
+    let google: ProviderTokenVerifier
+    let preset: Preset
+    let clock: any WallClock
+
+    func verifier(_ provider: Provider) -> ProviderTokenVerifier { provider == .apple ? apple : google }
+
+    func signIn(_ provider: Provider, _ request: ProviderSignInRequest, client: ClientInfo) async throws -> SignInResponse {
+        try auth.requireMethod(provider == .apple ? preset.signInMethods.apple : preset.signInMethods.google)
+        let kept = client.stored(under: preset.privacy)
+        let person = try await verifier(provider).verify(request.idToken, rawNonce: request.rawNonce)
+        let displayName = Self.displayName(request.fullName) ?? person.name
+        let avatar = provider == .google ? person.picture : nil
+        let now = clock.now
+        let (response, created) = try await auth.withTemporaryHandle { handle in
+            try await store.transaction { tx -> (AuthResponse, Bool) in
+                // A returning person: the identity decides, whatever the address says.
+                if let identity = try await tx.identity(provider: provider, subject: person.subject) {
+                    guard let user = try await tx.user(id: identity.userID) else { throw auth.invalidCredentials }
+                    guard !user.isDisabled else { throw auth.accountDisabled }
+                    // Apple sends the address on the first sign-in only; later tokens keep the stored one.
+                    if let email = person.email, email != identity.email || person.isPrivateRelay != identity.isPrivateRelay {
+                        try await tx.updateIdentity(identity.id, email: email, isPrivateRelay: person.isPrivateRelay)
+                    }
+                    return (try await auth.signIn(in: tx, user, provider: provider.rawValue, client: kept, event: "login"), false)
+                }
+                let address = person.email.flatMap { EmailAddress.isValid($0) ? $0 : nil }
+                if let address, let existing = try await tx.user(normalizedEmail: EmailAddress.normalize(address)) {
+                    guard person.emailVerified, existing.emailVerified, !person.isPrivateRelay else { throw linkConfirmationRequired }
+                    guard !existing.isDisabled else { throw auth.accountDisabled }
+                    try await tx.insertIdentity(
+                        Identity(userID: existing.id, provider: provider, subject: person.subject, email: address,
+                                 isPrivateRelay: person.isPrivateRelay, createdAt: now))
+                    try await tx.fillProfile(existing.id, displayName: displayName, avatarURL: avatar, now: now)
+                    try await audit(tx, "identity_linked", user: existing.id, provider: provider, client: kept, how: "verified email")
+                    let user = try await tx.user(id: existing.id) ?? existing
+                    return (try await auth.signIn(in: tx, user, provider: provider.rawValue, client: kept, event: "login"), false)
+                }
+                let user = User(
+                    id: .random(), email: address, normalizedEmail: address.map(EmailAddress.normalize),
+                    emailVerifiedAt: address != nil && person.emailVerified ? now : nil, displayName: displayName, handle: handle,
+                    avatarURL: avatar, createdAt: now)
+                try await tx.insertUser(user)
+                try await tx.insertIdentity(
+                    Identity(userID: user.id, provider: provider, subject: person.subject, email: address,
+                             isPrivateRelay: person.isPrivateRelay, createdAt: now))
+                return (try await auth.signIn(in: tx, user, provider: provider.rawValue, client: kept, event: "signup"), true)
+            }
+        }
+        auth.mail.wake()
+        return SignInResponse(user: response.user, session: response.session, created: created)
+    }
+
+    // MARK: Linking
+
+    /// `POST /v1/auth/identities/apple|google`: adds the provider to the signed-in account.
+    func link(_ signedIn: SignedIn, _ provider: Provider, _ request: ProviderSignInRequest, client: ClientInfo) async throws -> UserResponse {
+        let person = try await verifier(provider).verify(request.idToken, rawNonce: request.rawNonce)
+        let user = signedIn.user
+        let now = clock.now
+        let kept = client.stored(under: preset.privacy)
+        try await store.transaction { tx in
+            if let identity = try await tx.identity(provider: provider, subject: person.subject) {
+                guard identity.userID == user.id else { throw identityInUse }
+                return
+            }
+            if try await tx.identities(of: user.id).contains(where: { $0.provider == provider }) {
+                throw GatehouseError(
+                    status: 409, code: .identityInUse, message: "This account is already connected to another \(provider.displayName) account.")
+            }
+            let address = person.email.flatMap { EmailAddress.isValid($0) ? $0 : nil }
+            try await tx.insertIdentity(
+                Identity(userID: user.id, provider: provider, subject: person.subject, email: address,
+                         isPrivateRelay: person.isPrivateRelay, createdAt: now))
+            // The provider's address becomes the account's only when it has none.
+            if user.email == nil, let address,
+                try await tx.user(normalizedEmail: EmailAddress.normalize(address)) == nil
+            {
+                try await tx.updateEmail(
+                    user.id, email: address, normalizedEmail: EmailAddress.normalize(address),
+                    verifiedAt: person.emailVerified ? now : nil, now: now)
+            }
+            try await tx.fillProfile(
+                user.id, displayName: Self.displayName(request.fullName) ?? person.name,
+                avatarURL: provider == .google ? person.picture : nil, now: now)
+            try await audit(tx, "identity_linked", user: user.id, provider: provider, client: kept, how: "signed in")
+        }
+        return try await userResponse(user.id)
+    }
+
+    /// `POST /v1/auth/identities/email`: adds an email and password to the signed-in account.
+    func linkEmail(_ signedIn: SignedIn, email: String, password: String, client: ClientInfo) async throws -> UserResponse {
+        try auth.requireMethod(preset.signInMethods.emailPassword)
+        let user = signedIn.user
+        let address = email.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard EmailAddress.isValid(address) else { throw auth.invalidEmail }
+        let normalized = EmailAddress.normalize(address)
+        if try await store.identities(of: user.id).contains(where: { $0.provider == .email }) {
+            throw GatehouseError(status: 409, code: .identityInUse, message: "This account already has an email and password.")
+        }
+        if let owner = try await store.user(normalizedEmail: normalized), owner.id != user.id { throw auth.emailInUse }
+        try await auth.checkPassword(password, email: normalized)
+        let hash = try await auth.hasher.hash(password)
+        let now = clock.now
+        let kept = client.stored(under: preset.privacy)
+        do {
+            try await store.transaction { tx in
+                let sameAddress = user.normalizedEmail == normalized
+                try await tx.updateEmail(
+                    user.id, email: address, normalizedEmail: normalized, verifiedAt: sameAddress ? user.emailVerifiedAt : nil, now: now)
+                try await tx.updatePassword(user.id, hash: hash, changedAt: now, now: now)
+                try await tx.insertIdentity(Identity(userID: user.id, provider: .email, subject: normalized, email: address, createdAt: now))
+                try await audit(tx, "identity_linked", user: user.id, provider: .email, client: kept, how: "password")
+                if !(sameAddress && user.emailVerified), preset.verification.sendOnSignup, var updated = try await tx.user(id: user.id) {
+                    updated.emailVerifiedAt = nil
+                    try await auth.mail.queueVerification(tx, user: updated)
+                }
+            }
+        } catch StoreError.uniqueViolation {
+            throw auth.emailInUse
+        }
+        auth.mail.wake()
+        return try await userResponse(user.id)
+    }
+
+    /// `DELETE /v1/auth/identities/{provider}`: never the last way in.
+    func unlink(_ signedIn: SignedIn, provider name: String, client: ClientInfo) async throws {
+        let provider = Provider(rawValue: name)
+        let user = signedIn.user
+        let now = clock.now
+        let kept = client.stored(under: preset.privacy)
+        try await store.transaction { tx in
+            let identities = try await tx.identities(of: user.id)
+            guard identities.contains(where: { $0.provider == provider }) else {
+                throw GatehouseError.notFound("This account has no \(provider.displayName) sign-in.")
+            }
+            guard identities.contains(where: { $0.provider != provider }) else {
+                throw GatehouseError(
+                    status: 409, code: .lastIdentity, message: "This is the only way to sign in to this account, so it cannot be removed.")
+            }
+            _ = try await tx.deleteIdentities(of: user.id, provider: provider)
+            if provider == .email {
+                try await tx.updatePassword(user.id, hash: nil, changedAt: now, now: now)
+            }
+            try await audit(tx, "identity_unlinked", user: user.id, provider: provider, client: kept, how: "by user")
+        }
+    }
+
+    // MARK: Apple's server-to-server events
+
+    /// `POST /v1/webhooks/apple/sign-in`. Every event is idempotent: a duplicate finds nothing
+    /// left to do.
+    func handleAppleEvent(_ payload: String) async throws {
+        let event: AppleEvent
+        do {
+            event = try await apple.verifiedEvent(payload)
+        } catch let error as GatehouseError where error.code == .providerUnavailable {
+            throw error
+        } catch {
+            throw GatehouseError.invalidRequest("The event could not be verified.")
+        }
+        let now = clock.now
+        try await store.transaction { tx in
+            guard let identity = try await tx.identity(provider: .apple, subject: event.sub) else { return }
+            let user = identity.userID
+            switch event.type {
+            case "consent-revoked", "account-delete":
+                let others = try await tx.identities(of: user).filter { $0.provider != .apple }
+                _ = try await tx.deleteIdentities(of: user, provider: .apple)
+                _ = try await tx.revokeSessions(of: user, provider: Provider.apple.rawValue, reason: "apple_\(event.type)", at: now)
+                if others.isEmpty {
+                    // Apple was the only way in: nothing of the account can be reached any more.
+                    _ = try await tx.revokeSessions(of: user, keeping: nil, reason: "apple_\(event.type)", at: now)
+                }
+                if event.type == "account-delete", others.isEmpty {
+                    _ = try await tx.deleteUser(user)
+                }
+            case "email-disabled", "email-enabled":
+                try await tx.updateIdentity(
+                    identity.id, email: event.email ?? identity.email, isPrivateRelay: event.isPrivateEmail ?? identity.isPrivateRelay)
+            default:
+                break
+            }
+            try await tx.insertAudit(
+                AuditEvent(createdAt: now, event: "apple_event", outcome: event.type, userID: event.type == "account-delete" ? nil : user,
+                           details: ["type": event.type]))
+        }
+    }
+
+    // MARK: Helpers
+
+    private func userResponse(_ id: UserID) async throws -> UserResponse {
+        guard let user = try await store.user(id: id) else { throw GatehouseError.unauthorized() }
+        return UserResponse(user: user.payload(identities: try await store.identities(of: id)))
+    }
+
+    private func audit(_ tx: any GatehouseStore, _ event: String, user: UserID, provider: Provider, client: ClientInfo, how: String) async throws {
+        try await tx.insertAudit(
+            AuditEvent(createdAt: clock.now, event: event, outcome: "success", userID: user, ipAddress: client.ip,
+                       userAgent: client.userAgent, details: ["provider": provider.rawValue, "how": how]))
+    }
+
+    static func displayName(_ name: PersonName?) -> String? {
+        guard let name else { return nil }
+        let joined = [name.givenName, name.familyName].compactMap { $0?.trimmingCharacters(in: .whitespacesAndNewlines) }
+            .filter { !$0.isEmpty }.joined(separator: " ")
+        return joined.isEmpty ? nil : String(joined.prefix(100))
+    }
+
+    var linkConfirmationRequired: GatehouseError {
+        GatehouseError(
+            status: 409, code: .linkConfirmationRequired,
+            message: preset.text(
+                "error.link_confirmation_required", "An account with this email already exists. Log in with your password to connect it."))
+    }
+    var identityInUse: GatehouseError {
+        GatehouseError(status: 409, code: .identityInUse, message: "This sign-in already belongs to another account.")
+    }
+}
+
+extension Provider {
+    var displayName: String {
+        switch self {
+        case .apple: return "Apple"
+        case .google: return "Google"
+        case .email: return "email"
+        default: return rawValue
+        }
+    }
+}
+
+/// One Sign in with Apple server-to-server event.
+struct AppleEvent: Sendable, Equatable {
+    var type: String
+    var sub: String
+    var email: String?
+    var isPrivateEmail: Bool?
+}
