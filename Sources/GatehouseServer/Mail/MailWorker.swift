@@ -47,12 +47,7 @@ final class MailWorker: Service, Sendable {
     let composer: MailRequestComposer
     let clock: any WallClock
     let logger: Logger
-    let pollInterval: Duration
-    private let signal: AsyncStream<Void>
-    private let signalContinuation: AsyncStream<Void>.Continuation
-    /// Opened once the database is migrated; the worker waits for it before its first look.
-    private let ready: AsyncStream<Void>
-    private let readyContinuation: AsyncStream<Void>.Continuation
+    private let loop: WakeLoop
     /// How long a claim keeps other workers off a mail: longer than one delivery may take
     /// (`SMTPTransport`'s deadline), short enough that a crashed node's mail goes out soon.
     static let leaseSeconds = 40
@@ -66,37 +61,16 @@ final class MailWorker: Service, Sendable {
         self.composer = composer
         self.clock = clock
         self.logger = logger
-        self.pollInterval = pollInterval
-        (signal, signalContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        (ready, readyContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        loop = WakeLoop(pollInterval: pollInterval)
     }
 
-    func wake() { signalContinuation.yield() }
+    func wake() { loop.wake() }
 
     /// Lets the worker begin (called once the database is ready).
-    func start() { readyContinuation.yield() }
+    func start() { loop.start() }
 
     func run() async throws {
-        await cancelWhenGracefulShutdown {
-            for await _ in self.ready { break }
-            await withTaskGroup(of: Void.self) { group in
-                // The poll is a wake-up like any other. One iterator reads the stream for the
-                // worker's whole life: cancelling an AsyncStream's iteration ends the stream.
-                let interval = self.pollInterval
-                group.addTask {
-                    while !Task.isCancelled {
-                        try? await Task.sleep(for: interval)
-                        self.wake()
-                    }
-                }
-                await self.deliverDue()
-                for await _ in self.signal {
-                    if Task.isCancelled { break }
-                    await self.deliverDue()
-                }
-                group.cancelAll()
-            }
-        }
+        await loop.run { await self.deliverDue() }
     }
 
     /// Sends everything that is due now; returns how many mails it handled.
