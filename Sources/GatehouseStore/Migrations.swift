@@ -202,6 +202,28 @@ public enum Migrations {
                 // A queued request (forgot-password, magic link) is composed by the mail worker.
                 "ALTER TABLE outbox ADD COLUMN payload TEXT",
             ]),
+        Migration(
+            version: 5, name: "jobs_provider_tokens",
+            statements: [
+                """
+                CREATE TABLE jobs (
+                    id TEXT PRIMARY KEY,
+                    kind TEXT NOT NULL,
+                    payload BLOB NOT NULL,
+                    encryption TEXT NOT NULL,
+                    status TEXT NOT NULL,
+                    attempts INTEGER NOT NULL,
+                    next_attempt_at INTEGER NOT NULL,
+                    claimed_until INTEGER,
+                    last_error TEXT,
+                    created_at INTEGER NOT NULL
+                )
+                """,
+                "CREATE INDEX jobs_due ON jobs (status, next_attempt_at)",
+                // A provider's own token for the identity (Apple's refresh token), sealed.
+                "ALTER TABLE identities ADD COLUMN provider_token BLOB",
+                "ALTER TABLE identities ADD COLUMN provider_token_encryption TEXT",
+            ]),
     ]
 
     static let postgres: [Migration] = [
@@ -372,6 +394,28 @@ public enum Migrations {
                 "CREATE INDEX email_tokens_expiry ON email_tokens (expires_at)",
                 // A queued request (forgot-password, magic link) is composed by the mail worker.
                 "ALTER TABLE outbox ADD COLUMN payload TEXT",
+            ]),
+        Migration(
+            version: 5, name: "jobs_provider_tokens",
+            statements: [
+                """
+                CREATE TABLE jobs (
+                    id TEXT PRIMARY KEY,
+                    kind TEXT NOT NULL,
+                    payload BYTEA NOT NULL,
+                    encryption TEXT NOT NULL,
+                    status TEXT NOT NULL,
+                    attempts BIGINT NOT NULL,
+                    next_attempt_at BIGINT NOT NULL,
+                    claimed_until BIGINT,
+                    last_error TEXT,
+                    created_at BIGINT NOT NULL
+                )
+                """,
+                "CREATE INDEX jobs_due ON jobs (status, next_attempt_at)",
+                // A provider's own token for the identity (Apple's refresh token), sealed.
+                "ALTER TABLE identities ADD COLUMN provider_token BYTEA",
+                "ALTER TABLE identities ADD COLUMN provider_token_encryption TEXT",
             ]),
     ]
 }

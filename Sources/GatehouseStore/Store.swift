@@ -177,10 +177,23 @@ public protocol EmailTokenStore: Sendable {
     func emailTokenTimes(userID: UserID, purpose: EmailTokenPurpose, since date: Date) async throws(StoreError) -> [Date]
 }
 
+/// Durable background work (Apple token exchange and revocation, …): leased like the outbox.
+public protocol JobStore: Sendable {
+    func enqueueJob(_ job: Job) async throws(StoreError)
+    /// Leases the next due job for `leaseSeconds`.
+    func claimDueJob(now: Date, leaseSeconds: Int) async throws(StoreError) -> Job?
+    func completeJob(_ id: UUID) async throws(StoreError)
+    /// Records a failed attempt: retried at `nextAttempt`, or failed for good when it is `nil`.
+    func failJob(_ id: UUID, error: String, nextAttempt: Date?) async throws(StoreError)
+    /// A provider's own token for a user's identity (sealed), and setting it.
+    func providerToken(of userID: UserID, provider: Provider) async throws(StoreError) -> (value: [UInt8], encryption: String)?
+    func setProviderToken(userID: UserID, provider: Provider, subject: String, value: [UInt8], encryption: String) async throws(StoreError)
+}
+
 /// All of Gatehouse's storage, behind one protocol with a SQLite and a PostgreSQL
 /// implementation that pass the same contract suite.
 public protocol GatehouseStore: UserStore, SigningKeyStore, SessionStore, ThrottleStore, AuditStore, SecretStore, OutboxStore,
-    EmailTokenStore
+    EmailTokenStore, JobStore
 {
     var dialect: SQLDialect { get }
     /// Runs `body` in one transaction against a store bound to it.

@@ -1,0 +1,26 @@
+import Foundation
+
+/// A unit of durable background work. Its payload may hold a secret (an authorization code, a
+/// provider token), so it is stored sealed.
+public struct Job: Sendable, Equatable {
+    public var id: UUID
+    public var kind: String
+    public var payload: [UInt8]
+    public var encryption: String
+    public var attempts: Int
+    public var nextAttemptAt: Date
+    public var createdAt: Date
+
+    public init(
+        id: UUID = UUID(), kind: String, payload: [UInt8], encryption: String, attempts: Int = 0, nextAttemptAt: Date? = nil,
+        createdAt: Date
+    ) {
+        self.id = id
+        self.kind = kind
+        self.payload = payload
+        self.encryption = encryption
+        self.attempts = attempts
+        self.nextAttemptAt = nextAttemptAt ?? createdAt
+        self.createdAt = createdAt
+    }
+}
