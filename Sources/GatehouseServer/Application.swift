@@ -81,18 +81,29 @@ public func buildApplication(
         store: store, auth: auth, hasher: hasher, mail: accountMail, links: links, throttle: throttle, redirects: redirects,
         preset: preset, clock: clock)
     let resolver = ClientAddressResolver(trustedProxies: config.trustedProxies)
+    let sealer = SecretSealer(secret: config.secretKey)
+    var appleTokens: AppleTokenClient?
+    if let credentials = config.appleCredentials {
+        // The key was parsed when the configuration was read, so this does not fail here.
+        appleTokens = try await AppleTokenClient(credentials: credentials, client: httpClient, clock: clock)
+    }
+    let jobs = JobWorker(
+        store: store, sealer: sealer, clock: clock, logger: logger,
+        handlers: AppleJobs(tokens: appleTokens, store: store, sealer: sealer, clock: clock, logger: logger).handlers)
+    let appleKeys = ProviderKeySet(url: config.appleJWKSURL, client: httpClient, clock: clock, logger: logger)
+    let googleKeys = ProviderKeySet(url: config.googleJWKSURL, client: httpClient, clock: clock, logger: logger)
     let idTokenFailure = preset.text("error.invalid_id_token", "Authentication with Google/Apple failed. Please try again.")
     let providers = ProviderSignInService(
         store: store, auth: auth,
         apple: ProviderTokenVerifier(
             provider: .apple, issuers: ProviderTokenVerifier.appleIssuers, audiences: Set(config.appleAudiences),
-            keys: ProviderKeySet(url: config.appleJWKSURL, client: httpClient, clock: clock, logger: logger), clock: clock,
+            keys: appleKeys, clock: clock,
             leeway: TimeInterval(tokens.leewaySeconds), failureMessage: idTokenFailure),
         google: ProviderTokenVerifier(
             provider: .google, issuers: ProviderTokenVerifier.googleIssuers, audiences: Set(config.googleAudiences),
-            keys: ProviderKeySet(url: config.googleJWKSURL, client: httpClient, clock: clock, logger: logger), clock: clock,
+            keys: googleKeys, clock: clock,
             leeway: TimeInterval(tokens.leewaySeconds), failureMessage: idTokenFailure),
-        preset: preset, clock: clock)
+        preset: preset, clock: clock, jobs: jobs, appleTokens: appleTokens != nil)
 
     let router = Router(context: GatehouseRequestContext.self)
     router.add(middleware: RequestIDMiddleware())
@@ -121,10 +132,15 @@ public func buildApplication(
 
     var services: [any Service] = [
         KeyRefreshService(keys: keys, logger: logger), DatabaseShutdownService(database: database),
-        PasswordHasherService(hasher: hasher), HTTPClientService(client: httpClient), mailWorker,
+        PasswordHasherService(hasher: hasher), HTTPClientService(client: httpClient), mailWorker, jobs,
     ]
     if let postgres = database as? PostgresDatabase {
         services.insert(postgres.service, at: 0)
+    }
+    // Only the providers an app is configured for (it has their audiences).
+    let configuredKeys = (config.appleAudiences.isEmpty ? [] : [appleKeys]) + (config.googleAudiences.isEmpty ? [] : [googleKeys])
+    if !configuredKeys.isEmpty {
+        services.append(ProviderKeysService(keySets: configuredKeys, clock: clock, logger: logger))
     }
     let onListening = dependencies.onListening
     var app = Application(
@@ -144,8 +160,9 @@ public func buildApplication(
             logger.notice("applied migrations", metadata: ["versions": .string(applied.map(String.init).joined(separator: ","))])
         }
         try await keys.start()
-        try await chainKey.load(store: store, sealer: SecretSealer(secret: config.secretKey), now: clock.now)
+        try await chainKey.load(store: store, sealer: sealer, now: clock.now)
         mailWorker.start()
+        jobs.start()
         logger.info("configuration", metadata: config.redactedSummary.mapValues { .string($0) })
     }
     return app

@@ -20,6 +20,9 @@ final class FakeProvider: Sendable {
         var published: [Key] = []
         var down = false
         var fetches = 0
+        /// Form bodies posted to the token and revoke endpoints (Apple's), in order.
+        var tokenRequests: [[String: String]] = []
+        var revokeRequests: [[String: String]] = []
     }
 
     let issuer: String
@@ -35,6 +38,8 @@ final class FakeProvider: Sendable {
     }
 
     var fetches: Int { state.withLock { $0.fetches } }
+    var tokenRequests: [[String: String]] { state.withLock { $0.tokenRequests } }
+    var revokeRequests: [[String: String]] { state.withLock { $0.revokeRequests } }
     func setDown(_ down: Bool) { state.withLock { $0.down = down } }
     func publish(_ key: Key) { state.withLock { $0.published.append(key) } }
 
@@ -60,6 +65,20 @@ final class FakeProvider: Sendable {
             return Response(
                 status: .ok, headers: [.contentType: "application/json", .cacheControl: "public, max-age=3600"],
                 body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        }
+        // Apple's token and revoke endpoints.
+        router.post("/auth/token") { request, _ -> Response in
+            let form = Self.parseForm(String(buffer: try await request.body.collect(upTo: 65_536)))
+            self.state.withLock { $0.tokenRequests.append(form) }
+            let data = try JSONSerialization.data(withJSONObject: [
+                "access_token": "at", "token_type": "Bearer", "expires_in": 3600, "refresh_token": "apple-refresh-\(form["code"] ?? "")",
+            ])
+            return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        }
+        router.post("/auth/revoke") { request, _ -> HTTPResponse.Status in
+            let form = Self.parseForm(String(buffer: try await request.body.collect(upTo: 65_536)))
+            self.state.withLock { $0.revokeRequests.append(form) }
+            return .ok
         }
         let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
         try await app.test(.live) { client in
@@ -95,6 +114,15 @@ final class FakeProvider: Sendable {
             let signature = try key.key.signature(for: Data(input.utf8), padding: .insecurePKCS1v1_5)
             return input + "." + Self.base64URL(signature.rawRepresentation)
         }
+    }
+
+    static func parseForm(_ body: String) -> [String: String] {
+        var fields: [String: String] = [:]
+        for pair in body.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1).map { String($0).removingPercentEncoding ?? "" }
+            if parts.count == 2 { fields[parts[0]] = parts[1] }
+        }
+        return fields
     }
 
     static func base64URL(_ data: Data) -> String {

@@ -7,6 +7,7 @@ import GatehouseWire
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import JWTKit
 import Testing
 
 /// Sign in with Apple and Google against local key servers, with tokens minted by the tests.
@@ -18,10 +19,13 @@ import Testing
     /// Runs `body` with live Apple and Google key servers and an app configured for them.
     static func run(
         _ backend: Backend, preset: String = "default", clock: any WallClock = SystemClock(),
+        adjust: @escaping @Sendable (inout GatehouseConfig) -> Void = { _ in },
+        before: @Sendable (FakeProvider, FakeProvider) -> Void = { _, _ in },
         _ body: @escaping @Sendable (AuthClient, FakeProvider, FakeProvider, GatehouseConfig) async throws -> Void
     ) async throws {
         let apple = try FakeProvider(issuer: "https://appleid.apple.com", audience: appleAudience)
         let google = try FakeProvider(issuer: "https://accounts.google.com", audience: googleAudience)
+        before(apple, google)
         try await apple.serve { appleURL in
             try await google.serve { googleURL in
                 try await TestApp.run(backend, preset: preset, clock: clock, adjust: {
@@ -29,6 +33,9 @@ import Testing
                     $0.googleAudiences = [googleAudience, "another-client"]
                     $0.appleJWKSURL = appleURL
                     $0.googleJWKSURL = googleURL
+                    $0.appleTokenURL = appleURL.deletingLastPathComponent().appendingPathComponent("auth/token")
+                    $0.appleRevokeURL = appleURL.deletingLastPathComponent().appendingPathComponent("auth/revoke")
+                    adjust(&$0)
                 }) { client, config in
                     try await body(AuthClient(client: client), apple, google, config)
                 }
@@ -167,8 +174,7 @@ import Testing
     }
 
     @Test func theKeyServerDownGives503NotA500() async throws {
-        try await Self.run(.sqlite) { api, _, google, _ in
-            google.setDown(true)
+        try await Self.run(.sqlite, before: { _, google in google.setDown(true) }) { api, _, google, _ in
             let response = try await api.post("/v1/auth/google", Self.body(try google.token()))
             #expect(response.status == .serviceUnavailable && response.error?.code == .providerUnavailable)
             google.setDown(false)
@@ -231,6 +237,51 @@ import Testing
             let email = try await api.post("/v1/auth/identities/email", AuthClient.credentials("linker@example.com", "a new password here"), token: access)
             #expect(email.status == .ok)
             #expect(try await api.login("linker@example.com", "a new password here").status == .ok)
+        }
+    }
+
+    /// With Apple credentials set, the authorization code is exchanged in the background (with an
+    /// ES256 client secret) and the refresh token is revoked when Apple is unlinked.
+    @Test(arguments: Backend.available)
+    func appleTokensAreExchangedAndRevoked(_ backend: Backend) async throws {
+        let teamKey = ES256PrivateKey()
+        try await Self.run(backend, adjust: {
+            $0.appleTeamID = "TEAM123456"
+            $0.appleKeyID = "KEY1234567"
+            $0.applePrivateKey = teamKey.pemRepresentation
+        }) { api, apple, _, config in
+            let body = #"{"id_token": "\#(try apple.token(sub: "ex-1", email: "ex@example.com"))", "authorization_code": "code-1"}"#
+            let signedIn = try await api.post("/v1/auth/apple", body).json(SignInResponse.self)
+            var stored: (value: [UInt8], encryption: String)?
+            for _ in 0..<200 where stored == nil {
+                stored = try await TestApp.withStore(config) { store in
+                    try await store.providerToken(of: UserID(signedIn.user.id)!, provider: .apple).map { ($0.value, $0.encryption) }
+                }
+                if stored == nil { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(stored.map { String(decoding: $0.value, as: UTF8.self) } == "apple-refresh-code-1")
+            let exchange = try #require(apple.tokenRequests.first)
+            #expect(exchange["code"] == "code-1" && exchange["grant_type"] == "authorization_code")
+            #expect(exchange["client_id"] == Self.appleAudience)
+            // The client secret: an ES256 JWT from the team, for the app, signed with the team key.
+            let secret = try #require(exchange["client_secret"])
+            let keys = await JWTKeyCollection().add(ecdsa: teamKey.publicKey, kid: "KEY1234567")
+            let claims = try await keys.verify(secret, as: AppleTokenClient.ClientSecret.self)
+            #expect(claims.iss.value == "TEAM123456" && claims.sub.value == Self.appleAudience)
+            #expect(claims.aud.value == ["https://appleid.apple.com"])
+            #expect(try jwtParts(secret).header["kid"] as? String == "KEY1234567")
+
+            // Apple cannot be unlinked while it is the only way in; with a password added, it can,
+            // and Apple's token is revoked.
+            let access = signedIn.session.accessToken
+            let alone = try await api.client.execute(uri: "/v1/auth/identities/apple", method: .delete, headers: [.authorization: "Bearer \(access)"])
+            #expect(alone.status == .conflict)
+            #expect(try await api.post("/v1/auth/identities/email", AuthClient.credentials("ex@example.com", "a long enough secret"), token: access).status == .ok)
+            let unlinked = try await api.client.execute(uri: "/v1/auth/identities/apple", method: .delete, headers: [.authorization: "Bearer \(access)"])
+            #expect(unlinked.status == .noContent)
+            for _ in 0..<200 where apple.revokeRequests.isEmpty { try await Task.sleep(for: .milliseconds(50)) }
+            let revoke = try #require(apple.revokeRequests.first)
+            #expect(revoke["token"] == "apple-refresh-code-1" && revoke["token_type_hint"] == "refresh_token")
         }
     }
 }

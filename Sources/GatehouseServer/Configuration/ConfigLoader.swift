@@ -1,5 +1,6 @@
 import Configuration
 import Foundation
+import JWTKit
 import GatehouseCore
 import GatehouseStore
 import Logging
@@ -14,7 +15,8 @@ extension GatehouseConfig {
         "google_jwks_url", "appstore_root_certs", "appstore_bundle_id", "redirect_allowlist",
         "trusted_proxies", "ip_limits", "webhook_url", "webhook_secret", "max_body_bytes", "log_level",
         "log_format", "argon2_memory_kib", "argon2_iterations", "argon2_parallelism", "hash_threads",
-        "breached_passwords_url", "token_audience", "smtp_ca_file", "mail_from",
+        "breached_passwords_url", "token_audience", "smtp_ca_file", "mail_from", "apple_team_id", "apple_key_id",
+        "apple_private_key_file", "apple_client_id", "apple_token_url", "apple_revoke_url",
     ]
 
     static let secretKeys: Set<String> = ["admin_key", "secret_key", "webhook_secret", "smtp_url"]
@@ -110,6 +112,22 @@ extension GatehouseConfig {
         config.googleAudiences = settings.list("google_audiences") ?? []
         if let url = settings.url("apple_jwks_url", schemes: ["http", "https"]) { config.appleJWKSURL = url }
         if let url = settings.url("google_jwks_url", schemes: ["http", "https"]) { config.googleJWKSURL = url }
+        config.appleTeamID = settings.string("apple_team_id")
+        config.appleKeyID = settings.string("apple_key_id")
+        config.appleClientID = settings.string("apple_client_id")
+        if let path = settings.string("apple_private_key_file") {
+            if let pem = try? String(contentsOfFile: path, encoding: .utf8), (try? ES256PrivateKey(pem: pem)) != nil {
+                config.applePrivateKey = pem
+            } else {
+                settings.problem("apple_private_key_file", "cannot read an EC P-256 private key (PEM) from \(path)")
+            }
+        }
+        let appleParts = [config.appleTeamID, config.appleKeyID, config.applePrivateKey].filter { $0 != nil }.count
+        if appleParts != 0, appleParts != 3 {
+            settings.problem("apple_team_id", "Apple token credentials need GATEHOUSE_APPLE_TEAM_ID, _KEY_ID and _PRIVATE_KEY_FILE together")
+        }
+        if let url = settings.url("apple_token_url", schemes: ["http", "https"]) { config.appleTokenURL = url }
+        if let url = settings.url("apple_revoke_url", schemes: ["http", "https"]) { config.appleRevokeURL = url }
         if let path = settings.string("appstore_root_certs") {
             if FileManager.default.isReadableFile(atPath: path) { config.appStoreRootCerts = path } else {
                 settings.problem("appstore_root_certs", "cannot read \(path)")

@@ -39,6 +39,15 @@ public struct GatehouseConfig: Sendable {
     public var appleAudiences: [String] = []
     public var googleAudiences: [String] = []
     public var appleJWKSURL = URL(string: "https://appleid.apple.com/auth/keys")!
+    /// Sign in with Apple credentials for exchanging and revoking Apple's tokens (all four or none).
+    public var appleTeamID: String?
+    public var appleKeyID: String?
+    /// The PEM of the Sign in with Apple private key (read from `GATEHOUSE_APPLE_PRIVATE_KEY_FILE`).
+    public var applePrivateKey: String?
+    /// Defaults to the first of `appleAudiences`.
+    public var appleClientID: String?
+    public var appleTokenURL = URL(string: "https://appleid.apple.com/auth/token")!
+    public var appleRevokeURL = URL(string: "https://appleid.apple.com/auth/revoke")!
     public var googleJWKSURL = URL(string: "https://www.googleapis.com/oauth2/v3/certs")!
     public var appStoreRootCerts: String?
     public var appStoreBundleID: String?
@@ -68,6 +77,14 @@ public struct GatehouseConfig: Sendable {
         var text = publicURL.absoluteString
         while text.hasSuffix("/") { text.removeLast() }
         return text
+    }
+
+    /// Apple's token credentials when they are all set.
+    var appleCredentials: AppleCredentials? {
+        guard let appleTeamID, let appleKeyID, let applePrivateKey, let client = appleClientID ?? appleAudiences.first else { return nil }
+        return AppleCredentials(
+            teamID: appleTeamID, keyID: appleKeyID, clientID: client, privateKeyPEM: applePrivateKey, tokenURL: appleTokenURL,
+            revokeURL: appleRevokeURL)
     }
 
     /// The sender of Gatehouse's mail.

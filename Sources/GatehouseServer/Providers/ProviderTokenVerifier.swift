@@ -6,6 +6,7 @@ import GatehouseWire
 import JWTKit
 import Logging
 import NIOCore
+import ServiceLifecycle
 
 /// A provider's public signing keys (Apple's or Google's JWKS), fetched over HTTP and cached for
 /// as long as the response's `Cache-Control: max-age` says (an hour when it says nothing, a day
@@ -59,6 +60,13 @@ actor ProviderKeySet {
         return keys[kid].map(Lookup.key) ?? .unknownKey
     }
 
+    /// Fetches the keys unless the cache is fresh; returns when they should be fetched again.
+    func prefetch() async throws -> Date {
+        if let expiresAt, clock.now < expiresAt, !keys.isEmpty { return expiresAt }
+        try await refresh()
+        return expiresAt ?? clock.now.addingTimeInterval(3_600)
+    }
+
     private func refresh() async throws {
         if let inFlight { return try await inFlight.value }
         let task = Task { try await self.fetch() }
@@ -96,6 +104,36 @@ actor ProviderKeySet {
             if parts.count == 2, parts[0].lowercased() == "max-age", let seconds = Int(parts[1]) { return seconds }
         }
         return nil
+    }
+}
+
+/// Keeps the configured providers' keys fresh in the background, so that sign-ins normally
+/// find them cached: fetched at start, then again shortly before the cache expires.
+struct ProviderKeysService: Service {
+    let keySets: [ProviderKeySet]
+    let clock: any WallClock
+    let logger: Logger
+
+    func run() async throws {
+        try? await cancelWhenGracefulShutdown {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for keys in keySets {
+                    group.addTask {
+                        while !Task.isCancelled {
+                            var wait: TimeInterval = 60
+                            do {
+                                let expiry = try await keys.prefetch()
+                                wait = max(60, expiry.timeIntervalSince(clock.now) - 60)
+                            } catch {
+                                logger.warning("could not prefetch provider keys", metadata: ["url": "\(keys.url)", "cause": "\(error)"])
+                            }
+                            try await Task.sleep(for: .seconds(wait))
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
     }
 }
 

@@ -17,6 +17,9 @@ struct ProviderSignInService: Sendable {
     let google: ProviderTokenVerifier
     let preset: Preset
     let clock: any WallClock
+    /// Exchanges and revokes Apple's tokens in the background (when Apple credentials are set).
+    let jobs: JobWorker
+    let appleTokens: Bool
 
     func verifier(_ provider: Provider) -> ProviderTokenVerifier { provider == .apple ? apple : google }
 
@@ -63,7 +66,23 @@ struct ProviderSignInService: Sendable {
             }
         }
         auth.mail.wake()
+        if let code = request.authorizationCode, provider == .apple, appleTokens {
+            // Apple's refresh token, for revoking it at deletion; fetched off the request's path.
+            try await store.transaction { tx in
+                try await jobs.enqueue(
+                    tx, kind: "apple_exchange", payload: ["user_id": response.user.id, "subject": person.subject, "code": code])
+            }
+            jobs.wake()
+        }
         return SignInResponse(user: response.user, session: response.session, created: created)
+    }
+
+    /// Queues the revocation of the user's Apple token, if Gatehouse holds one (unlinking,
+    /// deletion); inside the caller's transaction.
+    func queueAppleRevocation(_ tx: any GatehouseStore, user: UserID) async throws {
+        guard let stored = try await tx.providerToken(of: user, provider: .apple) else { return }
+        let token = try jobs.sealer.open(stored.value, encryption: stored.encryption, what: "Apple's refresh token")
+        try await jobs.enqueue(tx, kind: "apple_revoke", payload: ["token": String(decoding: token, as: UTF8.self)])
     }
 
     // MARK: Linking
@@ -153,12 +172,14 @@ struct ProviderSignInService: Sendable {
                 throw GatehouseError(
                     status: 409, code: .lastIdentity, message: "This is the only way to sign in to this account, so it cannot be removed.")
             }
+            if provider == .apple { try await queueAppleRevocation(tx, user: user.id) }
             _ = try await tx.deleteIdentities(of: user.id, provider: provider)
             if provider == .email {
                 try await tx.updatePassword(user.id, hash: nil, changedAt: now, now: now)
             }
             try await audit(tx, "identity_unlinked", user: user.id, provider: provider, client: kept, how: "by user")
         }
+        jobs.wake()
     }
 
     // MARK: Apple's server-to-server events

@@ -1,0 +1,73 @@
+import Foundation
+import GatehouseCore
+import GatehouseStore
+import Logging
+import ServiceLifecycle
+
+/// Runs durable background jobs (the `jobs` table): claims one due job at a time with a lease,
+/// hands its (unsealed) payload to the handler for its kind, and deletes it when done or
+/// retries it with backoff. A crash loses nothing: the lease runs out and another node (or the
+/// next start) takes the job.
+final class JobWorker: Service, Sendable {
+    typealias Handler = @Sendable (Job, Data) async throws -> Void
+
+    let store: any GatehouseStore
+    let sealer: SecretSealer
+    let clock: any WallClock
+    let logger: Logger
+    let handlers: [String: Handler]
+    private let loop = WakeLoop(pollInterval: .seconds(2))
+    static let leaseSeconds = 60
+    static let maximumAttempts = 8
+
+    init(store: any GatehouseStore, sealer: SecretSealer, clock: any WallClock, logger: Logger, handlers: [String: Handler]) {
+        self.store = store
+        self.sealer = sealer
+        self.clock = clock
+        self.logger = logger
+        self.handlers = handlers
+    }
+
+    /// Queues a job inside the caller's transaction; call `wake()` after the commit.
+    func enqueue(_ tx: any GatehouseStore, kind: String, payload: [String: String]) async throws {
+        let sealed = try sealer.seal(try JSONEncoder().encode(payload))
+        try await tx.enqueueJob(Job(kind: kind, payload: sealed.bytes, encryption: sealed.encryption, createdAt: clock.now))
+    }
+
+    func wake() { loop.wake() }
+    func start() { loop.start() }
+
+    func run() async throws {
+        await loop.run { await self.runDue() }
+    }
+
+    /// Runs every job that is due now.
+    func runDue() async {
+        while !Task.isCancelled {
+            let job: Job?
+            do {
+                job = try await store.claimDueJob(now: clock.now, leaseSeconds: Self.leaseSeconds)
+            } catch {
+                logger.warning("could not read the job queue", metadata: ["cause": "\(error)"])
+                return
+            }
+            guard let job else { return }
+            await run(job)
+        }
+    }
+
+    private func run(_ job: Job) async {
+        do {
+            guard let handler = handlers[job.kind] else { throw ProviderError("no handler for job kind \(job.kind)") }
+            try await handler(job, try sealer.open(job.payload, encryption: job.encryption, what: "a job payload"))
+            try await store.completeJob(job.id)
+        } catch {
+            let attempts = job.attempts + 1
+            let next = attempts < Self.maximumAttempts ? clock.now.addingTimeInterval(min(5 * pow(2, Double(attempts - 1)), 3_600)) : nil
+            logger.warning(
+                next == nil ? "background job failed for good" : "background job failed; will retry",
+                metadata: ["job_id": "\(job.id)", "kind": "\(job.kind)", "attempt": "\(attempts)", "cause": "\(error)"])
+            try? await store.failJob(job.id, error: "\(error)", nextAttempt: next)
+        }
+    }
+}
