@@ -116,8 +116,10 @@ public func buildApplication(
     AuthController(auth: auth, tokens: tokenService, resolver: resolver, bodyLimit: config.maxBodyBytes).register(on: router)
     EmailController(emails: emails, auth: auth, tokens: tokenService, resolver: resolver, bodyLimit: config.maxBodyBytes)
         .register(on: router)
-    ProviderController(providers: providers, auth: auth, tokens: tokenService, resolver: resolver, bodyLimit: config.maxBodyBytes)
-        .register(on: router)
+    let account = AccountService(store: store, auth: auth, providers: providers, emails: emails, preset: preset, clock: clock)
+    ProviderController(
+        providers: providers, account: account, auth: auth, tokens: tokenService, resolver: resolver, bodyLimit: config.maxBodyBytes
+    ).register(on: router)
     PagesController(
         emails: emails, templates: templates, resolver: resolver, preset: preset, policy: preset.passwordPolicy,
         secureCookies: config.publicURL.scheme == "https", bodyLimit: config.maxBodyBytes

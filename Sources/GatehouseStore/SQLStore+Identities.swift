@@ -40,6 +40,14 @@ extension SQLStore {
     }
 
     public func deleteUser(_ id: UserID) async throws(StoreError) -> Bool {
-        !(try await executor.query("DELETE FROM users WHERE id = ? RETURNING id", [.text(id.description)]).isEmpty)
+        let rows = try await executor.query("DELETE FROM users WHERE id = ? RETURNING email", [.text(id.description)])
+        guard let row = rows.first else { return false }
+        try await executor.query(
+            "UPDATE audit_log SET ip_address = NULL, user_agent = NULL WHERE user_id = ?", [.text(id.description)])
+        if let email = try row.optionalString("email") {
+            try await executor.query(
+                "UPDATE outbox SET recipient = '', text_body = NULL, html_body = NULL WHERE lower(recipient) = lower(?)", [.text(email)])
+        }
+        return true
     }
 }

@@ -27,7 +27,8 @@ public protocol UserStore: Sendable {
     func fillProfile(_ id: UserID, displayName: String?, avatarURL: String?, now: Date) async throws(StoreError)
     /// Replaces the account's address (`.uniqueViolation` when another account has it).
     func updateEmail(_ id: UserID, email: String?, normalizedEmail: String?, verifiedAt: Date?, now: Date) async throws(StoreError)
-    /// Deletes the account and, by cascade, everything that belongs to it.
+    /// Deletes the account and, by cascade, everything that belongs to it; strips the client
+    /// addresses from its audit rows and its address from the outbox.
     func deleteUser(_ id: UserID) async throws(StoreError) -> Bool
 }
 

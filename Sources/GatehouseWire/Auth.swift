@@ -416,3 +416,25 @@ public struct AppleEventRequest: Codable, Sendable, Hashable {
         case payload
     }
 }
+
+/// `DELETE /v1/me`: proof that fits the account (decision 2), unless the session is young.
+public struct DeleteAccountRequest: Codable, Sendable, Hashable {
+    public var password: String?
+    /// A fresh Apple or Google id_token of one of the account's identities.
+    public var idToken: String?
+    public var rawNonce: String?
+    /// A magic-link code mailed to the account's address.
+    public var code: String?
+    public init(password: String? = nil, idToken: String? = nil, rawNonce: String? = nil, code: String? = nil) {
+        self.password = password
+        self.idToken = idToken
+        self.rawNonce = rawNonce
+        self.code = code
+    }
+    enum CodingKeys: String, CodingKey {
+        case password
+        case idToken = "id_token"
+        case rawNonce = "raw_nonce"
+        case code
+    }
+}

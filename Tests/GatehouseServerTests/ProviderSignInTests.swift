@@ -74,8 +74,9 @@ import Testing
         }
     }
 
-    @Test func googleFillsAnEmptyProfileAndAPrivateRelayIsNeverMerged() async throws {
-        try await Self.run(.sqlite) { api, apple, google, config in
+    @Test(arguments: Backend.available)
+    func googleFillsAnEmptyProfileAndAPrivateRelayIsNeverMerged(_ backend: Backend) async throws {
+        try await Self.run(backend) { api, apple, google, config in
             let token = try google.token(
                 sub: "g-1", email: "gina@example.com", extra: ["email_verified": true, "name": "Gina G", "picture": "https://example.com/g.png"])
             let gina = try await api.post("/v1/auth/google", Self.body(token)).json(SignInResponse.self)
@@ -117,8 +118,9 @@ import Testing
         }
     }
 
-    @Test func everyBadTokenIsRefusedWithTheSeedsMessage() async throws {
-        try await Self.run(.sqlite) { api, apple, google, _ in
+    @Test(arguments: Backend.available)
+    func everyBadTokenIsRefusedWithTheSeedsMessage(_ backend: Backend) async throws {
+        try await Self.run(backend) { api, apple, google, _ in
             let now = Date()
             let stranger = try google.newKey(kid: google.signing.kid)
             let unknown = try google.newKey()
@@ -152,9 +154,10 @@ import Testing
         }
     }
 
-    @Test func anUnknownKeyIsFetchedOnceAMinuteAtMost() async throws {
+    @Test(arguments: Backend.available)
+    func anUnknownKeyIsFetchedOnceAMinuteAtMost(_ backend: Backend) async throws {
         let clock = ManualClock(Date())
-        try await Self.run(.sqlite, clock: clock) { api, _, google, _ in
+        try await Self.run(backend, clock: clock) { api, _, google, _ in
             #expect(try await api.post("/v1/auth/google", Self.body(try google.token())).status == .ok)
             #expect(google.fetches == 1)
             // A key rotated in at the provider: within the minute, its tokens wait (no refetch)…
@@ -173,8 +176,9 @@ import Testing
         }
     }
 
-    @Test func theKeyServerDownGives503NotA500() async throws {
-        try await Self.run(.sqlite, before: { _, google in google.setDown(true) }) { api, _, google, _ in
+    @Test(arguments: Backend.available)
+    func theKeyServerDownGives503NotA500(_ backend: Backend) async throws {
+        try await Self.run(backend, before: { _, google in google.setDown(true) }) { api, _, google, _ in
             let response = try await api.post("/v1/auth/google", Self.body(try google.token()))
             #expect(response.status == .serviceUnavailable && response.error?.code == .providerUnavailable)
             google.setDown(false)
@@ -212,8 +216,9 @@ import Testing
         }
     }
 
-    @Test func identitiesAreLinkedAndUnlinkedButNeverTheLastOne() async throws {
-        try await Self.run(.sqlite) { api, apple, google, _ in
+    @Test(arguments: Backend.available)
+    func identitiesAreLinkedAndUnlinkedButNeverTheLastOne(_ backend: Backend) async throws {
+        try await Self.run(backend) { api, apple, google, _ in
             let account = try await api.account("linker@example.com")
             let access = account.session.accessToken
             let token = try google.token(sub: "g-link", email: "other@example.com", extra: ["email_verified": true])
@@ -282,6 +287,34 @@ import Testing
             for _ in 0..<200 where apple.revokeRequests.isEmpty { try await Task.sleep(for: .milliseconds(50)) }
             let revoke = try #require(apple.revokeRequests.first)
             #expect(revoke["token"] == "apple-refresh-code-1" && revoke["token_type_hint"] == "refresh_token")
+        }
+    }
+
+    /// Deleting an account that signed in with Apple revokes Apple's token, and the same Apple ID
+    /// then signs up afresh.
+    @Test(arguments: Backend.available)
+    func deletingAnAppleAccountRevokesAppleTokenAndForgetsIt(_ backend: Backend) async throws {
+        try await Self.run(backend, adjust: {
+            $0.appleTeamID = "TEAM123456"
+            $0.appleKeyID = "KEY1234567"
+            $0.applePrivateKey = ES256PrivateKey().pemRepresentation
+        }) { api, apple, _, config in
+            let body = #"{"id_token": "\#(try apple.token(sub: "del-1", email: "del@example.com"))", "authorization_code": "code-del"}"#
+            let signedIn = try await api.post("/v1/auth/apple", body).json(SignInResponse.self)
+            let id = UserID(signedIn.user.id)!
+            for _ in 0..<200 where try await TestApp.withStore(config, { try await $0.providerToken(of: id, provider: .apple) == nil }) {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            // A young session is proof enough (decision 2).
+            let deleted = try await api.client.execute(
+                uri: "/v1/me", method: .delete, headers: [.authorization: "Bearer \(signedIn.session.accessToken)"])
+            #expect(deleted.status == .noContent, "\(deleted.text)")
+            for _ in 0..<200 where apple.revokeRequests.isEmpty { try await Task.sleep(for: .milliseconds(50)) }
+            #expect(apple.revokeRequests.first?["token"] == "apple-refresh-code-del")
+            #expect(try await TestApp.withStore(config) { try await $0.user(id: id) } == nil)
+            #expect(try await api.refresh(signedIn.session.refreshToken).status == .unauthorized)
+            let again = try await api.post("/v1/auth/apple", Self.body(try apple.token(sub: "del-1"))).json(SignInResponse.self)
+            #expect(again.created && again.user.id != signedIn.user.id)
         }
     }
 }

@@ -3,9 +3,11 @@ import GatehouseWire
 import HTTPTypes
 import Hummingbird
 
-/// `/v1/auth/apple`, `/v1/auth/google`, `/v1/auth/identities/*` and Apple's account events.
+/// `/v1/auth/apple`, `/v1/auth/google`, `/v1/auth/identities/*`, Apple's account events and
+/// `DELETE /v1/me`.
 struct ProviderController {
     let providers: ProviderSignInService
+    let account: AccountService
     let auth: AuthService
     let tokens: TokenService
     let resolver: ClientAddressResolver
@@ -29,6 +31,11 @@ struct ProviderController {
         let signedIn = router.group()
             .add(middleware: AccessTokenMiddleware(tokens: tokens, auth: auth))
             .group(context: AuthenticatedContext.self)
+        signedIn.delete("/v1/me") { request, context in
+            let body = try await request.decodeJSON(DeleteAccountRequest.self, limit: bodyLimit)
+            try await account.delete(context.signedIn, body, client: resolver.client(request, context.peerAddress))
+            return JSONBody.empty()
+        }
         signedIn.post("/v1/auth/identities/email") { request, context in
             let body = try await request.decodeJSON(EmailPasswordRequest.self, limit: bodyLimit)
             return try JSONBody.response(

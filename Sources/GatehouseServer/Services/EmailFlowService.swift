@@ -204,6 +204,18 @@ struct EmailFlowService: Sendable {
         return SignInResponse(user: response.user, session: response.session, created: created)
     }
 
+    /// Uses up the live magic-link code of an address as proof that the person holds the inbox
+    /// (e.g. before deleting the account); throws like `magic-link/verify`.
+    func consumeCode(email: String, code: String) async throws {
+        let record = try await checkCode(email: email, code: code)
+        switch record.state(at: clock.now) {
+        case .expired: throw tokenExpired
+        case .used: throw record.codeAttempts >= preset.email.magicCodeMaxAttempts ? codeExhausted : tokenInvalid
+        case .valid: break
+        }
+        guard try await store.useEmailToken(hash: record.hash, at: clock.now) else { throw tokenInvalid }
+    }
+
     /// Finds the live code for an address and checks it; a wrong code counts, and the last
     /// allowed wrong code kills it.
     private func checkCode(email: String, code: String) async throws -> EmailToken {

@@ -1,0 +1,74 @@
+import Foundation
+import GatehouseCore
+import GatehouseStore
+import GatehouseWire
+
+/// The account as a whole: deleting it (App Store guideline 5.1.1(v)).
+struct AccountService: Sendable {
+    let store: any GatehouseStore
+    let auth: AuthService
+    let providers: ProviderSignInService
+    let emails: EmailFlowService
+    let preset: Preset
+    let clock: any WallClock
+
+    /// A session this young proves a recent sign-in by itself.
+    static let recentSignInSeconds: TimeInterval = 300
+
+    /// `DELETE /v1/me`: with proof proportionate to what exists (decision 2), removes the user
+    /// and by cascade its identities, sessions, tokens and links; queues the revocation of
+    /// Apple's token; keeps an audit row without personal data.
+    func delete(_ signedIn: SignedIn, _ request: DeleteAccountRequest, client: ClientInfo) async throws {
+        let user = signedIn.user
+        try await requireProof(signedIn, request, client: client)
+        let now = clock.now
+        try await store.transaction { tx in
+            try await providers.queueAppleRevocation(tx, user: user.id)
+            guard try await tx.deleteUser(user.id) else { throw GatehouseError.unauthorized() }
+            try await tx.insertAudit(
+                AuditEvent(createdAt: now, event: "account_deleted", outcome: "success", userID: user.id,
+                           details: ["anonymous": String(user.isAnonymous)]))
+        }
+        providers.jobs.wake()
+    }
+
+    private func requireProof(_ signedIn: SignedIn, _ request: DeleteAccountRequest, client: ClientInfo) async throws {
+        let user = signedIn.user
+        if user.isAnonymous { return }
+        if let session = try await store.session(id: signedIn.identity.sessionID),
+            clock.now.timeIntervalSince(session.createdAt) < Self.recentSignInSeconds
+        {
+            return
+        }
+        if let password = request.password, user.passwordHash != nil {
+            let key = user.normalizedEmail ?? user.id.description
+            try await auth.throttle.checkAccount(key)
+            guard try await auth.hasher.verify(password, against: user.passwordHash).matches else {
+                _ = try await auth.throttle.recordFailure(key, ip: client.stored(under: preset.privacy).ip)
+                throw reauthenticationRequired("That password is not right.")
+            }
+            return
+        }
+        if let idToken = request.idToken {
+            let identities = try await store.identities(of: user.id)
+            for identity in identities where identity.provider == .apple || identity.provider == .google {
+                guard let person = try? await providers.verifier(identity.provider).verify(idToken, rawNonce: request.rawNonce),
+                    person.subject == identity.subject
+                else { continue }
+                return
+            }
+            throw reauthenticationRequired("That sign-in does not belong to this account.")
+        }
+        if let code = request.code, let email = user.email {
+            try await emails.consumeCode(email: email, code: code)
+            return
+        }
+        throw reauthenticationRequired(nil)
+    }
+
+    private func reauthenticationRequired(_ detail: String?) -> GatehouseError {
+        let base = preset.text(
+            "error.reauthentication_required", "To delete your account, confirm it's you: sign in again or enter your password.")
+        return GatehouseError(status: 403, code: .reauthenticationRequired, message: detail.map { "\($0) \(base)" } ?? base)
+    }
+}
