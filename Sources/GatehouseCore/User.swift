@@ -33,6 +33,10 @@ public struct User: Sendable, Equatable {
     public var disabledReason: String?
     public var createdAt: Date
     public var updatedAt: Date
+    /// The names last offered to an anonymous user; one of them may become the display name.
+    public var nameSuggestions: [String]?
+    /// A plan set by an operator, overriding what purchases say (read by the entitlement engine).
+    public var planOverride: String?
 
     public init(
         id: UserID, email: String? = nil, normalizedEmail: String? = nil, emailVerifiedAt: Date? = nil,

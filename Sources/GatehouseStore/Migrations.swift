@@ -224,6 +224,35 @@ public enum Migrations {
                 "ALTER TABLE identities ADD COLUMN provider_token BLOB",
                 "ALTER TABLE identities ADD COLUMN provider_token_encryption TEXT",
             ]),
+        Migration(
+            version: 6, name: "events_idempotency_profiles",
+            statements: [
+                """
+                CREATE TABLE events (
+                    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                    id TEXT NOT NULL UNIQUE,
+                    type TEXT NOT NULL,
+                    user_id TEXT,
+                    data TEXT NOT NULL,
+                    created_at INTEGER NOT NULL
+                )
+                """,
+                "CREATE INDEX events_user ON events (user_id, seq)",
+                """
+                CREATE TABLE idempotency_keys (
+                    scope TEXT NOT NULL,
+                    key_hash BLOB NOT NULL,
+                    user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                    created_at INTEGER NOT NULL,
+                    PRIMARY KEY (scope, key_hash)
+                )
+                """,
+                "CREATE INDEX idempotency_keys_created ON idempotency_keys (created_at)",
+                // The names last offered to an anonymous user (JSON array).
+                "ALTER TABLE users ADD COLUMN name_suggestions TEXT",
+                // An operator's plan override (read by the entitlement engine).
+                "ALTER TABLE users ADD COLUMN plan_override TEXT",
+            ]),
     ]
 
     static let postgres: [Migration] = [
@@ -416,6 +445,35 @@ public enum Migrations {
                 // A provider's own token for the identity (Apple's refresh token), sealed.
                 "ALTER TABLE identities ADD COLUMN provider_token BYTEA",
                 "ALTER TABLE identities ADD COLUMN provider_token_encryption TEXT",
+            ]),
+        Migration(
+            version: 6, name: "events_idempotency_profiles",
+            statements: [
+                """
+                CREATE TABLE events (
+                    seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                    id TEXT NOT NULL UNIQUE,
+                    type TEXT NOT NULL,
+                    user_id TEXT,
+                    data TEXT NOT NULL,
+                    created_at BIGINT NOT NULL
+                )
+                """,
+                "CREATE INDEX events_user ON events (user_id, seq)",
+                """
+                CREATE TABLE idempotency_keys (
+                    scope TEXT NOT NULL,
+                    key_hash BYTEA NOT NULL,
+                    user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                    created_at BIGINT NOT NULL,
+                    PRIMARY KEY (scope, key_hash)
+                )
+                """,
+                "CREATE INDEX idempotency_keys_created ON idempotency_keys (created_at)",
+                // The names last offered to an anonymous user (JSON array).
+                "ALTER TABLE users ADD COLUMN name_suggestions TEXT",
+                // An operator's plan override (read by the entitlement engine).
+                "ALTER TABLE users ADD COLUMN plan_override TEXT",
             ]),
     ]
 }

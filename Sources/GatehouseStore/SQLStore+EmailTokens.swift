@@ -76,7 +76,7 @@ extension SQLStore {
         ).map { row throws(StoreError) in Date(unixSeconds: try row.int("created_at")) }
     }
 
-    private static func emailToken(from row: SQLRow) throws(StoreError) -> EmailToken {
+    static func emailToken(from row: SQLRow) throws(StoreError) -> EmailToken {
         let userID = try row.optionalString("user_id")
         return EmailToken(
             hash: try row.bytes("token_hash"), purpose: EmailTokenPurpose(rawValue: try row.string("purpose")),

@@ -43,14 +43,17 @@ public struct SQLStore: GatehouseStore {
 
     // MARK: Users
 
+    static var userColumnList: String { userColumns }
+
     private static let userColumns = """
         id, email, email_normalized, email_verified_at, is_anonymous, display_name, handle, avatar_url, \
-        onboarding_complete, password_hash, password_changed_at, disabled_at, disabled_reason, created_at, updated_at
+        onboarding_complete, password_hash, password_changed_at, disabled_at, disabled_reason, created_at, updated_at, \
+        name_suggestions, plan_override
         """
 
     public func insertUser(_ user: User) async throws(StoreError) {
         try await executor.query(
-            "INSERT INTO users (\(Self.userColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO users (\(Self.userColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 .text(user.id.description), SQLValue(user.email), SQLValue(user.normalizedEmail),
                 SQLValue(user.emailVerifiedAt?.unixSeconds), SQLValue(user.isAnonymous),
@@ -58,7 +61,7 @@ public struct SQLStore: GatehouseStore {
                 SQLValue(user.onboardingComplete), SQLValue(user.passwordHash),
                 SQLValue(user.passwordChangedAt?.unixSeconds), SQLValue(user.disabledAt?.unixSeconds),
                 SQLValue(user.disabledReason), .integer(user.createdAt.unixSeconds),
-                .integer(user.updatedAt.unixSeconds),
+                .integer(user.updatedAt.unixSeconds), SQLValue(Self.encodeNames(user.nameSuggestions)), SQLValue(user.planOverride),
             ])
     }
 
@@ -131,9 +134,14 @@ public struct SQLStore: GatehouseStore {
             isPrivateRelay: try row.bool("is_private_relay"), createdAt: Date(unixSeconds: try row.int("created_at")))
     }
 
-    private static func user(from row: SQLRow) throws(StoreError) -> User {
+    static func encodeNames(_ names: [String]?) -> String? {
+        guard let names, let data = try? JSONSerialization.data(withJSONObject: names) else { return nil }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    static func user(from row: SQLRow) throws(StoreError) -> User {
         guard let id = UserID(try row.string("id")) else { throw StoreError.decoding("user has a malformed id") }
-        return User(
+        var user = User(
             id: id, email: try row.optionalString("email"), normalizedEmail: try row.optionalString("email_normalized"),
             emailVerifiedAt: try row.optionalInt("email_verified_at").map(Date.init(unixSeconds:)),
             isAnonymous: try row.bool("is_anonymous"), displayName: try row.optionalString("display_name"),
@@ -144,6 +152,11 @@ public struct SQLStore: GatehouseStore {
             disabledReason: try row.optionalString("disabled_reason"),
             createdAt: Date(unixSeconds: try row.int("created_at")),
             updatedAt: Date(unixSeconds: try row.int("updated_at")))
+        if let names = try row.optionalString("name_suggestions") {
+            user.nameSuggestions = (try? JSONSerialization.jsonObject(with: Data(names.utf8))) as? [String]
+        }
+        user.planOverride = try row.optionalString("plan_override")
+        return user
     }
 
     private static func escapeLike(_ text: String) -> String {

@@ -191,10 +191,39 @@ public protocol JobStore: Sendable {
     func setProviderToken(userID: UserID, provider: Provider, subject: String, value: [UInt8], encryption: String) async throws(StoreError)
 }
 
+/// The account's own data beyond sign-in: profile, anonymous names, idempotency keys, the
+/// event feed, and what an export needs.
+public protocol AccountStore: Sendable {
+    /// Replaces the profile fields; `.uniqueViolation` naming `handle` when the handle is taken.
+    func updateProfile(
+        _ id: UserID, displayName: String?, handle: String?, avatarURL: String?, onboardingComplete: Bool, now: Date
+    ) async throws(StoreError)
+    func setNameSuggestions(_ id: UserID, _ names: [String]?, now: Date) async throws(StoreError)
+    /// An anonymous account that gained a real identity.
+    func markUpgraded(_ id: UserID, now: Date) async throws(StoreError)
+    func setPlanOverride(_ id: UserID, _ plan: String?, now: Date) async throws(StoreError)
+    func user(handle: String) async throws(StoreError) -> User?
+    /// Anonymous accounts created before `before` with no session active since then.
+    func staleAnonymousUsers(before: Date, limit: Int) async throws(StoreError) -> [UserID]
+
+    /// The user an idempotency key (hashed) made in `scope` since `since`.
+    func idempotentUser(scope: String, keyHash: [UInt8], since: Date) async throws(StoreError) -> UserID?
+    /// `.uniqueViolation` when the key was stored meanwhile.
+    func insertIdempotencyKey(scope: String, keyHash: [UInt8], userID: UserID, at date: Date) async throws(StoreError)
+    func idempotencyKeyTimes(of userID: UserID) async throws(StoreError) -> [Date]
+
+    /// Appends to the feed; inside a transaction, feed order is commit order.
+    func insertEvent(_ event: DomainEvent) async throws(StoreError)
+    /// Oldest first, after the cursor `after`; optionally one user's.
+    func events(after: Int64?, userID: UserID?, limit: Int) async throws(StoreError) -> [DomainEvent]
+    /// The user's mailed links, for an export (hashes left out by the caller).
+    func emailTokens(of userID: UserID) async throws(StoreError) -> [EmailToken]
+}
+
 /// All of Gatehouse's storage, behind one protocol with a SQLite and a PostgreSQL
 /// implementation that pass the same contract suite.
 public protocol GatehouseStore: UserStore, SigningKeyStore, SessionStore, ThrottleStore, AuditStore, SecretStore, OutboxStore,
-    EmailTokenStore, JobStore
+    EmailTokenStore, JobStore, AccountStore
 {
     var dialect: SQLDialect { get }
     /// Runs `body` in one transaction against a store bound to it.
