@@ -116,6 +116,9 @@ public struct Preset: Sendable, Equatable, Codable {
         check(verification.resendIntervalSeconds >= 0, "'verification.resend_interval_seconds' must not be negative")
         check(verification.resendDailyLimit >= 1, "'verification.resend_daily_limit' must be at least 1")
         check(Self.isHexColor(app.brandColor), "'app.brand_color' must be a colour written #rrggbb")
+        if let days = privacy.anonymousCleanupDays {
+            check(days >= 1, "'privacy.anonymous_cleanup_days' must be at least 1")
+        }
         check(privacy.retentionDays >= 1, "'privacy.retention_days' must be at least 1")
         check(signInMethods.enabled.count > 0, "'sign_in_methods' must turn on at least one method")
         return problems
@@ -439,6 +442,8 @@ public struct PrivacySettings: Sendable, Equatable, Codable {
     public var userAgent: Retention = .full
     /// Audit rows and session metadata older than this are deleted.
     public var retentionDays = 365
+    /// Anonymous accounts not used for this many days are removed; `nil` keeps them.
+    public var anonymousCleanupDays: Int?
 
     public enum Retention: String, Sendable, Codable, Equatable {
         case full
@@ -453,6 +458,7 @@ public struct PrivacySettings: Sendable, Equatable, Codable {
         case clientIP = "client_ip"
         case userAgent = "user_agent"
         case retentionDays = "retention_days"
+        case anonymousCleanupDays = "anonymous_cleanup_days"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -461,5 +467,6 @@ public struct PrivacySettings: Sendable, Equatable, Codable {
         clientIP = try c.value(.clientIP, or: clientIP)
         userAgent = try c.value(.userAgent, or: userAgent)
         retentionDays = try c.value(.retentionDays, or: retentionDays)
+        anonymousCleanupDays = try c.decodeIfPresent(Int.self, forKey: .anonymousCleanupDays)
     }
 }
