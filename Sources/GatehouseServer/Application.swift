@@ -70,26 +70,33 @@ public func buildApplication(
         logger: logger)
     let mail = MailService(worker: mailWorker, clock: clock)
     let accountMail = AccountMail(templates: templates, links: links, mail: mail, preset: preset, clock: clock)
-    let auth = AuthService(
-        store: store, hasher: hasher, tokens: tokenService, throttle: throttle,
-        breached: BreachedPasswordChecker(client: httpClient, baseURL: config.breachedPasswordsURL, logger: logger),
-        policy: PasswordPolicy(settings: preset.passwordPolicy, blocklist: blocklist, copy: preset.copy),
-        preset: preset, clock: clock, mail: accountMail)
-    // The preset's own "open the app" address is trusted like an allowlist entry.
-    let redirects = RedirectPolicy(allowlist: config.redirectAllowlist + [preset.app.openAppURL].compactMap { $0 })
-    let emails = EmailFlowService(
-        store: store, auth: auth, hasher: hasher, mail: accountMail, links: links, throttle: throttle, redirects: redirects,
-        preset: preset, clock: clock)
-    let resolver = ClientAddressResolver(trustedProxies: config.trustedProxies)
     let sealer = SecretSealer(secret: config.secretKey)
     var appleTokens: AppleTokenClient?
     if let credentials = config.appleCredentials {
         // The key was parsed when the configuration was read, so this does not fail here.
         appleTokens = try await AppleTokenClient(credentials: credentials, client: httpClient, clock: clock)
     }
+    var jobHandlers = AppleJobs(tokens: appleTokens, store: store, sealer: sealer, clock: clock, logger: logger).handlers
+    if let url = config.webhookURL, let secret = config.webhookSecret {
+        jobHandlers[WebhookSender.jobKind] = WebhookSender(url: url, secret: secret, client: httpClient, clock: clock).deliver
+    }
+    // Webhooks are retried for about a day (backoff capped at an hour) before they are given up.
     let jobs = JobWorker(
-        store: store, sealer: sealer, clock: clock, logger: logger,
-        handlers: AppleJobs(tokens: appleTokens, store: store, sealer: sealer, clock: clock, logger: logger).handlers)
+        store: store, sealer: sealer, clock: clock, logger: logger, handlers: jobHandlers,
+        maximumAttempts: [WebhookSender.jobKind: 30])
+    let events = EventRecorder(jobs: jobs, webhookConfigured: config.webhookURL != nil, clock: clock)
+    let auth = AuthService(
+        store: store, hasher: hasher, tokens: tokenService, throttle: throttle,
+        breached: BreachedPasswordChecker(client: httpClient, baseURL: config.breachedPasswordsURL, logger: logger),
+        policy: PasswordPolicy(settings: preset.passwordPolicy, blocklist: blocklist, copy: preset.copy),
+        preset: preset, clock: clock, mail: accountMail, events: events)
+    // The preset's own "open the app" address is trusted like an allowlist entry.
+    let redirects = RedirectPolicy(allowlist: config.redirectAllowlist + [preset.app.openAppURL].compactMap { $0 })
+    let emails = EmailFlowService(
+        store: store, auth: auth, hasher: hasher, mail: accountMail, links: links, throttle: throttle, redirects: redirects,
+        preset: preset, clock: clock)
+    let resolver = ClientAddressResolver(trustedProxies: config.trustedProxies)
+    let merges = MergeTokens(chainKey: chainKey, clock: clock)
     let appleKeys = ProviderKeySet(url: config.appleJWKSURL, client: httpClient, clock: clock, logger: logger)
     let googleKeys = ProviderKeySet(url: config.googleJWKSURL, client: httpClient, clock: clock, logger: logger)
     let idTokenFailure = preset.text("error.invalid_id_token", "Authentication with Google/Apple failed. Please try again.")
@@ -103,7 +110,7 @@ public func buildApplication(
             provider: .google, issuers: ProviderTokenVerifier.googleIssuers, audiences: Set(config.googleAudiences),
             keys: googleKeys, clock: clock,
             leeway: TimeInterval(tokens.leewaySeconds), failureMessage: idTokenFailure),
-        preset: preset, clock: clock, jobs: jobs, appleTokens: appleTokens != nil)
+        preset: preset, clock: clock, jobs: jobs, appleTokens: appleTokens != nil, merges: merges)
 
     let router = Router(context: GatehouseRequestContext.self)
     router.add(middleware: RequestIDMiddleware())
@@ -120,6 +127,9 @@ public func buildApplication(
     ProviderController(
         providers: providers, account: account, auth: auth, tokens: tokenService, resolver: resolver, bodyLimit: config.maxBodyBytes
     ).register(on: router)
+    let profiles = ProfileService(store: store, auth: auth, merges: merges, preset: preset, clock: clock)
+    AccountController(profiles: profiles, auth: auth, tokens: tokenService, resolver: resolver, bodyLimit: config.maxBodyBytes)
+        .register(on: router)
     PagesController(
         emails: emails, templates: templates, resolver: resolver, preset: preset, policy: preset.passwordPolicy,
         secureCookies: config.publicURL.scheme == "https", bodyLimit: config.maxBodyBytes
@@ -128,7 +138,7 @@ public func buildApplication(
         DevController(store: store).register(on: router)
     }
     AdminController(
-        users: UserAdminService(store: store, clock: clock), keys: keys, adminKey: adminKey, mail: mail, store: store,
+        users: UserAdminService(store: store, clock: clock, events: events), keys: keys, adminKey: adminKey, mail: mail, store: store,
         bodyLimit: config.maxBodyBytes, retiredKeyPublishSeconds: tokens.accessTokenTTLSeconds + tokens.leewaySeconds
     ).register(on: router)
 
@@ -139,6 +149,10 @@ public func buildApplication(
     if let postgres = database as? PostgresDatabase {
         services.insert(postgres.service, at: 0)
     }
+    let cleanup = preset.privacy.anonymousCleanupDays.map {
+        AnonymousCleanup(store: store, events: events, days: $0, clock: clock, logger: logger)
+    }
+    if let cleanup { services.append(cleanup) }
     // Only the providers an app is configured for (it has their audiences).
     let configuredKeys = (config.appleAudiences.isEmpty ? [] : [appleKeys]) + (config.googleAudiences.isEmpty ? [] : [googleKeys])
     if !configuredKeys.isEmpty {
@@ -165,6 +179,7 @@ public func buildApplication(
         try await chainKey.load(store: store, sealer: sealer, now: clock.now)
         mailWorker.start()
         jobs.start()
+        cleanup?.start()
         logger.info("configuration", metadata: config.redactedSummary.mapValues { .string($0) })
     }
     return app

@@ -75,7 +75,12 @@ public enum Operator {
 
     public static func users<T: Sendable>(_ config: GatehouseConfig, _ body: @escaping @Sendable (UserAdminService) async throws -> T) async throws -> T {
         try await withStore(config) { store in
-            try await body(UserAdminService(store: store, clock: SystemClock()))
+            // Jobs are only queued here; a running server's worker delivers them.
+            let jobs = JobWorker(
+                store: store, sealer: SecretSealer(secret: config.secretKey), clock: SystemClock(), logger: Logger(label: "gatehouse"),
+                handlers: [:])
+            let events = EventRecorder(jobs: jobs, webhookConfigured: config.webhookURL != nil, clock: SystemClock())
+            return try await body(UserAdminService(store: store, clock: SystemClock(), events: events))
         }
     }
 

@@ -115,7 +115,7 @@ struct Keys: AsyncParsableCommand {
 
 struct Users: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Find, show, disable and enable accounts.", subcommands: [List.self, Show.self, Disable.self, Enable.self])
+        abstract: "Find, show, disable, enable and delete accounts.", subcommands: [List.self, Show.self, Disable.self, Enable.self, Delete.self])
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List accounts, newest first.")
@@ -156,6 +156,24 @@ struct Users: AsyncParsableCommand {
         func run() async throws {
             try await withConfiguration { config in
                 print(Operator.line(try await Operator.users(config) { try await $0.disable(user, reason: reason) }))
+            }
+        }
+    }
+
+    struct Delete: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Delete an account and everything Gatehouse stores about it (records user.deleted).")
+        @Argument(help: "The user's id or email.") var user: String
+        @Flag(help: "Do it; without this flag nothing is deleted.") var yes = false
+
+        func run() async throws {
+            guard yes else {
+                print("Nothing deleted: add --yes to delete \(user) for good.")
+                return
+            }
+            try await withConfiguration { config in
+                try await Operator.users(config) { try await $0.delete(user) }
+                print("deleted \(user)")
             }
         }
     }

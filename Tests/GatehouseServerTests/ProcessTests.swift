@@ -169,6 +169,14 @@ import Testing
         #expect(shown.contains(#""disabled_reason" : "spam""#))
         let (enabled, enableOutput) = try await run(["users", "enable", user.id.description])
         #expect(enabled == 0 && enableOutput.contains("active"))
+        let (unconfirmed, unconfirmedOutput) = try await run(["users", "delete", user.id.description])
+        #expect(unconfirmed == 0 && unconfirmedOutput.contains("Nothing deleted"))
+        let (deleted, deleteOutput) = try await run(["users", "delete", user.id.description, "--yes"])
+        #expect(deleted == 0 && deleteOutput.contains("deleted"), "\(deleteOutput)")
+        let gone = try await TestApp.withStore(config) { try await $0.user(id: user.id) }
+        #expect(gone == nil)
+        let feed = try await TestApp.withStore(config) { try await $0.events(after: nil, userID: user.id, limit: 10) }
+        #expect(feed.map(\.type) == ["user.deleted"])
         let (missing, missingOutput) = try await run(["users", "show", "nobody@example.com"])
         #expect(missing == 1 && missingOutput.hasPrefix("gatehouse: No user matches"))
         let (_, help) = try await run(["--help"])

@@ -35,6 +35,19 @@ struct AdminController {
         admin.post("/users/:id/enable") { _, context in
             try JSONBody.response(try await self.users.enable(try context.parameters.require("id")))
         }
+        admin.delete("/users/:id") { _, context in
+            try await self.users.delete(try context.parameters.require("id"))
+            return JSONBody.empty()
+        }
+        admin.put("/users/:id/plan") { request, context in
+            let body = try await request.decodeJSON(PlanOverrideRequest.self, limit: self.bodyLimit)
+            return try JSONBody.response(try await self.users.setPlanOverride(try context.parameters.require("id"), plan: body.plan))
+        }
+        admin.get("/events") { request, _ in
+            let query = request.uri.queryParameters
+            return try JSONBody.response(
+                try await self.users.events(after: query["after"].map(String.init), limit: query["limit"].map(String.init)))
+        }
         admin.get("/audit") { request, _ in
             let query = request.uri.queryParameters
             return try JSONBody.response(

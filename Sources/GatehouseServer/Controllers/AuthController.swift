@@ -15,7 +15,9 @@ struct AuthController {
         let noStore: HTTPFields = [.cacheControl: "no-store"]
         router.post("/v1/auth/signup") { request, context in
             let body = try await request.decodeJSON(EmailPasswordRequest.self, limit: bodyLimit)
-            let result = try await auth.signup(email: body.email, password: body.password, client: client(request, context.peerAddress))
+            let result = try await auth.signup(
+                email: body.email, password: body.password, client: client(request, context.peerAddress),
+                idempotencyKey: try request.idempotencyKey)
             return try JSONBody.response(result, status: .created, headers: noStore)
         }
         router.post("/v1/auth/login") { request, context in

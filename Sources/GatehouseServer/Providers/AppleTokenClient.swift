@@ -131,3 +131,13 @@ struct AppleJobs: Sendable {
         try await client().revoke(refreshToken: token)
     }
 }
+
+extension JobWorker {
+    /// Queues the revocation of the user's Apple token, if Gatehouse holds one (unlinking,
+    /// deletion); inside the caller's transaction.
+    func queueAppleRevocation(_ tx: any GatehouseStore, user: UserID) async throws {
+        guard let stored = try await tx.providerToken(of: user, provider: .apple) else { return }
+        let token = try sealer.open(stored.value, encryption: stored.encryption, what: "Apple's refresh token")
+        try await enqueue(tx, kind: "apple_revoke", payload: ["token": String(decoding: token, as: UTF8.self)])
+    }
+}

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import GatehouseCore
 import GatehouseStore
@@ -15,12 +16,25 @@ public struct AuthService: Sendable {
     let preset: Preset
     let clock: any WallClock
     let mail: AccountMail
+    let events: EventRecorder
 
     // MARK: Sign-up and login
 
-    public func signup(email: String, password: String, client: ClientInfo) async throws -> AuthResponse {
+    public func signup(email: String, password: String, client: ClientInfo, idempotencyKey: String? = nil) async throws -> AuthResponse {
         try requireMethod(preset.signInMethods.emailPassword)
         let kept = client.stored(under: preset.privacy)
+        let keyHash = idempotencyKey.map { Array(SHA256.hash(data: Data($0.utf8))) }
+        if let keyHash, let id = try await store.idempotentUser(scope: "signup", keyHash: keyHash, since: clock.now.addingTimeInterval(-86_400)) {
+            // A retry of a sign-up that went through (decision 3): the same account, a new session,
+            // for the same address and password only.
+            guard let user = try await store.user(id: id), user.normalizedEmail == EmailAddress.normalize(email),
+                try await hasher.verify(password, against: user.passwordHash).matches
+            else {
+                throw GatehouseError.invalidRequest("This Idempotency-Key was used for another sign-up.")
+            }
+            guard !user.isDisabled else { throw accountDisabled }
+            return try await signIn(user, provider: "email", client: kept, event: "login")
+        }
         try await throttle.limitIP("signup", ip: kept.ip, limit: preset.throttling.signupPerIPPerHour, windowSeconds: 3_600)
         let address = email.trimmingCharacters(in: .whitespacesAndNewlines)
         guard EmailAddress.isValid(address) else { throw invalidEmail }
@@ -46,11 +60,14 @@ public struct AuthService: Sendable {
                         // In the same transaction: a crash after commit still sends it.
                         try await mail.queueVerification(tx, user: user)
                     }
+                    try await events.record(tx, "user.created", user: user.id, data: ["provider": "email"])
+                    if let keyHash { try await tx.insertIdempotencyKey(scope: "signup", keyHash: keyHash, userID: user.id, at: now) }
                     return AuthResponse(
                         user: user.payload(identities: [identity]),
                         session: try await tokens.session(for: user, session: session, refreshToken: refresh))
                 }
                 mail.wake()
+                events.wake()
                 return response
             }
         } catch StoreError.uniqueViolation(let what) where !what.contains("handle") {
@@ -148,7 +165,10 @@ public struct AuthService: Sendable {
             }
             switch RefreshRotationPolicy.decide(token: record, session: session, now: now, settings: preset.tokens) {
             case .expired:
-                throw session.isRevoked ? sessionRevoked : invalidRefreshToken
+                guard session.isRevoked else { throw invalidRefreshToken }
+                // Disabling ends every session; the app still learns why.
+                if try await tx.user(id: session.userID)?.isDisabled == true { throw accountDisabled }
+                throw sessionRevoked
             case .reuseDetected:
                 _ = try await tx.revokeSession(session.id, reason: "refresh_token_reuse", at: now)
                 try await tx.insertAudit(
@@ -192,15 +212,16 @@ public struct AuthService: Sendable {
     /// The user behind a verified access token whose session is still live.
     public func authenticate(_ identity: AccessIdentity) async throws -> User {
         guard let session = try await store.session(id: identity.sessionID), session.userID == identity.userID,
-            session.isLive(at: clock.now, settings: preset.tokens)
+            let user = try await store.user(id: identity.userID)
         else {
             throw GatehouseError.unauthorized("Your session has ended. Please sign in again.")
         }
-        guard let user = try await store.user(id: identity.userID) else {
-            throw GatehouseError.unauthorized("Your session has ended. Please sign in again.")
-        }
+        // A disabled account's sessions are revoked too; say why rather than just "ended".
         guard !user.isDisabled else {
             throw accountDisabled
+        }
+        guard session.isLive(at: clock.now, settings: preset.tokens) else {
+            throw GatehouseError.unauthorized("Your session has ended. Please sign in again.")
         }
         return user
     }

@@ -196,11 +196,13 @@ struct EmailFlowService: Sendable {
             try await store.transaction { tx -> (AuthResponse, Bool) in
                 guard try await tx.useEmailToken(hash: record.hash, at: now) else { throw tokenInvalid }
                 let (user, created) = try await signInUser(tx, record: record, handle: handle, client: kept, now: now)
+                if created { try await auth.events.record(tx, "user.created", user: user.id, data: ["provider": "magic_link"]) }
                 let response = try await auth.signIn(in: tx, user, provider: "email", client: kept, event: created ? "signup" : "login")
                 return (response, created)
             }
         }
         mail.wake()
+        auth.events.wake()
         return SignInResponse(user: response.user, session: response.session, created: created)
     }
 

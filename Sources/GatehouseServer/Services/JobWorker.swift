@@ -16,16 +16,21 @@ final class JobWorker: Service, Sendable {
     let clock: any WallClock
     let logger: Logger
     let handlers: [String: Handler]
+    /// Attempts before a job is given up, by kind (default 8: about ten minutes of retries).
+    let maximumAttempts: [String: Int]
     private let loop = WakeLoop(pollInterval: .seconds(2))
     static let leaseSeconds = 60
-    static let maximumAttempts = 8
 
-    init(store: any GatehouseStore, sealer: SecretSealer, clock: any WallClock, logger: Logger, handlers: [String: Handler]) {
+    init(
+        store: any GatehouseStore, sealer: SecretSealer, clock: any WallClock, logger: Logger, handlers: [String: Handler],
+        maximumAttempts: [String: Int] = [:]
+    ) {
         self.store = store
         self.sealer = sealer
         self.clock = clock
         self.logger = logger
         self.handlers = handlers
+        self.maximumAttempts = maximumAttempts
     }
 
     /// Queues a job inside the caller's transaction; call `wake()` after the commit.
@@ -63,7 +68,7 @@ final class JobWorker: Service, Sendable {
             try await store.completeJob(job.id)
         } catch {
             let attempts = job.attempts + 1
-            let next = attempts < Self.maximumAttempts ? clock.now.addingTimeInterval(min(5 * pow(2, Double(attempts - 1)), 3_600)) : nil
+            let next = attempts < (maximumAttempts[job.kind] ?? 8) ? clock.now.addingTimeInterval(min(5 * pow(2, Double(attempts - 1)), 3_600)) : nil
             logger.warning(
                 next == nil ? "background job failed for good" : "background job failed; will retry",
                 metadata: ["job_id": "\(job.id)", "kind": "\(job.kind)", "attempt": "\(attempts)", "cause": "\(error)"])

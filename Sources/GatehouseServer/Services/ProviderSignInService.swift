@@ -20,6 +20,7 @@ struct ProviderSignInService: Sendable {
     /// Exchanges and revokes Apple's tokens in the background (when Apple credentials are set).
     let jobs: JobWorker
     let appleTokens: Bool
+    let merges: MergeTokens
 
     func verifier(_ provider: Provider) -> ProviderTokenVerifier { provider == .apple ? apple : google }
 
@@ -62,10 +63,12 @@ struct ProviderSignInService: Sendable {
                 try await tx.insertIdentity(
                     Identity(userID: user.id, provider: provider, subject: person.subject, email: address,
                              isPrivateRelay: person.isPrivateRelay, createdAt: now))
+                try await auth.events.record(tx, "user.created", user: user.id, data: ["provider": provider.rawValue])
                 return (try await auth.signIn(in: tx, user, provider: provider.rawValue, client: kept, event: "signup"), true)
             }
         }
         auth.mail.wake()
+        auth.events.wake()
         if let code = request.authorizationCode, provider == .apple, appleTokens {
             // Apple's refresh token, for revoking it at deletion; fetched off the request's path.
             try await store.transaction { tx in
@@ -75,14 +78,6 @@ struct ProviderSignInService: Sendable {
             jobs.wake()
         }
         return SignInResponse(user: response.user, session: response.session, created: created)
-    }
-
-    /// Queues the revocation of the user's Apple token, if Gatehouse holds one (unlinking,
-    /// deletion); inside the caller's transaction.
-    func queueAppleRevocation(_ tx: any GatehouseStore, user: UserID) async throws {
-        guard let stored = try await tx.providerToken(of: user, provider: .apple) else { return }
-        let token = try jobs.sealer.open(stored.value, encryption: stored.encryption, what: "Apple's refresh token")
-        try await jobs.enqueue(tx, kind: "apple_revoke", payload: ["token": String(decoding: token, as: UTF8.self)])
     }
 
     // MARK: Linking
@@ -95,7 +90,7 @@ struct ProviderSignInService: Sendable {
         let kept = client.stored(under: preset.privacy)
         try await store.transaction { tx in
             if let identity = try await tx.identity(provider: provider, subject: person.subject) {
-                guard identity.userID == user.id else { throw identityInUse }
+                guard identity.userID == user.id else { throw try identityInUse(from: user, owner: identity.userID) }
                 return
             }
             if try await tx.identities(of: user.id).contains(where: { $0.provider == provider }) {
@@ -118,7 +113,9 @@ struct ProviderSignInService: Sendable {
                 user.id, displayName: Self.displayName(request.fullName) ?? person.name,
                 avatarURL: provider == .google ? person.picture : nil, now: now)
             try await audit(tx, "identity_linked", user: user.id, provider: provider, client: kept, how: "signed in")
+            try await upgradeIfAnonymous(tx, user, provider: provider)
         }
+        auth.events.wake()
         return try await userResponse(user.id)
     }
 
@@ -132,7 +129,9 @@ struct ProviderSignInService: Sendable {
         if try await store.identities(of: user.id).contains(where: { $0.provider == .email }) {
             throw GatehouseError(status: 409, code: .identityInUse, message: "This account already has an email and password.")
         }
-        if let owner = try await store.user(normalizedEmail: normalized), owner.id != user.id { throw auth.emailInUse }
+        if let owner = try await store.user(normalizedEmail: normalized), owner.id != user.id {
+            throw user.isAnonymous ? try identityInUse(from: user, owner: owner.id) : auth.emailInUse
+        }
         try await auth.checkPassword(password, email: normalized)
         let hash = try await auth.hasher.hash(password)
         let now = clock.now
@@ -145,6 +144,7 @@ struct ProviderSignInService: Sendable {
                 try await tx.updatePassword(user.id, hash: hash, changedAt: now, now: now)
                 try await tx.insertIdentity(Identity(userID: user.id, provider: .email, subject: normalized, email: address, createdAt: now))
                 try await audit(tx, "identity_linked", user: user.id, provider: .email, client: kept, how: "password")
+                try await upgradeIfAnonymous(tx, user, provider: .email)
                 if !(sameAddress && user.emailVerified), preset.verification.sendOnSignup, var updated = try await tx.user(id: user.id) {
                     updated.emailVerifiedAt = nil
                     try await auth.mail.queueVerification(tx, user: updated)
@@ -154,7 +154,26 @@ struct ProviderSignInService: Sendable {
             throw auth.emailInUse
         }
         auth.mail.wake()
+        auth.events.wake()
         return try await userResponse(user.id)
+    }
+
+    /// An anonymous account that gains a real identity keeps its id and data (contract,
+    /// linking paragraph).
+    private func upgradeIfAnonymous(_ tx: any GatehouseStore, _ user: User, provider: Provider) async throws {
+        guard user.isAnonymous else { return }
+        try await tx.markUpgraded(user.id, now: clock.now)
+        _ = try await tx.deleteIdentities(of: user.id, provider: .anonymous)
+        try await auth.events.record(tx, "user.upgraded", user: user.id, data: ["provider": provider.rawValue])
+    }
+
+    /// 409 `identity_in_use`; an anonymous caller also gets a merge token (decision 4).
+    private func identityInUse(from user: User, owner: UserID) throws -> GatehouseError {
+        var error = identityInUse
+        if user.isAnonymous {
+            error.details = ["merge_token": .string(try merges.make(from: user.id, to: owner))]
+        }
+        return error
     }
 
     /// `DELETE /v1/auth/identities/{provider}`: never the last way in.
@@ -172,7 +191,7 @@ struct ProviderSignInService: Sendable {
                 throw GatehouseError(
                     status: 409, code: .lastIdentity, message: "This is the only way to sign in to this account, so it cannot be removed.")
             }
-            if provider == .apple { try await queueAppleRevocation(tx, user: user.id) }
+            if provider == .apple { try await jobs.queueAppleRevocation(tx, user: user.id) }
             _ = try await tx.deleteIdentities(of: user.id, provider: provider)
             if provider == .email {
                 try await tx.updatePassword(user.id, hash: nil, changedAt: now, now: now)
@@ -208,8 +227,8 @@ struct ProviderSignInService: Sendable {
                     // Apple was the only way in: nothing of the account can be reached any more.
                     _ = try await tx.revokeSessions(of: user, keeping: nil, reason: "apple_\(event.type)", at: now)
                 }
-                if event.type == "account-delete", others.isEmpty {
-                    _ = try await tx.deleteUser(user)
+                if event.type == "account-delete", others.isEmpty, try await tx.deleteUser(user) {
+                    try await auth.events.record(tx, "user.deleted", user: user, data: ["reason": "apple_account_deleted"])
                 }
             case "email-disabled", "email-enabled":
                 try await tx.updateIdentity(
@@ -221,6 +240,7 @@ struct ProviderSignInService: Sendable {
                 AuditEvent(createdAt: now, event: "apple_event", outcome: event.type, userID: event.type == "account-delete" ? nil : user,
                            details: ["type": event.type]))
         }
+        auth.events.wake()
     }
 
     // MARK: Helpers

@@ -8,10 +8,14 @@ import GatehouseWire
 public struct UserAdminService: Sendable {
     let store: any GatehouseStore
     let clock: any WallClock
+    /// Records `user.deleted` and the like (and queues their webhooks and Apple revocations;
+    /// the server's job worker delivers them, also when the CLI queued them).
+    let events: EventRecorder
 
-    public init(store: any GatehouseStore, clock: any WallClock) {
+    init(store: any GatehouseStore, clock: any WallClock, events: EventRecorder) {
         self.store = store
         self.clock = clock
+        self.events = events
     }
 
     /// One page, newest first. `cursor` is the `next_cursor` of the previous page.
@@ -41,8 +45,59 @@ public struct UserAdminService: Sendable {
         let user = try await find(reference)
         if let reason, reason.count > 500 { throw GatehouseError.invalidRequest("The reason must be at most 500 characters.") }
         let now = clock.now
-        _ = try await store.setDisabled(user.id, at: user.disabledAt ?? now, reason: reason ?? user.disabledReason, now: now)
+        try await store.transaction { tx in
+            _ = try await tx.setDisabled(user.id, at: user.disabledAt ?? now, reason: reason ?? user.disabledReason, now: now)
+            // Disabling ends every session, not only the next refresh.
+            _ = try await tx.revokeSessions(of: user.id, keeping: nil, reason: "account_disabled", at: now)
+            try await tx.insertAudit(AuditEvent(createdAt: now, event: "account_disabled", outcome: "success", userID: user.id))
+        }
         return try await show(user.id.description)
+    }
+
+    /// Deletes an account as the operator: no proof asked; Apple's token is revoked and a
+    /// `user.deleted` event recorded.
+    public func delete(_ reference: String) async throws {
+        let user = try await find(reference)
+        let now = clock.now
+        try await store.transaction { tx in
+            try await events.jobs.queueAppleRevocation(tx, user: user.id)
+            guard try await tx.deleteUser(user.id) else { throw GatehouseError.notFound("No user matches '\(reference)'.") }
+            try await tx.insertAudit(AuditEvent(createdAt: now, event: "account_deleted", outcome: "success", userID: user.id,
+                                                details: ["by": "operator"]))
+            try await events.record(tx, "user.deleted", user: user.id, data: ["reason": "operator"])
+        }
+        events.wake()
+    }
+
+    /// Sets or clears the plan override the entitlement engine honours.
+    public func setPlanOverride(_ reference: String, plan: String?) async throws -> AdminUser {
+        let user = try await find(reference)
+        if let plan, !["free", "trial", "pro", "pro_grace"].contains(plan) {
+            throw GatehouseError.invalidRequest("The plan must be free, trial, pro, pro_grace or null.")
+        }
+        let now = clock.now
+        try await store.transaction { tx in
+            try await tx.setPlanOverride(user.id, plan, now: now)
+            try await tx.insertAudit(
+                AuditEvent(createdAt: now, event: "plan_override", outcome: "success", userID: user.id, details: ["plan": plan ?? "none"]))
+            try await events.record(tx, "plan.changed", user: user.id, data: ["override": plan ?? "none"])
+        }
+        events.wake()
+        return try await show(user.id.description)
+    }
+
+    /// The event feed, oldest first, after `cursor`.
+    public func events(after cursor: String?, limit: String?) async throws -> EventList {
+        guard let count = Int(limit ?? "100"), (1...1000).contains(count) else {
+            throw GatehouseError.invalidRequest("The limit must be between 1 and 1000.")
+        }
+        var after: Int64?
+        if let cursor, !cursor.isEmpty {
+            guard let sequence = Int64(cursor), sequence >= 0 else { throw GatehouseError.invalidRequest("The cursor is not valid.") }
+            after = sequence
+        }
+        let page = try await store.events(after: after, userID: nil, limit: count)
+        return EventList(events: page.map(EventEntry.init), nextCursor: page.last?.sequence.map { String($0) } ?? cursor)
     }
 
     public func enable(_ reference: String) async throws -> AdminUser {

@@ -1,0 +1,70 @@
+import GatehouseCore
+import GatehouseWire
+import HTTPTypes
+import Hummingbird
+
+/// Anonymous sign-in, the profile and handles, merge, export and the entitlement snapshot.
+struct AccountController {
+    let profiles: ProfileService
+    let auth: AuthService
+    let tokens: TokenService
+    let resolver: ClientAddressResolver
+    let bodyLimit: Int
+
+    func register(on router: Router<GatehouseRequestContext>) {
+        let noStore: HTTPFields = [.cacheControl: "no-store"]
+        router.post("/v1/auth/anonymous") { request, context in
+            let result = try await profiles.anonymous(
+                client: resolver.client(request, context.peerAddress), idempotencyKey: try request.idempotencyKey)
+            return try JSONBody.response(result, status: .created, headers: noStore)
+        }
+        router.get("/v1/handles/:handle") { _, context in
+            try JSONBody.response(try await profiles.availability(try context.parameters.require("handle")))
+        }
+        // A guest (no token) gets the guest snapshot and nothing is stored; a bad token is refused.
+        router.get("/v1/entitlements") { request, _ in
+            guard let token = request.bearerToken else {
+                return try JSONBody.response(EntitlementsPayload(planState: "guest", evaluatedAt: auth.clock.now.rfc3339))
+            }
+            let identity = try await tokens.verify(token)
+            let user = try await auth.authenticate(identity)
+            return try JSONBody.response(try await auth.me(SignedIn(identity: identity, user: user)).entitlements)
+        }
+
+        let signedIn = router.group()
+            .add(middleware: AccessTokenMiddleware(tokens: tokens, auth: auth))
+            .group(context: AuthenticatedContext.self)
+        signedIn.post("/v1/me/anonymous-name") { request, context in
+            let body = try await request.decodeJSON(AnonymousNameRequest.self, limit: bodyLimit)
+            return try JSONBody.response(try await profiles.chooseName(context.signedIn, name: body.name))
+        }
+        signedIn.patch("/v1/me") { request, context in
+            let body = try await request.decodeJSON(ProfilePatch.self, limit: bodyLimit)
+            return try JSONBody.response(try await profiles.patch(context.signedIn, body))
+        }
+        signedIn.get("/v1/me/export") { _, context in
+            try JSONBody.response(try await profiles.export(context.signedIn), headers: noStore)
+        }
+        signedIn.post("/v1/auth/merge") { request, context in
+            let body = try await request.decodeJSON(MergeRequest.self, limit: bodyLimit)
+            return try JSONBody.response(try await profiles.merge(context.signedIn, token: body.mergeToken))
+        }
+    }
+}
+
+extension Request {
+    /// The `Idempotency-Key` header (decision 3), 1–255 printable ASCII characters.
+    var idempotencyKey: String? {
+        get throws {
+            guard let key = headers[.idempotencyKey] else { return nil }
+            guard (1...255).contains(key.utf8.count), key.utf8.allSatisfy({ (0x21...0x7e).contains($0) }) else {
+                throw GatehouseError.invalidRequest("The Idempotency-Key header must be 1 to 255 printable characters.")
+            }
+            return key
+        }
+    }
+}
+
+extension HTTPField.Name {
+    static let idempotencyKey = HTTPField.Name("Idempotency-Key")!
+}

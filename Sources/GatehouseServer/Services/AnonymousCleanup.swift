@@ -1,0 +1,58 @@
+import Foundation
+import GatehouseCore
+import GatehouseStore
+import Logging
+import ServiceLifecycle
+
+/// Removes anonymous accounts nobody has used for the preset's
+/// `privacy.anonymous_cleanup_days` (default: never), hourly, with a `user.deleted` event each.
+final class AnonymousCleanup: Service, Sendable {
+    let store: any GatehouseStore
+    let events: EventRecorder
+    let days: Int
+    let clock: any WallClock
+    let logger: Logger
+    private let loop = WakeLoop(pollInterval: .seconds(3_600))
+
+    init(store: any GatehouseStore, events: EventRecorder, days: Int, clock: any WallClock, logger: Logger) {
+        self.store = store
+        self.events = events
+        self.days = days
+        self.clock = clock
+        self.logger = logger
+    }
+
+    func start() { loop.start() }
+
+    func run() async throws {
+        await loop.run { await self.sweep() }
+    }
+
+    /// Deletes one batch after another until no stale account is left; returns how many.
+    @discardableResult
+    func sweep() async -> Int {
+        var removed = 0
+        while !Task.isCancelled {
+            let now = clock.now
+            do {
+                let stale = try await store.staleAnonymousUsers(before: now.addingTimeInterval(-Double(days) * 86_400), limit: 200)
+                if stale.isEmpty { break }
+                for id in stale {
+                    try await store.transaction { tx in
+                        guard try await tx.deleteUser(id) else { return }
+                        try await events.record(tx, "user.deleted", user: id, data: ["reason": "inactive_anonymous"])
+                    }
+                    removed += 1
+                }
+            } catch {
+                logger.warning("could not remove stale anonymous accounts", metadata: ["cause": "\(error)"])
+                break
+            }
+        }
+        if removed > 0 {
+            logger.notice("removed stale anonymous accounts", metadata: ["count": "\(removed)"])
+            events.wake()
+        }
+        return removed
+    }
+}

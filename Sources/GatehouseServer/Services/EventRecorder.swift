@@ -1,0 +1,68 @@
+import AsyncHTTPClient
+import Crypto
+import Foundation
+import GatehouseCore
+import GatehouseStore
+import NIOCore
+
+/// Records domain events in the feed (`GET /admin/v1/events`) and, when a webhook is
+/// configured, queues their delivery as a durable job in the same transaction.
+struct EventRecorder: Sendable {
+    let jobs: JobWorker
+    let webhookConfigured: Bool
+    let clock: any WallClock
+
+    /// Inside the caller's transaction; call `wake()` after the commit.
+    func record(_ tx: any GatehouseStore, _ type: String, user: UserID?, data: [String: String] = [:]) async throws {
+        let event = DomainEvent(type: type, userID: user, data: data, createdAt: clock.now)
+        try await tx.insertEvent(event)
+        if webhookConfigured {
+            var payload = data
+            payload["__id"] = event.id.uuidString.lowercased()
+            payload["__type"] = type
+            payload["__user_id"] = user?.description
+            payload["__created_at"] = event.createdAt.rfc3339
+            try await jobs.enqueue(tx, kind: WebhookSender.jobKind, payload: payload)
+        }
+    }
+
+    func wake() { jobs.wake() }
+}
+
+/// Delivers events to `GATEHOUSE_WEBHOOK_URL`: a JSON body signed with HMAC-SHA256 under
+/// `GATEHOUSE_WEBHOOK_SECRET`, `Gatehouse-Signature: t=<unix>,v1=<hex>`, where the signature
+/// covers the raw body and the body carries the same `sent_at`, so a receiver can refuse old
+/// replays. Anything but a 2xx is retried with backoff.
+struct WebhookSender: Sendable {
+    static let jobKind = "webhook"
+    let url: URL
+    let secret: String
+    let client: HTTPClient
+    let clock: any WallClock
+
+    @Sendable func deliver(_ job: Job, _ payload: Data) async throws {
+        var fields = try JSONDecoder().decode([String: String].self, from: payload)
+        let id = fields.removeValue(forKey: "__id") ?? job.id.uuidString.lowercased()
+        let type = fields.removeValue(forKey: "__type") ?? "unknown"
+        let user = fields.removeValue(forKey: "__user_id")
+        let created = fields.removeValue(forKey: "__created_at") ?? job.createdAt.rfc3339
+        let sentAt = clock.now.unixSeconds
+        var body: [String: Any] = ["id": id, "type": type, "data": fields, "created_at": created, "sent_at": sentAt]
+        body["user_id"] = user ?? NSNull()
+        let data = try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])
+        var request = HTTPClientRequest(url: url.absoluteString)
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/json")
+        request.headers.add(name: "Gatehouse-Signature", value: Self.signature(body: data, secret: secret, time: sentAt))
+        request.headers.add(name: "Gatehouse-Event-Id", value: id)
+        request.body = .bytes(ByteBuffer(bytes: data))
+        let response = try await client.execute(request, timeout: .seconds(10))
+        _ = try? await response.body.collect(upTo: 65_536)
+        guard (200..<300).contains(response.status.code) else { throw ProviderError("the webhook answered \(response.status.code)") }
+    }
+
+    static func signature(body: Data, secret: String, time: Int64) -> String {
+        let mac = HMAC<SHA256>.authenticationCode(for: body, using: SymmetricKey(data: Data(secret.utf8)))
+        return "t=\(time),v1=" + mac.map { String(format: "%02x", $0) }.joined()
+    }
+}

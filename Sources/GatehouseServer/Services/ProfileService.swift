@@ -1,0 +1,248 @@
+import Crypto
+import Foundation
+import GatehouseCore
+import GatehouseStore
+import GatehouseWire
+
+/// Anonymous accounts (OKLah), the profile and handles (Handz CH07 §4), merging an anonymous
+/// account into a permanent one, and the export of everything stored about a person.
+struct ProfileService: Sendable {
+    let store: any GatehouseStore
+    let auth: AuthService
+    let merges: MergeTokens
+    let preset: Preset
+    let clock: any WallClock
+
+    var handles: HandlePolicy { HandlePolicy(settings: preset.handles) }
+
+    // MARK: Anonymous accounts
+
+    /// `POST /v1/auth/anonymous`: no input; a random id (never derived from the device), a
+    /// session, and three names to choose from. A retry with the same `Idempotency-Key` within
+    /// 24 hours answers the same account with a new session (decision 3).
+    func anonymous(client: ClientInfo, idempotencyKey: String?) async throws -> AnonymousResponse {
+        try auth.requireMethod(preset.signInMethods.anonymous)
+        let kept = client.stored(under: preset.privacy)
+        let keyHash = idempotencyKey.map { Array(SHA256.hash(data: Data($0.utf8))) }
+        let now = clock.now
+        if let keyHash, let id = try await store.idempotentUser(scope: "anonymous", keyHash: keyHash, since: now.addingTimeInterval(-86_400)),
+            let user = try await store.user(id: id), !user.isDisabled
+        {
+            let response = try await auth.signIn(user, provider: Provider.anonymous.rawValue, client: kept, event: "login")
+            return AnonymousResponse(user: response.user, session: response.session, nameSuggestions: user.nameSuggestions ?? [])
+        }
+        try await auth.throttle.limitIP("anonymous", ip: kept.ip, limit: preset.throttling.anonymousPerIPPerHour, windowSeconds: 3_600)
+        let names = NameSuggester.suggestions()
+        do {
+            let response = try await auth.withTemporaryHandle { handle in
+                try await store.transaction { tx -> AuthResponse in
+                    let user = User(id: .random(), isAnonymous: true, handle: handle, createdAt: now)
+                    try await tx.insertUser(user)
+                    try await tx.setNameSuggestions(user.id, names, now: now)
+                    try await tx.insertIdentity(Identity(userID: user.id, provider: .anonymous, subject: user.id.description, createdAt: now))
+                    if let keyHash { try await tx.insertIdempotencyKey(scope: "anonymous", keyHash: keyHash, userID: user.id, at: now) }
+                    try await auth.events.record(tx, "user.created", user: user.id, data: ["provider": "anonymous"])
+                    return try await auth.signIn(in: tx, user, provider: Provider.anonymous.rawValue, client: kept, event: "signup")
+                }
+            }
+            auth.events.wake()
+            return AnonymousResponse(user: response.user, session: response.session, nameSuggestions: names)
+        } catch StoreError.uniqueViolation(let what) where what.contains("idempotency") || what.contains("key_hash") {
+            // The same key raced itself: answer the account the other request made.
+            return try await anonymous(client: client, idempotencyKey: idempotencyKey)
+        }
+    }
+
+    /// `POST /v1/me/anonymous-name`: one of the names last offered becomes the display name.
+    func chooseName(_ signedIn: SignedIn, name: String) async throws -> UserResponse {
+        let user = signedIn.user
+        guard let offered = user.nameSuggestions, offered.contains(name) else {
+            throw GatehouseError(
+                status: 422, code: .invalidChoice, message: preset.text("error.invalid_choice", "Please choose one of the suggested names."))
+        }
+        try await store.updateProfile(
+            user.id, displayName: name, handle: user.handle, avatarURL: user.avatarURL, onboardingComplete: user.onboardingComplete,
+            now: clock.now)
+        return try await userResponse(user.id)
+    }
+
+    // MARK: Profile and handles
+
+    /// `PATCH /v1/me`.
+    func patch(_ signedIn: SignedIn, _ patch: ProfilePatch) async throws -> UserResponse {
+        let user = signedIn.user
+        var displayName = user.displayName
+        var handle = user.handle
+        var avatar = user.avatarURL
+        if let requested = patch.displayName {
+            guard let valid = ProfilePolicy.displayName(requested) else {
+                throw GatehouseError(
+                    status: 422, code: .invalidDisplayName,
+                    message: preset.text("error.invalid_display_name", "A name needs 1 to 50 characters."))
+            }
+            displayName = valid
+        }
+        if let requested = patch.handle {
+            guard preset.handles.enabled else { throw GatehouseError.invalidRequest("Handles are not used by this app.") }
+            if let problem = handles.problem(requested) {
+                throw GatehouseError(status: 422, code: .invalidHandle, message: handles.message(for: problem), reasons: [problem])
+            }
+            handle = handles.normalize(requested)
+        }
+        if patch.setsAvatarURL {
+            if let requested = patch.avatarURL {
+                guard ProfilePolicy.isValidAvatarURL(requested) else {
+                    throw GatehouseError(
+                        status: 422, code: .invalidAvatarURL, message: "The avatar must be an https:// address, or null to remove it.")
+                }
+            }
+            avatar = patch.avatarURL
+        }
+        do {
+            try await store.updateProfile(
+                user.id, displayName: displayName, handle: handle, avatarURL: avatar,
+                onboardingComplete: patch.onboardingComplete ?? user.onboardingComplete, now: clock.now)
+        } catch {
+            // Two people racing for one handle: the database lets exactly one win.
+            if case .uniqueViolation(let what) = error, what.contains("handle") { throw handleTaken }
+            throw error
+        }
+        return try await userResponse(user.id)
+    }
+
+    /// `GET /v1/handles/{handle}`: one indexed lookup, fast enough for as-you-type checks.
+    func availability(_ handle: String) async throws -> HandleAvailability {
+        let normalized = handles.normalize(handle)
+        if let problem = handles.problem(handle) {
+            return HandleAvailability(handle: normalized, available: false, reason: problem)
+        }
+        let taken = try await store.user(handle: normalized) != nil
+        return HandleAvailability(handle: normalized, available: !taken, reason: taken ? "taken" : nil)
+    }
+
+    // MARK: Merge
+
+    /// `POST /v1/auth/merge`: the signed-in account keeps; the anonymous account named by the
+    /// token is retired, with a `user.merged` event for the app's backend to move its rows.
+    func merge(_ signedIn: SignedIn, token: String) async throws -> UserResponse {
+        let claim = try merges.open(token)
+        guard claim.to == signedIn.user.id else {
+            throw GatehouseError(status: 400, code: .tokenInvalid, message: "This merge token is for another account.")
+        }
+        try await store.transaction { tx in
+            guard let source = try await tx.user(id: claim.from), source.isAnonymous else {
+                throw GatehouseError(status: 400, code: .tokenInvalid, message: "This merge has already happened.")
+            }
+            _ = try await tx.deleteUser(source.id)
+            try await tx.insertAudit(
+                AuditEvent(createdAt: clock.now, event: "account_merged", outcome: "success", userID: claim.to,
+                           details: ["from": claim.from.description]))
+            try await auth.events.record(tx, "user.merged", user: claim.to, data: ["from": claim.from.description, "to": claim.to.description])
+        }
+        auth.events.wake()
+        return try await userResponse(claim.to)
+    }
+
+    // MARK: Export
+
+    /// `GET /v1/me/export`: everything stored about the person.
+    func export(_ signedIn: SignedIn) async throws -> AccountExport {
+        let user = signedIn.user
+        let identities = try await store.identities(of: user.id)
+        let sessions = try await store.sessions(of: user.id)
+        var audit: [AuditEvent] = []
+        var before: Int64?
+        repeat {
+            let page = try await store.auditEvents(userID: user.id, before: before, limit: 500)
+            audit += page
+            before = page.count == 500 ? page.last?.sequence : nil
+        } while before != nil
+        var events: [DomainEvent] = []
+        var after: Int64?
+        repeat {
+            let page = try await store.events(after: after, userID: user.id, limit: 500)
+            events += page
+            after = page.count == 500 ? page.last?.sequence : nil
+        } while after != nil
+        return AccountExport(
+            exportedAt: clock.now.rfc3339, users: user.payload(identities: identities), planOverride: user.planOverride,
+            identities: user.payload(identities: identities).identities,
+            sessions: sessions.map {
+                SessionInfo(
+                    id: $0.id.description, createdAt: $0.createdAt.rfc3339, lastActiveAt: $0.lastActiveAt.rfc3339, userAgent: $0.userAgent,
+                    provider: $0.provider, current: $0.id == signedIn.identity.sessionID)
+            },
+            emailTokens: try await store.emailTokens(of: user.id).map {
+                ExportedLink(
+                    purpose: $0.purpose.rawValue, email: $0.email, createdAt: $0.createdAt.rfc3339, expiresAt: $0.expiresAt.rfc3339,
+                    usedAt: $0.usedAt?.rfc3339)
+            },
+            auditLog: audit.map {
+                AuditEntry(
+                    id: $0.id.uuidString.lowercased(), createdAt: $0.createdAt.rfc3339, event: $0.event, outcome: $0.outcome,
+                    userID: $0.userID?.description, sessionID: $0.sessionID?.description, ipAddress: $0.ipAddress,
+                    userAgent: $0.userAgent, details: $0.details)
+            },
+            events: events.map(EventEntry.init),
+            idempotencyKeys: try await store.idempotencyKeyTimes(of: user.id).map(\.rfc3339),
+            entitlements: try await auth.me(signedIn).entitlements)
+    }
+
+    private func userResponse(_ id: UserID) async throws -> UserResponse {
+        guard let user = try await store.user(id: id) else { throw GatehouseError.unauthorized() }
+        return UserResponse(user: user.payload(identities: try await store.identities(of: id)))
+    }
+
+    var handleTaken: GatehouseError {
+        GatehouseError(status: 409, code: .handleTaken, message: preset.text("error.handle_taken", "This handle is already taken."))
+    }
+}
+
+extension EventEntry {
+    init(_ event: DomainEvent) {
+        self.init(
+            id: event.id.uuidString.lowercased(), cursor: String(event.sequence ?? 0), type: event.type, userID: event.userID?.description,
+            data: event.data, createdAt: event.createdAt.rfc3339)
+    }
+}
+
+/// Short-lived, signed merge tokens: "the anonymous account `from` may be merged into `to`".
+/// Stateless (HMAC under a key derived from the chain key); a second use finds the anonymous
+/// account gone.
+struct MergeTokens: Sendable {
+    let chainKey: RefreshChainKey
+    let clock: any WallClock
+    static let lifetime: TimeInterval = 600
+
+    struct Claim: Sendable {
+        var from: UserID
+        var to: UserID
+    }
+
+    func make(from: UserID, to: UserID) throws -> String {
+        let body = "\(from.description).\(to.description).\(clock.now.unixSeconds + Int64(Self.lifetime))"
+        return Data(body.utf8).base64URLEncoded + "." + (try mac(body))
+    }
+
+    func open(_ token: String) throws -> Claim {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 2, let data = Data(base64URLEncoded: String(parts[0])) else { throw invalid }
+        let body = String(decoding: data, as: UTF8.self)
+        guard constantTimeEquals(Array(try mac(body).utf8), Array(parts[1].utf8)) else { throw invalid }
+        let fields = body.split(separator: ".")
+        guard fields.count == 3, let from = UserID(String(fields[0])), let to = UserID(String(fields[1])), let expiry = Int64(fields[2])
+        else { throw invalid }
+        guard clock.now.unixSeconds < expiry else {
+            throw GatehouseError(status: 400, code: .tokenExpired, message: "This merge token has expired. Try linking again.")
+        }
+        return Claim(from: from, to: to)
+    }
+
+    private func mac(_ body: String) throws -> String {
+        Data(HMAC<SHA256>.authenticationCode(for: Data(body.utf8), using: try chainKey.derived("gatehouse merge token"))).base64URLEncoded
+    }
+
+    private var invalid: GatehouseError {
+        GatehouseError(status: 400, code: .tokenInvalid, message: "This merge token is not valid.")
+    }
+}
