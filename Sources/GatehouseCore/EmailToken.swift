@@ -31,11 +31,13 @@ public struct EmailToken: Sendable, Equatable {
     public var createdAt: Date
     public var expiresAt: Date
     public var usedAt: Date?
+    /// For a magic link asked for by a signed-in anonymous account: the account it upgrades.
+    public var upgradeUserID: UserID?
 
     public init(
         hash: [UInt8], purpose: EmailTokenPurpose, userID: UserID?, email: String, normalizedEmail: String,
         codeHash: [UInt8]? = nil, codeAttempts: Int = 0, redirectTo: String? = nil, passwordStamp: Int64? = nil,
-        createdAt: Date, expiresAt: Date, usedAt: Date? = nil
+        createdAt: Date, expiresAt: Date, usedAt: Date? = nil, upgradeUserID: UserID? = nil
     ) {
         self.hash = hash
         self.purpose = purpose
@@ -49,6 +51,7 @@ public struct EmailToken: Sendable, Equatable {
         self.createdAt = createdAt
         self.expiresAt = expiresAt
         self.usedAt = usedAt
+        self.upgradeUserID = upgradeUserID
     }
 
     /// What a link is worth right now.

@@ -92,11 +92,11 @@ public func buildApplication(
         preset: preset, clock: clock, mail: accountMail, events: events)
     // The preset's own "open the app" address is trusted like an allowlist entry.
     let redirects = RedirectPolicy(allowlist: config.redirectAllowlist + [preset.app.openAppURL].compactMap { $0 })
+    let merges = MergeTokens(chainKey: chainKey, clock: clock)
     let emails = EmailFlowService(
         store: store, auth: auth, hasher: hasher, mail: accountMail, links: links, throttle: throttle, redirects: redirects,
-        preset: preset, clock: clock)
+        preset: preset, clock: clock, merges: merges)
     let resolver = ClientAddressResolver(trustedProxies: config.trustedProxies)
-    let merges = MergeTokens(chainKey: chainKey, clock: clock)
     let appleKeys = ProviderKeySet(url: config.appleJWKSURL, client: httpClient, clock: clock, logger: logger)
     let googleKeys = ProviderKeySet(url: config.googleJWKSURL, client: httpClient, clock: clock, logger: logger)
     let idTokenFailure = preset.text("error.invalid_id_token", "Authentication with Google/Apple failed. Please try again.")

@@ -253,6 +253,12 @@ public enum Migrations {
                 // An operator's plan override (read by the entitlement engine).
                 "ALTER TABLE users ADD COLUMN plan_override TEXT",
             ]),
+        Migration(
+            version: 7, name: "magic_link_upgrades",
+            statements: [
+                // The anonymous account a magic link upgrades, when it was asked for while signed in.
+                "ALTER TABLE email_tokens ADD COLUMN upgrade_user_id TEXT",
+            ]),
     ]
 
     static let postgres: [Migration] = [
@@ -474,6 +480,12 @@ public enum Migrations {
                 "ALTER TABLE users ADD COLUMN name_suggestions TEXT",
                 // An operator's plan override (read by the entitlement engine).
                 "ALTER TABLE users ADD COLUMN plan_override TEXT",
+            ]),
+        Migration(
+            version: 7, name: "magic_link_upgrades",
+            statements: [
+                // The anonymous account a magic link upgrades, when it was asked for while signed in.
+                "ALTER TABLE email_tokens ADD COLUMN upgrade_user_id TEXT",
             ]),
     ]
 }

@@ -112,7 +112,7 @@ extension SQLStore {
         try await executor.query(
             """
             SELECT token_hash, purpose, user_id, email, email_normalized, code_hash, code_attempts, redirect_to, password_stamp,
-            created_at, expires_at, used_at FROM email_tokens WHERE user_id = ? ORDER BY created_at
+            created_at, expires_at, used_at, upgrade_user_id FROM email_tokens WHERE user_id = ? ORDER BY created_at
             """, [.text(userID.description)]
         ).map(Self.emailToken(from:))
     }

@@ -4,7 +4,7 @@ import GatehouseCore
 extension SQLStore {
     private static let emailTokenColumns = """
         token_hash, purpose, user_id, email, email_normalized, code_hash, code_attempts, redirect_to, password_stamp, \
-        created_at, expires_at, used_at
+        created_at, expires_at, used_at, upgrade_user_id
         """
 
     public func markEmailVerified(_ id: UserID, normalizedEmail: String, at date: Date) async throws(StoreError) -> Bool {
@@ -18,12 +18,12 @@ extension SQLStore {
 
     public func insertEmailToken(_ token: EmailToken) async throws(StoreError) {
         try await executor.query(
-            "INSERT INTO email_tokens (\(Self.emailTokenColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO email_tokens (\(Self.emailTokenColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 .blob(token.hash), .text(token.purpose.rawValue), SQLValue(token.userID?.description), .text(token.email),
                 .text(token.normalizedEmail), SQLValue(token.codeHash), .integer(Int64(token.codeAttempts)),
                 SQLValue(token.redirectTo), SQLValue(token.passwordStamp), .integer(token.createdAt.unixSeconds),
-                .integer(token.expiresAt.unixSeconds), SQLValue(token.usedAt?.unixSeconds),
+                .integer(token.expiresAt.unixSeconds), SQLValue(token.usedAt?.unixSeconds), SQLValue(token.upgradeUserID?.description),
             ])
     }
 
@@ -88,6 +88,7 @@ extension SQLStore {
             codeHash: try row.optionalBytes("code_hash"), codeAttempts: Int(try row.int("code_attempts")),
             redirectTo: try row.optionalString("redirect_to"), passwordStamp: try row.optionalInt("password_stamp"),
             createdAt: Date(unixSeconds: try row.int("created_at")), expiresAt: Date(unixSeconds: try row.int("expires_at")),
-            usedAt: try row.optionalInt("used_at").map(Date.init(unixSeconds:)))
+            usedAt: try row.optionalInt("used_at").map(Date.init(unixSeconds:)),
+            upgradeUserID: try row.optionalString("upgrade_user_id").flatMap(UserID.init))
     }
 }

@@ -308,3 +308,32 @@ import Testing
         }
     }
 }
+
+@Suite struct MagicLinkUpgradeTests {
+    @Test(arguments: Backend.available)
+    func aMagicLinkUpgradesTheAnonymousAccountThatAskedForIt(_ backend: Backend) async throws {
+        let clock = ManualClock(Date())
+        try await TestApp.run(backend, clock: clock) { client, config in
+            let api = AuthClient(client: client)
+            let guest = try await AccountTests.anonymous(api)
+            #expect(try await api.post("/v1/auth/magic-link", #"{"email": "Keeper@example.com"}"#, token: guest.session.accessToken).status == .accepted)
+            let mail = try await EmailFlowTests.outboxMail(config, kind: "magic_link")
+            let token = try EmailFlowTests.token(in: ReceivedMail(text: mail.textBody ?? ""), path: "/auth/magic-link")
+            let upgraded = try await api.post("/v1/auth/magic-link/verify", #"{"token": "\#(token)"}"#)
+            #expect(upgraded.status == .ok, "\(upgraded.text)")
+            let result = try upgraded.json(SignInResponse.self)
+            #expect(!result.created && result.user.id == guest.user.id && !result.user.isAnonymous)
+            #expect(result.user.email == "Keeper@example.com" && result.user.emailVerified && result.user.identities.map(\.provider) == ["email"])
+            #expect(try await AccountTests.events(api).events.contains { $0.type == "user.upgraded" && $0.userID == guest.user.id })
+
+            // Another anonymous account asking for the same address gets a merge token instead.
+            clock.advance(by: 61)
+            let other = try await AccountTests.anonymous(api)
+            #expect(try await api.post("/v1/auth/magic-link", #"{"email": "keeper@example.com"}"#, token: other.session.accessToken).status == .accepted)
+            let second = try await EmailFlowTests.outboxMail(config, kind: "magic_link", after: mail.id)
+            let secondToken = try EmailFlowTests.token(in: ReceivedMail(text: second.textBody ?? ""), path: "/auth/magic-link")
+            let taken = try await api.post("/v1/auth/magic-link/verify", #"{"token": "\#(secondToken)"}"#)
+            #expect(taken.status == .conflict && taken.error?.code == .identityInUse && taken.error?.details?["merge_token"] != nil)
+        }
+    }
+}

@@ -53,9 +53,10 @@ struct AccountMail: Sendable {
     /// Queues a forgot-password or magic-link request for `email`; the mail worker composes it
     /// (or drops it when there is nothing to send). The caller's work is the same whether or
     /// not the address has an account.
-    func queueRequest(_ tx: any GatehouseStore, kind: String, email: String, redirectTo: String? = nil) async throws {
+    func queueRequest(_ tx: any GatehouseStore, kind: String, email: String, redirectTo: String? = nil, upgrading: UserID? = nil) async throws {
         var payload = ["email": email]
         payload["redirect_to"] = redirectTo
+        payload["upgrade_user_id"] = upgrading?.description
         try await tx.enqueueMail(
             OutboxMessage(
                 createdAt: clock.now, kind: kind, recipient: email, subject: kind, textBody: nil, htmlBody: nil, payload: payload))
@@ -100,7 +101,9 @@ struct MailRequestComposer: Sendable {
                 }
                 composed = try await reset(tx, user: user, now: now)
             case "magic_link":
-                composed = try await magic(tx, user: user, typed: typed, normalized: normalized, redirectTo: message.payload?["redirect_to"], now: now)
+                composed = try await magic(
+                    tx, user: user, typed: typed, normalized: normalized, redirectTo: message.payload?["redirect_to"],
+                    upgrading: message.payload?["upgrade_user_id"].flatMap(UserID.init), now: now)
             default:
                 try await tx.dropMail(message.id, reason: "unknown request kind", at: now)
                 return nil
@@ -134,7 +137,7 @@ struct MailRequestComposer: Sendable {
     }
 
     private func magic(
-        _ tx: any GatehouseStore, user: User?, typed: String, normalized: String, redirectTo: String?, now: Date
+        _ tx: any GatehouseStore, user: User?, typed: String, normalized: String, redirectTo: String?, upgrading: UserID?, now: Date
     ) async throws -> (String, Templates.Mail, URL) {
         let recipient = user?.email ?? typed
         try await tx.retireEmailTokens(userID: nil, normalizedEmail: normalized, purpose: .magicLink, at: now)
@@ -145,7 +148,7 @@ struct MailRequestComposer: Sendable {
             EmailToken(
                 hash: hash, purpose: .magicLink, userID: user?.id, email: recipient, normalizedEmail: normalized,
                 codeHash: try links.codeHash(code, tokenHash: hash), redirectTo: redirectTo, createdAt: now,
-                expiresAt: now.addingTimeInterval(TimeInterval(ttl))))
+                expiresAt: now.addingTimeInterval(TimeInterval(ttl)), upgradeUserID: upgrading))
         let link = links.link(EmailLinks.magicPath, token: token)
         return (recipient, templates.mail("magic_link", link: link, code: code, values: ["minutes": String(ttl / 60)]), link)
     }

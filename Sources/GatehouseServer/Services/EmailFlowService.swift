@@ -15,6 +15,7 @@ struct EmailFlowService: Sendable {
     let redirects: RedirectPolicy
     let preset: Preset
     let clock: any WallClock
+    let merges: MergeTokens
 
     // MARK: Verification
 
@@ -152,7 +153,7 @@ struct EmailFlowService: Sendable {
 
     /// `POST /v1/auth/magic-link`: queues a link and code for the address, account or not
     /// (the link signs a new person up).
-    func requestMagicLink(email: String, redirectTo: String?, client: ClientInfo) async throws {
+    func requestMagicLink(email: String, redirectTo: String?, client: ClientInfo, upgrading: User? = nil) async throws {
         try auth.requireMethod(preset.signInMethods.magicLink)
         let redirect = try redirectTo.map { candidate in
             guard let allowed = redirects.check(candidate) else {
@@ -165,7 +166,8 @@ struct EmailFlowService: Sendable {
         _ = try await checkRequest(email: email, kind: "magic_link", client: client)
         try await store.transaction { tx in
             try await mail.queueRequest(
-                tx, kind: "magic_link", email: email.trimmingCharacters(in: .whitespacesAndNewlines), redirectTo: redirect)
+                tx, kind: "magic_link", email: email.trimmingCharacters(in: .whitespacesAndNewlines), redirectTo: redirect,
+                upgrading: upgrading.flatMap { $0.isAnonymous ? $0.id : nil })
         }
         mail.wake()
     }
@@ -192,6 +194,9 @@ struct EmailFlowService: Sendable {
         case .used: throw record.codeAttempts >= preset.email.magicCodeMaxAttempts ? codeExhausted : tokenInvalid
         case .valid: break
         }
+        if let anonymous = record.upgradeUserID, try await store.user(id: anonymous)?.isAnonymous == true {
+            return try await upgrade(anonymous, record: record, client: kept, now: now)
+        }
         let (response, created) = try await auth.withTemporaryHandle { handle in
             try await store.transaction { tx -> (AuthResponse, Bool) in
                 guard try await tx.useEmailToken(hash: record.hash, at: now) else { throw tokenInvalid }
@@ -216,6 +221,35 @@ struct EmailFlowService: Sendable {
         case .valid: break
         }
         guard try await store.useEmailToken(hash: record.hash, at: clock.now) else { throw tokenInvalid }
+    }
+
+    /// A magic link asked for by a signed-in anonymous account: the address joins that account
+    /// (same id, data kept, `user.upgraded`), or, when the address has an account already,
+    /// 409 `identity_in_use` with a merge token.
+    private func upgrade(_ anonymous: UserID, record: EmailToken, client: ClientInfo, now: Date) async throws -> SignInResponse {
+        let response = try await store.transaction { tx -> AuthResponse in
+            guard try await tx.useEmailToken(hash: record.hash, at: now), var user = try await tx.user(id: anonymous) else {
+                throw tokenInvalid
+            }
+            if let owner = try await tx.user(normalizedEmail: record.normalizedEmail), owner.id != anonymous {
+                var error = GatehouseError(status: 409, code: .identityInUse, message: "This email already belongs to another account.")
+                error.details = ["merge_token": .string(try merges.make(from: anonymous, to: owner.id))]
+                throw error
+            }
+            try await tx.updateEmail(anonymous, email: record.email, normalizedEmail: record.normalizedEmail, verifiedAt: now, now: now)
+            try await tx.insertIdentity(
+                Identity(userID: anonymous, provider: .email, subject: record.normalizedEmail, email: record.email, createdAt: now))
+            try await tx.markUpgraded(anonymous, now: now)
+            _ = try await tx.deleteIdentities(of: anonymous, provider: .anonymous)
+            try await auth.events.record(tx, "user.upgraded", user: anonymous, data: ["provider": "magic_link"])
+            user.email = record.email
+            user.normalizedEmail = record.normalizedEmail
+            user.emailVerifiedAt = now
+            user.isAnonymous = false
+            return try await auth.signIn(in: tx, user, provider: "email", client: client, event: "login")
+        }
+        auth.events.wake()
+        return SignInResponse(user: response.user, session: response.session, created: false)
     }
 
     /// Finds the live code for an address and checks it; a wrong code counts, and the last
