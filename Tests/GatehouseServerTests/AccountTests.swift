@@ -267,8 +267,11 @@ import Testing
             }) { client, _ in
                 let account = try await AuthClient(client: client).account("hooked@example.com")
                 for _ in 0..<200 where received.withLock({ $0.isEmpty }) { try await Task.sleep(for: .milliseconds(50)) }
-                clock.advance(by: 6)
-                for _ in 0..<200 where received.withLock({ $0.count < 2 }) { try await Task.sleep(for: .milliseconds(50)) }
+                // The retry is due 5 s after the failure is recorded; time moves on until it comes.
+                for _ in 0..<300 where received.withLock({ $0.count < 2 }) {
+                    clock.advance(by: 6)
+                    try await Task.sleep(for: .milliseconds(50))
+                }
                 let deliveries = received.withLock { $0 }
                 #expect(deliveries.count == 2)
                 let last = try #require(deliveries.last)
