@@ -20,6 +20,8 @@ public struct Preset: Sendable, Equatable, Codable {
     public var throttling: ThrottlingSettings
     public var handles: HandleSettings
     public var privacy: PrivacySettings
+    /// Plans, capabilities, limits, credits, trials and the gate each action answers.
+    public var entitlements: EntitlementSettings
     /// User-facing strings (error messages, banners, prompts), by key.
     public var copy: [String: String]
 
@@ -35,6 +37,7 @@ public struct Preset: Sendable, Equatable, Codable {
         throttling = ThrottlingSettings()
         handles = HandleSettings()
         privacy = PrivacySettings()
+        entitlements = EntitlementSettings()
         copy = [:]
     }
 
@@ -50,6 +53,7 @@ public struct Preset: Sendable, Equatable, Codable {
         case throttling
         case handles
         case privacy
+        case entitlements
         case copy
     }
 
@@ -67,6 +71,7 @@ public struct Preset: Sendable, Equatable, Codable {
         throttling = try c.value(.throttling, or: throttling)
         handles = try c.value(.handles, or: handles)
         privacy = try c.value(.privacy, or: privacy)
+        entitlements = try c.value(.entitlements, or: entitlements)
         copy = try c.value(.copy, or: copy)
     }
 
@@ -121,6 +126,7 @@ public struct Preset: Sendable, Equatable, Codable {
         }
         check(privacy.retentionDays >= 1, "'privacy.retention_days' must be at least 1")
         check(signInMethods.enabled.count > 0, "'sign_in_methods' must turn on at least one method")
+        problems += entitlements.problems()
         return problems
     }
 }

@@ -12,6 +12,8 @@ public struct PublicConfiguration: Sendable, Equatable, Codable {
     public var enumerationProtection: EnumerationProtection
     /// Actions that need a verified email (the `verification` gate), e.g. Handz's sharing and export.
     public var verificationRequiredFor: [String]
+    /// The entitlement rules, so the SDK decides gates the same way offline.
+    public var entitlements: EntitlementSettings?
     public var copy: [String: String]
 
     public init(preset: Preset) {
@@ -24,6 +26,7 @@ public struct PublicConfiguration: Sendable, Equatable, Codable {
         refreshTokenTTLSeconds = preset.tokens.refreshTokenTTLSeconds
         enumerationProtection = preset.enumerationProtection
         verificationRequiredFor = preset.verification.requiredFor
+        entitlements = preset.entitlements
         copy = preset.copy
     }
 
@@ -37,6 +40,7 @@ public struct PublicConfiguration: Sendable, Equatable, Codable {
         case refreshTokenTTLSeconds = "refresh_token_ttl_seconds"
         case enumerationProtection = "enumeration_protection"
         case verificationRequiredFor = "verification_required_for"
+        case entitlements
         case copy
     }
 
@@ -52,6 +56,7 @@ public struct PublicConfiguration: Sendable, Equatable, Codable {
         refreshTokenTTLSeconds = try c.decode(Int.self, forKey: .refreshTokenTTLSeconds)
         enumerationProtection = try c.decode(EnumerationProtection.self, forKey: .enumerationProtection)
         verificationRequiredFor = try c.decodeIfPresent([String].self, forKey: .verificationRequiredFor) ?? []
+        entitlements = try? c.decodeIfPresent(EntitlementSettings.self, forKey: .entitlements)
         copy = try c.decode([String: String].self, forKey: .copy)
     }
 }

@@ -37,6 +37,8 @@ public struct User: Sendable, Equatable {
     public var nameSuggestions: [String]?
     /// A plan set by an operator, overriding what purchases say (read by the entitlement engine).
     public var planOverride: String?
+    /// When the account's one trial began (`nil`: never).
+    public var trialStartedAt: Date?
 
     public init(
         id: UserID, email: String? = nil, normalizedEmail: String? = nil, emailVerifiedAt: Date? = nil,

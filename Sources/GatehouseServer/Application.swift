@@ -50,8 +50,9 @@ public func buildApplication(
     let hasher = try PasswordHasher(parameters: config.argon2, threads: config.hashThreads)
     let httpClient = HTTPClient(eventLoopGroupProvider: .singleton)
     let chainKey = RefreshChainKey()
+    let engine = EntitlementEngine(settings: preset.entitlements, copy: preset.copy)
     let tokenService = TokenService(
-        keys: keys, chainKey: chainKey, issuer: config.issuer, audience: config.audience, settings: tokens, clock: clock)
+        keys: keys, chainKey: chainKey, issuer: config.issuer, audience: config.audience, settings: tokens, clock: clock, engine: engine)
     let throttle = ThrottleService(store: store, settings: preset.throttling, ipLimits: config.ipLimits, clock: clock, copy: preset.copy)
     let links = EmailLinks(publicURL: config.publicURL, chainKey: chainKey)
 
@@ -84,12 +85,15 @@ public func buildApplication(
     let jobs = JobWorker(
         store: store, sealer: sealer, clock: clock, logger: logger, handlers: jobHandlers,
         maximumAttempts: [WebhookSender.jobKind: 30])
-    let events = EventRecorder(jobs: jobs, webhookConfigured: config.webhookURL != nil, clock: clock)
+    let events = EventRecorder(
+        jobs: jobs, webhookConfigured: config.webhookURL != nil, clock: clock,
+        trialStartsAtSignup: preset.entitlements.trial.startsAtSignup)
+    let entitlements = EntitlementService(store: store, engine: engine, events: events, clock: clock)
     let auth = AuthService(
         store: store, hasher: hasher, tokens: tokenService, throttle: throttle,
         breached: BreachedPasswordChecker(client: httpClient, baseURL: config.breachedPasswordsURL, logger: logger),
         policy: PasswordPolicy(settings: preset.passwordPolicy, blocklist: blocklist, copy: preset.copy),
-        preset: preset, clock: clock, mail: accountMail, events: events)
+        preset: preset, clock: clock, mail: accountMail, events: events, entitlements: entitlements)
     // The preset's own "open the app" address is trusted like an allowlist entry.
     let redirects = RedirectPolicy(allowlist: config.redirectAllowlist + [preset.app.openAppURL].compactMap { $0 })
     let merges = MergeTokens(chainKey: chainKey, clock: clock)
@@ -128,8 +132,9 @@ public func buildApplication(
         providers: providers, account: account, auth: auth, tokens: tokenService, resolver: resolver, bodyLimit: config.maxBodyBytes
     ).register(on: router)
     let profiles = ProfileService(store: store, auth: auth, merges: merges, preset: preset, clock: clock)
-    AccountController(profiles: profiles, auth: auth, tokens: tokenService, resolver: resolver, bodyLimit: config.maxBodyBytes)
-        .register(on: router)
+    AccountController(
+        profiles: profiles, entitlements: entitlements, auth: auth, tokens: tokenService, resolver: resolver, bodyLimit: config.maxBodyBytes
+    ).register(on: router)
     PagesController(
         emails: emails, templates: templates, resolver: resolver, preset: preset, policy: preset.passwordPolicy,
         secureCookies: config.publicURL.scheme == "https", bodyLimit: config.maxBodyBytes

@@ -259,6 +259,26 @@ public enum Migrations {
                 // The anonymous account a magic link upgrades, when it was asked for while signed in.
                 "ALTER TABLE email_tokens ADD COLUMN upgrade_user_id TEXT",
             ]),
+        Migration(
+            version: 8, name: "trials_credit_ledger",
+            statements: [
+                "ALTER TABLE users ADD COLUMN trial_started_at INTEGER",
+                """
+                CREATE TABLE credit_ledger (
+                    id TEXT PRIMARY KEY,
+                    user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                    credit TEXT NOT NULL,
+                    amount INTEGER NOT NULL,
+                    action TEXT NOT NULL,
+                    subject TEXT,
+                    idempotency_key TEXT NOT NULL,
+                    period_start INTEGER NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    UNIQUE (user_id, idempotency_key)
+                )
+                """,
+                "CREATE INDEX credit_ledger_period ON credit_ledger (user_id, credit, period_start)",
+            ]),
     ]
 
     static let postgres: [Migration] = [
@@ -486,6 +506,26 @@ public enum Migrations {
             statements: [
                 // The anonymous account a magic link upgrades, when it was asked for while signed in.
                 "ALTER TABLE email_tokens ADD COLUMN upgrade_user_id TEXT",
+            ]),
+        Migration(
+            version: 8, name: "trials_credit_ledger",
+            statements: [
+                "ALTER TABLE users ADD COLUMN trial_started_at BIGINT",
+                """
+                CREATE TABLE credit_ledger (
+                    id TEXT PRIMARY KEY,
+                    user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                    credit TEXT NOT NULL,
+                    amount BIGINT NOT NULL,
+                    action TEXT NOT NULL,
+                    subject TEXT,
+                    idempotency_key TEXT NOT NULL,
+                    period_start BIGINT NOT NULL,
+                    created_at BIGINT NOT NULL,
+                    UNIQUE (user_id, idempotency_key)
+                )
+                """,
+                "CREATE INDEX credit_ledger_period ON credit_ledger (user_id, credit, period_start)",
             ]),
     ]
 }

@@ -48,12 +48,12 @@ public struct SQLStore: GatehouseStore {
     private static let userColumns = """
         id, email, email_normalized, email_verified_at, is_anonymous, display_name, handle, avatar_url, \
         onboarding_complete, password_hash, password_changed_at, disabled_at, disabled_reason, created_at, updated_at, \
-        name_suggestions, plan_override
+        name_suggestions, plan_override, trial_started_at
         """
 
     public func insertUser(_ user: User) async throws(StoreError) {
         try await executor.query(
-            "INSERT INTO users (\(Self.userColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO users (\(Self.userColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 .text(user.id.description), SQLValue(user.email), SQLValue(user.normalizedEmail),
                 SQLValue(user.emailVerifiedAt?.unixSeconds), SQLValue(user.isAnonymous),
@@ -62,6 +62,7 @@ public struct SQLStore: GatehouseStore {
                 SQLValue(user.passwordChangedAt?.unixSeconds), SQLValue(user.disabledAt?.unixSeconds),
                 SQLValue(user.disabledReason), .integer(user.createdAt.unixSeconds),
                 .integer(user.updatedAt.unixSeconds), SQLValue(Self.encodeNames(user.nameSuggestions)), SQLValue(user.planOverride),
+                SQLValue(user.trialStartedAt?.unixSeconds),
             ])
     }
 
@@ -156,6 +157,7 @@ public struct SQLStore: GatehouseStore {
             user.nameSuggestions = (try? JSONSerialization.jsonObject(with: Data(names.utf8))) as? [String]
         }
         user.planOverride = try row.optionalString("plan_override")
+        user.trialStartedAt = try row.optionalInt("trial_started_at").map(Date.init(unixSeconds:))
         return user
     }
 

@@ -220,10 +220,54 @@ public protocol AccountStore: Sendable {
     func emailTokens(of userID: UserID) async throws(StoreError) -> [EmailToken]
 }
 
+/// One spend of a credit, as the ledger keeps it.
+public struct CreditSpend: Sendable, Equatable {
+    public var id: UUID
+    public var userID: UserID
+    public var credit: String
+    public var amount: Int
+    public var action: String
+    public var subject: String?
+    public var idempotencyKey: String
+    public var periodStart: Date
+    public var createdAt: Date
+
+    public init(
+        id: UUID = UUID(), userID: UserID, credit: String, amount: Int = 1, action: String, subject: String?, idempotencyKey: String,
+        periodStart: Date, createdAt: Date
+    ) {
+        self.id = id
+        self.userID = userID
+        self.credit = credit
+        self.amount = amount
+        self.action = action
+        self.subject = subject
+        self.idempotencyKey = idempotencyKey
+        self.periodStart = periodStart
+        self.createdAt = createdAt
+    }
+}
+
+/// Trials and the credit ledger.
+public protocol EntitlementStore: Sendable {
+    /// Starts the account's one trial; false when it had one already.
+    func startTrial(_ id: UserID, at date: Date) async throws(StoreError) -> Bool
+    /// Credits spent per name since `periodStart`.
+    func creditsSpent(of userID: UserID, since periodStart: Date) async throws(StoreError) -> [String: Int]
+    /// The spend recorded under an idempotency key, if any.
+    func creditSpend(of userID: UserID, idempotencyKey: String) async throws(StoreError) -> CreditSpend?
+    /// `.uniqueViolation` when the idempotency key was used meanwhile.
+    func insertCreditSpend(_ spend: CreditSpend) async throws(StoreError)
+    /// Inside a transaction: holds the user's row until it ends, so one user's spends take turns
+    /// (PostgreSQL row lock; SQLite's single writer already serialises them).
+    func lockUser(_ id: UserID) async throws(StoreError)
+    func creditLedger(of userID: UserID) async throws(StoreError) -> [CreditSpend]
+}
+
 /// All of Gatehouse's storage, behind one protocol with a SQLite and a PostgreSQL
 /// implementation that pass the same contract suite.
 public protocol GatehouseStore: UserStore, SigningKeyStore, SessionStore, ThrottleStore, AuditStore, SecretStore, OutboxStore,
-    EmailTokenStore, JobStore, AccountStore
+    EmailTokenStore, JobStore, AccountStore, EntitlementStore
 {
     var dialect: SQLDialect { get }
     /// Runs `body` in one transaction against a store bound to it.

@@ -438,3 +438,101 @@ public struct DeleteAccountRequest: Codable, Sendable, Hashable {
         case code
     }
 }
+
+/// An action a gate offers (`upgrade` "Upgrade to Pro", `manage_flows` "Manage flows", …).
+public struct GateAction: Codable, Sendable, Hashable {
+    public var id: String
+    public var label: String
+    public init(id: String, label: String) {
+        self.id = id
+        self.label = label
+    }
+    enum CodingKeys: String, CodingKey {
+        case id, label
+    }
+}
+
+/// The contract's gate decision.
+public struct GateDecision: Codable, Sendable, Hashable {
+    public var allowed: Bool
+    /// `account`, `paywall`, `cap`, `soft_cap`, `verification`, or null.
+    public var gate: String?
+    public var reasonCode: String?
+    public var message: String?
+    public var secondaryMessage: String?
+    public var actions: [GateAction]
+
+    public init(allowed: Bool, gate: String?, reasonCode: String?, message: String?, secondaryMessage: String?, actions: [GateAction]) {
+        self.allowed = allowed
+        self.gate = gate
+        self.reasonCode = reasonCode
+        self.message = message
+        self.secondaryMessage = secondaryMessage
+        self.actions = actions
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case allowed, gate, actions
+        case reasonCode = "reason_code"
+        case message
+        case secondaryMessage = "secondary_message"
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(allowed, forKey: .allowed)
+        try c.encode(gate, forKey: .gate)
+        try c.encode(reasonCode, forKey: .reasonCode)
+        try c.encode(message, forKey: .message)
+        try c.encode(secondaryMessage, forKey: .secondaryMessage)
+        try c.encode(actions, forKey: .actions)
+    }
+}
+
+/// `POST /v1/entitlements/check`.
+public struct EntitlementCheckRequest: Codable, Sendable, Hashable {
+    public var action: String
+    /// Counts before the action, e.g. `{"saved_count": 2}`.
+    public var context: [String: Int]?
+    public init(action: String, context: [String: Int]? = nil) {
+        self.action = action
+        self.context = context
+    }
+    enum CodingKeys: String, CodingKey {
+        case action, context
+    }
+}
+
+/// `POST /v1/credits/{name}/spend`.
+public struct CreditSpendRequest: Codable, Sendable, Hashable {
+    public var idempotencyKey: String
+    public var action: String
+    public var subject: String?
+    public init(idempotencyKey: String, action: String, subject: String? = nil) {
+        self.idempotencyKey = idempotencyKey
+        self.action = action
+        self.subject = subject
+    }
+    enum CodingKeys: String, CodingKey {
+        case idempotencyKey = "idempotency_key"
+        case action, subject
+    }
+}
+
+/// `{remaining, spent}`: `remaining` is null when the plan does not count this credit.
+public struct CreditSpendResponse: Codable, Sendable, Hashable {
+    public var remaining: Int?
+    public var spent: Int
+    public init(remaining: Int?, spent: Int) {
+        self.remaining = remaining
+        self.spent = spent
+    }
+    enum CodingKeys: String, CodingKey {
+        case remaining, spent
+    }
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(remaining, forKey: .remaining)
+        try c.encode(spent, forKey: .spent)
+    }
+}

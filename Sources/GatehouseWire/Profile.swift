@@ -181,12 +181,14 @@ public struct AccountExport: Codable, Sendable, Hashable {
     public var events: [EventEntry]
     /// When the account's requests carried an `Idempotency-Key` (the keys are kept hashed).
     public var idempotencyKeys: [String]
+    /// Every credit spent.
+    public var creditLedger: [ExportedCreditSpend]
     public var entitlements: EntitlementsPayload
 
     public init(
         exportedAt: String, users: UserPayload, planOverride: String?, identities: [IdentityPayload], sessions: [SessionInfo],
         emailTokens: [ExportedLink], auditLog: [AuditEntry], events: [EventEntry], idempotencyKeys: [String],
-        entitlements: EntitlementsPayload
+        creditLedger: [ExportedCreditSpend], entitlements: EntitlementsPayload
     ) {
         self.exportedAt = exportedAt
         self.users = users
@@ -197,6 +199,7 @@ public struct AccountExport: Codable, Sendable, Hashable {
         self.auditLog = auditLog
         self.events = events
         self.idempotencyKeys = idempotencyKeys
+        self.creditLedger = creditLedger
         self.entitlements = entitlements
     }
 
@@ -209,6 +212,27 @@ public struct AccountExport: Codable, Sendable, Hashable {
         case auditLog = "audit_log"
         case events
         case idempotencyKeys = "idempotency_keys"
+        case creditLedger = "credit_ledger"
         case entitlements
+    }
+}
+
+/// A credit spend in an export.
+public struct ExportedCreditSpend: Codable, Sendable, Hashable {
+    public var credit: String
+    public var amount: Int
+    public var action: String
+    public var subject: String?
+    public var createdAt: String
+    public init(credit: String, amount: Int, action: String, subject: String?, createdAt: String) {
+        self.credit = credit
+        self.amount = amount
+        self.action = action
+        self.subject = subject
+        self.createdAt = createdAt
+    }
+    enum CodingKeys: String, CodingKey {
+        case credit, amount, action, subject
+        case createdAt = "created_at"
     }
 }

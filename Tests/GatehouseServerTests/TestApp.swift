@@ -32,9 +32,10 @@ enum TestApp {
         return config
     }
 
+    /// Quiet unless `GATEHOUSE_TEST_LOG` names a level (e.g. `error`) to debug a failing test.
     static var quietLogger: Logger {
         var logger = Logger(label: "gatehouse.test")
-        logger.logLevel = .critical
+        logger.logLevel = ProcessInfo.processInfo.environment["GATEHOUSE_TEST_LOG"].flatMap(Logger.Level.init(rawValue:)) ?? .critical
         return logger
     }
 

@@ -6,6 +6,7 @@ import Hummingbird
 /// Anonymous sign-in, the profile and handles, merge, export and the entitlement snapshot.
 struct AccountController {
     let profiles: ProfileService
+    let entitlements: EntitlementService
     let auth: AuthService
     let tokens: TokenService
     let resolver: ClientAddressResolver
@@ -23,12 +24,13 @@ struct AccountController {
         }
         // A guest (no token) gets the guest snapshot and nothing is stored; a bad token is refused.
         router.get("/v1/entitlements") { request, _ in
-            guard let token = request.bearerToken else {
-                return try JSONBody.response(EntitlementsPayload(planState: "guest", evaluatedAt: auth.clock.now.rfc3339))
-            }
-            let identity = try await tokens.verify(token)
-            let user = try await auth.authenticate(identity)
-            return try JSONBody.response(try await auth.me(SignedIn(identity: identity, user: user)).entitlements)
+            try JSONBody.response(try await entitlements.snapshot(try await optionalUser(request)), headers: noStore)
+        }
+        router.post("/v1/entitlements/check") { request, _ in
+            let body = try await request.decodeJSON(EntitlementCheckRequest.self, limit: bodyLimit)
+            return try JSONBody.response(
+                try await entitlements.check(try await optionalUser(request), action: body.action, context: body.context ?? [:]),
+                headers: noStore)
         }
 
         let signedIn = router.group()
@@ -45,10 +47,26 @@ struct AccountController {
         signedIn.get("/v1/me/export") { _, context in
             try JSONBody.response(try await profiles.export(context.signedIn), headers: noStore)
         }
+        signedIn.post("/v1/credits/:name/spend") { request, context in
+            let body = try await request.decodeJSON(CreditSpendRequest.self, limit: bodyLimit)
+            return try JSONBody.response(
+                try await entitlements.spend(context.signedIn.user, credit: try context.parameters.require("name"), request: body))
+        }
+        signedIn.post("/v1/trial/start") { _, context in
+            try JSONBody.response(try await entitlements.startTrial(context.signedIn.user))
+        }
         signedIn.post("/v1/auth/merge") { request, context in
             let body = try await request.decodeJSON(MergeRequest.self, limit: bodyLimit)
             return try JSONBody.response(try await profiles.merge(context.signedIn, token: body.mergeToken))
         }
+    }
+}
+
+extension AccountController {
+    /// The signed-in user when a Bearer token is sent (and valid), else nil for a guest.
+    func optionalUser(_ request: Request) async throws -> User? {
+        guard let token = request.bearerToken else { return nil }
+        return try await auth.authenticate(try await tokens.verify(token))
     }
 }
 

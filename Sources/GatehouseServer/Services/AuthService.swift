@@ -17,6 +17,7 @@ public struct AuthService: Sendable {
     let clock: any WallClock
     let mail: AccountMail
     let events: EventRecorder
+    let entitlements: EntitlementService
 
     // MARK: Sign-up and login
 
@@ -301,8 +302,7 @@ public struct AuthService: Sendable {
     public func me(_ signedIn: SignedIn) async throws -> MeResponse {
         let user = signedIn.user
         return MeResponse(
-            user: user.payload(identities: try await store.identities(of: user.id)),
-            entitlements: EntitlementsPayload(planState: user.isAnonymous ? "guest" : "free", evaluatedAt: clock.now.rfc3339))
+            user: user.payload(identities: try await store.identities(of: user.id)), entitlements: try await entitlements.snapshot(user))
     }
 
     // MARK: Helpers

@@ -11,9 +11,18 @@ struct EventRecorder: Sendable {
     let jobs: JobWorker
     let webhookConfigured: Bool
     let clock: any WallClock
+    /// The preset starts a trial with every account (Hannah): `user.created` brings `trial.started`.
+    var trialStartsAtSignup = false
 
     /// Inside the caller's transaction; call `wake()` after the commit.
     func record(_ tx: any GatehouseStore, _ type: String, user: UserID?, data: [String: String] = [:]) async throws {
+        try await append(tx, type, user: user, data: data)
+        if type == "user.created", trialStartsAtSignup {
+            try await append(tx, "trial.started", user: user, data: ["at": "signup"])
+        }
+    }
+
+    private func append(_ tx: any GatehouseStore, _ type: String, user: UserID?, data: [String: String]) async throws {
         let event = DomainEvent(type: type, userID: user, data: data, createdAt: clock.now)
         try await tx.insertEvent(event)
         if webhookConfigured {

@@ -185,6 +185,9 @@ struct ProfileService: Sendable {
             },
             events: events.map(EventEntry.init),
             idempotencyKeys: try await store.idempotencyKeyTimes(of: user.id).map(\.rfc3339),
+            creditLedger: try await store.creditLedger(of: user.id).map {
+                ExportedCreditSpend(credit: $0.credit, amount: $0.amount, action: $0.action, subject: $0.subject, createdAt: $0.createdAt.rfc3339)
+            },
             entitlements: try await auth.me(signedIn).entitlements)
     }
 

@@ -54,6 +54,8 @@ public struct TokenService: Sendable {
     let audience: String
     let settings: TokenSettings
     let clock: any WallClock
+    /// For the `plan` and `plan_expires_at` claims.
+    let engine: EntitlementEngine
 
     /// A new session's first refresh token.
     func newRefreshToken() -> String {
@@ -74,10 +76,11 @@ public struct TokenService: Sendable {
     func session(for user: User, session: Session, refreshToken: String) async throws -> SessionPayload {
         let now = clock.now
         let expires = now.unixSeconds + Int64(settings.accessTokenTTLSeconds)
+        let input = engine.input(for: user)
         let claims = AccessTokenClaims(
             iss: issuer, aud: audience, sub: user.id.description, sid: session.id.description, iat: now.unixSeconds,
-            nbf: now.unixSeconds, exp: expires, isAnonymous: user.isAnonymous, plan: user.isAnonymous ? "guest" : "free",
-            emailVerified: user.emailVerified, planExpiresAt: nil)
+            nbf: now.unixSeconds, exp: expires, isAnonymous: user.isAnonymous, plan: engine.planState(input, at: now),
+            emailVerified: user.emailVerified, planExpiresAt: engine.planExpiry(input, at: now)?.unixSeconds)
         guard let collection = keys.collection, let kid = keys.activeKID else {
             throw GatehouseError.internalError(nil)
         }

@@ -1,0 +1,126 @@
+import Foundation
+import GatehouseCore
+import GatehouseStore
+import GatehouseWire
+
+/// The entitlement snapshot, gate decisions, credits and trials, from the preset's rules
+/// (`EntitlementEngine`) and the account's stored facts.
+struct EntitlementService: Sendable {
+    let store: any GatehouseStore
+    let engine: EntitlementEngine
+    let events: EventRecorder
+    let clock: any WallClock
+
+    /// The engine's input for `user` (a guest when nil), with this period's credits.
+    func input(for user: User?, in tx: (any GatehouseStore)? = nil) async throws -> EntitlementInput {
+        guard let user else { return .guest }
+        var input = engine.input(for: user)
+        let now = clock.now
+        if !engine.settings.plan(engine.planState(input, at: now)).credits.isEmpty {
+            input.creditsSpent = try await (tx ?? store).creditsSpent(of: user.id, since: engine.creditPeriod(input, at: now).start)
+        }
+        return input
+    }
+
+    func snapshot(_ user: User?) async throws -> EntitlementsPayload {
+        engine.snapshot(try await input(for: user), at: clock.now)
+    }
+
+    /// `POST /v1/entitlements/check`.
+    func check(_ user: User?, action: String, context: [String: Int]) async throws -> GateDecision {
+        guard let decision = engine.decide(action, context: context, input: try await input(for: user), at: clock.now) else {
+            throw unknownAction(action)
+        }
+        return decision
+    }
+
+    /// `POST /v1/credits/{name}/spend`: atomic and idempotent. One user's spends take turns (a
+    /// row lock on PostgreSQL, the single writer on SQLite), so concurrent spends can never take
+    /// the balance below zero; the same `idempotency_key` answers the same result.
+    func spend(_ user: User, credit name: String, request: CreditSpendRequest) async throws -> CreditSpendResponse {
+        guard engine.settings.actions[request.action] != nil else { throw unknownAction(request.action) }
+        let key = request.idempotencyKey
+        guard (1...255).contains(key.utf8.count) else {
+            throw GatehouseError.invalidRequest("The idempotency_key must be 1 to 255 characters.")
+        }
+        let now = clock.now
+        do {
+            let result = try await store.transaction { tx -> CreditSpendResponse in
+                try await tx.lockUser(user.id)
+                var input = try await input(for: user, in: tx)
+                if let earlier = try await tx.creditSpend(of: user.id, idempotencyKey: key) {
+                    return CreditSpendResponse(remaining: remaining(name, input: input, now: now), spent: earlier.amount)
+                }
+                guard let decision = engine.decide(request.action, context: [:], input: input, at: now) else {
+                    throw unknownAction(request.action)
+                }
+                guard decision.allowed else { throw refused(decision) }
+                guard let credit = engine.creditSpent(by: request.action, input: input, at: now) else {
+                    // The plan does not count this action (Pro practice): nothing to spend.
+                    return CreditSpendResponse(remaining: nil, spent: 0)
+                }
+                guard credit == name else {
+                    throw GatehouseError.invalidRequest("The action '\(request.action)' spends '\(credit)' credits, not '\(name)'.")
+                }
+                try await tx.insertCreditSpend(
+                    CreditSpend(
+                        userID: user.id, credit: name, action: request.action, subject: request.subject, idempotencyKey: key,
+                        periodStart: engine.creditPeriod(input, at: now).start, createdAt: now))
+                input.creditsSpent[name, default: 0] += 1
+                var data = ["credit": name, "action": request.action]
+                data["subject"] = request.subject
+                try await events.record(tx, "credit.spent", user: user.id, data: data)
+                return CreditSpendResponse(remaining: remaining(name, input: input, now: now), spent: 1)
+            }
+            events.wake()
+            return result
+        } catch StoreError.uniqueViolation {
+            // The same key raced itself: the other spend won; answer its result.
+            return try await spend(user, credit: name, request: request)
+        }
+    }
+
+    private func remaining(_ name: String, input: EntitlementInput, now: Date) -> Int? {
+        guard let granted = engine.settings.plan(engine.planState(input, at: now)).credits[name] else { return nil }
+        return max(0, granted - (input.creditsSpent[name] ?? 0))
+    }
+
+    /// `POST /v1/trial/start`: once per account.
+    func startTrial(_ user: User) async throws -> EntitlementsPayload {
+        guard engine.settings.trial.startable else {
+            throw GatehouseError(status: 403, code: .forbidden, message: "Trials start on their own for this app.")
+        }
+        let now = clock.now
+        let input = engine.input(for: user)
+        guard input.trialStartedAt == nil else { throw trialUsed }
+        try await store.transaction { tx in
+            guard try await tx.startTrial(user.id, at: now) else { throw trialUsed }
+            try await events.record(tx, "trial.started", user: user.id, data: ["days": String(engine.settings.trial.days)])
+            try await events.record(tx, "plan.changed", user: user.id, data: ["from": engine.planState(input, at: now), "to": "trial"])
+        }
+        events.wake()
+        var updated = user
+        updated.trialStartedAt = now
+        return try await snapshot(updated)
+    }
+
+    private var trialUsed: GatehouseError {
+        GatehouseError(
+            status: 409, code: .trialAlreadyUsed, message: engine.copy["error.trial_already_used"] ?? "You've already used your free trial.")
+    }
+
+    private func unknownAction(_ action: String) -> GatehouseError {
+        GatehouseError(status: 400, code: .unknownAction, message: "'\(action)' is not an action this app knows.")
+    }
+
+    private func refused(_ decision: GateDecision) -> GatehouseError {
+        var details: [String: JSONValue] = [:]
+        if let data = try? JSONEncoder().encode(decision), let value = try? JSONDecoder().decode(JSONValue.self, from: data),
+            case .object(let object) = value
+        {
+            details = object
+        }
+        return GatehouseError(
+            status: 403, code: .planRequired, message: decision.message ?? "This is not part of your plan.", details: details)
+    }
+}

@@ -1,0 +1,196 @@
+import Foundation
+import GatehouseCore
+@testable import GatehouseServer
+import GatehouseStore
+import GatehouseTestSupport
+import GatehouseWire
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Testing
+
+/// The same Handz gate table as the engine's unit test, through HTTP with real accounts put into
+/// each plan state; credits, trials and Hannah's trial journey.
+@Suite struct EntitlementTests {
+    struct GateRowFile: Decodable {
+        struct Row: Decodable {
+            var name: String
+            var plan: String
+            var verified: Bool
+            var creditsSpent: Int
+            var action: String
+            var context: [String: Int]
+            var expect: Expect
+            enum CodingKeys: String, CodingKey {
+                case name, plan, verified, action, context, expect
+                case creditsSpent = "credits_spent"
+            }
+        }
+        struct Expect: Decodable {
+            var allowed: Bool
+            var gate: String?
+            var reasonCode: String?
+            var message: String?
+            var actions: [String]?
+            enum CodingKeys: String, CodingKey {
+                case allowed, gate, message, actions
+                case reasonCode = "reason_code"
+            }
+        }
+        var rows: [Row]
+    }
+
+    static func rows() throws -> [GateRowFile.Row] {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        return try JSONDecoder().decode(GateRowFile.self, from: Data(contentsOf: root.appendingPathComponent("fixtures/handz-gates.json"))).rows
+    }
+
+    static func check(_ api: AuthClient, _ action: String, _ context: [String: Int] = [:], token: String?) async throws -> TestResponse {
+        let body = String(decoding: try JSONSerialization.data(withJSONObject: ["action": action, "context": context]), as: UTF8.self)
+        return try await api.post("/v1/entitlements/check", body, token: token)
+    }
+
+    static func spend(_ api: AuthClient, key: String, token: String, action: String = "practice_saved_flow") async throws -> TestResponse {
+        try await api.post("/v1/credits/practice/spend", #"{"idempotency_key": "\#(key)", "action": "\#(action)"}"#, token: token)
+    }
+
+    @Test(arguments: Backend.available)
+    func everyHandzGateThroughHTTP(_ backend: Backend) async throws {
+        try await TestApp.run(backend, preset: "handz") { client, config in
+            let api = AuthClient(client: client)
+            var failures: [String] = []
+            for (index, row) in try Self.rows().enumerated() {
+                var token: String?
+                if row.plan != "guest" {
+                    let account = try await api.account("gate\(index)@example.com")
+                    token = account.session.accessToken
+                    let id = UserID(account.user.id)!
+                    if row.verified {
+                        _ = try await TestApp.withStore(config) { try await $0.markEmailVerified(id, normalizedEmail: "gate\(index)@example.com", at: Date()) }
+                    }
+                    for spent in 0..<row.creditsSpent {
+                        #expect(try await Self.spend(api, key: "k\(spent)", token: account.session.accessToken).status == .ok)
+                    }
+                    switch row.plan {
+                    case "trial":
+                        #expect(try await api.post("/v1/trial/start", "{}", token: token).status == .ok)
+                    case "pro", "pro_grace":
+                        let set = try await client.execute(
+                            uri: "/admin/v1/users/\(account.user.id)/plan", method: .put, headers: TestApp.adminHeaders,
+                            body: jsonBody(#"{"plan": "\#(row.plan)"}"#))
+                        #expect(set.status == .ok)
+                    default: break
+                    }
+                }
+                let response = try await Self.check(api, row.action, row.context, token: token)
+                let decision = try response.json(GateDecision.self)
+                let e = row.expect
+                if decision.allowed != e.allowed || decision.gate != e.gate || decision.reasonCode != e.reasonCode
+                    || (e.message != nil && decision.message != e.message) || (e.actions != nil && decision.actions.map(\.id) != e.actions)
+                {
+                    failures.append("\(row.name): \(response.text)")
+                }
+            }
+            #expect(failures.isEmpty, "\(failures.joined(separator: "\n"))")
+            let unknown = try await Self.check(api, "fly_to_the_moon", token: nil)
+            #expect(unknown.status == .badRequest && unknown.error?.code == .unknownAction)
+        }
+    }
+
+    /// 100 concurrent spends with one credit left: exactly one succeeds, the balance never goes
+    /// below zero and the ledger reconciles.
+    @Test(arguments: Backend.available)
+    func concurrentSpendsNeverOverdraw(_ backend: Backend) async throws {
+        try await TestApp.run(backend, preset: "handz") { client, config in
+            let api = AuthClient(client: client)
+            let account = try await api.account("spender@example.com")
+            let token = account.session.accessToken
+            for key in ["a", "b"] {
+                let response = try await Self.spend(api, key: key, token: token)
+                #expect(response.status == .ok, "\(response.text)")
+            }
+            // The same key again: the same answer, nothing more spent.
+            let repeated = try await Self.spend(api, key: "b", token: token)
+            #expect(try repeated.json(CreditSpendResponse.self) == CreditSpendResponse(remaining: 1, spent: 1))
+            let statuses = try await withThrowingTaskGroup(of: HTTPResponse.Status.self) { group in
+                for index in 0..<100 {
+                    group.addTask { try await Self.spend(api, key: "race-\(index)", token: token).status }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(statuses.filter { $0 == .ok }.count == 1)
+            #expect(statuses.filter { $0 == .forbidden }.count == 99)
+            let refused = try await Self.spend(api, key: "after", token: token)
+            #expect(refused.status == .forbidden && refused.error?.code == .planRequired)
+            #expect(refused.error?.details?["reason_code"] == .string("credits_exhausted"))
+            let ledger = try await TestApp.withStore(config) { try await $0.creditLedger(of: UserID(account.user.id)!) }
+            #expect(ledger.count == 3 && ledger.allSatisfy { $0.amount == 1 && $0.credit == "practice" })
+            let snapshot = try await api.get("/v1/entitlements", token: token).json(EntitlementsPayload.self)
+            #expect(snapshot.credits["practice"]?.remaining == 0 && snapshot.credits["practice"]?.granted == 3)
+            // Inbox practice may not spend a credit (decision 19).
+            let other = try await api.account("inbox@example.com")
+            let inbox = try await Self.spend(api, key: "x", token: other.session.accessToken, action: "practice_inbox_item")
+            #expect(inbox.status == .forbidden && inbox.error?.details?["reason_code"] == .string("inbox_practice_requires_save"))
+        }
+    }
+
+    @Test func theSnapshotAndTokensFollowThePlan() async throws {
+        try await TestApp.run(.sqlite, preset: "handz") { client, _ in
+            let api = AuthClient(client: client)
+            let guest = try await api.get("/v1/entitlements", token: nil).json(EntitlementsPayload.self)
+            #expect(guest.planState == "guest" && guest.capabilities["can_persist"] == false && guest.credits.isEmpty)
+            let account = try await api.account("snapshot@example.com")
+            let free = try await api.get("/v1/entitlements", token: account.session.accessToken).json(EntitlementsPayload.self)
+            #expect(free.planState == "free" && free.limits["saved_flow_cap"] == .some(2) && free.credits["practice"]?.remaining == 3)
+            #expect(try jwtParts(account.session.accessToken).claims["plan"] as? String == "free")
+            let trial = try await api.post("/v1/trial/start", "{}", token: account.session.accessToken)
+            let started = try trial.json(EntitlementsPayload.self)
+            #expect(started.planState == "trial" && started.trial?.daysLeft == 6 && started.limits["saved_flow_cap"] == .some(nil))
+            let again = try await api.post("/v1/trial/start", "{}", token: account.session.accessToken)
+            #expect(again.status == .conflict && again.error?.code == .trialAlreadyUsed)
+            let refreshed = try await api.refresh(account.session.refreshToken).json(SessionResponse.self)
+            let claims = try jwtParts(refreshed.session.accessToken).claims
+            #expect(claims["plan"] as? String == "trial" && claims["plan_expires_at"] as? Int != nil)
+        }
+    }
+
+    /// Hannah: the trial starts with the account; day 1 full access, day 5 banner data, day 8
+    /// paywall and read-only; an operator's plan (a subscription stand-in until App Store) restores.
+    @Test(arguments: Backend.available)
+    func hannahsTrialJourney(_ backend: Backend) async throws {
+        let clock = ManualClock(Date())
+        try await TestApp.run(backend, preset: "hannah", clock: clock) { client, config in
+            let api = AuthClient(client: client)
+            #expect(try await api.post("/v1/auth/magic-link", #"{"email": "journey@example.com"}"#).status == .accepted)
+            let mail = try await EmailFlowTests.outboxMail(config, kind: "magic_link")
+            let link = try EmailFlowTests.token(in: ReceivedMail(text: mail.textBody ?? ""), path: "/auth/magic-link")
+            let session = try await api.post("/v1/auth/magic-link/verify", #"{"token": "\#(link)"}"#).json(SignInResponse.self)
+            let token = session.session.accessToken
+            let day1 = try await api.get("/v1/entitlements", token: token).json(EntitlementsPayload.self)
+            #expect(day1.planState == "trial" && day1.trial?.daysLeft == 6 && !day1.readOnly && day1.capabilities["can_use_ai"] == true)
+            #expect(try await Self.check(api, "ai_chat", token: token).json(GateDecision.self).allowed)
+            #expect(try jwtParts(token).claims["plan_expires_at"] as? Int == Int(clock.now.unixSeconds) + 7 * 86_400)
+
+            clock.advance(by: 4 * 86_400 + 60)
+            let refreshed = try await api.refresh(session.session.refreshToken).json(SessionResponse.self)
+            let day5 = try await api.get("/v1/entitlements", token: refreshed.session.accessToken).json(EntitlementsPayload.self)
+            #expect(day5.trial?.daysLeft == 2)
+
+            clock.advance(by: 3 * 86_400)
+            let late = try await api.refresh(refreshed.session.refreshToken).json(SessionResponse.self)
+            let day8 = try await api.get("/v1/entitlements", token: late.session.accessToken).json(EntitlementsPayload.self)
+            #expect(day8.planState == "free" && day8.readOnly && day8.trial == nil)
+            let chat = try await Self.check(api, "ai_chat", token: late.session.accessToken).json(GateDecision.self)
+            #expect(!chat.allowed && chat.gate == "paywall" && chat.reasonCode == "trial_expired")
+            #expect(try await Self.check(api, "log_food", token: late.session.accessToken).json(GateDecision.self).allowed == false)
+            #expect(try await Self.check(api, "view_history", token: late.session.accessToken).json(GateDecision.self).allowed)
+
+            _ = try await client.execute(
+                uri: "/admin/v1/users/\(session.user.id)/plan", method: .put, headers: TestApp.adminHeaders, body: jsonBody(#"{"plan": "pro"}"#))
+            let restored = try await api.get("/v1/entitlements", token: late.session.accessToken).json(EntitlementsPayload.self)
+            #expect(restored.planState == "pro" && !restored.readOnly && restored.tier == "premium")
+            let feed = try await AccountTests.events(api).events.map(\.type)
+            #expect(feed.contains("trial.started") && feed.contains("plan.changed"))
+        }
+    }
+}
