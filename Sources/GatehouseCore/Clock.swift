@@ -44,6 +44,19 @@ extension Date {
     public var rfc3339: String {
         rfc3339Formatter.string(from: self)
     }
+
+    /// Parses an RFC 3339 time (with an offset or `Z`; fractional seconds allowed).
+    public init?(rfc3339 text: String) {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime]
+        if let date = formatter.date(from: text) {
+            self = date
+            return
+        }
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        guard let date = formatter.date(from: text) else { return nil }
+        self = date
+    }
 }
 
 // SAFETY: ISO8601DateFormatter is documented thread-safe for formatting once configured;

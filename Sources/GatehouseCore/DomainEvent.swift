@@ -11,13 +11,19 @@ public struct DomainEvent: Sendable, Equatable {
     /// Facts of the event, e.g. `from` and `to` of a merge. Never a secret.
     public var data: [String: String]
     public var createdAt: Date
+    /// A client's device-local id for analytics sent before it had an account.
+    public var anonymousID: String?
 
-    public init(id: UUID = UUID(), sequence: Int64? = nil, type: String, userID: UserID?, data: [String: String] = [:], createdAt: Date) {
+    public init(
+        id: UUID = UUID(), sequence: Int64? = nil, type: String, userID: UserID?, data: [String: String] = [:], createdAt: Date,
+        anonymousID: String? = nil
+    ) {
         self.id = id
         self.sequence = sequence
         self.type = type
         self.userID = userID
         self.data = data
         self.createdAt = createdAt
+        self.anonymousID = anonymousID
     }
 }

@@ -133,7 +133,7 @@ public func buildApplication(
     ).register(on: router)
     let profiles = ProfileService(store: store, auth: auth, merges: merges, preset: preset, clock: clock)
     AccountController(
-        profiles: profiles, entitlements: entitlements, auth: auth, tokens: tokenService, resolver: resolver, bodyLimit: config.maxBodyBytes
+        profiles: profiles, entitlements: entitlements, analytics: AnalyticsService(store: store, throttle: throttle, clock: clock), auth: auth, tokens: tokenService, resolver: resolver, bodyLimit: config.maxBodyBytes
     ).register(on: router)
     PagesController(
         emails: emails, templates: templates, resolver: resolver, preset: preset, policy: preset.passwordPolicy,

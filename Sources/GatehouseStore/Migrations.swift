@@ -279,6 +279,14 @@ public enum Migrations {
                 """,
                 "CREATE INDEX credit_ledger_period ON credit_ledger (user_id, credit, period_start)",
             ]),
+        Migration(
+            version: 9, name: "analytics_anonymous_ids",
+            statements: [
+                // Client analytics sent before any account exists carry a device-local id; it is
+                // tied to the user once one signs in (decision 23).
+                "ALTER TABLE events ADD COLUMN anonymous_id TEXT",
+                "CREATE INDEX events_anonymous ON events (anonymous_id)",
+            ]),
     ]
 
     static let postgres: [Migration] = [
@@ -526,6 +534,14 @@ public enum Migrations {
                 )
                 """,
                 "CREATE INDEX credit_ledger_period ON credit_ledger (user_id, credit, period_start)",
+            ]),
+        Migration(
+            version: 9, name: "analytics_anonymous_ids",
+            statements: [
+                // Client analytics sent before any account exists carry a device-local id; it is
+                // tied to the user once one signs in (decision 23).
+                "ALTER TABLE events ADD COLUMN anonymous_id TEXT",
+                "CREATE INDEX events_anonymous ON events (anonymous_id)",
             ]),
     ]
 }

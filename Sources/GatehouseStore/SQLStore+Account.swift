@@ -80,11 +80,16 @@ extension SQLStore {
         }
         let data = (try? JSONSerialization.data(withJSONObject: event.data, options: [.sortedKeys])) ?? Data("{}".utf8)
         try await executor.query(
-            "INSERT INTO events (id, type, user_id, data, created_at) VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO events (id, type, user_id, data, created_at, anonymous_id) VALUES (?, ?, ?, ?, ?, ?)",
             [
                 .text(event.id.uuidString.lowercased()), .text(event.type), SQLValue(event.userID?.description),
-                .text(String(decoding: data, as: UTF8.self)), .integer(event.createdAt.unixSeconds),
+                .text(String(decoding: data, as: UTF8.self)), .integer(event.createdAt.unixSeconds), SQLValue(event.anonymousID),
             ])
+    }
+
+    public func attachAnonymousEvents(_ anonymousID: String, to userID: UserID) async throws(StoreError) {
+        try await executor.query(
+            "UPDATE events SET user_id = ? WHERE anonymous_id = ? AND user_id IS NULL", [.text(userID.description), .text(anonymousID)])
     }
 
     public func events(after: Int64?, userID: UserID?, limit: Int) async throws(StoreError) -> [DomainEvent] {
@@ -96,7 +101,7 @@ extension SQLStore {
         }
         binds.append(.integer(Int64(max(1, min(limit, 1000)))))
         return try await executor.query(
-            "SELECT seq, id, type, user_id, data, created_at FROM events WHERE \(conditions.joined(separator: " AND ")) ORDER BY seq LIMIT ?",
+            "SELECT seq, id, type, user_id, data, created_at, anonymous_id FROM events WHERE \(conditions.joined(separator: " AND ")) ORDER BY seq LIMIT ?",
             binds
         ).map { row throws(StoreError) in
             guard let id = UUID(uuidString: try row.string("id")) else { throw StoreError.decoding("bad event id") }
@@ -104,7 +109,7 @@ extension SQLStore {
             return DomainEvent(
                 id: id, sequence: try row.int("seq"), type: try row.string("type"),
                 userID: try row.optionalString("user_id").flatMap(UserID.init), data: data,
-                createdAt: Date(unixSeconds: try row.int("created_at")))
+                createdAt: Date(unixSeconds: try row.int("created_at")), anonymousID: try row.optionalString("anonymous_id"))
         }
     }
 

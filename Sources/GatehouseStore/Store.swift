@@ -214,6 +214,8 @@ public protocol AccountStore: Sendable {
 
     /// Appends to the feed; inside a transaction, feed order is commit order.
     func insertEvent(_ event: DomainEvent) async throws(StoreError)
+    /// Gives a user the analytics a device sent before it had an account.
+    func attachAnonymousEvents(_ anonymousID: String, to userID: UserID) async throws(StoreError)
     /// Oldest first, after the cursor `after`; optionally one user's.
     func events(after: Int64?, userID: UserID?, limit: Int) async throws(StoreError) -> [DomainEvent]
     /// The user's mailed links, for an export (hashes left out by the caller).

@@ -536,3 +536,33 @@ public struct CreditSpendResponse: Codable, Sendable, Hashable {
         try c.encode(spent, forKey: .spent)
     }
 }
+
+/// One client analytics event of `POST /v1/events`.
+public struct ClientEvent: Codable, Sendable, Hashable {
+    public var name: String
+    public var properties: [String: JSONValue]?
+    /// RFC 3339.
+    public var occurredAt: String
+    /// A device-local id, for events sent before an account exists.
+    public var anonymousID: String?
+    public init(name: String, properties: [String: JSONValue]? = nil, occurredAt: String, anonymousID: String? = nil) {
+        self.name = name
+        self.properties = properties
+        self.occurredAt = occurredAt
+        self.anonymousID = anonymousID
+    }
+    enum CodingKeys: String, CodingKey {
+        case name, properties
+        case occurredAt = "occurred_at"
+        case anonymousID = "anonymous_id"
+    }
+}
+
+/// `POST /v1/events`.
+public struct ClientEventBatch: Codable, Sendable, Hashable {
+    public var events: [ClientEvent]
+    public init(events: [ClientEvent]) { self.events = events }
+    enum CodingKeys: String, CodingKey {
+        case events
+    }
+}

@@ -194,3 +194,53 @@ import Testing
         }
     }
 }
+
+@Suite struct AnalyticsTests {
+    static func batch(_ events: [[String: Any]]) -> String {
+        String(decoding: try! JSONSerialization.data(withJSONObject: ["events": events]), as: UTF8.self)
+    }
+
+    @Test(arguments: Backend.available)
+    func clientEventsAreValidatedAndJoinTheirUser(_ backend: Backend) async throws {
+        try await TestApp.run(backend, preset: "oklah") { client, config in
+            let api = AuthClient(client: client)
+            let now = Date().rfc3339
+            let device = "device-7c1e-42"
+            // Before any account: the privacy screen shows (decision 24).
+            let start = try await api.post(
+                "/v1/events", Self.batch([["name": "onboarding_start", "occurred_at": now, "anonymous_id": device, "properties": ["app_version": "1.0"]]]))
+            #expect(start.status == .accepted, "\(start.text)")
+            let account = try await AccountTests.anonymous(api)
+            let complete = try await api.post(
+                "/v1/events",
+                Self.batch([["name": "onboarding_complete", "occurred_at": now, "anonymous_id": device,
+                             "properties": ["app_version": "1.0", "duration_ms": 5400]]]),
+                token: account.session.accessToken)
+            #expect(complete.status == .accepted, "\(complete.text)")
+            let userID = UserID(account.user.id)!
+            let mine = try await TestApp.withStore(config) { try await $0.events(after: nil, userID: userID, limit: 50) }
+            #expect(mine.filter { $0.type == "analytics" }.compactMap { $0.data["name"] } == ["onboarding_start", "onboarding_complete"])
+            #expect(mine.first { $0.data["name"] == "onboarding_complete" }?.data["duration_ms"] == "5400")
+
+            let bad: [[String: Any]] = [
+                ["name": "made_up_event", "occurred_at": now],
+                ["name": "gate_shown", "occurred_at": now, "properties": ["reasonCode": "flow_cap_reached"]],
+                ["name": "gate_shown", "occurred_at": now, "properties": ["reasonCode": "x", "planState": "free", "surface": "kitchen"]],
+                ["name": "onboarding_complete", "occurred_at": now, "properties": ["duration_ms": "fast"]],
+                ["name": "onboarding_complete", "occurred_at": now, "properties": ["unknown": 1]],
+                ["name": "onboarding_complete", "occurred_at": "yesterday"],
+            ]
+            for event in bad {
+                let response = try await api.post("/v1/events", Self.batch([event]))
+                #expect(response.status == .badRequest && response.error?.code == .invalidRequest, "\(event)")
+            }
+            let tooMany = try await api.post("/v1/events", Self.batch(Array(repeating: ["name": "restore_clicked", "occurred_at": now], count: 51)))
+            #expect(tooMany.status == .badRequest)
+            let gate = try await api.post(
+                "/v1/events",
+                Self.batch([["name": "gate_shown", "occurred_at": now,
+                             "properties": ["reasonCode": "flow_cap_reached", "planState": "free", "surface": "flow_save"]]]))
+            #expect(gate.status == .accepted)
+        }
+    }
+}

@@ -7,6 +7,7 @@ import Hummingbird
 struct AccountController {
     let profiles: ProfileService
     let entitlements: EntitlementService
+    let analytics: AnalyticsService
     let auth: AuthService
     let tokens: TokenService
     let resolver: ClientAddressResolver
@@ -25,6 +26,12 @@ struct AccountController {
         // A guest (no token) gets the guest snapshot and nothing is stored; a bad token is refused.
         router.get("/v1/entitlements") { request, _ in
             try JSONBody.response(try await entitlements.snapshot(try await optionalUser(request)), headers: noStore)
+        }
+        // Client analytics; a token is optional (events may come before any account exists).
+        router.post("/v1/events") { request, context in
+            let body = try await request.decodeJSON(ClientEventBatch.self, limit: bodyLimit)
+            try await analytics.record(body, user: try await optionalUser(request), client: resolver.client(request, context.peerAddress))
+            return JSONBody.empty(.accepted)
         }
         router.post("/v1/entitlements/check") { request, _ in
             let body = try await request.decodeJSON(EntitlementCheckRequest.self, limit: bodyLimit)
