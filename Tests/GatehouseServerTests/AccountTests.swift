@@ -89,7 +89,9 @@ import Testing
     }
 
     @Test func anonymousSignInIsLimitedPerIP() async throws {
-        try await TestApp.run(.sqlite, preset: "oklah", setup: .live, adjust: { $0.preset.throttling.anonymousPerIPPerHour = 2 }) { client, _ in
+        try await TestApp.run(.sqlite, preset: "oklah", clock: ManualClock(), setup: .live, adjust: {
+            $0.preset.throttling.anonymousPerIPPerHour = 2
+        }) { client, _ in
             var statuses: [HTTPResponse.Status] = []
             for _ in 0..<3 {
                 statuses.append(try await client.execute(uri: "/v1/auth/anonymous", method: .post).status)

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseCore
 import GatehouseServer
 import GatehouseWire
 import HTTPTypes
@@ -25,7 +26,7 @@ import Testing
     }
 
     @Test func signUpsPerIPAreLimitedAndSpoofedForwardingIsIgnored() async throws {
-        try await TestApp.run(.sqlite, setup: .live) { client, _ in
+        try await TestApp.run(.sqlite, clock: ManualClock(), setup: .live) { client, _ in
             // 20 an hour from one address; a forged X-Forwarded-For from an untrusted peer changes nothing.
             let statuses = try await signups(AuthClient(client: client), count: 21, forwardedFor: { "203.0.113.\($0)" })
             #expect(statuses.prefix(20).allSatisfy { $0 == .created })
@@ -34,7 +35,8 @@ import Testing
     }
 
     @Test func loginsPerIPAreLimited() async throws {
-        try await TestApp.run(.sqlite, setup: .live) { client, _ in
+        // A fixed clock keeps all 31 in one window (a real clock may cross a minute boundary).
+        try await TestApp.run(.sqlite, clock: ManualClock(), setup: .live) { client, _ in
             let auth = AuthClient(client: client)
             var statuses: [HTTPResponse.Status] = []
             // Different (unknown) accounts, so only the per-IP limit (30 a minute) can answer 429.
