@@ -20,7 +20,7 @@ struct Bench {
                 base: arguments[1], scenario: arguments[2], connections: Int(arguments[3]) ?? 16,
                 seconds: Double(arguments[4]) ?? 10)
         default:
-            FileHandle.standardError.write(Data("usage: gatehouse-bench hash | http BASE_URL me|login|refresh|signup|handles CONNECTIONS SECONDS\n".utf8))
+            FileHandle.standardError.write(Data("usage: gatehouse-bench hash | http BASE_URL me|login|refresh|signup|handles|entitlements|check CONNECTIONS SECONDS\n".utf8))
             exit(2)
         }
     }
@@ -109,6 +109,10 @@ struct Bench {
                 let (status, next) = try await Bench.call(client, base + "/v1/auth/refresh", body: ["refresh_token": refreshToken])
                 if status == 200 { session = next }
                 return status == 200
+            case "entitlements":
+                return try await Bench.call(client, base + "/v1/entitlements", token: accessToken).0 == 200
+            case "check":
+                return try await Bench.call(client, base + "/v1/entitlements/check", body: ["action": "use_app"], token: accessToken).0 == 200
             case "handles":
                 // As-you-type availability checks: a different candidate each time.
                 let handle = "h" + UUID().uuidString.prefix(8).lowercased().replacingOccurrences(of: "-", with: "_")
