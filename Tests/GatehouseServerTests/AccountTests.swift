@@ -88,8 +88,9 @@ import Testing
         }
     }
 
-    @Test func anonymousSignInIsLimitedPerIP() async throws {
-        try await TestApp.run(.sqlite, preset: "oklah", clock: ManualClock(), setup: .live, adjust: {
+    @Test(arguments: Backend.available)
+    func anonymousSignInIsLimitedPerIP(_ backend: Backend) async throws {
+        try await TestApp.run(backend, preset: "oklah", clock: ManualClock(), setup: .live, adjust: {
             $0.preset.throttling.anonymousPerIPPerHour = 2
         }) { client, _ in
             var statuses: [HTTPResponse.Status] = []
@@ -250,7 +251,8 @@ import Testing
     }
 
     /// A webhook receiver that fails once: the event is retried and arrives signed.
-    @Test func webhooksAreSignedAndRetriedUntilAcknowledged() async throws {
+    @Test(arguments: Backend.available)
+    func webhooksAreSignedAndRetriedUntilAcknowledged(_ backend: Backend) async throws {
         let received = Mutex<[(signature: String, body: Data)]>([])
         let router = Router()
         router.post("/hook") { request, _ -> HTTPResponse.Status in
@@ -264,7 +266,7 @@ import Testing
         let receiver = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
         let clock = ManualClock(Date())
         try await receiver.test(.live) { hook in
-            try await TestApp.run(.sqlite, clock: clock, adjust: {
+            try await TestApp.run(backend, clock: clock, adjust: {
                 $0.webhookURL = URL(string: "http://127.0.0.1:\(hook.port!)/hook")
                 $0.webhookSecret = "whsec-test-secret-0123456789"
             }) { client, _ in
