@@ -25,19 +25,21 @@ struct AccountController {
         }
         // A guest (no token) gets the guest snapshot and nothing is stored; a bad token is refused.
         router.get("/v1/entitlements") { request, _ in
-            try JSONBody.response(try await entitlements.snapshot(try await optionalUser(request)), headers: noStore)
+            let user = try await request.optionalUser(tokens: tokens, auth: auth)
+            return try JSONBody.response(try await entitlements.snapshot(user), headers: noStore)
         }
         // Client analytics; a token is optional (events may come before any account exists).
         router.post("/v1/events") { request, context in
             let body = try await request.decodeJSON(ClientEventBatch.self, limit: bodyLimit)
-            try await analytics.record(body, user: try await optionalUser(request), client: resolver.client(request, context.peerAddress))
+            let user = try await request.optionalUser(tokens: tokens, auth: auth)
+            try await analytics.record(body, user: user, client: resolver.client(request, context.peerAddress))
             return JSONBody.empty(.accepted)
         }
         router.post("/v1/entitlements/check") { request, _ in
             let body = try await request.decodeJSON(EntitlementCheckRequest.self, limit: bodyLimit)
+            let user = try await request.optionalUser(tokens: tokens, auth: auth)
             return try JSONBody.response(
-                try await entitlements.check(try await optionalUser(request), action: body.action, context: body.context ?? [:]),
-                headers: noStore)
+                try await entitlements.check(user, action: body.action, context: body.context ?? [:]), headers: noStore)
         }
 
         let signedIn = router.group()
@@ -66,14 +68,6 @@ struct AccountController {
             let body = try await request.decodeJSON(MergeRequest.self, limit: bodyLimit)
             return try JSONBody.response(try await profiles.merge(context.signedIn, token: body.mergeToken))
         }
-    }
-}
-
-extension AccountController {
-    /// The signed-in user when a Bearer token is sent (and valid), else nil for a guest.
-    func optionalUser(_ request: Request) async throws -> User? {
-        guard let token = request.bearerToken else { return nil }
-        return try await auth.authenticate(try await tokens.verify(token))
     }
 }
 

@@ -31,12 +31,9 @@ struct EmailController {
         router.post("/v1/auth/magic-link") { request, context in
             let body = try await request.decodeJSON(MagicLinkRequest.self, limit: bodyLimit)
             // Signed in as an anonymous account, the link upgrades that account.
-            var caller: User?
-            if let token = request.bearerToken {
-                caller = try await auth.authenticate(try await tokens.verify(token))
-            }
             try await emails.requestMagicLink(
-                email: body.email, redirectTo: body.redirectTo, client: resolver.client(request, context.peerAddress), upgrading: caller)
+                email: body.email, redirectTo: body.redirectTo, client: resolver.client(request, context.peerAddress),
+                upgrading: try await request.optionalUser(tokens: tokens, auth: auth))
             return JSONBody.empty(.accepted)
         }
         router.post("/v1/auth/magic-link/verify") { request, context in

@@ -21,6 +21,13 @@ struct AccessTokenMiddleware: RouterMiddleware {
 }
 
 extension Request {
+    /// The user of an optional Bearer token, as `AccessTokenMiddleware` checks it; `nil` without
+    /// one (a guest, or a call made before any account exists). A bad token is still refused.
+    func optionalUser(tokens: TokenService, auth: AuthService) async throws -> User? {
+        guard let token = bearerToken else { return nil }
+        return try await auth.authenticate(try await tokens.verify(token))
+    }
+
     /// The token of an `Authorization: Bearer …` header.
     var bearerToken: String? {
         guard let header = headers[.authorization] else { return nil }

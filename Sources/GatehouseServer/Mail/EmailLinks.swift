@@ -19,11 +19,7 @@ struct EmailLinks: Sendable {
 
     func newToken() -> (token: String, hash: [UInt8]) {
         let token = randomToken(bytes: 32)
-        return (token, Self.hash(token))
-    }
-
-    static func hash(_ token: String) -> [UInt8] {
-        Array(SHA256.hash(data: Data(token.utf8)))
+        return (token, TokenService.hash(token))
     }
 
     func newCode() -> String {
@@ -54,12 +50,4 @@ struct EmailLinks: Sendable {
         components.queryItems = [URLQueryItem(name: "token", value: token)]
         return components.url!
     }
-}
-
-/// Compares two byte strings in time that depends only on their lengths.
-func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-    guard a.count == b.count else { return false }
-    var difference: UInt8 = 0
-    for index in a.indices { difference |= a[index] ^ b[index] }
-    return difference == 0
 }

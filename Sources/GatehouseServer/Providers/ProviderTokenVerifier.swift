@@ -166,11 +166,7 @@ struct ProviderClaims: JWTPayload {
     init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         iss = try c.decode(String.self, forKey: .iss)
-        if let single = try? c.decode(String.self, forKey: .aud) {
-            aud = [single]
-        } else {
-            aud = try c.decode([String].self, forKey: .aud)
-        }
+        aud = try c.decodeAudience(forKey: .aud)
         sub = try c.decode(String.self, forKey: .sub)
         exp = try c.decode(Double.self, forKey: .exp)
         iat = try c.decode(Double.self, forKey: .iat)
@@ -220,11 +216,7 @@ struct AppleEventClaims: JWTPayload {
     init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         iss = try c.decode(String.self, forKey: .iss)
-        if let single = try? c.decode(String.self, forKey: .aud) {
-            aud = [single]
-        } else {
-            aud = try c.decode([String].self, forKey: .aud)
-        }
+        aud = try c.decodeAudience(forKey: .aud)
         iat = try c.decode(Double.self, forKey: .iat)
         if let text = try? c.decode(String.self, forKey: .events) {
             events = text
@@ -243,6 +235,14 @@ struct AppleEventClaims: JWTPayload {
     }
 
     func verify(using algorithm: some JWTAlgorithm) throws {}
+}
+
+extension KeyedDecodingContainer {
+    /// A JWT `aud`: one string or an array of them.
+    func decodeAudience(forKey key: Key) throws -> [String] {
+        if let single = try? decode(String.self, forKey: key) { return [single] }
+        return try decode([String].self, forKey: key)
+    }
 }
 
 /// What a verified provider token says about the person.

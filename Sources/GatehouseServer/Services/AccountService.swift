@@ -23,12 +23,10 @@ struct AccountService: Sendable {
         try await requireProof(signedIn, request, client: client)
         let now = clock.now
         try await store.transaction { tx in
-            try await providers.jobs.queueAppleRevocation(tx, user: user.id)
-            guard try await tx.deleteUser(user.id) else { throw GatehouseError.unauthorized() }
+            guard try await auth.events.deleteAccount(tx, user.id, reason: "user_request") else { throw GatehouseError.unauthorized() }
             try await tx.insertAudit(
                 AuditEvent(createdAt: now, event: "account_deleted", outcome: "success", userID: user.id,
                            details: ["anonymous": String(user.isAnonymous)]))
-            try await auth.events.record(tx, "user.deleted", user: user.id, data: ["reason": "user_request"])
         }
         providers.jobs.wake()
     }

@@ -39,10 +39,7 @@ public struct AdminKey: Sendable {
 
     /// Constant-time comparison of the presented key's hash with the real one.
     public func matches(_ presented: String) -> Bool {
-        let other = Array(SHA256.hash(data: Data(presented.utf8)))
-        var difference: UInt8 = 0
-        for index in 0..<digest.count { difference |= digest[index] ^ other[index] }
-        return difference == 0
+        constantTimeEquals(digest, TokenService.hash(presented))
     }
 }
 
@@ -51,4 +48,12 @@ func randomToken(bytes count: Int) -> String {
     var generator = SystemRandomNumberGenerator()
     let bytes = (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
     return Data(bytes).base64URLEncoded
+}
+
+/// Compares two byte strings in time that depends only on their lengths.
+func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+    guard a.count == b.count else { return false }
+    var difference: UInt8 = 0
+    for index in a.indices { difference |= a[index] ^ b[index] }
+    return difference == 0
 }

@@ -39,8 +39,7 @@ final class AnonymousCleanup: Service, Sendable {
                 if stale.isEmpty { break }
                 for id in stale {
                     try await store.transaction { tx in
-                        guard try await tx.deleteUser(id) else { return }
-                        try await events.record(tx, "user.deleted", user: id, data: ["reason": "inactive_anonymous"])
+                        _ = try await events.deleteAccount(tx, id, reason: "inactive_anonymous")
                     }
                     removed += 1
                 }

@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import GatehouseCore
 import GatehouseStore
@@ -24,7 +23,7 @@ public struct AuthService: Sendable {
     public func signup(email: String, password: String, client: ClientInfo, idempotencyKey: String? = nil) async throws -> AuthResponse {
         try requireMethod(preset.signInMethods.emailPassword)
         let kept = client.stored(under: preset.privacy)
-        let keyHash = idempotencyKey.map { Array(SHA256.hash(data: Data($0.utf8))) }
+        let keyHash = idempotencyKey.map(TokenService.hash)
         if let keyHash, let id = try await store.idempotentUser(scope: "signup", keyHash: keyHash, since: clock.now.addingTimeInterval(-86_400)) {
             // A retry of a sign-up that went through (decision 3): the same account, a new session,
             // for the same address and password only.

@@ -46,7 +46,7 @@ struct EmailFlowService: Sendable {
     }
 
     private func verifiedUser(token: String) async throws -> User {
-        let hash = EmailLinks.hash(token)
+        let hash = TokenService.hash(token)
         let now = clock.now
         guard let record = try await store.emailToken(hash: hash), record.purpose == .verifyEmail, let userID = record.userID else {
             throw tokenInvalid
@@ -97,7 +97,7 @@ struct EmailFlowService: Sendable {
     /// What a link is worth, for the hosted pages; `nil` when there is no such link. A reset
     /// link made under an older password, or for a disabled account, counts as used.
     func linkState(token: String, purpose: EmailTokenPurpose) async throws -> (record: EmailToken, state: EmailToken.State)? {
-        guard let record = try await store.emailToken(hash: EmailLinks.hash(token)), record.purpose == purpose else { return nil }
+        guard let record = try await store.emailToken(hash: TokenService.hash(token)), record.purpose == purpose else { return nil }
         let state = record.state(at: clock.now)
         if purpose == .passwordReset, state == .valid {
             guard let userID = record.userID, let user = try await store.user(id: userID), !user.isDisabled, record.matchesPassword(of: user)
@@ -109,7 +109,7 @@ struct EmailFlowService: Sendable {
     /// `POST /v1/auth/password/reset` and the hosted form: sets the new password, ends every
     /// session, verifies the address (the link proved the inbox) and mails a notice.
     func resetPassword(token: String, password: String, client: ClientInfo) async throws {
-        let hash = EmailLinks.hash(token)
+        let hash = TokenService.hash(token)
         let now = clock.now
         let kept = client.stored(under: preset.privacy)
         guard let record = try await store.emailToken(hash: hash), record.purpose == .passwordReset, let userID = record.userID,
@@ -179,7 +179,7 @@ struct EmailFlowService: Sendable {
         let now = clock.now
         let record: EmailToken
         if let token, !token.isEmpty {
-            guard let found = try await store.emailToken(hash: EmailLinks.hash(token)), found.purpose == .magicLink else {
+            guard let found = try await store.emailToken(hash: TokenService.hash(token)), found.purpose == .magicLink else {
                 throw tokenInvalid
             }
             record = found
@@ -232,16 +232,12 @@ struct EmailFlowService: Sendable {
                 throw tokenInvalid
             }
             if let owner = try await tx.user(normalizedEmail: record.normalizedEmail), owner.id != anonymous {
-                var error = GatehouseError(status: 409, code: .identityInUse, message: "This email already belongs to another account.")
-                error.details = ["merge_token": .string(try merges.make(from: anonymous, to: owner.id))]
-                throw error
+                throw try merges.identityInUse("This email already belongs to another account.", caller: user, owner: owner.id)
             }
             try await tx.updateEmail(anonymous, email: record.email, normalizedEmail: record.normalizedEmail, verifiedAt: now, now: now)
             try await tx.insertIdentity(
                 Identity(userID: anonymous, provider: .email, subject: record.normalizedEmail, email: record.email, createdAt: now))
-            try await tx.markUpgraded(anonymous, now: now)
-            _ = try await tx.deleteIdentities(of: anonymous, provider: .anonymous)
-            try await auth.events.record(tx, "user.upgraded", user: anonymous, data: ["provider": "magic_link"])
+            try await auth.events.upgradeAnonymous(tx, anonymous, provider: "magic_link")
             user.email = record.email
             user.normalizedEmail = record.normalizedEmail
             user.emailVerifiedAt = now
@@ -325,7 +321,7 @@ struct EmailFlowService: Sendable {
 
     /// Sends a fresh link of the same kind to the same person as `token` (expired or used).
     func resendLink(token: String, client: ClientInfo) async throws -> ResendOutcome {
-        guard let record = try await store.emailToken(hash: EmailLinks.hash(token)) else { return .invalid }
+        guard let record = try await store.emailToken(hash: TokenService.hash(token)) else { return .invalid }
         do {
             switch record.purpose {
             case .verifyEmail:

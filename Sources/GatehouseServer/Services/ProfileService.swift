@@ -23,7 +23,7 @@ struct ProfileService: Sendable {
     func anonymous(client: ClientInfo, idempotencyKey: String?) async throws -> AnonymousResponse {
         try auth.requireMethod(preset.signInMethods.anonymous)
         let kept = client.stored(under: preset.privacy)
-        let keyHash = idempotencyKey.map { Array(SHA256.hash(data: Data($0.utf8))) }
+        let keyHash = idempotencyKey.map(TokenService.hash)
         let now = clock.now
         if let keyHash, let id = try await store.idempotentUser(scope: "anonymous", keyHash: keyHash, since: now.addingTimeInterval(-86_400)),
             let user = try await store.user(id: id), !user.isDisabled

@@ -158,22 +158,14 @@ struct ProviderSignInService: Sendable {
         return try await userResponse(user.id)
     }
 
-    /// An anonymous account that gains a real identity keeps its id and data (contract,
-    /// linking paragraph).
     private func upgradeIfAnonymous(_ tx: any GatehouseStore, _ user: User, provider: Provider) async throws {
         guard user.isAnonymous else { return }
-        try await tx.markUpgraded(user.id, now: clock.now)
-        _ = try await tx.deleteIdentities(of: user.id, provider: .anonymous)
-        try await auth.events.record(tx, "user.upgraded", user: user.id, data: ["provider": provider.rawValue])
+        try await auth.events.upgradeAnonymous(tx, user.id, provider: provider.rawValue)
     }
 
-    /// 409 `identity_in_use`; an anonymous caller also gets a merge token (decision 4).
+    /// 409 `identity_in_use`, with a merge token for an anonymous caller.
     private func identityInUse(from user: User, owner: UserID) throws -> GatehouseError {
-        var error = identityInUse
-        if user.isAnonymous {
-            error.details = ["merge_token": .string(try merges.make(from: user.id, to: owner))]
-        }
-        return error
+        try merges.identityInUse("This sign-in already belongs to another account.", caller: user, owner: owner)
     }
 
     /// `DELETE /v1/auth/identities/{provider}`: never the last way in.
@@ -227,8 +219,8 @@ struct ProviderSignInService: Sendable {
                     // Apple was the only way in: nothing of the account can be reached any more.
                     _ = try await tx.revokeSessions(of: user, keeping: nil, reason: "apple_\(event.type)", at: now)
                 }
-                if event.type == "account-delete", others.isEmpty, try await tx.deleteUser(user) {
-                    try await auth.events.record(tx, "user.deleted", user: user, data: ["reason": "apple_account_deleted"])
+                if event.type == "account-delete", others.isEmpty {
+                    _ = try await auth.events.deleteAccount(tx, user, reason: "apple_account_deleted")
                 }
             case "email-disabled", "email-enabled":
                 try await tx.updateIdentity(
@@ -268,9 +260,6 @@ struct ProviderSignInService: Sendable {
             status: 409, code: .linkConfirmationRequired,
             message: preset.text(
                 "error.link_confirmation_required", "An account with this email already exists. Log in with your password to connect it."))
-    }
-    var identityInUse: GatehouseError {
-        GatehouseError(status: 409, code: .identityInUse, message: "This sign-in already belongs to another account.")
     }
 }
 

@@ -60,11 +60,11 @@ public struct UserAdminService: Sendable {
         let user = try await find(reference)
         let now = clock.now
         try await store.transaction { tx in
-            try await events.jobs.queueAppleRevocation(tx, user: user.id)
-            guard try await tx.deleteUser(user.id) else { throw GatehouseError.notFound("No user matches '\(reference)'.") }
+            guard try await events.deleteAccount(tx, user.id, reason: "operator") else {
+                throw GatehouseError.notFound("No user matches '\(reference)'.")
+            }
             try await tx.insertAudit(AuditEvent(createdAt: now, event: "account_deleted", outcome: "success", userID: user.id,
                                                 details: ["by": "operator"]))
-            try await events.record(tx, "user.deleted", user: user.id, data: ["reason": "operator"])
         }
         events.wake()
     }
