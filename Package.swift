@@ -107,12 +107,12 @@ let package = Package(
         // Helpers for the test targets only: a fresh SQLite file or PostgreSQL database per test.
         .target(
             name: "GatehouseTestSupport",
-            dependencies: ["GatehouseStore", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["GatehouseStore", "GatehouseWire", .product(name: "Logging", package: "swift-log")],
             path: "Tests/GatehouseTestSupport",
             swiftSettings: strict
         ),
         .testTarget(name: "GatehouseClientTests", dependencies: ["GatehouseClient"], swiftSettings: strict),
-        .testTarget(name: "GatehouseCoreTests", dependencies: ["GatehouseCore"], swiftSettings: strict),
+        .testTarget(name: "GatehouseCoreTests", dependencies: ["GatehouseCore", "GatehouseTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "GatehouseStoreTests",
             dependencies: ["GatehouseStore", "GatehouseTestSupport"],

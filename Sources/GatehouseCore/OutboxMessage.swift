@@ -51,14 +51,20 @@ public struct OutboxMessage: Sendable, Equatable {
     }
 }
 
-/// When a failed delivery is tried again: 5 s, doubling, at most an hour apart; after
-/// `maximumAttempts` the mail is given up as failed.
+/// The wait before trying failed background work again: 5 s, doubling, at most an hour.
+public enum RetryBackoff {
+    public static func delay(afterAttempts attempts: Int) -> TimeInterval {
+        min(5 * pow(2, Double(max(0, attempts - 1))), 3_600)
+    }
+}
+
+/// When a failed delivery is tried again (`RetryBackoff`); after `maximumAttempts` the mail is
+/// given up as failed.
 public enum MailRetryPolicy {
     public static let maximumAttempts = 10
 
     public static func nextAttempt(after attempts: Int, now: Date) -> Date? {
         guard attempts < maximumAttempts else { return nil }
-        let seconds = min(5 * pow(2, Double(max(0, attempts - 1))), 3_600)
-        return now.addingTimeInterval(seconds)
+        return now.addingTimeInterval(RetryBackoff.delay(afterAttempts: attempts))
     }
 }

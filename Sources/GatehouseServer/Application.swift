@@ -98,7 +98,7 @@ public func buildApplication(
     let redirects = RedirectPolicy(allowlist: config.redirectAllowlist + [preset.app.openAppURL].compactMap { $0 })
     let merges = MergeTokens(chainKey: chainKey, clock: clock)
     let emails = EmailFlowService(
-        store: store, auth: auth, hasher: hasher, mail: accountMail, links: links, throttle: throttle, redirects: redirects,
+        store: store, auth: auth, mail: accountMail, links: links, throttle: throttle, redirects: redirects,
         preset: preset, clock: clock, merges: merges)
     let resolver = ClientAddressResolver(trustedProxies: config.trustedProxies)
     let appleKeys = ProviderKeySet(url: config.appleJWKSURL, client: httpClient, clock: clock, logger: logger)
@@ -136,7 +136,7 @@ public func buildApplication(
         profiles: profiles, entitlements: entitlements, analytics: AnalyticsService(store: store, throttle: throttle, clock: clock), auth: auth, tokens: tokenService, resolver: resolver, bodyLimit: config.maxBodyBytes
     ).register(on: router)
     PagesController(
-        emails: emails, templates: templates, resolver: resolver, preset: preset, policy: preset.passwordPolicy,
+        emails: emails, templates: templates, resolver: resolver, preset: preset,
         secureCookies: config.publicURL.scheme == "https", bodyLimit: config.maxBodyBytes
     ).register(on: router)
     if config.isDevelopment {

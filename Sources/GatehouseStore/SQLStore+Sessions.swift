@@ -72,6 +72,17 @@ extension SQLStore {
         return revoked
     }
 
+    public func sessionHistory(of userID: UserID, userAgent: String?) async throws(StoreError) -> (any: Bool, fromAgent: Bool) {
+        let match = userAgent == nil ? "user_agent IS NULL" : "user_agent = ?"
+        var binds: [SQLValue] = []
+        if let userAgent { binds.append(.text(userAgent)) }
+        binds.append(.text(userID.description))
+        let rows = try await executor.query(
+            "SELECT COUNT(*) AS total, COUNT(CASE WHEN \(match) THEN 1 END) AS same FROM sessions WHERE user_id = ?", binds)
+        guard let row = rows.first else { return (false, false) }
+        return (try row.int("total") > 0, try row.int("same") > 0)
+    }
+
     public func revokeSessions(of userID: UserID, provider: String, reason: String, at date: Date) async throws(StoreError) -> [SessionID] {
         let rows = try await executor.query(
             """

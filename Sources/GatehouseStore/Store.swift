@@ -38,6 +38,8 @@ public protocol SessionStore: Sendable {
     func session(id: SessionID) async throws(StoreError) -> Session?
     /// Live and ended sessions of a user, newest first.
     func sessions(of userID: UserID) async throws(StoreError) -> [Session]
+    /// Whether the user has had any session, and any from `userAgent` (`nil` matches `nil`).
+    func sessionHistory(of userID: UserID, userAgent: String?) async throws(StoreError) -> (any: Bool, fromAgent: Bool)
     func touchSession(_ id: SessionID, at date: Date) async throws(StoreError)
     /// Revokes one session; false when it was already revoked or does not exist.
     func revokeSession(_ id: SessionID, reason: String, at date: Date) async throws(StoreError) -> Bool

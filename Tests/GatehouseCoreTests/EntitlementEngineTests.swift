@@ -1,58 +1,11 @@
 import Foundation
 import GatehouseCore
+import GatehouseTestSupport
 import GatehouseWire
 import Testing
 
-/// The Handz gate table (`Tests/fixtures/handz-gates.json`) through the pure engine; the server
-/// tests run the same table through HTTP.
-struct GateRow: Decodable, Sendable, CustomTestStringConvertible {
-    struct Expect: Decodable, Sendable {
-        var allowed: Bool
-        var gate: String?
-        var reasonCode: String?
-        var message: String?
-        var secondaryMessage: String?
-        var actions: [String]?
-        var labels: [String]?
-        enum CodingKeys: String, CodingKey {
-            case allowed, gate, message, actions, labels
-            case reasonCode = "reason_code"
-            case secondaryMessage = "secondary_message"
-        }
-    }
-    var name: String
-    var plan: String
-    var verified: Bool
-    var creditsSpent: Int
-    var action: String
-    var context: [String: Int]
-    var expect: Expect
-    enum CodingKeys: String, CodingKey {
-        case name, plan, verified, action, context, expect
-        case creditsSpent = "credits_spent"
-    }
-    var testDescription: String { name }
-
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-
-    static func load() throws -> [GateRow] {
-        struct File: Decodable { var rows: [GateRow] }
-        return try JSONDecoder().decode(File.self, from: Data(contentsOf: root.appendingPathComponent("Tests/fixtures/handz-gates.json"))).rows
-    }
-
-    /// Problems with `decision`, empty when it matches.
-    func mismatches(_ decision: GateDecision?) -> [String] {
-        guard let decision else { return ["no decision"] }
-        var problems: [String] = []
-        if decision.allowed != expect.allowed { problems.append("allowed \(decision.allowed)") }
-        if decision.gate != expect.gate { problems.append("gate \(decision.gate ?? "nil")") }
-        if decision.reasonCode != expect.reasonCode { problems.append("reason \(decision.reasonCode ?? "nil")") }
-        if let message = expect.message, decision.message != message { problems.append("message \(decision.message ?? "nil")") }
-        if let secondary = expect.secondaryMessage, decision.secondaryMessage != secondary { problems.append("secondary \(decision.secondaryMessage ?? "nil")") }
-        if let actions = expect.actions, decision.actions.map(\.id) != actions { problems.append("actions \(decision.actions.map(\.id))") }
-        if let labels = expect.labels, decision.actions.map(\.label) != labels { problems.append("labels \(decision.actions.map(\.label))") }
-        return problems
-    }
+extension GateRow: CustomTestStringConvertible {
+    public var testDescription: String { name }
 }
 
 @Suite struct EntitlementEngineTests {

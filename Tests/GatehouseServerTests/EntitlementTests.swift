@@ -12,39 +12,6 @@ import Testing
 /// The same Handz gate table as the engine's unit test, through HTTP with real accounts put into
 /// each plan state; credits, trials and Hannah's trial journey.
 @Suite struct EntitlementTests {
-    struct GateRowFile: Decodable {
-        struct Row: Decodable {
-            var name: String
-            var plan: String
-            var verified: Bool
-            var creditsSpent: Int
-            var action: String
-            var context: [String: Int]
-            var expect: Expect
-            enum CodingKeys: String, CodingKey {
-                case name, plan, verified, action, context, expect
-                case creditsSpent = "credits_spent"
-            }
-        }
-        struct Expect: Decodable {
-            var allowed: Bool
-            var gate: String?
-            var reasonCode: String?
-            var message: String?
-            var actions: [String]?
-            enum CodingKeys: String, CodingKey {
-                case allowed, gate, message, actions
-                case reasonCode = "reason_code"
-            }
-        }
-        var rows: [Row]
-    }
-
-    static func rows() throws -> [GateRowFile.Row] {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        return try JSONDecoder().decode(GateRowFile.self, from: Data(contentsOf: root.appendingPathComponent("fixtures/handz-gates.json"))).rows
-    }
-
     static func check(_ api: AuthClient, _ action: String, _ context: [String: Int] = [:], token: String?) async throws -> TestResponse {
         let body = String(decoding: try JSONSerialization.data(withJSONObject: ["action": action, "context": context]), as: UTF8.self)
         return try await api.post("/v1/entitlements/check", body, token: token)
@@ -59,7 +26,7 @@ import Testing
         try await TestApp.run(backend, preset: "handz") { client, config in
             let api = AuthClient(client: client)
             var failures: [String] = []
-            for (index, row) in try Self.rows().enumerated() {
+            for (index, row) in try GateRow.load().enumerated() {
                 var token: String?
                 if row.plan != "guest" {
                     let account = try await api.account("gate\(index)@example.com")

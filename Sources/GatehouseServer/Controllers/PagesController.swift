@@ -17,11 +17,12 @@ struct PagesController {
     let templates: Templates
     let resolver: ClientAddressResolver
     let preset: Preset
-    let policy: PasswordPolicySettings
     let secureCookies: Bool
     let bodyLimit: Int
 
     static let csrfCookie = "gatehouse_csrf"
+
+    var policy: PasswordPolicySettings { preset.passwordPolicy }
 
     func register(on router: Router<GatehouseRequestContext>) {
         router.get(.init(stringLiteral: EmailLinks.verifyPath)) { request, _ in
@@ -263,11 +264,7 @@ struct PagesController {
 
     /// base64url of random bytes, the only shape tokens and CSRF values take.
     static func isToken(_ text: String) -> Bool {
-        (16...128).contains(text.utf8.count)
-            && text.utf8.allSatisfy { byte in
-                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
-                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
-            }
+        isBase64URLText(text, lengths: 16...128)
     }
 
     /// A POST that names another site as its origin is refused (the cookie's SameSite would

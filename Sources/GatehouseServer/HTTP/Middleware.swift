@@ -14,11 +14,7 @@ struct RequestIDMiddleware: RouterMiddleware {
 
     /// 8–128 ASCII letters, digits, `-` and `_`: safe to echo and to log.
     static func isSafeID(_ text: String) -> Bool {
-        (8...128).contains(text.utf8.count)
-            && text.utf8.allSatisfy { byte in
-                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
-                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
-            }
+        isBase64URLText(text, lengths: 8...128)
     }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {

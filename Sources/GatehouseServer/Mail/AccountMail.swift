@@ -42,8 +42,8 @@ struct AccountMail: Sendable {
     /// sessions used. The first sign-in of an account sends nothing.
     func queueNewSignInIfNew(_ tx: any GatehouseStore, user: User, client: ClientInfo) async throws {
         guard preset.email.notifyNewSignIn, user.emailVerified, let email = user.email else { return }
-        let earlier = try await tx.sessions(of: user.id)
-        guard !earlier.isEmpty, !earlier.contains(where: { $0.userAgent == client.userAgent }) else { return }
+        let history = try await tx.sessionHistory(of: user.id, userAgent: client.userAgent)
+        guard history.any, !history.fromAgent else { return }
         var device = String((client.userAgent ?? "an unknown device").prefix(120))
         if let ip = client.ip { device += " (\(ip))" }
         let message = templates.mail("new_sign_in", values: ["time": Self.humanTime(clock.now), "device": device])

@@ -8,7 +8,6 @@ import GatehouseWire
 struct EmailFlowService: Sendable {
     let store: any GatehouseStore
     let auth: AuthService
-    let hasher: PasswordHasher
     let mail: AccountMail
     let links: EmailLinks
     let throttle: ThrottleService
@@ -129,7 +128,7 @@ struct EmailFlowService: Sendable {
         }
         // The policy first, so that a weak password leaves the link usable for another try.
         try await auth.checkPassword(password, email: user.normalizedEmail ?? "")
-        let newHash = try await hasher.hash(password)
+        let newHash = try await auth.hasher.hash(password)
         try await store.transaction { tx in
             guard try await tx.useEmailToken(hash: hash, at: now) else { throw usedResetLink }
             try await tx.updatePassword(userID, hash: newHash, changedAt: now, now: now)

@@ -26,12 +26,11 @@ struct EventRecorder: Sendable {
         let event = DomainEvent(type: type, userID: user, data: data, createdAt: clock.now)
         try await tx.insertEvent(event)
         if webhookConfigured {
-            var payload = data
-            payload["__id"] = event.id.uuidString.lowercased()
-            payload["__type"] = type
-            payload["__user_id"] = user?.description
-            payload["__created_at"] = event.createdAt.rfc3339
-            try await jobs.enqueue(tx, kind: WebhookSender.jobKind, payload: payload)
+            try await jobs.enqueue(
+                tx, kind: WebhookSender.jobKind,
+                payload: WebhookSender.Event(
+                    id: event.id.uuidString.lowercased(), type: type, userID: user?.description, createdAt: event.createdAt.rfc3339,
+                    data: data))
         }
     }
 
@@ -49,21 +48,28 @@ struct WebhookSender: Sendable {
     let client: HTTPClient
     let clock: any WallClock
 
+    /// A queued delivery: the event as the feed has it.
+    struct Event: Codable, Sendable {
+        var id: String
+        var type: String
+        var userID: String?
+        var createdAt: String
+        var data: [String: String]
+    }
+
     @Sendable func deliver(_ job: Job, _ payload: Data) async throws {
-        var fields = try JSONDecoder().decode([String: String].self, from: payload)
-        let id = fields.removeValue(forKey: "__id") ?? job.id.uuidString.lowercased()
-        let type = fields.removeValue(forKey: "__type") ?? "unknown"
-        let user = fields.removeValue(forKey: "__user_id")
-        let created = fields.removeValue(forKey: "__created_at") ?? job.createdAt.rfc3339
+        let event = try JSONDecoder().decode(Event.self, from: payload)
         let sentAt = clock.now.unixSeconds
-        var body: [String: Any] = ["id": id, "type": type, "data": fields, "created_at": created, "sent_at": sentAt]
-        body["user_id"] = user ?? NSNull()
+        let body: [String: Any] = [
+            "id": event.id, "type": event.type, "data": event.data, "created_at": event.createdAt, "sent_at": sentAt,
+            "user_id": event.userID ?? NSNull(),
+        ]
         let data = try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])
         var request = HTTPClientRequest(url: url.absoluteString)
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/json")
         request.headers.add(name: "Gatehouse-Signature", value: Self.signature(body: data, secret: secret, time: sentAt))
-        request.headers.add(name: "Gatehouse-Event-Id", value: id)
+        request.headers.add(name: "Gatehouse-Event-Id", value: event.id)
         request.body = .bytes(ByteBuffer(bytes: data))
         let response = try await client.execute(request, timeout: .seconds(10))
         _ = try? await response.body.collect(upTo: 65_536)

@@ -34,7 +34,7 @@ final class JobWorker: Service, Sendable {
     }
 
     /// Queues a job inside the caller's transaction; call `wake()` after the commit.
-    func enqueue(_ tx: any GatehouseStore, kind: String, payload: [String: String]) async throws {
+    func enqueue(_ tx: any GatehouseStore, kind: String, payload: some Encodable) async throws {
         let sealed = try sealer.seal(try JSONEncoder().encode(payload))
         try await tx.enqueueJob(Job(kind: kind, payload: sealed.bytes, encryption: sealed.encryption, createdAt: clock.now))
     }
@@ -68,7 +68,8 @@ final class JobWorker: Service, Sendable {
             try await store.completeJob(job.id)
         } catch {
             let attempts = job.attempts + 1
-            let next = attempts < (maximumAttempts[job.kind] ?? 8) ? clock.now.addingTimeInterval(min(5 * pow(2, Double(attempts - 1)), 3_600)) : nil
+            let retries = attempts < (maximumAttempts[job.kind] ?? 8)
+            let next = retries ? clock.now.addingTimeInterval(RetryBackoff.delay(afterAttempts: attempts)) : nil
             logger.warning(
                 next == nil ? "background job failed for good" : "background job failed; will retry",
                 metadata: ["job_id": "\(job.id)", "kind": "\(job.kind)", "attempt": "\(attempts)", "cause": "\(error)"])
