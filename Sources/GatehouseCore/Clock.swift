@@ -40,6 +40,13 @@ extension Date {
         self.init(timeIntervalSince1970: TimeInterval(unixSeconds))
     }
 
+    /// Milliseconds since 1970, as App Store payloads carry dates.
+    public var unixMilliseconds: Int64 { Int64((timeIntervalSince1970 * 1000).rounded(.down)) }
+
+    public init(unixMilliseconds: Int64) {
+        self.init(timeIntervalSince1970: TimeInterval(unixMilliseconds) / 1000)
+    }
+
     /// RFC 3339 UTC with whole seconds, as the contract sends timestamps.
     public var rfc3339: String {
         rfc3339Formatter.string(from: self)

@@ -11,24 +11,21 @@ public struct EntitlementInput: Sendable, Equatable {
     /// An operator's override.
     public var planOverride: String?
     public var trialStartedAt: Date?
-    /// An App Store subscription that is active now (or in billing grace).
-    public var subscription: SubscriptionInfo?
-    public var subscriptionActive: Bool
+    /// The account's App Store subscriptions.
+    public var subscriptions: [SubscriptionRecord]
     /// Credits spent in the current period, by name.
     public var creditsSpent: [String: Int]
 
     public init(
         userID: UserID?, emailVerified: Bool = false, accountCreatedAt: Date? = nil, planOverride: String? = nil,
-        trialStartedAt: Date? = nil, subscription: SubscriptionInfo? = nil, subscriptionActive: Bool = false,
-        creditsSpent: [String: Int] = [:]
+        trialStartedAt: Date? = nil, subscriptions: [SubscriptionRecord] = [], creditsSpent: [String: Int] = [:]
     ) {
         self.userID = userID
         self.emailVerified = emailVerified
         self.accountCreatedAt = accountCreatedAt
         self.planOverride = planOverride
         self.trialStartedAt = trialStartedAt
-        self.subscription = subscription
-        self.subscriptionActive = subscriptionActive
+        self.subscriptions = subscriptions
         self.creditsSpent = creditsSpent
     }
 
@@ -47,25 +44,64 @@ public struct EntitlementEngine: Sendable {
 
     // MARK: Plan state
 
-    /// CH08 §2: no user → guest; an override; an active subscription → pro; a trial running → trial;
-    /// else free.
+    /// CH08 §2: no user → guest; an override; an active subscription → pro (an introductory
+    /// offer → trial); a renewal due but not yet confirmed → pro_grace; a trial running → trial;
+    /// else free. A purchase still pending has posted nothing, so it changes nothing.
     public func planState(_ input: EntitlementInput, at now: Date) -> String {
         guard input.userID != nil else { return "guest" }
         if let plan = input.planOverride, EntitlementSettings.planStates.contains(plan) { return plan }
-        if input.subscriptionActive { return "pro" }
-        if let end = trialEnd(input), now < end { return "trial" }
+        switch storeEntitlement(input, at: now)?.entitlement {
+        case .paid: return "pro"
+        case .trial: return "trial"
+        case .unconfirmedRenewal: return "pro_grace"
+        case .notEntitled, nil: break
+        }
+        if let end = serverTrialEnd(input), now < end { return "trial" }
         return "free"
     }
 
-    public func trialEnd(_ input: EntitlementInput) -> Date? {
+    /// The subscription that decides the plan: the best entitlement among the account's
+    /// subscriptions to products this app sells (paid, then trial, then unconfirmed renewal).
+    func storeEntitlement(_ input: EntitlementInput, at now: Date) -> (record: SubscriptionRecord, entitlement: SubscriptionRecord.Entitlement)? {
+        func rank(_ e: SubscriptionRecord.Entitlement) -> Int {
+            switch e {
+            case .paid: 3
+            case .trial: 2
+            case .unconfirmedRenewal: 1
+            case .notEntitled: 0
+            }
+        }
+        var best: (record: SubscriptionRecord, entitlement: SubscriptionRecord.Entitlement)?
+        for record in input.subscriptions where settings.products[record.productID] != nil {
+            let e = record.entitlement(at: now, graceHours: settings.proGraceHours)
+            if e != .notEntitled, rank(e) > best.map({ rank($0.entitlement) }) ?? 0 { best = (record, e) }
+        }
+        return best
+    }
+
+    /// The subscription Settings → Subscription shows: the one deciding the plan, else the
+    /// most recently changed.
+    func shownSubscription(_ input: EntitlementInput, at now: Date) -> SubscriptionRecord? {
+        storeEntitlement(input, at: now)?.record ?? input.subscriptions.max { $0.signedAt < $1.signedAt }
+    }
+
+    /// The end of the server trial (`/v1/trial/start`, or sign-up when the preset says so).
+    public func serverTrialEnd(_ input: EntitlementInput) -> Date? {
         input.trialStartedAt.map { $0.addingTimeInterval(TimeInterval(settings.trial.days) * 86_400) }
     }
 
-    /// Day N of a trial is ⌊elapsed days⌋ + 1; `days_left` = days − N (decision 18).
+    /// When the running trial ends: an introductory offer's period or the server trial.
+    public func trialEnd(_ input: EntitlementInput, at now: Date) -> Date? {
+        if case .trial(let until) = storeEntitlement(input, at: now)?.entitlement { return until }
+        return serverTrialEnd(input)
+    }
+
+    /// Day N of a trial is ⌊elapsed days⌋ + 1 and `days_left` = days − N (decision 18); counted
+    /// back from the trial's end, that is the whole days left after today.
     public func trialDaysLeft(_ input: EntitlementInput, at now: Date) -> Int? {
-        guard let start = input.trialStartedAt else { return nil }
-        let day = Int(floor(now.timeIntervalSince(start) / 86_400)) + 1
-        return max(0, settings.trial.days - day)
+        guard let end = trialEnd(input, at: now) else { return nil }
+        let remaining = end.timeIntervalSince(now) / 86_400
+        return max(0, Int(ceil(remaining)) - 1)
     }
 
     /// The period credits count in: `[start, end)`.
@@ -104,12 +140,23 @@ public struct EntitlementEngine: Sendable {
             }
         }
         var trial: TrialInfo?
-        if state == "trial", let end = trialEnd(input) {
+        if state == "trial", let end = trialEnd(input, at: now) {
             trial = TrialInfo(endsAt: end.rfc3339, daysLeft: trialDaysLeft(input, at: now) ?? 0)
         }
         return EntitlementsPayload(
             planState: state, capabilities: plan.capabilities, limits: plan.limits, credits: credits, trial: trial,
-            readOnly: isReadOnly(state), tier: plan.tier, subscription: input.subscription, evaluatedAt: now.rfc3339)
+            readOnly: isReadOnly(state), tier: tier(input, state: state, at: now),
+            subscription: shownSubscription(input, at: now)?.info(at: now, graceHours: settings.proGraceHours), evaluatedAt: now.rfc3339)
+    }
+
+    /// The product's tier when a subscription gives the plan, else the plan's own.
+    func tier(_ input: EntitlementInput, state: String, at now: Date) -> String? {
+        if input.planOverride == nil, let record = storeEntitlement(input, at: now)?.record,
+            let tier = settings.products[record.productID]?.tier
+        {
+            return tier
+        }
+        return settings.plan(state).tier
     }
 
     func isReadOnly(_ state: String) -> Bool { settings.readOnlyWhenFree && state == "free" }
@@ -211,17 +258,22 @@ public struct EntitlementEngine: Sendable {
 }
 
 extension EntitlementEngine {
-    /// The input for an account from its stored fields (no credits, no subscription): enough
+    /// The input for an account from its stored fields and subscriptions (no credits): enough
     /// for the plan state and the trial.
-    public func input(for user: User, creditsSpent: [String: Int] = [:], subscription: SubscriptionInfo? = nil, subscriptionActive: Bool = false) -> EntitlementInput {
+    public func input(for user: User, subscriptions: [SubscriptionRecord] = [], creditsSpent: [String: Int] = [:]) -> EntitlementInput {
         EntitlementInput(
             userID: user.id, emailVerified: user.emailVerified, accountCreatedAt: user.createdAt, planOverride: user.planOverride,
-            trialStartedAt: user.trialStartedAt ?? (settings.trial.startsAtSignup ? user.createdAt : nil), subscription: subscription,
-            subscriptionActive: subscriptionActive, creditsSpent: creditsSpent)
+            trialStartedAt: user.trialStartedAt ?? (settings.trial.startsAtSignup ? user.createdAt : nil), subscriptions: subscriptions,
+            creditsSpent: creditsSpent)
     }
 
-    /// When the plan ends by the clock (a trial), for the `plan_expires_at` claim.
+    /// When the paid plan ends by the clock if nothing new arrives (a trial's end; a
+    /// subscription's renewal date plus the pro_grace window, or its billing grace end), for the
+    /// `plan_expires_at` claim. `nil` for free, guest, an override, or no end.
     public func planExpiry(_ input: EntitlementInput, at now: Date) -> Date? {
-        planState(input, at: now) == "trial" ? trialEnd(input) : nil
+        let state = planState(input, at: now)
+        guard input.planOverride == nil, ["trial", "pro", "pro_grace"].contains(state) else { return nil }
+        if let store = storeEntitlement(input, at: now) { return store.record.entitlementEnd(graceHours: settings.proGraceHours) }
+        return serverTrialEnd(input)
     }
 }

@@ -16,6 +16,11 @@ public struct EntitlementSettings: Sendable, Equatable, Codable {
     public var readOnlyWhenFree: Bool
     /// Labels of the actions gates offer (`upgrade` → "Upgrade to Pro", …).
     public var actionLabels: [String: String]
+    /// App Store product ids and the plan each one gives (the SDK offers these for purchase).
+    public var products: [String: ProductSettings]
+    /// How long after a renewal date a subscription stays `pro_grace` while its renewal cannot be
+    /// confirmed (CH08 §2, decision 16: 72 hours).
+    public var proGraceHours: Int
 
     public init() {
         plans = [
@@ -30,6 +35,8 @@ public struct EntitlementSettings: Sendable, Equatable, Codable {
         trial = TrialSettings()
         readOnlyWhenFree = false
         actionLabels = ["upgrade": "Upgrade to Pro", "not_now": "Not now", "sign_up": "Create account", "verify_email": "Verify email"]
+        products = [:]
+        proGraceHours = 72
     }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
@@ -37,6 +44,8 @@ public struct EntitlementSettings: Sendable, Equatable, Codable {
         case creditPeriod = "credit_period"
         case readOnlyWhenFree = "read_only_when_free"
         case actionLabels = "action_labels"
+        case products
+        case proGraceHours = "pro_grace_hours"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -49,6 +58,8 @@ public struct EntitlementSettings: Sendable, Equatable, Codable {
         trial = try c.value(.trial, or: trial)
         readOnlyWhenFree = try c.value(.readOnlyWhenFree, or: readOnlyWhenFree)
         actionLabels = try c.value(.actionLabels, or: actionLabels)
+        products = try c.value(.products, or: products)
+        proGraceHours = try c.value(.proGraceHours, or: proGraceHours)
     }
 
     public static let planStates = ["guest", "free", "trial", "pro", "pro_grace"]
@@ -83,7 +94,34 @@ public struct EntitlementSettings: Sendable, Equatable, Codable {
             }
         }
         if !(1...365).contains(trial.days) { problems.append("'entitlements.trial.days' must be between 1 and 365") }
+        if !(0...720).contains(proGraceHours) { problems.append("'entitlements.pro_grace_hours' must be between 0 and 720") }
+        for (id, product) in products where product.plan != "pro" {
+            problems.append("'entitlements.products.\(id).plan' must be pro (a subscription gives Pro; an introductory offer, trial)")
+        }
         return problems
+    }
+}
+
+/// What an App Store product gives.
+public struct ProductSettings: Sendable, Equatable, Codable {
+    public var plan: String
+    /// Shown beside the plan state instead of the plan's own tier (Hannah: `premium`).
+    public var tier: String?
+
+    public init(plan: String = "pro", tier: String? = nil) {
+        self.plan = plan
+        self.tier = tier
+    }
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case plan, tier
+    }
+
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.self)
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        plan = try c.value(.plan, or: "pro")
+        tier = try c.decodeIfPresent(String.self, forKey: .tier)
     }
 }
 

@@ -41,6 +41,9 @@ public func buildApplication(
     let adminKey = try AdminKey.load(configured: config.adminKey, path: config.adminKeyFile)
     let blocklist = try CommonPasswords.load()
     let templates = try Templates(preset: config.preset)
+    let appStoreRoots = try config.appStoreRootCerts.map {
+        try AppStoreJWSVerifier.certificates(pem: try String(contentsOfFile: $0, encoding: .utf8))
+    } ?? AppStoreJWSVerifier.appleRoots()
     let database = try await config.database.open(logger: logger)
     let store = SQLStore(database: database)
     let clock = dependencies.clock
@@ -134,6 +137,13 @@ public func buildApplication(
     let profiles = ProfileService(store: store, auth: auth, merges: merges, preset: preset, clock: clock)
     AccountController(
         profiles: profiles, entitlements: entitlements, analytics: AnalyticsService(store: store, throttle: throttle, clock: clock), auth: auth, tokens: tokenService, resolver: resolver, bodyLimit: config.maxBodyBytes
+    ).register(on: router)
+    PurchaseController(
+        purchases: PurchaseService(
+            store: store, verifier: AppStoreJWSVerifier(roots: appStoreRoots),
+            bundleID: config.appStoreBundleID ?? config.appleAudiences.first, environments: config.appStoreEnvironments,
+            entitlements: entitlements, events: events, clock: clock, logger: logger),
+        auth: auth, tokens: tokenService, bodyLimit: config.maxBodyBytes
     ).register(on: router)
     PagesController(
         emails: emails, templates: templates, resolver: resolver, preset: preset,

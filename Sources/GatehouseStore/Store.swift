@@ -268,10 +268,23 @@ public protocol EntitlementStore: Sendable {
     func creditLedger(of userID: UserID) async throws(StoreError) -> [CreditSpend]
 }
 
+/// App Store subscriptions and the notifications already applied.
+public protocol SubscriptionStore: Sendable {
+    /// With `forUpdate`, inside a transaction: holds the row until it ends (PostgreSQL).
+    func subscription(originalTransactionID: String, forUpdate: Bool) async throws(StoreError) -> SubscriptionRecord?
+    func subscriptions(of userID: UserID) async throws(StoreError) -> [SubscriptionRecord]
+    /// Inserts the record or replaces the stored one, unless the stored one was signed later.
+    func saveSubscription(_ record: SubscriptionRecord) async throws(StoreError)
+    /// Gives `from`'s subscriptions to `to` (an anonymous account merged into another).
+    func moveSubscriptions(from: UserID, to: UserID) async throws(StoreError)
+    /// Notes a notification as applied; false when it had been already.
+    func recordNotification(uuid: String, type: String, at date: Date) async throws(StoreError) -> Bool
+}
+
 /// All of Gatehouse's storage, behind one protocol with a SQLite and a PostgreSQL
 /// implementation that pass the same contract suite.
 public protocol GatehouseStore: UserStore, SigningKeyStore, SessionStore, ThrottleStore, AuditStore, SecretStore, OutboxStore,
-    EmailTokenStore, JobStore, AccountStore, EntitlementStore
+    EmailTokenStore, JobStore, AccountStore, EntitlementStore, SubscriptionStore
 {
     var dialect: SQLDialect { get }
     /// Runs `body` in one transaction against a store bound to it.

@@ -67,4 +67,6 @@ extension ErrorCode {
     public static let trialAlreadyUsed: ErrorCode = "trial_already_used"
     public static let invalidSignedPayload: ErrorCode = "invalid_signed_payload"
     public static let planRequired: ErrorCode = "plan_required"
+    /// A purchase another account owns (its restore hint is under `details`).
+    public static let subscriptionInUse: ErrorCode = "subscription_in_use"
 }

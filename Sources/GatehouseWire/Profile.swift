@@ -183,12 +183,14 @@ public struct AccountExport: Codable, Sendable, Hashable {
     public var idempotencyKeys: [String]
     /// Every credit spent.
     public var creditLedger: [ExportedCreditSpend]
+    /// App Store subscriptions the account owns.
+    public var subscriptions: [ExportedSubscription]
     public var entitlements: EntitlementsPayload
 
     public init(
         exportedAt: String, users: UserPayload, planOverride: String?, identities: [IdentityPayload], sessions: [SessionInfo],
         emailTokens: [ExportedLink], auditLog: [AuditEntry], events: [EventEntry], idempotencyKeys: [String],
-        creditLedger: [ExportedCreditSpend], entitlements: EntitlementsPayload
+        creditLedger: [ExportedCreditSpend], subscriptions: [ExportedSubscription], entitlements: EntitlementsPayload
     ) {
         self.exportedAt = exportedAt
         self.users = users
@@ -200,6 +202,7 @@ public struct AccountExport: Codable, Sendable, Hashable {
         self.events = events
         self.idempotencyKeys = idempotencyKeys
         self.creditLedger = creditLedger
+        self.subscriptions = subscriptions
         self.entitlements = entitlements
     }
 
@@ -213,7 +216,38 @@ public struct AccountExport: Codable, Sendable, Hashable {
         case events
         case idempotencyKeys = "idempotency_keys"
         case creditLedger = "credit_ledger"
-        case entitlements
+        case subscriptions, entitlements
+    }
+}
+
+/// An App Store subscription in an export.
+public struct ExportedSubscription: Codable, Sendable, Hashable {
+    public var originalTransactionID: String
+    public var productID: String
+    public var environment: String
+    public var status: String
+    public var expiresAt: String?
+    public var willRenew: Bool
+    public var updatedAt: String
+    public init(
+        originalTransactionID: String, productID: String, environment: String, status: String, expiresAt: String?, willRenew: Bool,
+        updatedAt: String
+    ) {
+        self.originalTransactionID = originalTransactionID
+        self.productID = productID
+        self.environment = environment
+        self.status = status
+        self.expiresAt = expiresAt
+        self.willRenew = willRenew
+        self.updatedAt = updatedAt
+    }
+    enum CodingKeys: String, CodingKey {
+        case originalTransactionID = "original_transaction_id"
+        case productID = "product_id"
+        case environment, status
+        case expiresAt = "expires_at"
+        case willRenew = "will_renew"
+        case updatedAt = "updated_at"
     }
 }
 

@@ -76,3 +76,91 @@ extension GateRow: CustomTestStringConvertible {
         #expect(anniversary.start.rfc3339 == "2027-01-03T00:00:00Z" && anniversary.end.rfc3339 == "2027-02-03T00:00:00Z")
     }
 }
+
+/// App Store subscriptions in the engine: which plan a subscription gives at each moment.
+@Suite struct SubscriptionEngineTests {
+    static let now = Date(timeIntervalSince1970: 1_800_000_000)
+    static let hour: TimeInterval = 3_600
+
+    static func record(
+        _ status: SubscriptionRecord.Status, expires: TimeInterval, grace: TimeInterval? = nil, willRenew: Bool = true,
+        introductory: Bool = false, product: String = "com.handz.pro.monthly"
+    ) -> SubscriptionRecord {
+        SubscriptionRecord(
+            originalTransactionID: "1", userID: .random(), productID: product, environment: "Production", status: status,
+            expiresAt: now + expires, graceExpiresAt: grace.map { now + $0 }, willRenew: willRenew, introductory: introductory,
+            signedAt: now, updatedAt: now)
+    }
+
+    static func state(_ preset: String, _ records: [SubscriptionRecord], at offset: TimeInterval = 0) throws -> EntitlementsPayload {
+        let settings = try EntitlementEngineTests.preset(preset)
+        let engine = EntitlementEngine(settings: settings.entitlements, copy: settings.copy)
+        let input = EntitlementInput(userID: .random(), emailVerified: true, accountCreatedAt: now - 30 * 86_400, subscriptions: records)
+        return engine.snapshot(input, at: now + offset)
+    }
+
+    @Test func eachStatusGivesItsPlan() throws {
+        let cases: [(String, SubscriptionRecord, TimeInterval, String)] = [
+            ("active", Self.record(.active, expires: 10 * Self.hour), 0, "pro"),
+            ("introductory offer", Self.record(.active, expires: 10 * Self.hour, introductory: true), 0, "trial"),
+            ("renewal due, unconfirmed", Self.record(.active, expires: -Self.hour), 0, "pro_grace"),
+            ("renewal 72 h late", Self.record(.active, expires: -72 * Self.hour - 1), 0, "free"),
+            ("lapsed, not renewing", Self.record(.active, expires: -Self.hour, willRenew: false), 0, "free"),
+            ("billing grace", Self.record(.billingGrace, expires: -Self.hour, grace: 5 * Self.hour), 0, "pro"),
+            ("billing grace over", Self.record(.billingGrace, expires: -Self.hour, grace: -1), 0, "free"),
+            ("billing retry", Self.record(.billingRetry, expires: -Self.hour), 0, "free"),
+            ("expired", Self.record(.expired, expires: -Self.hour), 0, "free"),
+            ("refunded", Self.record(.refunded, expires: 10 * Self.hour), 0, "free"),
+            ("revoked", Self.record(.revoked, expires: 10 * Self.hour), 0, "free"),
+            ("another app's product", Self.record(.active, expires: 10 * Self.hour, product: "com.other.pro"), 0, "free"),
+        ]
+        for (name, record, offset, expected) in cases {
+            #expect(try Self.state("handz", [record], at: offset).planState == expected, "\(name)")
+        }
+        // The best of several wins; Settings shows the one that gives the plan.
+        let snapshot = try Self.state("handz", [Self.record(.expired, expires: -Self.hour), Self.record(.billingGrace, expires: 0, grace: Self.hour)])
+        #expect(snapshot.planState == "pro" && snapshot.subscription?.status == "billing_grace")
+    }
+
+    @Test func theSubscriptionObjectAndTier() throws {
+        let active = try Self.state("hannah", [Self.record(.active, expires: 48 * Self.hour, product: "com.hannahhealth.nutritionist.monthly")])
+        #expect(active.tier == "nutritionist" && active.subscription?.renewsAt == (Self.now + 48 * Self.hour).rfc3339)
+        let cancelled = try Self.state("handz", [Self.record(.active, expires: 48 * Self.hour, willRenew: false)])
+        #expect(cancelled.subscription?.renewsAt == nil && cancelled.subscription?.willRenew == false)
+        let lapsed = try Self.state("handz", [Self.record(.active, expires: -Self.hour, willRenew: false)])
+        #expect(lapsed.subscription?.status == "expired" && lapsed.subscription?.expiresAt == (Self.now - Self.hour).rfc3339)
+        // Introductory trial: days left counted to the offer's end (decision 18).
+        let trial = try Self.state("handz", [Self.record(.active, expires: 7 * 86_400 - 60, introductory: true)], at: 4 * 86_400)
+        #expect(trial.trial?.daysLeft == 2 && trial.trial?.endsAt == (Self.now + 7 * 86_400 - 60).rfc3339)
+    }
+
+    @Test func notificationsMoveTheRecord() {
+        let transaction = AppStoreTransaction(
+            transactionId: "2", originalTransactionId: "1", bundleId: "b", productId: "p", environment: "Production",
+            signedDate: Self.now.unixMilliseconds, expiresDate: (Self.now + 86_400).unixMilliseconds)
+        func apply(_ type: String?, _ subtype: String? = nil, renewal: AppStoreRenewal? = nil, to current: SubscriptionRecord? = nil)
+            -> SubscriptionRecord
+        {
+            SubscriptionRecord.applying(
+                type: type, subtype: subtype, transaction: transaction, renewal: renewal, signedAt: Self.now, to: current, now: Self.now)
+        }
+        #expect(apply("SUBSCRIBED").status == .active)
+        #expect(apply("DID_FAIL_TO_RENEW", "GRACE_PERIOD").status == .billingGrace)
+        #expect(apply("DID_FAIL_TO_RENEW").status == .billingRetry)
+        #expect(apply("GRACE_PERIOD_EXPIRED").status == .billingRetry)
+        #expect(apply("EXPIRED", "VOLUNTARY").status == .expired)
+        #expect(apply("REFUND").status == .refunded && apply("REVOKE").status == .revoked)
+        let off = AppStoreRenewal(originalTransactionId: "1", environment: "Production", signedDate: 0, autoRenewStatus: 0)
+        let grace = apply("DID_FAIL_TO_RENEW", "GRACE_PERIOD")
+        #expect(apply("DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_DISABLED", renewal: off, to: grace).status == .billingGrace)
+        #expect(apply("DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_DISABLED", renewal: off, to: grace).willRenew == false)
+        // The app posting the same period again during a billing problem keeps the problem.
+        #expect(apply(nil, to: grace).status == .billingGrace)
+        var revoked = transaction
+        revoked.revocationDate = Self.now.unixMilliseconds
+        #expect(
+            SubscriptionRecord.applying(
+                type: "DID_RENEW", subtype: nil, transaction: revoked, renewal: nil, signedAt: Self.now, to: nil, now: Self.now
+            ).status == .revoked)
+    }
+}

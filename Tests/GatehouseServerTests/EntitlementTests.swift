@@ -122,11 +122,12 @@ import Testing
     }
 
     /// Hannah: the trial starts with the account; day 1 full access, day 5 banner data, day 8
-    /// paywall and read-only; an operator's plan (a subscription stand-in until App Store) restores.
+    /// paywall and read-only; an App Store subscription restores it.
     @Test(arguments: Backend.available)
     func hannahsTrialJourney(_ backend: Backend) async throws {
         let clock = ManualClock(Date())
-        try await TestApp.run(backend, preset: "hannah", clock: clock) { client, config in
+        let apple = try FakeAppStore()
+        try await TestApp.run(backend, preset: "hannah", clock: clock, adjust: TestApp.trusting(apple)) { client, config in
             let api = AuthClient(client: client)
             #expect(try await api.post("/v1/auth/magic-link", #"{"email": "journey@example.com"}"#).status == .accepted)
             let mail = try await EmailFlowTests.outboxMail(config, kind: "magic_link")
@@ -152,12 +153,16 @@ import Testing
             #expect(try await Self.check(api, "log_food", token: late.session.accessToken).json(GateDecision.self).allowed == false)
             #expect(try await Self.check(api, "view_history", token: late.session.accessToken).json(GateDecision.self).allowed)
 
-            _ = try await client.execute(
-                uri: "/admin/v1/users/\(session.user.id)/plan", method: .put, headers: TestApp.adminHeaders, body: jsonBody(#"{"plan": "pro"}"#))
-            let restored = try await api.get("/v1/entitlements", token: late.session.accessToken).json(EntitlementsPayload.self)
-            #expect(restored.planState == "pro" && !restored.readOnly && restored.tier == "premium")
+            let purchase = try apple.sign(
+                FakeAppStore.transaction(
+                    id: "h1", original: "h1", product: "com.hannahhealth.nutritionist.monthly", user: session.user.id, purchased: clock.now,
+                    expires: clock.now + 30 * 86_400, signed: clock.now))
+            let restored = try await AppStoreTests.purchase(api, purchase, token: late.session.accessToken).json(EntitlementsPayload.self)
+            #expect(restored.planState == "pro" && !restored.readOnly && restored.tier == "nutritionist")
+            #expect(restored.subscription?.productID == "com.hannahhealth.nutritionist.monthly")
+            #expect(try await Self.check(api, "ai_chat", token: late.session.accessToken).json(GateDecision.self).allowed)
             let feed = try await AccountTests.events(api).events.map(\.type)
-            #expect(feed.contains("trial.started") && feed.contains("plan.changed"))
+            #expect(feed.contains("trial.started") && feed.contains("purchase.succeeded") && feed.contains("plan.changed"))
         }
     }
 }

@@ -70,3 +70,44 @@ import Testing
         }
     }
 }
+
+/// App Store subscriptions behave the same on both databases.
+@Suite struct SubscriptionStoreContractTests {
+    static let now = Date(unixSeconds: 1_800_000_000)
+
+    /// `signed`: milliseconds after `now`, as App Store dates are kept.
+    static func record(_ id: String, user: UserID?, signed offset: Int64, status: SubscriptionRecord.Status = .active) -> SubscriptionRecord {
+        SubscriptionRecord(
+            originalTransactionID: id, userID: user, productID: "p", environment: "Production", status: status,
+            expiresAt: now + 86_400, graceExpiresAt: nil, willRenew: true, introductory: false,
+            signedAt: Date(unixMilliseconds: now.unixMilliseconds + offset), updatedAt: now)
+    }
+
+    @Test(arguments: Backend.available)
+    func theNewestSignedFactsWin(_ backend: Backend) async throws {
+        try await TestDatabase.withStore(backend) { store in
+            let ann = StoreContractTests.user("ann@example.com")
+            let bob = StoreContractTests.user("bob@example.com")
+            try await store.insertUser(ann)
+            try await store.insertUser(bob)
+            try await store.saveSubscription(Self.record("1", user: nil, signed: 10_000))
+            #expect(try await store.subscription(originalTransactionID: "1", forUpdate: false) == Self.record("1", user: nil, signed: 10_000))
+            // An older one arriving late does not overwrite; a newer one does, to the millisecond.
+            try await store.saveSubscription(Self.record("1", user: ann.id, signed: 5_000, status: .expired))
+            #expect(try await store.subscription(originalTransactionID: "1", forUpdate: false)?.status == .active)
+            try await store.saveSubscription(Self.record("1", user: ann.id, signed: 10_001, status: .billingGrace))
+            #expect(try await store.subscription(originalTransactionID: "1", forUpdate: false) == Self.record("1", user: ann.id, signed: 10_001, status: .billingGrace))
+            #expect(try await store.subscriptions(of: ann.id).map(\.originalTransactionID) == ["1"])
+
+            // A merge moves them; deleting the account deletes them.
+            try await store.moveSubscriptions(from: ann.id, to: bob.id)
+            #expect(try await store.subscriptions(of: ann.id).isEmpty)
+            #expect(try await store.subscriptions(of: bob.id).count == 1)
+            _ = try await store.deleteUser(bob.id)
+            #expect(try await store.subscription(originalTransactionID: "1", forUpdate: false) == nil)
+
+            #expect(try await store.recordNotification(uuid: "n-1", type: "DID_RENEW", at: Self.now))
+            #expect(try await store.recordNotification(uuid: "n-1", type: "DID_RENEW", at: Self.now) == false)
+        }
+    }
+}

@@ -12,7 +12,7 @@ extension GatehouseConfig {
     static let knownKeys: [String] = [
         "host", "port", "database_url", "preset", "public_url", "environment", "smtp_url", "admin_key",
         "admin_key_file", "secret_key", "apple_audiences", "google_audiences", "apple_jwks_url",
-        "google_jwks_url", "appstore_root_certs", "appstore_bundle_id", "redirect_allowlist",
+        "google_jwks_url", "appstore_root_certs", "appstore_bundle_id", "appstore_environments", "redirect_allowlist",
         "trusted_proxies", "ip_limits", "webhook_url", "webhook_secret", "max_body_bytes", "log_level",
         "log_format", "argon2_memory_kib", "argon2_iterations", "argon2_parallelism", "hash_threads",
         "breached_passwords_url", "token_audience", "smtp_ca_file", "mail_from", "apple_team_id", "apple_key_id",
@@ -129,11 +129,20 @@ extension GatehouseConfig {
         if let url = settings.url("apple_token_url", schemes: ["http", "https"]) { config.appleTokenURL = url }
         if let url = settings.url("apple_revoke_url", schemes: ["http", "https"]) { config.appleRevokeURL = url }
         if let path = settings.string("appstore_root_certs") {
-            if FileManager.default.isReadableFile(atPath: path) { config.appStoreRootCerts = path } else {
-                settings.problem("appstore_root_certs", "cannot read \(path)")
+            if let pem = try? String(contentsOfFile: path, encoding: .utf8), (try? AppStoreJWSVerifier.certificates(pem: pem)) != nil {
+                config.appStoreRootCerts = path
+            } else {
+                settings.problem("appstore_root_certs", "cannot read PEM certificates from \(path)")
             }
         }
         config.appStoreBundleID = settings.string("appstore_bundle_id")
+        if let list = settings.list("appstore_environments") {
+            let known = ["Production", "Sandbox", "Xcode", "LocalTesting"]
+            for entry in list where !known.contains(entry) {
+                settings.problem("appstore_environments", "'\(entry)' is not one of \(known.joined(separator: ", "))")
+            }
+            config.appStoreEnvironments = list
+        }
         if let list = settings.list("redirect_allowlist") {
             // Web URLs need a host; app schemes (`handz://auth`) need only the scheme.
             for entry in list {

@@ -49,8 +49,14 @@ public struct GatehouseConfig: Sendable {
     public var appleTokenURL = URL(string: "https://appleid.apple.com/auth/token")!
     public var appleRevokeURL = URL(string: "https://appleid.apple.com/auth/revoke")!
     public var googleJWKSURL = URL(string: "https://www.googleapis.com/oauth2/v3/certs")!
+    /// A PEM file of the roots App Store JWS must chain to (default: Apple Root CA - G3).
     public var appStoreRootCerts: String?
+    /// The app's bundle id; defaults to the first Apple sign-in audience (a native app's
+    /// audience is its bundle id).
     public var appStoreBundleID: String?
+    /// The App Store environments whose purchases count: `Production` by default; add
+    /// `Sandbox` for TestFlight and App Review.
+    public var appStoreEnvironments = ["Production"]
     public var redirectAllowlist: [String] = []
     public var trustedProxies: [String] = []
     /// `false` lifts per-IP request limits (load tests); per-account limits stay on.

@@ -64,7 +64,7 @@ public struct AuthService: Sendable {
                     if let keyHash { try await tx.insertIdempotencyKey(scope: "signup", keyHash: keyHash, userID: user.id, at: now) }
                     return AuthResponse(
                         user: user.payload(identities: [identity]),
-                        session: try await tokens.session(for: user, session: session, refreshToken: refresh))
+                        session: try await tokens.session(for: user, session: session, refreshToken: refresh, in: tx))
                 }
                 mail.wake()
                 events.wake()
@@ -130,7 +130,7 @@ public struct AuthService: Sendable {
                        ipAddress: kept.ip, userAgent: kept.userAgent, details: ["provider": provider]))
         return AuthResponse(
             user: user.payload(identities: try await tx.identities(of: user.id)),
-            session: try await tokens.session(for: user, session: session, refreshToken: refresh))
+            session: try await tokens.session(for: user, session: session, refreshToken: refresh, in: tx))
     }
 
     private func startSession(_ tx: any GatehouseStore, user: User, provider: String, client: ClientInfo) async throws -> (Session, String) {
@@ -195,7 +195,7 @@ public struct AuthService: Sendable {
             // Committed above: the revocation stands although this answer is an error.
             throw sessionRevoked
         case .issued(let user, let session, let refresh):
-            return SessionResponse(session: try await tokens.session(for: user, session: session, refreshToken: refresh))
+            return SessionResponse(session: try await tokens.session(for: user, session: session, refreshToken: refresh, in: store))
         }
     }
 

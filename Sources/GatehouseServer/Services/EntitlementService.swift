@@ -14,10 +14,11 @@ struct EntitlementService: Sendable {
     /// The engine's input for `user` (a guest when nil), with this period's credits.
     func input(for user: User?, in tx: (any GatehouseStore)? = nil) async throws -> EntitlementInput {
         guard let user else { return .guest }
-        var input = engine.input(for: user)
+        let reader = tx ?? store
+        var input = try await engine.storedInput(for: user, in: reader)
         let now = clock.now
         if !engine.settings.plan(engine.planState(input, at: now)).credits.isEmpty {
-            input.creditsSpent = try await (tx ?? store).creditsSpent(of: user.id, since: engine.creditPeriod(input, at: now).start)
+            input.creditsSpent = try await reader.creditsSpent(of: user.id, since: engine.creditPeriod(input, at: now).start)
         }
         return input
     }
@@ -91,7 +92,7 @@ struct EntitlementService: Sendable {
             throw GatehouseError(status: 403, code: .forbidden, message: "Trials start on their own for this app.")
         }
         let now = clock.now
-        let input = engine.input(for: user)
+        let input = try await input(for: user)
         guard input.trialStartedAt == nil else { throw trialUsed }
         try await store.transaction { tx in
             guard try await tx.startTrial(user.id, at: now) else { throw trialUsed }
@@ -122,5 +123,14 @@ struct EntitlementService: Sendable {
         }
         return GatehouseError(
             status: 403, code: .planRequired, message: decision.message ?? "This is not part of your plan.", details: details)
+    }
+}
+
+extension EntitlementEngine {
+    /// The input for `user` from the stored account and its App Store subscriptions (read only
+    /// when the app sells any), without credits.
+    func storedInput(for user: User, in reader: any GatehouseStore) async throws -> EntitlementInput {
+        let subscriptions = settings.products.isEmpty ? [] : try await reader.subscriptions(of: user.id)
+        return input(for: user, subscriptions: subscriptions)
     }
 }

@@ -133,6 +133,8 @@ struct ProfileService: Sendable {
             guard let source = try await tx.user(id: claim.from), source.isAnonymous else {
                 throw GatehouseError(status: 400, code: .tokenInvalid, message: "This merge has already happened.")
             }
+            // A purchase made while anonymous stays with the person.
+            try await tx.moveSubscriptions(from: source.id, to: claim.to)
             _ = try await tx.deleteUser(source.id)
             try await tx.insertAudit(
                 AuditEvent(createdAt: clock.now, event: "account_merged", outcome: "success", userID: claim.to,
@@ -187,6 +189,11 @@ struct ProfileService: Sendable {
             idempotencyKeys: try await store.idempotencyKeyTimes(of: user.id).map(\.rfc3339),
             creditLedger: try await store.creditLedger(of: user.id).map {
                 ExportedCreditSpend(credit: $0.credit, amount: $0.amount, action: $0.action, subject: $0.subject, createdAt: $0.createdAt.rfc3339)
+            },
+            subscriptions: try await store.subscriptions(of: user.id).map {
+                ExportedSubscription(
+                    originalTransactionID: $0.originalTransactionID, productID: $0.productID, environment: $0.environment,
+                    status: $0.status.rawValue, expiresAt: $0.expiresAt?.rfc3339, willRenew: $0.willRenew, updatedAt: $0.updatedAt.rfc3339)
             },
             entitlements: try await auth.me(signedIn).entitlements)
     }

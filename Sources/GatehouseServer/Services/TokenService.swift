@@ -73,10 +73,11 @@ public struct TokenService: Sendable {
     }
 
     /// The contract's Session object for `refreshToken` with a fresh access token.
-    func session(for user: User, session: Session, refreshToken: String) async throws -> SessionPayload {
+    /// `reader` is the store (or the caller's transaction) the plan claims are read from.
+    func session(for user: User, session: Session, refreshToken: String, in reader: any GatehouseStore) async throws -> SessionPayload {
         let now = clock.now
         let expires = now.unixSeconds + Int64(settings.accessTokenTTLSeconds)
-        let input = engine.input(for: user)
+        let input = try await engine.storedInput(for: user, in: reader)
         let claims = AccessTokenClaims(
             iss: issuer, aud: audience, sub: user.id.description, sid: session.id.description, iat: now.unixSeconds,
             nbf: now.unixSeconds, exp: expires, isAnonymous: user.isAnonymous, plan: engine.planState(input, at: now),

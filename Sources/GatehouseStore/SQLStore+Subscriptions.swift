@@ -1,0 +1,66 @@
+import Foundation
+import GatehouseCore
+
+extension SQLStore {
+    private static let subscriptionColumns =
+        "original_transaction_id, user_id, product_id, environment, status, expires_at, grace_expires_at, will_renew, introductory, signed_at, updated_at"
+
+    public func subscription(originalTransactionID: String, forUpdate: Bool) async throws(StoreError) -> SubscriptionRecord? {
+        let lock = forUpdate && dialect == .postgres ? " FOR UPDATE" : ""
+        return try await executor.query(
+            "SELECT \(Self.subscriptionColumns) FROM subscriptions WHERE original_transaction_id = ?\(lock)", [.text(originalTransactionID)]
+        ).first.map(Self.subscription(from:))
+    }
+
+    public func subscriptions(of userID: UserID) async throws(StoreError) -> [SubscriptionRecord] {
+        try await executor.query(
+            "SELECT \(Self.subscriptionColumns) FROM subscriptions WHERE user_id = ? ORDER BY signed_at, original_transaction_id",
+            [.text(userID.description)]
+        ).map(Self.subscription(from:))
+    }
+
+    public func saveSubscription(_ record: SubscriptionRecord) async throws(StoreError) {
+        let updates = Self.subscriptionColumns.split(separator: ",").dropFirst().map { $0.trimmingCharacters(in: .whitespaces) }
+            .map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
+        try await executor.query(
+            """
+            INSERT INTO subscriptions (\(Self.subscriptionColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (original_transaction_id) DO UPDATE SET \(updates)
+            WHERE subscriptions.signed_at <= excluded.signed_at
+            """,
+            [
+                .text(record.originalTransactionID), SQLValue(record.userID?.description), .text(record.productID), .text(record.environment),
+                .text(record.status.rawValue), SQLValue(record.expiresAt?.unixSeconds), SQLValue(record.graceExpiresAt?.unixSeconds),
+                SQLValue(record.willRenew), SQLValue(record.introductory), .integer(record.signedAt.unixMilliseconds),
+                .integer(record.updatedAt.unixSeconds),
+            ])
+    }
+
+    public func moveSubscriptions(from: UserID, to: UserID) async throws(StoreError) {
+        try await executor.query("UPDATE subscriptions SET user_id = ? WHERE user_id = ?", [.text(to.description), .text(from.description)])
+    }
+
+    public func recordNotification(uuid: String, type: String, at date: Date) async throws(StoreError) -> Bool {
+        !(try await executor.query(
+            "INSERT INTO app_store_notifications (notification_uuid, type, received_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING RETURNING notification_uuid",
+            [.text(uuid), .text(type), .integer(date.unixSeconds)]
+        ).isEmpty)
+    }
+
+    private static func subscription(from row: SQLRow) throws(StoreError) -> SubscriptionRecord {
+        guard let status = SubscriptionRecord.Status(rawValue: try row.string("status")) else {
+            throw StoreError.decoding("bad subscriptions.status")
+        }
+        var user: UserID?
+        if let text = try row.optionalString("user_id") {
+            guard let id = UserID(text) else { throw StoreError.decoding("bad subscriptions.user_id") }
+            user = id
+        }
+        return SubscriptionRecord(
+            originalTransactionID: try row.string("original_transaction_id"), userID: user, productID: try row.string("product_id"),
+            environment: try row.string("environment"), status: status, expiresAt: try row.optionalInt("expires_at").map(Date.init(unixSeconds:)),
+            graceExpiresAt: try row.optionalInt("grace_expires_at").map(Date.init(unixSeconds:)), willRenew: try row.bool("will_renew"),
+            introductory: try row.bool("introductory"), signedAt: Date(unixMilliseconds: try row.int("signed_at")),
+            updatedAt: Date(unixSeconds: try row.int("updated_at")))
+    }
+}
