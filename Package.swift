@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "GatehouseCore", targets: ["GatehouseCore"]),
         .library(name: "GatehouseClient", targets: ["GatehouseClient"]),
         .library(name: "GatehouseServer", targets: ["GatehouseServer"]),
+        .library(name: "GatehouseVerifier", targets: ["GatehouseVerifier"]),
         .executable(name: "gatehouse", targets: ["gatehouse"]),
     ],
     dependencies: [
@@ -105,6 +106,20 @@ let package = Package(
             path: "benchmarks/Sources/gatehouse-bench",
             swiftSettings: strict
         ),
+        // For an app's own Swift backend: offline verification of Gatehouse access tokens and a
+        // Hummingbird middleware enforcing the app's plans.
+        .target(
+            name: "GatehouseVerifier",
+            dependencies: [
+                "GatehouseCore", "GatehouseWire",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: strict
+        ),
         // The client SDK depends on Foundation and the wire types only.
         .target(name: "GatehouseClient", dependencies: ["GatehouseWire"], swiftSettings: strict),
 
@@ -125,7 +140,7 @@ let package = Package(
         .testTarget(
             name: "GatehouseServerTests",
             dependencies: [
-                "GatehouseServer", "GatehouseStore", "GatehouseWire", "GatehouseTestSupport",
+                "GatehouseServer", "GatehouseStore", "GatehouseWire", "GatehouseTestSupport", "GatehouseVerifier",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),

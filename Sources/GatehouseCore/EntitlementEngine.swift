@@ -231,6 +231,17 @@ public struct EntitlementEngine: Sendable {
         return notice ?? GateDecision(allowed: true, gate: nil, reasonCode: nil, message: nil, secondaryMessage: nil, actions: [])
     }
 
+    /// The decision for someone known only by an access token's claims (`plan`,
+    /// `email_verified`): what an app's own backend decides offline (`GatehouseVerifier`).
+    /// Credits are not in the token, so a credit rule answers as if none were spent; spending
+    /// goes through Gatehouse.
+    public func decide(_ action: String, context: [String: Int], plan: String, emailVerified: Bool, at now: Date) -> GateDecision? {
+        let input =
+            plan == "guest" || !EntitlementSettings.planStates.contains(plan)
+            ? EntitlementInput.guest : EntitlementInput(userID: .random(), emailVerified: emailVerified, planOverride: plan)
+        return decide(action, context: context, input: input, at: now)
+    }
+
     /// The credit an allowed `action` spends, if any.
     public func creditSpent(by action: String, input: EntitlementInput, at now: Date) -> String? {
         let plan = settings.plan(planState(input, at: now))

@@ -130,15 +130,6 @@ public struct TokenService: Sendable {
     static let invalid = GatehouseError.unauthorized("The access token is missing or not valid.")
 }
 
-extension Data {
-    /// Decodes base64url with or without padding.
-    init?(base64URLEncoded text: String) {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while base64.count % 4 != 0 { base64 += "=" }
-        self.init(base64Encoded: base64)
-    }
-}
-
 /// The key that chains refresh tokens: 32 random bytes made on first start, kept in the
 /// database (sealed like signing keys) so every node derives the same successors. Loaded once
 /// the database is reachable, before the first request.

@@ -1,13 +1,5 @@
 import Foundation
 
-extension Data {
-    /// Base64url without padding (RFC 4648 §5), as JOSE uses it.
-    var base64URLEncoded: String {
-        base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
-    }
-}
-
 /// Whether `text` is `lengths` characters of the base64url alphabet (A–Z, a–z, 0–9, `-`, `_`):
 /// safe to echo, log or put in a URL.
 func isBase64URLText(_ text: String, lengths: ClosedRange<Int>) -> Bool {

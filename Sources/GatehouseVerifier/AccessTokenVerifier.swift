@@ -1,0 +1,190 @@
+import Crypto
+import Foundation
+import GatehouseCore
+
+/// Who a Gatehouse access token speaks for, once verified.
+public struct GatehouseUser: Sendable, Equatable {
+    public var userID: String
+    public var sessionID: String
+    /// The plan state when the token was issued (`free`, `trial`, `pro`, …).
+    public var plan: String
+    /// When that plan ends by the clock unless something new arrives (decision 20).
+    public var planExpiresAt: Date?
+    public var isAnonymous: Bool
+    public var emailVerified: Bool
+    public var expiresAt: Date
+
+    /// The plan at `now`: the token's, or `free` once `plan_expires_at` has passed.
+    public func plan(at now: Date) -> String {
+        if let planExpiresAt, now >= planExpiresAt { return "free" }
+        return plan
+    }
+}
+
+/// Verifies Gatehouse access tokens offline: ES256 signatures against the server's JWKS
+/// (fetched and cached; an unknown `kid` triggers one refetch, so key rotation needs nothing),
+/// `typ: at+jwt`, issuer, audience, expiry and not-before with a small leeway.
+public actor AccessTokenVerifier {
+    public enum Failure: Error, Equatable, CustomStringConvertible {
+        case malformed
+        case unsupportedAlgorithm
+        case unknownKey
+        case badSignature
+        case wrongIssuer
+        case wrongAudience
+        case expired
+        case notYetValid
+        /// The key set could not be fetched and no copy is cached.
+        case keysUnavailable
+
+        public var description: String {
+            switch self {
+            case .malformed: "the token is not a JWT"
+            case .unsupportedAlgorithm: "the token is not an ES256 access token"
+            case .unknownKey: "the token's key is not one the server publishes"
+            case .badSignature: "the signature does not verify"
+            case .wrongIssuer: "the token is from another issuer"
+            case .wrongAudience: "the token is for another audience"
+            case .expired: "the token has expired"
+            case .notYetValid: "the token is not valid yet"
+            case .keysUnavailable: "the server's keys could not be fetched"
+            }
+        }
+    }
+
+    private let jwksURL: URL
+    private let issuer: String
+    private let audience: String
+    private let leeway: TimeInterval
+    private let clock: any WallClock
+    private let fetch: GatehouseFetcher
+    /// How long a fetched key set is used before it is fetched again.
+    private let maxAge: TimeInterval
+    /// The least time between two fetches caused by unknown `kid`s (a flood of made-up kids
+    /// must not become a flood of requests to Gatehouse).
+    private let minimumRefetchInterval: TimeInterval
+
+    private var keys: [String: P256.Signing.PublicKey] = [:]
+    private var fetchedAt: Date?
+    private var lastAttempt: Date?
+    private var inFlight: Task<Void, Never>?
+
+    public init(
+        jwksURL: URL, issuer: String, audience: String, leeway: TimeInterval = 30, maxAge: TimeInterval = 300,
+        minimumRefetchInterval: TimeInterval = 10, clock: any WallClock = SystemClock(), fetch: GatehouseFetcher
+    ) {
+        self.jwksURL = jwksURL
+        self.issuer = issuer
+        self.audience = audience
+        self.leeway = leeway
+        self.maxAge = maxAge
+        self.minimumRefetchInterval = minimumRefetchInterval
+        self.clock = clock
+        self.fetch = fetch
+    }
+
+    private struct Header: Decodable {
+        var alg: String
+        var typ: String?
+        var kid: String?
+    }
+
+    private struct Claims: Decodable {
+        var iss: String
+        var aud: String
+        var sub: String
+        var sid: String
+        var exp: Int64
+        var nbf: Int64?
+        var plan: String?
+        var planExpiresAt: Int64?
+        var isAnonymous: Bool?
+        var emailVerified: Bool?
+
+        enum CodingKeys: String, CodingKey {
+            case iss, aud, sub, sid, exp, nbf, plan
+            case planExpiresAt = "plan_expires_at"
+            case isAnonymous = "is_anonymous"
+            case emailVerified = "email_verified"
+        }
+    }
+
+    public func verify(_ token: String) async throws(Failure) -> GatehouseUser {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let headerData = Data(base64URLEncoded: String(parts[0])),
+            let payload = Data(base64URLEncoded: String(parts[1])), let signature = Data(base64URLEncoded: String(parts[2])),
+            let header = try? JSONDecoder().decode(Header.self, from: headerData)
+        else { throw .malformed }
+        guard header.alg == "ES256", header.typ == "at+jwt", let kid = header.kid else { throw .unsupportedAlgorithm }
+        let key = try await key(kid)
+        guard let ecdsa = try? P256.Signing.ECDSASignature(rawRepresentation: signature),
+            key.isValidSignature(ecdsa, for: Data("\(parts[0]).\(parts[1])".utf8))
+        else { throw .badSignature }
+        guard let claims = try? JSONDecoder().decode(Claims.self, from: payload) else { throw .malformed }
+        guard claims.iss == issuer else { throw .wrongIssuer }
+        guard claims.aud == audience else { throw .wrongAudience }
+        let now = clock.now.timeIntervalSince1970
+        guard TimeInterval(claims.exp) + leeway > now else { throw .expired }
+        if let nbf = claims.nbf, TimeInterval(nbf) - leeway > now { throw .notYetValid }
+        return GatehouseUser(
+            userID: claims.sub, sessionID: claims.sid, plan: claims.plan ?? "free",
+            planExpiresAt: claims.planExpiresAt.map { Date(timeIntervalSince1970: TimeInterval($0)) },
+            isAnonymous: claims.isAnonymous ?? false, emailVerified: claims.emailVerified ?? false,
+            expiresAt: Date(timeIntervalSince1970: TimeInterval(claims.exp)))
+    }
+
+    /// The key for `kid`: from the cache while it is fresh, else after one (shared) fetch.
+    private func key(_ kid: String) async throws(Failure) -> P256.Signing.PublicKey {
+        let now = clock.now
+        let stale = fetchedAt.map { now.timeIntervalSince($0) >= maxAge } ?? true
+        if let key = keys[kid], !stale { return key }
+        // Unknown kid or stale set: fetch, unless a fetch was tried moments ago.
+        let mayFetch = lastAttempt.map { now.timeIntervalSince($0) >= minimumRefetchInterval } ?? true
+        if mayFetch || inFlight != nil {
+            await refresh()
+        }
+        if let key = keys[kid] { return key }
+        throw fetchedAt == nil ? .keysUnavailable : .unknownKey
+    }
+
+    /// Fetches the key set once for all callers waiting at the same time. A failed fetch keeps
+    /// the keys already known.
+    private func refresh() async {
+        if let inFlight {
+            await inFlight.value
+            return
+        }
+        lastAttempt = clock.now
+        // Created here, the task runs on this actor: the keys are in place before any waiter
+        // resumes.
+        let task = Task { await self.load() }
+        inFlight = task
+        await task.value
+        inFlight = nil
+    }
+
+    private func load() async {
+        guard let data = try? await fetch.get(jwksURL), let set = try? JSONDecoder().decode(JWKSet.self, from: data) else { return }
+        var fresh: [String: P256.Signing.PublicKey] = [:]
+        for key in set.keys where key.kty == "EC" && key.crv == "P-256" {
+            guard let kid = key.kid, let x = key.x.flatMap({ Data(base64URLEncoded: $0) }), let y = key.y.flatMap({ Data(base64URLEncoded: $0) }),
+                x.count == 32, y.count == 32, let publicKey = try? P256.Signing.PublicKey(rawRepresentation: x + y)
+            else { continue }
+            fresh[kid] = publicKey
+        }
+        keys = fresh
+        fetchedAt = clock.now
+    }
+
+    private struct JWKSet: Decodable {
+        var keys: [JWK]
+    }
+
+    private struct JWK: Decodable {
+        var kty: String
+        var crv: String?
+        var kid: String?
+        var x: String?
+        var y: String?
+    }
+}

@@ -1,0 +1,30 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+
+/// How the verifier reads Gatehouse's public documents (`/.well-known/jwks.json`,
+/// `/v1/config`). The default uses AsyncHTTPClient with a short timeout.
+public struct GatehouseFetcher: Sendable {
+    public let get: @Sendable (URL) async throws -> Data
+
+    public init(get: @escaping @Sendable (URL) async throws -> Data) {
+        self.get = get
+    }
+
+    public struct BadStatus: Error, CustomStringConvertible {
+        public var status: UInt
+        public init(status: UInt) { self.status = status }
+        public var description: String { "Gatehouse answered HTTP \(status)" }
+    }
+
+    /// GET with `client`, failing on a non-2xx answer or after `timeout`; bodies up to 1 MiB.
+    public static func http(_ client: HTTPClient = .shared, timeout: TimeAmount = .seconds(5)) -> GatehouseFetcher {
+        GatehouseFetcher { url in
+            var request = HTTPClientRequest(url: url.absoluteString)
+            request.headers.add(name: "Accept", value: "application/json")
+            let response = try await client.execute(request, timeout: timeout)
+            guard (200..<300).contains(response.status.code) else { throw BadStatus(status: response.status.code) }
+            return Data(buffer: try await response.body.collect(upTo: 1 << 20))
+        }
+    }
+}

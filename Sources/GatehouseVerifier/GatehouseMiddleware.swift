@@ -1,0 +1,95 @@
+import Foundation
+import GatehouseCore
+import GatehouseWire
+import HTTPTypes
+import Hummingbird
+import NIOCore
+
+/// A request context that can carry the verified Gatehouse user to route handlers.
+public protocol GatehouseUserContext: RequestContext {
+    var gatehouseUser: GatehouseUser? { get set }
+}
+
+/// Protects an app's own API with Gatehouse access tokens, offline:
+/// - no token, or one that does not verify: 401 `unauthorized`;
+/// - with an `action`: the plan must allow it, decided by the same engine and rules as
+///   Gatehouse (its `/v1/config`), from the token's `plan`, treated as `free` once
+///   `plan_expires_at` has passed (decision 20): else 403 `plan_required` with the gate decision
+///   under `details`;
+/// - with a `UsageMeter`: the user's request is counted, and past the action's limit 429
+///   `rate_limited` with `Retry-After`.
+/// Errors have the contract's shape, `{"error": {"code", "message", …}}`.
+public struct GatehouseMiddleware<Context: GatehouseUserContext>: RouterMiddleware {
+    let access: GatehouseAccess
+    let action: String?
+    let usage: UsageMeter?
+
+    public init(access: GatehouseAccess, action: String? = nil, usage: UsageMeter? = nil) {
+        self.access = access
+        self.action = action
+        self.usage = usage
+    }
+
+    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard let token = Self.bearerToken(request) else {
+            return Self.error(.unauthorized, .unauthorized, "Sign in to continue.", extra: [.wwwAuthenticate: "Bearer"])
+        }
+        let user: GatehouseUser
+        do {
+            user = try await access.tokens.verify(token)
+        } catch .keysUnavailable {
+            return Self.error(.serviceUnavailable, .serviceUnavailable, "Sign-in cannot be checked right now. Please try again shortly.")
+        } catch {
+            return Self.error(
+                .unauthorized, .unauthorized, "The access token is missing or not valid.",
+                extra: [.wwwAuthenticate: #"Bearer error="invalid_token""#])
+        }
+        if let action {
+            let decision: GateDecision
+            do {
+                decision = try await access.decide(action, for: user)
+            } catch let unknown as GatehouseAccess.UnknownAction {
+                return Self.error(.internalServerError, .internalError, unknown.description)
+            } catch {
+                return Self.error(.serviceUnavailable, .serviceUnavailable, "Your plan cannot be checked right now. Please try again shortly.")
+            }
+            if !decision.allowed {
+                return Self.error(
+                    .forbidden, .planRequired, decision.message ?? "This is not part of your plan.", details: Self.json(decision))
+            }
+        }
+        if let usage, case .limited(let retryAfter) = await usage.record(user: user.userID, action: action ?? "request") {
+            return Self.error(
+                .tooManyRequests, .rateLimited, "Too many requests. Please wait a moment and try again.", retryAfter: retryAfter,
+                extra: [.retryAfter: String(retryAfter)])
+        }
+        var context = context
+        context.gatehouseUser = user
+        return try await next(request, context)
+    }
+
+    static func bearerToken(_ request: Request) -> String? {
+        guard let header = request.headers[.authorization] else { return nil }
+        let parts = header.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+        let token = parts[1].trimmingCharacters(in: .whitespaces)
+        return token.isEmpty ? nil : token
+    }
+
+    static func json(_ decision: GateDecision) -> [String: JSONValue]? {
+        guard let data = try? JSONEncoder().encode(decision), case .object(let object)? = try? JSONDecoder().decode(JSONValue.self, from: data)
+        else { return nil }
+        return object
+    }
+
+    static func error(
+        _ status: HTTPResponse.Status, _ code: ErrorCode, _ message: String, retryAfter: Int? = nil, details: [String: JSONValue]? = nil,
+        extra: HTTPFields = [:]
+    ) -> Response {
+        let body = ErrorBody(error: ErrorPayload(code: code, message: message, retryAfter: retryAfter, details: details))
+        let data = (try? JSONEncoder().encode(body)) ?? Data(#"{"error":{"code":"internal_error","message":"error"}}"#.utf8)
+        var headers: HTTPFields = [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"]
+        headers.append(contentsOf: extra)
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}

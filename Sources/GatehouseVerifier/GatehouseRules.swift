@@ -1,0 +1,69 @@
+import Foundation
+import GatehouseCore
+
+/// The app's entitlement rules and copy, from Gatehouse's `GET /v1/config` (the same document
+/// the SDK reads), refreshed every `maxAge`; a failed refresh keeps the rules already known.
+/// Or fixed rules given up front (`init(engine:)`), e.g. read from the preset file.
+public actor GatehouseRules {
+    private let configURL: URL?
+    private let fetch: GatehouseFetcher?
+    private let clock: any WallClock
+    private let maxAge: TimeInterval
+    private var engine: EntitlementEngine?
+    private var fetchedAt: Date?
+    /// After a failed fetch, none before this.
+    private var retryAt: Date?
+    private var inFlight: Task<Void, Never>?
+
+    public struct Unavailable: Error, CustomStringConvertible {
+        public var description: String { "the app's entitlement rules could not be read from Gatehouse" }
+    }
+
+    public init(configURL: URL, fetch: GatehouseFetcher, maxAge: TimeInterval = 300, clock: any WallClock = SystemClock()) {
+        self.configURL = configURL
+        self.fetch = fetch
+        self.maxAge = maxAge
+        self.clock = clock
+    }
+
+    public init(engine: EntitlementEngine) {
+        configURL = nil
+        fetch = nil
+        maxAge = .infinity
+        clock = SystemClock()
+        self.engine = engine
+        fetchedAt = Date.distantFuture
+    }
+
+    public func current() async throws -> EntitlementEngine {
+        let now = clock.now
+        let stale = fetchedAt.map { now.timeIntervalSince($0) >= maxAge } ?? true
+        if stale, retryAt.map({ now >= $0 }) ?? true || inFlight != nil { await refresh() }
+        guard let engine else { throw Unavailable() }
+        return engine
+    }
+
+    private func refresh() async {
+        if let inFlight {
+            await inFlight.value
+            return
+        }
+        let task = Task { await self.load() }
+        inFlight = task
+        await task.value
+        inFlight = nil
+    }
+
+    private func load() async {
+        guard let configURL, let fetch, let data = try? await fetch.get(configURL),
+            let configuration = try? JSONDecoder().decode(PublicConfiguration.self, from: data), let settings = configuration.entitlements
+        else {
+            // Keep what is known; try again after a short pause.
+            retryAt = clock.now.addingTimeInterval(10)
+            return
+        }
+        engine = EntitlementEngine(settings: settings, copy: configuration.copy)
+        fetchedAt = clock.now
+        retryAt = nil
+    }
+}
