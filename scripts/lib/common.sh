@@ -51,6 +51,12 @@ ensure_build_deps() {
   if is_macos; then brew_need pkg-config argon2; fi
 }
 
+# A PostgreSQL server to start throwaway clusters with (benchmarks on PostgreSQL).
+ensure_postgres() {
+  if is_debian; then apt_need postgresql; fi
+  if is_macos; then brew_need postgresql@16; export PATH="$(brew --prefix postgresql@16)/bin:$PATH"; fi
+}
+
 # What the test suite needs: a PostgreSQL server, openssl, Chromium with chromedriver (the hosted
 # pages are driven in a real browser) and Python 3 with aiosmtpd (a real SMTP server for the mail
 # tests) and Selenium, in a virtual environment under .build-venv.
@@ -134,10 +140,10 @@ start_postgres() {
   PG_BINDIR="$bindir"
   "${runner[@]}" "$bindir/initdb" -D "$PG_DIR/data" -U postgres --auth=trust -E UTF8 >/dev/null
   # A test cluster: durability is traded for speed here (Gatehouse's own crash tests use SQLite
-  # and its fault tests restart a real server).
-  "${runner[@]}" "$bindir/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w -t 60 \
-    -o "-p $port -k $PG_DIR -c listen_addresses=127.0.0.1 -c max_connections=400 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
-    start >/dev/null
+  # and its fault tests restart a real server). Benchmarks ask for the defaults (PG_DURABLE=1).
+  local options="-p $port -k $PG_DIR -c listen_addresses=127.0.0.1 -c max_connections=400"
+  [ -n "${PG_DURABLE:-}" ] || options="$options -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+  "${runner[@]}" "$bindir/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w -t 60 -o "$options" start >/dev/null
   export GATEHOUSE_TEST_POSTGRES_URL="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
   log "PostgreSQL test server on 127.0.0.1:$port"
 }

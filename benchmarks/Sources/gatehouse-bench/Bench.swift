@@ -10,6 +10,10 @@ import NIOHTTP1
 /// server and prints one JSON line of results.
 @main
 struct Bench {
+    /// The action the `check` scenario asks about (`BENCH_CHECK_ACTION`; `use_app` exists in
+    /// every preset).
+    static let checkAction = ProcessInfo.processInfo.environment["BENCH_CHECK_ACTION"] ?? "use_app"
+
     static func main() async throws {
         let arguments = Array(CommandLine.arguments.dropFirst())
         switch arguments.first {
@@ -112,7 +116,7 @@ struct Bench {
             case "entitlements":
                 return try await Bench.call(client, base + "/v1/entitlements", token: accessToken).0 == 200
             case "check":
-                return try await Bench.call(client, base + "/v1/entitlements/check", body: ["action": "use_app"], token: accessToken).0 == 200
+                return try await Bench.call(client, base + "/v1/entitlements/check", body: ["action": Bench.checkAction], token: accessToken).0 == 200
             case "handles":
                 // As-you-type availability checks: a different candidate each time.
                 let handle = "h" + UUID().uuidString.prefix(8).lowercased().replacingOccurrences(of: "-", with: "_")
