@@ -207,6 +207,7 @@ extension TestApp {
 
             let feed = try await AccountTests.events(api).events.filter { $0.userID == user }
             #expect(feed.filter { $0.type == "purchase.succeeded" }.count == 4)
+            #expect(feed.filter { $0.type == "trial.started" }.map { $0.data["source"] } == ["app_store"])
             let changes = feed.filter { $0.type == "plan.changed" }.map { "\($0.data["from"] ?? "")>\($0.data["to"] ?? "")" }
             // Changes Apple reports; a plan that ends by the clock (the grace period here) needs no
             // event to end, so GRACE_PERIOD_EXPIRED, arriving after it, finds the plan free already.

@@ -57,9 +57,7 @@ struct PurchaseService: Sendable {
                 }
             record.userID = user.id
             try await tx.saveSubscription(record)
-            if record.introductory, user.trialStartedAt == nil {
-                _ = try await tx.startTrial(user.id, at: transaction.purchaseDate.map(Date.init(unixMilliseconds:)) ?? now)
-            }
+            try await noteIntroductoryTrial(tx, record: record, transaction: transaction, user: user, now: now)
             let isNew = current?.userID == nil || (record.expiresAt ?? .distantPast) > (current?.expiresAt ?? .distantPast)
             if isNew {
                 try await events.record(
@@ -114,9 +112,7 @@ struct PurchaseService: Sendable {
             record.userID = owner?.id
             try await tx.saveSubscription(record)
             guard let owner, let before else { return }
-            if record.introductory, owner.trialStartedAt == nil {
-                _ = try await tx.startTrial(owner.id, at: transaction.purchaseDate.map(Date.init(unixMilliseconds:)) ?? now)
-            }
+            try await noteIntroductoryTrial(tx, record: record, transaction: transaction, user: owner, now: now)
             if ["SUBSCRIBED", "DID_RENEW"].contains(notification.notificationType) {
                 var data = ["product_id": transaction.productId, "transaction_id": transaction.transactionId, "source": "app_store"]
                 data["kind"] = notification.notificationType == "DID_RENEW" ? "renewal" : (notification.subtype?.lowercased() ?? "purchase")
@@ -130,6 +126,18 @@ struct PurchaseService: Sendable {
     }
 
     // MARK: Helpers
+
+    /// An introductory offer is the account's one trial (decision 18): `/v1/trial/start` answers
+    /// 409 afterwards, and `trial.started` is recorded once.
+    private func noteIntroductoryTrial(
+        _ tx: any GatehouseStore, record: SubscriptionRecord, transaction: AppStoreTransaction, user: User, now: Date
+    ) async throws {
+        guard record.introductory, user.trialStartedAt == nil else { return }
+        let start = transaction.purchaseDate.map(Date.init(unixMilliseconds:)) ?? now
+        if try await tx.startTrial(user.id, at: start) {
+            try await events.record(tx, "trial.started", user: user.id, data: ["source": "app_store", "product_id": transaction.productId])
+        }
+    }
 
     private func recordPlanChange(_ tx: any GatehouseStore, user: UserID, before: EntitlementInput, at now: Date) async throws {
         let engine = entitlements.engine
