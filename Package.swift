@@ -8,7 +8,7 @@ let strict: [SwiftSetting] = [
 
 let package = Package(
     name: "Gatehouse",
-    platforms: [.macOS(.v15), .iOS(.v17)],
+    platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
         .library(name: "GatehouseWire", targets: ["GatehouseWire"]),
         .library(name: "GatehouseCore", targets: ["GatehouseCore"]),
@@ -120,17 +120,18 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        // The client SDK depends on Foundation and the wire types only.
-        .target(name: "GatehouseClient", dependencies: ["GatehouseWire"], swiftSettings: strict),
+        // The client SDK: Foundation, the wire types and the pure core (the same entitlement
+        // engine as the server) only.
+        .target(name: "GatehouseClient", dependencies: ["GatehouseWire", "GatehouseCore"], swiftSettings: strict),
 
         // Helpers for the test targets only: a fresh SQLite file or PostgreSQL database per test.
         .target(
             name: "GatehouseTestSupport",
-            dependencies: ["GatehouseStore", "GatehouseWire", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["GatehouseStore", "GatehouseWire", "GatehouseClient", .product(name: "Logging", package: "swift-log")],
             path: "Tests/GatehouseTestSupport",
             swiftSettings: strict
         ),
-        .testTarget(name: "GatehouseClientTests", dependencies: ["GatehouseClient"], swiftSettings: strict),
+        .testTarget(name: "GatehouseClientTests", dependencies: ["GatehouseClient", "GatehouseTestSupport"], swiftSettings: strict),
         .testTarget(name: "GatehouseCoreTests", dependencies: ["GatehouseCore", "GatehouseTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "GatehouseStoreTests",
@@ -140,7 +141,7 @@ let package = Package(
         .testTarget(
             name: "GatehouseServerTests",
             dependencies: [
-                "GatehouseServer", "GatehouseStore", "GatehouseWire", "GatehouseTestSupport", "GatehouseVerifier",
+                "GatehouseServer", "GatehouseStore", "GatehouseWire", "GatehouseTestSupport", "GatehouseVerifier", "GatehouseClient",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),

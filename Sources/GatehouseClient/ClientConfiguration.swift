@@ -6,6 +6,14 @@ import GatehouseWire
 public struct ClientConfiguration: Sendable, Equatable {
     /// The server's base URL, e.g. `https://auth.example.com`.
     public let baseURL: URL
+    /// Refresh the access token when less than this is left of it.
+    public var refreshAhead: TimeInterval = 60
+    /// Silent restore on launch tries this many times before settling (OKLah US-ONB-003).
+    public var restoreAttempts = 3
+    /// A call whose refresh fails for want of network retries it this many more times.
+    public var networkRetries = 2
+    /// The first wait between retries; each next one doubles.
+    public var retryDelay: TimeInterval = 0.5
 
     public init(baseURL: URL) throws(GatehouseClientError) {
         guard let scheme = baseURL.scheme?.lowercased(), let host = baseURL.host, !host.isEmpty else {
@@ -43,10 +51,34 @@ public struct GatehouseClientError: Error, Sendable, Equatable {
     public var message: String
     /// Seconds to wait before retrying, when the server said so.
     public var retryAfter: Int?
+    /// The server's structured details (a gate decision, a merge token, attempts left).
+    public var details: [String: JSONValue]?
+    /// Every rule that failed, e.g. for `weak_password`.
+    public var reasons: [String]?
+    /// The HTTP status, when the server answered.
+    public var status: Int?
 
-    public init(code: ErrorCode, message: String, retryAfter: Int? = nil) {
+    public init(
+        code: ErrorCode, message: String, retryAfter: Int? = nil, details: [String: JSONValue]? = nil, reasons: [String]? = nil,
+        status: Int? = nil
+    ) {
         self.code = code
         self.message = message
         self.retryAfter = retryAfter
+        self.details = details
+        self.reasons = reasons
+        self.status = status
     }
+
+    /// The server could not be reached; nothing changed on the device.
+    public var isNetworkFailure: Bool { code == .networkUnavailable }
+}
+
+extension ErrorCode {
+    /// SDK-local: the server could not be reached.
+    public static let networkUnavailable: ErrorCode = "network_unavailable"
+    /// SDK-local: the call needs a signed-in person.
+    public static let notSignedIn: ErrorCode = "not_signed_in"
+    /// SDK-local: the server's answer was not what the contract says.
+    public static let invalidResponse: ErrorCode = "invalid_response"
 }

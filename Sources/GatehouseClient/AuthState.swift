@@ -1,0 +1,49 @@
+import Foundation
+import GatehouseWire
+
+/// Where the person stands, as the app's root view shows it.
+public enum AuthState: Sendable, Equatable {
+    /// Before `restore()` has answered: show a splash, not the sign-in screen.
+    case restoring
+    case signedOut(SignOutReason?)
+    /// `offline` while the session could not be confirmed with the server (it is kept).
+    case signedIn(UserPayload, offline: Bool)
+
+    public var user: UserPayload? {
+        if case .signedIn(let user, _) = self { return user }
+        return nil
+    }
+}
+
+/// Why a session ended. Only the person or the server ends one; a network failure never does.
+public enum SignOutReason: String, Sendable, Equatable, Codable {
+    case userSignedOut = "user_signed_out"
+    /// The server no longer knows the session (expired, or its refresh token was reused).
+    case sessionExpired = "session_expired"
+    /// Ended elsewhere: another device signed out everywhere, a password reset, an admin.
+    case sessionRevoked = "session_revoked"
+    case accountDeleted = "account_deleted"
+    /// The Keychain held a session from an earlier install of the app (decision: a fresh install
+    /// starts signed out).
+    case reinstalled
+}
+
+/// What `authStateChanges` yields: the current state first, then each change.
+public enum AuthEvent: Sendable, Equatable {
+    case initial(AuthState)
+    case signedIn(UserPayload)
+    case signedOut(SignOutReason)
+    case tokenRefreshed
+    case userUpdated(UserPayload)
+    case entitlementsChanged(EntitlementsPayload)
+}
+
+/// How `restore()` ended.
+public enum RestoreOutcome: Sendable, Equatable {
+    /// The session is confirmed by the server.
+    case restored(UserPayload)
+    /// The server could not be reached after every attempt: the session is kept and the person
+    /// stays signed in with the last user known; calls refresh it when the network is back.
+    case offline(UserPayload)
+    case signedOut(SignOutReason?)
+}

@@ -1,0 +1,277 @@
+import Foundation
+import GatehouseWire
+
+/// What a sign-in with a provider or a magic link returns.
+public struct SignInResult: Sendable, Equatable {
+    public var user: UserPayload
+    /// True when this sign-in created the account.
+    public var created: Bool
+}
+
+/// An anonymous account and the three names it may choose from (OKLah).
+public struct AnonymousSignIn: Sendable, Equatable {
+    public var user: UserPayload
+    public var nameSuggestions: [String]
+}
+
+/// Proof for deleting an account (decision 2): whichever fits the account.
+public enum DeletionProof: Sendable, Equatable {
+    /// A session younger than five minutes needs nothing more.
+    case none
+    case password(String)
+    case idToken(String, rawNonce: String?)
+    case code(String)
+}
+
+extension GatehouseClient {
+    // MARK: Sign-up and sign-in
+
+    /// `POST /v1/auth/signup`.
+    @discardableResult
+    public func signUp(email: String, password: String) async throws(GatehouseClientError) -> UserPayload {
+        let response: AuthResponse = try await call("POST", "/v1/auth/signup", body: EmailPasswordRequest(email: email, password: password), auth: .none)
+        try begin(response.session, user: response.user, provider: "email")
+        return response.user
+    }
+
+    /// `POST /v1/auth/login`.
+    @discardableResult
+    public func signIn(email: String, password: String) async throws(GatehouseClientError) -> UserPayload {
+        let response: AuthResponse = try await call("POST", "/v1/auth/login", body: EmailPasswordRequest(email: email, password: password), auth: .none)
+        try begin(response.session, user: response.user, provider: "email")
+        return response.user
+    }
+
+    /// `POST /v1/auth/anonymous`. The request carries an `Idempotency-Key` kept on the device
+    /// until it succeeds: a retry after a lost answer, or after the app was killed mid-request,
+    /// gets the same account instead of a second one.
+    @discardableResult
+    public func signInAnonymously() async throws(GatehouseClientError) -> AnonymousSignIn {
+        let key: String
+        if let data = storage.data(forKey: "anonymous_key"), let saved = String(data: data, encoding: .utf8) {
+            key = saved
+        } else {
+            key = UUID().uuidString.lowercased()
+            storage.set(Data(key.utf8), forKey: "anonymous_key")
+        }
+        let response: AnonymousResponse = try await call("POST", "/v1/auth/anonymous", auth: .none, headers: ["Idempotency-Key": key])
+        try begin(response.session, user: response.user, provider: "anonymous")
+        storage.set(nil, forKey: "anonymous_key")
+        return AnonymousSignIn(user: response.user, nameSuggestions: response.nameSuggestions)
+    }
+
+    /// `POST /v1/auth/apple` with the identity token from `ASAuthorizationAppleIDCredential`, the
+    /// raw nonce whose SHA-256 was in the request, and the name Apple gives only the first time.
+    @discardableResult
+    public func signInWithApple(
+        idToken: String, rawNonce: String?, fullName: PersonName? = nil, authorizationCode: String? = nil
+    ) async throws(GatehouseClientError) -> SignInResult {
+        let body = ProviderSignInRequest(idToken: idToken, rawNonce: rawNonce, fullName: fullName, authorizationCode: authorizationCode)
+        let response: SignInResponse = try await call("POST", "/v1/auth/apple", body: body, auth: .none)
+        try begin(response.session, user: response.user, provider: "apple")
+        return SignInResult(user: response.user, created: response.created)
+    }
+
+    /// `POST /v1/auth/google` with the id token from Google Sign-In.
+    @discardableResult
+    public func signInWithGoogle(idToken: String, rawNonce: String? = nil) async throws(GatehouseClientError) -> SignInResult {
+        let response: SignInResponse = try await call(
+            "POST", "/v1/auth/google", body: ProviderSignInRequest(idToken: idToken, rawNonce: rawNonce), auth: .none)
+        try begin(response.session, user: response.user, provider: "google")
+        return SignInResult(user: response.user, created: response.created)
+    }
+
+    /// `POST /v1/auth/magic-link`: mails a link (and a 6-digit code).
+    public func sendMagicLink(email: String, redirectTo: URL? = nil) async throws(GatehouseClientError) {
+        try await callEmpty("POST", "/v1/auth/magic-link", body: MagicLinkRequest(email: email, redirectTo: redirectTo?.absoluteString), auth: .none)
+    }
+
+    /// The 6-digit code from the mail, typed in the app.
+    @discardableResult
+    public func verifyMagicLink(email: String, code: String) async throws(GatehouseClientError) -> SignInResult {
+        try await magicLink(MagicLinkVerifyRequest(email: email, code: code))
+    }
+
+    /// A URL the app was opened with: a magic link coming back (`…?token=`) signs in. Returns
+    /// nil for a URL that is not Gatehouse's.
+    @discardableResult
+    public func handle(url: URL) async throws(GatehouseClientError) -> SignInResult? {
+        guard let token = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first(where: { $0.name == "token" })?.value,
+            !token.isEmpty
+        else { return nil }
+        return try await magicLink(MagicLinkVerifyRequest(token: token))
+    }
+
+    private func magicLink(_ body: MagicLinkVerifyRequest) async throws(GatehouseClientError) -> SignInResult {
+        let response: SignInResponse = try await call("POST", "/v1/auth/magic-link/verify", body: body, auth: .none)
+        try begin(response.session, user: response.user, provider: "magic_link")
+        return SignInResult(user: response.user, created: response.created)
+    }
+
+    // MARK: Email and password
+
+    /// `POST /v1/auth/email/verification`: sends (or re-sends) the verification mail.
+    public func resendVerification() async throws(GatehouseClientError) {
+        try await callEmpty("POST", "/v1/auth/email/verification", auth: .required)
+    }
+
+    /// `POST /v1/auth/password/forgot`.
+    public func forgotPassword(email: String) async throws(GatehouseClientError) {
+        try await callEmpty("POST", "/v1/auth/password/forgot", body: EmailRequest(email: email), auth: .none)
+    }
+
+    /// `POST /v1/auth/password/reset` with the token from the reset link.
+    public func resetPassword(token: String, newPassword: String) async throws(GatehouseClientError) {
+        try await callEmpty("POST", "/v1/auth/password/reset", body: PasswordResetRequest(token: token, password: newPassword), auth: .none)
+    }
+
+    /// `POST /v1/auth/password/change`.
+    public func changePassword(current: String, new: String, signOutOtherSessions: Bool = false) async throws(GatehouseClientError) {
+        try await callEmpty(
+            "POST", "/v1/auth/password/change",
+            body: PasswordChangeRequest(currentPassword: current, newPassword: new, signOutOtherSessions: signOutOtherSessions), auth: .required)
+    }
+
+    // MARK: Sessions
+
+    public enum SignOutScope: String, Sendable {
+        /// This device.
+        case local
+        /// Every other device.
+        case others
+        /// Every device.
+        case global
+    }
+
+    /// `POST /v1/auth/logout`. `local` and `global` end the session here even when the server
+    /// cannot be reached (the refresh token is then forgotten; it expires on the server).
+    public func signOut(scope: SignOutScope = .local) async throws(GatehouseClientError) {
+        guard stored != nil else {
+            end(.userSignedOut)
+            return
+        }
+        do throws(GatehouseClientError) {
+            try await callEmpty("POST", "/v1/auth/logout", body: LogoutRequest(scope: scope.rawValue), auth: .required)
+        } catch {
+            if scope == .others { throw error }
+        }
+        if scope != .others { end(.userSignedOut) }
+    }
+
+    /// `GET /v1/auth/sessions`.
+    public func sessions() async throws(GatehouseClientError) -> [SessionInfo] {
+        let response: SessionsResponse = try await call("GET", "/v1/auth/sessions", auth: .required)
+        return response.sessions
+    }
+
+    /// `DELETE /v1/auth/sessions/{id}`.
+    public func revokeSession(id: String) async throws(GatehouseClientError) {
+        try await callEmpty("DELETE", "/v1/auth/sessions/\(id)", auth: .required)
+        if id == stored?.sessionID { end(.userSignedOut) }
+    }
+
+    // MARK: Identities
+
+    /// `POST /v1/auth/identities/email`: an anonymous account keeps its id and data. 409
+    /// `identity_in_use` carries `details.merge_token` for `merge(token:)` from the other account.
+    @discardableResult
+    public func linkEmail(_ email: String, password: String) async throws(GatehouseClientError) -> UserPayload {
+        try await linked(call("POST", "/v1/auth/identities/email", body: EmailPasswordRequest(email: email, password: password), auth: .required))
+    }
+
+    @discardableResult
+    public func linkApple(idToken: String, rawNonce: String?, fullName: PersonName? = nil) async throws(GatehouseClientError) -> UserPayload {
+        try await linked(
+            call("POST", "/v1/auth/identities/apple", body: ProviderSignInRequest(idToken: idToken, rawNonce: rawNonce, fullName: fullName), auth: .required))
+    }
+
+    @discardableResult
+    public func linkGoogle(idToken: String, rawNonce: String? = nil) async throws(GatehouseClientError) -> UserPayload {
+        try await linked(call("POST", "/v1/auth/identities/google", body: ProviderSignInRequest(idToken: idToken, rawNonce: rawNonce), auth: .required))
+    }
+
+    /// `DELETE /v1/auth/identities/{provider}`.
+    public func unlink(provider: String) async throws(GatehouseClientError) {
+        try await callEmpty("DELETE", "/v1/auth/identities/\(provider)", auth: .required)
+        _ = try? await refreshUser()
+    }
+
+    /// `POST /v1/auth/merge`: signed in to the account to keep.
+    @discardableResult
+    public func merge(token: String) async throws(GatehouseClientError) -> UserPayload {
+        try await linked(call("POST", "/v1/auth/merge", body: MergeRequest(mergeToken: token), auth: .required))
+    }
+
+    private func linked(_ response: UserResponse) -> UserPayload {
+        updateUser(response.user)
+        return response.user
+    }
+
+    // MARK: Account
+
+    /// `GET /v1/me`: the user and the entitlement snapshot, both kept.
+    @discardableResult
+    public func refreshUser() async throws(GatehouseClientError) -> UserPayload {
+        let me: MeResponse = try await call("GET", "/v1/me", auth: .required)
+        updateUser(me.user)
+        storeEntitlements(me.entitlements)
+        return me.user
+    }
+
+    /// `PATCH /v1/me`.
+    @discardableResult
+    public func updateProfile(_ patch: ProfilePatch) async throws(GatehouseClientError) -> UserPayload {
+        try await linked(call("PATCH", "/v1/me", body: patch, auth: .required))
+    }
+
+    /// `POST /v1/me/anonymous-name`: one of the suggested names.
+    @discardableResult
+    public func chooseName(_ name: String) async throws(GatehouseClientError) -> UserPayload {
+        try await linked(call("POST", "/v1/me/anonymous-name", body: AnonymousNameRequest(name: name), auth: .required))
+    }
+
+    /// `GET /v1/handles/{handle}`.
+    public func handleAvailability(_ handle: String) async throws(GatehouseClientError) -> HandleAvailability {
+        let escaped = handle.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? handle
+        return try await call("GET", "/v1/handles/\(escaped)", auth: .none)
+    }
+
+    /// `GET /v1/me/export`: everything stored about the person, as JSON.
+    public func exportData() async throws(GatehouseClientError) -> Data {
+        try await exchange("GET", "/v1/me/export", body: nil, auth: .required).body
+    }
+
+    /// `DELETE /v1/me`: the account and everything in it; the session ends here.
+    public func deleteAccount(proof: DeletionProof = .none) async throws(GatehouseClientError) {
+        let body: DeleteAccountRequest
+        switch proof {
+        case .none: body = DeleteAccountRequest()
+        case .password(let password): body = DeleteAccountRequest(password: password)
+        case .idToken(let token, let nonce): body = DeleteAccountRequest(idToken: token, rawNonce: nonce)
+        case .code(let code): body = DeleteAccountRequest(code: code)
+        }
+        try await callEmpty("DELETE", "/v1/me", body: body, auth: .required)
+        end(.accountDeleted)
+    }
+
+    // MARK: Purchases
+
+    /// `POST /v1/purchases/apple` with `Transaction.jwsRepresentation`: the snapshot with the
+    /// purchase applied. Set the purchase's `appAccountToken` to the user id.
+    @discardableResult
+    public func uploadPurchase(signedTransaction: String) async throws(GatehouseClientError) -> EntitlementsPayload {
+        let snapshot: EntitlementsPayload = try await call(
+            "POST", "/v1/purchases/apple", body: ApplePurchaseRequest(signedTransaction: signedTransaction), auth: .required)
+        storeEntitlements(snapshot)
+        return snapshot
+    }
+
+    /// The same call signed out (decision 21): whether an account owns the purchase, with a
+    /// masked hint of how to sign in to it.
+    public func restoreHint(signedTransaction: String) async throws(GatehouseClientError) -> RestoreHint {
+        try await call("POST", "/v1/purchases/apple", body: ApplePurchaseRequest(signedTransaction: signedTransaction), auth: .none)
+    }
+
+    /// The `appAccountToken` to give StoreKit for a purchase: the user id.
+    public var appAccountToken: UUID? { state.user.flatMap { UUID(uuidString: $0.id) } }
+}

@@ -1,0 +1,200 @@
+import Foundation
+import GatehouseCore
+import GatehouseWire
+
+/// The last snapshot the server gave, and when: the device decides gates from it offline, and
+/// keeps CH08's pro_grace window from `verifiedAt`.
+struct CachedEntitlements: Codable, Sendable, Equatable {
+    var payload: EntitlementsPayload
+    var userID: String?
+    var verifiedAt: Date
+}
+
+extension GatehouseClient {
+    // MARK: Configuration
+
+    /// `GET /v1/config`, cached on the device so the next launch has it with no network
+    /// (decision 25). Falls back to the cached copy when the server cannot be reached.
+    @discardableResult
+    public func loadConfiguration() async throws(GatehouseClientError) -> PublicConfiguration {
+        do throws(GatehouseClientError) {
+            let response = try await exchange("GET", "/v1/config", body: nil, auth: .none)
+            guard let configuration = try? JSONDecoder().decode(PublicConfiguration.self, from: response.body) else {
+                throw Self.invalidResponse
+            }
+            configurationCache = configuration
+            storage.set(response.body, forKey: "config")
+            return configuration
+        } catch {
+            if error.isNetworkFailure, let configurationCache { return configurationCache }
+            throw error
+        }
+    }
+
+    /// The configuration last loaded (this launch or an earlier one).
+    public var configurationSnapshot: PublicConfiguration? { configurationCache }
+
+    /// A copy string of the preset, or `fallback` before any configuration was loaded.
+    public func text(_ key: String, _ fallback: String) -> String { configurationCache?.copy[key] ?? fallback }
+
+    // MARK: Snapshot
+
+    func storeEntitlements(_ payload: EntitlementsPayload) {
+        var comparable = payload
+        comparable.evaluatedAt = entitlementCache?.payload.evaluatedAt ?? payload.evaluatedAt
+        let changed = entitlementCache?.payload != comparable
+        entitlementCache = CachedEntitlements(payload: payload, userID: state.user?.id, verifiedAt: clock.now())
+        storage.set(try? JSONEncoder().encode(entitlementCache), forKey: "entitlements")
+        if changed { emit(.entitlementsChanged(payload)) }
+    }
+
+    /// `GET /v1/entitlements` (a guest's without a session). When the server cannot be reached,
+    /// the cached snapshot as `currentEntitlements` shows it.
+    @discardableResult
+    public func entitlements() async throws(GatehouseClientError) -> EntitlementsPayload {
+        do throws(GatehouseClientError) {
+            let payload: EntitlementsPayload = try await call("GET", "/v1/entitlements", auth: .optional)
+            isOffline = false
+            storeEntitlements(payload)
+            return payload
+        } catch {
+            if error.isNetworkFailure, let current = currentEntitlements { return current }
+            throw error
+        }
+    }
+
+    /// The snapshot the app should show now, from the cache, offline too. While the server
+    /// cannot be reached, a Pro snapshot verified less than `pro_grace_hours` ago (72) shows as
+    /// `pro_grace` (CH08 §2 step 4, with the preset's banner); past that window, as Free.
+    public var currentEntitlements: EntitlementsPayload? {
+        guard let cache = entitlementCache, cache.userID == state.user?.id else { return nil }
+        guard isOffline, ["pro", "pro_grace"].contains(cache.payload.planState) else { return cache.payload }
+        let hours = configurationCache?.entitlements?.proGraceHours ?? 72
+        var shown = cache.payload
+        if clock.now().timeIntervalSince(cache.verifiedAt) < TimeInterval(hours) * 3600 {
+            shown.planState = "pro_grace"
+        } else if let engine {
+            // Unverified too long: Free until the server says otherwise.
+            let free = engine.snapshot(input(plan: "free", from: cache.payload), at: clock.now())
+            shown.planState = free.planState
+            shown.capabilities = free.capabilities
+            shown.limits = free.limits
+            shown.credits = free.credits
+            shown.readOnly = free.readOnly
+            shown.tier = free.tier
+        } else {
+            shown.planState = "free"
+        }
+        return shown
+    }
+
+    /// The banner to show above the app, from the snapshot and the preset's copy: pro_grace's
+    /// "Can't verify subscription right now…", or a trial's "N days left in trial" from its
+    /// `banner_from_day` (Hannah: day 5).
+    public var banner: String? {
+        guard let snapshot = currentEntitlements else { return nil }
+        if snapshot.planState == "pro_grace" {
+            return text("banner.pro_grace", "Can't verify subscription right now. Some Pro features may pause if this continues.")
+        }
+        if snapshot.planState == "trial", let trial = snapshot.trial, let settings = configurationCache?.entitlements {
+            let day = settings.trial.days - trial.daysLeft
+            if day >= settings.trial.bannerFromDay {
+                return text("trial.days_left", "{days} days left in trial").replacingOccurrences(of: "{days}", with: String(trial.daysLeft))
+            }
+        }
+        return nil
+    }
+
+    // MARK: Gates
+
+    var engine: EntitlementEngine? {
+        guard let configuration = configurationCache, let settings = configuration.entitlements else { return nil }
+        return EntitlementEngine(settings: settings, copy: configuration.copy)
+    }
+
+    func input(plan: String, from snapshot: EntitlementsPayload?) -> EntitlementInput {
+        guard plan != "guest", let user = state.user else { return .guest }
+        var spent: [String: Int] = [:]
+        for (name, balance) in snapshot?.credits ?? [:] { spent[name] = max(0, balance.granted - balance.remaining) }
+        return EntitlementInput(userID: UserID(user.id) ?? .random(), emailVerified: user.emailVerified, planOverride: plan, creditsSpent: spent)
+    }
+
+    /// The gate decision for `action` now, on the device, with the same engine and rules as the
+    /// server (nil before the configuration was ever loaded, or for an action the preset does not
+    /// know). A refusal with a `surface` is reported as `gate_shown` in the background.
+    public func decide(_ action: String, context: [String: Int] = [:], surface: String? = nil) -> GateDecision? {
+        guard let engine else { return nil }
+        let snapshot = currentEntitlements
+        let plan = state.user == nil ? "guest" : snapshot?.planState ?? "free"
+        guard let decision = engine.decide(action, context: context, input: input(plan: plan, from: snapshot), at: clock.now()) else {
+            return nil
+        }
+        if !decision.allowed, let reason = decision.reasonCode {
+            var properties: [String: JSONValue] = ["reasonCode": .string(reason), "planState": .string(plan)]
+            if let surface { properties["surface"] = .string(surface) }
+            track("gate_shown", properties)
+        }
+        return decision
+    }
+
+    /// `POST /v1/entitlements/check`: the server's decision.
+    public func check(_ action: String, context: [String: Int] = [:]) async throws(GatehouseClientError) -> GateDecision {
+        try await call("POST", "/v1/entitlements/check", body: EntitlementCheckRequest(action: action, context: context), auth: .optional)
+    }
+
+    /// `POST /v1/credits/{name}/spend`, idempotent by `idempotencyKey` (reuse it when retrying).
+    /// The snapshot is refreshed afterwards.
+    @discardableResult
+    public func spendCredit(
+        _ name: String, action: String, idempotencyKey: String = UUID().uuidString, subject: String? = nil
+    ) async throws(GatehouseClientError) -> CreditSpendResponse {
+        let response: CreditSpendResponse = try await call(
+            "POST", "/v1/credits/\(name)/spend", body: CreditSpendRequest(idempotencyKey: idempotencyKey, action: action, subject: subject),
+            auth: .required)
+        _ = try? await entitlements()
+        return response
+    }
+
+    /// `POST /v1/trial/start`.
+    @discardableResult
+    public func startTrial() async throws(GatehouseClientError) -> EntitlementsPayload {
+        let snapshot: EntitlementsPayload = try await call("POST", "/v1/trial/start", auth: .required)
+        storeEntitlements(snapshot)
+        return snapshot
+    }
+
+    // MARK: Analytics
+
+    /// Queues a client analytics event (CH08 §9, OKLah §13) and sends the queue in the
+    /// background. Events sent before any account carry this install's device-local id, which
+    /// the server ties to the user once one signs in.
+    public func track(_ name: String, _ properties: [String: JSONValue] = [:]) {
+        var queue = analyticsQueue
+        queue.append(ClientEvent(name: name, properties: properties, occurredAt: clock.now().rfc3339, anonymousID: installID))
+        // Bounded: an app offline for long keeps the latest 200.
+        analyticsQueue = Array(queue.suffix(200))
+        if analyticsFlush == nil {
+            analyticsFlush = Task { await self.flushAnalytics() }
+        }
+    }
+
+    /// Sends the queued events now; those the server refused as invalid are dropped, those the
+    /// network lost stay queued for the next call.
+    public func flushAnalytics() async {
+        defer { analyticsFlush = nil }
+        while !analyticsQueue.isEmpty {
+            let batch = Array(analyticsQueue.prefix(50))
+            do throws(GatehouseClientError) {
+                try await callEmpty("POST", "/v1/events", body: ClientEventBatch(events: batch), auth: .optional)
+            } catch {
+                if error.isNetworkFailure || error.code == .rateLimited { return }
+            }
+            analyticsQueue.removeFirst(min(batch.count, analyticsQueue.count))
+        }
+    }
+
+    var analyticsQueue: [ClientEvent] {
+        get { storage.data(forKey: "analytics_queue").flatMap { try? JSONDecoder().decode([ClientEvent].self, from: $0) } ?? [] }
+        set { storage.set(newValue.isEmpty ? nil : try? JSONEncoder().encode(newValue), forKey: "analytics_queue") }
+    }
+}

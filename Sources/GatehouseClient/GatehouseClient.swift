@@ -1,0 +1,390 @@
+import Foundation
+import GatehouseCore
+import GatehouseWire
+
+/// Time as the SDK needs it: a monotonic clock for token lifetimes (decision 26: never the
+/// device's wall clock), the wall clock for what must survive a relaunch, and waiting.
+public protocol ClientClock: Sendable {
+    /// Seconds on a clock that never jumps (token expiry).
+    func uptime() -> TimeInterval
+    func now() -> Date
+    func sleep(seconds: TimeInterval) async throws
+}
+
+public struct SystemClientClock: ClientClock {
+    private let start = ContinuousClock.now
+
+    public init() {}
+
+    public func uptime() -> TimeInterval {
+        let elapsed = ContinuousClock.now - start
+        return TimeInterval(elapsed.components.seconds) + TimeInterval(elapsed.components.attoseconds) / 1e18
+    }
+
+    public func now() -> Date { Date() }
+
+    public func sleep(seconds: TimeInterval) async throws {
+        try await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+    }
+}
+
+/// The Gatehouse client: every call of the contract an app makes for its person, with the
+/// session kept alive underneath.
+///
+/// - The access token lives in memory; the refresh token in the `TokenStore` (Keychain).
+/// - One refresh at a time however many calls need it; a refresh ahead of expiry; a 401 on any
+///   call refreshes once and retries the call once.
+/// - A network failure keeps the session (calls retry their refresh with backoff); only the
+///   server saying the session is gone signs the person out.
+/// - A session saved by an earlier install of the app is discarded (the Keychain outlives it).
+public actor GatehouseClient {
+    public nonisolated let configuration: ClientConfiguration
+    let transport: any HTTPTransport
+    let tokenStore: any TokenStore
+    let storage: any ClientStorage
+    let clock: any ClientClock
+    /// This install's id (kept in `storage`, which goes with the app).
+    nonisolated let installID: String
+
+    public private(set) var state: AuthState = .restoring
+    var stored: StoredSession?
+    var accessToken: String?
+    /// On `clock.uptime()`.
+    var accessExpiry: TimeInterval = 0
+    private var refreshInFlight: Task<Result<String, GatehouseClientError>, Never>?
+    private var restoreInFlight: Task<RestoreOutcome, Never>?
+    private var observers: [UUID: AsyncStream<AuthEvent>.Continuation] = [:]
+    /// Entitlements and configuration caches (see `GatehouseClient+Entitlements`).
+    var entitlementCache: CachedEntitlements?
+    var configurationCache: PublicConfiguration?
+    /// The refresh failed for want of network since the last success (pro_grace, offline UI).
+    public internal(set) var isOffline = false
+    var analyticsFlush: Task<Void, Never>?
+    private var savedSessionLoaded = false
+
+    public init(
+        configuration: ClientConfiguration, tokenStore: any TokenStore, storage: any ClientStorage,
+        transport: any HTTPTransport = URLSessionTransport(), clock: any ClientClock = SystemClientClock()
+    ) {
+        self.configuration = configuration
+        self.transport = transport
+        self.tokenStore = tokenStore
+        self.storage = storage
+        self.clock = clock
+        if let data = storage.data(forKey: "install_id"), let id = String(data: data, encoding: .utf8), !id.isEmpty {
+            installID = id
+        } else {
+            let id = UUID().uuidString.lowercased()
+            storage.set(Data(id.utf8), forKey: "install_id")
+            installID = id
+        }
+        entitlementCache = storage.data(forKey: "entitlements").flatMap { try? JSONDecoder().decode(CachedEntitlements.self, from: $0) }
+        configurationCache = storage.data(forKey: "config").flatMap { try? JSONDecoder().decode(PublicConfiguration.self, from: $0) }
+    }
+
+    // MARK: State changes
+
+    /// The current state first, then every change, for as long as the stream is iterated.
+    public var authStateChanges: AsyncStream<AuthEvent> {
+        let (stream, continuation) = AsyncStream<AuthEvent>.makeStream(bufferingPolicy: .unbounded)
+        let id = UUID()
+        continuation.yield(.initial(state))
+        observers[id] = continuation
+        continuation.onTermination = { [weak self] _ in
+            Task { await self?.removeObserver(id) }
+        }
+        return stream
+    }
+
+    private func removeObserver(_ id: UUID) { observers[id] = nil }
+
+    func emit(_ event: AuthEvent) {
+        for continuation in observers.values { continuation.yield(event) }
+    }
+
+    // MARK: Restore
+
+    /// On launch: the saved session, confirmed with the server (a refresh and `/v1/me`), tried
+    /// `restoreAttempts` times while the server cannot be reached. Calling it again while it
+    /// runs joins the run in progress.
+    @discardableResult
+    public func restore() async -> RestoreOutcome {
+        if let restoreInFlight { return await restoreInFlight.value }
+        let task = Task { await self.runRestore() }
+        restoreInFlight = task
+        let outcome = await task.value
+        restoreInFlight = nil
+        return outcome
+    }
+
+    private func runRestore() async -> RestoreOutcome {
+        if case .signedIn(let user, false) = state { return .restored(user) }
+        loadSavedSession()
+        guard stored != nil else {
+            let reason = signedOutReason
+            setState(.signedOut(reason))
+            return .signedOut(reason)
+        }
+        var lastFailure: GatehouseClientError?
+        for attempt in 0..<max(1, configuration.restoreAttempts) {
+            if attempt > 0 { try? await clock.sleep(seconds: configuration.retryDelay * pow(2, Double(attempt - 1))) }
+            // A call made meanwhile may have refreshed already.
+            let refreshed: Result<String, GatehouseClientError> =
+                if let accessToken, clock.uptime() < accessExpiry - configuration.refreshAhead { .success(accessToken) }
+                else { await refresh(replacing: accessToken) }
+            switch refreshed {
+            case .success:
+                do {
+                    let me: MeResponse = try await call("GET", "/v1/me", auth: .required)
+                    updateUser(me.user, announce: false)
+                    storeEntitlements(me.entitlements)
+                    setState(.signedIn(me.user, offline: false), event: .signedIn(me.user))
+                    return .restored(me.user)
+                } catch {
+                    lastFailure = error
+                    if stored == nil { return .signedOut(signedOutReason) }
+                }
+            case .failure(let error):
+                lastFailure = error
+                // The server ended the session: no point trying again.
+                if stored == nil { return .signedOut(signedOutReason) }
+            }
+        }
+        // Every attempt failed without the server ending the session: keep it.
+        if let user = stored?.user {
+            isOffline = true
+            setState(.signedIn(user, offline: true), event: .signedIn(user))
+            return .offline(user)
+        }
+        _ = lastFailure
+        setState(.signedOut(nil))
+        return .signedOut(nil)
+    }
+
+    /// Reads the saved session once per launch, discarding one an earlier install left in the
+    /// Keychain (the person deleted the app: start signed out).
+    func loadSavedSession() {
+        guard !savedSessionLoaded else { return }
+        savedSessionLoaded = true
+        guard stored == nil, let saved = try? tokenStore.load() else { return }
+        guard saved.installID == installID else {
+            try? tokenStore.clear()
+            state = .signedOut(.reinstalled)
+            return
+        }
+        stored = saved
+    }
+
+    private var signedOutReason: SignOutReason? {
+        if case .signedOut(let reason) = state { return reason }
+        return nil
+    }
+
+    // MARK: Sessions
+
+    /// Starts the session a sign-in returned.
+    func begin(_ session: SessionPayload, user: UserPayload, provider: String) throws(GatehouseClientError) {
+        let saved = StoredSession(
+            refreshToken: session.refreshToken, sessionID: session.sessionID, installID: installID, provider: provider, user: user)
+        do {
+            try tokenStore.save(saved)
+        } catch {
+            throw GatehouseClientError(code: .internalError, message: "The session could not be saved on this device.")
+        }
+        stored = saved
+        savedSessionLoaded = true
+        accessToken = session.accessToken
+        accessExpiry = clock.uptime() + TimeInterval(session.expiresIn)
+        isOffline = false
+        if entitlementCache?.userID != user.id { entitlementCache = nil }
+        setState(.signedIn(user, offline: false), event: .signedIn(user))
+    }
+
+    /// Ends the session on this device (the server has already ended it, or is told first).
+    func end(_ reason: SignOutReason) {
+        guard stored != nil || state.user != nil else { return }
+        try? tokenStore.clear()
+        stored = nil
+        accessToken = nil
+        accessExpiry = 0
+        isOffline = false
+        entitlementCache = nil
+        storage.set(nil, forKey: "entitlements")
+        setState(.signedOut(reason), event: .signedOut(reason))
+    }
+
+    func setState(_ new: AuthState, event: AuthEvent? = nil) {
+        state = new
+        if let event { emit(event) }
+    }
+
+    /// Keeps the user the server returned, in the saved session too (shown while offline).
+    func updateUser(_ user: UserPayload, announce: Bool = true) {
+        if var saved = stored, saved.user != user {
+            saved.user = user
+            try? tokenStore.save(saved)
+            stored = saved
+        }
+        if case .signedIn(let current, let offline) = state, current != user {
+            state = .signedIn(user, offline: offline)
+            if announce { emit(.userUpdated(user)) }
+        }
+    }
+
+    /// The last provider used, for the re-auth screen (CH07 §7.1).
+    public var lastProvider: String? { (try? tokenStore.load())?.provider ?? stored?.provider }
+
+    /// An access token with at least `refreshAhead` seconds left, refreshed when needed; a
+    /// refresh that fails for want of network is retried with backoff.
+    func validAccessToken() async throws(GatehouseClientError) -> String {
+        if let accessToken, clock.uptime() < accessExpiry - configuration.refreshAhead { return accessToken }
+        guard stored != nil else { throw Self.notSignedIn }
+        var attempt = 0
+        while true {
+            switch await refresh(replacing: accessToken) {
+            case .success(let token):
+                return token
+            case .failure(let error):
+                guard error.isNetworkFailure, attempt < configuration.networkRetries, stored != nil else { throw error }
+                try? await clock.sleep(seconds: configuration.retryDelay * pow(2, Double(attempt)))
+                attempt += 1
+            }
+        }
+    }
+
+    /// One refresh, shared by every caller waiting at the same time. `replacing` is the access
+    /// token the caller found wanting: if another refresh has replaced it meanwhile, the new one
+    /// is returned without another refresh.
+    func refresh(replacing used: String?) async -> Result<String, GatehouseClientError> {
+        if let refreshInFlight { return await refreshInFlight.value }
+        if let used, let accessToken, accessToken != used, clock.uptime() < accessExpiry { return .success(accessToken) }
+        guard let saved = stored else { return .failure(Self.notSignedIn) }
+        let task = Task { await self.performRefresh(saved) }
+        refreshInFlight = task
+        let result = await task.value
+        refreshInFlight = nil
+        return result
+    }
+
+    private func performRefresh(_ saved: StoredSession) async -> Result<String, GatehouseClientError> {
+        let response: HTTPResponse
+        do {
+            response = try await send("POST", "/v1/auth/refresh", body: RefreshRequest(refreshToken: saved.refreshToken), token: nil)
+        } catch {
+            isOffline = true
+            return .failure(error)
+        }
+        // Meanwhile the person may have signed out or in again: this answer is for an old session.
+        guard stored?.sessionID == saved.sessionID else { return .failure(Self.notSignedIn) }
+        guard (200..<300).contains(response.status) else {
+            let error = Self.error(from: response)
+            if response.status == 401 {
+                end(error.code == .sessionRevoked ? .sessionRevoked : .sessionExpired)
+            } else if response.status >= 500 || response.status == 429 {
+                isOffline = true
+            }
+            return .failure(error)
+        }
+        guard let body = try? JSONDecoder().decode(SessionResponse.self, from: response.body) else {
+            return .failure(Self.invalidResponse)
+        }
+        var next = saved
+        next.refreshToken = body.session.refreshToken
+        // Saved before it is used: a crash now still leaves the newest refresh token (and the
+        // server answers the previous one with this same successor for a short while).
+        try? tokenStore.save(next)
+        stored = next
+        accessToken = body.session.accessToken
+        accessExpiry = clock.uptime() + TimeInterval(body.session.expiresIn)
+        isOffline = false
+        if case .signedIn(let user, true) = state { state = .signedIn(user, offline: false) }
+        emit(.tokenRefreshed)
+        return .success(body.session.accessToken)
+    }
+
+    // MARK: Calls
+
+    enum Auth {
+        /// No token.
+        case none
+        /// A token when signed in, none otherwise (guest snapshot, analytics).
+        case optional
+        /// Signed in, or `not_signed_in`.
+        case required
+    }
+
+    /// One contract call decoded as `T`; a 401 refreshes once and retries once.
+    func call<T: Decodable>(_ method: String, _ path: String, body: (any Encodable)? = nil, auth: Auth, headers: [String: String] = [:])
+        async throws(GatehouseClientError) -> T
+    {
+        let response = try await exchange(method, path, body: body, auth: auth, headers: headers)
+        guard let value = try? JSONDecoder().decode(T.self, from: response.body) else { throw Self.invalidResponse }
+        return value
+    }
+
+    /// A contract call with no body to read (202, 204).
+    func callEmpty(_ method: String, _ path: String, body: (any Encodable)? = nil, auth: Auth, headers: [String: String] = [:])
+        async throws(GatehouseClientError)
+    {
+        _ = try await exchange(method, path, body: body, auth: auth, headers: headers)
+    }
+
+    func exchange(_ method: String, _ path: String, body: (any Encodable)?, auth: Auth, headers: [String: String] = [:])
+        async throws(GatehouseClientError) -> HTTPResponse
+    {
+        var token: String?
+        if auth != .none { loadSavedSession() }
+        switch auth {
+        case .none: break
+        case .optional: if stored != nil { token = try await validAccessToken() }
+        case .required: token = try await validAccessToken()
+        }
+        var response = try await send(method, path, body: body, token: token, headers: headers)
+        if response.status == 401, let used = token, [.unauthorized, .tokenExpired].contains(Self.error(from: response).code) {
+            // The token was refused (expired early, keys rotated, clock skew): refresh once, retry once.
+            switch await refresh(replacing: used) {
+            case .success(let fresh):
+                response = try await send(method, path, body: body, token: fresh, headers: headers)
+            case .failure(let error):
+                throw error
+            }
+        }
+        guard (200..<300).contains(response.status) else { throw Self.error(from: response) }
+        return response
+    }
+
+    /// The raw exchange; throws `network_unavailable` when the server was not reached.
+    func send(_ method: String, _ path: String, body: (any Encodable)?, token: String?, headers extra: [String: String] = [:])
+        async throws(GatehouseClientError) -> HTTPResponse
+    {
+        var headers = extra
+        headers["Accept"] = "application/json"
+        var data: Data?
+        if let body {
+            data = try? JSONEncoder().encode(body)
+            headers["Content-Type"] = "application/json"
+        }
+        if let token { headers["Authorization"] = "Bearer \(token)" }
+        let url = URL(string: path, relativeTo: configuration.baseURL)?.absoluteURL ?? configuration.baseURL
+        do {
+            return try await transport.send(HTTPRequest(method: method, url: url, headers: headers, body: data))
+        } catch {
+            throw GatehouseClientError(code: .networkUnavailable, message: "You're offline. Check your connection and try again.")
+        }
+    }
+
+    static func error(from response: HTTPResponse) -> GatehouseClientError {
+        if let body = try? JSONDecoder().decode(ErrorBody.self, from: response.body) {
+            let retry = body.error.retryAfter ?? response.headers["retry-after"].flatMap { Int($0) }
+            return GatehouseClientError(
+                code: body.error.code, message: body.error.message, retryAfter: retry, details: body.error.details,
+                reasons: body.error.reasons, status: response.status)
+        }
+        return GatehouseClientError(
+            code: response.status >= 500 ? .internalError : .invalidResponse,
+            message: "Something went wrong on our end. Please try again in a few minutes.", status: response.status)
+    }
+
+    static let notSignedIn = GatehouseClientError(code: .notSignedIn, message: "Sign in to continue.")
+    static let invalidResponse = GatehouseClientError(code: .invalidResponse, message: "The server's answer could not be read.")
+}
