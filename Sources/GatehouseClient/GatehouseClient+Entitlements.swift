@@ -24,8 +24,10 @@ extension GatehouseClient {
             }
             configurationCache = configuration
             storage.set(response.body, forKey: "config")
+            isOffline = false
             return configuration
         } catch {
+            if error.isNetworkFailure { isOffline = true }
             if error.isNetworkFailure, let configurationCache { return configurationCache }
             throw error
         }

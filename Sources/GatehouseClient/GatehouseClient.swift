@@ -175,6 +175,12 @@ public actor GatehouseClient {
         stored = saved
     }
 
+    /// Whether a session from this install is saved (a relaunch will try to restore it).
+    public var hasSavedSession: Bool {
+        loadSavedSession()
+        return stored != nil
+    }
+
     private var signedOutReason: SignOutReason? {
         if case .signedOut(let reason) = state { return reason }
         return nil

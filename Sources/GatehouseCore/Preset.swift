@@ -161,6 +161,8 @@ public struct AppSettings: Sendable, Equatable, Codable {
     public var openAppURL: String?
     /// Accent colour for hosted pages and mails, `#rrggbb`.
     public var brandColor = "#2f5bea"
+    /// Messages the app's home screen picks from at random (OKLah US-ONB-002, decision 27).
+    public var homeMessages: [String] = []
 
     public init() {}
 
@@ -170,6 +172,7 @@ public struct AppSettings: Sendable, Equatable, Codable {
         case privacyURL = "privacy_url"
         case openAppURL = "open_app_url"
         case brandColor = "brand_color"
+        case homeMessages = "home_messages"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -180,6 +183,7 @@ public struct AppSettings: Sendable, Equatable, Codable {
         privacyURL = try c.decodeIfPresent(String.self, forKey: .privacyURL)
         openAppURL = try c.decodeIfPresent(String.self, forKey: .openAppURL)
         brandColor = try c.value(.brandColor, or: brandColor)
+        homeMessages = try c.value(.homeMessages, or: homeMessages)
     }
 }
 

@@ -18,7 +18,7 @@ import Testing
 
     /// Runs `body` with live Apple and Google key servers and an app configured for them.
     static func run(
-        _ backend: Backend, preset: String = "default", clock: any WallClock = SystemClock(),
+        _ backend: Backend, preset: String = "default", clock: any WallClock = SystemClock(), setup: TestingSetup = .router,
         adjust: @escaping @Sendable (inout GatehouseConfig) -> Void = { _ in },
         before: @Sendable (FakeProvider, FakeProvider) -> Void = { _, _ in },
         _ body: @escaping @Sendable (AuthClient, FakeProvider, FakeProvider, GatehouseConfig) async throws -> Void
@@ -28,7 +28,7 @@ import Testing
         before(apple, google)
         try await apple.serve { appleURL in
             try await google.serve { googleURL in
-                try await TestApp.run(backend, preset: preset, clock: clock, adjust: {
+                try await TestApp.run(backend, preset: preset, clock: clock, setup: setup, adjust: {
                     $0.appleAudiences = [appleAudience]
                     $0.googleAudiences = [googleAudience, "another-client"]
                     $0.appleJWKSURL = appleURL

@@ -1,0 +1,225 @@
+import Foundation
+import GatehouseCore
+import GatehouseWire
+import Observation
+
+/// Handz's auth routes (CH07 §8), by their route ids, plus the app's main screen.
+public enum AuthRoute: String, Sendable, Equatable, CaseIterable {
+    case welcome = "auth/welcome"
+    case emailChoice = "auth/email_choice"
+    case emailSignup = "auth/email_signup"
+    case emailLogin = "auth/email_login"
+    case forgotPassword = "auth/forgot_password"
+    case profileSetup = "onboarding/profile_setup"
+    case goalsRouter = "onboarding/goals_router"
+    case demoHome = "home/demo"
+    /// The signed-in app (outside CH07's routes).
+    case main = "home/main"
+}
+
+/// Which screen shows, for a `NavigationStack(path:)`: `root` and the pushed `path`. Signing in
+/// or out replaces both, so back navigation never reaches the other side (AT-07-08).
+@MainActor @Observable
+public final class AuthCoordinator {
+    public private(set) var root: AuthRoute = .welcome
+    public var path: [AuthRoute] = []
+    /// No network: the welcome banner shows and provider buttons are off (CH07 §8.1).
+    public private(set) var isOffline = false
+    /// After an expired session, the provider to highlight on the re-auth screen (CH07 §7.1).
+    public private(set) var highlightedProvider: String?
+    /// The sign-in methods the preset enables (`/v1/config`), in its order.
+    public private(set) var methods: [String] = []
+
+    public let client: GatehouseClient
+    private var copy: [String: String] = [:]
+
+    public init(client: GatehouseClient) {
+        self.client = client
+    }
+
+    public var offlineBanner: String? {
+        isOffline ? copy["welcome.offline_banner"] ?? "You’re offline. Sign-in requires internet." : nil
+    }
+    /// Provider buttons work only online; "Try without account" always does.
+    public var providerButtonsEnabled: Bool { !isOffline }
+
+    /// At launch: a session goes to the app, none to the welcome gate, an expired one to the
+    /// welcome gate with the last provider highlighted.
+    public func start() async {
+        if let configuration = try? await client.loadConfiguration() {
+            copy = configuration.copy
+            methods = configuration.signInMethods
+        }
+        let hadSession = await client.hasSavedSession
+        let lastProvider = await client.lastProvider
+        switch await client.restore() {
+        case .restored, .offline:
+            show(.main)
+        case .signedOut(let reason):
+            highlightedProvider = hadSession && reason != .reinstalled ? lastProvider : nil
+            show(.welcome)
+        }
+        isOffline = await client.isOffline
+    }
+
+    /// Sets the offline state (from the app's reachability monitor).
+    public func setOffline(_ offline: Bool) { isOffline = offline }
+
+    private func show(_ route: AuthRoute) {
+        root = route
+        path = []
+    }
+
+    // Welcome gate and email paths.
+    public func continueWithEmail() { path.append(.emailChoice) }
+    public func chooseSignUp() { path.append(.emailSignup) }
+    public func chooseLogIn() { path.append(.emailLogin) }
+    public func forgotPassword() { path.append(.forgotPassword) }
+    public func tryWithoutAccount() { show(.demoHome) }
+    /// From the demo home's "Create an account to build yours".
+    public func createAccount() { show(.welcome) }
+
+    /// After a sign-up: profile setup, with the verification banner active (CH07 §8.3).
+    public func didSignUp() { show(.profileSetup) }
+    /// After a log-in or a provider sign-in: the app.
+    public func didSignIn() {
+        highlightedProvider = nil
+        show(.main)
+    }
+    /// Profile setup's Continue or Skip.
+    public func finishProfileSetup() { path.append(.goalsRouter) }
+    /// The goals router's choice leaves onboarding.
+    public func finishOnboarding() { show(.main) }
+
+    /// Logout: the session ends and the stack resets to the welcome gate.
+    public func signOut() async {
+        try? await client.signOut()
+        highlightedProvider = nil
+        show(.welcome)
+    }
+}
+
+/// Sign-up form state that mirrors the server's password policy (from `/v1/config`), so the
+/// button is disabled with the preset's message before any request (AT-07-03).
+@MainActor @Observable
+public final class SignUpForm {
+    public var email = ""
+    public var password = ""
+    public private(set) var isSubmitting = false
+    /// The server's refusal, in the preset's words.
+    public private(set) var errorMessage: String?
+
+    private let client: GatehouseClient
+    private let policy: PasswordPolicy
+    private let copy: [String: String]
+
+    public init(client: GatehouseClient, configuration: PublicConfiguration) {
+        self.client = client
+        copy = configuration.copy
+        // The blocklist and the breached check stay on the server; length and classes are here.
+        policy = PasswordPolicy(settings: configuration.passwordPolicy, blocklist: [], copy: configuration.copy)
+    }
+
+    /// What is wrong with the password now, one message per rule.
+    public var passwordMessages: [String] {
+        password.isEmpty ? [] : policy.problems(password, context: [email]).map(\.message)
+    }
+
+    public var isEmailValid: Bool { EmailAddress.isValid(email.trimmingCharacters(in: .whitespaces)) }
+
+    public var canSubmit: Bool { isEmailValid && !password.isEmpty && passwordMessages.isEmpty && !isSubmitting }
+
+    public var buttonTitle: String { copy["signup.button"] ?? "Create account" }
+
+    /// Creates the account; true when signed in.
+    public func submit() async -> Bool {
+        guard canSubmit else { return false }
+        isSubmitting = true
+        defer { isSubmitting = false }
+        do {
+            try await client.signUp(email: email.trimmingCharacters(in: .whitespaces), password: password)
+            errorMessage = nil
+            return true
+        } catch {
+            errorMessage = error.code == .emailInUse ? copy["error.email_in_use"] ?? error.message : error.message
+            return false
+        }
+    }
+}
+
+/// Log-in form state; after too many failures the server's wait is shown and the button stays
+/// off until it has passed (AT-07-06).
+@MainActor @Observable
+public final class LoginForm {
+    public var email = ""
+    public var password = ""
+    public private(set) var isSubmitting = false
+    public private(set) var errorMessage: String?
+    /// While set and in the future, logging in is locked.
+    public private(set) var lockedUntil: Date?
+
+    private let client: GatehouseClient
+    private let now: @Sendable () -> Date
+
+    public init(client: GatehouseClient, now: @escaping @Sendable () -> Date = { Date() }) {
+        self.client = client
+        self.now = now
+    }
+
+    public var isLocked: Bool { lockedUntil.map { now() < $0 } ?? false }
+    public var canSubmit: Bool { EmailAddress.isValid(email) && !password.isEmpty && !isSubmitting && !isLocked }
+
+    public func submit() async -> Bool {
+        guard canSubmit else { return false }
+        isSubmitting = true
+        defer { isSubmitting = false }
+        do {
+            try await client.signIn(email: email, password: password)
+            errorMessage = nil
+            lockedUntil = nil
+            return true
+        } catch {
+            errorMessage = error.message
+            if let wait = error.retryAfter, error.code == .tooManyAttempts || error.code == .rateLimited {
+                lockedUntil = now().addingTimeInterval(TimeInterval(wait))
+            }
+            return false
+        }
+    }
+}
+
+/// CH07 §6.4's banner: "Verify your email to protect your account." with Resend and I've
+/// verified, shown while the signed-in person's address is unverified.
+@MainActor @Observable
+public final class VerificationBanner {
+    public private(set) var user: UserPayload?
+    public private(set) var notice: String?
+    private let client: GatehouseClient
+    private var copy: [String: String] = [:]
+
+    public init(client: GatehouseClient) { self.client = client }
+
+    public func update() async {
+        user = await client.state.user
+        copy = await client.configurationSnapshot?.copy ?? [:]
+    }
+
+    public var isVisible: Bool { user.map { $0.email != nil && !$0.emailVerified } ?? false }
+    public var message: String { copy["verification.banner"] ?? "Verify your email to protect your account." }
+    public var resendLabel: String { copy["verification.resend"] ?? "Resend" }
+    public var verifiedLabel: String { copy["verification.verified"] ?? "I've verified" }
+
+    public func resend() async {
+        do {
+            try await client.resendVerification()
+            notice = nil
+        } catch {
+            notice = error.message
+        }
+    }
+
+    /// "I've verified": asks the server; the banner goes once it agrees.
+    public func checkVerified() async {
+        user = try? await client.refreshUser()
+    }
+}

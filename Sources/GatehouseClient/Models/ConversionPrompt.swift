@@ -1,0 +1,175 @@
+import Foundation
+import GatehouseWire
+import Observation
+
+/// What the person was doing when a gate stopped them, to resume after signing up (CH07-G5):
+/// an action name and the app's own context (the flow to duplicate, the screen).
+public struct PendingAction: Sendable, Equatable, Codable {
+    public var action: String
+    public var context: [String: String]
+
+    public init(action: String, context: [String: String] = [:]) {
+        self.action = action
+        self.context = context
+    }
+}
+
+/// CH07 §6's conversion prompt, one model for every trigger: the copy verbatim from the preset,
+/// an extra line once the person has dismissed it before, Apple / Google / Email (never "Try
+/// without account"), "Not now" back to browsing, and the pending action handed back after
+/// sign-up.
+@MainActor @Observable
+public final class ConversionPrompt {
+    public private(set) var isPresented = false
+    public private(set) var pending: PendingAction?
+    /// Dismissals so far (kept on the device across launches).
+    public private(set) var dismissals: Int
+
+    private let client: GatehouseClient
+    private let storage: any ClientStorage
+    private var copy: [String: String] = [:]
+    private var methods: [String] = ["apple", "google", "email_password"]
+
+    public init(client: GatehouseClient, storage: any ClientStorage) {
+        self.client = client
+        self.storage = storage
+        dismissals = storage.data(forKey: "conversion_dismissals").flatMap { Int(String(decoding: $0, as: UTF8.self)) } ?? 0
+    }
+
+    public func loadCopy() async {
+        if let configuration = await client.configurationSnapshot {
+            copy = configuration.copy
+            methods = configuration.signInMethods
+        }
+    }
+
+    public var title: String { copy["conversion.title"] ?? "Create an account to save" }
+    public var body: String {
+        copy["conversion.body"] ?? "Handz saves your flows and drills across devices. Guests can browse, but saving requires an account."
+    }
+    /// Shown the second time on: "Saving requires an account so your plans don't get lost."
+    public var repeatLine: String? {
+        dismissals > 0 ? copy["conversion.repeat_line"] ?? "Saving requires an account so your plans don't get lost." : nil
+    }
+
+    /// The provider buttons, in CH07's order, for the methods the preset enables. There is no
+    /// "Try without account" here: that would loop.
+    public var buttons: [GateAction] {
+        var buttons: [GateAction] = []
+        if methods.contains("apple") { buttons.append(GateAction(id: "apple", label: copy["welcome.continue_apple"] ?? "Continue with Apple")) }
+        if methods.contains("google") { buttons.append(GateAction(id: "google", label: copy["welcome.continue_google"] ?? "Continue with Google")) }
+        if methods.contains("email_password") || methods.contains("magic_link") {
+            buttons.append(GateAction(id: "email", label: copy["welcome.continue_email"] ?? "Continue with Email"))
+        }
+        return buttons
+    }
+
+    public var notNowLabel: String { copy["conversion.not_now"] ?? "Not now" }
+
+    /// Asks before `action` when the device's gate says an account is needed; true when the
+    /// prompt is now showing (the action must wait), false when the action may go ahead.
+    public func gate(_ action: PendingAction, surface: String? = nil) async -> Bool {
+        guard let decision = await client.decide(action.action, surface: surface), !decision.allowed, decision.gate == "account" else {
+            return false
+        }
+        present(for: action)
+        return true
+    }
+
+    public func present(for action: PendingAction) {
+        pending = action
+        isPresented = true
+    }
+
+    /// "Not now": back to browsing; the pending action is dropped.
+    public func notNow() {
+        isPresented = false
+        pending = nil
+        dismissals += 1
+        storage.set(Data(String(dismissals).utf8), forKey: "conversion_dismissals")
+    }
+
+    /// After the person signed up or in from the prompt: the action to resume, exactly as it
+    /// was (CH07-G5). Nil when nobody is signed in yet.
+    public func didSignIn() async -> PendingAction? {
+        guard await client.state.user != nil else { return nil }
+        isPresented = false
+        defer { pending = nil }
+        return pending
+    }
+}
+
+/// CH08 §3.1's inline upsell: shown at most once per app session, unless the person asks for it.
+@MainActor @Observable
+public final class UpsellPolicy {
+    public private(set) var shownThisSession = false
+
+    public init() {}
+
+    /// Whether to show the inline upsell now; the first true uses up this session's showing.
+    public func shouldShowInline() -> Bool {
+        guard !shownThisSession else { return false }
+        shownThisSession = true
+        return true
+    }
+
+    /// The person asked (tapped "Upgrade"): always shown.
+    public func shouldShowOnRequest() -> Bool { true }
+
+    /// A new app session (the app came back after being terminated).
+    public func newSession() { shownThisSession = false }
+}
+
+/// The plan as Hannah's and Handz's screens show it: the banner, the paywall, read-only.
+@MainActor @Observable
+public final class PlanStatus {
+    public private(set) var snapshot: EntitlementsPayload?
+    public private(set) var banner: String?
+    private let client: GatehouseClient
+
+    public init(client: GatehouseClient) { self.client = client }
+
+    /// Refreshes from the server (or the cache when offline).
+    public func update() async {
+        _ = try? await client.entitlements()
+        snapshot = await client.currentEntitlements
+        banner = await client.banner
+    }
+
+    public var planState: String { snapshot?.planState ?? "guest" }
+    /// Past data stays readable; nothing can be changed (Hannah after the trial).
+    public var isReadOnly: Bool { snapshot?.readOnly ?? false }
+    /// Paid features answer the paywall: Free after a trial that ended.
+    public var showsPaywall: Bool { planState == "free" && isReadOnly }
+    public var trialDaysLeft: Int? { snapshot?.trial?.daysLeft }
+    /// "Credits: 2/3 this month", from the preset's copy.
+    public func creditsLabel(_ name: String, template: String? = nil) -> String? {
+        guard let balance = snapshot?.credits[name] else { return nil }
+        return (template ?? "Credits: {remaining}/{granted} this month").replacingOccurrences(of: "{remaining}", with: String(balance.remaining))
+            .replacingOccurrences(of: "{granted}", with: String(balance.granted))
+    }
+}
+
+/// The tile shown when a person has no avatar: initials and a colour that stays the same for
+/// the same person.
+public struct AvatarPlaceholder: Sendable, Equatable {
+    public var initials: String
+    /// `#rrggbb`, from a fixed palette.
+    public var color: String
+
+    static let palette = ["#e57373", "#f06292", "#ba68c8", "#7986cb", "#4fc3f7", "#4db6ac", "#81c784", "#ffb74d", "#a1887f", "#90a4ae"]
+
+    public init(user: UserPayload) {
+        let source = user.displayName ?? user.handle ?? user.email?.split(separator: "@").first.map(String.init) ?? ""
+        let words = source.split(whereSeparator: { $0 == " " || $0 == "." || $0 == "_" || $0 == "-" }).filter { !$0.isEmpty }
+        let letters = words.prefix(2).compactMap { $0.first }.map { String($0).uppercased() }
+        initials = letters.isEmpty ? "?" : letters.joined()
+        // FNV-1a over the id: stable across launches and platforms (Hasher is seeded per process).
+        var hash: UInt32 = 2_166_136_261
+        for byte in user.id.utf8 {
+            hash ^= UInt32(byte)
+            hash = hash &* 16_777_619
+        }
+        color = Self.palette[Int(hash % UInt32(Self.palette.count))]
+    }
+}

@@ -1,0 +1,162 @@
+import Foundation
+import GatehouseCore
+import GatehouseWire
+import Observation
+
+/// OKLah's anonymous onboarding (§7–§11) as a state machine a SwiftUI view binds to:
+/// privacy screen → Start → creating the account → Home, or an error with Try Again.
+@MainActor @Observable
+public final class OnboardingModel {
+    /// OKLah §8's states.
+    public enum State: String, Sendable, Equatable {
+        case notOnboarded = "NOT_ONBOARDED"
+        case privacyScreen = "PRIVACY_SCREEN"
+        case creatingAccount = "CREATING_ACCOUNT"
+        case onboarded = "ONBOARDED"
+        case error = "ERROR"
+        case sessionExpired = "SESSION_EXPIRED"
+    }
+
+    public private(set) var state: State = .notOnboarded
+    /// The three names the new account may choose from.
+    public private(set) var nameSuggestions: [String] = []
+    /// The Home screen's motivational message, picked at random from the preset.
+    public private(set) var homeMessage: String?
+    public private(set) var user: UserPayload?
+    /// How many times Try Again was tapped.
+    public private(set) var attempts = 0
+
+    /// "Start" is tappable only on the privacy screen: disabled from the first tap (VR-ONB-001).
+    public var isStartEnabled: Bool { state == .privacyScreen }
+
+    // Copy from the preset (decision 28), with OKLah's words when no configuration is loaded yet.
+    public var title: String { text("privacy.title", "Welcome to OKLah") }
+    public var bullets: [String] {
+        [
+            text("privacy.bullet_1", "Your privacy comes first"), text("privacy.bullet_2", "No name, email, or phone needed"),
+            text("privacy.bullet_3", "Your data stays on your device"),
+        ]
+    }
+    public var startLabel: String { text("privacy.start", "Start") }
+    public var loadingText: String { text("onboarding.loading", "Setting things up...") }
+    public var errorText: String { text("onboarding.error", "Something went wrong. Please check your connection and try again.") }
+    public var tryAgainLabel: String { text("onboarding.try_again", "Try Again") }
+
+    private let client: GatehouseClient
+    private let appVersion: String
+    private var copy: [String: String] = [:]
+    private var messages: [String] = []
+    private var privacyShownAt: Date?
+    /// The creation in flight, so any number of taps make one request.
+    private var creation: Task<Void, Never>?
+    /// Set when the app went to the background while the account was being created.
+    private var interruptedInBackground = false
+    private var retriedAfterBackground = false
+
+    public init(client: GatehouseClient, appVersion: String) {
+        self.client = client
+        self.appVersion = appVersion
+    }
+
+    private func text(_ key: String, _ fallback: String) -> String { copy[key] ?? fallback }
+
+    /// At launch: a saved session goes straight to Home (US-ONB-003), after a silent restore of
+    /// up to three attempts; none (or one the server ended) shows the privacy screen.
+    public func launch() async {
+        await loadCopy()
+        let saved = await client.hasSavedSession
+        if saved { state = .sessionExpired }
+        switch await client.restore() {
+        case .restored(let user), .offline(let user):
+            self.user = user
+            state = .onboarded
+        case .signedOut:
+            showPrivacyScreen()
+        }
+    }
+
+    private func loadCopy() async {
+        let configuration = try? await client.loadConfiguration()
+        if let configuration {
+            copy = configuration.copy
+            messages = configuration.app.homeMessages
+        }
+    }
+
+    private func showPrivacyScreen() {
+        state = .privacyScreen
+        privacyShownAt = Date()
+        Task { await client.track("onboarding_start", ["app_version": .string(appVersion), "timestamp": .string(Date().rfc3339)]) }
+    }
+
+    /// "Start": one anonymous account, however fast the taps.
+    public func start() {
+        guard state == .privacyScreen || state == .error, creation == nil else { return }
+        state = .creatingAccount
+        interruptedInBackground = false
+        creation = Task { await self.create() }
+    }
+
+    /// Waits for the creation in flight (for tests and for a view's `.task`).
+    public func waitForCreation() async {
+        await creation?.value
+    }
+
+    private func create() async {
+        defer { creation = nil }
+        do {
+            let account = try await client.signInAnonymously()
+            user = account.user
+            nameSuggestions = account.nameSuggestions
+            homeMessage = messages.randomElement()
+            state = .onboarded
+            _ = try? await client.updateProfile(ProfilePatch(onboardingComplete: true))
+            var properties: [String: JSONValue] = [
+                "app_version": .string(appVersion), "timestamp": .string(Date().rfc3339), "user_id": .string(account.user.id),
+            ]
+            if let privacyShownAt { properties["duration_ms"] = .number(Double(Int(Date().timeIntervalSince(privacyShownAt) * 1000))) }
+            await client.track("onboarding_complete", properties)
+        } catch {
+            if interruptedInBackground && !retriedAfterBackground {
+                // §11 edge case 7: back in the foreground, one silent retry before the error.
+                return
+            }
+            state = .error
+            await client.track(
+                "onboarding_error",
+                ["app_version": .string(appVersion), "timestamp": .string(Date().rfc3339), "error_code": .string(error.code.rawValue)])
+        }
+    }
+
+    /// "Try Again" on the error screen.
+    public func tryAgain() {
+        guard state == .error else { return }
+        attempts += 1
+        Task {
+            await client.track(
+                "onboarding_retry",
+                ["app_version": .string(appVersion), "timestamp": .string(Date().rfc3339), "attempt_number": .number(Double(attempts))])
+        }
+        start()
+    }
+
+    /// The app went to the background.
+    public func didEnterBackground() {
+        if state == .creatingAccount { interruptedInBackground = true }
+    }
+
+    /// Back in the foreground (§11 edge case 7): if the creation did not complete, retry it once
+    /// silently; if that fails too, the error screen shows.
+    public func didBecomeActive() async {
+        await creation?.value
+        guard interruptedInBackground, state == .creatingAccount, !retriedAfterBackground else { return }
+        retriedAfterBackground = true
+        creation = Task { await self.create() }
+        await creation?.value
+    }
+
+    /// Picks one of the offered names (`POST /v1/me/anonymous-name`).
+    public func chooseName(_ name: String) async throws(GatehouseClientError) {
+        user = try await client.chooseName(name)
+    }
+}
