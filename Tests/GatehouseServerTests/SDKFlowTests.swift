@@ -31,6 +31,7 @@ import Testing
         await coordinator.start()
         #expect(coordinator.root == .welcome && coordinator.path.isEmpty && !coordinator.isOffline)
         #expect(coordinator.methods == ["email_password", "apple", "google"])
+        #expect(coordinator.welcomeButtons.map(\.id) == ["apple", "google", "email", "log_in", "try_without_account"])
 
         // AT-07-02: a guest taps Create New Flow: the conversion prompt, CH07 §6.3 verbatim.
         let prompt = ConversionPrompt(client: client, storage: device.container)
@@ -186,6 +187,9 @@ import Testing
         await coordinator.start()
         #expect(coordinator.root == .welcome && coordinator.isOffline && !coordinator.providerButtonsEnabled)
         #expect(coordinator.offlineBanner == "You’re offline. Sign-in requires internet.")
+        #expect(coordinator.welcomeButtons.map(\.label) == [
+            "Continue with Apple", "Continue with Google", "Continue with Email", "Log in", "Try without account",
+        ])
         coordinator.tryWithoutAccount()
         #expect(coordinator.root == .demoHome)
     }
