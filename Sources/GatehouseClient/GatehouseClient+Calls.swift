@@ -115,6 +115,15 @@ extension GatehouseClient {
         try await callEmpty("POST", "/v1/auth/email/verification", auth: .required)
     }
 
+    /// `POST /v1/auth/email/verify` with the token of a verification link the app opened itself
+    /// (the hosted page does this otherwise).
+    @discardableResult
+    public func verifyEmail(token: String) async throws(GatehouseClientError) -> UserPayload {
+        let response: UserResponse = try await call("POST", "/v1/auth/email/verify", body: TokenRequest(token: token), auth: .none)
+        updateUser(response.user)
+        return response.user
+    }
+
     /// `POST /v1/auth/password/forgot`.
     public func forgotPassword(email: String) async throws(GatehouseClientError) {
         try await callEmpty("POST", "/v1/auth/password/forgot", body: EmailRequest(email: email), auth: .none)

@@ -87,9 +87,10 @@ import Testing
         #expect(banner.resendLabel == "Resend" && banner.verifiedLabel == "I've verified")
         await banner.checkVerified()
         #expect(banner.isVisible)
-        let bannerUser = try #require(banner.user)
-        let id = try #require(UserID(bannerUser.id))
-        _ = try await TestApp.withStore(config) { try await $0.markEmailVerified(id, normalizedEmail: "new@example.com", at: Date()) }
+        // The link from the mail, opened by the app itself.
+        let mail = try await EmailFlowTests.outboxMail(config, kind: "verification") { $0.recipient == "new@example.com" }
+        let link = try EmailFlowTests.token(in: ReceivedMail(text: mail.textBody ?? ""), path: "/auth/verify-email")
+        #expect(try await client.verifyEmail(token: link).emailVerified)
         await banner.checkVerified()
         #expect(!banner.isVisible)
 
@@ -192,6 +193,18 @@ import Testing
         ])
         coordinator.tryWithoutAccount()
         #expect(coordinator.root == .demoHome)
+
+        // OKLah's privacy screen too renders with no network (decision 25); Start then errs.
+        let oklah = try TestDevice()
+        defer { oklah.remove() }
+        oklah.transport.setNetworkDown(true)
+        let model = OnboardingModel(client: try oklah.launch(port: 9), appVersion: "1.0")
+        await model.launch()
+        #expect(model.state == .privacyScreen && model.title == "Welcome to OKLah" && model.startLabel == "Start")
+        #expect(model.bullets == ["Your privacy comes first", "No name, email, or phone needed", "Your data stays on your device"])
+        model.start()
+        await model.waitForCreation()
+        #expect(model.state == .error && model.tryAgainLabel == "Try Again")
     }
 
     /// OKLah US-ONB-001..003 and §11's edge cases: one account however fast the taps, the error
@@ -231,7 +244,9 @@ import Testing
         #expect(model.nameSuggestions.count == 3)
         let messages = try #require(await client.configurationSnapshot?.app.homeMessages)
         #expect(messages.contains(try #require(model.homeMessage)))
+        #expect(model.needsName)
         try await model.chooseName(model.nameSuggestions[1])
+        #expect(!model.needsName)
         #expect(model.user?.displayName == model.nameSuggestions[1])
         let user = try #require(model.user)
         #expect(user.email == nil && user.isAnonymous && user.onboardingComplete)
@@ -332,6 +347,14 @@ import Testing
             let remote = try await client.check(action, context: context)
             #expect(local == remote, "\(action)")
         }
+
+        // A refusal with a surface is reported as `gate_shown`, in the background.
+        #expect(await client.decide("upload_media", surface: "upload")?.allowed == false)
+        await client.flushAnalytics()
+        let id = try #require(UserID(user.id))
+        let shown = try await TestApp.withStore(config) { try await $0.events(after: nil, userID: id, limit: 50) }
+            .filter { $0.type == "analytics" && $0.data["name"] == "gate_shown" }
+        #expect(shown.contains { $0.data["surface"] == "upload" && $0.data["reasonCode"] == "pro_required" && $0.data["planState"] == "free" })
 
         let set = try await server.execute(
             uri: "/admin/v1/users/\(user.id)/plan", method: .put, headers: TestApp.adminHeaders, body: jsonBody(#"{"plan": "pro"}"#))

@@ -23,6 +23,8 @@ public final class OnboardingModel {
     /// The Home screen's motivational message, picked at random from the preset.
     public private(set) var homeMessage: String?
     public private(set) var user: UserPayload?
+    /// The new account still has to pick one of `nameSuggestions` (shown on Home).
+    public var needsName: Bool { state == .onboarded && !nameSuggestions.isEmpty && user?.onboardingComplete == false }
     /// How many times Try Again was tapped.
     public private(set) var attempts = 0
 
@@ -110,12 +112,6 @@ public final class OnboardingModel {
             nameSuggestions = account.nameSuggestions
             homeMessage = messages.randomElement()
             state = .onboarded
-            _ = try? await client.updateProfile(ProfilePatch(onboardingComplete: true))
-            var properties: [String: JSONValue] = [
-                "app_version": .string(appVersion), "timestamp": .string(Date().rfc3339), "user_id": .string(account.user.id),
-            ]
-            if let privacyShownAt { properties["duration_ms"] = .number(Double(Int(Date().timeIntervalSince(privacyShownAt) * 1000))) }
-            await client.track("onboarding_complete", properties)
         } catch {
             if interruptedInBackground && !retriedAfterBackground {
                 // §11 edge case 7: back in the foreground, one silent retry before the error.
@@ -155,8 +151,15 @@ public final class OnboardingModel {
         await creation?.value
     }
 
-    /// Picks one of the offered names (`POST /v1/me/anonymous-name`).
+    /// Picks one of the offered names (`POST /v1/me/anonymous-name`). Onboarding is then
+    /// complete (decision 24: after the name is chosen and Home is reached): the account is
+    /// marked `onboarding_complete` and `onboarding_complete` is reported with its duration.
     public func chooseName(_ name: String) async throws(GatehouseClientError) {
         user = try await client.chooseName(name)
+        user = try await client.updateProfile(ProfilePatch(onboardingComplete: true))
+        var properties: [String: JSONValue] = ["app_version": .string(appVersion), "timestamp": .string(Date().rfc3339)]
+        if let id = user?.id { properties["user_id"] = .string(id) }
+        if let privacyShownAt { properties["duration_ms"] = .number(Double(Int(Date().timeIntervalSince(privacyShownAt) * 1000))) }
+        await client.track("onboarding_complete", properties)
     }
 }
