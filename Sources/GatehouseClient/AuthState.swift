@@ -32,7 +32,8 @@ public enum SignOutReason: String, Sendable, Equatable, Codable {
 public enum AuthEvent: Sendable, Equatable {
     case initial(AuthState)
     case signedIn(UserPayload)
-    case signedOut(SignOutReason)
+    /// `nil` when a launch found no session to restore (the first launch, after a sign-out).
+    case signedOut(SignOutReason?)
     case tokenRefreshed
     case userUpdated(UserPayload)
     case entitlementsChanged(EntitlementsPayload)

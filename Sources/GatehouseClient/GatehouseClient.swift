@@ -122,10 +122,9 @@ public actor GatehouseClient {
         loadSavedSession()
         guard stored != nil else {
             let reason = signedOutReason
-            setState(.signedOut(reason))
+            setState(.signedOut(reason), event: .signedOut(reason))
             return .signedOut(reason)
         }
-        var lastFailure: GatehouseClientError?
         for attempt in 0..<max(1, configuration.restoreAttempts) {
             if attempt > 0 { try? await clock.sleep(seconds: configuration.retryDelay * pow(2, Double(attempt - 1))) }
             // A call made meanwhile may have refreshed already.
@@ -141,11 +140,9 @@ public actor GatehouseClient {
                     setState(.signedIn(me.user, offline: false), event: .signedIn(me.user))
                     return .restored(me.user)
                 } catch {
-                    lastFailure = error
                     if stored == nil { return .signedOut(signedOutReason) }
                 }
-            case .failure(let error):
-                lastFailure = error
+            case .failure:
                 // The server ended the session: no point trying again.
                 if stored == nil { return .signedOut(signedOutReason) }
             }
@@ -156,8 +153,9 @@ public actor GatehouseClient {
             setState(.signedIn(user, offline: true), event: .signedIn(user))
             return .offline(user)
         }
-        _ = lastFailure
-        setState(.signedOut(nil))
+        // Never confirmed and no user to show: start signed out, but keep the session; the next
+        // sign-in replaces it.
+        setState(.signedOut(nil), event: .signedOut(nil))
         return .signedOut(nil)
     }
 

@@ -46,6 +46,13 @@ actor EventLog {
     private(set) var events: [AuthEvent] = []
     func append(_ event: AuthEvent) { events.append(event) }
 
+    /// The events once `predicate` holds for them. The client has already put them in the
+    /// stream; this only lets the watching task catch up (scheduling, not time).
+    func settled(until predicate: @Sendable ([AuthEvent]) -> Bool) async -> [AuthEvent] {
+        for _ in 0..<10_000 where !predicate(events) { await Task.yield() }
+        return events
+    }
+
     static func watch(_ client: GatehouseClient) async -> (EventLog, Task<Void, Never>) {
         let log = EventLog()
         let stream = await client.authStateChanges
@@ -77,8 +84,8 @@ actor EventLog {
             #expect(user.email == "sync@example.com")
             #expect(device.transport.requests == ["GET /v1/me", "POST /v1/auth/refresh", "GET /v1/me"])
             if case .signedIn = await client.state {} else { Issue.record("signed out by an expired access token") }
+            let events = await log.settled { $0.contains(.tokenRefreshed) }
             watcher.cancel()
-            let events = await log.events
             #expect(events.contains(.tokenRefreshed) && !events.contains { if case .signedOut = $0 { true } else { false } })
         }
     }
@@ -115,8 +122,8 @@ actor EventLog {
                 try await group.waitForAll()
             }
             #expect(device.transport.count("POST /v1/auth/refresh") == 1, "\(device.transport.requests)")
+            let events = await log.settled { $0.contains { if case .signedIn = $0 { true } else { false } } }
             watcher.cancel()
-            let events = await log.events
             // The first thing seen is the restoring state, never a signed-out ghost.
             #expect(events.first == .initial(.restoring))
             #expect(!events.contains { if case .signedOut = $0 { true } else { false } })
@@ -142,8 +149,12 @@ actor EventLog {
 
             try device.uninstall()
             let reinstalled = try device.launch(port: port)
+            var events = await reinstalled.authStateChanges.makeAsyncIterator()
             let reinstallOutcome = await reinstalled.restore()
             #expect(reinstallOutcome == .signedOut(.reinstalled), "\(reinstallOutcome)")
+            // The splash, then the welcome: the view learns the launch ended signed out.
+            #expect(await events.next() == .initial(.restoring))
+            #expect(await events.next() == .signedOut(.reinstalled))
             #expect(try device.keychain.load() == nil)
         }
     }
@@ -191,8 +202,9 @@ actor EventLog {
             let ended = await relaunched.state
             #expect(ended == .signedOut(.sessionRevoked) || ended == .signedOut(.sessionExpired))
             #expect(try device.keychain.load() == nil)
+            let events = await log.settled { $0.contains { if case .signedOut = $0 { true } else { false } } }
             watcher.cancel()
-            #expect(await log.events.contains { if case .signedOut = $0 { true } else { false } })
+            #expect(events.contains { if case .signedOut = $0 { true } else { false } })
         }
     }
 
