@@ -341,6 +341,14 @@ import Testing
         _ = try await client.loadConfiguration()
         let user = try await client.signUp(email: "gates@example.com", password: "correct horse battery")
         _ = try await client.entitlements()
+        // CH08 §5: practice entry points show the credits left; spending one (idempotently) shows 2/3.
+        let status = PlanStatus(client: client)
+        await status.update()
+        #expect(status.creditsLabel("practice") == "Credits: 3/3 this month")
+        try await client.spendCredit("practice", action: "practice_saved_flow", idempotencyKey: "session-1")
+        try await client.spendCredit("practice", action: "practice_saved_flow", idempotencyKey: "session-1")
+        await status.update()
+        #expect(status.creditsLabel("practice") == "Credits: 2/3 this month")
         for (action, context) in [("save_flow", ["saved_flows": 2]), ("save_flow", ["saved_flows": 1]), ("upload_media", [:]),
                                   ("practice_saved_flow", [:]), ("practice_inbox_item", [:]), ("share_flow", [:])] {
             let local = try #require(await client.decide(action, context: context))

@@ -126,6 +126,7 @@ public final class PlanStatus {
     public private(set) var snapshot: EntitlementsPayload?
     public private(set) var banner: String?
     private let client: GatehouseClient
+    private var creditsTemplate = "Credits: {remaining}/{granted} this month"
 
     public init(client: GatehouseClient) { self.client = client }
 
@@ -134,6 +135,7 @@ public final class PlanStatus {
         _ = try? await client.entitlements()
         snapshot = await client.currentEntitlements
         banner = await client.banner
+        creditsTemplate = await client.text("credits.label", creditsTemplate)
     }
 
     public var planState: String { snapshot?.planState ?? "guest" }
@@ -142,10 +144,10 @@ public final class PlanStatus {
     /// Paid features answer the paywall: Free after a trial that ended.
     public var showsPaywall: Bool { planState == "free" && isReadOnly }
     public var trialDaysLeft: Int? { snapshot?.trial?.daysLeft }
-    /// "Credits: 2/3 this month", from the preset's copy.
-    public func creditsLabel(_ name: String, template: String? = nil) -> String? {
+    /// "Credits: 2/3 this month" (the preset's `credits.label`), for a plan that grants `name`.
+    public func creditsLabel(_ name: String) -> String? {
         guard let balance = snapshot?.credits[name] else { return nil }
-        return (template ?? "Credits: {remaining}/{granted} this month").replacingOccurrences(of: "{remaining}", with: String(balance.remaining))
+        return creditsTemplate.replacingOccurrences(of: "{remaining}", with: String(balance.remaining))
             .replacingOccurrences(of: "{granted}", with: String(balance.granted))
     }
 }
