@@ -176,14 +176,26 @@ extension GatehouseClient {
         // Bounded: an app offline for long keeps the latest 200.
         analyticsQueue = Array(queue.suffix(200))
         if analyticsFlush == nil {
-            analyticsFlush = Task { await self.flushAnalytics() }
+            Task { await self.flushAnalytics() }
         }
     }
 
-    /// Sends the queued events now; those the server refused as invalid are dropped, those the
-    /// network lost stay queued for the next call.
+    /// Sends the queued events now (one sender at a time, so nothing is sent twice); those the
+    /// server refused as invalid are dropped, those the network lost stay queued for later.
     public func flushAnalytics() async {
-        defer { analyticsFlush = nil }
+        while let running = analyticsFlush { await running.value }
+        guard !analyticsQueue.isEmpty else { return }
+        // The task runs on this actor and clears itself before it completes, so a caller
+        // waiting above never sees a finished task still in place.
+        let task = Task {
+            await self.sendQueuedAnalytics()
+            self.analyticsFlush = nil
+        }
+        analyticsFlush = task
+        await task.value
+    }
+
+    private func sendQueuedAnalytics() async {
         while !analyticsQueue.isEmpty {
             let batch = Array(analyticsQueue.prefix(50))
             do throws(GatehouseClientError) {
@@ -191,7 +203,10 @@ extension GatehouseClient {
             } catch {
                 if error.isNetworkFailure || error.code == .rateLimited { return }
             }
-            analyticsQueue.removeFirst(min(batch.count, analyticsQueue.count))
+            // Only what was sent goes: events tracked meanwhile were appended behind it.
+            var queue = analyticsQueue
+            if queue.starts(with: batch) { queue.removeFirst(batch.count) } else { queue.removeAll { batch.contains($0) } }
+            analyticsQueue = queue
         }
     }
 
