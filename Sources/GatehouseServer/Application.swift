@@ -96,7 +96,14 @@ public func buildApplication(
         store: store, hasher: hasher, tokens: tokenService, throttle: throttle,
         breached: BreachedPasswordChecker(client: httpClient, baseURL: config.breachedPasswordsURL, logger: logger),
         policy: PasswordPolicy(settings: preset.passwordPolicy, blocklist: blocklist, copy: preset.copy),
-        preset: preset, clock: clock, mail: accountMail, events: events, entitlements: entitlements)
+        preset: preset, clock: clock, mail: accountMail, events: events, entitlements: entitlements,
+        captcha: config.captchaVerifyURL.map {
+            CaptchaVerifier(verifyURL: $0, secret: config.captchaSecret ?? "", client: httpClient, logger: logger)
+        })
+    if preset.throttling.captchaAfterIPFailures != nil, config.captchaVerifyURL == nil {
+        logger.warning(
+            "the preset asks for a CAPTCHA after repeated failed logins, but GATEHOUSE_CAPTCHA_VERIFY_URL is not set: no CAPTCHA is asked for")
+    }
     // The preset's own "open the app" address is trusted like an allowlist entry.
     let redirects = RedirectPolicy(allowlist: config.redirectAllowlist + [preset.app.openAppURL].compactMap { $0 })
     let merges = MergeTokens(chainKey: chainKey, clock: clock)

@@ -176,6 +176,12 @@ extension SQLStore {
         return Int(try rows.first?.int("count") ?? 1)
     }
 
+    public func rateLimitCount(key: String, windowStart: Int64) async throws(StoreError) -> Int {
+        let rows = try await executor.query(
+            "SELECT count FROM rate_limits WHERE key = ? AND window_start = ?", [.text(key), .integer(windowStart)])
+        return Int(try rows.first?.int("count") ?? 0)
+    }
+
     // MARK: Audit
 
     public func insertAudit(_ event: AuditEvent) async throws(StoreError) {

@@ -63,6 +63,8 @@ public protocol ThrottleStore: Sendable {
     func clearThrottle(key: String) async throws(StoreError)
     /// Adds one hit to `key` in the window starting at `windowStart` and returns the window's count.
     func hitRateLimit(key: String, windowStart: Int64) async throws(StoreError) -> Int
+    /// The window's count without adding to it.
+    func rateLimitCount(key: String, windowStart: Int64) async throws(StoreError) -> Int
 }
 
 /// The audit trail.

@@ -2,12 +2,17 @@
 public struct EmailPasswordRequest: Codable, Sendable, Hashable {
     public var email: String
     public var password: String
-    public init(email: String, password: String) {
+    /// The CAPTCHA provider's response token, needed past the preset's threshold of failed
+    /// logins from one IP (login and sign-up).
+    public var captchaToken: String?
+    public init(email: String, password: String, captchaToken: String? = nil) {
         self.email = email
         self.password = password
+        self.captchaToken = captchaToken
     }
     enum CodingKeys: String, CodingKey {
         case email, password
+        case captchaToken = "captcha_token"
     }
 }
 

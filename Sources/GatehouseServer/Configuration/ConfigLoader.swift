@@ -12,7 +12,7 @@ extension GatehouseConfig {
     static let knownKeys: [String] = [
         "host", "port", "database_url", "preset", "public_url", "environment", "smtp_url", "admin_key",
         "admin_key_file", "secret_key", "apple_audiences", "google_audiences", "apple_jwks_url",
-        "google_jwks_url", "appstore_root_certs", "appstore_bundle_id", "appstore_environments", "redirect_allowlist",
+        "google_jwks_url", "appstore_root_certs", "appstore_bundle_id", "appstore_environments", "captcha_verify_url", "captcha_secret", "redirect_allowlist",
         "trusted_proxies", "ip_limits", "webhook_url", "webhook_secret", "max_body_bytes", "log_level",
         "log_format", "argon2_memory_kib", "argon2_iterations", "argon2_parallelism", "hash_threads",
         "breached_passwords_url", "token_audience", "smtp_ca_file", "mail_from", "apple_team_id", "apple_key_id",
@@ -142,6 +142,11 @@ extension GatehouseConfig {
                 settings.problem("appstore_environments", "'\(entry)' is not one of \(known.joined(separator: ", "))")
             }
             config.appStoreEnvironments = list
+        }
+        if let url = settings.url("captcha_verify_url", schemes: ["http", "https"]) { config.captchaVerifyURL = url }
+        config.captchaSecret = settings.string("captcha_secret")
+        if config.captchaVerifyURL != nil, config.captchaSecret == nil {
+            settings.problem("captcha_secret", "is required when GATEHOUSE_CAPTCHA_VERIFY_URL is set")
         }
         if let list = settings.list("redirect_allowlist") {
             // Web URLs need a host; app schemes (`handz://auth`) need only the scheme.

@@ -57,6 +57,9 @@ public struct GatehouseConfig: Sendable {
     /// The App Store environments whose purchases count: `Production` by default; add
     /// `Sandbox` for TestFlight and App Review.
     public var appStoreEnvironments = ["Production"]
+    /// The CAPTCHA provider's siteverify URL (Turnstile, hCaptcha, reCAPTCHA) and secret.
+    public var captchaVerifyURL: URL?
+    public var captchaSecret: String?
     public var redirectAllowlist: [String] = []
     public var trustedProxies: [String] = []
     /// `false` lifts per-IP request limits (load tests); per-account limits stay on.

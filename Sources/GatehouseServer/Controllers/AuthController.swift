@@ -17,12 +17,13 @@ struct AuthController {
             let body = try await request.decodeJSON(EmailPasswordRequest.self, limit: bodyLimit)
             let result = try await auth.signup(
                 email: body.email, password: body.password, client: client(request, context.peerAddress),
-                idempotencyKey: try request.idempotencyKey)
+                idempotencyKey: try request.idempotencyKey, captchaToken: body.captchaToken)
             return try JSONBody.response(result, status: .created, headers: noStore)
         }
         router.post("/v1/auth/login") { request, context in
             let body = try await request.decodeJSON(EmailPasswordRequest.self, limit: bodyLimit)
-            let result = try await auth.login(email: body.email, password: body.password, client: client(request, context.peerAddress))
+            let result = try await auth.login(
+                email: body.email, password: body.password, client: client(request, context.peerAddress), captchaToken: body.captchaToken)
             return try JSONBody.response(result, headers: noStore)
         }
         router.post("/v1/auth/refresh") { request, context in

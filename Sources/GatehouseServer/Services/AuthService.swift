@@ -17,10 +17,14 @@ public struct AuthService: Sendable {
     let mail: AccountMail
     let events: EventRecorder
     let entitlements: EntitlementService
+    /// Set when `GATEHOUSE_CAPTCHA_VERIFY_URL` is; the preset decides when it is asked for.
+    let captcha: CaptchaVerifier?
 
     // MARK: Sign-up and login
 
-    public func signup(email: String, password: String, client: ClientInfo, idempotencyKey: String? = nil) async throws -> AuthResponse {
+    public func signup(
+        email: String, password: String, client: ClientInfo, idempotencyKey: String? = nil, captchaToken: String? = nil
+    ) async throws -> AuthResponse {
         try requireMethod(preset.signInMethods.emailPassword)
         let kept = client.stored(under: preset.privacy)
         let keyHash = idempotencyKey.map(TokenService.hash)
@@ -36,6 +40,7 @@ public struct AuthService: Sendable {
             return try await signIn(user, provider: "email", client: kept, event: "login")
         }
         try await throttle.limitIP("signup", ip: kept.ip, limit: preset.throttling.signupPerIPPerHour, windowSeconds: 3_600)
+        try await requireCaptchaIfNeeded(ip: kept.ip, token: captchaToken)
         let address = email.trimmingCharacters(in: .whitespacesAndNewlines)
         guard EmailAddress.isValid(address) else { throw invalidEmail }
         let normalized = EmailAddress.normalize(address)
@@ -76,10 +81,11 @@ public struct AuthService: Sendable {
         }
     }
 
-    public func login(email: String, password: String, client: ClientInfo) async throws -> AuthResponse {
+    public func login(email: String, password: String, client: ClientInfo, captchaToken: String? = nil) async throws -> AuthResponse {
         try requireMethod(preset.signInMethods.emailPassword)
         let kept = client.stored(under: preset.privacy)
         try await throttle.limitIP("login", ip: kept.ip, limit: preset.throttling.loginPerIPPerMinute, windowSeconds: 60)
+        try await requireCaptchaIfNeeded(ip: kept.ip, token: captchaToken)
         let normalized = EmailAddress.normalize(email)
         do {
             try await throttle.checkAccount(normalized)

@@ -42,6 +42,14 @@ struct ThrottleService: Sendable {
         throw tooManyAttempts(wait)
     }
 
+    /// Failed logins from `ip` in the current hour.
+    func ipFailures(_ ip: String) async throws -> Int {
+        let now = clock.now.unixSeconds
+        return try await store.rateLimitCount(key: Self.ipFailureKey(ip), windowStart: now - now % 3_600)
+    }
+
+    static func ipFailureKey(_ ip: String) -> String { "login-failure:\(ip)" }
+
     /// Counts a failed login for the account and the IP; returns the wait when this failure
     /// locked the account.
     func recordFailure(_ normalizedEmail: String, ip: String?) async throws -> Int? {
@@ -50,7 +58,7 @@ struct ThrottleService: Sendable {
         let failures = try await store.recordFailure(key: key, at: now)
         if let ip {
             let hour = now.unixSeconds - now.unixSeconds % 3_600
-            _ = try await store.hitRateLimit(key: "login-failure:\(ip)", windowStart: hour)
+            _ = try await store.hitRateLimit(key: Self.ipFailureKey(ip), windowStart: hour)
         }
         guard let lock = LoginThrottlePolicy.lock(failures: failures, now: now, settings: settings) else { return nil }
         try await store.setLock(key: key, until: lock)

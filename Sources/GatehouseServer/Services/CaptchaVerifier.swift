@@ -1,0 +1,77 @@
+import AsyncHTTPClient
+import Foundation
+import GatehouseCore
+import Logging
+import NIOCore
+
+/// CAPTCHA after repeated failures (SyncWell §6): once one IP has failed to log in the preset's
+/// number of times within the hour, login and sign-up from it need a `captcha_token`, checked
+/// with the provider's siteverify endpoint (the protocol Cloudflare Turnstile, hCaptcha and
+/// reCAPTCHA share: a form POST of `secret`, `response` and `remoteip`, answered with
+/// `{"success": bool}`).
+struct CaptchaVerifier: Sendable {
+    let verifyURL: URL
+    let secret: String
+    let client: HTTPClient
+    let logger: Logger
+
+    enum Outcome: Sendable, Equatable {
+        case passed
+        case failed
+        case unavailable
+    }
+
+    func verify(token: String, ip: String?) async -> Outcome {
+        var form = URLComponents()
+        form.queryItems = [URLQueryItem(name: "secret", value: secret), URLQueryItem(name: "response", value: token)]
+        if let ip { form.queryItems?.append(URLQueryItem(name: "remoteip", value: ip)) }
+        // URLComponents leaves `+` alone in a query; a form body must escape it.
+        let body = (form.percentEncodedQuery ?? "").replacingOccurrences(of: "+", with: "%2B")
+        var request = HTTPClientRequest(url: verifyURL.absoluteString)
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
+        request.body = .bytes(ByteBuffer(string: body))
+        do {
+            let response = try await client.execute(request, timeout: .seconds(5))
+            let data = try await response.body.collect(upTo: 64 * 1024)
+            guard response.status == .ok, let answer = try? JSONDecoder().decode(Answer.self, from: Data(buffer: data)) else {
+                logger.warning("captcha verification answered oddly", metadata: ["status": "\(response.status.code)"])
+                return .unavailable
+            }
+            return answer.success ? .passed : .failed
+        } catch {
+            logger.warning("captcha verification unreachable", metadata: ["error": "\(error)"])
+            return .unavailable
+        }
+    }
+
+    private struct Answer: Decodable {
+        var success: Bool
+    }
+}
+
+extension AuthService {
+    /// Past the preset's threshold of failed logins from `ip` this hour, a valid CAPTCHA token
+    /// is required: 400 `captcha_required` without one or with one the provider rejects, 503
+    /// when the provider cannot be asked (closed, not open).
+    func requireCaptchaIfNeeded(ip: String?, token: String?) async throws {
+        guard let threshold = preset.throttling.captchaAfterIPFailures, let captcha, let ip else { return }
+        guard try await throttle.ipFailures(ip) >= threshold else { return }
+        guard let token, !token.isEmpty, token.utf8.count <= 4_096 else {
+            throw GatehouseError(
+                status: 400, code: .captchaRequired,
+                message: preset.text("error.captcha_required", "Please complete the security check to continue."))
+        }
+        switch await captcha.verify(token: token, ip: ip) {
+        case .passed:
+            return
+        case .failed:
+            throw GatehouseError(
+                status: 400, code: .captchaRequired,
+                message: preset.text("error.captcha_failed", "The security check did not pass. Please try it again."))
+        case .unavailable:
+            throw GatehouseError(
+                status: 503, code: .serviceUnavailable, message: "The security check cannot be done right now. Please try again shortly.")
+        }
+    }
+}
