@@ -4,6 +4,8 @@ import GatehouseCore
 import GatehouseStore
 import GatehouseWire
 import Hummingbird
+import HummingbirdCore
+import HummingbirdTLS
 import Logging
 import ServiceLifecycle
 
@@ -41,6 +43,8 @@ public func buildApplication(
     let adminKey = try AdminKey.load(configured: config.adminKey, path: config.adminKeyFile)
     let blocklist = try CommonPasswords.load()
     let templates = try Templates(preset: config.preset)
+    let server: HTTPServerBuilder = try config.tlsConfiguration().map { try .tls(.http1(), tlsConfiguration: $0) } ?? .http1()
+    let scheme = config.tlsCertificateFile == nil ? "http" : "https"
     let appStoreRoots = try config.appStoreRootCerts.map {
         try AppStoreJWSVerifier.certificates(pem: try String(contentsOfFile: $0, encoding: .utf8))
     } ?? AppStoreJWSVerifier.appleRoots()
@@ -183,11 +187,12 @@ public func buildApplication(
     let onListening = dependencies.onListening
     var app = Application(
         router: router,
+        server: server,
         configuration: .init(address: .hostname(config.host, port: config.port), serverName: nil),
         services: services,
         onServerRunning: { channel in
             let port = channel.localAddress?.port ?? config.port
-            logger.notice("gatehouse is listening", metadata: ["url": "http://\(config.host):\(port)"])
+            logger.notice("gatehouse is listening", metadata: ["url": "\(scheme)://\(config.host):\(port)"])
             await onListening?(port)
         },
         logger: logger)

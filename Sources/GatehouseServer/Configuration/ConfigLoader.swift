@@ -12,7 +12,7 @@ extension GatehouseConfig {
     static let knownKeys: [String] = [
         "host", "port", "database_url", "preset", "public_url", "environment", "smtp_url", "admin_key",
         "admin_key_file", "secret_key", "apple_audiences", "google_audiences", "apple_jwks_url",
-        "google_jwks_url", "appstore_root_certs", "appstore_bundle_id", "appstore_environments", "captcha_verify_url", "captcha_secret", "redirect_allowlist",
+        "google_jwks_url", "appstore_root_certs", "appstore_bundle_id", "appstore_environments", "captcha_verify_url", "captcha_secret", "tls_cert_file", "tls_key_file", "redirect_allowlist",
         "trusted_proxies", "ip_limits", "webhook_url", "webhook_secret", "max_body_bytes", "log_level",
         "log_format", "argon2_memory_kib", "argon2_iterations", "argon2_parallelism", "hash_threads",
         "breached_passwords_url", "token_audience", "smtp_ca_file", "mail_from", "apple_team_id", "apple_key_id",
@@ -142,6 +142,13 @@ extension GatehouseConfig {
                 settings.problem("appstore_environments", "'\(entry)' is not one of \(known.joined(separator: ", "))")
             }
             config.appStoreEnvironments = list
+        }
+        config.tlsCertificateFile = settings.string("tls_cert_file")
+        config.tlsKeyFile = settings.string("tls_key_file")
+        if (config.tlsCertificateFile == nil) != (config.tlsKeyFile == nil) {
+            settings.problem("tls_cert_file", "GATEHOUSE_TLS_CERT_FILE and GATEHOUSE_TLS_KEY_FILE go together")
+        } else if config.tlsCertificateFile != nil, let problem = config.tlsProblem {
+            settings.problem("tls_cert_file", problem)
         }
         if let url = settings.url("captcha_verify_url", schemes: ["http", "https"]) { config.captchaVerifyURL = url }
         config.captchaSecret = settings.string("captcha_secret")

@@ -57,6 +57,10 @@ public struct GatehouseConfig: Sendable {
     /// The App Store environments whose purchases count: `Production` by default; add
     /// `Sandbox` for TestFlight and App Review.
     public var appStoreEnvironments = ["Production"]
+    /// HTTPS served by Gatehouse itself: a PEM certificate chain and its private key (both or
+    /// neither). Without them, put Gatehouse behind a TLS-terminating reverse proxy.
+    public var tlsCertificateFile: String?
+    public var tlsKeyFile: String?
     /// The CAPTCHA provider's siteverify URL (Turnstile, hCaptcha, reCAPTCHA) and secret.
     public var captchaVerifyURL: URL?
     public var captchaSecret: String?
