@@ -39,6 +39,14 @@ extension Request {
                 status: 415, code: .unsupportedMediaType, message: "Send the request body as application/json.")
         }
         let data = Data(buffer.readableBytesView)
+        switch JSONShape.problem(in: data) {
+        case .duplicateKey(let key)?:
+            throw GatehouseError.invalidRequest("The request body names the field '\(key)' more than once.")
+        case .tooDeep?:
+            throw GatehouseError.invalidRequest("The request body nests deeper than \(JSONShape.maximumDepth) levels.")
+        case .malformed?, nil:
+            break  // The decoder says what is wrong, and where.
+        }
         do {
             return try JSONDecoder().decode(T.self, from: data.isEmpty ? Data("{}".utf8) : data)
         } catch let error as DecodingError {
