@@ -16,11 +16,18 @@ public struct AppDependencies: Sendable {
     public var logger: Logger?
     /// Called once the server listens, with the bound port (useful with port 0).
     public var onListening: (@Sendable (Int) async -> Void)?
+    /// Called once with every route the router serves (`GET /v1/me`, `POST /v1/credits/{name}/spend`),
+    /// e.g. to check them against `openapi.yaml`.
+    public var onRoutes: (@Sendable ([String]) -> Void)?
 
-    public init(clock: any WallClock = SystemClock(), logger: Logger? = nil, onListening: (@Sendable (Int) async -> Void)? = nil) {
+    public init(
+        clock: any WallClock = SystemClock(), logger: Logger? = nil, onListening: (@Sendable (Int) async -> Void)? = nil,
+        onRoutes: (@Sendable ([String]) -> Void)? = nil
+    ) {
         self.clock = clock
         self.logger = logger
         self.onListening = onListening
+        self.onRoutes = onRoutes
     }
 }
 
@@ -167,6 +174,9 @@ public func buildApplication(
         users: UserAdminService(store: store, clock: clock, events: events), keys: keys, adminKey: adminKey, mail: mail, store: store,
         bodyLimit: config.maxBodyBytes, retiredKeyPublishSeconds: tokens.accessTokenTTLSeconds + tokens.leewaySeconds
     ).register(on: router)
+
+    dependencies.onRoutes?(
+        router.routes.map { route in "\(route.method) /" + route.path.components.map(\.description).joined(separator: "/") })
 
     var services: [any Service] = [
         KeyRefreshService(keys: keys, logger: logger), DatabaseShutdownService(database: database),

@@ -195,6 +195,13 @@ public struct CreditBalance: Codable, Sendable, Hashable {
         case remaining, granted
         case resetsAt = "resets_at"
     }
+    /// Every member of the contract's object is present, `null` when unknown.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(remaining, forKey: .remaining)
+        try container.encode(granted, forKey: .granted)
+        try container.encode(resetsAt, forKey: .resetsAt)
+    }
 }
 
 public struct TrialInfo: Codable, Sendable, Hashable {
@@ -229,6 +236,15 @@ public struct SubscriptionInfo: Codable, Sendable, Hashable {
         case renewsAt = "renews_at"
         case expiresAt = "expires_at"
         case willRenew = "will_renew"
+    }
+    /// Every member of the contract's object is present, `null` when unknown.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(productID, forKey: .productID)
+        try container.encode(status, forKey: .status)
+        try container.encode(renewsAt, forKey: .renewsAt)
+        try container.encode(expiresAt, forKey: .expiresAt)
+        try container.encode(willRenew, forKey: .willRenew)
     }
 }
 

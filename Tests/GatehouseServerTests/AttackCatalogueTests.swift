@@ -255,7 +255,7 @@ import Testing
                 let handle = payload.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
                 #expect(try await api.get("/v1/handles/\(handle)", token: nil).status.code < 500)
                 let search = try await client.execute(
-                    uri: "/admin/v1/users?search=\(handle)", method: .get, headers: TestApp.adminHeaders)
+                    uri: "/admin/v1/users?q=\(handle)", method: .get, headers: TestApp.adminHeaders)
                 #expect(search.status == .ok)
             }
             // The tables are all still there and the victim's session still works (its login is
@@ -306,6 +306,21 @@ import Testing
             #expect(signup.error?.reasons?.contains("too_long") == true)
             let login = try await api.login("big@example.com", huge)
             #expect(login.status == .unauthorized && login.error?.code == .invalidCredentials)
+        }
+    }
+}
+
+/// A method the preset turns off is off everywhere: not only for signing in, but for linking
+/// and for password resets too.
+@Suite struct DisabledMethodTests {
+    @Test func aDisabledMethodCannotBeLinkedOrReset() async throws {
+        try await ProviderSignInTests.run(.sqlite, preset: "oklah") { api, apple, _, _ in
+            let anonymous = try await AccountTests.anonymous(api)
+            let token = try apple.token(sub: "001.off", email: "off@example.com", extra: ["email_verified": "true"])
+            let link = try await api.post("/v1/auth/identities/apple", ProviderSignInTests.body(token), token: anonymous.session.accessToken)
+            #expect(link.status == .forbidden && link.error?.code == .methodDisabled, "\(link.text)")
+            let reset = try await api.post("/v1/auth/password/reset", #"{"token": "anything", "password": "correct horse battery"}"#)
+            #expect(reset.status == .forbidden && reset.error?.code == .methodDisabled)
         }
     }
 }

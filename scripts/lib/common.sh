@@ -73,8 +73,8 @@ ensure_test_deps() {
   export GATEHOUSE_TEST_BROWSER="$PWD/Tests/support/browser.py"
 }
 
-# The Python packages of .build-venv, pinned (Tests/support/smtp_sink.py and browser.py).
-VENV_PACKAGES=('aiosmtpd==1.4.6' 'selenium==4.27.1')
+# The Python packages of .build-venv, pinned (Tests/support/smtp_sink.py and browser.py; the OpenAPI validator).
+VENV_PACKAGES=('aiosmtpd==1.4.6' 'selenium==4.27.1' 'openapi-spec-validator==0.9.0')
 
 # Creates .build-venv, or completes it, unless it already holds VENV_PACKAGES at their versions.
 ensure_venv() {

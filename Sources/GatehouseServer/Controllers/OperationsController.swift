@@ -18,6 +18,12 @@ struct OperationsController {
         router.get("/v1/config") { _, _ in
             try JSONBody.response(self.publicConfiguration, headers: [.cacheControl: "public, max-age=60"])
         }
+        // The API described in OpenAPI 3.1 (`docs/openapi.yaml`).
+        router.get("/openapi.yaml") { _, _ in
+            Response(
+                status: .ok, headers: [.contentType: "application/yaml; charset=utf-8", .cacheControl: "public, max-age=300"],
+                body: .init(byteBuffer: ByteBuffer(bytes: OpenAPIDocument.bytes)))
+        }
     }
 
     /// 200 when the database answers, 503 when it does not; recovers by itself because every

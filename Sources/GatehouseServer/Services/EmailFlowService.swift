@@ -108,6 +108,7 @@ struct EmailFlowService: Sendable {
     /// `POST /v1/auth/password/reset` and the hosted form: sets the new password, ends every
     /// session, verifies the address (the link proved the inbox) and mails a notice.
     func resetPassword(token: String, password: String, client: ClientInfo) async throws {
+        try auth.requireMethod(preset.signInMethods.emailPassword)
         let hash = TokenService.hash(token)
         let now = clock.now
         let kept = client.stored(under: preset.privacy)

@@ -84,6 +84,8 @@ struct ProviderSignInService: Sendable {
 
     /// `POST /v1/auth/identities/apple|google`: adds the provider to the signed-in account.
     func link(_ signedIn: SignedIn, _ provider: Provider, _ request: ProviderSignInRequest, client: ClientInfo) async throws -> UserResponse {
+        // A method the preset turns off cannot be linked either (403 `method_disabled`).
+        try auth.requireMethod(provider == .apple ? preset.signInMethods.apple : preset.signInMethods.google)
         let person = try await verifier(provider).verify(request.idToken, rawNonce: request.rawNonce)
         let user = signedIn.user
         let now = clock.now
