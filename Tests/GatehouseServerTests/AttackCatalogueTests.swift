@@ -324,3 +324,33 @@ import Testing
         }
     }
 }
+
+/// Under `strict` enumeration protection (the default), an address with an account and one
+/// without get byte-identical answers from login, forgot-password and magic links (decision 6:
+/// sign-up tells the truth, with 409, and is guarded by per-IP limits and CAPTCHA instead).
+@Suite struct EnumerationTests {
+    static func answer(_ response: TestResponse) -> String {
+        let headers = response.headers.filter { ![.date, HTTPField.Name("X-Request-Id")!].contains($0.name) }
+            .map { "\($0.name): \($0.value)" }.sorted()
+        return "\(response.status.code)\n\(headers.joined(separator: "\n"))\n\(String(buffer: response.body))"
+    }
+
+    @Test(arguments: Backend.available)
+    func knownAndUnknownAddressesGetTheSameBytes(_ backend: Backend) async throws {
+        try await TestApp.run(backend) { client, _ in
+            let api = AuthClient(client: client)
+            _ = try await api.account("known@example.com")
+            let pairs: [(String, String, String)] = [
+                ("/v1/auth/login", #"{"email": "known@example.com", "password": "wrong password 1"}"#,
+                 #"{"email": "nobody@example.com", "password": "wrong password 1"}"#),
+                ("/v1/auth/password/forgot", #"{"email": "known@example.com"}"#, #"{"email": "nobody@example.com"}"#),
+                ("/v1/auth/magic-link", #"{"email": "known@example.com"}"#, #"{"email": "nobody@example.com"}"#),
+            ]
+            for (path, known, unknown) in pairs {
+                let a = Self.answer(try await api.post(path, known))
+                let b = Self.answer(try await api.post(path, unknown))
+                #expect(a == b, "\(path)\n\(a)\n---\n\(b)")
+            }
+        }
+    }
+}
