@@ -48,6 +48,24 @@ import Testing
         }
     }
 
+    /// 1,000 logins, each claiming another address in `X-Forwarded-For` from an untrusted peer:
+    /// all count against the peer, so only the first 30 of the minute are even checked.
+    @Test func aThousandSpoofedForwardedAddressesShareOneLimit() async throws {
+        try await TestApp.run(.sqlite, clock: ManualClock(), setup: .live) { client, _ in
+            var answered: [HTTPResponse.Status: Int] = [:]
+            for index in 0..<1_000 {
+                let headers: HTTPFields = [
+                    .contentType: "application/json", HTTPField.Name("X-Forwarded-For")!: "198.18.\(index / 256).\(index % 256)",
+                ]
+                let response = try await client.execute(
+                    uri: "/v1/auth/login", method: .post, headers: headers,
+                    body: jsonBody(#"{"email": "nobody\#(index)@example.com", "password": "whatever"}"#))
+                answered[response.status, default: 0] += 1
+            }
+            #expect(answered == [.unauthorized: 30, .tooManyRequests: 970])
+        }
+    }
+
     @Test func behindATrustedProxyTheForwardedAddressCounts() async throws {
         try await TestApp.run(.sqlite, setup: .live, adjust: { $0.trustedProxies = ["127.0.0.1", "::1"] }) { client, _ in
             let statuses = try await signups(AuthClient(client: client), count: 25, forwardedFor: { "198.51.100.7, 203.0.113.\($0)" })
