@@ -306,7 +306,8 @@ import Testing
                 "//evil.example", "https://app.hannah.health//evil.example", #"https://app.hannah.health\@evil.example"#,
                 "http://app.hannah.health", "https://app.hannah.health:444", "https://аpp.hannah.health",
                 "https://app.hannah.health%2eevil.example", "javascript:alert(1)", "https://app.hannah.health./x",
-                "hannahhealth://evil",
+                "hannahhealth://evil", "https://2130706433/", "https://0x7f000001/", "https://[::1]/", "https://[::ffff:7f00:1]/",
+                "https://127.0.0.1/",
             ]
             for (index, target) in refused.enumerated() {
                 let body = try JSONSerialization.data(withJSONObject: ["email": "r\(index)@example.com", "redirect_to": target])
