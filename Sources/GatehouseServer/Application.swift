@@ -189,6 +189,9 @@ public func buildApplication(
         AnonymousCleanup(store: store, events: events, days: $0, clock: clock, logger: logger)
     }
     if let cleanup { services.append(cleanup) }
+    let retention = RetentionSweep(
+        store: store, days: preset.privacy.retentionDays, idleSeconds: tokens.refreshTokenTTLSeconds, clock: clock, logger: logger)
+    services.append(retention)
     // Only the providers an app is configured for (it has their audiences).
     let configuredKeys = (config.appleAudiences.isEmpty ? [] : [appleKeys]) + (config.googleAudiences.isEmpty ? [] : [googleKeys])
     if !configuredKeys.isEmpty {
@@ -217,6 +220,7 @@ public func buildApplication(
         mailWorker.start()
         jobs.start()
         cleanup?.start()
+        retention.start()
         logger.info("configuration", metadata: config.redactedSummary.mapValues { .string($0) })
     }
     return app

@@ -311,6 +311,14 @@ public enum Migrations {
                 // Notifications already applied, by notificationUUID (Apple retries).
                 "CREATE TABLE app_store_notifications (notification_uuid TEXT PRIMARY KEY, type TEXT NOT NULL, received_at INTEGER NOT NULL)",
             ]),
+        Migration(
+            version: 11, name: "retention_indexes",
+            statements: [
+                // The retention sweep deletes by age (decision 11).
+                "CREATE INDEX audit_log_created ON audit_log (created_at)",
+                "CREATE INDEX sessions_last_active ON sessions (last_active_at)",
+                "CREATE INDEX rate_limits_window ON rate_limits (window_start)",
+            ]),
     ]
 
     static let postgres: [Migration] = [
@@ -590,6 +598,14 @@ public enum Migrations {
                 "CREATE INDEX subscriptions_user ON subscriptions (user_id)",
                 // Notifications already applied, by notificationUUID (Apple retries).
                 "CREATE TABLE app_store_notifications (notification_uuid TEXT PRIMARY KEY, type TEXT NOT NULL, received_at BIGINT NOT NULL)",
+            ]),
+        Migration(
+            version: 11, name: "retention_indexes",
+            statements: [
+                // The retention sweep deletes by age (decision 11).
+                "CREATE INDEX audit_log_created ON audit_log (created_at)",
+                "CREATE INDEX sessions_last_active ON sessions (last_active_at)",
+                "CREATE INDEX rate_limits_window ON rate_limits (window_start)",
             ]),
     ]
 }

@@ -283,10 +283,29 @@ public protocol SubscriptionStore: Sendable {
     func recordNotification(uuid: String, type: String, at date: Date) async throws(StoreError) -> Bool
 }
 
+/// What a retention sweep removed.
+public struct PurgeCounts: Sendable, Equatable {
+    public var auditRows = 0
+    public var sessions = 0
+    public var sessionsCleared = 0
+    public var rateLimitWindows = 0
+    public var notifications = 0
+    public init() {}
+}
+
+/// Deleting what is kept only for a while (decision 11).
+public protocol RetentionStore: Sendable {
+    /// Audit rows older than `cutoff`; ended sessions (revoked, or idle since before
+    /// `idleBefore`) last active before `cutoff`; the client address and user agent of live
+    /// sessions created before `cutoff`; rate-limit windows that started before `windowsBefore`;
+    /// App Store notification ids received before `notificationsBefore`.
+    func purge(cutoff: Date, idleBefore: Date, windowsBefore: Date, notificationsBefore: Date) async throws(StoreError) -> PurgeCounts
+}
+
 /// All of Gatehouse's storage, behind one protocol with a SQLite and a PostgreSQL
 /// implementation that pass the same contract suite.
 public protocol GatehouseStore: UserStore, SigningKeyStore, SessionStore, ThrottleStore, AuditStore, SecretStore, OutboxStore,
-    EmailTokenStore, JobStore, AccountStore, EntitlementStore, SubscriptionStore
+    EmailTokenStore, JobStore, AccountStore, EntitlementStore, SubscriptionStore, RetentionStore
 {
     var dialect: SQLDialect { get }
     /// Runs `body` in one transaction against a store bound to it.

@@ -90,9 +90,17 @@ import Testing
         }
     }
 
-    @Test func productionNeedsAnHTTPSPublicURL() async throws {
-        await #expect(throws: ConfigurationError.self) { try await load(["GATEHOUSE_ENVIRONMENT": "production"]) }
-        let config = try await load(["GATEHOUSE_ENVIRONMENT": "production", "GATEHOUSE_PUBLIC_URL": "https://auth.example.com/"])
+    @Test func productionNeedsAnHTTPSPublicURLAndASecretKey() async throws {
+        let secret = "GATEHOUSE_SECRET_KEY"
+        let key = "secret-key-that-is-long-enough-0123456789"
+        await #expect(throws: ConfigurationError.self) { try await load(["GATEHOUSE_ENVIRONMENT": "production", secret: key]) }
+        do throws(ConfigurationError) {
+            _ = try await load(["GATEHOUSE_ENVIRONMENT": "production", "GATEHOUSE_PUBLIC_URL": "https://auth.example.com/"])
+            Issue.record("production started without a secret key")
+        } catch {
+            #expect(error.description.contains("secret_key") || error.description.contains("SECRET_KEY"))
+        }
+        let config = try await load(["GATEHOUSE_ENVIRONMENT": "production", "GATEHOUSE_PUBLIC_URL": "https://auth.example.com/", secret: key])
         #expect(!config.isDevelopment && config.issuer == "https://auth.example.com")
     }
 

@@ -140,3 +140,53 @@ import Testing
         }
     }
 }
+
+/// The retention sweep (decision 11) removes the same things on both databases.
+@Suite struct RetentionStoreContractTests {
+    @Test(arguments: Backend.available)
+    func oldAuditRowsAndEndedSessionsGoLiveSessionsLoseTheirMetadata(_ backend: Backend) async throws {
+        try await TestDatabase.withStore(backend) { store in
+            let now = Date(unixSeconds: 1_900_000_000)
+            let day: TimeInterval = 86_400
+            let owner = StoreContractTests.user("kept@example.com")
+            try await store.insertUser(owner)
+            // Ended 40 days ago (revoked), idle for 40 days, and live but created 40 days ago.
+            let revoked = Session(userID: owner.id, provider: "email", createdAt: now - 45 * day, userAgent: "Old", ipAddress: "10.0.0.1")
+            let idle = Session(userID: owner.id, provider: "email", createdAt: now - 45 * day, userAgent: "Idle", ipAddress: "10.0.0.2")
+            let live = Session(userID: owner.id, provider: "email", createdAt: now - 45 * day, userAgent: "Live", ipAddress: "10.0.0.3")
+            let recent = Session(userID: owner.id, provider: "email", createdAt: now - day, userAgent: "New", ipAddress: "10.0.0.4")
+            for session in [revoked, idle, live, recent] { try await store.insertSession(session) }
+            try await store.touchSession(revoked.id, at: now - 40 * day)
+            _ = try await store.revokeSession(revoked.id, reason: "logout", at: now - 40 * day)
+            try await store.touchSession(idle.id, at: now - 40 * day)
+            try await store.touchSession(live.id, at: now - day)
+            try await store.touchSession(recent.id, at: now - day)
+            try await store.insertAudit(AuditEvent(createdAt: now - 40 * day, event: "login", outcome: "success", userID: owner.id, ipAddress: "10.0.0.1"))
+            try await store.insertAudit(AuditEvent(createdAt: now - day, event: "login", outcome: "success", userID: owner.id, ipAddress: "10.0.0.4"))
+            _ = try await store.hitRateLimit(key: "login:10.0.0.1", windowStart: (now - 3 * day).unixSeconds)
+            _ = try await store.hitRateLimit(key: "login:10.0.0.1", windowStart: (now - 3600).unixSeconds)
+            _ = try await store.recordNotification(uuid: "old", type: "DID_RENEW", at: now - 31 * day)
+            _ = try await store.recordNotification(uuid: "new", type: "DID_RENEW", at: now - day)
+
+            let counts = try await store.purge(
+                cutoff: now - 30 * day, idleBefore: now - 30 * day, windowsBefore: now - 2 * day, notificationsBefore: now - 30 * day)
+            var expected = PurgeCounts()
+            expected.auditRows = 1
+            expected.sessions = 2
+            expected.sessionsCleared = 1
+            expected.rateLimitWindows = 1
+            expected.notifications = 1
+            #expect(counts == expected)
+            let left = try await store.sessions(of: owner.id)
+            #expect(Set(left.map(\.id)) == [live.id, recent.id])
+            #expect(left.first { $0.id == live.id }?.userAgent == nil && left.first { $0.id == live.id }?.ipAddress == nil)
+            #expect(left.first { $0.id == recent.id }?.userAgent == "New")
+            #expect(try await store.auditEvents(userID: owner.id, before: nil, limit: 10).map(\.ipAddress) == ["10.0.0.4"])
+            #expect(try await store.rateLimitCount(key: "login:10.0.0.1", windowStart: (now - 3600).unixSeconds) == 1)
+            // A notification id purged is no longer a duplicate; a kept one still is.
+            #expect(try await store.recordNotification(uuid: "new", type: "DID_RENEW", at: now) == false)
+            // Nothing older is left: a second sweep removes nothing.
+            #expect(try await store.purge(cutoff: now - 30 * day, idleBefore: now - 30 * day, windowsBefore: now - 2 * day, notificationsBefore: now - 30 * day) == PurgeCounts())
+        }
+    }
+}

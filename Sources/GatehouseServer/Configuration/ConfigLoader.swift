@@ -19,7 +19,7 @@ extension GatehouseConfig {
         "apple_private_key_file", "apple_client_id", "apple_token_url", "apple_revoke_url",
     ]
 
-    static let secretKeys: Set<String> = ["admin_key", "secret_key", "webhook_secret", "smtp_url"]
+    static let secretKeys: Set<String> = ["admin_key", "secret_key", "webhook_secret", "smtp_url", "captcha_secret"]
 
     /// Reads and validates the configuration from `environment` (normally the process's) and
     /// the file it names. Reports every problem at once.
@@ -107,6 +107,10 @@ extension GatehouseConfig {
             if key.utf8.count >= 32 { config.secretKey = key } else {
                 settings.problem("secret_key", "must be at least 32 characters long")
             }
+        } else if config.environment == .production {
+            // Without it, signing keys, the refresh-chain key and provider tokens sit in the
+            // database in clear.
+            settings.problem("secret_key", "is required in production: it seals signing keys and provider tokens at rest")
         }
         config.appleAudiences = settings.list("apple_audiences") ?? []
         config.googleAudiences = settings.list("google_audiences") ?? []

@@ -1,0 +1,55 @@
+import Foundation
+import GatehouseCore
+import GatehouseStore
+import Logging
+import ServiceLifecycle
+
+/// Deletes, hourly, what is kept only for a while (decision 11): audit rows and session
+/// metadata older than the preset's `privacy.retention_days` (ended sessions go; live ones lose
+/// their client address and user agent), plus rate-limit windows older than two days and App
+/// Store notification ids older than 30 days (Apple retries for three days at most).
+final class RetentionSweep: Service, Sendable {
+    let store: any GatehouseStore
+    let days: Int
+    /// A session idle this long is over (the refresh token lifetime).
+    let idleSeconds: Int
+    let clock: any WallClock
+    let logger: Logger
+    private let loop = WakeLoop(pollInterval: .seconds(3_600))
+
+    init(store: any GatehouseStore, days: Int, idleSeconds: Int, clock: any WallClock, logger: Logger) {
+        self.store = store
+        self.days = days
+        self.idleSeconds = idleSeconds
+        self.clock = clock
+        self.logger = logger
+    }
+
+    func start() { loop.start() }
+
+    func run() async throws {
+        await loop.run { await self.sweep() }
+    }
+
+    @discardableResult
+    func sweep() async -> PurgeCounts {
+        let now = clock.now
+        do {
+            let counts = try await store.purge(
+                cutoff: now.addingTimeInterval(-Double(days) * 86_400), idleBefore: now.addingTimeInterval(-Double(idleSeconds)),
+                windowsBefore: now.addingTimeInterval(-2 * 86_400), notificationsBefore: now.addingTimeInterval(-30 * 86_400))
+            if counts != PurgeCounts() {
+                logger.info(
+                    "retention sweep",
+                    metadata: [
+                        "audit_rows": "\(counts.auditRows)", "sessions": "\(counts.sessions)", "sessions_cleared": "\(counts.sessionsCleared)",
+                        "rate_limit_windows": "\(counts.rateLimitWindows)", "notifications": "\(counts.notifications)",
+                    ])
+            }
+            return counts
+        } catch {
+            logger.warning("retention sweep failed", metadata: ["cause": "\(error)"])
+            return PurgeCounts()
+        }
+    }
+}
