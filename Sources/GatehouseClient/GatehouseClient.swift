@@ -129,8 +129,7 @@ public actor GatehouseClient {
             if attempt > 0 { try? await clock.sleep(seconds: configuration.retryDelay * pow(2, Double(attempt - 1))) }
             // A call made meanwhile may have refreshed already.
             let refreshed: Result<String, GatehouseClientError> =
-                if let accessToken, clock.uptime() < accessExpiry - configuration.refreshAhead { .success(accessToken) }
-                else { await refresh(replacing: accessToken) }
+                if let freshAccessToken { .success(freshAccessToken) } else { await refresh(replacing: accessToken) }
             switch refreshed {
             case .success:
                 do {
@@ -236,12 +235,21 @@ public actor GatehouseClient {
     }
 
     /// The last provider used, for the re-auth screen (CH07 §7.1).
-    public var lastProvider: String? { (try? tokenStore.load())?.provider ?? stored?.provider }
+    public var lastProvider: String? {
+        loadSavedSession()
+        return stored?.provider
+    }
+
+    /// The access token while it has at least `refreshAhead` seconds left.
+    private var freshAccessToken: String? {
+        guard let accessToken, clock.uptime() < accessExpiry - configuration.refreshAhead else { return nil }
+        return accessToken
+    }
 
     /// An access token with at least `refreshAhead` seconds left, refreshed when needed; a
     /// refresh that fails for want of network is retried with backoff.
     func validAccessToken() async throws(GatehouseClientError) -> String {
-        if let accessToken, clock.uptime() < accessExpiry - configuration.refreshAhead { return accessToken }
+        if let freshAccessToken { return freshAccessToken }
         guard stored != nil else { throw Self.notSignedIn }
         var attempt = 0
         while true {

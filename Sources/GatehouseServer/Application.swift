@@ -50,6 +50,7 @@ public func buildApplication(
     let adminKey = try AdminKey.load(configured: config.adminKey, path: config.adminKeyFile)
     let blocklist = try CommonPasswords.load()
     let templates = try Templates(preset: config.preset)
+    let openAPI = try OpenAPIDocument.load()
     let server: HTTPServerBuilder = try config.tlsConfiguration().map { try .tls(.http1(), tlsConfiguration: $0) } ?? .http1()
     let scheme = config.tlsCertificateFile == nil ? "http" : "https"
     let appStoreRoots = try config.appStoreRootCerts.map {
@@ -143,7 +144,7 @@ public func buildApplication(
     router.add(middleware: ErrorMiddleware(internalMessage: config.preset.text("error.internal", "Something went wrong on our end. Please try again in a few minutes.")))
     router.add(middleware: BodyLimitMiddleware(limit: config.maxBodyBytes))
 
-    OperationsController(store: store, keys: keys, publicConfiguration: PublicConfiguration(preset: config.preset))
+    OperationsController(store: store, keys: keys, publicConfiguration: PublicConfiguration(preset: config.preset), openAPI: openAPI)
         .register(on: router)
     AuthController(auth: auth, tokens: tokenService, resolver: resolver, bodyLimit: config.maxBodyBytes).register(on: router)
     EmailController(emails: emails, auth: auth, tokens: tokenService, resolver: resolver, bodyLimit: config.maxBodyBytes)

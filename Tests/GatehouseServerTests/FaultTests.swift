@@ -18,13 +18,8 @@ import Testing
         defer { Task { await cleanup() } }
         let directory = try ServerProcess.makeDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let databaseURL: String
-        switch url {
-        case .sqlite(let path): databaseURL = "sqlite://\(path)"
-        case .postgres(let postgres): databaseURL = postgres
-        }
         let environment = [
-            "GATEHOUSE_PORT": "0", "GATEHOUSE_DATABASE_URL": databaseURL, "GATEHOUSE_ADMIN_KEY": TestApp.adminKey,
+            "GATEHOUSE_PORT": "0", "GATEHOUSE_DATABASE_URL": url.environmentValue, "GATEHOUSE_ADMIN_KEY": TestApp.adminKey,
             "GATEHOUSE_PRESET": "handz", "GATEHOUSE_IP_LIMITS": "off",
             // Fast hashing: the point is the writes, not Argon2.
             "GATEHOUSE_ARGON2_MEMORY_KIB": "64", "GATEHOUSE_ARGON2_ITERATIONS": "1", "GATEHOUSE_ARGON2_PARALLELISM": "1",
@@ -97,12 +92,7 @@ import Testing
         #expect(login.status == 200)
         second.signal(SIGTERM)
         #expect(try await second.exitStatus() == 0)
-        if case .sqlite(let path) = url {
-            let database = try await DatabaseURL.sqlite(path: path).open(logger: TestDatabase.logger)
-            let check = try await database.query("PRAGMA integrity_check")
-            #expect(try check.first?.string("integrity_check") == "ok")
-            await database.shutdown()
-        }
+        if backend == .sqlite { #expect(try await url.sqliteIntegrity() == "ok") }
     }
 }
 

@@ -62,13 +62,8 @@ import Testing
         defer { Task { await cleanup() } }
         let directory = try ServerProcess.makeDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let databaseURL: String
-        switch url {
-        case .sqlite(let path): databaseURL = "sqlite://\(path)"
-        case .postgres(let postgres): databaseURL = postgres
-        }
         let environment = [
-            "GATEHOUSE_PORT": "0", "GATEHOUSE_DATABASE_URL": databaseURL, "GATEHOUSE_ADMIN_KEY": TestApp.adminKey,
+            "GATEHOUSE_PORT": "0", "GATEHOUSE_DATABASE_URL": url.environmentValue, "GATEHOUSE_ADMIN_KEY": TestApp.adminKey,
         ]
         let first = try ServerProcess(environment: environment, directory: directory)
         let base = try await first.baseURL()
@@ -104,12 +99,7 @@ import Testing
         #expect(jwks.keys.map(\.kid) == keysBefore)
         second.signal(SIGTERM)
         #expect(try await second.exitStatus() == 0)
-        if case .sqlite(let path) = url {
-            let database = try await DatabaseURL.sqlite(path: path).open(logger: TestDatabase.logger)
-            let check = try await database.query("PRAGMA integrity_check")
-            #expect(try check.first?.string("integrity_check") == "ok")
-            await database.shutdown()
-        }
+        if backend == .sqlite { #expect(try await url.sqliteIntegrity() == "ok") }
     }
 
     @Test(arguments: [

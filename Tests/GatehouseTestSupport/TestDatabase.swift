@@ -94,3 +94,23 @@ extension TestDatabase {
         }
     }
 }
+
+extension DatabaseURL {
+    /// The URL as `GATEHOUSE_DATABASE_URL` takes it, password included (unlike `description`).
+    public var environmentValue: String {
+        switch self {
+        case .sqlite(let path): "sqlite://\(path)"
+        case .postgres(let url): url
+        }
+    }
+
+    /// SQLite's `PRAGMA integrity_check` answer (`ok` when sound); nil for PostgreSQL.
+    public func sqliteIntegrity() async throws -> String? {
+        guard case .sqlite = self else { return nil }
+        let database = try await open(logger: TestDatabase.logger)
+        let check = try await database.query("PRAGMA integrity_check")
+        let answer = try check.first?.string("integrity_check")
+        await database.shutdown()
+        return answer
+    }
+}

@@ -47,13 +47,7 @@ public final class AuthCoordinator {
     /// its copy; before any configuration was ever loaded (a first launch offline, decision 25),
     /// Apple, Google and Email with CH07's words.
     public var welcomeButtons: [GateAction] {
-        let enabled = methods.isEmpty ? ["apple", "google", "email_password"] : methods
-        var buttons: [GateAction] = []
-        if enabled.contains("apple") { buttons.append(GateAction(id: "apple", label: copy["welcome.continue_apple"] ?? "Continue with Apple")) }
-        if enabled.contains("google") { buttons.append(GateAction(id: "google", label: copy["welcome.continue_google"] ?? "Continue with Google")) }
-        if enabled.contains("email_password") || enabled.contains("magic_link") {
-            buttons.append(GateAction(id: "email", label: copy["welcome.continue_email"] ?? "Continue with Email"))
-        }
+        var buttons = providerButtons(enabled: methods.isEmpty ? ["apple", "google", "email_password"] : methods, copy: copy)
         buttons.append(GateAction(id: "log_in", label: copy["welcome.log_in"] ?? "Log in"))
         buttons.append(GateAction(id: "try_without_account", label: copy["welcome.try_without_account"] ?? "Try without account"))
         return buttons

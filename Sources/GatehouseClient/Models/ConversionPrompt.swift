@@ -54,15 +54,7 @@ public final class ConversionPrompt {
 
     /// The provider buttons, in CH07's order, for the methods the preset enables. There is no
     /// "Try without account" here: that would loop.
-    public var buttons: [GateAction] {
-        var buttons: [GateAction] = []
-        if methods.contains("apple") { buttons.append(GateAction(id: "apple", label: copy["welcome.continue_apple"] ?? "Continue with Apple")) }
-        if methods.contains("google") { buttons.append(GateAction(id: "google", label: copy["welcome.continue_google"] ?? "Continue with Google")) }
-        if methods.contains("email_password") || methods.contains("magic_link") {
-            buttons.append(GateAction(id: "email", label: copy["welcome.continue_email"] ?? "Continue with Email"))
-        }
-        return buttons
-    }
+    public var buttons: [GateAction] { providerButtons(enabled: methods, copy: copy) }
 
     public var notNowLabel: String { copy["conversion.not_now"] ?? "Not now" }
 
@@ -97,6 +89,18 @@ public final class ConversionPrompt {
         defer { pending = nil }
         return pending
     }
+}
+
+/// "Continue with Apple / Google / Email" for the enabled sign-in methods, in CH07's order,
+/// labelled with the preset's copy (CH07's words before any configuration was loaded).
+func providerButtons(enabled methods: [String], copy: [String: String]) -> [GateAction] {
+    var buttons: [GateAction] = []
+    if methods.contains("apple") { buttons.append(GateAction(id: "apple", label: copy["welcome.continue_apple"] ?? "Continue with Apple")) }
+    if methods.contains("google") { buttons.append(GateAction(id: "google", label: copy["welcome.continue_google"] ?? "Continue with Google")) }
+    if methods.contains("email_password") || methods.contains("magic_link") {
+        buttons.append(GateAction(id: "email", label: copy["welcome.continue_email"] ?? "Continue with Email"))
+    }
+    return buttons
 }
 
 /// CH08 §3.1's inline upsell: shown at most once per app session, unless the person asks for it.

@@ -1,11 +1,12 @@
 import Foundation
 
-/// `Resources/openapi.yaml`, read once (`docs/openapi.yaml` links to it).
+/// `Resources/openapi.yaml` (`docs/openapi.yaml` links to it), served at `GET /openapi.yaml`.
 enum OpenAPIDocument {
-    static let bytes: [UInt8] = {
-        guard let url = Bundle.module.url(forResource: "openapi", withExtension: "yaml", subdirectory: "Resources"),
-            let data = try? Data(contentsOf: url)
-        else { return Array("openapi: 3.1.0\ninfo: {title: Gatehouse, version: '1'}\npaths: {}\n".utf8) }
-        return Array(data)
-    }()
+    /// Read once at start-up; a build without it is broken and does not start.
+    static func load() throws -> [UInt8] {
+        guard let url = Bundle.module.url(forResource: "openapi", withExtension: "yaml", subdirectory: "Resources") else {
+            throw ConfigurationError(problems: ["the OpenAPI document is missing from the build"])
+        }
+        return Array(try Data(contentsOf: url))
+    }
 }

@@ -9,6 +9,7 @@ struct OperationsController {
     let store: any GatehouseStore
     let keys: KeyRing
     let publicConfiguration: PublicConfiguration
+    let openAPI: [UInt8]
 
     func register(on router: Router<GatehouseRequestContext>) {
         router.get("/health") { _, context in try await self.health(context) }
@@ -22,7 +23,7 @@ struct OperationsController {
         router.get("/openapi.yaml") { _, _ in
             Response(
                 status: .ok, headers: [.contentType: "application/yaml; charset=utf-8", .cacheControl: "public, max-age=300"],
-                body: .init(byteBuffer: ByteBuffer(bytes: OpenAPIDocument.bytes)))
+                body: .init(byteBuffer: ByteBuffer(bytes: self.openAPI)))
         }
     }
 

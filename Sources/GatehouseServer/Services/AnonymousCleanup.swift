@@ -6,13 +6,13 @@ import ServiceLifecycle
 
 /// Removes anonymous accounts nobody has used for the preset's
 /// `privacy.anonymous_cleanup_days` (default: never), hourly, with a `user.deleted` event each.
-final class AnonymousCleanup: Service, Sendable {
+final class AnonymousCleanup: PeriodicSweep {
     let store: any GatehouseStore
     let events: EventRecorder
     let days: Int
     let clock: any WallClock
     let logger: Logger
-    private let loop = WakeLoop(pollInterval: .seconds(3_600))
+    let loop = WakeLoop(pollInterval: .seconds(3_600))
 
     init(store: any GatehouseStore, events: EventRecorder, days: Int, clock: any WallClock, logger: Logger) {
         self.store = store
@@ -22,11 +22,7 @@ final class AnonymousCleanup: Service, Sendable {
         self.logger = logger
     }
 
-    func start() { loop.start() }
-
-    func run() async throws {
-        await loop.run { await self.sweep() }
-    }
+    func sweepOnce() async { await sweep() }
 
     /// Deletes one batch after another until no stale account is left; returns how many.
     @discardableResult

@@ -8,14 +8,14 @@ import ServiceLifecycle
 /// metadata older than the preset's `privacy.retention_days` (ended sessions go; live ones lose
 /// their client address and user agent), plus rate-limit windows older than two days and App
 /// Store notification ids older than 30 days (Apple retries for three days at most).
-final class RetentionSweep: Service, Sendable {
+final class RetentionSweep: PeriodicSweep {
     let store: any GatehouseStore
     let days: Int
     /// A session idle this long is over (the refresh token lifetime).
     let idleSeconds: Int
     let clock: any WallClock
     let logger: Logger
-    private let loop = WakeLoop(pollInterval: .seconds(3_600))
+    let loop = WakeLoop(pollInterval: .seconds(3_600))
 
     init(store: any GatehouseStore, days: Int, idleSeconds: Int, clock: any WallClock, logger: Logger) {
         self.store = store
@@ -25,11 +25,7 @@ final class RetentionSweep: Service, Sendable {
         self.logger = logger
     }
 
-    func start() { loop.start() }
-
-    func run() async throws {
-        await loop.run { await self.sweep() }
-    }
+    func sweepOnce() async { await sweep() }
 
     @discardableResult
     func sweep() async -> PurgeCounts {

@@ -1,5 +1,20 @@
 import ServiceLifecycle
 
+/// A background service that sweeps the database on a `WakeLoop` (hourly clean-ups): `start()`
+/// once the database is ready, then `sweepOnce()` on every turn of the loop until shutdown.
+protocol PeriodicSweep: Service, Sendable {
+    var loop: WakeLoop { get }
+    func sweepOnce() async
+}
+
+extension PeriodicSweep {
+    func start() { loop.start() }
+
+    func run() async throws {
+        await loop.run { await self.sweepOnce() }
+    }
+}
+
 /// The heart of a background worker: waits until it is started (the database is migrated),
 /// then runs `body` at once, whenever woken, and every `pollInterval`, until graceful shutdown.
 final class WakeLoop: Sendable {
