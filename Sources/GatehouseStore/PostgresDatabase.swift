@@ -6,6 +6,7 @@ import NIOSSL
 import PostgresNIO
 import _ConnectionPoolModule
 import ServiceLifecycle
+import Synchronization
 
 /// PostgreSQL through postgres-nio's connection pool. Several Gatehouse nodes may share one
 /// database: nothing here keeps state that another node would need to see.
@@ -49,18 +50,23 @@ public final class PostgresDatabase: SQLDatabase {
 
     @discardableResult
     public func query(_ sql: String, _ binds: [SQLValue]) async throws(StoreError) -> [SQLRow] {
+        let logger = self.logger
         do {
-            let rows = try await client.query(Self.makeQuery(sql, binds), logger: logger)
-            return try await Self.collect(rows)
+            return try await withLease { connection in
+                try await Self.collect(try await connection.query(Self.makeQuery(sql, binds), logger: logger))
+            }
         } catch {
             throw Self.map(error)
         }
     }
 
-    public func transaction<T: Sendable>(_ body: @Sendable (any SQLExecutor) async throws -> T) async throws -> T {
+    public func transaction<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) async throws -> T) async throws -> T {
         do {
-            return try await client.withTransaction(logger: logger) { connection in
-                try await body(PostgresTransaction(connection: connection, logger: logger))
+            let logger = self.logger
+            return try await withLease { connection in
+                try await connection.withTransaction(logger: logger) { connection in
+                    try await body(PostgresTransaction(connection: connection, logger: logger))
+                }
             }
         } catch let error as PostgresTransactionError {
             // Report the closure's own error, not the wrapper, so services see what they threw.
@@ -70,6 +76,58 @@ public final class PostgresDatabase: SQLDatabase {
             throw error
         } catch let error as PSQLError {
             throw Self.map(error)
+        }
+    }
+
+    /// How long a query or transaction waits for the pool to hand it a connection. While the
+    /// database is down the pool would queue requests until its circuit breaker trips (a minute);
+    /// Gatehouse answers 503 after this instead.
+    static let leaseTimeout: Duration = .seconds(3)
+    /// How long work on a leased connection may take before the caller is answered `.unavailable`
+    /// anyway. With PostgreSQL killed under load, a sign-up whose COMMIT had landed was seen never
+    /// to get its answer back from the pool (PostgresRestartTests); the caller must not wait for
+    /// that forever. Whether such a
+    /// write landed is then unknown to the caller, as with any network failure: clients retry
+    /// with the same `Idempotency-Key`.
+    static let answerTimeout: Duration = .seconds(20)
+
+    /// Runs `body` on a leased connection, waiting at most ``leaseTimeout`` for the lease. On
+    /// time-out the caller gets `.unavailable` at once; the queued lease is cancelled and, should
+    /// the pool grant it anyway, runs nothing. Once `body` has started, the caller waits at most
+    /// ``answerTimeout`` more.
+    private func withLease<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+        let lease = PendingLease<T>()
+        let client = self.client
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+                lease.install(continuation)
+                let work = Task {
+                    do {
+                        let value = try await client.withConnection { connection in
+                            guard lease.begin() else { throw CancellationError() }
+                            return try await body(connection)
+                        }
+                        lease.finish(.success(value))
+                    } catch {
+                        lease.finish(.failure(error))
+                    }
+                }
+                lease.setTimer(Task {
+                    try? await Task.sleep(for: Self.leaseTimeout)
+                    if Task.isCancelled { return }
+                    if lease.abandon(StoreError.unavailable("no database connection within \(Self.leaseTimeout)")) {
+                        work.cancel()
+                        return
+                    }
+                    try? await Task.sleep(for: Self.answerTimeout)
+                    if Task.isCancelled { return }
+                    if lease.finish(.failure(StoreError.unavailable("no answer from the database within \(Self.answerTimeout)"))) {
+                        work.cancel()
+                    }
+                })
+            }
+        } onCancel: {
+            lease.abandon(CancellationError())
         }
     }
 
@@ -178,6 +236,78 @@ public final class PostgresDatabase: SQLDatabase {
         default:
             return .database(error.code.description)
         }
+    }
+}
+
+/// One lease request's progress: waiting for a connection, running, or over. Exactly one of
+/// "the lease timed out" and "the work finished" answers the caller.
+private final class PendingLease<T: Sendable>: Sendable {
+    private enum Phase { case waiting, running, done }
+    private struct State {
+        var phase = Phase.waiting
+        var continuation: CheckedContinuation<T, any Error>?
+        var pending: Result<T, any Error>?
+        var timer: Task<Void, Never>?
+    }
+    private let state = Mutex(State())
+
+    func install(_ continuation: CheckedContinuation<T, any Error>) {
+        let ready = state.withLock { state -> Result<T, any Error>? in
+            if let pending = state.pending { return pending }
+            state.continuation = continuation
+            return nil
+        }
+        if let ready { continuation.resume(with: ready) }
+    }
+
+    func setTimer(_ timer: Task<Void, Never>) {
+        let over = state.withLock { state -> Bool in
+            if state.phase == .done { return true }
+            state.timer = timer
+            return false
+        }
+        if over { timer.cancel() }
+    }
+
+    /// The connection is here: true if the work may run (the caller still waits).
+    func begin() -> Bool {
+        state.withLock { state in
+            guard state.phase == .waiting else { return false }
+            state.phase = .running
+            return true
+        }
+    }
+
+    /// Gives up waiting for a connection; false if the work has already started or finished.
+    @discardableResult
+    func abandon(_ error: any Error) -> Bool {
+        guard let continuation = close(.failure(error), onlyWhileWaiting: true) else { return false }
+        continuation?.resume(throwing: error)
+        return true
+    }
+
+    /// Answers the caller unless it has been answered already; false if it had.
+    @discardableResult
+    func finish(_ result: Result<T, any Error>) -> Bool {
+        guard let continuation = close(result, onlyWhileWaiting: false) else { return false }
+        continuation?.resume(with: result)
+        return true
+    }
+
+    /// Marks the lease over; nil if it already was (or is running and `onlyWhileWaiting`),
+    /// else the continuation to resume (itself nil when not installed yet: then `install` resumes).
+    private func close(_ result: Result<T, any Error>, onlyWhileWaiting: Bool) -> CheckedContinuation<T, any Error>?? {
+        let (continuation, timer): (CheckedContinuation<T, any Error>??, Task<Void, Never>?) = state.withLock { state in
+            guard state.phase == .waiting || (state.phase == .running && !onlyWhileWaiting) else { return (nil, nil) }
+            state.phase = .done
+            let continuation = state.continuation
+            if continuation == nil { state.pending = result }
+            state.continuation = nil
+            defer { state.timer = nil }
+            return (.some(continuation), state.timer)
+        }
+        timer?.cancel()
+        return continuation
     }
 }
 

@@ -112,7 +112,7 @@ extension SQLExecutor {
 public protocol SQLDatabase: SQLExecutor {
     /// Runs `body` in one transaction: committed when it returns, rolled back when it throws.
     func transaction<T: Sendable>(
-        _ body: @Sendable (any SQLExecutor) async throws -> T
+        _ body: @escaping @Sendable (any SQLExecutor) async throws -> T
     ) async throws -> T
     /// Answers quickly whether the database responds; throws `StoreError.unavailable` if not.
     func ping() async throws(StoreError)

@@ -23,7 +23,7 @@ public struct SQLStore: GatehouseStore {
 
     public var dialect: SQLDialect { executor.dialect }
 
-    public func transaction<T: Sendable>(_ body: @Sendable (any GatehouseStore) async throws -> T) async throws -> T {
+    public func transaction<T: Sendable>(_ body: @escaping @Sendable (any GatehouseStore) async throws -> T) async throws -> T {
         guard let database else {
             // Already inside a transaction: join it.
             return try await body(self)

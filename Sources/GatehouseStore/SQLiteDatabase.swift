@@ -69,7 +69,7 @@ public final class SQLiteDatabase: SQLDatabase {
         return try await Self.run(sql, binds, on: writer)
     }
 
-    public func transaction<T: Sendable>(_ body: @Sendable (any SQLExecutor) async throws -> T) async throws -> T {
+    public func transaction<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) async throws -> T) async throws -> T {
         await writerLock.lock()
         defer { writerLock.unlock() }
         try await Self.run("BEGIN IMMEDIATE", [], on: writer)

@@ -309,7 +309,7 @@ public protocol GatehouseStore: UserStore, SigningKeyStore, SessionStore, Thrott
 {
     var dialect: SQLDialect { get }
     /// Runs `body` in one transaction against a store bound to it.
-    func transaction<T: Sendable>(_ body: @Sendable (any GatehouseStore) async throws -> T) async throws -> T
+    func transaction<T: Sendable>(_ body: @escaping @Sendable (any GatehouseStore) async throws -> T) async throws -> T
     /// Throws `.unavailable` when the database does not answer promptly.
     func ping() async throws(StoreError)
 }

@@ -28,6 +28,7 @@ struct RequestIDMiddleware: RouterMiddleware {
         context.requestID = id
         context.logger[metadataKey: "request_id"] = .string(id)
         let started = ContinuousClock.now
+        context.logger.debug("request received", metadata: ["method": .string(request.method.rawValue), "path": .string(request.uri.path)])
         var response = try await next(request, context)
         response.headers[.requestID] = id
         let elapsed = (ContinuousClock.now - started).components

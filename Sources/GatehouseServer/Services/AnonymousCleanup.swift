@@ -35,7 +35,7 @@ final class AnonymousCleanup: PeriodicSweep {
                 if stale.isEmpty { break }
                 for id in stale {
                     try await store.transaction { tx in
-                        _ = try await events.deleteAccount(tx, id, reason: "inactive_anonymous")
+                        _ = try await self.events.deleteAccount(tx, id, reason: "inactive_anonymous")
                     }
                     removed += 1
                 }
