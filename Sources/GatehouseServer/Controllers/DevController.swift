@@ -10,7 +10,10 @@ struct DevController {
 
     func register(on router: Router<GatehouseRequestContext>) {
         router.get("/dev/outbox") { request, _ in
-            let limit = request.uri.queryParameters["limit"].flatMap { Int(String($0)) } ?? 50
+            let limitText = request.uri.queryParameters["limit"].map(String.init) ?? "50"
+            guard let limit = Int(limitText), (1...500).contains(limit) else {
+                throw GatehouseError.invalidRequest("The limit must be a number from 1 to 500.")
+            }
             let messages = try await store.recentMail(limit: limit)
             return try JSONBody.response(
                 OutboxList(
