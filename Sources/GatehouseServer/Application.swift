@@ -51,7 +51,8 @@ public func buildApplication(
     let blocklist = try CommonPasswords.load()
     let templates = try Templates(preset: config.preset)
     let openAPI = try OpenAPIDocument.load()
-    let server: HTTPServerBuilder = try config.tlsConfiguration().map { try .tls(.http1(), tlsConfiguration: $0) } ?? .http1()
+    let http1 = HTTPServerBuilder.http1(configuration: .init(idleTimeout: .seconds(Int64(config.httpIdleTimeoutSeconds))))
+    let server: HTTPServerBuilder = try config.tlsConfiguration().map { try .tls(http1, tlsConfiguration: $0) } ?? http1
     let scheme = config.tlsCertificateFile == nil ? "http" : "https"
     let appStoreRoots = try config.appStoreRootCerts.map {
         try AppStoreJWSVerifier.certificates(pem: try String(contentsOfFile: $0, encoding: .utf8))

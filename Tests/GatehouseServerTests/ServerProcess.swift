@@ -28,12 +28,18 @@ final class ServerProcess: Sendable {
         }
     }
 
-    /// Starts `gatehouse arguments…` in `directory` with only `environment` set (plus PATH).
-    init(_ arguments: [String] = ["serve"], environment: [String: String] = [:], directory: URL? = nil) throws {
+    /// Starts `gatehouse arguments…` in `directory` with only `environment` set (plus PATH),
+    /// through `launcher` when given (a program that execs its arguments, such as `/usr/bin/env`).
+    init(_ arguments: [String] = ["serve"], environment: [String: String] = [:], directory: URL? = nil, launcher: String? = nil) throws {
         self.directory = try directory ?? Self.makeDirectory()
         process = Process()
-        process.executableURL = try Self.executable
-        process.arguments = arguments
+        if let launcher {
+            process.executableURL = URL(fileURLWithPath: launcher)
+            process.arguments = [try Self.executable.path] + arguments
+        } else {
+            process.executableURL = try Self.executable
+            process.arguments = arguments
+        }
         process.currentDirectoryURL = self.directory
         var env = environment
         env["PATH"] = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"

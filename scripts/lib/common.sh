@@ -58,14 +58,15 @@ ensure_postgres() {
 }
 
 # What the test suite needs: a PostgreSQL server, openssl, Chromium with chromedriver (the hosted
-# pages are driven in a real browser) and Python 3 with aiosmtpd (a real SMTP server for the mail
-# tests) and Selenium, in a virtual environment under .build-venv.
+# pages are driven in a real browser), libfaketime (a server with a skewed clock), slowhttptest
+# (slow clients) and Python 3 with aiosmtpd (a real SMTP server for the mail tests), Selenium and
+# Schemathesis, in a virtual environment under .build-venv.
 ensure_test_deps() {
   ensure_build_deps
   if is_debian; then
-    apt_need postgresql python3 python3-venv openssl chromium chromium-driver
+    apt_need postgresql python3 python3-venv openssl chromium chromium-driver faketime slowhttptest
   elif is_macos; then
-    brew_need postgresql@16 python@3 openssl
+    brew_need postgresql@16 python@3 openssl libfaketime slowhttptest
     export PATH="$(brew --prefix postgresql@16)/bin:$PATH"
   fi
   ensure_browser_deps
@@ -73,8 +74,9 @@ ensure_test_deps() {
   export GATEHOUSE_TEST_BROWSER="$PWD/Tests/support/browser.py"
 }
 
-# The Python packages of .build-venv, pinned (Tests/support/smtp_sink.py and browser.py; the OpenAPI validator).
-VENV_PACKAGES=('aiosmtpd==1.4.6' 'selenium==4.27.1' 'openapi-spec-validator==0.9.0')
+# The Python packages of .build-venv, pinned (Tests/support/smtp_sink.py and browser.py; the OpenAPI
+# validator; Schemathesis for Tests/fuzz).
+VENV_PACKAGES=('aiosmtpd==1.4.6' 'selenium==4.27.1' 'openapi-spec-validator==0.9.0' 'schemathesis==4.32.5')
 
 # Creates .build-venv, or completes it, unless it already holds VENV_PACKAGES at their versions.
 ensure_venv() {
@@ -145,6 +147,8 @@ start_postgres() {
   [ -n "${PG_DURABLE:-}" ] || options="$options -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
   "${runner[@]}" "$bindir/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w -t 60 -o "$options" start >/dev/null
   export GATEHOUSE_TEST_POSTGRES_URL="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
+  # Tests that stop and start PostgreSQL make clusters of their own with these tools.
+  export GATEHOUSE_TEST_PG_BINDIR="$bindir"
   log "PostgreSQL test server on 127.0.0.1:$port"
 }
 

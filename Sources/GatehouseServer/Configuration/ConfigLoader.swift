@@ -13,7 +13,7 @@ extension GatehouseConfig {
         "host", "port", "database_url", "preset", "public_url", "environment", "smtp_url", "admin_key",
         "admin_key_file", "secret_key", "apple_audiences", "google_audiences", "apple_jwks_url",
         "google_jwks_url", "appstore_root_certs", "appstore_bundle_id", "appstore_environments", "captcha_verify_url", "captcha_secret", "tls_cert_file", "tls_key_file", "redirect_allowlist",
-        "trusted_proxies", "ip_limits", "webhook_url", "webhook_secret", "max_body_bytes", "log_level",
+        "trusted_proxies", "ip_limits", "webhook_url", "webhook_secret", "max_body_bytes", "http_idle_timeout_seconds", "log_level",
         "log_format", "argon2_memory_kib", "argon2_iterations", "argon2_parallelism", "hash_threads",
         "breached_passwords_url", "token_audience", "smtp_ca_file", "mail_from", "apple_team_id", "apple_key_id",
         "apple_private_key_file", "apple_client_id", "apple_token_url", "apple_revoke_url",
@@ -191,6 +191,9 @@ extension GatehouseConfig {
         }
         if let bytes = settings.int("max_body_bytes", range: 1_024...(64 << 20), meaning: "a size in bytes from 1024 to 67108864") {
             config.maxBodyBytes = bytes
+        }
+        if let seconds = settings.int("http_idle_timeout_seconds", range: 1...3_600, meaning: "a number of seconds from 1 to 3600") {
+            config.httpIdleTimeoutSeconds = seconds
         }
         if let memory = settings.int("argon2_memory_kib", range: 8...4_194_304, meaning: "a memory size in KiB from 8 to 4194304") {
             config.argon2.memoryKiB = UInt32(memory)

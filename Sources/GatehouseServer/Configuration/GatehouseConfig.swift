@@ -71,6 +71,9 @@ public struct GatehouseConfig: Sendable {
     public var webhookURL: URL?
     public var webhookSecret: String?
     public var maxBodyBytes = 65_536
+    /// A connection that sends nothing for this long (a request's head included, so a client
+    /// trickling its headers in) is closed.
+    public var httpIdleTimeoutSeconds = 30
     /// Argon2id cost for new password hashes; older hashes are upgraded at login.
     public var argon2 = Argon2Parameters()
     /// Threads that hash passwords (never the event loops).
