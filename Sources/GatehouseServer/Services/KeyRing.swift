@@ -27,6 +27,10 @@ public final class KeyRing: Sendable {
     private let sealer: SecretSealer
     private let logger: Logger
     private let snapshot: Mutex<Snapshot?> = Mutex(nil)
+    /// Reloads asked for by tokens naming a key this node has not loaded yet.
+    private let onDemand = Mutex<(running: Task<Void, Never>?, last: ContinuousClock.Instant?)>((nil, nil))
+    /// At most one such reload a second, whatever `kid`s clients make up.
+    static let onDemandInterval: Duration = .seconds(1)
 
     public static let algorithm = "ES256"
 
@@ -120,6 +124,33 @@ public final class KeyRing: Sendable {
     /// Whether `kid` names a key that may verify tokens now.
     public func isPublished(_ kid: String) -> Bool {
         snapshot.withLock { $0?.published.contains { $0.kid == kid } ?? false }
+    }
+
+    /// Whether `kid` is published, reloading the keys first when it is not known here yet: a key
+    /// rotated on another node then verifies on this one at once instead of at the next periodic
+    /// reload. Only a `kid` shaped like a key thumbprint triggers a reload, at most one a second
+    /// (callers arriving meanwhile wait for the reload in flight).
+    public func isPublishedReloadingIfUnknown(_ kid: String) async -> Bool {
+        if isPublished(kid) { return true }
+        guard isBase64URLText(kid, lengths: 43...43) else { return false }
+        let now = ContinuousClock.now
+        let reload = onDemand.withLock { state -> Task<Void, Never>? in
+            if let running = state.running { return running }
+            if let last = state.last, now - last < Self.onDemandInterval { return nil }
+            state.last = now
+            let task = Task {
+                do {
+                    try await self.reload()
+                } catch {
+                    self.logger.warning("could not reload signing keys", metadata: ["cause": .string("\(error)")])
+                }
+                self.onDemand.withLock { $0.running = nil }
+            }
+            state.running = task
+            return task
+        }
+        await reload?.value
+        return isPublished(kid)
     }
 
     /// The key collection for signing (active key) and verifying (all published keys).

@@ -103,7 +103,7 @@ public struct TokenService: Sendable {
             throw Self.invalid
         }
         guard header["alg"] as? String == KeyRing.algorithm, header["typ"] as? String == Self.accessTokenType,
-            let kid = header["kid"] as? String, keys.isPublished(kid), let collection = keys.collection
+            let kid = header["kid"] as? String, await keys.isPublishedReloadingIfUnknown(kid), let collection = keys.collection
         else {
             throw Self.invalid
         }
