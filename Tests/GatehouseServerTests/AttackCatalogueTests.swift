@@ -106,6 +106,29 @@ import Testing
         }
     }
 
+    /// An access token issued in the future (beyond the leeway) is refused even when its `nbf`
+    /// is in the past: a token minted by a node whose clock runs ahead, or forged.
+    @Test func issuedInTheFutureBeyondTheLeeway() async throws {
+        let clock = ManualClock(Date(timeIntervalSince1970: 1_800_000_000))
+        try await TestApp.run(.sqlite, clock: clock) { client, config in
+            let api = AuthClient(client: client)
+            let account = try await api.account("future@example.com")
+            let tests = AccessTokenTests()
+            let (key, kid) = try await tests.realKey(config)
+            let leeway = config.preset.tokens.leewaySeconds
+            let now = Int(clock.now.timeIntervalSince1970)
+            func token(iat: Int) throws -> String {
+                try tests.sign(
+                    [
+                        "iss": config.issuer, "aud": "default", "sub": account.user.id, "sid": account.session.sessionID, "iat": iat,
+                        "nbf": now - 600, "exp": now + 600, "is_anonymous": false, "plan": "free", "email_verified": false,
+                    ], header: ["alg": "ES256", "typ": "at+jwt", "kid": kid], key: key)
+            }
+            #expect(try await api.get("/v1/me", token: try token(iat: now + leeway - 1)).status == .ok)
+            #expect(try await api.get("/v1/me", token: try token(iat: now + leeway + 1)).status == .unauthorized)
+        }
+    }
+
     /// Tokens of other kinds are never access tokens: a reset link token, a magic-link token, a
     /// provider id_token, a merge token.
     @Test func otherTokensAreNotAccessTokens() async throws {

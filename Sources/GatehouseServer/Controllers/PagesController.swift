@@ -21,6 +21,11 @@ struct PagesController {
     let bodyLimit: Int
 
     static let csrfCookie = "gatehouse_csrf"
+    /// Over HTTPS the cookie takes the `__Host-` prefix: browsers then insist on `Secure`,
+    /// `Path=/` and no `Domain`, so no sibling host or plain-HTTP page can set or overwrite it.
+    static let secureCSRFCookie = "__Host-gatehouse_csrf"
+
+    private var csrfCookieName: String { secureCookies ? Self.secureCSRFCookie : Self.csrfCookie }
 
     var policy: PasswordPolicySettings { preset.passwordPolicy }
 
@@ -208,7 +213,7 @@ struct PagesController {
 
     /// A GET page: the token from the query, a CSRF cookie (kept if the browser has one).
     private func page(_ request: Request, _ build: (String, String) async throws -> Templates.Page) async throws -> Response {
-        let csrf = request.cookies[Self.csrfCookie].map(\.value).flatMap { Self.isToken($0) ? $0 : nil } ?? randomToken(bytes: 32)
+        let csrf = request.cookies[csrfCookieName].map(\.value).flatMap { Self.isToken($0) ? $0 : nil } ?? randomToken(bytes: 32)
         let token = request.uri.queryParameters["token"].map(String.init) ?? ""
         let page = Self.isToken(token) ? try await build(token, csrf) : invalidPage()
         return render(page, csrf: csrf)
@@ -230,7 +235,7 @@ struct PagesController {
             throw GatehouseError.payloadTooLarge(limit: bodyLimit)
         }
         let fields = Self.parseForm(String(buffer: buffer))
-        let cookie = request.cookies[Self.csrfCookie]?.value ?? ""
+        let cookie = request.cookies[csrfCookieName]?.value ?? ""
         let submitted = fields["csrf_token"] ?? ""
         guard Self.sameOrigin(request), Self.isToken(cookie),
             constantTimeEquals(Array(cookie.utf8), Array(submitted.utf8))
@@ -256,9 +261,9 @@ struct PagesController {
             .xFrameOptions: "DENY",
             .cacheControl: "no-store",
         ]
-        var cookie = "\(Self.csrfCookie)=\(csrf); Path=/auth; Max-Age=3600; HttpOnly; SameSite=Strict"
-        if secureCookies { cookie += "; Secure" }
-        headers[.setCookie] = cookie
+        headers[.setCookie] = secureCookies
+            ? "\(Self.secureCSRFCookie)=\(csrf); Path=/; Max-Age=3600; HttpOnly; SameSite=Strict; Secure"
+            : "\(Self.csrfCookie)=\(csrf); Path=/auth; Max-Age=3600; HttpOnly; SameSite=Strict"
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: templates.render(page, nonce: nonce))))
     }
 
