@@ -59,14 +59,15 @@ ensure_postgres() {
 
 # What the test suite needs: a PostgreSQL server, openssl, Chromium with chromedriver (the hosted
 # pages are driven in a real browser), libfaketime (a server with a skewed clock), slowhttptest
-# (slow clients) and Python 3 with aiosmtpd (a real SMTP server for the mail tests), Selenium and
-# Schemathesis, in a virtual environment under .build-venv.
+# (slow clients), nginx (the cluster test's load balancer) and Python 3 with aiosmtpd (a real
+# SMTP server for the mail tests), Selenium and Schemathesis, in a virtual environment under
+# .build-venv.
 ensure_test_deps() {
   ensure_build_deps
   if is_debian; then
-    apt_need postgresql python3 python3-venv openssl chromium chromium-driver faketime slowhttptest
+    apt_need postgresql python3 python3-venv openssl chromium chromium-driver faketime slowhttptest nginx
   elif is_macos; then
-    brew_need postgresql@16 python@3 openssl libfaketime slowhttptest
+    brew_need postgresql@16 python@3 openssl libfaketime slowhttptest nginx
     export PATH="$(brew --prefix postgresql@16)/bin:$PATH"
   fi
   ensure_browser_deps
