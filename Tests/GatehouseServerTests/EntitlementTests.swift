@@ -137,6 +137,7 @@ import Testing
             let day1 = try await api.get("/v1/entitlements", token: token).json(EntitlementsPayload.self)
             #expect(day1.planState == "trial" && day1.trial?.daysLeft == 6 && !day1.readOnly && day1.capabilities["can_use_ai"] == true)
             #expect(try await Self.check(api, "ai_chat", token: token).json(GateDecision.self).allowed)
+            #expect(try await Self.check(api, "send_sms", token: token).json(GateDecision.self).allowed)
             #expect(try jwtParts(token).claims["plan_expires_at"] as? Int == Int(clock.now.unixSeconds) + 7 * 86_400)
 
             clock.advance(by: 4 * 86_400 + 60)
@@ -150,6 +151,9 @@ import Testing
             #expect(day8.planState == "free" && day8.readOnly && day8.trial == nil)
             let chat = try await Self.check(api, "ai_chat", token: late.session.accessToken).json(GateDecision.self)
             #expect(!chat.allowed && chat.gate == "paywall" && chat.reasonCode == "trial_expired")
+            // Texting a meal costs like AI: gated the same way once the trial is over.
+            let sms = try await Self.check(api, "send_sms", token: late.session.accessToken).json(GateDecision.self)
+            #expect(!sms.allowed && sms.reasonCode == "trial_expired")
             #expect(try await Self.check(api, "log_food", token: late.session.accessToken).json(GateDecision.self).allowed == false)
             #expect(try await Self.check(api, "view_history", token: late.session.accessToken).json(GateDecision.self).allowed)
 
@@ -170,6 +174,37 @@ import Testing
 @Suite struct AnalyticsTests {
     static func batch(_ events: [[String: Any]]) -> String {
         String(decoding: try! JSONSerialization.data(withJSONObject: ["events": events]), as: UTF8.self)
+    }
+
+    /// Handz CH08 §9: every analytics event the seed names, with its properties, is accepted and
+    /// stored under the signed-in user (decision 23).
+    @Test func everyHandzAnalyticsEventIsAccepted() async throws {
+        try await TestApp.run(.sqlite, preset: "handz") { client, config in
+            let api = AuthClient(client: client)
+            let account = try await api.account("analytics@example.com")
+            let now = Date().rfc3339
+            let events: [[String: Any]] = [
+                ["name": "entitlement_snapshot_loaded", "properties": ["planState": "free", "creditsRemaining": 3, "caps": "flows:3"]],
+                ["name": "gate_shown", "properties": ["reasonCode": "flow_cap_reached", "planState": "free", "surface": "flow_save"]],
+                ["name": "upgrade_clicked", "properties": ["surface": "flow_save", "planState": "free"]],
+                ["name": "trial_started", "properties": [:]],
+                ["name": "purchase_started", "properties": ["productId": "com.handz.pro.monthly"]],
+                ["name": "purchase_success", "properties": ["productId": "com.handz.pro.monthly"]],
+                ["name": "purchase_failed", "properties": ["productId": "com.handz.pro.monthly", "errorCode": "payment_declined"]],
+                ["name": "restore_clicked", "properties": [:]],
+                ["name": "restore_success", "properties": [:]],
+                ["name": "restore_failed", "properties": ["errorCode": "nothing_to_restore"]],
+                ["name": "credit_spent", "properties": ["flowId": "flow-1", "sessionId": "practice-1"]],
+                ["name": "downgrade_detected", "properties": ["previousPlan": "pro", "newPlan": "free", "hasOverCapFlows": true]],
+            ].map { $0.merging(["occurred_at": now]) { old, _ in old } }
+            let response = try await api.post("/v1/events", Self.batch(events), token: account.session.accessToken)
+            #expect(response.status == .accepted, "\(response.text)")
+            let stored = try await TestApp.withStore(config) { try await $0.events(after: nil, userID: UserID(account.user.id)!, limit: 100) }
+            let analytics = stored.filter { $0.type == "analytics" }
+            #expect(analytics.compactMap { $0.data["name"] } == events.map { $0["name"] as! String })
+            #expect(analytics.first { $0.data["name"] == "credit_spent" }?.data["flowId"] == "flow-1")
+            #expect(analytics.first { $0.data["name"] == "downgrade_detected" }?.data["newPlan"] == "free")
+        }
     }
 
     @Test(arguments: Backend.available)

@@ -137,7 +137,23 @@ public final class SignUpForm {
 
     public var isEmailValid: Bool { EmailAddress.isValid(email.trimmingCharacters(in: .whitespaces)) }
 
-    public var canSubmit: Bool { isEmailValid && !password.isEmpty && passwordMessages.isEmpty && !isSubmitting }
+    /// The password typed a second time, for presets whose form has a confirmation field (their
+    /// copy names its mismatch message, as SyncWell's does).
+    public var confirmPassword = ""
+
+    /// Whether the form shows a confirmation field.
+    public var asksToConfirmPassword: Bool { copy["signup.confirm_password_mismatch"] != nil }
+
+    /// The mismatch message once the confirmation has been typed and differs.
+    public var confirmationMessage: String? {
+        guard asksToConfirmPassword, !confirmPassword.isEmpty, confirmPassword != password else { return nil }
+        return copy["signup.confirm_password_mismatch"]
+    }
+
+    public var canSubmit: Bool {
+        isEmailValid && !password.isEmpty && passwordMessages.isEmpty && !isSubmitting
+            && (!asksToConfirmPassword || confirmPassword == password)
+    }
 
     public var buttonTitle: String { copy["signup.button"] ?? "Create account" }
 
