@@ -1,0 +1,772 @@
+#!/usr/bin/env python3
+"""The wrk benchmark harness's Python half (stdlib only); benchmarks/wrk/run drives it.
+
+  harness.py hash --bench-binary PATH --out FILE
+      Times one Argon2id hash with `gatehouse-bench hash` (production parameters, one thread).
+  harness.py db --database sqlite|postgres --url URL --binary PATH --seconds S --connections C
+                --scenarios "..." --out FILE [--hash FILE] [--database-version TEXT]
+      Starts `gatehouse serve` on that database, times the first healthy answer, signs up C
+      accounts, runs every scenario with wrk (benchmarks/wrk/*.lua) while watching the server's
+      CPU time and memory, and writes the figures to FILE.
+  harness.py report --out FILE [--hash FILE] PART...
+      Joins the parts with the machine's description, writes FILE and prints Markdown tables,
+      the targets of the performance issue marked met / not met. Exits 1 if any scenario had
+      unexpected answers or socket errors.
+"""
+
+import argparse
+import concurrent.futures
+import datetime
+import http.client
+import json
+import os
+import platform
+import re
+import resource
+import secrets
+import socket
+import string
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+ALL_SCENARIOS = ["me", "refresh", "login", "signup", "handles", "check", "spend", "jwks", "me_with_logins", "connections"]
+CHECK_ACTION = os.environ.get("BENCH_CHECK_ACTION", "practice_saved_flow")
+IDLE_CONNECTIONS = int(os.environ.get("BENCH_IDLE_CONNECTIONS", "1000"))
+LOGIN_NEIGHBOURS = 8  # the concurrent logins of me_with_logins
+TOKEN_MAX_AGE = 600  # seconds; access tokens live 900 s in Handz, re-sign in before that
+
+
+def log(message):
+    print(f"==> {message}", file=sys.stderr, flush=True)
+
+
+def mib(kib):
+    return round(kib / 1024, 1) if kib is not None else None
+
+
+# --- the server process -----------------------------------------------------------------------
+
+
+def proc_status(pid, field):
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            for line in handle:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])  # kB
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return None
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as handle:
+        text = handle.read()
+    fields = text[text.rindex(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime + stime (fields 14 and 15)
+
+
+class Monitor:
+    """The server's CPU time across a run, and its resident memory sampled every 50 ms."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.peak_rss_kib = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self):
+        while True:
+            rss = proc_status(self.pid, "VmRSS")
+            if rss:
+                self.peak_rss_kib = max(self.peak_rss_kib, rss)
+            if self._stop.wait(0.05):
+                return
+
+    def __enter__(self):
+        self.cpu_before = cpu_seconds(self.pid)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self.cpu_used = cpu_seconds(self.pid) - self.cpu_before
+        self.hwm_kib = proc_status(self.pid, "VmHWM")
+        return False
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Server:
+    def __init__(self, binary, database_url, workdir):
+        self.binary = binary
+        self.database_url = database_url
+        self.workdir = workdir
+        self.process = None
+
+    def start(self):
+        """Spawns `gatehouse serve` and returns the seconds to the first GET /health 200."""
+        self.port = free_port()
+        env = {key: value for key, value in os.environ.items() if not key.startswith("GATEHOUSE_")}
+        env.update(
+            GATEHOUSE_PORT=str(self.port),
+            GATEHOUSE_DATABASE_URL=self.database_url,
+            GATEHOUSE_IP_LIMITS="off",
+            GATEHOUSE_LOG_LEVEL="warning",
+            GATEHOUSE_PRESET="handz",
+            GATEHOUSE_ADMIN_KEY=secrets.token_urlsafe(32),
+        )
+        self.stdout = open(os.path.join(self.workdir, "server.out"), "w")
+        self.stderr = open(os.path.join(self.workdir, "server.err"), "w")
+        started = time.monotonic()
+        self.process = subprocess.Popen([self.binary, "serve"], env=env, stdout=self.stdout, stderr=self.stderr)
+        while time.monotonic() - started < 60:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"gatehouse exited with {self.process.returncode}: {self.tail()}")
+            try:
+                connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
+                connection.request("GET", "/health")
+                status = connection.getresponse().status
+                connection.close()
+                if status == 200:
+                    return time.monotonic() - started
+            except OSError:
+                pass
+            time.sleep(0.01)
+        raise RuntimeError(f"gatehouse did not answer /health within 60 s: {self.tail()}")
+
+    def tail(self):
+        self.stderr.flush()
+        with open(os.path.join(self.workdir, "server.err")) as handle:
+            return handle.read()[-2000:]
+
+    def stop(self):
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+# --- seeding ----------------------------------------------------------------------------------
+
+
+def call(port, method, path, body=None, token=None):
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    headers = {}
+    data = None
+    if body is not None:
+        headers["Content-Type"] = "application/json"
+        data = json.dumps(body)
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    connection.request(method, path, body=data, headers=headers)
+    response = connection.getresponse()
+    raw = response.read()
+    connection.close()
+    try:
+        return response.status, json.loads(raw) if raw else None
+    except ValueError:
+        return response.status, raw.decode(errors="replace")
+
+
+def expect(status, answer, wanted, what):
+    if status != wanted:
+        raise RuntimeError(f"{what}: {status} {answer}")
+    return answer
+
+
+def random_tag(length=6):
+    return "".join(secrets.choice(string.ascii_lowercase + string.digits) for _ in range(length))
+
+
+def seed(port, count, tag):
+    """Signs up `count` accounts. Each gets two sessions: the sign-up's, whose access token the
+    Bearer scenarios use, and a login's, whose refresh token starts the `refresh` chain (so a
+    broken chain could not end the session the other scenarios use). Every second account takes
+    a handle."""
+
+    def one(index):
+        email = f"wrk-{tag}-{index}@example.com"
+        password = f"wrk load password {tag} {index}"
+        answer = expect(*call(port, "POST", "/v1/auth/signup", {"email": email, "password": password}), 201, "sign-up")
+        access = answer["session"]["access_token"]
+        answer = expect(*call(port, "POST", "/v1/auth/login", {"email": email, "password": password}), 200, "login")
+        refresh = answer["session"]["refresh_token"]
+        handle = None
+        if index % 2 == 0:
+            handle = f"wt{tag}{index}"
+            expect(*call(port, "PATCH", "/v1/me", {"handle": handle}, token=access), 200, "setting a handle")
+        return {"email": email, "password": password, "access": access, "refresh": refresh, "handle": handle}
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=min(16, count)) as pool:
+        return list(pool.map(one, range(count)))
+
+
+def relogin(port, accounts):
+    def one(account):
+        answer = expect(*call(port, "POST", "/v1/auth/login", {"email": account["email"], "password": account["password"]}), 200, "login")
+        account["access"] = answer["session"]["access_token"]
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=min(16, len(accounts))) as pool:
+        list(pool.map(one, accounts))
+
+
+def write_accounts(path, accounts):
+    def lua_list(values):
+        for value in values:
+            if not re.fullmatch(r"[A-Za-z0-9@._ +\-]*", value):
+                raise ValueError(f"unexpected character in {value!r}")
+        return "{" + ",".join(json.dumps(value) for value in values) + "}"
+
+    columns = {name: [account[name] for account in accounts] for name in ("email", "password", "access", "refresh")}
+    columns["taken"] = [account["handle"] for account in accounts if account["handle"]]
+    with open(path, "w") as handle:
+        handle.write("return {\n")
+        for name, values in columns.items():
+            handle.write(f"  {name} = {lua_list(values)},\n")
+        handle.write("}\n")
+
+
+# --- wrk --------------------------------------------------------------------------------------
+
+
+def wrk_command(script, port, threads, connections, seconds):
+    return ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--timeout", "10s", "--latency",
+            "-s", os.path.join(HERE, script), f"http://127.0.0.1:{port}"]
+
+
+def wrk_env(scenario, accounts_file, threads):
+    env = dict(os.environ)
+    env.update(WRK_ACCOUNTS=accounts_file, WRK_THREADS=str(threads), WRK_RUN_TAG=random_tag(),
+               WRK_SCENARIO=scenario, WRK_CHECK_ACTION=CHECK_ACTION)
+    return env
+
+
+def parse_wrk(output, what):
+    for line in output.splitlines():
+        if line.startswith("WRK_RESULT "):
+            return json.loads(line[len("WRK_RESULT "):])
+    raise RuntimeError(f"wrk printed no result for {what}:\n{output[-3000:]}")
+
+
+def start_wrk(scenario, script, port, threads, connections, seconds, accounts_file, workdir, label):
+    out = open(os.path.join(workdir, f"wrk-{label}.out"), "w+")
+    process = subprocess.Popen(wrk_command(script, port, threads, connections, seconds), env=wrk_env(scenario, accounts_file, threads),
+                               stdout=out, stderr=subprocess.STDOUT, text=True)
+    return process, out
+
+
+def finish_wrk(process, out, label, seconds):
+    process.wait(timeout=seconds + 120)
+    out.seek(0)
+    text = out.read()
+    out.close()
+    if process.returncode != 0:
+        raise RuntimeError(f"wrk ({label}) exited with {process.returncode}:\n{text[-3000:]}")
+    return parse_wrk(text, label)
+
+
+EXPECTED = {
+    "me": ("GET /v1/me", {200}),
+    "refresh": ("POST /v1/auth/refresh", {200}),
+    "login": ("POST /v1/auth/login", {200}),
+    "signup": ("POST /v1/auth/signup", {201}),
+    "handles": ("GET /v1/handles/{handle}", {200}),
+    "check": ("POST /v1/entitlements/check", {200}),
+    "spend": ("POST /v1/credits/practice/spend", {200, 403}),
+    "jwks": ("GET /.well-known/jwks.json", {200}),
+}
+
+
+def figures(name, raw, threads, connections, expected, monitor=None, requests_for_cpu=None):
+    """One scenario's figures from wrk's result line and the server's monitor."""
+    seconds = raw["duration_us"] / 1e6
+    requests = raw["requests"]
+    statuses = {code: count for code, count in sorted(raw["statuses"].items())}
+    non_2xx = sum(count for code, count in statuses.items() if not 200 <= int(code) < 300)
+    unexpected = sum(count for code, count in statuses.items() if int(code) not in expected)
+    socket_errors = {kind: raw["errors"][kind] for kind in ("connect", "read", "write", "timeout")}
+    latency = {key: round(value / 1000, 3) if value is not None else None for key, value in raw["latency_us"].items()}
+    result = {
+        "scenario": name,
+        "request": EXPECTED[raw["scenario"]][0],
+        "threads": threads,
+        "connections": connections,
+        "seconds": round(seconds, 2),
+        "requests": requests,
+        "requests_per_second": round(requests / seconds, 1) if seconds else 0,
+        "latency_ms": latency,
+        "statuses": statuses,
+        "expected_statuses": sorted(expected),
+        "non_2xx": non_2xx,
+        "unexpected_statuses": unexpected,
+        "socket_errors": socket_errors,
+        "unexpected_total": unexpected + sum(socket_errors.values()) + raw["extra"].get("slot_reused_after_loss", 0)
+                            + raw["extra"].get("unmatched_answers", 0) + raw["extra"].get("duplicate_tokens_sent", 0),
+        "counters": raw["extra"],
+        "load_average_1m_before": LOAD_BEFORE.get(name),
+    }
+    answered = sum(statuses.values())
+    if answered != requests:
+        result["note_unparsed_answers"] = requests - answered
+    if monitor:
+        used = monitor.cpu_used
+        result["server"] = {
+            "cpu_seconds": round(used, 3),
+            "cpu_seconds_per_1000_requests": round(used / (requests_for_cpu or requests) * 1000, 4) if (requests_for_cpu or requests) else None,
+            "rss_peak_sampled_mib": mib(monitor.peak_rss_kib),
+            "vmhwm_mib": mib(monitor.hwm_kib),
+        }
+    return result
+
+
+LOAD_BEFORE = {}  # scenario -> the machine's 1-minute load average as it started
+
+
+def run_scenario(server, name, script, threads, connections, seconds, accounts_file, workdir):
+    LOAD_BEFORE[name] = round(os.getloadavg()[0], 2)
+    log(f"{name}: wrk -t{threads} -c{connections} -d{seconds}s {script}")
+    with Monitor(server.process.pid) as monitor:
+        process, out = start_wrk(script[:-4], script, server.port, threads, connections, seconds, accounts_file, workdir, name)
+        raw = finish_wrk(process, out, name, seconds)
+    result = figures(name, raw, threads, connections, EXPECTED[raw["scenario"]][1], monitor)
+    log(f"{name}: {result['requests_per_second']} req/s, p99 {result['latency_ms']['p99']} ms, statuses {result['statuses']}, "
+        f"socket errors {sum(result['socket_errors'].values())}")
+    return result
+
+
+def me_with_logins(server, threads, connections, seconds, accounts_file, workdir):
+    """GET /v1/me with `connections` connections while a second wrk runs 8 connections of login
+    from 0.5 s before until about 1 s after."""
+    LOAD_BEFORE["me_with_logins"] = round(os.getloadavg()[0], 2)
+    log(f"me_with_logins: me at {connections} connections during {LOGIN_NEIGHBOURS} concurrent logins")
+    with Monitor(server.process.pid) as monitor:
+        login_process, login_out = start_wrk("login", "login.lua", server.port, 1, LOGIN_NEIGHBOURS, seconds + 2, accounts_file, workdir,
+                                             "me_with_logins-login")
+        time.sleep(0.5)
+        me_process, me_out = start_wrk("me", "me.lua", server.port, threads, connections, seconds, accounts_file, workdir, "me_with_logins-me")
+        me_raw = finish_wrk(me_process, me_out, "me_with_logins (me)", seconds)
+        login_raw = finish_wrk(login_process, login_out, "me_with_logins (login)", seconds + 2)
+    total = me_raw["requests"] + login_raw["requests"]
+    result = figures("me_with_logins", me_raw, threads, connections, {200}, monitor, requests_for_cpu=total)
+    result["server"]["cpu_note"] = "CPU per 1,000 requests counts the logins' requests too"
+    result["logins"] = figures("me_with_logins/login", login_raw, 1, LOGIN_NEIGHBOURS, {200})
+    result["unexpected_total"] += result["logins"]["unexpected_total"]
+    log(f"me_with_logins: me {result['requests_per_second']} req/s p99 {result['latency_ms']['p99']} ms; "
+        f"logins {result['logins']['requests_per_second']} req/s")
+    return result
+
+
+def idle_connections(server, count):
+    """Opens `count` keep-alive connections, sends one GET /health on each, keeps them open and
+    reads the server's resident memory."""
+    log(f"connections: opening {count} idle keep-alive connections")
+    pid = server.process.pid
+    before = proc_status(pid, "VmRSS")
+    load = round(os.getloadavg()[0], 2)
+    sockets = []
+    request = f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n\r\n".encode()
+    healthy = 0
+    errors = 0
+    try:
+        for _ in range(count):
+            try:
+                sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+                sock.sendall(request)
+                sockets.append(sock)
+            except OSError:
+                errors += 1
+        for sock in sockets:
+            try:
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    chunk = sock.recv(4096)
+                    if not chunk:
+                        raise OSError("closed")
+                    data += chunk
+                head, _, body = data.partition(b"\r\n\r\n")
+                length = int(re.search(rb"(?i)content-length:\s*(\d+)", head).group(1))
+                while len(body) < length:
+                    chunk = sock.recv(4096)
+                    if not chunk:
+                        raise OSError("closed")
+                    body += chunk
+                if head.startswith(b"HTTP/1.1 200"):
+                    healthy += 1
+                else:
+                    errors += 1
+            except OSError:
+                errors += 1
+        time.sleep(1)
+        rss = proc_status(pid, "VmRSS")
+        hwm = proc_status(pid, "VmHWM")
+        still_open = 0
+        for sock in sockets:
+            sock.setblocking(False)
+            try:
+                still_open += 0 if sock.recv(1, socket.MSG_PEEK) == b"" else 1
+            except BlockingIOError:
+                still_open += 1
+            except OSError:
+                pass
+    finally:
+        for sock in sockets:
+            sock.close()
+    result = {
+        "scenario": "connections",
+        "connections": count,
+        "answered_200": healthy,
+        "still_open_after_1s": still_open,
+        "rss_before_mib": mib(before),
+        "rss_with_connections_mib": mib(rss),
+        "rss_added_mib": mib(rss - before) if rss and before else None,
+        "vmhwm_mib": mib(hwm),
+        "unexpected_total": errors + (count - still_open if still_open < count else 0),
+        "load_average_1m_before": load,
+    }
+    log(f"connections: {healthy} answered, {still_open} still open, RSS {result['rss_with_connections_mib']} MiB "
+        f"(before {result['rss_before_mib']} MiB)")
+    return result
+
+
+def command_db(args):
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # the server inherits it
+    except (ValueError, OSError):
+        pass
+    scenarios = args.scenarios.split()
+    for name in scenarios:
+        if name not in ALL_SCENARIOS:
+            raise SystemExit(f"unknown scenario {name!r} (known: {' '.join(ALL_SCENARIOS)})")
+    workdir = os.path.join(os.path.dirname(os.path.abspath(args.out)), f"{args.database}-work")
+    os.makedirs(workdir, exist_ok=True)
+    connections = args.connections
+    threads = min(2, connections)
+    connections -= connections % threads  # wrk gives each thread connections / threads
+    server = Server(args.binary, args.url, workdir)
+    part = {"database": args.database, "database_version": args.database_version, "seconds": args.seconds,
+            "connections": connections, "threads": threads, "check_action": CHECK_ACTION, "scenarios": {}}
+    try:
+        log(f"{args.database}: starting {args.binary} serve")
+        part["first_healthy_ms"] = round(server.start() * 1000, 1)
+        log(f"{args.database}: first healthy response after {part['first_healthy_ms']} ms")
+        part["rss_after_start_mib"] = mib(proc_status(server.process.pid, "VmRSS"))
+        tag = random_tag()
+        started = time.monotonic()
+        accounts = seed(server.port, connections, tag)
+        seeded_at = time.monotonic()
+        part["seed_seconds"] = round(seeded_at - started, 2)
+        part["accounts"] = len(accounts)
+        log(f"{args.database}: {len(accounts)} accounts signed up in {part['seed_seconds']} s")
+        accounts_file = os.path.join(workdir, "accounts.lua")
+        write_accounts(accounts_file, accounts)
+
+        def fresh_tokens():
+            nonlocal seeded_at
+            if time.monotonic() - seeded_at > TOKEN_MAX_AGE:
+                log("access tokens are getting old: signing the accounts in again")
+                relogin(server.port, accounts)
+                write_accounts(accounts_file, accounts)
+                seeded_at = time.monotonic()
+
+        if args.warmup > 0:
+            log(f"warm-up: {args.warmup} s of GET /v1/me (not recorded)")
+            process, out = start_wrk("me", "me.lua", server.port, threads, connections, args.warmup, accounts_file, workdir, "warmup")
+            finish_wrk(process, out, "warm-up", args.warmup)
+
+        results = part["scenarios"]
+        for name in scenarios:
+            fresh_tokens()
+            if name == "handles":
+                results["handles"] = run_scenario(server, "handles", "handles.lua", threads, connections, args.seconds, accounts_file, workdir)
+                results["handles_1"] = run_scenario(server, "handles_1", "handles.lua", 1, 1, args.seconds, accounts_file, workdir)
+            elif name == "login":
+                results["login"] = run_scenario(server, "login", "login.lua", threads, connections, args.seconds, accounts_file, workdir)
+                if not args.hash:
+                    # No gatehouse-bench: one hash's time is the p50 of a single-connection login run.
+                    results["login_1"] = run_scenario(server, "login_1", "login.lua", 1, 1, min(args.seconds, 5), accounts_file, workdir)
+            elif name == "me_with_logins":
+                results[name] = me_with_logins(server, threads, connections, args.seconds, accounts_file, workdir)
+            elif name == "connections":
+                results[name] = idle_connections(server, IDLE_CONNECTIONS)
+            else:
+                results[name] = run_scenario(server, name, f"{name}.lua", threads, connections, args.seconds, accounts_file, workdir)
+        part["server_vmhwm_mib"] = mib(proc_status(server.process.pid, "VmHWM"))
+    except Exception as error:  # recorded in the part, reported, and the run fails
+        part["failure"] = f"{type(error).__name__}: {error}"
+        log(f"{args.database}: FAILED: {part['failure']}")
+    finally:
+        server.stop()
+    with open(args.out, "w") as handle:
+        json.dump(part, handle, indent=2)
+
+
+# --- hashing ----------------------------------------------------------------------------------
+
+
+def command_hash(args):
+    log(f"timing Argon2id with {args.bench_binary} hash")
+    output = subprocess.run([args.bench_binary, "hash"], capture_output=True, text=True, timeout=300, check=True).stdout
+    row = json.loads(output.strip().splitlines()[-1])
+    row["source"] = f"{os.path.relpath(args.bench_binary, REPO)} hash"
+    with open(args.out, "w") as handle:
+        json.dump(row, handle, indent=2)
+    log(f"Argon2id hash p50 {row['hash_ms_p50']} ms, verify p50 {row['verify_ms_p50']} ms")
+
+
+# --- report -----------------------------------------------------------------------------------
+
+
+def read_text(path):
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except OSError:
+        return ""
+
+
+def machine_info():
+    cpuinfo = read_text("/proc/cpuinfo")
+    model = re.search(r"model name\s*:\s*(.*)", cpuinfo)
+    memory = re.search(r"MemTotal:\s*(\d+)", read_text("/proc/meminfo"))
+    os_release = re.search(r'PRETTY_NAME="?([^"\n]*)', read_text("/etc/os-release"))
+
+    def first_line(command):
+        try:
+            result = subprocess.run(command, capture_output=True, text=True, timeout=60)
+            return (result.stdout or result.stderr).strip().splitlines()[0]
+        except (OSError, subprocess.SubprocessError, IndexError):
+            return None
+
+    return {
+        "cpu_model": model.group(1).strip() if model else platform.processor(),
+        "cores": os.cpu_count(),
+        "memory_gib": round(int(memory.group(1)) / 1024 / 1024, 1) if memory else None,
+        "os": os_release.group(1) if os_release else platform.platform(),
+        "kernel": platform.release(),
+        "swift": first_line(["swift", "--version"]),
+        "wrk": first_line(["wrk", "--version"]),
+        "python": platform.python_version(),
+        "load_average_at_report": list(os.getloadavg()),
+    }
+
+
+def git_info():
+    def git(*arguments):
+        try:
+            return subprocess.run(["git", *arguments], cwd=REPO, capture_output=True, text=True, timeout=30).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return ""
+
+    return {"commit": git("rev-parse", "--short", "HEAD") or None, "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
+
+
+def file_info(path):
+    if not path or not os.path.exists(path):
+        return None
+    stat = os.stat(path)
+    return {"path": os.path.relpath(os.path.realpath(path), REPO) if os.path.realpath(path).startswith(REPO) else path,
+            "modified_utc": datetime.datetime.fromtimestamp(stat.st_mtime, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+
+
+def verdict(ok):
+    if ok is None:
+        return "n/a"
+    return "met" if ok else "**not met**"
+
+
+def targets(part, hash_row):
+    """The performance issue's targets for one database: (target, measured, met or not or None)."""
+    s = part["scenarios"]
+    rows = []
+    cores = os.cpu_count() or 2
+
+    me = s.get("me")
+    if me:
+        note = "" if me["connections"] == 64 else f" (at {me['connections']} connections; the target is at 64)"
+        rows.append(("GET /v1/me ≥ 10,000 req/s and p99 ≤ 10 ms at 64 connections",
+                     f"{me['requests_per_second']:,.0f} req/s, p99 {me['latency_ms']['p99']} ms{note}",
+                     me["requests_per_second"] >= 10000 and me["latency_ms"]["p99"] <= 10))
+    refresh = s.get("refresh")
+    if refresh:
+        floor = 2000 if part["database"] == "postgres" else 1000
+        rows.append((f"refresh ≥ {floor:,} req/s ({part['database']})", f"{refresh['requests_per_second']:,.0f} req/s",
+                     refresh["requests_per_second"] >= floor))
+    check = s.get("check")
+    if check:
+        rows.append(("entitlements/check ≥ 15,000 req/s", f"{check['requests_per_second']:,.0f} req/s", check["requests_per_second"] >= 15000))
+    typing = s.get("handles_1")
+    if typing:
+        rows.append(("handle availability p99 ≤ 5 ms (1 connection)", f"p99 {typing['latency_ms']['p99']} ms", typing["latency_ms"]["p99"] <= 5))
+    login = s.get("login")
+    if login:
+        if hash_row:
+            hash_ms, source = hash_row["hash_ms_p50"], f"one hash {hash_row['hash_ms_p50']} ms by `{hash_row['source']}`"
+        elif s.get("login_1"):
+            hash_ms, source = s["login_1"]["latency_ms"]["p50"], f"one hash ≈ single-connection login p50 {s['login_1']['latency_ms']['p50']} ms"
+        else:
+            hash_ms, source = None, "no hash time"
+        if hash_ms:
+            ceiling = cores / (hash_ms / 1000)
+            rows.append((f"login ≥ 90 % of {cores} cores ÷ one hash's time",
+                         f"{login['requests_per_second']:,.1f} req/s = {login['requests_per_second'] / ceiling * 100:.0f} % of {ceiling:.0f}/s ({source})",
+                         login["requests_per_second"] >= 0.9 * ceiling))
+    idle = s.get("connections")
+    if idle:
+        rss = idle["rss_with_connections_mib"]
+        rows.append((f"RSS ≤ 150 MiB at {idle['connections']:,} open connections",
+                     f"{rss} MiB ({idle['still_open_after_1s']} open)", rss is not None and rss <= 150 and idle["still_open_after_1s"] == idle["connections"]))
+    mixed = s.get("me_with_logins")
+    if mixed:
+        if me:
+            rows.append(("/v1/me p99 during 8 concurrent logins ≤ 2× plain p99",
+                         f"p99 {mixed['latency_ms']['p99']} ms vs {me['latency_ms']['p99']} ms plain "
+                         f"({mixed['latency_ms']['p99'] / me['latency_ms']['p99']:.2f}×)",
+                         mixed["latency_ms"]["p99"] <= 2 * me["latency_ms"]["p99"]))
+        else:
+            rows.append(("/v1/me p99 during 8 concurrent logins ≤ 2× plain p99", f"p99 {mixed['latency_ms']['p99']} ms (no plain `me` run)", None))
+    if "first_healthy_ms" in part:
+        rows.append(("first healthy response ≤ 1 s", f"{part['first_healthy_ms']:,.0f} ms", part["first_healthy_ms"] <= 1000))
+    return rows
+
+
+def command_report(args):
+    parts = []
+    for path in args.parts:
+        with open(path) as handle:
+            parts.append(json.load(handle))
+    hash_row = None
+    if args.hash and os.path.exists(args.hash):
+        with open(args.hash) as handle:
+            hash_row = json.load(handle)
+    report = {
+        "generated_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "machine": machine_info(),
+        "git": git_info(),
+        "server_binary": file_info(args.binary),
+        "load_generator": "wrk, on the same machine as the server",
+        "argon2id": hash_row,
+        "databases": [],
+    }
+    lines = []
+    emit = lines.append
+    machine = report["machine"]
+    emit(f"# wrk benchmark, {report['generated_utc']}")
+    emit("")
+    emit(f"- Machine: {machine['cores']} × {machine['cpu_model']}, {machine['memory_gib']} GiB, {machine['os']}, {machine['swift']}")
+    emit(f"- Commit `{report['git']['commit']}`{' (working tree has uncommitted changes)' if report['git']['dirty'] else ''}; "
+         f"server binary `{(report['server_binary'] or {}).get('path')}` built {(report['server_binary'] or {}).get('modified_utc')}")
+    if hash_row:
+        emit(f"- Argon2id (`{hash_row['source']}`): hash p50 {hash_row['hash_ms_p50']} ms, verify p50 {hash_row['verify_ms_p50']} ms "
+             f"(m={hash_row.get('memory_kib')} KiB, t={hash_row.get('iterations')}, p={hash_row.get('parallelism')})")
+    failed = False
+    for part in parts:
+        database = part["database"]
+        entry = dict(part)
+        entry["targets"] = [{"target": target, "measured": measured, "met": met} for target, measured, met in targets(part, hash_row)]
+        report["databases"].append(entry)
+        emit("")
+        title = "SQLite (WAL, default durability)" if database == "sqlite" else f"PostgreSQL, durable ({part.get('database_version') or 'postgres'})"
+        emit(f"## {title}: {part['seconds']} s per scenario, {part['connections']} connections, wrk -t{part['threads']}")
+        emit("")
+        if "failure" in part:
+            failed = True
+            emit(f"**Run failed:** {part['failure']}")
+            emit("")
+        if "first_healthy_ms" in part:
+            emit(f"First healthy response {part['first_healthy_ms']} ms after spawn; RSS after start {part.get('rss_after_start_mib')} MiB; "
+                 f"{part.get('accounts')} accounts seeded in {part.get('seed_seconds')} s.")
+            emit("")
+        emit("| scenario | conns | req/s | p50 ms | p99 ms | p99.9 ms | non-2xx | unexpected | peak RSS MiB (sampled) | server CPU s / 1k req | load 1m |")
+        emit("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for name, row in part["scenarios"].items():
+            if row.get("unexpected_total"):
+                failed = True
+            if name == "connections":
+                emit(f"| idle keep-alive connections | {row['connections']:,} | — | — | — | — | — | {row['unexpected_total']} | "
+                     f"{row['rss_with_connections_mib']} (before: {row['rss_before_mib']}) | — | {row.get('load_average_1m_before')} |")
+                continue
+            lat = row["latency_ms"]
+            server = row.get("server", {})
+            label = {"handles_1": "handles (1 connection: one person typing)", "login_1": "login (1 connection: one hash's time)",
+                     "me_with_logins": "me during 8 concurrent logins"}.get(name, name)
+            non_2xx = f"{row['non_2xx']:,}"
+            if name == "spend":
+                non_2xx += f" ({row['counters'].get('refused_credits_exhausted', 0):,} credits exhausted, {row['counters'].get('spent', 0):,} spent)"
+            emit(f"| {label} `{row['request']}` | {row['connections']} | {row['requests_per_second']:,.0f} | {lat['p50']} | {lat['p99']} | {lat['p99_9']} | "
+                 f"{non_2xx} | {row['unexpected_total']} | {server.get('rss_peak_sampled_mib')} | {server.get('cpu_seconds_per_1000_requests')} | "
+                 f"{row.get('load_average_1m_before')} |")
+            if name == "me_with_logins":
+                logins = row["logins"]
+                emit(f"| … the concurrent logins | {logins['connections']} | {logins['requests_per_second']:,.1f} | {logins['latency_ms']['p50']} | "
+                     f"{logins['latency_ms']['p99']} | {logins['latency_ms']['p99_9']} | {logins['non_2xx']} | {logins['unexpected_total']} | — | — | |")
+        emit("")
+        emit(f"Server VmHWM (lifetime peak) at the end: {part.get('server_vmhwm_mib')} MiB. Handles answers: "
+             f"{part['scenarios'].get('handles', {}).get('counters', {})}.")
+        emit("")
+        emit("| target | measured | |")
+        emit("|---|---|---|")
+        for row in entry["targets"]:
+            emit(f"| {row['target']} | {row['measured']} | {verdict(row['met'])} |")
+    report["unexpected_errors"] = failed
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "w") as handle:
+        json.dump(report, handle, indent=2)
+        handle.write("\n")
+    emit("")
+    emit(f"Written to {os.path.relpath(os.path.abspath(args.out), REPO)}.")
+    if failed:
+        emit("")
+        emit("**Some scenarios had unexpected answers, socket errors or failed: see the JSON file.**")
+    print("\n".join(lines))
+    return 1 if failed else 0
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    hash_parser = commands.add_parser("hash")
+    hash_parser.add_argument("--bench-binary", required=True)
+    hash_parser.add_argument("--out", required=True)
+    db = commands.add_parser("db")
+    db.add_argument("--database", required=True, choices=["sqlite", "postgres"])
+    db.add_argument("--database-version")
+    db.add_argument("--url", required=True)
+    db.add_argument("--binary", required=True)
+    db.add_argument("--seconds", type=int, default=10)
+    db.add_argument("--connections", type=int, default=64)
+    db.add_argument("--scenarios", default=" ".join(ALL_SCENARIOS))
+    db.add_argument("--warmup", type=int, default=1)
+    db.add_argument("--hash", help="the hash timing file; without it login also runs on one connection")
+    db.add_argument("--out", required=True)
+    report = commands.add_parser("report")
+    report.add_argument("--out", required=True)
+    report.add_argument("--hash")
+    report.add_argument("--binary")
+    report.add_argument("parts", nargs="+")
+    args = parser.parse_args()
+    if args.command == "hash":
+        command_hash(args)
+    elif args.command == "db":
+        if args.hash and not os.path.exists(args.hash):
+            args.hash = None
+        command_db(args)
+    else:
+        sys.exit(command_report(args))
+
+
+if __name__ == "__main__":
+    main()
