@@ -63,7 +63,8 @@ final class PrivatePostgres: Sendable {
 
 /// Runs programs to completion on a thread of their own, not the test's executor. Foundation's
 /// `Process` is not used here: it learns of a child's exit through a socket the child inherits,
-/// and `pg_ctl start` leaves a daemon holding that socket, so the exit would never be seen.
+/// and `pg_ctl start` leaves a daemon holding that socket, so the exit would never be seen. For
+/// the same reason the programs started here inherit no descriptor but the standard three.
 enum Command {
     /// Runs `executable arguments…`; returns its output, or throws with it when it fails.
     @discardableResult
@@ -92,6 +93,10 @@ enum Command {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // Nothing else of the test process's: Foundation learns that its own children exited
+        // when their monitoring sockets close, and a daemon started here (PostgreSQL) holding
+        // copies would hang every later `waitUntilExit`.
+        try closeFrom(3, in: &actions)
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var pid = pid_t()
@@ -103,5 +108,16 @@ enum Command {
         }
         let signal = status & 0x7f
         return signal == 0 ? (status >> 8) & 0xff : 128 + signal
+    }
+
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34+), which Swift's Glibc module
+    /// does not import, looked up at run time.
+    private static func closeFrom(_ descriptor: Int32, in actions: inout posix_spawn_file_actions_t) throws {
+        typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+        guard let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else {
+            throw ProcessError("posix_spawn_file_actions_addclosefrom_np is missing (glibc 2.34 or newer is needed)")
+        }
+        let addCloseFrom = unsafeBitCast(symbol, to: AddCloseFrom.self)
+        guard addCloseFrom(&actions, descriptor) == 0 else { throw ProcessError("posix_spawn_file_actions_addclosefrom_np failed") }
     }
 }
