@@ -57,7 +57,7 @@ public func buildApplication(
     let appStoreRoots = try config.appStoreRootCerts.map {
         try AppStoreJWSVerifier.certificates(pem: try String(contentsOfFile: $0, encoding: .utf8))
     } ?? AppStoreJWSVerifier.appleRoots()
-    let database = try await config.database.open(logger: logger)
+    let database = try await config.database.open(logger: logger, poolSize: config.databasePoolSize)
     let store = SQLStore(database: database)
     let clock = dependencies.clock
     let preset = config.preset
@@ -174,7 +174,7 @@ public func buildApplication(
     }
     AdminController(
         users: UserAdminService(store: store, clock: clock, events: events), keys: keys, adminKey: adminKey, mail: mail, store: store,
-        bodyLimit: config.maxBodyBytes, retiredKeyPublishSeconds: tokens.accessTokenTTLSeconds + tokens.leewaySeconds
+        bodyLimit: config.maxBodyBytes, retiredKeyPublishSeconds: KeyRing.retiredKeyPublishSeconds(accessTokenTTLSeconds: tokens.accessTokenTTLSeconds, leewaySeconds: tokens.leewaySeconds)
     ).register(on: router)
 
     dependencies.onRoutes?(
@@ -247,7 +247,7 @@ func waitForDatabase(_ database: any SQLDatabase, logger: Logger, attempts: Int 
 struct KeyRefreshService: Service {
     let keys: KeyRing
     let logger: Logger
-    var interval: Duration = .seconds(30)
+    var interval: Duration = .seconds(KeyRing.reloadIntervalSeconds)
 
     func run() async throws {
         // Ends as soon as shutdown begins instead of finishing a sleep first.

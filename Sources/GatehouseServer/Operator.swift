@@ -69,7 +69,8 @@ public enum Operator {
             let keys = KeyRing(store: store, clock: SystemClock(), secretKey: config.secretKey, logger: Logger(label: "gatehouse"))
             try await keys.start()
             let tokens = config.preset.tokens
-            return try await keys.rotate(keepPublishedFor: tokens.accessTokenTTLSeconds + tokens.leewaySeconds)
+            return try await keys.rotate(
+                keepPublishedFor: KeyRing.retiredKeyPublishSeconds(accessTokenTTLSeconds: tokens.accessTokenTTLSeconds, leewaySeconds: tokens.leewaySeconds))
         }
     }
 

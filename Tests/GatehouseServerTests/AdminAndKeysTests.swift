@@ -95,8 +95,14 @@ import Testing
             #expect(afterRotation.keys.map(\.kid).contains(first.kid))
             let second = try #require(afterRotation.keys.first { $0.kid != first.kid })
 
-            // Past the longest access-token life plus leeway, the first key is gone.
-            let publish = config.preset.tokens.accessTokenTTLSeconds + config.preset.tokens.leewaySeconds
+            // Past the longest access-token life plus leeway, counted from when the last node can
+            // have stopped signing with it (one reload interval later), the first key is gone.
+            let publish = KeyRing.retiredKeyPublishSeconds(
+                accessTokenTTLSeconds: config.preset.tokens.accessTokenTTLSeconds, leewaySeconds: config.preset.tokens.leewaySeconds)
+            #expect(publish > config.preset.tokens.accessTokenTTLSeconds + config.preset.tokens.leewaySeconds + KeyRing.reloadIntervalSeconds)
+            let oneSecondBefore = clock.now.addingTimeInterval(TimeInterval(publish - 1))
+            let stillPublished = try await TestApp.withStore(config) { try await $0.signingKeys(publishedAt: oneSecondBefore).map(\.kid) }
+            #expect(stillPublished.contains(first.kid))
             clock.advance(by: TimeInterval(publish + 1))
             _ = try await client.execute(uri: "/admin/v1/keys/rotate", method: .post, headers: TestApp.adminHeaders)
             let later = try await client.execute(uri: "/.well-known/jwks.json", method: .get).json(JSONWebKeySet.self)

@@ -31,6 +31,15 @@ public final class KeyRing: Sendable {
     private let onDemand = Mutex<(running: Task<Void, Never>?, last: ContinuousClock.Instant?)>((nil, nil))
     /// At most one such reload a second, whatever `kid`s clients make up.
     static let onDemandInterval: Duration = .seconds(1)
+    /// How often every node re-reads the keys (`KeyRefreshService`).
+    public static let reloadIntervalSeconds = 30
+
+    /// How long a retired key stays published: the longest an access token it signed can be
+    /// valid (lifetime plus leeway), counted from the moment the *last* node stops signing with
+    /// it, which is up to one reload interval after the rotation (plus a margin).
+    public static func retiredKeyPublishSeconds(accessTokenTTLSeconds: Int, leewaySeconds: Int) -> Int {
+        accessTokenTTLSeconds + leewaySeconds + reloadIntervalSeconds + 5
+    }
 
     public static let algorithm = "ES256"
 
