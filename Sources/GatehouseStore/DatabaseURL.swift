@@ -34,12 +34,13 @@ public enum DatabaseURL: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// Opens the database. For PostgreSQL the pool still has to be run (see `PostgresDatabase`).
-    public func open(logger: Logger) async throws(StoreError) -> any SQLDatabase {
+    /// Opens the database; for PostgreSQL, a pool of at most `poolSize` connections.
+    public func open(logger: Logger, poolSize: Int = 20) async throws(StoreError) -> any SQLDatabase {
         switch self {
         case .sqlite(let path):
             return try await SQLiteDatabase.open(path: path, logger: logger)
         case .postgres(let url):
-            return try PostgresDatabase(url: url, logger: logger)
+            return try PostgresDatabase(url: url, maximumConnections: poolSize, logger: logger)
         }
     }
 }

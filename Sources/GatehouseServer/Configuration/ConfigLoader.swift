@@ -10,7 +10,7 @@ extension GatehouseConfig {
     /// The settings a config file may hold (under `gatehouse`), each also an environment
     /// variable `GATEHOUSE_<NAME>`.
     static let knownKeys: [String] = [
-        "host", "port", "database_url", "preset", "public_url", "environment", "smtp_url", "admin_key",
+        "host", "port", "database_url", "database_pool_size", "preset", "public_url", "environment", "smtp_url", "admin_key",
         "admin_key_file", "secret_key", "apple_audiences", "google_audiences", "apple_jwks_url",
         "google_jwks_url", "appstore_root_certs", "appstore_bundle_id", "appstore_environments", "captcha_verify_url", "captcha_secret", "tls_cert_file", "tls_key_file", "redirect_allowlist",
         "trusted_proxies", "ip_limits", "webhook_url", "webhook_secret", "max_body_bytes", "http_idle_timeout_seconds", "log_level",
@@ -50,6 +50,9 @@ extension GatehouseConfig {
             case .success(let database): config.database = database
             case .failure(let error): settings.problem("database_url", error.description)
             }
+        }
+        if let size = settings.int("database_pool_size", range: 2...500, meaning: "a number of connections from 2 to 500") {
+            config.databasePoolSize = size
         }
         if let level = settings.string("log_level") {
             if let parsed = Logger.Level(rawValue: level.lowercased()) {

@@ -71,6 +71,9 @@ public struct GatehouseConfig: Sendable {
     public var webhookURL: URL?
     public var webhookSecret: String?
     public var maxBodyBytes = 65_536
+    /// PostgreSQL connections each node may open (PostgreSQL's `max_connections` must exceed the
+    /// sum over all nodes, see docs/scaling.md).
+    public var databasePoolSize = 20
     /// A connection that sends nothing for this long (a request's head included, so a client
     /// trickling its headers in) is closed.
     public var httpIdleTimeoutSeconds = 30
