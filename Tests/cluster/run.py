@@ -1,0 +1,992 @@
+#!/usr/bin/env python3
+"""Gatehouse as several stateless nodes on one PostgreSQL behind nginx.
+
+Usage:
+  run.py GATEHOUSE_BINARY                   run the checks; exit 0 when every one passes
+  run.py --serve [--nodes N] GATEHOUSE_BINARY
+                                            start the same topology and keep it running until
+                                            Ctrl-C (what benchmarks/cluster runs)
+
+Starts a throwaway PostgreSQL cluster (initdb/pg_ctl from GATEHOUSE_TEST_PG_BINDIR or the newest
+/usr/lib/postgresql/*/bin; run as the postgres user when this runs as root), three `gatehouse
+serve` nodes on free loopback ports sharing the database, the admin key, GATEHOUSE_SECRET_KEY,
+the public URL and the `handz` preset, and nginx (round robin, no sticky sessions, a dead node
+skipped) in front of them. Then checks, across nodes:
+
+  a. refresh-token reuse: a token rotated on node 1 and replayed on node 2 after the reuse interval
+     revokes the whole session (its successor fails too);
+  b. login throttling: wrong passwords spread over the three nodes lock the account on every node;
+  c. key rotation: a token signed by a key rotated on node 1 is accepted by nodes 2 and 3 (the
+     time this takes is measured and reported);
+  d. credits: 30 concurrent spends of a Free account (3 credits) over the three nodes spend 3;
+  e. a node killed with SIGKILL under a sign-up load through nginx loses nothing acknowledged and
+     duplicates nothing (checked through psql);
+  f. nginx's X-Forwarded-For gives the client address (GATEHOUSE_TRUSTED_PROXIES);
+and finally that SIGTERM stops every remaining node within 15 seconds.
+
+Every process is stopped and every temporary file removed at the end, on failure too. Standard
+library only. Report lines look like `cluster: <check>: ok (<details>)`.
+"""
+import argparse
+import base64
+import collections
+import glob
+import http.client
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+PRESET = "handz"
+PASSWORD = "correct horse battery staple"
+# Each node's PostgreSQL pool (PostgresDatabase's default `maximumConnections`).
+POOL_PER_NODE = 20
+
+
+class CheckFailed(Exception):
+    pass
+
+
+def require(condition, message):
+    if not condition:
+        raise CheckFailed(message)
+
+
+def report(check, details, status="ok"):
+    print(f"cluster: {check}: {status} ({details})", flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# HTTP
+
+
+class Reply:
+    def __init__(self, status, body, headers):
+        self.status = status
+        self.body = body
+        self.headers = headers
+
+    @property
+    def json(self):
+        try:
+            return json.loads(self.body)
+        except ValueError:
+            return None
+
+    @property
+    def code(self):
+        payload = self.json
+        if isinstance(payload, dict) and isinstance(payload.get("error"), dict):
+            return payload["error"].get("code")
+        return None
+
+    def header(self, name):
+        for key, value in self.headers:
+            if key.lower() == name.lower():
+                return value
+        return None
+
+    def __repr__(self):
+        text = self.body[:300].decode("utf-8", "replace")
+        return f"HTTP {self.status} {text}"
+
+
+def call(base, method, path, body=None, token=None, headers=None, timeout=15):
+    """One request on a fresh connection. Raises OSError (http.client errors included) when no
+    answer arrives."""
+    host, port = base.split("//", 1)[1].split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=timeout)
+    try:
+        sent = {"Accept": "application/json", "Connection": "close"}
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            sent["Content-Type"] = "application/json"
+        if token:
+            sent["Authorization"] = f"Bearer {token}"
+        sent.update(headers or {})
+        connection.request(method, path, body=data, headers=sent)
+        response = connection.getresponse()
+        return Reply(response.status, response.read(), response.getheaders())
+    except http.client.HTTPException as error:
+        raise OSError(f"{type(error).__name__}: {error}") from error
+    finally:
+        connection.close()
+
+
+def signup(base, email, headers=None):
+    return call(base, "POST", "/v1/auth/signup", {"email": email, "password": PASSWORD}, headers=headers)
+
+
+def login(base, email, password=PASSWORD):
+    return call(base, "POST", "/v1/auth/login", {"email": email, "password": password})
+
+
+def refresh(base, token):
+    return call(base, "POST", "/v1/auth/refresh", {"refresh_token": token})
+
+
+def jwt_header(token):
+    part = token.split(".")[0]
+    return json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def tail(path, lines=25):
+    try:
+        with open(path, errors="replace") as f:
+            return "".join(f.readlines()[-lines:])
+    except OSError:
+        return ""
+
+
+# ---------------------------------------------------------------------------------------------
+# PostgreSQL
+
+
+def postgres_bindir():
+    configured = os.environ.get("GATEHOUSE_TEST_PG_BINDIR")
+    if configured:
+        return configured
+
+    def version(path):
+        return [int(n) for n in re.findall(r"\d+", path.split("/postgresql/")[1].split("/")[0])]
+
+    candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=version)
+    if candidates:
+        return candidates[-1]
+    initdb = shutil.which("initdb")
+    if initdb:
+        return os.path.dirname(initdb)
+    raise CheckFailed("no PostgreSQL found: install it (apt-get install postgresql) or set GATEHOUSE_TEST_PG_BINDIR")
+
+
+class Postgres:
+    """A throwaway cluster on a free loopback port."""
+
+    def __init__(self, durable=False, max_connections=100):
+        self.bindir = postgres_bindir()
+        self.durable = durable
+        self.max_connections = max_connections
+        self.port = free_port()
+        self.directory = None
+        self.runner = []
+        self.started = False
+
+    @property
+    def url(self):
+        return f"postgres://postgres@127.0.0.1:{self.port}/postgres?sslmode=disable"
+
+    def start(self):
+        # Its own directory: when running as root it belongs to the postgres user.
+        self.directory = tempfile.mkdtemp(prefix="gatehouse-cluster-pg-")
+        if os.geteuid() == 0:
+            # PostgreSQL refuses to run as root: use its own system user.
+            import pwd
+
+            try:
+                user = pwd.getpwnam("postgres")
+            except KeyError:
+                raise CheckFailed("running as root, but the postgres system user is missing")
+            os.chown(self.directory, user.pw_uid, user.pw_gid)
+            self.runner = ["runuser", "-u", "postgres", "--"]
+        data = os.path.join(self.directory, "data")
+        self._run([os.path.join(self.bindir, "initdb"), "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8"])
+        options = (
+            f"-p {self.port} -k {self.directory} -c listen_addresses=127.0.0.1 -c max_connections={self.max_connections}"
+        )
+        if not self.durable:
+            # Test speed; what is tested is a Gatehouse node dying, not PostgreSQL.
+            options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+        self._run([
+            os.path.join(self.bindir, "pg_ctl"), "-D", data, "-l", os.path.join(self.directory, "server.log"),
+            "-w", "-t", "60", "-o", options, "start",
+        ])
+        self.started = True
+
+    def _run(self, command):
+        result = subprocess.run(
+            self.runner + command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        if result.returncode != 0:
+            raise CheckFailed(f"{os.path.basename(command[0])} failed ({result.returncode}): {result.stdout.strip()[-2000:]}")
+
+    def psql_binary(self):
+        candidate = os.path.join(self.bindir, "psql")
+        if os.access(candidate, os.X_OK):
+            return candidate
+        found = shutil.which("psql")
+        if not found:
+            raise CheckFailed("psql not found (in GATEHOUSE_TEST_PG_BINDIR or on PATH)")
+        return found
+
+    def psql_command(self):
+        return [self.psql_binary(), "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "-d", "postgres"]
+
+    def query(self, sql):
+        """Rows of `sql` as lists of strings (tab-separated unaligned output)."""
+        result = subprocess.run(
+            self.psql_command() + ["-X", "-At", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-c", sql],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+        if result.returncode != 0:
+            raise CheckFailed(f"psql failed: {result.stderr.strip()}")
+        return [line.split("\t") for line in result.stdout.splitlines() if line]
+
+    def stop(self, mode="immediate"):
+        if self.started:
+            subprocess.run(
+                self.runner + [os.path.join(self.bindir, "pg_ctl"), "-D", os.path.join(self.directory, "data"),
+                               "-m", mode, "-w", "stop"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+            self.started = False
+        if self.directory:
+            shutil.rmtree(self.directory, ignore_errors=True)
+            self.directory = None
+
+
+# ---------------------------------------------------------------------------------------------
+# Gatehouse nodes and nginx
+
+
+class Node:
+    def __init__(self, number, binary, environment, directory):
+        self.number = number
+        self.binary = binary
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.environment = dict(environment, GATEHOUSE_PORT=str(self.port))
+        self.log_path = os.path.join(directory, f"node{number}.log")
+        self.process = None
+
+    @property
+    def name(self):
+        return f"node {self.number}"
+
+    def launch(self):
+        log = open(self.log_path, "a")
+        try:
+            self.process = subprocess.Popen(
+                [self.binary, "serve"], env=self.environment, stdout=log, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, start_new_session=True)
+        finally:
+            log.close()
+
+    def wait_healthy(self, seconds=60):
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                return False
+            try:
+                if call(self.url, "GET", "/health", timeout=2).status == 200:
+                    return True
+            except OSError:
+                pass
+            time.sleep(0.1)
+        raise CheckFailed(f"{self.name} did not answer GET /health with 200 within {seconds} s:\n{tail(self.log_path)}")
+
+    def start(self, attempts=3):
+        """Starts the node and waits for /health. The binary may be relinked by a build now and
+        then, so a start that fails at once is retried."""
+        for attempt in range(1, attempts + 1):
+            try:
+                self.launch()
+            except OSError as error:  # e.g. ETXTBSY or ENOENT while the binary is being relinked
+                if attempt == attempts:
+                    raise CheckFailed(f"{self.name} could not be started: {error}")
+                time.sleep(2)
+                continue
+            if self.wait_healthy():
+                return
+            if attempt == attempts:
+                raise CheckFailed(
+                    f"{self.name} exited with {self.process.returncode} before it was healthy:\n{tail(self.log_path)}")
+            time.sleep(2)
+
+    def alive(self):
+        return self.process is not None and self.process.poll() is None
+
+    def signal(self, number):
+        if self.alive():
+            self.process.send_signal(number)
+
+    def kill(self):
+        if self.alive():
+            self.process.kill()
+        if self.process is not None:
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                pass
+
+
+def nginx_binary():
+    for candidate in (os.environ.get("GATEHOUSE_TEST_NGINX"), "/usr/sbin/nginx", shutil.which("nginx")):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    raise CheckFailed("nginx not found: apt-get install nginx (or set GATEHOUSE_TEST_NGINX)")
+
+
+NGINX_CONF = """\
+# Generated by Tests/cluster/run.py.
+{user}worker_processes 1;
+daemon off;
+pid {dir}/nginx.pid;
+error_log {dir}/nginx-error.log warn;
+
+events {{
+    worker_connections 1024;
+}}
+
+http {{
+    log_format upstream '$remote_addr "$request" $status upstream=$upstream_addr $upstream_status';
+    access_log {dir}/nginx-access.log upstream;
+    client_body_temp_path {dir}/nginx-client-body;
+    proxy_temp_path {dir}/nginx-proxy;
+    fastcgi_temp_path {dir}/nginx-fastcgi;
+    uwsgi_temp_path {dir}/nginx-uwsgi;
+    scgi_temp_path {dir}/nginx-scgi;
+
+    # Round robin over every node: no sticky sessions (every request is checked against the
+    # database). A node that refuses a connection is skipped for 10 s.
+    upstream gatehouse {{
+{servers}
+        keepalive 32;
+    }}
+
+    server {{
+        listen 127.0.0.1:{port};
+        client_max_body_size 64k;
+
+        location / {{
+            proxy_pass http://gatehouse;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Host $http_host;
+            proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+            proxy_set_header X-Forwarded-Proto $scheme;
+            proxy_set_header X-Request-Id $request_id;
+            # Connection errors and time-outs go to the next node. A POST that already reached a
+            # node is not re-sent (nginx's default without `non_idempotent`): the client retries
+            # with its Idempotency-Key instead of nginx creating something twice.
+            proxy_next_upstream error timeout;
+            proxy_next_upstream_tries 3;
+            proxy_connect_timeout 2s;
+            proxy_read_timeout 60s;
+        }}
+    }}
+}}
+"""
+
+
+class Nginx:
+    def __init__(self, directory, port):
+        self.directory = directory
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
+        self.process = None
+        self.conf = os.path.join(directory, "nginx.conf")
+        self.access_log = os.path.join(directory, "nginx-access.log")
+        self.error_log = os.path.join(directory, "nginx-error.log")
+
+    def start(self, nodes):
+        servers = "\n".join(f"        server 127.0.0.1:{node.port} max_fails=1 fail_timeout=10s;" for node in nodes)
+        # As root, the workers would switch to `nobody`, who cannot use the temporary directory.
+        user = "user root;\n" if os.geteuid() == 0 else ""
+        with open(self.conf, "w") as f:
+            f.write(NGINX_CONF.format(user=user, dir=self.directory, port=self.port, servers=servers))
+        self.process = subprocess.Popen(
+            [nginx_binary(), "-p", self.directory + "/", "-c", self.conf, "-e", self.error_log],
+            stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.directory, "nginx-stderr.log"), "w"),
+            stdin=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise CheckFailed(
+                    f"nginx exited with {self.process.returncode}:\n"
+                    f"{tail(os.path.join(self.directory, 'nginx-stderr.log'))}{tail(self.error_log)}")
+            try:
+                if call(self.url, "GET", "/health", timeout=2).status == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.1)
+        raise CheckFailed(f"nginx did not answer within 15 s:\n{tail(self.error_log)}")
+
+    def upstream_counts(self):
+        counts = collections.Counter()
+        try:
+            with open(self.access_log, errors="replace") as f:
+                for line in f:
+                    match = re.search(r"upstream=(\S+)", line)
+                    if match:
+                        for address in match.group(1).split(","):
+                            counts[address.strip().rstrip(",")] += 1
+        except OSError:
+            pass
+        return counts
+
+    def stop(self):
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGQUIT)  # graceful
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+
+
+class Cluster:
+    """PostgreSQL + N Gatehouse nodes + nginx, all on loopback, in one temporary directory."""
+
+    def __init__(self, binary, nodes=3, durable=False, overrides=None, cheap_hashing=True):
+        self.binary = os.path.abspath(binary)
+        self.count = nodes
+        self.postgres = Postgres(durable=durable, max_connections=max(100, nodes * POOL_PER_NODE + 20))
+        self.directory = tempfile.mkdtemp(prefix="gatehouse-cluster-")
+        self.nginx = Nginx(self.directory, free_port())
+        self.admin_key = secrets.token_urlsafe(32)
+        self.secret_key = secrets.token_urlsafe(48)
+        environment = {key: value for key, value in os.environ.items() if not key.startswith("GATEHOUSE_")}
+        environment.update(
+            GATEHOUSE_HOST="127.0.0.1",
+            GATEHOUSE_DATABASE_URL=self.postgres.url,
+            GATEHOUSE_ADMIN_KEY=self.admin_key,
+            GATEHOUSE_ADMIN_KEY_FILE=os.path.join(self.directory, "admin-key"),
+            GATEHOUSE_SECRET_KEY=self.secret_key,
+            # One issuer for every node: the address clients use.
+            GATEHOUSE_PUBLIC_URL=self.nginx.url,
+            GATEHOUSE_PRESET=PRESET,
+            GATEHOUSE_IP_LIMITS="off",
+            # nginx connects from loopback: believe its X-Forwarded-For.
+            GATEHOUSE_TRUSTED_PROXIES="127.0.0.1",
+            GATEHOUSE_LOG_LEVEL="warning",
+        )
+        if cheap_hashing:
+            environment.update(
+                GATEHOUSE_ARGON2_MEMORY_KIB="64", GATEHOUSE_ARGON2_ITERATIONS="1", GATEHOUSE_ARGON2_PARALLELISM="1")
+        environment.update(overrides or {})
+        self.environment = environment
+        self.nodes = [Node(number, self.binary, environment, self.directory) for number in range(1, nodes + 1)]
+
+    def start(self):
+        started = time.monotonic()
+        self.postgres.start()
+        pg_seconds = time.monotonic() - started
+        # The first node alone, so that it applies the migrations and makes the first signing key.
+        self.nodes[0].start()
+        first_seconds = time.monotonic() - started - pg_seconds
+        others = self.nodes[1:]
+        errors = []
+
+        def start(node):
+            try:
+                node.start()
+            except CheckFailed as error:
+                errors.append(error)
+
+        threads = [threading.Thread(target=start, args=(node,)) for node in others]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if errors:
+            raise errors[0]
+        self.nginx.start(self.nodes)
+        return {"postgres": pg_seconds, "first": first_seconds, "total": time.monotonic() - started}
+
+    def node_for(self, address):
+        for node in self.nodes:
+            if address.endswith(f":{node.port}"):
+                return node
+        return None
+
+    def diagnostics(self):
+        parts = []
+        for node in self.nodes:
+            text = tail(node.log_path, 15)
+            if text.strip():
+                parts.append(f"---- {node.name} log ----\n{text}")
+        text = tail(self.nginx.error_log, 15)
+        if text.strip():
+            parts.append(f"---- nginx error log ----\n{text}")
+        if self.postgres.directory:
+            text = tail(os.path.join(self.postgres.directory, "server.log"), 15)
+            if text.strip():
+                parts.append(f"---- PostgreSQL log ----\n{text}")
+        return "\n".join(parts)
+
+    def stop(self):
+        """Stops everything still running and removes the temporary files. Safe to call twice."""
+        for node in self.nodes:
+            node.signal(signal.SIGTERM)
+        deadline = time.monotonic() + 15
+        for node in self.nodes:
+            if node.process is None:
+                continue
+            try:
+                node.process.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                node.kill()
+        try:
+            self.nginx.stop()
+        finally:
+            try:
+                self.postgres.stop()
+            finally:
+                shutil.rmtree(self.directory, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# The checks
+
+
+def preset_settings():
+    """The handz preset's numbers the checks depend on, from the preset file in this repository
+    (the binary embeds the same file); the shipped values when it cannot be read."""
+    settings = {"reuse_interval": 10, "lockout_after": 5, "free_credits": 3}
+    path = os.path.join(ROOT, "Sources", "GatehouseServer", "Resources", "presets", f"{PRESET}.json")
+    try:
+        with open(path) as f:
+            preset = json.load(f)
+        settings["reuse_interval"] = preset["tokens"]["refresh_reuse_interval_seconds"]
+        settings["lockout_after"] = preset["throttling"]["login_failures_before_lockout"]
+        settings["free_credits"] = preset["entitlements"]["plans"]["free"]["credits"]["practice"]
+    except (OSError, KeyError, ValueError):
+        pass
+    return settings
+
+
+class Checks:
+    def __init__(self, cluster, settings):
+        self.cluster = cluster
+        self.settings = settings
+        self.run_id = secrets.token_hex(3)
+        self.a, self.b, self.c = cluster.nodes[:3]
+        self.proxy = cluster.nginx.url
+
+    def email(self, label):
+        return f"{label}-{self.run_id}-{secrets.token_hex(3)}@example.com"
+
+    def new_account(self, node, label):
+        email = self.email(label)
+        reply = signup(node.url, email)
+        require(reply.status == 201, f"sign-up on {node.name}: expected 201, got {reply!r}")
+        return email, reply.json
+
+    # a. Refresh reuse across nodes: the first half (rotate, then a replay inside the interval).
+    def refresh_reuse_begin(self):
+        email, account = self.new_account(self.a, "reuse")
+        first = account["session"]
+        rotated = refresh(self.a.url, first["refresh_token"])
+        rotated_at = time.monotonic()
+        require(rotated.status == 200, f"refresh on {self.a.name}: expected 200, got {rotated!r}")
+        successor = rotated.json["session"]
+        require(successor["refresh_token"] != first["refresh_token"], "the refresh token did not rotate")
+        # Inside the interval another node answers with the very same successor: the chain key is
+        # shared through the database.
+        repeat = refresh(self.c.url, first["refresh_token"])
+        require(repeat.status == 200, f"a replay within the reuse interval on {self.c.name}: expected 200, got {repeat!r}")
+        require(repeat.json["session"]["refresh_token"] == successor["refresh_token"],
+                f"a replay within the reuse interval on {self.c.name} got another successor")
+        return {"first": first, "successor": successor, "rotated_at": rotated_at}
+
+    # a. The second half, once the interval has passed.
+    def refresh_reuse_finish(self, state):
+        interval = self.settings["reuse_interval"]
+        # Stored times are whole seconds: one more second makes the replay certainly late.
+        wake = state["rotated_at"] + interval + 1.2
+        waited = max(0.0, wake - time.monotonic())
+        time.sleep(waited)
+        replay = refresh(self.b.url, state["first"]["refresh_token"])
+        late = time.monotonic() - state["rotated_at"]
+        require(replay.status == 401 and replay.code == "session_revoked",
+                f"the old token replayed on {self.b.name} {late:.1f} s after rotation: expected 401 session_revoked, got {replay!r}")
+        after = refresh(self.c.url, state["successor"]["refresh_token"])
+        require(after.status == 401,
+                f"the successor on {self.c.name} after reuse was detected: expected 401, got {after!r}")
+        me = call(self.a.url, "GET", "/v1/me", token=state["successor"]["access_token"])
+        require(me.status == 401, f"the revoked session's access token on {self.a.name}: expected 401, got {me!r}")
+        return (f"rotated on node 1; replay on node 3 within the interval got the same successor; "
+                f"replay on node 2 after {late:.1f} s (interval {interval} s) -> 401 session_revoked; "
+                f"successor on node 3 -> 401 {after.code}; access token on node 1 -> 401")
+
+    # b. Login throttling counts across nodes.
+    def login_throttling(self):
+        email, _ = self.new_account(self.c, "throttle")
+        threshold = self.settings["lockout_after"]
+        nodes = self.cluster.nodes
+        for attempt in range(threshold):
+            node = nodes[attempt % len(nodes)]
+            reply = login(node.url, email, "not the password at all")
+            require(reply.status == 401 and reply.code == "invalid_credentials",
+                    f"wrong password #{attempt + 1} on {node.name}: expected 401 invalid_credentials, got {reply!r}")
+        answers = []
+        for target, base in [(node.name, node.url) for node in nodes] + [("nginx", self.proxy)]:
+            reply = login(base, email)
+            require(reply.status == 429 and reply.code == "too_many_attempts",
+                    f"the right password on {target} after {threshold} failures spread over the nodes: "
+                    f"expected 429 too_many_attempts, got {reply!r}")
+            require(reply.header("Retry-After") is not None, f"429 on {target} without Retry-After")
+            answers.append(target)
+        return (f"{threshold} wrong passwords round robin over nodes 1-3 -> the right one is refused with 429 "
+                f"on {', '.join(answers)} (Retry-After {reply.header('Retry-After')} s)")
+
+    # c. Key rotation reaches every node.
+    def key_rotation(self):
+        email, account = self.new_account(self.a, "rotation")
+        old_kid = jwt_header(account["session"]["access_token"])["kid"]
+        rotated = call(self.a.url, "POST", "/admin/v1/keys/rotate", token=self.cluster.admin_key)
+        rotated_at = time.monotonic()
+        require(rotated.status == 200, f"POST /admin/v1/keys/rotate on {self.a.name}: expected 200, got {rotated!r}")
+        published = {key.get("kid") for key in rotated.json.get("keys", [])}
+        signed_in = login(self.a.url, email)
+        require(signed_in.status == 200, f"login on {self.a.name} after rotation: expected 200, got {signed_in!r}")
+        token = signed_in.json["session"]["access_token"]
+        new_kid = jwt_header(token)["kid"]
+        require(new_kid != old_kid, f"a token from {self.a.name} after rotation still has kid {old_kid}")
+        require({old_kid, new_kid} <= published, "the JWKS after rotation does not list both the old and the new key")
+        # Before the other nodes see a token of the new key: do their JWKS list it already? (For
+        # the report: an offline verifier fetching the JWKS through the load balancer sees that.)
+        early = []
+        for node in self.cluster.nodes[1:3]:
+            jwks = call(node.url, "GET", "/.well-known/jwks.json").json or {}
+            if new_kid in {key.get("kid") for key in jwks.get("keys", [])}:
+                early.append(node.name)
+        accepted = {}
+        pending = list(self.cluster.nodes[1:3])
+        deadline = rotated_at + 40
+        while pending and time.monotonic() < deadline:
+            for node in list(pending):
+                reply = call(node.url, "GET", "/v1/me", token=token)
+                if reply.status == 200:
+                    accepted[node.name] = time.monotonic() - rotated_at
+                    pending.remove(node)
+                else:
+                    require(reply.status == 401,
+                            f"GET /v1/me on {node.name} with a new-key token: expected 200 or 401, got {reply!r}")
+            if pending:
+                time.sleep(0.1)
+        require(not pending, f"{', '.join(node.name for node in pending)} still refused a token signed by the new key "
+                             f"40 s after rotation")
+        slowest = max(accepted.values())
+        require(slowest <= 35, f"nodes took {slowest:.1f} s to accept the new key (more than 35 s)")
+        for node in self.cluster.nodes[1:3]:
+            jwks = call(node.url, "GET", "/.well-known/jwks.json").json
+            kids = {key.get("kid") for key in jwks.get("keys", [])}
+            require(new_kid in kids, f"{node.name} accepts the new key but its JWKS does not list it")
+        old = call(self.b.url, "GET", "/v1/me", token=account["session"]["access_token"])
+        require(old.status == 200, f"a token of the retired key on {self.b.name}: expected 200, got {old!r}")
+        times = ", ".join(f"{name} after {seconds:.2f} s" for name, seconds in sorted(accepted.items()))
+        return (f"rotated on node 1; new-key token accepted by {times} (polled every 0.1 s); "
+                f"JWKS listing the new kid right after rotation, before any new-key token reached them: "
+                f"{', '.join(early) or 'neither node 2 nor node 3'}; "
+                f"afterwards both publish it; retired-key tokens still accepted"), slowest
+
+    # d. Credits never overspend across nodes.
+    def credits(self):
+        email, account = self.new_account(self.a, "credits")
+        token = account["session"]["access_token"]
+        user_id = account["user"]["id"]
+        granted = self.settings["free_credits"]
+        nodes = self.cluster.nodes
+        attempts = 30
+        barrier = threading.Barrier(attempts, timeout=20)
+
+        def spend(index):
+            node = nodes[index % len(nodes)]
+            barrier.wait()
+            try:
+                return index, call(node.url, "POST", "/v1/credits/practice/spend",
+                                   {"idempotency_key": f"spend-{index}", "action": "practice_saved_flow"}, token=token)
+            except OSError as error:
+                return index, error
+
+        started = time.monotonic()
+        with ThreadPoolExecutor(max_workers=attempts) as pool:
+            results = list(pool.map(spend, range(attempts)))
+        elapsed = time.monotonic() - started
+        statuses = collections.Counter(
+            (reply.status, reply.code) if isinstance(reply, Reply) else ("no answer", str(reply)) for _, reply in results)
+        spent = [(index, reply) for index, reply in results
+                 if isinstance(reply, Reply) and reply.status == 200 and (reply.json or {}).get("spent") == 1]
+        refused = [(index, reply) for index, reply in results
+                   if isinstance(reply, Reply) and reply.status == 403 and reply.code == "plan_required"
+                   and ((reply.json["error"].get("details") or {}).get("reason_code") == "credits_exhausted")]
+        require(len(spent) == granted and len(refused) == attempts - granted,
+                f"{attempts} concurrent spends with {granted} credits: expected {granted} x 200 spent and "
+                f"{attempts - granted} x 403 plan_required/credits_exhausted, got {dict(statuses)}")
+        snapshot = call(self.c.url, "GET", "/v1/entitlements", token=token)
+        require(snapshot.status == 200, f"GET /v1/entitlements: expected 200, got {snapshot!r}")
+        practice = snapshot.json.get("credits", {}).get("practice", {})
+        require(practice.get("remaining") == 0 and practice.get("granted") == granted,
+                f"GET /v1/entitlements after the spends: expected practice remaining 0 of {granted}, got {practice}")
+        # The same idempotency key on another node answers as before and spends nothing more.
+        index, _ = spent[0]
+        other = nodes[(index + 1) % len(nodes)]
+        again = call(other.url, "POST", "/v1/credits/practice/spend",
+                     {"idempotency_key": f"spend-{index}", "action": "practice_saved_flow"}, token=token)
+        require(again.status == 200 and again.json.get("spent") == 1,
+                f"a spent key repeated on {other.name}: expected 200 spent 1, got {again!r}")
+        rows = self.cluster.postgres.query(
+            f"SELECT count(*), coalesce(sum(amount), 0) FROM credit_ledger WHERE user_id = '{user_id}'")
+        require(rows == [[str(granted), str(granted)]], f"credit_ledger rows for the account: {rows}")
+        by_node = collections.Counter(nodes[index % len(nodes)].name for index, _ in spent)
+        return (f"{attempts} concurrent spends over 3 nodes in {elapsed:.2f} s -> {len(spent)} x 200 "
+                f"({', '.join(f'{name}: {n}' for name, n in sorted(by_node.items()))}), "
+                f"{len(refused)} x 403 plan_required/credits_exhausted; snapshot practice 0/{granted}; "
+                f"a repeated key on another node spends nothing; ledger has {granted} rows")
+
+    # e. A node killed mid-load loses nothing acknowledged.
+    def node_killed(self, victim):
+        before = self.cluster.nginx.upstream_counts()
+        duration, kill_after, workers = 6.0, 2.0, 6
+        lock = threading.Lock()
+        acknowledged, statuses, failures = [], collections.Counter(), []
+        start = time.monotonic()
+        stop_at = start + duration
+        killed_at = [None]
+
+        def worker(number):
+            index = 0
+            while time.monotonic() < stop_at:
+                email = f"kill-{self.run_id}-{number}-{index}@example.com"
+                index += 1
+                try:
+                    reply = signup(self.proxy, email)
+                except OSError as error:
+                    with lock:
+                        failures.append(f"{email}: {error}")
+                    continue
+                with lock:
+                    statuses[reply.status] += 1
+                    if reply.status == 201:
+                        acknowledged.append((email, time.monotonic()))
+                    elif reply.status >= 500 and reply.status not in (502, 503):
+                        failures.append(f"{email}: {reply!r}")
+
+        threads = [threading.Thread(target=worker, args=(number,)) for number in range(workers)]
+        for thread in threads:
+            thread.start()
+        time.sleep(max(0.0, start + kill_after - time.monotonic()))
+        victim.process.kill()  # SIGKILL
+        killed_at[0] = time.monotonic()
+        for thread in threads:
+            thread.join()
+        victim.process.wait(10)
+        require(victim.process.returncode == -signal.SIGKILL, f"{victim.name} ended with {victim.process.returncode}")
+        require(not failures, f"answers that are neither 2xx/4xx nor 502/503 during the kill: {failures[:5]}")
+        emails = [email for email, _ in acknowledged]
+        after_kill = sum(1 for _, at in acknowledged if at > killed_at[0])
+        require(len(emails) >= 10, f"only {len(emails)} sign-ups were acknowledged: the load did not run")
+        require(after_kill > 0, "no sign-up was acknowledged after the node was killed")
+        require(statuses[201] == len(emails), "counting error")
+        after = self.cluster.nginx.upstream_counts()
+
+        # Every acknowledged account logs in through nginx (the surviving nodes).
+        def check_login(email):
+            try:
+                return email, login(self.proxy, email)
+            except OSError as error:
+                return email, error
+
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            logins = list(pool.map(check_login, emails))
+        bad = [(email, reply) for email, reply in logins if not (isinstance(reply, Reply) and reply.status == 200)]
+        require(not bad, f"{len(bad)} acknowledged sign-ups cannot log in, e.g. {bad[:3]}")
+
+        duplicates = self.cluster.postgres.query(
+            "SELECT email_normalized, count(*) FROM users GROUP BY 1 HAVING count(*) > 1")
+        require(not duplicates, f"duplicate users rows: {duplicates[:5]}")
+        stored = {row[0] for row in self.cluster.postgres.query(
+            f"SELECT email_normalized FROM users WHERE email_normalized LIKE 'kill-{self.run_id}-%'")}
+        missing = [email for email in emails if email not in stored]
+        require(not missing, f"{len(missing)} acknowledged sign-ups have no users row, e.g. {missing[:3]}")
+
+        spread = []
+        for node in self.cluster.nodes:
+            address = f"127.0.0.1:{node.port}"
+            spread.append(f"{node.name} {after[address] - before[address]}")
+        others = ", ".join(f"{status}: {count}" for status, count in sorted(statuses.items()) if status != 201) or "none"
+        return (f"{workers} threads signed up through nginx for {duration:.0f} s, {victim.name} SIGKILLed at "
+                f"{killed_at[0] - start:.1f} s; {len(emails)} acknowledged ({after_kill} after the kill), other answers: "
+                f"{others}; all {len(emails)} log in; {len(stored) - len(emails)} unacknowledged rows; no duplicate rows; "
+                f"nginx upstream attempts during the load: {', '.join(spread)}")
+
+    # f. The client address through nginx.
+    def client_address(self):
+        email = self.email("forwarded")
+        reply = signup(self.proxy, email, headers={"X-Forwarded-For": "203.0.113.7"})
+        require(reply.status == 201, f"sign-up through nginx: expected 201, got {reply!r}")
+        user_id = reply.json["user"]["id"]
+        audit = call(self.a.url, "GET", f"/admin/v1/audit?user_id={user_id}", token=self.cluster.admin_key)
+        require(audit.status == 200, f"GET /admin/v1/audit: expected 200, got {audit!r}")
+        rows = [row for row in audit.json.get("events", []) if row.get("event") == "signup"]
+        require(rows, f"no signup audit row: {audit!r}")
+        address = rows[0].get("ip_address")
+        require(address == "203.0.113.7",
+                f"the sign-up's client address through nginx (X-Forwarded-For: 203.0.113.7, nginx trusted): got {address}")
+        return "X-Forwarded-For 203.0.113.7 through nginx (GATEHOUSE_TRUSTED_PROXIES=127.0.0.1) -> audit ip_address 203.0.113.7"
+
+
+def shutdown(cluster):
+    alive = [node for node in cluster.nodes if node.alive()]
+    started = time.monotonic()
+    for node in alive:
+        node.signal(signal.SIGTERM)
+    exits = []
+    for node in alive:
+        try:
+            node.process.wait(max(0.1, started + 15 - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            raise CheckFailed(f"{node.name} did not exit within 15 s of SIGTERM")
+        exits.append((node, node.process.returncode, time.monotonic() - started))
+    bad = [(node.name, code) for node, code, _ in exits if code != 0]
+    require(not bad, f"exit statuses after SIGTERM: {bad}")
+    cluster.nginx.stop()
+    return ", ".join(f"{node.name} exited 0 after {seconds:.2f} s" for node, _, seconds in exits) + "; nginx stopped"
+
+
+def run_checks(binary):
+    started = time.monotonic()
+    settings = preset_settings()
+    cluster = Cluster(binary, nodes=3)
+    current = "start"
+    try:
+        timing = cluster.start()
+        report(current, f"PostgreSQL on :{cluster.postgres.port} ({timing['postgres']:.1f} s), "
+                        f"node 1 :{cluster.nodes[0].port} healthy after {timing['first']:.1f} s (migrations), "
+                        f"nodes 2-3 :{cluster.nodes[1].port} :{cluster.nodes[2].port}, nginx :{cluster.nginx.port}; "
+                        f"{timing['total']:.1f} s")
+        checks = Checks(cluster, settings)
+
+        current = "a. refresh reuse across nodes"
+        reuse = checks.refresh_reuse_begin()
+
+        current = "c. key rotation across nodes"
+        t = time.monotonic()
+        details, propagation = checks.key_rotation()
+        report(current, f"{details}; {time.monotonic() - t:.1f} s")
+
+        current = "b. login throttling across nodes"
+        t = time.monotonic()
+        report(current, f"{checks.login_throttling()}; {time.monotonic() - t:.1f} s")
+
+        current = "d. credits never overspend"
+        t = time.monotonic()
+        report(current, f"{checks.credits()}; {time.monotonic() - t:.1f} s")
+
+        current = "f. client address through nginx"
+        report(current, checks.client_address())
+
+        current = "a. refresh reuse across nodes"
+        t = time.monotonic()
+        report(current, f"{checks.refresh_reuse_finish(reuse)}; waited {time.monotonic() - t:.1f} s for the interval")
+
+        current = "e. node killed mid-load"
+        t = time.monotonic()
+        report(current, f"{checks.node_killed(cluster.nodes[1])}; {time.monotonic() - t:.1f} s")
+
+        current = "shutdown"
+        report(current, shutdown(cluster))
+
+        report("total", f"{time.monotonic() - started:.1f} s; key propagation {propagation:.2f} s")
+        return 0
+    except CheckFailed as error:
+        report(current, str(error), status="FAILED")
+        diagnostics = cluster.diagnostics()
+        if diagnostics:
+            print(diagnostics, file=sys.stderr)
+        return 1
+    except Exception as error:  # an unexpected answer shape, a connection error, ...
+        report(current, f"{type(error).__name__}: {error}", status="FAILED")
+        diagnostics = cluster.diagnostics()
+        if diagnostics:
+            print(diagnostics, file=sys.stderr)
+        raise
+    finally:
+        cluster.stop()
+
+
+# ---------------------------------------------------------------------------------------------
+# --serve: the same topology for exploring by hand
+
+
+def serve(binary, nodes):
+    # GATEHOUSE_* variables of the caller's environment override the cluster's settings (e.g.
+    # GATEHOUSE_PRESET=default, GATEHOUSE_LOG_LEVEL=info), except where each node listens and
+    # the database. Hashing keeps the server's production cost unless overridden.
+    overrides = {key: value for key, value in os.environ.items()
+                 if key.startswith("GATEHOUSE_") and key not in ("GATEHOUSE_PORT", "GATEHOUSE_DATABASE_URL", "GATEHOUSE_HOST")
+                 and not key.startswith("GATEHOUSE_TEST_")}
+    cluster = Cluster(binary, nodes=nodes, durable=True, overrides=overrides, cheap_hashing=False)
+    stopping = threading.Event()
+
+    def on_signal(number, frame):
+        stopping.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    try:
+        print(f"==> starting PostgreSQL, {nodes} Gatehouse nodes and nginx", flush=True)
+        cluster.start()
+        key_file = os.path.join(cluster.directory, "admin-key.txt")
+        with open(os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+            f.write(cluster.admin_key + "\n")
+        print(f"""
+Gatehouse cluster ({nodes} nodes, preset {cluster.environment['GATEHOUSE_PRESET']}) — Ctrl-C stops everything
+  nginx (use this)  {cluster.nginx.url}
+{chr(10).join(f'  {node.name:<16}  {node.url}   log {node.log_path}' for node in cluster.nodes)}
+  PostgreSQL        {cluster.postgres.url}
+                    psql: {' '.join(cluster.postgres.psql_command())}
+  admin key file    {key_file}   (curl -H "Authorization: Bearer $(cat {key_file})" {cluster.nginx.url}/admin/v1/keys)
+  nginx logs        {cluster.nginx.access_log}
+  stop one node     kill -9 <pid> ({', '.join(f'{node.name}: {node.process.pid}' for node in cluster.nodes)})
+""", flush=True)
+        reported = set()
+        while not stopping.wait(1):
+            for node in cluster.nodes:
+                if not node.alive() and node.number not in reported:
+                    reported.add(node.number)
+                    print(f"==> {node.name} exited ({node.process.returncode}); the others go on", flush=True)
+        print("\n==> stopping", flush=True)
+        return 0
+    except CheckFailed as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        cluster.stop()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("binary", help="the gatehouse executable")
+    parser.add_argument("--serve", action="store_true", help="start the topology and wait for Ctrl-C instead of checking")
+    parser.add_argument("--nodes", type=int, default=3, help="nodes for --serve (the checks use 3)")
+    arguments = parser.parse_args()
+    if not os.access(arguments.binary, os.X_OK):
+        sys.exit(f"error: {arguments.binary} is not an executable")
+    if arguments.serve:
+        if arguments.nodes < 1:
+            sys.exit("error: --nodes must be at least 1")
+        sys.exit(serve(arguments.binary, arguments.nodes))
+    sys.exit(run_checks(arguments.binary))
+
+
+if __name__ == "__main__":
+    main()
