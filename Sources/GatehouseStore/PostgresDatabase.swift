@@ -81,8 +81,9 @@ public final class PostgresDatabase: SQLDatabase {
 
     /// How long a query or transaction waits for the pool to hand it a connection. While the
     /// database is down the pool would queue requests until its circuit breaker trips (a minute);
-    /// Gatehouse answers 503 after this instead.
-    static let leaseTimeout: Duration = .seconds(3)
+    /// Gatehouse answers 503 after this instead. Long enough for a burst (100 concurrent spends of
+    /// one account queue on its row lock) on a busy machine.
+    static let leaseTimeout: Duration = .seconds(10)
     /// How long work on a leased connection may take before the caller is answered `.unavailable`
     /// anyway. With PostgreSQL killed under load, a sign-up whose COMMIT had landed was seen never
     /// to get its answer back from the pool (PostgresRestartTests); the caller must not wait for
