@@ -56,6 +56,8 @@ public struct TokenService: Sendable {
     let clock: any WallClock
     /// For the `plan` and `plan_expires_at` claims.
     let engine: EntitlementEngine
+    /// Access tokens whose signature this node has already checked (shared by copies).
+    let verifiedTokens = VerifiedTokenCache()
 
     /// A new session's first refresh token.
     func newRefreshToken() -> String {
@@ -96,22 +98,16 @@ public struct TokenService: Sendable {
     /// Checks an access token completely: header (ES256 only, `typ: at+jwt`, a known `kid`),
     /// signature, issuer, audience and times with the preset's leeway.
     func verify(_ token: String) async throws -> AccessIdentity {
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let headerData = Data(base64URLEncoded: String(parts[0])),
-            let header = try? JSONSerialization.jsonObject(with: headerData) as? [String: Any]
-        else {
-            throw Self.invalid
-        }
-        guard header["alg"] as? String == KeyRing.algorithm, header["typ"] as? String == Self.accessTokenType,
-            let kid = header["kid"] as? String, await keys.isPublishedReloadingIfUnknown(kid), let collection = keys.collection
-        else {
-            throw Self.invalid
-        }
+        let digest = SHA256.hash(data: Data(token.utf8))
         let claims: AccessTokenClaims
-        do {
-            claims = try await collection.verify(token, as: AccessTokenClaims.self)
-        } catch {
-            throw Self.invalid
+        if let seen = verifiedTokens.entry(digest), keys.isPublished(seen.kid) {
+            // The same bytes were verified before: the header and signature checks below would
+            // pass again; only the time-dependent claim checks are repeated.
+            claims = seen.claims
+        } else {
+            let (verified, kid) = try await verifySignature(token)
+            claims = verified
+            verifiedTokens.insert(digest, claims: claims, kid: kid, now: clock.now.unixSeconds)
         }
         let now = clock.now.unixSeconds
         let leeway = Int64(settings.leewaySeconds)
@@ -127,7 +123,56 @@ public struct TokenService: Sendable {
             userID: userID, sessionID: sessionID, isAnonymous: claims.isAnonymous, issuedAt: Date(unixSeconds: claims.iat))
     }
 
+    /// Header (ES256 only, `typ: at+jwt`, a published `kid`) and signature.
+    private func verifySignature(_ token: String) async throws -> (AccessTokenClaims, kid: String) {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let headerData = Data(base64URLEncoded: String(parts[0])),
+            let header = try? JSONSerialization.jsonObject(with: headerData) as? [String: Any]
+        else {
+            throw Self.invalid
+        }
+        guard header["alg"] as? String == KeyRing.algorithm, header["typ"] as? String == Self.accessTokenType,
+            let kid = header["kid"] as? String, await keys.isPublishedReloadingIfUnknown(kid), let collection = keys.collection
+        else {
+            throw Self.invalid
+        }
+        do {
+            return (try await collection.verify(token, as: AccessTokenClaims.self), kid)
+        } catch {
+            throw Self.invalid
+        }
+    }
+
     static let invalid = GatehouseError.unauthorized("The access token is missing or not valid.")
+}
+
+/// Access tokens whose header and signature this node has verified, keyed by the token's
+/// SHA-256, so that a token presented again (an app calls with one token for up to 15 minutes)
+/// skips the ES256 verification, the largest cost of an authenticated call. Claims that depend on
+/// the time, the key still being published and the session are checked on every call, so expiry,
+/// rotation and revocation work as before. Bounded: expired entries go first, then all.
+final class VerifiedTokenCache: Sendable {
+    struct Entry: Sendable {
+        let claims: AccessTokenClaims
+        let kid: String
+    }
+
+    static let capacity = 20_000
+    private let entries = Mutex<[SHA256Digest: Entry]>([:])
+
+    func entry(_ digest: SHA256Digest) -> Entry? {
+        entries.withLock { $0[digest] }
+    }
+
+    func insert(_ digest: SHA256Digest, claims: AccessTokenClaims, kid: String, now: Int64) {
+        entries.withLock { entries in
+            if entries.count >= Self.capacity {
+                entries = entries.filter { $0.value.claims.exp > now }
+                if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
+            }
+            entries[digest] = Entry(claims: claims, kid: kid)
+        }
+    }
 }
 
 /// The key that chains refresh tokens: 32 random bytes made on first start, kept in the
