@@ -58,9 +58,13 @@ struct Bench {
             eventLoopGroupProvider: .singleton,
             configuration: .init(connectionPool: .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: connections)))
         defer { _ = client.shutdown() }
-        // Each connection gets its own account and token chain.
+        // Each connection gets its own account and token chain (none for `anonymous`, which
+        // creates one per request and runs under presets without email sign-up, like OKLah's).
         var states: [Worker] = []
-        for index in 0..<connections {
+        if scenario == "anonymous" {
+            states = (0..<connections).map { _ in Worker(email: "", password: "", session: [:]) }
+        }
+        for index in 0..<(scenario == "anonymous" ? 0 : connections) {
             let email = "bench-\(UUID().uuidString.prefix(8))-\(index)@example.com"
             let session = try await call(client, base + "/v1/auth/signup", body: ["email": email, "password": "benchmark password \(index)"])
             states.append(Worker(email: email, password: "benchmark password \(index)", session: session.1))
@@ -121,6 +125,9 @@ struct Bench {
                 // As-you-type availability checks: a different candidate each time.
                 let handle = "h" + UUID().uuidString.prefix(8).lowercased().replacingOccurrences(of: "-", with: "_")
                 return try await Bench.call(client, base + "/v1/handles/" + handle).0 == 200
+            case "anonymous":
+                // OKLah's Start: an account with no personal data.
+                return try await Bench.call(client, base + "/v1/auth/anonymous", body: [:]).0 == 201
             case "signup":
                 let email = "bench-\(UUID().uuidString)@example.com"
                 return try await Bench.call(client, base + "/v1/auth/signup", body: ["email": email, "password": password]).0 == 201
