@@ -41,6 +41,22 @@ import Testing
         }
     }
 
+    /// Decision 2: an anonymous account holds nothing to prove itself with, so its session alone
+    /// deletes it, also when the session is older than the 5 minutes that spare others a proof.
+    @Test(arguments: Backend.available)
+    func anAnonymousAccountIsDeletedWithItsSessionAlone(_ backend: Backend) async throws {
+        let clock = ManualClock(Date())
+        try await TestApp.run(backend, preset: "oklah", clock: clock) { client, config in
+            let api = AuthClient(client: client)
+            let account = try await AccountTests.anonymous(api)
+            clock.advance(by: 600)  // Past the 5 minutes that spare others a proof; the token still lives.
+            let done = try await delete(api, account.session.accessToken)
+            #expect(done.status == .noContent, "\(done.text)")
+            #expect(try await api.get("/v1/me", token: account.session.accessToken).status == .unauthorized)
+            #expect(try await TestApp.withStore(config) { try await $0.user(id: UserID(account.user.id)!) } == nil)
+        }
+    }
+
     @Test func aPasswordlessAccountProvesItselfWithAMagicLinkCode() async throws {
         let clock = ManualClock(Date())
         try await TestApp.run(.sqlite, preset: "hannah", clock: clock) { client, config in

@@ -178,6 +178,21 @@ import Testing
 
     /// Every table that holds a `user_id` appears in the export: a new table with user data
     /// that the export leaves out fails this test.
+    /// Decision 15: under Handz the app's `export_data` action waits for a verified address, but
+    /// the person's own data (`GET /v1/me/export`) is never gated.
+    @Test func theOwnDataExportIsNeverGated() async throws {
+        try await TestApp.run(.sqlite, preset: "handz") { client, _ in
+            let api = AuthClient(client: client)
+            let account = try await api.account("unverified-export@example.com")
+            #expect(account.user.emailVerified == false)
+            let gate = try await EntitlementTests.check(api, "export_data", token: account.session.accessToken).json(GateDecision.self)
+            #expect(!gate.allowed && gate.reasonCode == "verification_required", "\(gate)")
+            let export = try await api.get("/v1/me/export", token: account.session.accessToken)
+            #expect(export.status == .ok)
+            #expect(export.text.contains("unverified-export@example.com"))
+        }
+    }
+
     @Test(arguments: Backend.available)
     func theExportHoldsEveryTableWithUserData(_ backend: Backend) async throws {
         try await TestApp.run(backend) { client, config in

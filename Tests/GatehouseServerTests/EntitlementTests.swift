@@ -51,11 +51,10 @@ import Testing
                 }
                 let response = try await Self.check(api, row.action, row.context, token: token)
                 let decision = try response.json(GateDecision.self)
-                let e = row.expect
-                if decision.allowed != e.allowed || decision.gate != e.gate || decision.reasonCode != e.reasonCode
-                    || (e.message != nil && decision.message != e.message) || (e.actions != nil && decision.actions.map(\.id) != e.actions)
-                {
-                    failures.append("\(row.name): \(response.text)")
+                // Everything the fixture states, secondary message and action labels included.
+                let problems = row.mismatches(decision)
+                if !problems.isEmpty {
+                    failures.append("\(row.name): \(problems.joined(separator: ", ")): \(response.text)")
                 }
             }
             #expect(failures.isEmpty, "\(failures.joined(separator: "\n"))")

@@ -7,7 +7,7 @@ import HummingbirdTesting
 import Testing
 
 /// The seeds' words, served exactly by `GET /v1/config` for the app's screens (decision 28's
-/// catalogue): the strings the traceability table lists for Handz, Hannah and OKLah.
+/// catalogue): the strings the traceability table lists for Handz, Hannah, OKLah and SyncWell.
 @Suite struct SeedCopyTests {
     static let expected: [(preset: String, key: String, text: String)] = [
         // Handz CH07 §8
@@ -31,11 +31,30 @@ import Testing
         ("hannah", "welcome.value_1", "Track What You Actually Eat"),
         ("hannah", "welcome.value_2", "Text Your Meals Like a Friend"),
         ("hannah", "welcome.value_3", "We Let You Do You"),
-        // OKLah §6.2
+        ("handz", "verification.banner", "Verify your email to protect your account."),
+        ("handz", "verification.resend", "Resend"),
+        ("handz", "verification.verified", "I've verified"),
+        ("handz", "credits.label", "Credits: {remaining}/{granted} this month"),
+        ("handz", "banner.pro_grace", "Can't verify subscription right now. Some Pro features may pause if this continues."),
+        ("handz", "error.invalid_credentials", "Incorrect email or password."),
+        ("handz", "error.email_not_found", "No account found for that email."),
+        // OKLah §6.1–6.3
+        ("oklah", "privacy.title", "Welcome to OKLah"),
+        ("oklah", "privacy.bullet_1", "Your privacy comes first"),
+        ("oklah", "privacy.bullet_2", "No name, email, or phone needed"),
+        ("oklah", "privacy.bullet_3", "Your data stays on your device"),
+        ("oklah", "privacy.start", "Start"),
         ("oklah", "onboarding.loading", "Setting things up..."),
+        ("oklah", "onboarding.try_again", "Try Again"),
+        // SyncWell §5's error table
+        ("syncwell", "error.invalid_credentials", "Invalid email or password. Please try again."),
+        ("syncwell", "error.email_in_use", "An account with this email already exists. Please sign in."),
+        ("syncwell", "error.invalid_id_token", "Authentication with Google/Apple failed. Please try again."),
+        ("syncwell", "error.internal", "Something went wrong on our end. Please try again in a few minutes."),
+        ("syncwell", "error.reset_token_expired", "This password reset link has expired. Please request a new one."),
     ]
 
-    @Test(arguments: ["handz", "hannah", "oklah"])
+    @Test(arguments: ["handz", "hannah", "oklah", "syncwell"])
     func theConfigServesTheSeedsWords(_ preset: String) async throws {
         try await TestApp.run(.sqlite, preset: preset) { client, _ in
             let response = try await client.execute(uri: "/v1/config", method: .get)
