@@ -26,6 +26,8 @@ public enum SignOutReason: String, Sendable, Equatable, Codable {
     /// The Keychain held a session from an earlier install of the app (decision: a fresh install
     /// starts signed out).
     case reinstalled
+    /// Apple says the person stopped using Sign in with Apple with this app (checked at launch).
+    case appleCredentialRevoked = "apple_credential_revoked"
 }
 
 /// What `authStateChanges` yields: the current state first, then each change.

@@ -69,6 +69,7 @@ extension GatehouseClient {
         let body = ProviderSignInRequest(idToken: idToken, rawNonce: rawNonce, fullName: fullName, authorizationCode: authorizationCode)
         let response: SignInResponse = try await call("POST", "/v1/auth/apple", body: body, auth: .none)
         try begin(response.session, user: response.user, provider: "apple")
+        storage.set(Self.subject(ofIDToken: idToken).map { Data($0.utf8) }, forKey: "apple_user_id")
         return SignInResult(user: response.user, created: response.created)
     }
 
@@ -283,4 +284,45 @@ extension GatehouseClient {
 
     /// The `appAccountToken` to give StoreKit for a purchase: the user id.
     public var appAccountToken: UUID? { state.user.flatMap { UUID(uuidString: $0.id) } }
+}
+
+/// What `ASAuthorizationAppleIDProvider.getCredentialState(forUserID:)` answered.
+public enum AppleCredentialState: Sendable, Equatable {
+    case authorized, revoked, notFound, transferred
+}
+
+extension GatehouseClient {
+    /// Apple's user identifier (the `sub` of the id_token) from this device's last Apple sign-in.
+    public var appleUserID: String? { storage.data(forKey: "apple_user_id").map { String(decoding: $0, as: UTF8.self) } }
+
+    /// Apple asks apps to check, at every launch, that the person still uses Sign in with Apple
+    /// with them. Call this with a closure around `getCredentialState(forUserID:)`; a session
+    /// signed in with Apple ends (reason `appleCredentialRevoked`) when Apple answers revoked or
+    /// not found. True when it signed out.
+    @discardableResult
+    public func checkAppleCredential(_ credentialState: @Sendable (String) async -> AppleCredentialState) async -> Bool {
+        guard state.user != nil, lastProvider == "apple", let id = appleUserID else { return false }
+        switch await credentialState(id) {
+        case .revoked, .notFound:
+            // The server session ends too when it can be reached; the device forgets it anyway.
+            try? await callEmpty("POST", "/v1/auth/logout", body: LogoutRequest(scope: SignOutScope.local.rawValue), auth: .required)
+            storage.set(nil, forKey: "apple_user_id")
+            end(.appleCredentialRevoked)
+            return true
+        case .authorized, .transferred:
+            return false
+        }
+    }
+
+    /// The `sub` claim of a JWT, read without verifying it (the server verified the token).
+    static func subject(ofIDToken token: String) -> String? {
+        let parts = token.split(separator: ".")
+        guard parts.count >= 2 else { return nil }
+        var base64 = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while base64.count % 4 != 0 { base64 += "=" }
+        guard let data = Data(base64Encoded: base64),
+            let claims = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else { return nil }
+        return claims["sub"] as? String
+    }
 }

@@ -140,6 +140,8 @@ public final class PlanStatus {
         snapshot = await client.currentEntitlements
         banner = await client.banner
         creditsTemplate = await client.text("credits.label", creditsTemplate)
+        practiceProLabel = await client.text("practice.cta_pro", practiceProLabel)
+        practiceCreditLabel = await client.text("practice.cta_credit", practiceCreditLabel)
     }
 
     public var planState: String { snapshot?.planState ?? "guest" }
@@ -148,6 +150,18 @@ public final class PlanStatus {
     /// Paid features answer the paywall: Free after a trial that ended.
     public var showsPaywall: Bool { planState == "free" && isReadOnly }
     public var trialDaysLeft: Int? { snapshot?.trial?.daysLeft }
+    /// The practice button of a flow (Handz CH08 §5.1): "Practice (Pro)" on plans without a
+    /// monthly limit, "Practice (1 credit)" where a practice spends a credit, nil for a guest.
+    public func practiceLabel(credit name: String = "practice") -> String? {
+        switch planState {
+        case "pro", "trial", "pro_grace": return practiceProLabel
+        case "free" where snapshot?.credits[name] != nil: return practiceCreditLabel
+        default: return nil
+        }
+    }
+    private var practiceProLabel = "Practice (Pro)"
+    private var practiceCreditLabel = "Practice (1 credit)"
+
     /// "Credits: 2/3 this month" (the preset's `credits.label`), for a plan that grants `name`.
     public func creditsLabel(_ name: String) -> String? {
         guard let balance = snapshot?.credits[name] else { return nil }

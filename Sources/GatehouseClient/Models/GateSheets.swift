@@ -1,0 +1,99 @@
+import Foundation
+import GatehouseWire
+import Observation
+
+/// The sheet an app shows when a plan limit stops an action (CH08 §7: a cap or the paywall):
+/// the gate's message and second line, the primary action (Upgrade) and the others (Manage
+/// flows, Clear inbox), straight from the server's decision. Account gates use
+/// `ConversionPrompt`, verification gates the verification banner.
+public struct GateSheet: Sendable, Equatable {
+    public var reasonCode: String?
+    public var title: String
+    public var detail: String?
+    /// The first action the decision offers (Upgrade), if any.
+    public var primary: GateAction?
+    /// The other actions, in the server's order (e.g. Manage flows).
+    public var others: [GateAction]
+    public var dismissLabel: String
+
+    /// A sheet for `decision`, or nil when nothing stops the action or another screen handles it.
+    public init?(decision: GateDecision, dismissLabel: String = "Not now") {
+        guard !decision.allowed, let gate = decision.gate, ["cap", "paywall", "soft_cap"].contains(gate) else { return nil }
+        reasonCode = decision.reasonCode
+        title = decision.message ?? "This needs a different plan."
+        detail = decision.secondaryMessage
+        primary = decision.actions.first
+        others = Array(decision.actions.dropFirst())
+        self.dismissLabel = dismissLabel
+    }
+}
+
+/// Sign in with Apple or Google found an account with the same address whose ownership is not
+/// proven (decision 8): the server answers 409 `link_confirmation_required` instead of merging.
+/// This model keeps the provider's token, asks for that account's password, signs in with it and
+/// links the provider, so the person ends with one account holding both.
+@MainActor @Observable
+public final class LinkConfirmationPrompt {
+    public enum Provider: String, Sendable { case apple, google }
+
+    public private(set) var isPresented = false
+    /// The server's words (the preset's `error.link_confirmation_required`).
+    public private(set) var message: String?
+    public private(set) var errorMessage: String?
+    public private(set) var isSubmitting = false
+    public var email = ""
+    public var password = ""
+
+    private let client: GatehouseClient
+    private var pending: (provider: Provider, idToken: String, rawNonce: String?)?
+
+    public init(client: GatehouseClient) { self.client = client }
+
+    /// Signs in with the provider; true when signed in. On `link_confirmation_required` the prompt
+    /// is presented instead (false); other failures throw.
+    public func signIn(with provider: Provider, idToken: String, rawNonce: String?) async throws(GatehouseClientError) -> Bool {
+        do throws(GatehouseClientError) {
+            switch provider {
+            case .apple: try await client.signInWithApple(idToken: idToken, rawNonce: rawNonce)
+            case .google: try await client.signInWithGoogle(idToken: idToken, rawNonce: rawNonce)
+            }
+            return true
+        } catch let error where error.code == .linkConfirmationRequired {
+            pending = (provider, idToken, rawNonce)
+            message = error.message
+            errorMessage = nil
+            isPresented = true
+            return false
+        }
+    }
+
+    public var canSubmit: Bool { !email.isEmpty && !password.isEmpty && !isSubmitting && pending != nil }
+
+    /// Logs in to the existing account and links the provider to it; true when both worked.
+    public func confirm() async -> Bool {
+        guard canSubmit, let pending else { return false }
+        isSubmitting = true
+        defer { isSubmitting = false }
+        do throws(GatehouseClientError) {
+            _ = try await client.signIn(email: email, password: password)
+            switch pending.provider {
+            case .apple: _ = try await client.linkApple(idToken: pending.idToken, rawNonce: pending.rawNonce)
+            case .google: _ = try await client.linkGoogle(idToken: pending.idToken, rawNonce: pending.rawNonce)
+            }
+            self.pending = nil
+            isPresented = false
+            password = ""
+            return true
+        } catch {
+            errorMessage = error.message
+            return false
+        }
+    }
+
+    public func cancel() {
+        pending = nil
+        isPresented = false
+        password = ""
+        errorMessage = nil
+    }
+}
