@@ -118,3 +118,44 @@ final class IDLog: @unchecked Sendable {
     func append(_ id: String) { lock.withLock { seen.append(id) } }
     var ids: [String] { lock.withLock { seen } }
 }
+
+/// Handz CH07 §8's routes through the coordinator: the ids, the log-in and forgot-password
+/// branches, and the demo home's "Create account" back to the welcome gate.
+@MainActor @Suite struct NavigationTests {
+    @Test func handzRoutesAndBranches() async throws {
+        try await TestApp.run(.sqlite, preset: "handz", setup: .live) { server, _ in try await Self.routesBody(server) }
+    }
+
+    static func routesBody(_ server: any TestClientProtocol) async throws {
+        #expect(AuthRoute.allCases.map(\.rawValue) == [
+            "auth/welcome", "auth/email_choice", "auth/email_signup", "auth/email_login", "auth/forgot_password",
+            "onboarding/profile_setup", "onboarding/goals_router", "home/demo", "home/main",
+        ])
+        let device = try TestDevice()
+        defer { device.remove() }
+        let client = try device.launch(port: try #require(server.port))
+        _ = try await client.signUp(email: "routes@example.com", password: "correct horse battery")
+        try await client.signOut()
+        let coordinator = AuthCoordinator(client: client)
+        await coordinator.start()
+        #expect(coordinator.root == .welcome)
+        // Email → Log in → Forgot password, each pushed on the stack.
+        coordinator.continueWithEmail()
+        coordinator.chooseLogIn()
+        #expect(coordinator.path == [.emailChoice, .emailLogin])
+        coordinator.forgotPassword()
+        #expect(coordinator.path == [.emailChoice, .emailLogin, .forgotPassword])
+        // The demo home's "Create account" goes back to the welcome gate with an empty stack.
+        coordinator.tryWithoutAccount()
+        #expect(coordinator.root == .demoHome && coordinator.path.isEmpty)
+        coordinator.createAccount()
+        #expect(coordinator.root == .welcome && coordinator.path.isEmpty)
+        // Log in → home.
+        let form = LoginForm(client: client)
+        form.email = "routes@example.com"
+        form.password = "correct horse battery"
+        #expect(await form.submit())
+        coordinator.didSignIn()
+        #expect(coordinator.root == .main && coordinator.path.isEmpty)
+    }
+}

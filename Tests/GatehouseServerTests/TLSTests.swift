@@ -69,6 +69,19 @@ import X509
                 throw error
             }
             try await https.shutdown()
+
+            // SyncWell §6: TLS 1.2 is the floor. A client that stops at 1.1 gets no connection;
+            // one pinned to exactly 1.2 gets its answer.
+            for (version, accepted) in [(TLSVersion.tlsv11, false), (TLSVersion.tlsv12, true)] {
+                var pinned = TLSConfiguration.makeClientConfiguration()
+                pinned.trustRoots = .certificates(try NIOSSLCertificate.fromPEMBytes(Array(files.pem.utf8)))
+                pinned.minimumTLSVersion = .tlsv1
+                pinned.maximumTLSVersion = version
+                let old = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(tlsConfiguration: pinned))
+                let status = try? await old.execute(HTTPClientRequest(url: "https://127.0.0.1:\(port)/health"), timeout: .seconds(10)).status
+                #expect((status == .ok) == accepted, "TLS up to \(version): \(String(describing: status))")
+                try await old.shutdown()
+            }
         }
     }
 
