@@ -129,7 +129,8 @@ final class IDLog: @unchecked Sendable {
     static func routesBody(_ server: any TestClientProtocol) async throws {
         #expect(AuthRoute.allCases.map(\.rawValue) == [
             "auth/welcome", "auth/email_choice", "auth/email_signup", "auth/email_login", "auth/forgot_password",
-            "onboarding/profile_setup", "onboarding/goals_router", "home/demo", "home/main",
+            "onboarding/profile_setup", "onboarding/goals_router", "home/demo", "home/main", "auth/forgot_password_sent",
+            "flow/create", "practice/setup", "library/demo", "flow/detail_demo",
         ])
         let device = try TestDevice()
         defer { device.remove() }
@@ -145,9 +146,18 @@ final class IDLog: @unchecked Sendable {
         #expect(coordinator.path == [.emailChoice, .emailLogin])
         coordinator.forgotPassword()
         #expect(coordinator.path == [.emailChoice, .emailLogin, .forgotPassword])
-        // The demo home's "Create account" goes back to the welcome gate with an empty stack.
+        // Forgot → the confirmation → back to log-in.
+        try await client.forgotPassword(email: "routes@example.com")
+        coordinator.resetLinkSent()
+        #expect(coordinator.path.last == .forgotPasswordSent)
+        coordinator.backToLogIn()
+        #expect(coordinator.path == [.emailChoice, .emailLogin])
+        // The demo home: a demo flow opens view-only; "Create account" goes back to the welcome
+        // gate with an empty stack.
         coordinator.tryWithoutAccount()
         #expect(coordinator.root == .demoHome && coordinator.path.isEmpty)
+        coordinator.openDemoFlow()
+        #expect(coordinator.path == [.flowDetailDemo])
         coordinator.createAccount()
         #expect(coordinator.root == .welcome && coordinator.path.isEmpty)
         // Log in → home.
@@ -157,5 +167,114 @@ final class IDLog: @unchecked Sendable {
         #expect(await form.submit())
         coordinator.didSignIn()
         #expect(coordinator.root == .main && coordinator.path.isEmpty)
+
+        // Sign-up → profile set-up → goals router → each card's screen (CH07 §8.7). Practice
+        // on Free with credits left opens the practice set-up; with none left, the paywall.
+        try await client.signOut()
+        let user = try await client.signUp(email: "goals@example.com", password: "correct horse battery")
+        _ = try await client.entitlements()
+        coordinator.didSignUp()
+        #expect(coordinator.root == .profileSetup)
+        coordinator.finishProfileSetup()
+        #expect(coordinator.path == [.goalsRouter])
+        #expect(await coordinator.choose(.build) == nil && coordinator.root == .main && coordinator.path == [.flowCreate])
+        #expect(await coordinator.choose(.browse) == nil && coordinator.path == [.libraryDemo])
+        #expect(await coordinator.choose(.practice) == nil && coordinator.path == [.practiceSetup])
+        for index in 0..<3 {
+            _ = try await client.spendCredit("practice", action: "practice_saved_flow", idempotencyKey: "goal-\(index)-\(user.id)")
+        }
+        _ = try await client.entitlements()
+        let paywall = try #require(await coordinator.choose(.practice))
+        #expect(paywall.reasonCode == "credits_exhausted" && coordinator.root == .main && coordinator.path.isEmpty)
+        #expect(GateSheet(decision: paywall) != nil)
+    }
+
+    /// CH07 §8.6: the handle is checked once per pause in typing, a taken one is refused with
+    /// the reason, Continue saves name and handle, Skip keeps the temporary handle.
+    @Test func profileSetupChecksTheHandleAsThePersonTypes() async throws {
+        try await TestApp.run(.sqlite, preset: "handz", setup: .live) { server, _ in try await Self.profileSetupBody(server) }
+    }
+
+    static func profileSetupBody(_ server: any TestClientProtocol) async throws {
+        let device = try TestDevice()
+        defer { device.remove() }
+        let client = try device.launch(port: try #require(server.port))
+        _ = try await client.loadConfiguration()
+        let first = try await client.signUp(email: "taken@example.com", password: "correct horse battery")
+        let owner = ProfileSetupModel(client: client, user: first, pause: .milliseconds(50))
+        owner.handle = "grappler"
+        await owner.settle()
+        #expect(await owner.save())
+        try await client.signOut()
+
+        let user = try await client.signUp(email: "newcomer@example.com", password: "correct horse battery")
+        let model = ProfileSetupModel(client: client, user: user, pause: .milliseconds(200))
+        #expect(model.currentHandle?.hasPrefix("user-") == true)
+        // Typing "grappler" letter by letter: one check, after the pause.
+        for count in 1...8 { model.handle = String("grappler".prefix(count)) }
+        #expect(model.handleStatus == .checking && !model.canContinue)
+        await model.settle()
+        #expect(model.checksSent == 1)
+        #expect(model.handleStatus == .unavailable(reason: "taken", message: "That handle is taken."))
+        model.handle = "a!"
+        await model.settle()
+        if case .unavailable(let reason, _) = model.handleStatus { #expect(["invalid_characters", "too_short"].contains(reason)) } else {
+            Issue.record("\(model.handleStatus)")
+        }
+        model.handle = "new_grappler"
+        model.displayName = "Kai Lo"
+        await model.settle()
+        #expect(model.handleStatus == .available && model.canContinue)
+        #expect(model.avatar.initials == "KL")
+        #expect(await model.save())
+        #expect(model.user.handle == "new_grappler" && model.user.displayName == "Kai Lo")
+
+        // Skip sends nothing and keeps the temporary handle.
+        try await client.signOut()
+        let third = try await client.signUp(email: "skipper@example.com", password: "correct horse battery")
+        let skipping = ProfileSetupModel(client: client, user: third)
+        device.transport.reset()
+        skipping.skip()
+        #expect(device.transport.requests.isEmpty && skipping.canContinue)
+        #expect(try await client.refreshUser().handle == third.handle)
+    }
+
+    /// Hannah: address → sent → the code (or the link) → signed in, a new account's trial
+    /// announced; the second time the link signs in to the same account.
+    @Test func hannahsMagicLinkOnboarding() async throws {
+        let clock = ManualClock(Date())
+        try await TestApp.run(.sqlite, preset: "hannah", clock: clock, setup: .live) { server, config in
+            try await Self.magicLinkBody(server, config, clock)
+        }
+    }
+
+    static func magicLinkBody(_ server: any TestClientProtocol, _ config: GatehouseConfig, _ clock: ManualClock) async throws {
+        let device = try TestDevice()
+        defer { device.remove() }
+        let client = try device.launch(port: try #require(server.port))
+        _ = try await client.loadConfiguration()
+        let model = MagicLinkOnboarding(client: client)
+        model.email = "not an address"
+        #expect(!model.canSend)
+        model.email = "hana.m@example.com"
+        #expect(await model.send())
+        #expect(model.step == .sent)
+        #expect(await model.sentMessage.hasPrefix("Check your email: we sent a sign-in link to hana.m@example.com."))
+        let mail = try await EmailFlowTests.outboxMail(config, kind: "magic_link") { $0.recipient == "hana.m@example.com" }
+        model.code = try EmailFlowTests.code(in: ReceivedMail(text: mail.textBody ?? ""))
+        #expect(await model.submitCode())
+        #expect(model.step == .signedIn(newAccount: true) && model.trialDaysLeft == 6)  // Whole days left, as the banner counts them.
+        #expect(await model.trialStartedMessage == "Your 7-day free trial has started. No payment details required.")
+
+        try await client.signOut()
+        let again = MagicLinkOnboarding(client: client)
+        again.email = "hana.m@example.com"
+        clock.advance(by: 61)  // One link a minute per address.
+        #expect(await again.send(), "\(again.errorMessage ?? "")")
+        let second = try await EmailFlowTests.outboxMail(config, kind: "magic_link", after: mail.id) { $0.recipient == "hana.m@example.com" }
+        let token = try EmailFlowTests.token(in: ReceivedMail(text: second.textBody ?? ""), path: "/auth/magic-link")
+        #expect(await again.open(URL(string: "hannahhealth://auth?token=\(token)")!))
+        #expect(again.step == .signedIn(newAccount: false))
+        #expect(await again.trialStartedMessage == nil)
     }
 }

@@ -15,6 +15,18 @@ public enum AuthRoute: String, Sendable, Equatable, CaseIterable {
     case demoHome = "home/demo"
     /// The signed-in app (outside CH07's routes).
     case main = "home/main"
+    /// After "Send reset link" succeeded: the confirmation with the way back to log-in (CH07 §8.5).
+    case forgotPasswordSent = "auth/forgot_password_sent"
+    /// Where the goals router's cards lead (CH07 §8.7), and the demo home's flows (§8.8).
+    case flowCreate = "flow/create"
+    case practiceSetup = "practice/setup"
+    case libraryDemo = "library/demo"
+    case flowDetailDemo = "flow/detail_demo"
+}
+
+/// The goals router's three cards (CH07 §8.7).
+public enum Goal: String, Sendable, CaseIterable {
+    case build, practice, browse
 }
 
 /// Which screen shows, for a `NavigationStack(path:)`: `root` and the pushed `path`. Signing in
@@ -100,6 +112,43 @@ public final class AuthCoordinator {
     public func finishProfileSetup() { path.append(.goalsRouter) }
     /// The goals router's choice leaves onboarding.
     public func finishOnboarding() { show(.main) }
+
+    /// "Send reset link" succeeded: the confirmation screen.
+    public func resetLinkSent() { path.append(.forgotPasswordSent) }
+    /// The confirmation's "Back to log in": the stack returns to the log-in screen.
+    public func backToLogIn() {
+        if let index = path.firstIndex(of: .emailLogin) {
+            path = Array(path[...index])
+        } else {
+            path = [.emailChoice, .emailLogin]
+        }
+    }
+
+    /// A card of the goals router (CH07 §8.7): the app opens on home with the chosen screen on
+    /// top. Practice may be paywalled (CH25): the gate decision decides whether the practice
+    /// set-up or the paywall shows; the returned decision is the one to show (nil: allowed).
+    @discardableResult
+    public func choose(_ goal: Goal) async -> GateDecision? {
+        switch goal {
+        case .build:
+            show(.main)
+            path = [.flowCreate]
+            return nil
+        case .browse:
+            show(.main)
+            path = [.libraryDemo]
+            return nil
+        case .practice:
+            let decision = await client.decide("practice_saved_flow")
+            show(.main)
+            if let decision, !decision.allowed { return decision }
+            path = [.practiceSetup]
+            return nil
+        }
+    }
+
+    /// The demo home's "Open demo flow": the flow, view-only (CH07 §8.8).
+    public func openDemoFlow() { path.append(.flowDetailDemo) }
 
     /// Logout: the session ends and the stack resets to the welcome gate.
     public func signOut() async {
