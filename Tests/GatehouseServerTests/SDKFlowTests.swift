@@ -225,6 +225,8 @@ import Testing
         await model.launch()
         #expect(model.state == .privacyScreen && model.isStartEnabled)
         #expect(model.title == "Welcome to OKLah" && model.bullets.count == 3 && model.startLabel == "Start")
+        // BR-ONB-003: nothing is created before Start.
+        #expect(device.transport.count("POST /v1/auth/anonymous") == 0)
 
         // No network: the error screen with its copy; Try Again once it is back.
         device.transport.setNetworkDown(true)
@@ -263,6 +265,7 @@ import Testing
         let relaunched = OnboardingModel(client: try device.launch(port: port), appVersion: "1.0")
         await relaunched.launch()
         #expect(relaunched.state == .onboarded && relaunched.user?.id == user.id)
+        #expect(messages.contains(try #require(relaunched.homeMessage)))
 
         // §11 edge case 7: backgrounded while creating; the answer is lost; back in the
         // foreground one silent retry finishes it, with the same account.
@@ -279,6 +282,20 @@ import Testing
         await second.didBecomeActive()
         #expect(second.state == .onboarded)
         #expect(fresh.transport.count("POST /v1/auth/anonymous") == 2)
+
+        // …and when the silent retry is lost too, the error screen with Try Again.
+        let third = try TestDevice()
+        defer { third.remove() }
+        let unlucky = OnboardingModel(client: try third.launch(port: port), appVersion: "1.0")
+        await unlucky.launch()
+        third.transport.loseAnswers(to: "/v1/auth/anonymous")
+        unlucky.start()
+        unlucky.didEnterBackground()
+        await unlucky.waitForCreation()
+        await unlucky.didBecomeActive()
+        await unlucky.waitForCreation()
+        #expect(unlucky.state == .error && unlucky.errorText.isEmpty == false)
+        third.transport.loseAnswers(to: nil)
 
         // The server ends the session: the next launch shows the privacy screen again.
         let secondUser = try #require(second.user)

@@ -49,4 +49,65 @@ import Testing
             #expect(after.sessions.first?.createdAt == "2027-01-15T08:00:00Z")
         }
     }
+
+    /// Decision 11 through the server: under OKLah the stored address is cut to its /24 and the
+    /// user agent to its product token, in the session list and in the export; Handz keeps both.
+    @Test func privacyLevelsApplyToWhatTheServerStores() async throws {
+        for (preset, ip, agent) in [("oklah", "127.0.0.0", "OKLah/1.2"), ("handz", "127.0.0.1", "OKLah/1.2 CFNetwork/1490 Darwin/23.2")] {
+            try await TestApp.run(.sqlite, preset: preset, setup: .live) { client, _ in
+                let api = AuthClient(client: client)
+                let headers: HTTPFields = [.userAgent: "OKLah/1.2 CFNetwork/1490 Darwin/23.2", .contentType: "application/json"]
+                let response = preset == "oklah"
+                    ? try await client.execute(uri: "/v1/auth/anonymous", method: .post, headers: headers)
+                    : try await client.execute(
+                        uri: "/v1/auth/signup", method: .post, headers: headers,
+                        body: jsonBody(#"{"email": "privacy@example.com", "password": "correct horse battery"}"#))
+                #expect(response.status == .created, "\(response.text)")
+                struct WithSession: Decodable { let session: SessionPayload }
+                let token = try response.json(WithSession.self).session.accessToken
+                let sessions = try await api.get("/v1/auth/sessions", token: token).json(SessionsResponse.self)
+                #expect(sessions.sessions.first?.userAgent == agent, "\(preset)")
+                let export = try await api.get("/v1/me/export", token: token).text
+                #expect(export.contains(ip), "\(preset): \(ip) not in the export")
+                if preset == "oklah" {
+                    #expect(!export.contains("127.0.0.1") && !export.contains("CFNetwork"))
+                }
+            }
+        }
+    }
+
+    /// Decision 3: an `Idempotency-Key` answers the same account for 24 hours; after that the
+    /// same key starts a new anonymous account.
+    @Test func anIdempotencyKeyLastsADay() async throws {
+        let clock = ManualClock(Date())
+        try await TestApp.run(.sqlite, preset: "oklah", clock: clock) { client, _ in
+            let api = AuthClient(client: client)
+            let first = try await AccountTests.anonymous(api, key: "install-42")
+            clock.advance(by: 86_000)
+            #expect(try await AccountTests.anonymous(api, key: "install-42").user.id == first.user.id)
+            clock.advance(by: 500)
+            #expect(try await AccountTests.anonymous(api, key: "install-42").user.id != first.user.id)
+        }
+    }
+
+    /// Decision 2: a session older than five minutes can prove itself with a fresh Apple token.
+    @Test func aFreshProviderTokenProvesAnOlderSession() async throws {
+        let clock = ManualClock(Date())
+        try await ProviderSignInTests.run(.sqlite, preset: "handz", clock: clock) { api, apple, _, _ in
+            let nonce = "n-delete"
+            let first = try apple.token(sub: "001.leaving", email: "leaving.apple@example.com", extra: ["nonce": FakeProvider.sha256Hex(nonce)], now: clock.now)
+            let signIn = try await api.post("/v1/auth/apple", #"{"id_token": "\#(first)", "raw_nonce": "\#(nonce)"}"#).json(SignInResponse.self)
+            clock.advance(by: 400)
+            let refreshed = try await api.refresh(signIn.session.refreshToken).json(SessionResponse.self)
+            let access = refreshed.session.accessToken
+            let bare = try await api.client.execute(
+                uri: "/v1/me", method: .delete, headers: [.authorization: "Bearer \(access)", .contentType: "application/json"], body: jsonBody("{}"))
+            #expect(bare.status == .forbidden && bare.error?.code == .reauthenticationRequired)
+            let fresh = try apple.token(sub: "001.leaving", email: "leaving.apple@example.com", extra: ["nonce": FakeProvider.sha256Hex("n-2")], now: clock.now)
+            let proven = try await api.client.execute(
+                uri: "/v1/me", method: .delete, headers: [.authorization: "Bearer \(access)", .contentType: "application/json"],
+                body: jsonBody(#"{"id_token": "\#(fresh)", "raw_nonce": "n-2"}"#))
+            #expect(proven.status == .noContent, "\(proven.text)")
+        }
+    }
 }

@@ -71,6 +71,8 @@ public final class OnboardingModel {
         switch await client.restore() {
         case .restored(let user), .offline(let user):
             self.user = user
+            // Every visit to Home gets a message (decision 27), a relaunch too.
+            homeMessage = messages.randomElement()
             state = .onboarded
         case .signedOut:
             showPrivacyScreen()
