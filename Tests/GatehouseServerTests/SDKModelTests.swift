@@ -278,3 +278,47 @@ final class IDLog: @unchecked Sendable {
         #expect(await again.trialStartedMessage == nil)
     }
 }
+
+/// Decision 26: the SDK judges its access token by the monotonic clock and refreshes it before it
+/// expires (Hannah: "tokens refreshed automatically before they expire").
+@Suite struct SDKTokenTimingTests {
+    @Test func theAccessTokenIsRefreshedAheadAndWallClockJumpsAreIgnored() async throws {
+        try await TestApp.run(.sqlite, preset: "handz", setup: .live) { server, _ in
+            let device = try TestDevice()
+            defer { device.remove() }
+            let client = try device.launch(port: try #require(server.port))
+            _ = try await client.signUp(email: "ahead@example.com", password: "correct horse battery")
+            // The person sets the date a day ahead: the token is still fresh by uptime.
+            device.clock.setWallClock(by: 86_400)
+            device.transport.reset()
+            _ = try await client.refreshUser()
+            #expect(device.transport.count("POST /v1/auth/refresh") == 0, "\(device.transport.requests)")
+            // 15 minutes less 59 s of uptime later, inside the 60 s margin: refreshed first.
+            device.clock.advance(by: 900 - 59)
+            device.transport.reset()
+            _ = try await client.refreshUser()
+            #expect(device.transport.requests.first == "POST /v1/auth/refresh", "\(device.transport.requests)")
+            #expect(device.transport.count("POST /v1/auth/refresh") == 1)
+        }
+    }
+}
+
+/// Decision 25: the configuration (methods, copy) is kept on the device, so an app that starts
+/// offline still shows its own words.
+@Suite struct SDKConfigCacheTests {
+    @Test func theConfigurationSurvivesAnOfflineRelaunch() async throws {
+        try await TestApp.run(.sqlite, preset: "hannah", setup: .live) { server, _ in
+            let device = try TestDevice()
+            defer { device.remove() }
+            let port = try #require(server.port)
+            let online = try device.launch(port: port)
+            #expect(try await online.loadConfiguration().copy["welcome.start_trial"] == "Start Free 7-Day Trial")
+            device.transport.setNetworkDown(true)
+            let offline = try device.launch(port: port)
+            let cached = try await offline.loadConfiguration()
+            #expect(cached.preset == "hannah" && cached.signInMethods == ["magic_link"])
+            #expect(await offline.text("welcome.start_trial", "fallback") == "Start Free 7-Day Trial")
+            device.transport.setNetworkDown(false)
+        }
+    }
+}

@@ -30,6 +30,11 @@ public final class TestClientClock: ClientClock, @unchecked Sendable {
         }
     }
 
+    /// The wall clock alone jumps (the person changed the date); uptime does not move.
+    public func setWallClock(by seconds: TimeInterval) {
+        lock.withLock { wall += seconds }
+    }
+
     /// Every wait the SDK asked for, in order.
     public var waits: [TimeInterval] { lock.withLock { sleeps } }
 }
