@@ -90,11 +90,7 @@ import Testing
             let leeway = config.preset.tokens.leewaySeconds
             let now = Int(clock.now.timeIntervalSince1970)
             func token(exp: Int, nbf: Int) throws -> String {
-                try tests.sign(
-                    [
-                        "iss": config.issuer, "aud": "default", "sub": account.user.id, "sid": account.session.sessionID, "iat": nbf,
-                        "nbf": nbf, "exp": exp, "is_anonymous": false, "plan": "free", "email_verified": false,
-                    ], header: ["alg": "ES256", "typ": "at+jwt", "kid": kid], key: key)
+                try tests.accessToken(config, account, key: key, kid: kid, iat: nbf, nbf: nbf, exp: exp)
             }
             // Expired `leeway - 1` seconds ago: still taken; `leeway + 1` ago: refused.
             #expect(try await api.get("/v1/me", token: try token(exp: now - leeway + 1, nbf: now - 600)).status == .ok)
@@ -118,11 +114,7 @@ import Testing
             let leeway = config.preset.tokens.leewaySeconds
             let now = Int(clock.now.timeIntervalSince1970)
             func token(iat: Int) throws -> String {
-                try tests.sign(
-                    [
-                        "iss": config.issuer, "aud": "default", "sub": account.user.id, "sid": account.session.sessionID, "iat": iat,
-                        "nbf": now - 600, "exp": now + 600, "is_anonymous": false, "plan": "free", "email_verified": false,
-                    ], header: ["alg": "ES256", "typ": "at+jwt", "kid": kid], key: key)
+                try tests.accessToken(config, account, key: key, kid: kid, iat: iat, nbf: now - 600, exp: now + 600)
             }
             #expect(try await api.get("/v1/me", token: try token(iat: now + leeway - 1)).status == .ok)
             #expect(try await api.get("/v1/me", token: try token(iat: now + leeway + 1)).status == .unauthorized)

@@ -246,6 +246,18 @@ import Testing
         return input + "." + signature
     }
 
+    /// A well-formed access token for `account`'s session signed with the real key, its time
+    /// claims as given.
+    func accessToken(
+        _ config: GatehouseConfig, _ account: AuthResponse, key: ES256PrivateKey, kid: String, iat: Int, nbf: Int, exp: Int
+    ) throws -> String {
+        try sign(
+            [
+                "iss": config.issuer, "aud": "default", "sub": account.user.id, "sid": account.session.sessionID, "iat": iat,
+                "nbf": nbf, "exp": exp, "is_anonymous": false, "plan": "free", "email_verified": false,
+            ], header: ["alg": "ES256", "typ": "at+jwt", "kid": kid], key: key)
+    }
+
     @Test(arguments: Backend.available)
     func forgedAndMisusedTokensAreRefused(_ backend: Backend) async throws {
         try await TestApp.run(backend) { client, config in
