@@ -33,8 +33,8 @@ public enum DatabaseURL: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    /// Opens the database. For PostgreSQL the pool still has to be run (see `PostgresDatabase`).
-    /// Opens the database; for PostgreSQL, a pool of at most `poolSize` connections.
+    /// Opens the database. For PostgreSQL, a pool of at most `poolSize` connections that still has
+    /// to be run (see `PostgresDatabase`).
     public func open(logger: Logger, poolSize: Int = 20) async throws(StoreError) -> any SQLDatabase {
         switch self {
         case .sqlite(let path):

@@ -87,9 +87,8 @@ public final class PostgresDatabase: SQLDatabase {
     /// How long work on a leased connection may take before the caller is answered `.unavailable`
     /// anyway. With PostgreSQL killed under load, a sign-up whose COMMIT had landed was seen never
     /// to get its answer back from the pool (PostgresRestartTests); the caller must not wait for
-    /// that forever. Whether such a
-    /// write landed is then unknown to the caller, as with any network failure: clients retry
-    /// with the same `Idempotency-Key`.
+    /// that forever. Whether such a write landed is then unknown to the caller, as with any
+    /// network failure: clients retry with the same `Idempotency-Key`.
     static let answerTimeout: Duration = .seconds(20)
 
     /// Runs `body` on a leased connection, waiting at most ``leaseTimeout`` for the lease. On
