@@ -101,6 +101,8 @@ let package = Package(
             name: "gatehouse-bench",
             dependencies: [
                 "GatehouseServer",
+                "GatehouseCore",
+                .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),

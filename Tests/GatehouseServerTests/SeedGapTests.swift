@@ -110,4 +110,44 @@ import Testing
             #expect(proven.status == .noContent, "\(proven.text)")
         }
     }
+
+    /// Hannah ($11.99 a month or $71.99 a year): the yearly product is sold too and gives Premium.
+    @Test func hannahsYearlyPlanIsPremium() async throws {
+        let clock = ManualClock(Date())
+        let apple = try FakeAppStore()
+        try await TestApp.run(.sqlite, preset: "hannah", clock: clock, adjust: TestApp.trusting(apple)) { client, config in
+            let api = AuthClient(client: client)
+            #expect(try await api.post("/v1/auth/magic-link", #"{"email": "yearly@example.com"}"#).status == .accepted)
+            let mail = try await EmailFlowTests.outboxMail(config, kind: "magic_link")
+            let link = try EmailFlowTests.token(in: ReceivedMail(text: mail.textBody ?? ""), path: "/auth/magic-link")
+            let session = try await api.post("/v1/auth/magic-link/verify", #"{"token": "\#(link)"}"#).json(SignInResponse.self)
+            let purchase = try apple.sign(
+                FakeAppStore.transaction(
+                    id: "y1", original: "y1", product: "com.hannahhealth.premium.yearly", user: session.user.id, purchased: clock.now,
+                    expires: clock.now + 365 * 86_400, signed: clock.now))
+            let snapshot = try await AppStoreTests.purchase(api, purchase, token: session.session.accessToken).json(EntitlementsPayload.self)
+            #expect(snapshot.planState == "pro" && snapshot.tier == "premium")
+            #expect(snapshot.subscription?.productID == "com.hannahhealth.premium.yearly")
+        }
+    }
+
+    /// Handz CH07 §3.4: Apple returns the verified, non-relay address of an existing verified
+    /// account: Apple is linked to that account (decision 8), no second account.
+    @Test func appleWithTheAddressOfAVerifiedAccountLinksToIt() async throws {
+        try await ProviderSignInTests.run(.sqlite, preset: "handz") { api, apple, _, config in
+            let existing = try await api.account("same@example.com")
+            _ = try await TestApp.withStore(config) {
+                try await $0.markEmailVerified(UserID(existing.user.id)!, normalizedEmail: "same@example.com", at: Date())
+            }
+            let nonce = "n-link"
+            let token = try apple.token(
+                sub: "001.same", email: "same@example.com",
+                extra: ["email_verified": "true", "is_private_email": "false", "nonce": FakeProvider.sha256Hex(nonce)])
+            let response = try await api.post("/v1/auth/apple", #"{"id_token": "\#(token)", "raw_nonce": "\#(nonce)"}"#)
+            #expect(response.status == .ok || response.status == .created, "\(response.text)")
+            let user = try response.json(SignInResponse.self).user
+            #expect(user.id == existing.user.id)
+            #expect(Set(user.identities.map(\.provider)) == ["email", "apple"])
+        }
+    }
 }

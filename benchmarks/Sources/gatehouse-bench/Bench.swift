@@ -1,13 +1,16 @@
 import AsyncHTTPClient
 import Crypto
 import Foundation
+import GatehouseCore
 import GatehouseServer
+import JWTKit
 import NIOCore
 import NIOHTTP1
 
 /// Gatehouse's benchmark driver (not a test): `gatehouse-bench hash` times password hashing
-/// in-process; `gatehouse-bench http BASE_URL SCENARIO CONNECTIONS SECONDS` loads a running
-/// server and prints one JSON line of results.
+/// in-process, `gatehouse-bench micro` token signing and verification and the entitlement
+/// engine; `gatehouse-bench http BASE_URL SCENARIO CONNECTIONS SECONDS` loads a running server.
+/// Each prints one JSON line of results.
 @main
 struct Bench {
     /// The action the `check` scenario asks about (`BENCH_CHECK_ACTION`; `use_app` exists in
@@ -19,14 +22,62 @@ struct Bench {
         switch arguments.first {
         case "hash":
             try await hash()
+        case "micro":
+            try await micro()
         case "http" where arguments.count == 5:
             try await http(
                 base: arguments[1], scenario: arguments[2], connections: Int(arguments[3]) ?? 16,
                 seconds: Double(arguments[4]) ?? 10)
         default:
-            FileHandle.standardError.write(Data("usage: gatehouse-bench hash | http BASE_URL me|login|refresh|signup|handles|entitlements|check CONNECTIONS SECONDS\n".utf8))
+            FileHandle.standardError.write(Data("usage: gatehouse-bench hash | micro | http BASE_URL me|login|refresh|signup|handles|entitlements|check CONNECTIONS SECONDS\n".utf8))
             exit(2)
         }
+    }
+
+    /// The claims of an access token, as Gatehouse signs them.
+    struct Claims: JWTPayload {
+        var iss: String, aud: String, sub: String, sid: String
+        var iat: Int64, nbf: Int64, exp: Int64
+        var plan: String
+        func verify(using algorithm: some JWTAlgorithm) throws {}
+    }
+
+    /// Microseconds per operation (median of batches) for ES256 signing and verification with
+    /// jwt-kit, a SHA-256 of a token (the verified-token cache's key) and the entitlement
+    /// engine's decision and snapshot for a Handz Free account.
+    static func micro() async throws {
+        let keys = JWTKeyCollection()
+        await keys.add(ecdsa: ES256PrivateKey(), kid: "bench")
+        let now = Int64(Date().timeIntervalSince1970)
+        let claims = Claims(iss: "https://auth.example.com", aud: "handz", sub: UUID().uuidString, sid: UUID().uuidString,
+                            iat: now, nbf: now, exp: now + 900, plan: "free")
+        var header = JWTHeader()
+        header.typ = "at+jwt"
+        let token = try await keys.sign(claims, kid: "bench", header: header)
+
+        func perOperation(_ count: Int, _ body: () async throws -> Void) async rethrows -> Double {
+            var batches: [Double] = []
+            for _ in 0..<7 {
+                let start = ContinuousClock.now
+                for _ in 0..<count { try await body() }
+                batches.append(milliseconds(ContinuousClock.now - start) * 1000 / Double(count))
+            }
+            return percentile(batches, 50)
+        }
+        let sign = try await perOperation(500) { _ = try await keys.sign(claims, kid: "bench", header: header) }
+        let verify = try await perOperation(500) { _ = try await keys.verify(token, as: Claims.self) }
+        let digest = await perOperation(20_000) { _ = SHA256.hash(data: Data(token.utf8)) }
+
+        let preset = try PresetLibrary.load("handz").get()
+        let engine = EntitlementEngine(settings: preset.entitlements, copy: preset.copy)
+        let input = EntitlementInput(userID: .random(), emailVerified: true, accountCreatedAt: Date().addingTimeInterval(-86_400), creditsSpent: ["practice": 1])
+        let at = Date()
+        let decide = await perOperation(20_000) { _ = engine.decide("practice_saved_flow", context: [:], input: input, at: at) }
+        let snapshot = await perOperation(5_000) { _ = engine.snapshot(input, at: at) }
+        print(json([
+            "benchmark": "micro", "es256_sign_us": sign, "es256_verify_us": verify, "sha256_token_us": digest,
+            "engine_decide_us": decide, "engine_snapshot_us": snapshot,
+        ]))
     }
 
     /// Median time of one Argon2id hash and one verification at the production parameters.
