@@ -2,6 +2,7 @@ import Foundation
 import GatehouseClient
 import GatehouseCore
 import GatehouseServer
+import GatehouseStore
 import GatehouseTestSupport
 import GatehouseWire
 import HummingbirdTesting
@@ -320,5 +321,62 @@ final class IDLog: @unchecked Sendable {
             #expect(await offline.text("welcome.start_trial", "fallback") == "Start Free 7-Day Trial")
             device.transport.setNetworkDown(false)
         }
+    }
+}
+
+/// OKLah ERR-ONB-002 and §11: a server error and a rate limit, both real, end on the error
+/// screen with Try Again, and Try Again works once the server is back.
+@MainActor @Suite struct OnboardingErrorTests {
+    @Test func aServerErrorShowsTheRetryScreen() async throws {
+        try await TestApp.run(.sqlite, preset: "oklah", setup: .live) { server, config in try await Self.serverErrorBody(server, config) }
+    }
+
+    static func serverErrorBody(_ server: any TestClientProtocol, _ config: GatehouseConfig) async throws {
+        guard case .sqlite(let path) = config.database else { return }
+        let device = try TestDevice()
+        defer { device.remove() }
+        let model = OnboardingModel(client: try device.launch(port: try #require(server.port)), appVersion: "1.0")
+        await model.launch()
+        // Another writer holds the database: account creation answers 503.
+        let other = try await SQLiteDatabase.open(path: path, readerCount: 1, logger: TestDatabase.logger)
+        let (release, releaseNow) = AsyncStream.makeStream(of: Void.self)
+        let (held, isHeld) = AsyncStream.makeStream(of: Void.self)
+        let holder = Task {
+            try await other.transaction { _ in
+                isHeld.yield()
+                for await _ in release { break }
+            }
+        }
+        for await _ in held { break }
+        model.start()
+        await model.waitForCreation()
+        #expect(model.state == .error && model.errorText == "Something went wrong. Please check your connection and try again.")
+        releaseNow.yield()
+        releaseNow.finish()
+        try await holder.value
+        await other.shutdown()
+        model.tryAgain()
+        await model.waitForCreation()
+        #expect(model.state == .onboarded)
+    }
+
+    @Test func aRateLimitShowsTheRetryScreen() async throws {
+        try await TestApp.run(.sqlite, preset: "oklah", setup: .live) { server, config in try await Self.rateLimitBody(server, config) }
+    }
+
+    static func rateLimitBody(_ server: any TestClientProtocol, _ config: GatehouseConfig) async throws {
+        // Use up this address's anonymous sign-ins for the hour (the preset's 30).
+        for _ in 0..<config.preset.throttling.anonymousPerIPPerHour {
+            #expect(try await server.execute(uri: "/v1/auth/anonymous", method: .post).status == .created)
+        }
+        #expect(try await server.execute(uri: "/v1/auth/anonymous", method: .post).status == .tooManyRequests)
+        let device = try TestDevice()
+        defer { device.remove() }
+        let model = OnboardingModel(client: try device.launch(port: try #require(server.port)), appVersion: "1.0")
+        await model.launch()
+        model.start()
+        await model.waitForCreation()
+        #expect(model.state == .error && model.tryAgainLabel == "Try Again")
+        #expect(model.errorText == "Something went wrong. Please check your connection and try again.")
     }
 }
