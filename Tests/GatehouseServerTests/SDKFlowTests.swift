@@ -260,6 +260,11 @@ import Testing
             .filter { $0.type == "analytics" }.compactMap { $0.data["name"] }
         #expect(names.contains("onboarding_start") && names.contains("onboarding_complete") && names.contains("onboarding_error"))
         #expect(names.contains("onboarding_retry"))
+        // duration_ms: from the privacy screen to Home, measured on the device (a whole number).
+        let complete = try await TestApp.withStore(config) { try await $0.events(after: nil, userID: id, limit: 50) }
+            .first { $0.type == "analytics" && $0.data["name"] == "onboarding_complete" }
+        let duration = try #require(complete?.data["duration_ms"].flatMap { Int($0) })
+        #expect(duration >= 0 && duration < 600_000)
 
         // US-ONB-003: relaunch lands on Home, no onboarding.
         let relaunched = OnboardingModel(client: try device.launch(port: port), appVersion: "1.0")

@@ -44,6 +44,9 @@ import Testing
             let client = try device.launch(port: try #require(server.port))
             let form = SignUpForm(client: client, configuration: try await client.loadConfiguration())
             #expect(!form.asksToConfirmPassword)
+            // CH07 §8.3 and §10: Terms and Privacy links under the form (the preset's placeholders).
+            #expect(form.termsURL?.absoluteString == "https://handz.example/terms")
+            #expect(form.privacyURL?.absoluteString == "https://handz.example/privacy")
             form.email = "noconfirm@example.com"
             form.password = "correct horse battery"
             #expect(form.canSubmit)

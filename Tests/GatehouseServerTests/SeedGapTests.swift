@@ -150,4 +150,23 @@ import Testing
             #expect(Set(user.identities.map(\.provider)) == ["email", "apple"])
         }
     }
+
+    /// OKLah BR-ONB-004: the three suggestions are an adjective and a noun from the curated
+    /// happiness and motivation lists, three different names, drawn anew for each account.
+    @Test func nameSuggestionsComeFromTheCuratedLists() async throws {
+        try await TestApp.run(.sqlite, preset: "oklah") { client, _ in
+            let api = AuthClient(client: client)
+            var seen: Set<[String]> = []
+            for _ in 0..<5 {
+                let suggestions = try await AccountTests.anonymous(api).nameSuggestions
+                #expect(suggestions.count == 3 && Set(suggestions).count == 3)
+                for name in suggestions {
+                    let words = name.split(separator: " ").map(String.init)
+                    #expect(words.count == 2 && NameSuggester.adjectives.contains(words[0]) && NameSuggester.nouns.contains(words[1]), "\(name)")
+                }
+                seen.insert(suggestions)
+            }
+            #expect(seen.count > 1, "the same three names every time")
+        }
+    }
 }

@@ -171,10 +171,15 @@ public final class SignUpForm {
     private let client: GatehouseClient
     private let policy: PasswordPolicy
     private let copy: [String: String]
+    /// The app's Terms and Privacy pages, for the links under the form (CH07 §8.3, §10).
+    public let termsURL: URL?
+    public let privacyURL: URL?
 
     public init(client: GatehouseClient, configuration: PublicConfiguration) {
         self.client = client
         copy = configuration.copy
+        termsURL = configuration.app.termsURL.flatMap(URL.init(string:))
+        privacyURL = configuration.app.privacyURL.flatMap(URL.init(string:))
         // The blocklist and the breached check stay on the server; length and classes are here.
         policy = PasswordPolicy(settings: configuration.passwordPolicy, blocklist: [], copy: configuration.copy)
     }
