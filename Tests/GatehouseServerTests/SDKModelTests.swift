@@ -380,3 +380,69 @@ final class IDLog: @unchecked Sendable {
         #expect(model.errorText == "Something went wrong. Please check your connection and try again.")
     }
 }
+
+/// CH08 §8: the purchase as the paywall shows it, against a live server that verifies App Store
+/// transactions (signed by the test's own chain, trusted as Apple's root).
+@MainActor @Suite struct PurchaseModelTests {
+    @Test func pendingCancelledPurchasedAndRefused() async throws {
+        let apple = try FakeAppStore()
+        try await TestApp.run(.sqlite, preset: "handz", setup: .live, adjust: TestApp.trusting(apple)) { server, config in
+            try await Self.body(server, config, apple)
+        }
+    }
+
+    static func body(_ server: any TestClientProtocol, _ config: GatehouseConfig, _ apple: FakeAppStore) async throws {
+        let device = try TestDevice()
+        defer { device.remove() }
+        let port = try #require(server.port)
+        let client = try device.launch(port: port)
+        _ = try await client.loadConfiguration()
+        let user = try await client.signUp(email: "buyer@example.com", password: "correct horse battery")
+        let model = PurchaseModel(client: client, productID: "com.handz.pro.monthly")
+        #expect(model.manageSubscriptionsURL.host == "apps.apple.com")
+
+        // Ask to Buy: pending, nothing granted, the words say so.
+        await model.start()
+        #expect(model.state == .purchasing)
+        await model.finish(.pending)
+        #expect(model.state == .pending)
+        #expect(await model.message?.contains("waiting for approval") == true)
+        #expect(try await client.entitlements().planState == "free")
+        // Closed the sheet: no error.
+        await model.finish(.userCancelled)
+        #expect(model.state == .cancelled)
+        #expect(await model.message == nil)
+        // Approved: the verified transaction gives Pro.
+        let now = Date()
+        let signed = try apple.sign(
+            FakeAppStore.transaction(
+                id: "b1", original: "b1", product: "com.handz.pro.monthly", user: user.id, purchased: now, expires: now + 30 * 86_400, signed: now))
+        await model.finish(.purchased(signedTransaction: signed))
+        #expect(model.state == .purchased(plan: "pro"))
+
+        // Someone else's device uploads the same purchase: refused with the server's words.
+        let other = try TestDevice()
+        defer { other.remove() }
+        let otherClient = try other.launch(port: port)
+        _ = try await otherClient.signUp(email: "other@example.com", password: "correct horse battery")
+        let refused = PurchaseModel(client: otherClient, productID: "com.handz.pro.monthly")
+        await refused.start()
+        await refused.finish(.purchased(signedTransaction: signed))
+        guard case .failed(let message) = refused.state else {
+            Issue.record("\(refused.state)")
+            return
+        }
+        #expect(!message.isEmpty)
+
+        // The CH08 §9 events reached the server under each account.
+        await client.flushAnalytics()
+        await otherClient.flushAnalytics()
+        let mine = try await TestApp.withStore(config) { try await $0.events(after: nil, userID: UserID(user.id)!, limit: 100) }
+            .filter { $0.type == "analytics" }.compactMap { $0.data["name"] }
+        #expect(mine.filter { $0 == "purchase_started" }.count == 1 && mine.contains("purchase_success"))
+        let otherID = try #require(await otherClient.state.user.flatMap { UserID($0.id) })
+        let theirs = try await TestApp.withStore(config) { try await $0.events(after: nil, userID: otherID, limit: 100) }
+            .filter { $0.type == "analytics" }.compactMap { $0.data["name"] }
+        #expect(theirs.contains("purchase_started") && theirs.contains("purchase_failed"))
+    }
+}
