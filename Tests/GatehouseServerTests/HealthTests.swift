@@ -24,24 +24,12 @@ import Testing
             #expect(try await waitForHealth(client, .ok).status == "ok")
             guard case .sqlite(let path) = config.database else { return }
             // Another process-like writer takes the database's write lock and keeps it.
-            let other = try await SQLiteDatabase.open(path: path, readerCount: 1, logger: TestDatabase.logger)
-            let (release, releaseNow) = AsyncStream.makeStream(of: Void.self)
-            let (held, isHeld) = AsyncStream.makeStream(of: Void.self)
-            let holder = Task {
-                try await other.transaction { _ in
-                    isHeld.yield()
-                    for await _ in release { break }
-                }
-            }
-            for await _ in held { break }
+            let other = try await HeldSQLiteWriter(path: path)
             let down = try await client.execute(uri: "/health", method: .get)
             #expect(down.status == .serviceUnavailable)
             #expect(try down.json(HealthResponse.self).status == "unavailable")
             #expect(down.headers[.retryAfter] != nil)
-            releaseNow.yield()
-            releaseNow.finish()
-            try await holder.value
-            await other.shutdown()
+            try await other.release()
             #expect(try await waitForHealth(client, .ok).status == "ok")
         }
     }
@@ -63,5 +51,34 @@ import Testing
             }
             #expect(try await waitForHealth(client, .ok).status == "ok")
         }
+    }
+}
+
+/// A second writer on a SQLite file that takes the write lock and keeps it until `release()`:
+/// the server's writes then wait out SQLite's busy time-out and answer 503.
+final class HeldSQLiteWriter: Sendable {
+    private let database: SQLiteDatabase
+    private let holder: Task<Void, any Error>
+    private let releaseNow: AsyncStream<Void>.Continuation
+
+    init(path: String) async throws {
+        database = try await SQLiteDatabase.open(path: path, readerCount: 1, logger: TestDatabase.logger)
+        let (release, releaseNow) = AsyncStream.makeStream(of: Void.self)
+        let (held, isHeld) = AsyncStream.makeStream(of: Void.self)
+        self.releaseNow = releaseNow
+        holder = Task { [database] in
+            try await database.transaction { _ in
+                isHeld.yield()
+                for await _ in release { break }
+            }
+        }
+        for await _ in held { break }
+    }
+
+    func release() async throws {
+        releaseNow.yield()
+        releaseNow.finish()
+        try await holder.value
+        await database.shutdown()
     }
 }

@@ -338,23 +338,11 @@ final class IDLog: @unchecked Sendable {
         let model = OnboardingModel(client: try device.launch(port: try #require(server.port)), appVersion: "1.0")
         await model.launch()
         // Another writer holds the database: account creation answers 503.
-        let other = try await SQLiteDatabase.open(path: path, readerCount: 1, logger: TestDatabase.logger)
-        let (release, releaseNow) = AsyncStream.makeStream(of: Void.self)
-        let (held, isHeld) = AsyncStream.makeStream(of: Void.self)
-        let holder = Task {
-            try await other.transaction { _ in
-                isHeld.yield()
-                for await _ in release { break }
-            }
-        }
-        for await _ in held { break }
+        let other = try await HeldSQLiteWriter(path: path)
         model.start()
         await model.waitForCreation()
         #expect(model.state == .error && model.errorText == "Something went wrong. Please check your connection and try again.")
-        releaseNow.yield()
-        releaseNow.finish()
-        try await holder.value
-        await other.shutdown()
+        try await other.release()
         model.tryAgain()
         await model.waitForCreation()
         #expect(model.state == .onboarded)
