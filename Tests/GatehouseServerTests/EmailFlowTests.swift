@@ -511,7 +511,7 @@ extension SMTPSink {
     }
 
     static func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, text: String) {
-        let process = Process()
+        let process = Spawned()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         let pipe = Pipe()

@@ -57,7 +57,7 @@ import Testing
     /// The document is valid OpenAPI 3.1 (`openapi-spec-validator`, pinned in the test venv).
     @Test func theDocumentIsValidOpenAPI() throws {
         let python = try #require(SMTPSink.python, "GATEHOUSE_TEST_PYTHON is not set; run make test")
-        let process = Process()
+        let process = Spawned()
         process.executableURL = URL(fileURLWithPath: python)
         process.arguments = ["-m", "openapi_spec_validator", GateRow.root.appendingPathComponent("docs/openapi.yaml").path]
         let output = Pipe()

@@ -96,7 +96,7 @@ enum Command {
         // Nothing else of the test process's: Foundation learns that its own children exited
         // when their monitoring sockets close, and a daemon started here (PostgreSQL) holding
         // copies would hang every later `waitUntilExit`.
-        try closeFrom(3, in: &actions)
+        try Spawned.closeFrom(3, &actions)
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var pid = pid_t()
@@ -108,16 +108,5 @@ enum Command {
         }
         let signal = status & 0x7f
         return signal == 0 ? (status >> 8) & 0xff : 128 + signal
-    }
-
-    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34+), which Swift's Glibc module
-    /// does not import, looked up at run time.
-    private static func closeFrom(_ descriptor: Int32, in actions: inout posix_spawn_file_actions_t) throws {
-        typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-        guard let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else {
-            throw ProcessError("posix_spawn_file_actions_addclosefrom_np is missing (glibc 2.34 or newer is needed)")
-        }
-        let addCloseFrom = unsafeBitCast(symbol, to: AddCloseFrom.self)
-        guard addCloseFrom(&actions, descriptor) == 0 else { throw ProcessError("posix_spawn_file_actions_addclosefrom_np failed") }
     }
 }

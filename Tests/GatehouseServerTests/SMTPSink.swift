@@ -4,7 +4,7 @@ import Testing
 /// A real SMTP server (Python aiosmtpd, `Tests/support/smtp_sink.py`) on a loopback port,
 /// storing what it accepts in a maildir.
 final class SMTPSink: Sendable {
-    let process: Process
+    let process: Spawned
     let input: Pipe
     let port: Int
     let maildir: URL
@@ -35,7 +35,7 @@ final class SMTPSink: Sendable {
                           "--tls-key", directory.appendingPathComponent("key.pem").path]
         }
         if let (user, password) = credentials { arguments += ["--user", user, "--password", password] }
-        process = Process()
+        process = Spawned()
         process.executableURL = URL(fileURLWithPath: python)
         process.arguments = arguments
         input = Pipe()
@@ -94,7 +94,7 @@ final class SMTPSink: Sendable {
     }
 
     static func run(_ executable: String, _ arguments: [String]) throws {
-        let process = Process()
+        let process = Spawned()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         process.standardOutput = FileHandle.nullDevice

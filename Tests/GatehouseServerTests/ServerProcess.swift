@@ -8,7 +8,7 @@ import Testing
 
 /// The real `gatehouse` executable, run as a child process in its own directory.
 final class ServerProcess: Sendable {
-    let process: Process
+    let process: Spawned
     let directory: URL
     private let output = TextBuffer()
     private let errors = TextBuffer()
@@ -32,7 +32,7 @@ final class ServerProcess: Sendable {
     /// through `launcher` when given (a program that execs its arguments, such as `/usr/bin/env`).
     init(_ arguments: [String] = ["serve"], environment: [String: String] = [:], directory: URL? = nil, launcher: String? = nil) throws {
         self.directory = try directory ?? Self.makeDirectory()
-        process = Process()
+        process = Spawned()
         if let launcher {
             process.executableURL = URL(fileURLWithPath: launcher)
             process.arguments = [try Self.executable.path] + arguments
