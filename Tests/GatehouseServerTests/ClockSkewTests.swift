@@ -27,15 +27,13 @@ import Testing
         let (url, cleanup) = try await TestDatabase.make(backend)
         defer { Task { await cleanup() } }
         try await google.serve { keys in
-            let server = try ServerProcess(environment: [
-                "GATEHOUSE_PORT": "0", "GATEHOUSE_DATABASE_URL": url.environmentValue, "GATEHOUSE_ADMIN_KEY": TestApp.adminKey,
+            let server = try ServerProcess(environment: ServerProcess.environment(database: url.environmentValue, [
                 "GATEHOUSE_GOOGLE_AUDIENCES": google.audience, "GATEHOUSE_GOOGLE_JWKS_URL": keys.absoluteString,
-                "GATEHOUSE_ARGON2_MEMORY_KIB": "64", "GATEHOUSE_ARGON2_ITERATIONS": "1", "GATEHOUSE_ARGON2_PARALLELISM": "1",
                 // The monotonic clock is shifted too: libdispatch programs its timers from it, and
                 // libfaketime converts timer deadlines assuming it is faked (left real, every
                 // timer fired at once and the server spun).
                 "LD_PRELOAD": Self.library!, "FAKETIME": skew,
-            ], launcher: "/usr/bin/env")  // Started directly with the library preloaded, Swift saw no arguments.
+            ]), launcher: "/usr/bin/env")  // Started directly with the library preloaded, Swift saw no arguments.
             let base = try await server.baseURL()
             try await check(base: base, offset: offset, google: google)
             server.signal(SIGTERM)

@@ -18,12 +18,8 @@ import Testing
         defer { Task { await cleanup() } }
         let directory = try ServerProcess.makeDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let environment = [
-            "GATEHOUSE_PORT": "0", "GATEHOUSE_DATABASE_URL": url.environmentValue, "GATEHOUSE_ADMIN_KEY": TestApp.adminKey,
-            "GATEHOUSE_PRESET": "handz", "GATEHOUSE_IP_LIMITS": "off",
-            // Fast hashing: the point is the writes, not Argon2.
-            "GATEHOUSE_ARGON2_MEMORY_KIB": "64", "GATEHOUSE_ARGON2_ITERATIONS": "1", "GATEHOUSE_ARGON2_PARALLELISM": "1",
-        ]
+        let environment = ServerProcess.environment(
+            database: url.environmentValue, ["GATEHOUSE_PRESET": "handz", "GATEHOUSE_IP_LIMITS": "off"])
         let first = try ServerProcess(environment: environment, directory: directory)
         let base = try await first.baseURL()
         let json = ["Content-Type": "application/json"]

@@ -13,11 +13,10 @@ import Testing
     func restartedUnderLoadIs503ThenRecoversWithoutDuplicates() async throws {
         let postgres = try await PrivatePostgres()
         let directory = try ServerProcess.makeDirectory()
-        let server = try ServerProcess(environment: [
-            "GATEHOUSE_PORT": "0", "GATEHOUSE_DATABASE_URL": postgres.url, "GATEHOUSE_ADMIN_KEY": TestApp.adminKey,
-            "GATEHOUSE_IP_LIMITS": "off", "GATEHOUSE_LOG_LEVEL": "debug", "GATEHOUSE_LOG_FORMAT": "text",
-            "GATEHOUSE_ARGON2_MEMORY_KIB": "64", "GATEHOUSE_ARGON2_ITERATIONS": "1", "GATEHOUSE_ARGON2_PARALLELISM": "1",
-        ], directory: directory)
+        let server = try ServerProcess(
+            environment: ServerProcess.environment(database: postgres.url, [
+                "GATEHOUSE_IP_LIMITS": "off", "GATEHOUSE_LOG_LEVEL": "debug", "GATEHOUSE_LOG_FORMAT": "text",
+            ]), directory: directory)
         do {
             let base = try await server.baseURL()
             try await check(base: base, postgres: postgres)

@@ -16,11 +16,9 @@ import Testing
     func slowClientsDoNotStarveOthers() async throws {
         let (url, cleanup) = try await TestDatabase.make(.sqlite)
         defer { Task { await cleanup() } }
-        let server = try ServerProcess(environment: [
-            "GATEHOUSE_PORT": "0", "GATEHOUSE_DATABASE_URL": url.environmentValue, "GATEHOUSE_ADMIN_KEY": TestApp.adminKey,
+        let server = try ServerProcess(environment: ServerProcess.environment(database: url.environmentValue, [
             "GATEHOUSE_IP_LIMITS": "off", "GATEHOUSE_HTTP_IDLE_TIMEOUT_SECONDS": "\(Self.idleTimeout)",
-            "GATEHOUSE_ARGON2_MEMORY_KIB": "64", "GATEHOUSE_ARGON2_ITERATIONS": "1", "GATEHOUSE_ARGON2_PARALLELISM": "1",
-        ])
+        ]))
         let base = try await server.baseURL()
         let json = ["Content-Type": "application/json"]
         let signup = try await HTTP.request(

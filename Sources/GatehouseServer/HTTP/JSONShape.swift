@@ -61,14 +61,7 @@ struct JSONShape {
             index += 1
             skipSpace()
             try value(depth: depth)
-            skipSpace()
-            if next == UInt8(ascii: ",") {
-                index += 1
-                continue
-            }
-            guard next == UInt8(ascii: "}") else { throw .malformed }
-            index += 1
-            return
+            if try closes(with: UInt8(ascii: "}")) { return }
         }
     }
 
@@ -82,15 +75,20 @@ struct JSONShape {
         while true {
             skipSpace()
             try value(depth: depth)
-            skipSpace()
-            if next == UInt8(ascii: ",") {
-                index += 1
-                continue
-            }
-            guard next == UInt8(ascii: "]") else { throw .malformed }
-            index += 1
-            return
+            if try closes(with: UInt8(ascii: "]")) { return }
         }
+    }
+
+    /// After a member or element: a comma (false, another follows) or `close` (true, done).
+    private mutating func closes(with close: UInt8) throws(Problem) -> Bool {
+        skipSpace()
+        if next == UInt8(ascii: ",") {
+            index += 1
+            return false
+        }
+        guard next == close else { throw .malformed }
+        index += 1
+        return true
     }
 
     /// A string with its escapes resolved (so `"\u0065mail"` is `email`).
