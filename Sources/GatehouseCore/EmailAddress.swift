@@ -47,3 +47,43 @@ extension EmailAddress {
         return labels.last!.unicodeScalars.allSatisfy { !CharacterSet.decimalDigits.contains($0) }
     }
 }
+
+extension EmailAddress {
+    /// Whether `address` (trimmed) may be stored, mailed and own an account as typed: it is its
+    /// own Unicode NFKC form (so a fullwidth `ｖｉｃｔｉｍ@example.com` or a KELVIN SIGN, which
+    /// normalise onto another person's address, are refused rather than stored and mailed as
+    /// typed), and its domain is a plausible IDNA name: ASCII letters, digits and hyphens, or
+    /// non-ASCII labels made only of lowercase or caseless letters, marks and digits, with no
+    /// look-alike dots. Case is not part of it: `Ann@Example.com` is canonical.
+    public static func isCanonical(_ address: String) -> Bool {
+        // A canonically equivalent spelling (NFD `é`) is the same text and fine; a compatibility
+        // mapping (fullwidth, ligatures, KELVIN SIGN) is a look-alike and is not.
+        let trimmed = address.trimmingCharacters(in: .whitespacesAndNewlines).precomposedStringWithCanonicalMapping
+        guard trimmed == trimmed.precomposedStringWithCompatibilityMapping else { return false }
+        guard let at = trimmed.lastIndex(of: "@") else { return false }
+        let domain = trimmed[trimmed.index(after: at)...]
+        for label in domain.split(separator: ".", omittingEmptySubsequences: false) {
+            if label.unicodeScalars.allSatisfy({ $0.isASCII }) {
+                guard label.unicodeScalars.allSatisfy({ CharacterSet.alphanumerics.contains($0) || $0 == "-" }) else { return false }
+                // An ASCII label may be an A-label (punycode); it is taken as the registry wrote it.
+                continue
+            }
+            // A U-label: as IDNA2008 maps it (lowercase, NFC), letters, marks and digits only.
+            guard String(label) == label.lowercased(), String(label) == String(label).precomposedStringWithCanonicalMapping else {
+                return false
+            }
+            let allowed = CharacterSet.letters.union(.decimalDigits).union(.nonBaseCharacters).union(CharacterSet(charactersIn: "-"))
+            guard label.unicodeScalars.allSatisfy({ allowed.contains($0) }) else { return false }
+        }
+        return true
+    }
+}
+
+extension EmailAddress {
+    /// The form mail is sent to: the address as typed, but never a compatibility form (an
+    /// account stored before `isCanonical` was enforced gets its mail at the NFKC form, the one
+    /// its identity key belongs to; finding 7).
+    public static func deliverable(_ address: String) -> String {
+        address.trimmingCharacters(in: .whitespacesAndNewlines).precomposedStringWithCompatibilityMapping
+    }
+}

@@ -119,4 +119,50 @@ public enum LoginThrottlePolicy {
         let seconds = min(Double(settings.lockoutBaseSeconds) * pow(2, Double(doublings)), Double(settings.lockoutMaxSeconds))
         return now.addingTimeInterval(seconds)
     }
+
+    /// The same waits as a table, for a store that must apply them inside the one atomic
+    /// statement that reserves an attempt: `waits[i]` is the wait at `threshold + i` failures,
+    /// the last entry the wait for every count past the table.
+    public static func schedule(_ settings: ThrottlingSettings) -> LockSchedule {
+        let start = Date(timeIntervalSince1970: 0)
+        var waits: [Int64] = []
+        var failures = max(1, settings.loginFailuresBeforeLockout)
+        while let lock = lock(failures: failures, now: start, settings: settings) {
+            let wait = Int64(lock.timeIntervalSince(start).rounded(.up))
+            if let last = waits.last, last == wait { break }
+            waits.append(wait)
+            failures += 1
+            if failures - settings.loginFailuresBeforeLockout > 31 { break }
+        }
+        return LockSchedule(threshold: max(1, settings.loginFailuresBeforeLockout), waits: waits.isEmpty ? [0] : waits)
+    }
+}
+
+/// Lock waits by failure count (see `LoginThrottlePolicy.schedule`).
+public struct LockSchedule: Sendable, Equatable {
+    /// The failure count whose attempt locks the key first.
+    public var threshold: Int
+    /// Seconds locked from `threshold` failures on, one entry per further failure; the last
+    /// entry holds for every count past the table.
+    public var waits: [Int64]
+
+    public init(threshold: Int, waits: [Int64]) {
+        self.threshold = threshold
+        self.waits = waits
+    }
+
+    /// Seconds a key with `failures` failures stays locked; `nil` below the threshold.
+    public func wait(failures: Int) -> Int64? {
+        guard failures >= threshold else { return nil }
+        return waits[min(failures - threshold, waits.count - 1)]
+    }
+}
+
+/// What reserving a login attempt gave.
+public enum AttemptReservation: Sendable, Equatable {
+    /// The attempt may go ahead; it already counts as the `failures`-th failure and locked
+    /// the key until `lockedUntil` when it reached the threshold. Success clears both.
+    case allowed(failures: Int, lockedUntil: Date?)
+    /// The key is locked until then; nothing was counted.
+    case locked(until: Date)
 }

@@ -51,7 +51,13 @@ public func buildApplication(
     let blocklist = try CommonPasswords.load()
     let templates = try Templates(preset: config.preset)
     let openAPI = try OpenAPIDocument.load()
-    let http1 = HTTPServerBuilder.http1(configuration: .init(idleTimeout: .seconds(Int64(config.httpIdleTimeoutSeconds))))
+    let connections = ConnectionLimiter(
+        total: config.maxConnections, perAddress: config.ipLimits ? config.maxConnectionsPerAddress : nil,
+        trustedProxies: config.trustedProxies)
+    let http1 = HTTPServerBuilder.http1(
+        configuration: .init(
+            additionalChannelHandlers: [ConnectionLimitHandler(limiter: connections, logger: logger)],
+            idleTimeout: .seconds(Int64(config.httpIdleTimeoutSeconds))))
     let server: HTTPServerBuilder = try config.tlsConfiguration().map { try .tls(http1, tlsConfiguration: $0) } ?? http1
     let scheme = config.tlsCertificateFile == nil ? "http" : "https"
     let appStoreRoots = try config.appStoreRootCerts.map {
@@ -69,7 +75,9 @@ public func buildApplication(
     let engine = EntitlementEngine(settings: preset.entitlements, copy: preset.copy)
     let tokenService = TokenService(
         keys: keys, chainKey: chainKey, issuer: config.issuer, audience: config.audience, settings: tokens, clock: clock, engine: engine)
-    let throttle = ThrottleService(store: store, settings: preset.throttling, ipLimits: config.ipLimits, clock: clock, copy: preset.copy)
+    let throttle = ThrottleService(
+        store: store, settings: preset.throttling, ipLimits: config.ipLimits, clock: clock, copy: preset.copy, chainKey: chainKey,
+        recovery: preset.signInMethods)
     let links = EmailLinks(publicURL: config.publicURL, chainKey: chainKey)
 
     let transport: any MailTransport
@@ -142,7 +150,10 @@ public func buildApplication(
     let router = Router(context: GatehouseRequestContext.self)
     router.add(middleware: RequestIDMiddleware())
     router.add(middleware: SecurityHeadersMiddleware(hsts: config.publicURL.scheme == "https"))
-    router.add(middleware: ErrorMiddleware(internalMessage: config.preset.text("error.internal", "Something went wrong on our end. Please try again in a few minutes.")))
+    router.add(
+        middleware: ErrorMiddleware(
+            internalMessage: config.preset.text("error.internal", "Something went wrong on our end. Please try again in a few minutes."),
+            aborted: AbortedRequests(logger: logger)))
     router.add(middleware: BodyLimitMiddleware(limit: config.maxBodyBytes))
 
     OperationsController(store: store, keys: keys, publicConfiguration: PublicConfiguration(preset: config.preset), openAPI: openAPI)

@@ -63,10 +63,14 @@ extension SQLStore {
         ).first.map(Self.emailToken(from:))
     }
 
-    public func recordCodeFailure(hash: [UInt8]) async throws(StoreError) -> Int {
+    public func reserveCodeAttempt(hash: [UInt8], limit: Int, now: Date) async throws(StoreError) -> Int? {
         let rows = try await executor.query(
-            "UPDATE email_tokens SET code_attempts = code_attempts + 1 WHERE token_hash = ? RETURNING code_attempts", [.blob(hash)])
-        return Int(try rows.first?.int("code_attempts") ?? 0)
+            """
+            UPDATE email_tokens SET code_attempts = code_attempts + 1
+            WHERE token_hash = ? AND used_at IS NULL AND expires_at > ? AND code_attempts < ?
+            RETURNING code_attempts
+            """, [.blob(hash), .integer(now.unixSeconds), .integer(Int64(limit))])
+        return try rows.first.map { row throws(StoreError) in Int(try row.int("code_attempts")) }
     }
 
     public func emailTokenTimes(userID: UserID, purpose: EmailTokenPurpose, since date: Date) async throws(StoreError) -> [Date] {

@@ -148,18 +148,32 @@ extension SQLStore {
         }
     }
 
-    public func recordFailure(key: String, at date: Date) async throws(StoreError) -> Int {
-        let rows = try await executor.query(
-            """
-            INSERT INTO throttles (key, failures, locked_until, updated_at) VALUES (?, 1, NULL, ?)
-            ON CONFLICT (key) DO UPDATE SET failures = throttles.failures + 1, updated_at = excluded.updated_at
-            RETURNING failures
-            """, [.text(key), .integer(date.unixSeconds)])
-        return Int(try rows.first?.int("failures") ?? 1)
-    }
-
-    public func setLock(key: String, until date: Date?) async throws(StoreError) {
-        try await executor.query("UPDATE throttles SET locked_until = ? WHERE key = ?", [SQLValue(date?.unixSeconds), .text(key)])
+    public func reserveAttempt(key: String, at date: Date, schedule: LockSchedule) async throws(StoreError) -> AttemptReservation {
+        let now = date.unixSeconds
+        // The lock an attempt takes when it is the n-th failure, n = the stored count + 1: a
+        // CASE over the policy's own table, so the policy stays in GatehouseCore. Every value
+        // inlined is an integer.
+        var lock = "CASE WHEN throttles.failures + 1 < \(schedule.threshold) THEN NULL"
+        for (index, wait) in schedule.waits.enumerated().dropLast() {
+            lock += " WHEN throttles.failures + 1 = \(schedule.threshold + index) THEN \(now + wait)"
+        }
+        lock += " ELSE \(now + schedule.waits[schedule.waits.count - 1]) END"
+        for _ in 0..<3 {
+            let rows = try await executor.query(
+                """
+                INSERT INTO throttles (key, failures, locked_until, updated_at) VALUES (?, 1, ?, ?)
+                ON CONFLICT (key) DO UPDATE SET failures = throttles.failures + 1, locked_until = \(lock), updated_at = excluded.updated_at
+                WHERE throttles.locked_until IS NULL OR throttles.locked_until <= ?
+                RETURNING failures, locked_until
+                """, [.text(key), SQLValue(schedule.wait(failures: 1).map { now + $0 }), .integer(now), .integer(now)])
+            if let row = rows.first {
+                return .allowed(
+                    failures: Int(try row.int("failures")), lockedUntil: try row.optionalInt("locked_until").map(Date.init(unixSeconds:)))
+            }
+            // Locked: say until when. A success may have cleared the key in between; try again.
+            if let until = try await throttle(key: key)?.lockedUntil, until > date { return .locked(until: until) }
+        }
+        throw StoreError.conflict("the throttle for a key kept changing")
     }
 
     public func clearThrottle(key: String) async throws(StoreError) {
@@ -277,6 +291,9 @@ extension SQLStore {
         ).count
         counts.rateLimitWindows = try await executor.query(
             "DELETE FROM rate_limits WHERE window_start < ? RETURNING key", [.integer(windowsBefore.unixSeconds)]
+        ).count
+        counts.messageIDs = try await executor.query(
+            "DELETE FROM used_message_ids WHERE keep_until < ? RETURNING message_id", [.integer(windowsBefore.unixSeconds)]
         ).count
         counts.notifications = try await executor.query(
             "DELETE FROM app_store_notifications WHERE received_at < ? RETURNING notification_uuid", [.integer(notificationsBefore.unixSeconds)]

@@ -57,9 +57,12 @@ public protocol SessionStore: Sendable {
 /// Counters for login lockout and per-IP limits; in the database so that every node sees them.
 public protocol ThrottleStore: Sendable {
     func throttle(key: String) async throws(StoreError) -> ThrottleState?
-    /// Adds one failure and returns the new count.
-    func recordFailure(key: String, at date: Date) async throws(StoreError) -> Int
-    func setLock(key: String, until date: Date?) async throws(StoreError)
+    /// Reserves one attempt on `key` in one atomic statement, before the work it limits: while
+    /// the key is locked nothing is counted and `.locked` comes back; otherwise the attempt
+    /// counts as a failure at once, and the attempt that reaches the schedule's threshold locks
+    /// the key in the same statement. Any number of parallel callers therefore get at most the
+    /// threshold's worth of attempts between locks. A success undoes it with `clearThrottle`.
+    func reserveAttempt(key: String, at date: Date, schedule: LockSchedule) async throws(StoreError) -> AttemptReservation
     func clearThrottle(key: String) async throws(StoreError)
     /// Adds one hit to `key` in the window starting at `windowStart` and returns the window's count.
     func hitRateLimit(key: String, windowStart: Int64) async throws(StoreError) -> Int
@@ -176,8 +179,10 @@ public protocol EmailTokenStore: Sendable {
     func retireEmailTokens(userID: UserID?, normalizedEmail: String?, purpose: EmailTokenPurpose, at date: Date) async throws(StoreError)
     /// The newest token of `purpose` for an address, used or not.
     func newestEmailToken(normalizedEmail: String, purpose: EmailTokenPurpose) async throws(StoreError) -> EmailToken?
-    /// Counts one wrong code and returns the count so far.
-    func recordCodeFailure(hash: [UInt8]) async throws(StoreError) -> Int
+    /// Reserves one code attempt before the code is compared, in one conditional update: only
+    /// while the token is unused, unexpired at `now` and below `limit` attempts. Returns the
+    /// attempts counted so far, this one included, or nil when no attempt is left.
+    func reserveCodeAttempt(hash: [UInt8], limit: Int, now: Date) async throws(StoreError) -> Int?
     /// When a user's tokens of `purpose` were made, since `date` (for resend limits).
     func emailTokenTimes(userID: UserID, purpose: EmailTokenPurpose, since date: Date) async throws(StoreError) -> [Date]
 }
@@ -210,10 +215,14 @@ public protocol AccountStore: Sendable {
     /// Anonymous accounts created before `before` with no session active since then.
     func staleAnonymousUsers(before: Date, limit: Int) async throws(StoreError) -> [UserID]
 
-    /// The user an idempotency key (hashed) made in `scope` since `since`.
-    func idempotentUser(scope: String, keyHash: [UInt8], since: Date) async throws(StoreError) -> UserID?
+    /// The user an idempotency key (hashed) made in `scope` since `since`, and the session that
+    /// request opened.
+    func idempotentUser(scope: String, keyHash: [UInt8], since: Date) async throws(StoreError) -> (user: UserID, session: SessionID?)?
     /// `.uniqueViolation` when the key was stored meanwhile.
-    func insertIdempotencyKey(scope: String, keyHash: [UInt8], userID: UserID, at date: Date) async throws(StoreError)
+    func insertIdempotencyKey(scope: String, keyHash: [UInt8], userID: UserID, sessionID: SessionID, at date: Date) async throws(StoreError)
+    /// Forgets every idempotency key of the account (an upgrade, a global logout or a new
+    /// password ends what a replay could reach).
+    func deleteIdempotencyKeys(of userID: UserID) async throws(StoreError)
     func idempotencyKeyTimes(of userID: UserID) async throws(StoreError) -> [Date]
 
     /// Appends to the feed; inside a transaction, feed order is commit order.
@@ -283,6 +292,13 @@ public protocol SubscriptionStore: Sendable {
     func recordNotification(uuid: String, type: String, at date: Date) async throws(StoreError) -> Bool
 }
 
+/// Ids of signed messages from outside that may be used once (Apple's server-to-server
+/// events by `jti`), kept until they could no longer be accepted anyway.
+public protocol ReplayStore: Sendable {
+    /// Records `id` from `issuer` by a unique key; false when it was recorded before.
+    func recordMessageID(issuer: String, id: String, keepUntil: Date) async throws(StoreError) -> Bool
+}
+
 /// What a retention sweep removed.
 public struct PurgeCounts: Sendable, Equatable {
     public var auditRows = 0
@@ -290,6 +306,8 @@ public struct PurgeCounts: Sendable, Equatable {
     public var sessionsCleared = 0
     public var rateLimitWindows = 0
     public var notifications = 0
+    /// Single-use message ids past the time they could be accepted (and two days more).
+    public var messageIDs = 0
     public init() {}
 }
 
@@ -297,15 +315,16 @@ public struct PurgeCounts: Sendable, Equatable {
 public protocol RetentionStore: Sendable {
     /// Audit rows older than `cutoff`; ended sessions (revoked, or idle since before
     /// `idleBefore`) last active before `cutoff`; the client address and user agent of live
-    /// sessions created before `cutoff`; rate-limit windows that started before `windowsBefore`;
-    /// App Store notification ids received before `notificationsBefore`.
+    /// sessions created before `cutoff`; rate-limit windows that started before `windowsBefore`,
+    /// and single-use message ids kept until before it; App Store notification ids received
+    /// before `notificationsBefore`.
     func purge(cutoff: Date, idleBefore: Date, windowsBefore: Date, notificationsBefore: Date) async throws(StoreError) -> PurgeCounts
 }
 
 /// All of Gatehouse's storage, behind one protocol with a SQLite and a PostgreSQL
 /// implementation that pass the same contract suite.
 public protocol GatehouseStore: UserStore, SigningKeyStore, SessionStore, ThrottleStore, AuditStore, SecretStore, OutboxStore,
-    EmailTokenStore, JobStore, AccountStore, EntitlementStore, SubscriptionStore, RetentionStore
+    EmailTokenStore, JobStore, AccountStore, EntitlementStore, SubscriptionStore, ReplayStore, RetentionStore
 {
     var dialect: SQLDialect { get }
     /// Runs `body` in one transaction against a store bound to it.

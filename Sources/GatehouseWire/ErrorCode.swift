@@ -29,6 +29,9 @@ extension ErrorCode {
     public static let methodDisabled: ErrorCode = "method_disabled"
     public static let captchaRequired: ErrorCode = "captcha_required"
     public static let rateLimited: ErrorCode = "rate_limited"
+    /// An idempotency key sent again for a different request, or for one that can no longer be
+    /// repeated.
+    public static let idempotencyKeyReused: ErrorCode = "idempotency_key_reused"
 
     // Authentication.
     public static let unauthorized: ErrorCode = "unauthorized"
@@ -54,6 +57,8 @@ extension ErrorCode {
     public static let identityInUse: ErrorCode = "identity_in_use"
     public static let lastIdentity: ErrorCode = "last_identity"
     public static let reauthenticationRequired: ErrorCode = "reauthentication_required"
+    /// The action needs the account's email address verified first.
+    public static let verificationRequired: ErrorCode = "verification_required"
 
     // Account.
     public static let invalidHandle: ErrorCode = "invalid_handle"

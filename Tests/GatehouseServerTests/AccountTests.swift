@@ -83,8 +83,9 @@ import Testing
             let again = try await api.post("/v1/auth/signup", credentials, headers: headers)
             #expect(again.status == .created)
             #expect(try again.json(AuthResponse.self).user.id == signup.user.id)
+            // A replay is a password sign-in (issue 17, finding 4): another password is a failed login.
             let other = try await api.post("/v1/auth/signup", AuthClient.credentials("idem@example.com", "another password here"), headers: headers)
-            #expect(other.status == .badRequest)
+            #expect(other.status == .unauthorized && other.error?.code == .invalidCredentials)
         }
     }
 

@@ -35,8 +35,12 @@ import Testing
             #expect(try await store.newestEmailToken(normalizedEmail: "ann@example.com", purpose: .magicLink)?.hash == third.hash)
             _ = try await store.useEmailToken(hash: third.hash, at: Self.now)
             #expect(try await store.newestEmailToken(normalizedEmail: "ann@example.com", purpose: .magicLink)?.hash == second.hash)
-            #expect(try await store.recordCodeFailure(hash: second.hash) == 1)
-            #expect(try await store.recordCodeFailure(hash: second.hash) == 2)
+            // Code attempts are reserved up to the limit, never past it, and only on a live token.
+            #expect(try await store.reserveCodeAttempt(hash: second.hash, limit: 2, now: Self.now) == 1)
+            #expect(try await store.reserveCodeAttempt(hash: second.hash, limit: 2, now: Self.now) == 2)
+            #expect(try await store.reserveCodeAttempt(hash: second.hash, limit: 2, now: Self.now) == nil)
+            #expect(try await store.emailToken(hash: second.hash)?.codeAttempts == 2)
+            #expect(try await store.reserveCodeAttempt(hash: third.hash, limit: 5, now: Self.now) == nil)
 
             let reset = Self.token(4, user: user.id, purpose: .passwordReset)
             try await store.insertEmailToken(reset)

@@ -60,15 +60,34 @@ import Testing
     func throttlesAndRateLimitsCountAtomically(_ backend: Backend) async throws {
         try await withStore(backend) { store in
             let now = Date(unixSeconds: 1_800_000_000)
-            let counts = try await withThrowingTaskGroup(of: Int.self) { group in
-                for _ in 0..<20 { group.addTask { try await store.recordFailure(key: "login:a@x.io", at: now) } }
-                return try await group.reduce(into: [Int]()) { $0.append($1) }
+            // 30, 60, 120 seconds from the fifth failure on, then 120 for ever.
+            let schedule = LockSchedule(threshold: 5, waits: [30, 60, 120])
+            // Twenty reservations at once: exactly five are let through, counted 1…5, and the
+            // fifth locks the key in the same statement; the other fifteen find it locked.
+            let results = try await withThrowingTaskGroup(of: AttemptReservation.self) { group in
+                for _ in 0..<20 { group.addTask { try await store.reserveAttempt(key: "login:a@x.io", at: now, schedule: schedule) } }
+                return try await group.reduce(into: [AttemptReservation]()) { $0.append($1) }
             }
-            #expect(counts.sorted() == Array(1...20))
-            try await store.setLock(key: "login:a@x.io", until: now.addingTimeInterval(30))
-            #expect(try await store.throttle(key: "login:a@x.io") == ThrottleState(failures: 20, lockedUntil: now.addingTimeInterval(30)))
+            let allowed = results.compactMap { result -> Int? in
+                if case .allowed(let failures, _) = result { return failures }
+                return nil
+            }
+            #expect(allowed.sorted() == Array(1...5))
+            #expect(results.filter { $0 == .locked(until: now.addingTimeInterval(30)) }.count == 15)
+            #expect(results.contains(.allowed(failures: 5, lockedUntil: now.addingTimeInterval(30))))
+            #expect(try await store.throttle(key: "login:a@x.io") == ThrottleState(failures: 5, lockedUntil: now.addingTimeInterval(30)))
+            // After the wait, the next attempt is the sixth failure and doubles the lock; past the
+            // table the last wait holds.
+            let later = now.addingTimeInterval(30)
+            #expect(try await store.reserveAttempt(key: "login:a@x.io", at: later, schedule: schedule)
+                == .allowed(failures: 6, lockedUntil: later.addingTimeInterval(60)))
+            let latest = later.addingTimeInterval(60 + 120)
+            _ = try await store.reserveAttempt(key: "login:a@x.io", at: later.addingTimeInterval(60), schedule: schedule)
+            #expect(try await store.reserveAttempt(key: "login:a@x.io", at: latest, schedule: schedule)
+                == .allowed(failures: 8, lockedUntil: latest.addingTimeInterval(120)))
             try await store.clearThrottle(key: "login:a@x.io")
             #expect(try await store.throttle(key: "login:a@x.io") == nil)
+            #expect(try await store.reserveAttempt(key: "login:a@x.io", at: latest, schedule: schedule) == .allowed(failures: 1, lockedUntil: nil))
             #expect(try await store.hitRateLimit(key: "signup:1.2.3.4", windowStart: 100) == 1)
             #expect(try await store.hitRateLimit(key: "signup:1.2.3.4", windowStart: 100) == 2)
             #expect(try await store.hitRateLimit(key: "signup:1.2.3.4", windowStart: 200) == 1)

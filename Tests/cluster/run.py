@@ -22,7 +22,22 @@ skipped) in front of them. Then checks, across nodes:
   e. a node killed with SIGKILL under a sign-up load through nginx loses nothing acknowledged and
      duplicates nothing (checked through psql);
   f. nginx's X-Forwarded-For gives the client address (GATEHOUSE_TRUSTED_PROXIES);
-and finally that SIGTERM stops every remaining node within 15 seconds.
+  h. login lockout race: 45 wrong passwords released together over the three nodes get exactly
+     5 x 401 invalid_credentials, the rest 429 too_many_attempts, and the right password is then
+     refused with 429;
+  j. verification resend race: with the sign-up's mail moved back in time, 30 resends released
+     together get exactly one 202 and 429 rate_limited for the rest (2 verify_email tokens);
+and that SIGTERM stops every remaining node within 15 seconds. Then, on a second cluster with the
+`default` preset (magic links and anonymous starts are off in handz):
+
+  g. magic-link code race: 60 wrong codes released together use exactly the 5 attempts, none
+     signs in, and the right code is then refused with 400 code_exhausted;
+  i. anonymous Idempotency-Key race: 12 replays of a start's key released together all answer the
+     same account and create none; after the account is upgraded (email and password) 12 more
+     replays released together never sign in to it.
+
+"Released together" is the last-byte technique: one raw connection per request to the nodes' own
+ports (not nginx), every request sent but its final byte, then all the final bytes at once.
 
 Every process is stopped and every temporary file removed at the end, on failure too. Standard
 library only. Report lines look like `cluster: <check>: ok (<details>)`.
@@ -49,6 +64,8 @@ from concurrent.futures import ThreadPoolExecutor
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 PRESET = "handz"
+# The preset of the second cluster (magic links and anonymous starts are off in handz).
+ALL_METHODS_PRESET = "default"
 PASSWORD = "correct horse battery staple"
 # Each node's PostgreSQL pool (PostgresDatabase's default `maximumConnections`).
 POOL_PER_NODE = 20
@@ -123,6 +140,95 @@ def call(base, method, path, body=None, token=None, headers=None, timeout=15):
         raise OSError(f"{type(error).__name__}: {error}") from error
     finally:
         connection.close()
+
+
+class BurstReplies(list):
+    """The answers of `last_byte_burst`, in the order of its requests. `release_seconds` is how
+    long the loop that sent every final byte took."""
+
+    release_seconds = 0.0
+
+
+def read_reply(connection, method):
+    """One HTTP/1.1 answer from a raw socket: the status line, the headers and the body (by
+    Content-Length, chunked transfer encoding, or up to the close)."""
+    response = http.client.HTTPResponse(connection, method=method)
+    try:
+        response.begin()
+        return Reply(response.status, response.read(), response.getheaders())
+    finally:
+        response.close()  # the socket's file object only; the caller closes the socket
+
+
+def last_byte_burst(requests, hold=0.2, timeout=30):
+    """Releases `requests` together with the last-byte technique: one raw TCP connection each,
+    every request (HTTP/1.1, `Connection: close`, `Content-Length`) sent but for its final byte,
+    a pause of `hold` seconds so that every server has read its part, then all the final bytes
+    in one tight loop: no request can be complete before the others are sent. Then every answer
+    is read (they wait in the kernel's buffers meanwhile). Each request is (host, port, method,
+    path, json_body_or_None, headers_dict). Returns the Replies in order; CheckFailed when a
+    request got no answer."""
+    payloads = []
+    for host, port, method, path, body, headers in requests:
+        data = b"" if body is None else json.dumps(body).encode()
+        fields = {"Host": f"{host}:{port}", "Accept": "application/json", "Connection": "close"}
+        if body is not None:
+            fields["Content-Type"] = "application/json"
+        fields.update(headers or {})
+        fields["Content-Length"] = str(len(data))
+        head = f"{method} {path} HTTP/1.1\r\n" + "".join(f"{name}: {value}\r\n" for name, value in fields.items()) + "\r\n"
+        # Never empty: without a body the final byte is the header block's last newline.
+        payloads.append(head.encode("latin-1") + data)
+    sockets = []
+    failures = {}
+    try:
+        for index, ((host, port, method, path, _, _), payload) in enumerate(zip(requests, payloads)):
+            connection = socket.create_connection((host, port), timeout=timeout)
+            sockets.append(connection)
+            # The final byte goes out at once, not held back by Nagle's algorithm.
+            connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            try:
+                connection.sendall(payload[:-1])
+            except OSError as error:
+                failures[index] = f"sending the request: {type(error).__name__}: {error}"
+        time.sleep(hold)
+        started = time.monotonic()
+        for index, (connection, payload) in enumerate(zip(sockets, payloads)):
+            if index in failures:
+                continue
+            try:
+                connection.send(payload[-1:])
+            except OSError as error:
+                failures[index] = f"sending the final byte: {type(error).__name__}: {error}"
+        replies = BurstReplies()
+        replies.release_seconds = time.monotonic() - started
+        deadline = time.monotonic() + timeout
+        for index, ((host, port, method, path, _, _), connection) in enumerate(zip(requests, sockets)):
+            if index in failures:
+                replies.append(None)
+                continue
+            connection.settimeout(max(0.1, deadline - time.monotonic()))
+            try:
+                replies.append(read_reply(connection, method))
+            except (OSError, http.client.HTTPException) as error:
+                failures[index] = f"reading the answer: {type(error).__name__}: {error}"
+                replies.append(None)
+        if failures:
+            described = [f"#{index} {requests[index][2]} {requests[index][3]} on :{requests[index][1]}: {text}"
+                         for index, text in sorted(failures.items())]
+            raise CheckFailed(f"{len(failures)} of {len(requests)} requests released together got no answer, "
+                              f"e.g. {described[:3]}")
+        return replies
+    finally:
+        for connection in sockets:
+            connection.close()
+
+
+def tally(replies):
+    """`5 x 401 invalid_credentials, 40 x 429 too_many_attempts` for a list of Replies."""
+    counts = collections.Counter((reply.status, reply.code) for reply in replies)
+    return ", ".join(f"{n} x {status}{' ' + code if code else ''}"
+                     for (status, code), n in sorted(counts.items(), key=lambda item: (item[0][0], item[0][1] or "")))
 
 
 def signup(base, email, headers=None):
@@ -555,19 +661,29 @@ class Cluster:
 # The checks
 
 
-def preset_settings():
-    """The handz preset's numbers the checks depend on, from the preset file in this repository
-    (the binary embeds the same file); the shipped values when it cannot be read."""
-    settings = {"reuse_interval": 10, "lockout_after": 5, "free_credits": 3}
-    path = os.path.join(ROOT, "Sources", "GatehouseServer", "Resources", "presets", f"{PRESET}.json")
+def preset_settings(name=PRESET):
+    """A preset's numbers the checks depend on, from the preset file in this repository (the
+    binary embeds the same file); the shipped values when it cannot be read."""
+    settings = {"reuse_interval": 10, "lockout_after": 5, "free_credits": 3, "magic_code_attempts": 5,
+                "resend_interval": 60}
+    path = os.path.join(ROOT, "Sources", "GatehouseServer", "Resources", "presets", f"{name}.json")
     try:
         with open(path) as f:
             preset = json.load(f)
-        settings["reuse_interval"] = preset["tokens"]["refresh_reuse_interval_seconds"]
-        settings["lockout_after"] = preset["throttling"]["login_failures_before_lockout"]
-        settings["free_credits"] = preset["entitlements"]["plans"]["free"]["credits"]["practice"]
-    except (OSError, KeyError, ValueError):
-        pass
+    except (OSError, ValueError):
+        return settings
+    for key, where in [("reuse_interval", ("tokens", "refresh_reuse_interval_seconds")),
+                       ("lockout_after", ("throttling", "login_failures_before_lockout")),
+                       ("free_credits", ("entitlements", "plans", "free", "credits", "practice")),
+                       ("magic_code_attempts", ("email", "magic_code_max_attempts")),
+                       ("resend_interval", ("verification", "resend_interval_seconds"))]:
+        value = preset
+        try:
+            for part in where:
+                value = value[part]
+        except (KeyError, TypeError):
+            continue
+        settings[key] = value
     return settings
 
 
@@ -842,6 +958,157 @@ class Checks:
                 f"the sign-up's client address through nginx (X-Forwarded-For: 203.0.113.7, nginx trusted): got {address}")
         return "X-Forwarded-For 203.0.113.7 through nginx (GATEHOUSE_TRUSTED_PROXIES=127.0.0.1) -> audit ip_address 203.0.113.7"
 
+    # g-j: limits attacked by requests released together over the three nodes.
+    def burst(self, count, method, path, body=None, headers=None):
+        """`count` requests released together with the last-byte technique, round robin over the
+        nodes' own ports (not nginx), so that the three nodes really work at once. `body` may be
+        a function of the request's index."""
+        nodes = self.cluster.nodes
+        requests = [("127.0.0.1", nodes[index % len(nodes)].port, method, path,
+                     body(index) if callable(body) else body, headers)
+                    for index in range(count)]
+        started = time.monotonic()
+        replies = last_byte_burst(requests)
+        return replies, time.monotonic() - started
+
+    def magic_code(self, email, seconds=20):
+        """The 6-digit code of the newest magic link mailed to `email`, from the outbox (the mail
+        worker composes it shortly after the request; only the code's hash is kept elsewhere)."""
+        deadline = time.monotonic() + seconds
+        while True:
+            # On one line: psql's unaligned output would split the body's lines into rows.
+            rows = self.cluster.postgres.query(
+                f"SELECT translate(text_body, E'\\r\\n\\t', '   ') FROM outbox WHERE kind = 'magic_link' "
+                f"AND recipient = '{email}' AND text_body IS NOT NULL ORDER BY created_at DESC LIMIT 1")
+            if rows:
+                text = " ".join(rows[0])
+                # The code stands alone ("... in the app: 123456"); the link's token never does.
+                codes = set(re.findall(r"(?:^|\s)(\d{6})(?=\s|$)", text))
+                require(len(codes) == 1, f"expected one 6-digit code in the magic-link mail to {email}: {text[:500]!r}")
+                return codes.pop()
+            require(time.monotonic() < deadline, f"no magic-link mail to {email} composed within {seconds} s")
+            time.sleep(0.1)
+
+    # g. Magic-link code guesses released together over the nodes (finding 1).
+    def magic_code_race(self):
+        limit = self.settings["magic_code_attempts"]
+        email = self.email("magic")
+        requested = call(self.a.url, "POST", "/v1/auth/magic-link", {"email": email})
+        require(requested.status == 202, f"POST /v1/auth/magic-link on {self.a.name}: expected 202, got {requested!r}")
+        code = self.magic_code(email)
+        wrong = [guess for guess in (f"{n:06d}" for n in range(61)) if guess != code][:60]
+        replies, elapsed = self.burst(len(wrong), "POST", "/v1/auth/magic-link/verify",
+                                      lambda index: {"email": email, "code": wrong[index]})
+        signed_in = [reply for reply in replies if reply.status == 200]
+        require(not signed_in, f"{len(wrong)} wrong codes released together: {len(signed_in)} answered 200 "
+                               f"({tally(replies)})")
+        unexpected = [reply for reply in replies
+                      if not (reply.status == 400 and reply.code in ("token_invalid", "code_exhausted"))]
+        require(not unexpected, f"{len(wrong)} wrong codes released together: expected only 400 token_invalid or "
+                                f"code_exhausted, got {tally(replies)}, e.g. {unexpected[:2]}")
+        compared = sum(1 for reply in replies if reply.code == "token_invalid")
+        require(compared <= limit - 1, f"{compared} wrong codes answered token_invalid (attempts left) with a limit of "
+                                       f"{limit} attempts ({tally(replies)})")
+        rows = self.cluster.postgres.query(
+            f"SELECT code_attempts FROM email_tokens WHERE purpose = 'magic_link' AND email_normalized = '{email}' "
+            f"ORDER BY created_at DESC LIMIT 1")
+        require(rows == [[str(limit)]],
+                f"code_attempts of the magic link after {len(wrong)} wrong codes released together: expected "
+                f"{limit}, got {rows} (answers: {tally(replies)})")
+        right = call(self.b.url, "POST", "/v1/auth/magic-link/verify", {"email": email, "code": code})
+        require(right.status == 400 and right.code == "code_exhausted",
+                f"the right code on {self.b.name} after the wrong ones: expected 400 code_exhausted, got {right!r}")
+        return (f"{len(wrong)} wrong codes released together over nodes 1-3 in {elapsed:.2f} s (final bytes in "
+                f"{replies.release_seconds * 1000:.1f} ms) -> {tally(replies)}; code_attempts {limit}; "
+                f"the right code then -> 400 code_exhausted")
+
+    # h. Wrong passwords released together over the nodes (finding 2).
+    def login_lockout_race(self):
+        threshold = self.settings["lockout_after"]
+        email, _ = self.new_account(self.b, "lockrace")
+        attempts = 45
+        replies, elapsed = self.burst(attempts, "POST", "/v1/auth/login",
+                                      {"email": email, "password": "not the password at all"})
+        failed = sum(1 for reply in replies if reply.status == 401 and reply.code == "invalid_credentials")
+        locked = sum(1 for reply in replies if reply.status == 429 and reply.code == "too_many_attempts")
+        require(failed == threshold and locked == attempts - threshold,
+                f"{attempts} wrong passwords released together: expected {threshold} x 401 invalid_credentials and "
+                f"{attempts - threshold} x 429 too_many_attempts, got {tally(replies)}")
+        right = login(self.c.url, email)
+        require(right.status == 429 and right.code == "too_many_attempts",
+                f"the right password on {self.c.name} after the burst: expected 429 too_many_attempts, got {right!r}")
+        return (f"{attempts} wrong passwords released together over nodes 1-3 in {elapsed:.2f} s (final bytes in "
+                f"{replies.release_seconds * 1000:.1f} ms) -> {tally(replies)}; the right password then -> 429 "
+                f"too_many_attempts (Retry-After {right.header('Retry-After')} s)")
+
+    # i. Replays of an anonymous start's Idempotency-Key released together (finding 3).
+    def anonymous_key_race(self):
+        key = f"anon-{self.run_id}-{secrets.token_hex(8)}"
+        first = call(self.a.url, "POST", "/v1/auth/anonymous", headers={"Idempotency-Key": key})
+        require(first.status == 201, f"POST /v1/auth/anonymous on {self.a.name}: expected 201, got {first!r}")
+        user_id = first.json["user"]["id"]
+        token = first.json["session"]["access_token"]
+
+        def users():
+            return int(self.cluster.postgres.query("SELECT count(*) FROM users")[0][0])
+
+        replays = 12
+        before = users()
+        replies, elapsed = self.burst(replays, "POST", "/v1/auth/anonymous", headers={"Idempotency-Key": key})
+        after = users()
+        others = [reply for reply in replies
+                  if not (reply.status == 201 and (reply.json or {}).get("user", {}).get("id") == user_id)]
+        require(not others, f"{replays} replays of the key released together: expected 201 with the first account "
+                            f"every time, got {tally(replies)}, e.g. {others[:2]}")
+        require(after == before, f"{replays} replays of the key released together made {after - before} accounts")
+
+        upgraded = call(self.b.url, "POST", "/v1/auth/identities/email",
+                        {"email": self.email("anonup"), "password": PASSWORD}, token=token)
+        require(upgraded.status == 200,
+                f"POST /v1/auth/identities/email on {self.b.name} for the anonymous account: expected 200, got {upgraded!r}")
+        before = users()
+        late, late_elapsed = self.burst(replays, "POST", "/v1/auth/anonymous", headers={"Idempotency-Key": key})
+        made = users() - before
+        leaked = [reply for reply in late if (reply.json or {}).get("user", {}).get("id") == user_id]
+        require(not leaked, f"{replays} replays of the key after the upgrade released together: {len(leaked)} "
+                            f"signed in to the upgraded account ({tally(late)})")
+        broken = [reply for reply in late if reply.status >= 500]
+        require(not broken, f"{replays} replays of the key after the upgrade: server errors {tally(late)}")
+        fresh = {reply.json["user"]["id"] for reply in late if reply.status == 201}
+        return (f"{replays} replays released together over nodes 1-3 in {elapsed:.2f} s -> {replays} x 201 the same "
+                f"account, no new users row; after the upgrade {replays} replays in {late_elapsed:.2f} s -> "
+                f"{tally(late)}, none the upgraded account ({len(fresh)} other account(s), {made} new users row(s))")
+
+    # j. Verification resends released together over the nodes (finding 6).
+    def resend_race(self):
+        email, account = self.new_account(self.a, "resend")
+        user_id = account["user"]["id"]
+        token = account["session"]["access_token"]
+
+        def tokens():
+            return int(self.cluster.postgres.query(
+                f"SELECT count(*) FROM email_tokens WHERE user_id = '{user_id}' AND purpose = 'verify_email'")[0][0])
+
+        require(tokens() == 1, f"verification tokens after sign-up: expected 1, got {tokens()}")
+        # The sign-up's mail as if sent long enough ago that one resend is due now.
+        back = max(120, self.settings["resend_interval"] + 60)
+        self.cluster.postgres.query(
+            f"UPDATE email_tokens SET created_at = created_at - {back} "
+            f"WHERE user_id = '{user_id}' AND purpose = 'verify_email'")
+        attempts = 30
+        replies, elapsed = self.burst(attempts, "POST", "/v1/auth/email/verification",
+                                      headers={"Authorization": f"Bearer {token}"})
+        sent = sum(1 for reply in replies if reply.status == 202)
+        limited = sum(1 for reply in replies if reply.status == 429 and reply.code == "rate_limited")
+        require(sent == 1 and limited == attempts - 1,
+                f"{attempts} resends released together: expected 1 x 202 and {attempts - 1} x 429 rate_limited, "
+                f"got {tally(replies)}")
+        stored = tokens()
+        require(stored == 2, f"verification tokens after the resends: expected 2 (sign-up and one resend), got {stored}")
+        return (f"sign-up's mail moved {back} s back; {attempts} resends released together over nodes 1-3 in "
+                f"{elapsed:.2f} s (final bytes in {replies.release_seconds * 1000:.1f} ms) -> {tally(replies)}; "
+                f"{stored} verify_email tokens")
+
 
 def shutdown(cluster):
     alive = [node for node in cluster.nodes if node.alive()]
@@ -865,6 +1132,10 @@ def run_checks(binary):
     started = time.monotonic()
     settings = preset_settings()
     cluster = Cluster(binary, nodes=3)
+    # Magic links and anonymous starts are off in handz: g. and i. run on a second cluster with
+    # the `default` preset (every method on) once the first one is shut down.
+    second = None
+    active = cluster
     current = "start"
     try:
         timing = cluster.start()
@@ -893,6 +1164,15 @@ def run_checks(binary):
         current = "f. client address through nginx"
         report(current, checks.client_address())
 
+        # While the reuse interval of a. runs out.
+        current = "h. login lockout race"
+        t = time.monotonic()
+        report(current, f"{checks.login_lockout_race()}; {time.monotonic() - t:.1f} s")
+
+        current = "j. verification resend race"
+        t = time.monotonic()
+        report(current, f"{checks.resend_race()}; {time.monotonic() - t:.1f} s")
+
         current = "a. refresh reuse across nodes"
         t = time.monotonic()
         report(current, f"{checks.refresh_reuse_finish(reuse)}; waited {time.monotonic() - t:.1f} s for the interval")
@@ -903,23 +1183,47 @@ def run_checks(binary):
 
         current = "shutdown"
         report(current, shutdown(cluster))
+        cluster.stop()
+
+        current = f"start ({ALL_METHODS_PRESET} preset)"
+        second = Cluster(binary, nodes=3, overrides={"GATEHOUSE_PRESET": ALL_METHODS_PRESET})
+        active = second
+        timing = second.start()
+        report(current, f"PostgreSQL on :{second.postgres.port}, nodes :{second.nodes[0].port} :{second.nodes[1].port} "
+                        f":{second.nodes[2].port}, nginx :{second.nginx.port}; {timing['total']:.1f} s")
+        others = Checks(second, preset_settings(ALL_METHODS_PRESET))
+
+        current = "g. magic-link code race"
+        t = time.monotonic()
+        report(current, f"{others.magic_code_race()}; {time.monotonic() - t:.1f} s")
+
+        current = "i. anonymous Idempotency-Key race"
+        t = time.monotonic()
+        report(current, f"{others.anonymous_key_race()}; {time.monotonic() - t:.1f} s")
+
+        current = f"shutdown ({ALL_METHODS_PRESET} preset)"
+        report(current, shutdown(second))
 
         report("total", f"{time.monotonic() - started:.1f} s; key propagation {propagation:.2f} s")
         return 0
     except CheckFailed as error:
         report(current, str(error), status="FAILED")
-        diagnostics = cluster.diagnostics()
+        diagnostics = active.diagnostics()
         if diagnostics:
             print(diagnostics, file=sys.stderr)
         return 1
     except Exception as error:  # an unexpected answer shape, a connection error, ...
         report(current, f"{type(error).__name__}: {error}", status="FAILED")
-        diagnostics = cluster.diagnostics()
+        diagnostics = active.diagnostics()
         if diagnostics:
             print(diagnostics, file=sys.stderr)
         raise
     finally:
-        cluster.stop()
+        try:
+            cluster.stop()
+        finally:
+            if second is not None:
+                second.stop()
 
 
 # ---------------------------------------------------------------------------------------------

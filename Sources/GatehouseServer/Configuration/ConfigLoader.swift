@@ -13,7 +13,7 @@ extension GatehouseConfig {
         "host", "port", "database_url", "database_pool_size", "preset", "public_url", "environment", "smtp_url", "admin_key",
         "admin_key_file", "secret_key", "apple_audiences", "google_audiences", "apple_jwks_url",
         "google_jwks_url", "appstore_root_certs", "appstore_bundle_id", "appstore_environments", "captcha_verify_url", "captcha_secret", "tls_cert_file", "tls_key_file", "redirect_allowlist",
-        "trusted_proxies", "ip_limits", "webhook_url", "webhook_secret", "max_body_bytes", "http_idle_timeout_seconds", "log_level",
+        "trusted_proxies", "ip_limits", "webhook_url", "webhook_secret", "max_body_bytes", "http_idle_timeout_seconds", "max_connections", "max_connections_per_ip", "log_level",
         "log_format", "argon2_memory_kib", "argon2_iterations", "argon2_parallelism", "hash_threads",
         "breached_passwords_url", "token_audience", "smtp_ca_file", "mail_from", "apple_team_id", "apple_key_id",
         "apple_private_key_file", "apple_client_id", "apple_token_url", "apple_revoke_url",
@@ -197,6 +197,12 @@ extension GatehouseConfig {
         }
         if let seconds = settings.int("http_idle_timeout_seconds", range: 1...3_600, meaning: "a number of seconds from 1 to 3600") {
             config.httpIdleTimeoutSeconds = seconds
+        }
+        if let count = settings.int("max_connections", range: 16...1_000_000, meaning: "a number of connections from 16 to 1000000") {
+            config.maxConnections = count
+        }
+        if let count = settings.int("max_connections_per_ip", range: 1...1_000_000, meaning: "a number of connections from 1 to 1000000") {
+            config.maxConnectionsPerAddress = count
         }
         if let memory = settings.int("argon2_memory_kib", range: 8...4_194_304, meaning: "a memory size in KiB from 8 to 4194304") {
             config.argon2.memoryKiB = UInt32(memory)

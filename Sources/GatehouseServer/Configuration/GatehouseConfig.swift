@@ -77,6 +77,12 @@ public struct GatehouseConfig: Sendable {
     /// A connection that sends nothing for this long (a request's head included, so a client
     /// trickling its headers in) is closed.
     public var httpIdleTimeoutSeconds = 30
+    /// Open connections in all; one more is closed as it opens. With `maxBodyBytes` this bounds
+    /// what request bodies can hold in memory.
+    public var maxConnections = 4_096
+    /// Open connections from one client address (trusted proxies excepted; off with the other
+    /// per-IP limits).
+    public var maxConnectionsPerAddress = 256
     /// Argon2id cost for new password hashes; older hashes are upgraded at login.
     public var argon2 = Argon2Parameters()
     /// Threads that hash passwords (never the event loops).

@@ -228,12 +228,7 @@ struct PagesController {
     private func submit(
         _ request: Request, _ context: GatehouseRequestContext, _ handle: (Form, String) async throws -> Templates.Page
     ) async throws -> Response {
-        let buffer: ByteBuffer
-        do {
-            buffer = try await request.body.collect(upTo: bodyLimit)
-        } catch is NIOTooManyBytesError {
-            throw GatehouseError.payloadTooLarge(limit: bodyLimit)
-        }
+        let buffer = try await request.collectBody(limit: bodyLimit)
         let fields = Self.parseForm(String(buffer: buffer))
         let cookie = request.cookies[csrfCookieName]?.value ?? ""
         let submitted = fields["csrf_token"] ?? ""

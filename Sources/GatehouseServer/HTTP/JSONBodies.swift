@@ -28,12 +28,7 @@ extension Request {
     /// Decodes a JSON body, refusing bodies over `limit` bytes (413) and malformed JSON, a
     /// missing field or a wrong type (400 `invalid_request` saying which field).
     func decodeJSON<T: Decodable>(_ type: T.Type, limit: Int) async throws -> T {
-        let buffer: ByteBuffer
-        do {
-            buffer = try await body.collect(upTo: limit)
-        } catch is NIOTooManyBytesError {
-            throw GatehouseError.payloadTooLarge(limit: limit)
-        }
+        let buffer = try await collectBody(limit: limit)
         if let contentType = headers[.contentType], !contentType.lowercased().hasPrefix("application/json") {
             throw GatehouseError(
                 status: 415, code: .unsupportedMediaType, message: "Send the request body as application/json.")
@@ -54,6 +49,18 @@ extension Request {
         }
     }
 
+    /// The whole body, at most `limit` bytes (413 beyond); `ClientWentAway` when the connection
+    /// ended before the body did.
+    func collectBody(limit: Int) async throws -> ByteBuffer {
+        do {
+            return try await body.collect(upTo: limit)
+        } catch is NIOTooManyBytesError {
+            throw GatehouseError.payloadTooLarge(limit: limit)
+        } catch {
+            throw ClientWentAway(cause: error)
+        }
+    }
+
     private static func message(for error: DecodingError) -> String {
         func field(_ path: [any CodingKey]) -> String {
             path.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
@@ -71,4 +78,10 @@ extension Request {
             return "The request body is not valid."
         }
     }
+}
+
+/// The client closed the connection (or it broke) before its request body arrived: nobody is
+/// left to answer, so it is counted and logged at debug, not as a failure of the server.
+struct ClientWentAway: Error {
+    var cause: any Error
 }

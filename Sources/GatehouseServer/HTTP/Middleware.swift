@@ -48,10 +48,17 @@ struct RequestIDMiddleware: RouterMiddleware {
 struct ErrorMiddleware: RouterMiddleware {
     typealias Context = GatehouseRequestContext
     let internalMessage: String
+    let aborted: AbortedRequests
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
             return try await next(request, context)
+        } catch let gone as ClientWentAway {
+            // Nobody is left to read it; the answer only keeps the pipeline's bookkeeping simple.
+            aborted.record(gone.cause, logger: context.logger)
+            return try JSONBody.response(
+                ErrorBody(error: GatehouseError.invalidRequest("The request body did not arrive.").payload), status: .badRequest,
+                headers: [.cacheControl: "no-store"])
         } catch {
             let mapped = map(error)
             if mapped.status >= 500 {

@@ -17,7 +17,7 @@ struct AccountMail: Sendable {
 
     /// Makes a verification link for the user's current address and queues its mail.
     func queueVerification(_ tx: any GatehouseStore, user: User) async throws {
-        guard let email = user.email, let normalized = user.normalizedEmail else { return }
+        guard let email = user.email.map(EmailAddress.deliverable), let normalized = user.normalizedEmail else { return }
         let now = clock.now
         let (token, hash) = links.newToken()
         let ttl = preset.email.verificationTokenTTLSeconds
@@ -33,7 +33,7 @@ struct AccountMail: Sendable {
     /// "Your password was changed", to a verified address only (an unverified one may not be
     /// the account owner's).
     func queuePasswordChanged(_ tx: any GatehouseStore, user: User) async throws {
-        guard preset.email.notifyPasswordChanged, user.emailVerified, let email = user.email else { return }
+        guard preset.email.notifyPasswordChanged, user.emailVerified, let email = user.email.map(EmailAddress.deliverable) else { return }
         let message = templates.mail("password_changed", values: ["time": Self.humanTime(clock.now)])
         try await mail.enqueue(tx, kind: "password_changed", to: email, subject: message.subject, text: message.text, html: message.html, link: nil)
     }
@@ -41,10 +41,11 @@ struct AccountMail: Sendable {
     /// "New sign-in", when the account signs in from a device (user agent) none of its earlier
     /// sessions used. The first sign-in of an account sends nothing.
     func queueNewSignInIfNew(_ tx: any GatehouseStore, user: User, client: ClientInfo) async throws {
-        guard preset.email.notifyNewSignIn, user.emailVerified, let email = user.email else { return }
+        guard preset.email.notifyNewSignIn, user.emailVerified, let email = user.email.map(EmailAddress.deliverable) else { return }
         let history = try await tx.sessionHistory(of: user.id, userAgent: client.userAgent)
         guard history.any, !history.fromAgent else { return }
-        var device = String((client.userAgent ?? "an unknown device").prefix(120))
+        // A summary from a fixed vocabulary, never the header's own words (finding 16).
+        var device = DeviceSummary.describe(userAgent: client.userAgent)
         if let ip = client.ip { device += " (\(ip))" }
         let message = templates.mail("new_sign_in", values: ["time": Self.humanTime(clock.now), "device": device])
         try await mail.enqueue(tx, kind: "new_sign_in", to: email, subject: message.subject, text: message.text, html: message.html, link: nil)
@@ -123,7 +124,7 @@ struct MailRequestComposer: Sendable {
     }
 
     private func reset(_ tx: any GatehouseStore, user: User, now: Date) async throws -> (String, Templates.Mail, URL) {
-        let recipient = user.email ?? ""
+        let recipient = EmailAddress.deliverable(user.email ?? "")
         // One live reset link at a time: a new request replaces the older ones.
         try await tx.retireEmailTokens(userID: user.id, normalizedEmail: nil, purpose: .passwordReset, at: now)
         let (token, hash) = links.newToken()
@@ -139,7 +140,7 @@ struct MailRequestComposer: Sendable {
     private func magic(
         _ tx: any GatehouseStore, user: User?, typed: String, normalized: String, redirectTo: String?, upgrading: UserID?, now: Date
     ) async throws -> (String, Templates.Mail, URL) {
-        let recipient = user?.email ?? typed
+        let recipient = EmailAddress.deliverable(user?.email ?? typed)
         try await tx.retireEmailTokens(userID: nil, normalizedEmail: normalized, purpose: .magicLink, at: now)
         let (token, hash) = links.newToken()
         let code = links.newCode()

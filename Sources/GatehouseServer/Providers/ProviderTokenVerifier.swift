@@ -12,7 +12,7 @@ import ServiceLifecycle
 /// as long as the response's `Cache-Control: max-age` says (an hour when it says nothing, a day
 /// at most). A token signed with a key not in the cache causes one refetch, at most once a
 /// minute; concurrent callers share one fetch. When a fetch fails and no usable key is cached,
-/// the caller gets 503 `provider_unavailable`.
+/// the caller gets 503 `provider_unavailable`. Failed fetches count against the minute too.
 actor ProviderKeySet {
     let url: URL
     let client: HTTPClient
@@ -21,6 +21,7 @@ actor ProviderKeySet {
     private var keys: [String: JWTKeyCollection] = [:]
     private var expiresAt: Date?
     private var lastFetch: Date?
+    private var lastFailed = false
     private var inFlight: Task<Void, any Error>?
 
     static let refetchInterval: TimeInterval = 60
@@ -43,7 +44,13 @@ actor ProviderKeySet {
         let now = clock.now
         let fresh = expiresAt.map { now < $0 } ?? false
         if fresh, let key = keys[kid] { return .key(key) }
-        let mayFetch = !fresh || lastFetch.map { now.timeIntervalSince($0) >= Self.refetchInterval } ?? true
+        // At most one fetch a minute, failed ones included (finding 15): made-up `kid`s, or a key
+        // server that keeps failing, must not turn each sign-in into an outbound request.
+        let mayFetch = lastFetch.map { now.timeIntervalSince($0) >= Self.refetchInterval } ?? true
+        if !mayFetch, let inFlight {
+            // A fetch is under way (the background prefetch, say): its answer is the one to use.
+            _ = try? await inFlight.value
+        }
         if mayFetch {
             do {
                 try await refresh()
@@ -51,11 +58,11 @@ actor ProviderKeySet {
                 logger.warning("could not fetch provider keys", metadata: ["url": "\(url)", "cause": "\(error)"])
                 // A stale key still verifies while the provider's key server is down.
                 if let key = keys[kid] { return .key(key) }
-                throw GatehouseError(
-                    status: 503, code: .providerUnavailable,
-                    message: "The sign-in provider cannot be reached right now. Please try again shortly.", retryAfter: 30,
-                    underlying: error)
+                throw unavailable(error)
             }
+        } else if keys.isEmpty, lastFailed {
+            // The last fetch failed less than a minute ago and nothing is cached: still down.
+            throw unavailable(nil)
         }
         return keys[kid].map(Lookup.key) ?? .unknownKey
     }
@@ -65,6 +72,12 @@ actor ProviderKeySet {
         if let expiresAt, clock.now < expiresAt, !keys.isEmpty { return expiresAt }
         try await refresh()
         return expiresAt ?? clock.now.addingTimeInterval(3_600)
+    }
+
+    private func unavailable(_ error: (any Error)?) -> GatehouseError {
+        GatehouseError(
+            status: 503, code: .providerUnavailable,
+            message: "The sign-in provider cannot be reached right now. Please try again shortly.", retryAfter: 30, underlying: error)
     }
 
     private func refresh() async throws {
@@ -77,6 +90,16 @@ actor ProviderKeySet {
 
     private func fetch() async throws {
         lastFetch = clock.now
+        do {
+            try await load()
+            lastFailed = false
+        } catch {
+            lastFailed = true
+            throw error
+        }
+    }
+
+    private func load() async throws {
         var request = HTTPClientRequest(url: url.absoluteString)
         request.headers.add(name: "Accept", value: "application/json")
         let response = try await client.execute(request, timeout: Self.fetchTimeout)
@@ -156,9 +179,11 @@ struct ProviderClaims: JWTPayload {
     var nonce: String?
     var name: String?
     var picture: String?
+    /// The authorised party: the client the token was issued to when `aud` names several.
+    var azp: String?
 
     enum CodingKeys: String, CodingKey {
-        case iss, aud, sub, exp, iat, email, nonce, name, picture
+        case iss, aud, sub, exp, iat, email, nonce, name, picture, azp
         case emailVerified = "email_verified"
         case isPrivateEmail = "is_private_email"
     }
@@ -176,6 +201,7 @@ struct ProviderClaims: JWTPayload {
         nonce = try c.decodeIfPresent(String.self, forKey: .nonce)
         name = try? c.decodeIfPresent(String.self, forKey: .name)
         picture = try? c.decodeIfPresent(String.self, forKey: .picture)
+        azp = try c.decodeIfPresent(String.self, forKey: .azp)
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -189,6 +215,7 @@ struct ProviderClaims: JWTPayload {
         try c.encodeIfPresent(emailVerified, forKey: .emailVerified)
         try c.encodeIfPresent(isPrivateEmail, forKey: .isPrivateEmail)
         try c.encodeIfPresent(nonce, forKey: .nonce)
+        try c.encodeIfPresent(azp, forKey: .azp)
     }
 
     private static func flexibleBool(_ c: KeyedDecodingContainer<CodingKeys>, _ key: CodingKeys) -> Bool? {
@@ -207,10 +234,12 @@ struct AppleEventClaims: JWTPayload {
     var iss: String
     var aud: [String]
     var iat: Double
+    var exp: Double?
+    var jti: String
     var events: String
 
     enum CodingKeys: String, CodingKey {
-        case iss, aud, iat, events
+        case iss, aud, iat, exp, jti, events
     }
 
     init(from decoder: any Decoder) throws {
@@ -218,6 +247,8 @@ struct AppleEventClaims: JWTPayload {
         iss = try c.decode(String.self, forKey: .iss)
         aud = try c.decodeAudience(forKey: .aud)
         iat = try c.decode(Double.self, forKey: .iat)
+        exp = try c.decodeIfPresent(Double.self, forKey: .exp)
+        jti = try c.decode(String.self, forKey: .jti)
         if let text = try? c.decode(String.self, forKey: .events) {
             events = text
         } else {
@@ -231,6 +262,8 @@ struct AppleEventClaims: JWTPayload {
         try c.encode(iss, forKey: .iss)
         try c.encode(aud, forKey: .aud)
         try c.encode(iat, forKey: .iat)
+        try c.encodeIfPresent(exp, forKey: .exp)
+        try c.encode(jti, forKey: .jti)
         try c.encode(events, forKey: .events)
     }
 
@@ -276,6 +309,11 @@ struct ProviderTokenVerifier: Sendable {
         guard issuers.contains(claims.iss), !audiences.isDisjoint(with: claims.aud), claims.exp + leeway > now,
             claims.iat <= now + leeway, !claims.sub.isEmpty
         else { throw invalid }
+        // OpenID Connect Core §3.1.3.7: a token for several audiences names the client it was
+        // issued to in `azp`, and that client must be ours (finding 16).
+        if claims.aud.count > 1 || claims.azp != nil {
+            guard let azp = claims.azp, audiences.contains(azp) else { throw invalid }
+        }
         // The nonce: a token that carries one needs the request's, and the other way round.
         switch (claims.nonce, rawNonce) {
         case (nil, nil):
@@ -293,23 +331,34 @@ struct ProviderTokenVerifier: Sendable {
             isPrivateRelay: provider == .apple && relay, name: claims.name, picture: claims.picture)
     }
 
-    /// An Apple server-to-server event whose signature, issuer and audience check out.
+    /// How old an Apple event may be when it arrives (Apple sends them at once and retries
+    /// within minutes); older ones are refused as replays (finding 14).
+    static let eventMaxAge: TimeInterval = 600
+
+    /// An Apple server-to-server event whose signature, issuer and audience check out, issued
+    /// within the last `eventMaxAge` (and not expired when it says when it expires). The caller
+    /// records `jti` so each event is applied once.
     func verifiedEvent(_ token: String) async throws -> AppleEvent {
         let claims = try await verifiedClaims(token, as: AppleEventClaims.self)
         let now = clock.now.timeIntervalSince1970
         guard issuers.contains(claims.iss), !audiences.isDisjoint(with: claims.aud), claims.iat <= now + leeway,
+            claims.iat >= now - Self.eventMaxAge - leeway, claims.exp.map({ $0 + leeway > now }) ?? true,
+            !claims.jti.isEmpty, claims.jti.utf8.count <= 256,
             let data = claims.events.data(using: .utf8),
             let events = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
             let type = events["type"] as? String, let sub = events["sub"] as? String
         else { throw invalid }
         let relay = (events["is_private_email"] as? Bool) ?? (events["is_private_email"] as? String).map { $0.lowercased() == "true" }
-        return AppleEvent(type: type, sub: sub, email: events["email"] as? String, isPrivateEmail: relay)
+        return AppleEvent(
+            type: type, sub: sub, email: events["email"] as? String, isPrivateEmail: relay, id: claims.jti,
+            keepUntil: Date(timeIntervalSince1970: max(claims.iat + Self.eventMaxAge, claims.exp ?? 0) + leeway))
     }
 
     /// The claims of a token whose header and signature check out.
     func verifiedClaims<Payload: JWTPayload>(_ token: String, as payload: Payload.Type = ProviderClaims.self) async throws -> Payload {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let headerData = Data(base64URLEncoded: String(parts[0])),
+            Data(base64URLEncoded: String(parts[1])) != nil, Data(base64URLEncoded: String(parts[2])) != nil,
             let header = try? JSONSerialization.jsonObject(with: headerData) as? [String: Any],
             header["alg"] as? String == "RS256", let kid = header["kid"] as? String, !kid.isEmpty
         else { throw invalid }

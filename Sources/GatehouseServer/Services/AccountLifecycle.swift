@@ -17,10 +17,12 @@ extension EventRecorder {
 
     /// An anonymous account that gains a real identity keeps its id and data (contract, linking
     /// paragraph): it stops being anonymous, loses its `anonymous` identity, and `user.upgraded`
-    /// is recorded.
+    /// is recorded; its Idempotency-Keys are forgotten.
     func upgradeAnonymous(_ tx: any GatehouseStore, _ id: UserID, provider: String) async throws {
         try await tx.markUpgraded(id, now: clock.now)
         _ = try await tx.deleteIdentities(of: id, provider: .anonymous)
+        // An anonymous start's Idempotency-Key must not sign in to the permanent account.
+        try await tx.deleteIdempotencyKeys(of: id)
         try await record(tx, "user.upgraded", user: id, data: ["provider": provider])
     }
 }

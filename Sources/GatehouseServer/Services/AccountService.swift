@@ -40,12 +40,10 @@ struct AccountService: Sendable {
             return
         }
         if let password = request.password, user.passwordHash != nil {
-            let key = user.normalizedEmail ?? user.id.description
-            try await auth.throttle.checkAccount(key)
-            guard try await auth.hasher.verify(password, against: user.passwordHash).matches else {
-                _ = try await auth.throttle.recordFailure(key, ip: client.stored(under: preset.privacy).ip)
-                throw reauthenticationRequired("That password is not right.")
-            }
+            let verification = try await auth.checkPasswordAttempt(
+                password, against: user.passwordHash, account: user.normalizedEmail ?? user.id.description, userID: user.id,
+                client: client, event: "delete_account")
+            guard verification.matches else { throw reauthenticationRequired("That password is not right.") }
             return
         }
         if let idToken = request.idToken {

@@ -19,7 +19,7 @@ struct AnalyticsService: Sendable {
         guard (1...Self.maximumBatch).contains(batch.events.count) else {
             throw GatehouseError.invalidRequest("Send between 1 and \(Self.maximumBatch) events at a time.")
         }
-        try await throttle.limitIP("events", ip: client.ip, limit: Self.batchesPerMinute, windowSeconds: 60)
+        try await throttle.limitIP("events", client: client, limit: Self.batchesPerMinute, windowSeconds: 60)
         if let user { try await throttle.limit("events:\(user.id)", limit: Self.batchesPerMinute, windowSeconds: 60) }
         let now = clock.now
         let records = try batch.events.enumerated().map { index, event in

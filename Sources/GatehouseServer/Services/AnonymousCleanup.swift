@@ -31,14 +31,22 @@ final class AnonymousCleanup: PeriodicSweep {
         while !Task.isCancelled {
             let now = clock.now
             do {
-                let stale = try await store.staleAnonymousUsers(before: now.addingTimeInterval(-Double(days) * 86_400), limit: 200)
+                let cutoff = now.addingTimeInterval(-Double(days) * 86_400)
+                let stale = try await store.staleAnonymousUsers(before: cutoff, limit: 200)
                 if stale.isEmpty { break }
                 for id in stale {
-                    try await store.transaction { tx in
-                        _ = try await self.events.deleteAccount(tx, id, reason: "inactive_anonymous")
+                    let deleted = try await store.transaction { tx -> Bool in
+                        // The list was read before: an account upgraded or used since then stays.
+                        // Checked again under the user's row lock, in the deleting transaction.
+                        try await tx.lockUser(id)
+                        guard let user = try await tx.user(id: id), user.isAnonymous,
+                            try await tx.sessions(of: id).allSatisfy({ $0.lastActiveAt < cutoff })
+                        else { return false }
+                        return try await self.events.deleteAccount(tx, id, reason: "inactive_anonymous")
                     }
-                    removed += 1
+                    if deleted { removed += 1 }
                 }
+                if stale.count < 200 { break }
             } catch {
                 logger.warning("could not remove stale anonymous accounts", metadata: ["cause": "\(error)"])
                 break

@@ -28,21 +28,20 @@ public struct AuthService: Sendable {
         try requireMethod(preset.signInMethods.emailPassword)
         let kept = client.stored(under: preset.privacy)
         let keyHash = idempotencyKey.map(TokenService.hash)
-        if let keyHash, let id = try await store.idempotentUser(scope: "signup", keyHash: keyHash, since: clock.now.addingTimeInterval(-86_400)) {
-            // A retry of a sign-up that went through (decision 3): the same account, a new session,
-            // for the same address and password only.
-            guard let user = try await store.user(id: id), user.normalizedEmail == EmailAddress.normalize(email),
-                try await hasher.verify(password, against: user.passwordHash).matches
-            else {
+        if let keyHash, let earlier = try await store.idempotentUser(scope: "signup", keyHash: keyHash, since: clock.now.addingTimeInterval(-86_400)) {
+            // A retry of a sign-up that went through (decision 3): the same account, a new
+            // session, for the same address and password only. It is a password sign-in, so it
+            // goes through everything a login does (per-IP limit, CAPTCHA, the account's
+            // lockout) and is counted like one; never a way around them.
+            let response = try await login(email: email, password: password, client: client, captchaToken: captchaToken)
+            guard response.user.id == earlier.user.description else {
                 throw GatehouseError.invalidRequest("This Idempotency-Key was used for another sign-up.")
             }
-            guard !user.isDisabled else { throw accountDisabled }
-            return try await signIn(user, provider: "email", client: kept, event: "login")
+            return response
         }
-        try await throttle.limitIP("signup", ip: kept.ip, limit: preset.throttling.signupPerIPPerHour, windowSeconds: 3_600)
-        try await requireCaptchaIfNeeded(ip: kept.ip, token: captchaToken)
-        let address = email.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard EmailAddress.isValid(address) else { throw invalidEmail }
+        try await throttle.limitIP("signup", client: client, limit: preset.throttling.signupPerIPPerHour, windowSeconds: 3_600)
+        try await requireCaptchaIfNeeded(client, token: captchaToken)
+        let address = try canonicalAddress(email)
         let normalized = EmailAddress.normalize(address)
         try await checkPassword(password, email: normalized)
         if try await store.user(normalizedEmail: normalized) != nil { throw emailInUse }
@@ -66,7 +65,9 @@ public struct AuthService: Sendable {
                         try await mail.queueVerification(tx, user: user)
                     }
                     try await events.record(tx, "user.created", user: user.id, data: ["provider": "email"])
-                    if let keyHash { try await tx.insertIdempotencyKey(scope: "signup", keyHash: keyHash, userID: user.id, at: now) }
+                    if let keyHash {
+                        try await tx.insertIdempotencyKey(scope: "signup", keyHash: keyHash, userID: user.id, sessionID: session.id, at: now)
+                    }
                     return AuthResponse(
                         user: user.payload(identities: [identity]),
                         session: try await tokens.session(for: user, session: session, refreshToken: refresh, in: tx))
@@ -84,36 +85,51 @@ public struct AuthService: Sendable {
     public func login(email: String, password: String, client: ClientInfo, captchaToken: String? = nil) async throws -> AuthResponse {
         try requireMethod(preset.signInMethods.emailPassword)
         let kept = client.stored(under: preset.privacy)
-        try await throttle.limitIP("login", ip: kept.ip, limit: preset.throttling.loginPerIPPerMinute, windowSeconds: 60)
-        try await requireCaptchaIfNeeded(ip: kept.ip, token: captchaToken)
+        try await throttle.limitIP("login", client: client, limit: preset.throttling.loginPerIPPerMinute, windowSeconds: 60)
+        try await requireCaptchaIfNeeded(client, token: captchaToken)
         let normalized = EmailAddress.normalize(email)
-        do {
-            try await throttle.checkAccount(normalized)
-        } catch {
-            try await audit("login", "locked", client: kept, details: ["reason": "account locked"])
-            throw error
-        }
         // Unknown accounts cost the same hashing work as known ones and get the same answer.
         let user = EmailAddress.isValid(email) ? try await store.user(normalizedEmail: normalized) : nil
-        let verification = try await hasher.verify(password, against: user?.passwordHash)
-        guard let user, verification.matches else {
-            let wait = try await throttle.recordFailure(normalized, ip: kept.ip)
-            try await audit("login", "failure", userID: user?.id, client: kept, details: ["reason": "invalid credentials"])
-            if let wait {
-                try await audit("lockout", "locked", userID: user?.id, client: kept, details: ["retry_after": String(wait)])
-            }
-            throw invalidCredentials
-        }
+        let verification = try await checkPasswordAttempt(
+            password, against: user?.passwordHash, account: normalized, userID: user?.id, client: client, event: "login")
+        guard let user, verification.matches else { throw invalidCredentials }
         guard !user.isDisabled else {
             try await audit("login", "failure", userID: user.id, client: kept, details: ["reason": "account disabled"])
             throw accountDisabled
         }
-        try await throttle.clearAccount(normalized)
         if verification.needsRehash {
             // Imported bcrypt, or Argon2id under older parameters: upgrade while the password is at hand.
             try await store.updatePassword(user.id, hash: try await hasher.hash(password), changedAt: nil, now: clock.now)
         }
         return try await signIn(user, provider: "email", client: kept, event: "login")
+    }
+
+    /// Every password check (login, a sign-up's replay, a password change, the proof before a
+    /// deletion) goes through here: an attempt on the account is reserved atomically before
+    /// the hash (429 while locked), a success releases it, a failure stays counted and is
+    /// audited. Returns the verification; a failure has already been recorded when it returns.
+    func checkPasswordAttempt(
+        _ password: String, against hash: String?, account: String, userID: UserID?, client: ClientInfo, event: String
+    ) async throws -> PasswordHasher.Verification {
+        let kept = client.stored(under: preset.privacy)
+        let reservation: AttemptReservation
+        do {
+            reservation = try await throttle.reserveAttempt(account)
+        } catch {
+            try await audit(event, "locked", userID: userID, client: kept, details: ["reason": "account locked"])
+            throw error
+        }
+        let verification = try await hasher.verify(password, against: hash)
+        if hash != nil, verification.matches {
+            try await throttle.clearAccount(account)
+            return verification
+        }
+        let wait = try await throttle.failed(reservation, client: client)
+        try await audit(event, "failure", userID: userID, client: kept, details: ["reason": "invalid credentials"])
+        if let wait {
+            try await audit("lockout", "locked", userID: userID, client: kept, details: ["retry_after": String(wait)])
+        }
+        return PasswordHasher.Verification(matches: false, needsRehash: false)
     }
 
     /// Opens a session for an account that has proved who it is.
@@ -241,7 +257,11 @@ public struct AuthService: Sendable {
         case "others":
             _ = try await store.revokeSessions(of: identity.userID, keeping: identity.sessionID, reason: "logout_others", at: now)
         case "global":
-            _ = try await store.revokeSessions(of: identity.userID, keeping: nil, reason: "logout_global", at: now)
+            try await store.transaction { tx in
+                _ = try await tx.revokeSessions(of: identity.userID, keeping: nil, reason: "logout_global", at: now)
+                // Signed out everywhere means no replayed Idempotency-Key signs back in either.
+                try await tx.deleteIdempotencyKeys(of: identity.userID)
+            }
         default:
             throw GatehouseError.invalidRequest("The scope must be local, others or global.")
         }
@@ -277,13 +297,9 @@ public struct AuthService: Sendable {
         let (identity, user) = (signedIn.identity, signedIn.user)
         let kept = client.stored(under: preset.privacy)
         let key = user.normalizedEmail ?? user.id.description
-        try await throttle.checkAccount(key)
-        let verification = try await hasher.verify(current, against: user.passwordHash)
-        guard user.passwordHash != nil, verification.matches else {
-            _ = try await throttle.recordFailure(key, ip: kept.ip)
-            try await audit("password_change", "failure", userID: user.id, sessionID: identity.sessionID, client: kept)
-            throw invalidCredentials
-        }
+        let verification = try await checkPasswordAttempt(
+            current, against: user.passwordHash, account: key, userID: user.id, client: client, event: "password_change")
+        guard user.passwordHash != nil, verification.matches else { throw invalidCredentials }
         try await checkPassword(new, email: user.normalizedEmail ?? "")
         let hash = try await hasher.hash(new)
         let now = clock.now
@@ -297,10 +313,11 @@ public struct AuthService: Sendable {
             try await tx.insertAudit(
                 AuditEvent(createdAt: now, event: "password_change", outcome: "success", userID: user.id, sessionID: identity.sessionID,
                            ipAddress: kept.ip, userAgent: kept.userAgent, details: ["signed_out_others": String(signOutOthers)]))
+            // A replayed sign-up key would answer the old password no more; drop it anyway.
+            try await tx.deleteIdempotencyKeys(of: user.id)
             try await mail.queuePasswordChanged(tx, user: user)
         }
         mail.wake()
-        try await throttle.clearAccount(key)
         return UserResponse(user: user.payload(identities: try await store.identities(of: user.id)))
     }
 
@@ -311,6 +328,16 @@ public struct AuthService: Sendable {
     }
 
     // MARK: Helpers
+
+    /// The address as typed (trimmed, NFC), when it may receive mail and own an account: valid, and
+    /// already in its canonical form (finding 7: a fullwidth or otherwise compatibility-mapped
+    /// look-alike would be stored and mailed as typed while it collides with the real address).
+    /// 400 `invalid_email` otherwise.
+    func canonicalAddress(_ email: String) throws -> String {
+        let address = email.trimmingCharacters(in: .whitespacesAndNewlines).precomposedStringWithCanonicalMapping
+        guard EmailAddress.isValid(address), EmailAddress.isCanonical(address) else { throw invalidEmail }
+        return address
+    }
 
     /// Refuses `password` with 422 `weak_password` listing every failed rule.
     func checkPassword(_ password: String, email: String) async throws {

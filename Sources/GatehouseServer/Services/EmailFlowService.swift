@@ -28,13 +28,19 @@ struct EmailFlowService: Sendable {
             throw GatehouseError(status: 409, code: .alreadyVerified, message: preset.text("error.already_verified", "Your email is already verified."))
         }
         let now = clock.now
-        let sent = try await store.emailTokenTimes(userID: user.id, purpose: .verifyEmail, since: now.addingTimeInterval(-86_400))
-        if let wait = MailRequestPolicy.retryAfter(
-            sent: sent, now: now, interval: preset.verification.resendIntervalSeconds, perDay: preset.verification.resendDailyLimit)
-        {
-            throw rateLimited(wait)
+        // The count and the new link in one transaction that holds the user's row (PostgreSQL's
+        // row lock; SQLite's single writer), so parallel resends take turns and see each
+        // other's links: never more mail than the limits allow (finding 6).
+        try await store.transaction { tx in
+            try await tx.lockUser(user.id)
+            let sent = try await tx.emailTokenTimes(userID: user.id, purpose: .verifyEmail, since: now.addingTimeInterval(-86_400))
+            if let wait = MailRequestPolicy.retryAfter(
+                sent: sent, now: now, interval: preset.verification.resendIntervalSeconds, perDay: preset.verification.resendDailyLimit)
+            {
+                throw rateLimited(wait)
+            }
+            try await mail.queueVerification(tx, user: user)
         }
-        try await store.transaction { tx in try await mail.queueVerification(tx, user: user) }
         mail.wake()
     }
 
@@ -82,13 +88,13 @@ struct EmailFlowService: Sendable {
     /// mail worker. `helpful` (Handz) says so when there is none.
     func forgotPassword(email: String, client: ClientInfo) async throws {
         try auth.requireMethod(preset.signInMethods.emailPassword)
-        let normalized = try await checkRequest(email: email, kind: "password_reset", client: client)
+        let (address, normalized) = try await checkRequest(email: email, kind: "password_reset", client: client)
         if preset.enumerationProtection == .helpful, try await store.user(normalizedEmail: normalized) == nil {
             throw GatehouseError(
                 status: 404, code: .emailNotFound, message: preset.text("error.email_not_found", "No account found for that email."))
         }
         try await store.transaction { tx in
-            try await mail.queueRequest(tx, kind: "password_reset", email: email.trimmingCharacters(in: .whitespacesAndNewlines))
+            try await mail.queueRequest(tx, kind: "password_reset", email: address)
         }
         mail.wake()
     }
@@ -132,12 +138,17 @@ struct EmailFlowService: Sendable {
         let newHash = try await auth.hasher.hash(password)
         try await store.transaction { tx in
             guard try await tx.useEmailToken(hash: hash, at: now) else { throw usedResetLink }
+            if !user.emailVerified {
+                // The first proof of the address: nothing added before it survives (finding 13).
+                try await endWhatCameBeforeProof(tx, user, removePassword: false, client: kept, now: now)
+            }
             try await tx.updatePassword(userID, hash: newHash, changedAt: now, now: now)
             try await tx.retireEmailTokens(userID: userID, normalizedEmail: nil, purpose: .passwordReset, at: now)
             if let normalized = user.normalizedEmail {
                 _ = try await tx.markEmailVerified(userID, normalizedEmail: normalized, at: now)
             }
             let revoked = try await tx.revokeSessions(of: userID, keeping: nil, reason: "password_reset", at: now)
+            try await tx.deleteIdempotencyKeys(of: userID)
             try await tx.insertAudit(
                 AuditEvent(createdAt: now, event: "password_reset", outcome: "success", userID: userID, ipAddress: kept.ip,
                            userAgent: kept.userAgent, details: ["sessions_revoked": String(revoked.count)]))
@@ -163,10 +174,10 @@ struct EmailFlowService: Sendable {
             }
             return allowed
         }
-        _ = try await checkRequest(email: email, kind: "magic_link", client: client)
+        let (address, _) = try await checkRequest(email: email, kind: "magic_link", client: client)
         try await store.transaction { tx in
             try await mail.queueRequest(
-                tx, kind: "magic_link", email: email.trimmingCharacters(in: .whitespacesAndNewlines), redirectTo: redirect,
+                tx, kind: "magic_link", email: address, redirectTo: redirect,
                 upgrading: upgrading.flatMap { $0.isAnonymous ? $0.id : nil })
         }
         mail.wake()
@@ -184,7 +195,7 @@ struct EmailFlowService: Sendable {
             }
             record = found
         } else if let email, let code {
-            try await throttle.limitIP("magic-code", ip: kept.ip, limit: preset.throttling.loginPerIPPerMinute, windowSeconds: 60)
+            try await throttle.limitIP("magic-code", client: client, limit: preset.throttling.loginPerIPPerMinute, windowSeconds: 60)
             record = try await checkCode(email: email, code: code)
         } else {
             throw GatehouseError.invalidRequest("Send the link's token, or the email address and the 6-digit code.")
@@ -208,6 +219,9 @@ struct EmailFlowService: Sendable {
         }
         mail.wake()
         auth.events.wake()
+        // The inbox owner got in without the password: a lockout kept up by someone guessing it
+        // ends here (finding 11).
+        try await throttle.clearAccount(record.normalizedEmail)
         return SignInResponse(user: response.user, session: response.session, created: created)
     }
 
@@ -248,8 +262,10 @@ struct EmailFlowService: Sendable {
         return SignInResponse(user: response.user, session: response.session, created: false)
     }
 
-    /// Finds the live code for an address and checks it; a wrong code counts, and the last
-    /// allowed wrong code kills it.
+    /// Finds the live code for an address and checks it. The attempt is reserved before the
+    /// comparison by one conditional update (`code_attempts < limit`, unused, unexpired), so
+    /// the limit holds for any number of parallel guesses (finding 1); the guess that uses the
+    /// last attempt and is wrong kills the code.
     private func checkCode(email: String, code: String) async throws -> EmailToken {
         let normalized = EmailAddress.normalize(email)
         guard EmailAddress.isValid(email), let record = try await store.newestEmailToken(normalizedEmail: normalized, purpose: .magicLink)
@@ -257,13 +273,18 @@ struct EmailFlowService: Sendable {
             throw tokenInvalid
         }
         let limit = preset.email.magicCodeMaxAttempts
-        guard record.state(at: clock.now) == .valid else { return record }
-        if record.codeAttempts >= limit { throw codeExhausted }
+        let now = clock.now
+        guard record.state(at: now) == .valid else { return record }
+        guard let attempts = try await store.reserveCodeAttempt(hash: record.hash, limit: limit, now: now) else {
+            // No attempt left, or used or expired meanwhile: say which.
+            let current = try await store.emailToken(hash: record.hash) ?? record
+            if current.state(at: now) == .valid || current.codeAttempts >= limit { throw codeExhausted }
+            return current
+        }
         let trimmed = code.filter { !$0.isWhitespace }
         guard try links.codeMatches(trimmed, token: record) else {
-            let attempts = try await store.recordCodeFailure(hash: record.hash)
             if attempts >= limit {
-                _ = try await store.useEmailToken(hash: record.hash, at: clock.now)
+                _ = try await store.useEmailToken(hash: record.hash, at: now)
                 throw codeExhausted
             }
             throw GatehouseError(
@@ -276,22 +297,16 @@ struct EmailFlowService: Sendable {
 
     /// The account a magic link signs in to, made when there is none. An existing account whose
     /// address was never verified may have been set up by someone else with this address (a
-    /// pre-hijack): the inbox owner gets it without that password and its sessions.
+    /// pre-hijack): the inbox owner gets it without anything added before this proof.
     private func signInUser(
         _ tx: any GatehouseStore, record: EmailToken, handle: String?, client: ClientInfo, now: Date
     ) async throws -> (User, created: Bool) {
         if var user = try await tx.user(normalizedEmail: record.normalizedEmail) {
             guard !user.isDisabled else { throw auth.accountDisabled }
             if !user.emailVerified {
-                if user.passwordHash != nil {
-                    try await tx.updatePassword(user.id, hash: nil, changedAt: now, now: now)
-                    let revoked = try await tx.revokeSessions(of: user.id, keeping: nil, reason: "unverified_takeover_guard", at: now)
-                    try await tx.insertAudit(
-                        AuditEvent(createdAt: now, event: "unverified_password_removed", outcome: "success", userID: user.id,
-                                   ipAddress: client.ip, userAgent: client.userAgent, details: ["sessions_revoked": String(revoked.count)]))
-                    user.passwordHash = nil
-                    user.passwordChangedAt = now
-                }
+                try await endWhatCameBeforeProof(tx, user, removePassword: true, client: client, now: now)
+                user.passwordHash = nil
+                user.passwordChangedAt = user.passwordChangedAt.map { _ in now }
                 _ = try await tx.markEmailVerified(user.id, normalizedEmail: record.normalizedEmail, at: now)
                 user.emailVerifiedAt = now
             }
@@ -308,6 +323,31 @@ struct EmailFlowService: Sendable {
         try await tx.insertIdentity(
             Identity(userID: user.id, provider: .email, subject: record.normalizedEmail, email: record.email, createdAt: now))
         return (user, true)
+    }
+
+    /// The inbox owner proves an address the account never verified (finding 13): whoever set
+    /// the account up with it may not be that person, so every way in added before this proof
+    /// ends: the password (unless the proof sets a new one), every provider identity, every
+    /// session and every Idempotency-Key that could replay a sign-in.
+    private func endWhatCameBeforeProof(
+        _ tx: any GatehouseStore, _ user: User, removePassword: Bool, client: ClientInfo, now: Date
+    ) async throws {
+        if removePassword, user.passwordHash != nil {
+            try await tx.updatePassword(user.id, hash: nil, changedAt: now, now: now)
+        }
+        var removed: [String] = []
+        for identity in try await tx.identities(of: user.id) where identity.provider != .email && identity.provider != .anonymous {
+            if identity.provider == .apple { try await auth.events.jobs.queueAppleRevocation(tx, user: user.id) }
+            _ = try await tx.deleteIdentities(of: user.id, provider: identity.provider)
+            removed.append(identity.provider.rawValue)
+        }
+        let revoked = try await tx.revokeSessions(of: user.id, keeping: nil, reason: "unverified_takeover_guard", at: now)
+        try await tx.deleteIdempotencyKeys(of: user.id)
+        try await tx.insertAudit(
+            AuditEvent(createdAt: now, event: "unverified_access_removed", outcome: "success", userID: user.id,
+                       ipAddress: client.ip, userAgent: client.userAgent,
+                       details: ["sessions_revoked": String(revoked.count), "identities_removed": removed.sorted().joined(separator: ","),
+                                 "password_removed": String(removePassword && user.passwordHash != nil)]))
     }
 
     // MARK: "Send a new link" (hosted pages)
@@ -347,20 +387,19 @@ struct EmailFlowService: Sendable {
 
     // MARK: Helpers
 
-    /// Validates the address and counts the request against the IP and the address; returns
-    /// the normalised address. The same work whether or not it has an account.
-    private func checkRequest(email: String, kind: String, client: ClientInfo) async throws -> String {
-        let kept = client.stored(under: preset.privacy)
-        try await throttle.limitIP("mail-request", ip: kept.ip, limit: preset.email.requestsPerIPPerHour, windowSeconds: 3_600)
-        let address = email.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard EmailAddress.isValid(address) else { throw auth.invalidEmail }
+    /// Validates the address (canonical form only) and counts the request against the client's
+    /// address and the email address; returns the address and its normalised form. The same
+    /// work whether or not it has an account.
+    private func checkRequest(email: String, kind: String, client: ClientInfo) async throws -> (address: String, normalized: String) {
+        try await throttle.limitIP("mail-request", client: client, limit: preset.email.requestsPerIPPerHour, windowSeconds: 3_600)
+        let address = try auth.canonicalAddress(email)
         let normalized = EmailAddress.normalize(address)
         let key = "mail-request:\(kind):\(normalized)"
         if preset.email.requestIntervalSeconds > 0 {
             try await throttle.limit(key, limit: 1, windowSeconds: Int64(preset.email.requestIntervalSeconds))
         }
         try await throttle.limit(key, limit: preset.email.requestsPerDay, windowSeconds: 86_400)
-        return normalized
+        return (address, normalized)
     }
 
     private func rateLimited(_ wait: Int) -> GatehouseError {

@@ -50,6 +50,13 @@ struct EntitlementService: Sendable {
                 try await tx.lockUser(user.id)
                 var input = try await input(for: user, in: tx)
                 if let earlier = try await tx.creditSpend(of: user.id, idempotencyKey: key) {
+                    // The key is bound to what it spent for (finding 9): another credit, action
+                    // or subject under the same key is a client bug or a probe, never a replay.
+                    guard earlier.credit == name, earlier.action == request.action, earlier.subject == request.subject else {
+                        throw GatehouseError(
+                            status: 409, code: .idempotencyKeyReused,
+                            message: "This idempotency_key was used for another spend. Send a new key for a new spend.")
+                    }
                     return CreditSpendResponse(remaining: remaining(name, input: input, now: now), spent: earlier.amount)
                 }
                 guard let decision = engine.decide(request.action, context: [:], input: input, at: now) else {

@@ -25,13 +25,23 @@ struct ProfileService: Sendable {
         let kept = client.stored(under: preset.privacy)
         let keyHash = idempotencyKey.map(TokenService.hash)
         let now = clock.now
-        if let keyHash, let id = try await store.idempotentUser(scope: "anonymous", keyHash: keyHash, since: now.addingTimeInterval(-86_400)),
-            let user = try await store.user(id: id), !user.isDisabled
-        {
+        // A replay counts against the per-IP limit like a first start (finding 3).
+        try await auth.throttle.limitIP("anonymous", client: client, limit: preset.throttling.anonymousPerIPPerHour, windowSeconds: 3_600)
+        if let keyHash, let earlier = try await store.idempotentUser(scope: "anonymous", keyHash: keyHash, since: now.addingTimeInterval(-86_400)) {
+            // Honoured only while the account is still anonymous and the session the first
+            // request opened is alive: after an upgrade, a logout or a revocation the key is
+            // worth nothing (upgrades and global logouts delete it as well).
+            guard let user = try await store.user(id: earlier.user), user.isAnonymous, !user.isDisabled,
+                let sessionID = earlier.session, let session = try await store.session(id: sessionID),
+                session.isLive(at: now, settings: preset.tokens)
+            else {
+                throw GatehouseError(
+                    status: 409, code: .idempotencyKeyReused,
+                    message: "This Idempotency-Key belongs to a start that can no longer be repeated. Send a new key.")
+            }
             let response = try await auth.signIn(user, provider: Provider.anonymous.rawValue, client: kept, event: "login")
             return AnonymousResponse(user: response.user, session: response.session, nameSuggestions: user.nameSuggestions ?? [])
         }
-        try await auth.throttle.limitIP("anonymous", ip: kept.ip, limit: preset.throttling.anonymousPerIPPerHour, windowSeconds: 3_600)
         let names = NameSuggester.suggestions()
         do {
             let response = try await auth.withTemporaryHandle { handle in
@@ -40,9 +50,12 @@ struct ProfileService: Sendable {
                     try await tx.insertUser(user)
                     try await tx.setNameSuggestions(user.id, names, now: now)
                     try await tx.insertIdentity(Identity(userID: user.id, provider: .anonymous, subject: user.id.description, createdAt: now))
-                    if let keyHash { try await tx.insertIdempotencyKey(scope: "anonymous", keyHash: keyHash, userID: user.id, at: now) }
                     try await auth.events.record(tx, "user.created", user: user.id, data: ["provider": "anonymous"])
-                    return try await auth.signIn(in: tx, user, provider: Provider.anonymous.rawValue, client: kept, event: "signup")
+                    let response = try await auth.signIn(in: tx, user, provider: Provider.anonymous.rawValue, client: kept, event: "signup")
+                    if let keyHash, let session = SessionID(response.session.sessionID) {
+                        try await tx.insertIdempotencyKey(scope: "anonymous", keyHash: keyHash, userID: user.id, sessionID: session, at: now)
+                    }
+                    return response
                 }
             }
             auth.events.wake()
@@ -135,7 +148,11 @@ struct ProfileService: Sendable {
             }
             // A purchase made while anonymous stays with the person.
             try await tx.moveSubscriptions(from: source.id, to: claim.to)
-            _ = try await tx.deleteUser(source.id)
+            // Two parallel merges of one token: one deletes, the other finds nothing (PostgreSQL
+            // reads the source without a lock).
+            guard try await tx.deleteUser(source.id) else {
+                throw GatehouseError(status: 400, code: .tokenInvalid, message: "This merge has already happened.")
+            }
             try await tx.insertAudit(
                 AuditEvent(createdAt: clock.now, event: "account_merged", outcome: "success", userID: claim.to,
                            details: ["from": claim.from.description]))
@@ -216,9 +233,10 @@ extension EventEntry {
     }
 }
 
-/// Short-lived, signed merge tokens: "the anonymous account `from` may be merged into `to`".
-/// Stateless (HMAC under a key derived from the chain key); a second use finds the anonymous
-/// account gone.
+/// Short-lived, sealed merge tokens: "the anonymous account `from` may be merged into `to`".
+/// Stateless and opaque (AES-256-GCM under a key derived from the chain key, finding 8: the
+/// holder learns nothing of the other account, not even its id); a second use finds the
+/// anonymous account gone.
 struct MergeTokens: Sendable {
     let chainKey: RefreshChainKey
     let clock: any WallClock
@@ -231,15 +249,16 @@ struct MergeTokens: Sendable {
 
     func make(from: UserID, to: UserID) throws -> String {
         let body = "\(from.description).\(to.description).\(clock.now.unixSeconds + Int64(Self.lifetime))"
-        return Data(body.utf8).base64URLEncoded + "." + (try mac(body))
+        let sealed = try AES.GCM.seal(Data(body.utf8), using: try key())
+        guard let combined = sealed.combined else { throw GatehouseError.internalError(nil) }
+        return combined.base64URLEncoded
     }
 
     func open(_ token: String) throws -> Claim {
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 2, let data = Data(base64URLEncoded: String(parts[0])) else { throw invalid }
-        let body = String(decoding: data, as: UTF8.self)
-        guard constantTimeEquals(Array(try mac(body).utf8), Array(parts[1].utf8)) else { throw invalid }
-        let fields = body.split(separator: ".")
+        guard token.utf8.count <= 512, let data = Data(base64URLEncoded: token), let box = try? AES.GCM.SealedBox(combined: data),
+            let opened = try? AES.GCM.open(box, using: try key())
+        else { throw invalid }
+        let fields = String(decoding: opened, as: UTF8.self).split(separator: ".")
         guard fields.count == 3, let from = UserID(String(fields[0])), let to = UserID(String(fields[1])), let expiry = Int64(fields[2])
         else { throw invalid }
         guard clock.now.unixSeconds < expiry else {
@@ -248,9 +267,7 @@ struct MergeTokens: Sendable {
         return Claim(from: from, to: to)
     }
 
-    private func mac(_ body: String) throws -> String {
-        Data(HMAC<SHA256>.authenticationCode(for: Data(body.utf8), using: try chainKey.derived("gatehouse merge token"))).base64URLEncoded
-    }
+    private func key() throws -> SymmetricKey { try chainKey.derived("gatehouse merge token sealing") }
 
     private var invalid: GatehouseError {
         GatehouseError(status: 400, code: .tokenInvalid, message: "This merge token is not valid.")

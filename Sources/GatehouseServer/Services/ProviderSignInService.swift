@@ -55,9 +55,12 @@ struct ProviderSignInService: Sendable {
                     let user = try await tx.user(id: existing.id) ?? existing
                     return (try await auth.signIn(in: tx, user, provider: provider.rawValue, client: kept, event: "login"), false)
                 }
+                // An address the provider does not vouch for never becomes the account's (finding
+                // 13): it stays on the identity only, so it cannot squat the inbox owner's account.
+                let owned = person.emailVerified ? address : nil
                 let user = User(
-                    id: .random(), email: address, normalizedEmail: address.map(EmailAddress.normalize),
-                    emailVerifiedAt: address != nil && person.emailVerified ? now : nil, displayName: displayName, handle: handle,
+                    id: .random(), email: owned, normalizedEmail: owned.map(EmailAddress.normalize),
+                    emailVerifiedAt: owned != nil ? now : nil, displayName: displayName, handle: handle,
                     avatarURL: avatar, createdAt: now)
                 try await tx.insertUser(user)
                 try await tx.insertIdentity(
@@ -90,7 +93,19 @@ struct ProviderSignInService: Sendable {
         let user = signedIn.user
         let now = clock.now
         let kept = client.stored(under: preset.privacy)
+        let address = person.email.flatMap { EmailAddress.isValid($0) ? $0 : nil }
+        // Linking needs a verified address (finding 13): whoever made an account with an address
+        // they never proved must not attach a sign-in of their own to it before the inbox owner
+        // turns up. A provider that vouches for that very address proves it.
+        let providerProvesAddress = person.emailVerified && address.map(EmailAddress.normalize) == user.normalizedEmail
+        if user.email != nil, !user.emailVerified, !providerProvesAddress {
+            throw GatehouseError(
+                status: 403, code: .verificationRequired,
+                message: preset.text("error.link_needs_verification", "Verify your email address before connecting another sign-in."))
+        }
         try await store.transaction { tx in
+            // One link at a time per account (the row lock on PostgreSQL; SQLite's single writer).
+            try await tx.lockUser(user.id)
             if let identity = try await tx.identity(provider: provider, subject: person.subject) {
                 guard identity.userID == user.id else { throw try identityInUse(from: user, owner: identity.userID) }
                 return
@@ -99,17 +114,18 @@ struct ProviderSignInService: Sendable {
                 throw GatehouseError(
                     status: 409, code: .identityInUse, message: "This account is already connected to another \(provider.displayName) account.")
             }
-            let address = person.email.flatMap { EmailAddress.isValid($0) ? $0 : nil }
             try await tx.insertIdentity(
                 Identity(userID: user.id, provider: provider, subject: person.subject, email: address,
                          isPrivateRelay: person.isPrivateRelay, createdAt: now))
-            // The provider's address becomes the account's only when it has none.
-            if user.email == nil, let address,
+            if providerProvesAddress, !user.emailVerified, let normalized = user.normalizedEmail {
+                _ = try await tx.markEmailVerified(user.id, normalizedEmail: normalized, at: now)
+            }
+            // The provider's address becomes the account's only when it has none, and only one
+            // the provider vouches for.
+            if user.email == nil, let address, person.emailVerified,
                 try await tx.user(normalizedEmail: EmailAddress.normalize(address)) == nil
             {
-                try await tx.updateEmail(
-                    user.id, email: address, normalizedEmail: EmailAddress.normalize(address),
-                    verifiedAt: person.emailVerified ? now : nil, now: now)
+                try await tx.updateEmail(user.id, email: address, normalizedEmail: EmailAddress.normalize(address), verifiedAt: now, now: now)
             }
             try await tx.fillProfile(
                 user.id, displayName: Self.displayName(request.fullName) ?? person.name,
@@ -125,29 +141,35 @@ struct ProviderSignInService: Sendable {
     func linkEmail(_ signedIn: SignedIn, email: String, password: String, client: ClientInfo) async throws -> UserResponse {
         try auth.requireMethod(preset.signInMethods.emailPassword)
         let user = signedIn.user
-        let address = email.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard EmailAddress.isValid(address) else { throw auth.invalidEmail }
+        // What a sign-up costs, before anything says whether the address is taken (finding 8):
+        // the per-IP sign-up limit, a canonical address, and the password policy.
+        try await auth.throttle.limitIP("signup", client: client, limit: preset.throttling.signupPerIPPerHour, windowSeconds: 3_600)
+        let address = try auth.canonicalAddress(email)
         let normalized = EmailAddress.normalize(address)
-        if try await store.identities(of: user.id).contains(where: { $0.provider == .email }) {
-            throw GatehouseError(status: 409, code: .identityInUse, message: "This account already has an email and password.")
-        }
-        if let owner = try await store.user(normalizedEmail: normalized), owner.id != user.id {
-            throw user.isAnonymous ? try identityInUse(from: user, owner: owner.id) : auth.emailInUse
-        }
         try await auth.checkPassword(password, email: normalized)
         let hash = try await auth.hasher.hash(password)
         let now = clock.now
         let kept = client.stored(under: preset.privacy)
         do {
             try await store.transaction { tx in
-                let sameAddress = user.normalizedEmail == normalized
+                // The checks inside the transaction that holds the user's row, so two parallel
+                // links cannot both pass them.
+                try await tx.lockUser(user.id)
+                guard let current = try await tx.user(id: user.id) else { throw GatehouseError.unauthorized() }
+                if try await tx.identities(of: user.id).contains(where: { $0.provider == .email }) {
+                    throw GatehouseError(status: 409, code: .identityInUse, message: "This account already has an email and password.")
+                }
+                if let owner = try await tx.user(normalizedEmail: normalized), owner.id != user.id {
+                    throw current.isAnonymous ? try identityInUse(from: current, owner: owner.id) : auth.emailInUse
+                }
+                let sameAddress = current.normalizedEmail == normalized
                 try await tx.updateEmail(
-                    user.id, email: address, normalizedEmail: normalized, verifiedAt: sameAddress ? user.emailVerifiedAt : nil, now: now)
+                    user.id, email: address, normalizedEmail: normalized, verifiedAt: sameAddress ? current.emailVerifiedAt : nil, now: now)
                 try await tx.updatePassword(user.id, hash: hash, changedAt: now, now: now)
                 try await tx.insertIdentity(Identity(userID: user.id, provider: .email, subject: normalized, email: address, createdAt: now))
                 try await audit(tx, "identity_linked", user: user.id, provider: .email, client: kept, how: "password")
-                try await upgradeIfAnonymous(tx, user, provider: .email)
-                if !(sameAddress && user.emailVerified), preset.verification.sendOnSignup, var updated = try await tx.user(id: user.id) {
+                try await upgradeIfAnonymous(tx, current, provider: .email)
+                if !(sameAddress && current.emailVerified), preset.verification.sendOnSignup, var updated = try await tx.user(id: user.id) {
                     updated.emailVerifiedAt = nil
                     try await auth.mail.queueVerification(tx, user: updated)
                 }
@@ -177,6 +199,8 @@ struct ProviderSignInService: Sendable {
         let now = clock.now
         let kept = client.stored(under: preset.privacy)
         try await store.transaction { tx in
+            // "Never the last way in" holds for parallel unlinks too: they take turns on the row.
+            try await tx.lockUser(user.id)
             let identities = try await tx.identities(of: user.id)
             guard identities.contains(where: { $0.provider == provider }) else {
                 throw GatehouseError.notFound("This account has no \(provider.displayName) sign-in.")
@@ -210,6 +234,11 @@ struct ProviderSignInService: Sendable {
         }
         let now = clock.now
         try await store.transaction { tx in
+            // Each event once (finding 14): the id is reserved by a unique key before anything
+            // is done, in the same transaction, so a failure lets Apple's retry through.
+            guard try await tx.recordMessageID(issuer: "apple-sign-in", id: event.id, keepUntil: event.keepUntil) else {
+                throw GatehouseError.invalidRequest("This event was delivered before.")
+            }
             guard let identity = try await tx.identity(provider: .apple, subject: event.sub) else { return }
             let user = identity.userID
             switch event.type {
@@ -282,4 +311,8 @@ struct AppleEvent: Sendable, Equatable {
     var sub: String
     var email: String?
     var isPrivateEmail: Bool?
+    /// The event's `jti`: applied once.
+    var id: String
+    /// Until when a replay could still pass the age check (how long the id is kept).
+    var keepUntil: Date
 }

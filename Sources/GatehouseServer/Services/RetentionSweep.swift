@@ -40,6 +40,7 @@ final class RetentionSweep: PeriodicSweep {
                     metadata: [
                         "audit_rows": "\(counts.auditRows)", "sessions": "\(counts.sessions)", "sessions_cleared": "\(counts.sessionsCleared)",
                         "rate_limit_windows": "\(counts.rateLimitWindows)", "notifications": "\(counts.notifications)",
+                        "message_ids": "\(counts.messageIDs)",
                     ])
             }
             return counts

@@ -1,9 +1,15 @@
+import Crypto
 import Foundation
 import GatehouseCore
 import GatehouseStore
 
 /// Per-IP request limits and per-account login lockout, counted in the database so that
-/// every node sees the same numbers.
+/// every node sees the same numbers. Every limit is reserved in one atomic statement before the
+/// work it guards (STYLE.md rule 11), so requests released together cannot all pass a check.
+///
+/// Per-IP counters key on the client's real address whatever the preset's privacy setting says
+/// (privacy governs what is stored, not what is limited): the address is turned into a keyed
+/// hash first, so the counters' keys in the database reveal no address.
 struct ThrottleService: Sendable {
     let store: any GatehouseStore
     let settings: ThrottlingSettings
@@ -11,15 +17,20 @@ struct ThrottleService: Sendable {
     let ipLimits: Bool
     let clock: any WallClock
     let copy: [String: String]
+    /// The key of the addresses' keyed hash (shared by every node through the database).
+    let chainKey: RefreshChainKey
+    /// The way past a lockout that an attacker guessing passwords lacks, said in the 429.
+    let recovery: SignInMethods
 
-    /// Counts one `action` from `ip` in a fixed window and refuses past `limit`.
-    func limitIP(_ action: String, ip: String?, limit: Int, windowSeconds: Int64) async throws {
-        guard ipLimits, let ip else { return }
-        try await self.limit("\(action):\(ip)", limit: limit, windowSeconds: windowSeconds)
+    /// Counts one `action` from the client's address in a fixed window and refuses past `limit`.
+    func limitIP(_ action: String, client: ClientInfo, limit: Int, windowSeconds: Int64) async throws {
+        guard ipLimits, let key = try addressKey(client) else { return }
+        try await self.limit("\(action):\(key)", limit: limit, windowSeconds: windowSeconds)
     }
 
     /// Counts one hit on `key` in a fixed window and refuses past `limit`. Always on:
-    /// `GATEHOUSE_IP_LIMITS` lifts only the per-IP limits of `limitIP`.
+    /// `GATEHOUSE_IP_LIMITS` lifts only the per-IP limits of `limitIP`. The hit is counted by
+    /// one `INSERT … ON CONFLICT … RETURNING count` before the caller's work, refused ones too.
     func limit(_ key: String, limit: Int, windowSeconds: Int64) async throws {
         let now = clock.now.unixSeconds
         let windowStart = now - now % windowSeconds
@@ -34,45 +45,64 @@ struct ThrottleService: Sendable {
 
     static func accountKey(_ normalizedEmail: String) -> String { "login:\(normalizedEmail)" }
 
-    /// Refuses with 429 `too_many_attempts` while the account is locked.
-    func checkAccount(_ normalizedEmail: String) async throws {
-        guard let state = try await store.throttle(key: Self.accountKey(normalizedEmail)),
-            let wait = state.retryAfter(at: clock.now)
-        else { return }
-        throw tooManyAttempts(wait)
-    }
-
-    /// Failed logins from `ip` in the current hour.
-    func ipFailures(_ ip: String) async throws -> Int {
-        let now = clock.now.unixSeconds
-        return try await store.rateLimitCount(key: Self.ipFailureKey(ip), windowStart: now - now % 3_600)
-    }
-
-    static func ipFailureKey(_ ip: String) -> String { "login-failure:\(ip)" }
-
-    /// Counts a failed login for the account and the IP; returns the wait when this failure
-    /// locked the account.
-    func recordFailure(_ normalizedEmail: String, ip: String?) async throws -> Int? {
-        let now = clock.now
-        let key = Self.accountKey(normalizedEmail)
-        let failures = try await store.recordFailure(key: key, at: now)
-        if let ip {
-            let hour = now.unixSeconds - now.unixSeconds % 3_600
-            _ = try await store.hitRateLimit(key: Self.ipFailureKey(ip), windowStart: hour)
+    /// Reserves one password attempt on the account before the hash is checked (R7): 429
+    /// `too_many_attempts` while it is locked, otherwise the attempt already counts as a
+    /// failure, and the one that reaches the threshold locks the account for everyone else at
+    /// once. `succeeded` undoes it; `failed` counts the address.
+    func reserveAttempt(_ account: String) async throws -> AttemptReservation {
+        let reservation = try await store.reserveAttempt(
+            key: Self.accountKey(account), at: clock.now, schedule: LoginThrottlePolicy.schedule(settings))
+        if case .locked(let until) = reservation {
+            throw tooManyAttempts(ThrottleState(lockedUntil: until).retryAfter(at: clock.now) ?? 1)
         }
-        guard let lock = LoginThrottlePolicy.lock(failures: failures, now: now, settings: settings) else { return nil }
-        try await store.setLock(key: key, until: lock)
-        return ThrottleState(failures: failures, lockedUntil: lock).retryAfter(at: now)
+        return reservation
     }
 
-    func clearAccount(_ normalizedEmail: String) async throws {
-        try await store.clearThrottle(key: Self.accountKey(normalizedEmail))
+    /// A reserved attempt that failed: counts the client's address (for the CAPTCHA threshold)
+    /// and returns the wait when this attempt locked the account.
+    func failed(_ reservation: AttemptReservation, client: ClientInfo) async throws -> Int? {
+        if let key = try addressKey(client) {
+            let now = clock.now.unixSeconds
+            _ = try await store.hitRateLimit(key: Self.ipFailureKey(key), windowStart: now - now % 3_600)
+        }
+        guard case .allowed(let failures, let lockedUntil?) = reservation, failures >= settings.loginFailuresBeforeLockout else {
+            return nil
+        }
+        return ThrottleState(lockedUntil: lockedUntil).retryAfter(at: clock.now)
+    }
+
+    /// A reserved attempt that succeeded, or the owner proving the inbox: the count starts again.
+    func clearAccount(_ account: String) async throws {
+        try await store.clearThrottle(key: Self.accountKey(account))
+    }
+
+    /// Failed logins from the client's address in the current hour.
+    func ipFailures(_ client: ClientInfo) async throws -> Int {
+        guard let key = try addressKey(client) else { return 0 }
+        let now = clock.now.unixSeconds
+        return try await store.rateLimitCount(key: Self.ipFailureKey(key), windowStart: now - now % 3_600)
+    }
+
+    static func ipFailureKey(_ addressKey: String) -> String { "login-failure:\(addressKey)" }
+
+    /// The keyed hash of the client's address (HMAC-SHA256 under a key derived from the
+    /// stored chain key, 128 bits, base64url); nil when the address is unknown.
+    func addressKey(_ client: ClientInfo) throws -> String? {
+        guard let ip = client.ip else { return nil }
+        let mac = HMAC<SHA256>.authenticationCode(for: Data(ip.utf8), using: try chainKey.derived("gatehouse client address counters"))
+        return Data(Data(mac).prefix(16)).base64URLEncoded
     }
 
     func tooManyAttempts(_ wait: Int) -> GatehouseError {
-        GatehouseError(
-            status: 429, code: .tooManyAttempts,
-            message: copy["error.too_many_attempts"] ?? "Too many failed attempts. Please wait before trying again.",
-            retryAfter: wait)
+        GatehouseError(status: 429, code: .tooManyAttempts, message: copy["error.too_many_attempts"] ?? defaultLockoutMessage, retryAfter: wait)
+    }
+
+    /// The lockout's words: the wait, and the way in that does not depend on the password
+    /// (finding 11: a lockout kept up by a stranger must not keep the owner out).
+    private var defaultLockoutMessage: String {
+        let wait = "Too many failed attempts. Please wait before trying again."
+        if recovery.emailPassword { return wait + " To sign in now, reset your password from the link we email you." }
+        if recovery.magicLink { return wait + " To sign in now, use a sign-in link sent to your email." }
+        return wait
     }
 }

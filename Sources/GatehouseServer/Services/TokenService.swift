@@ -126,7 +126,10 @@ public struct TokenService: Sendable {
     /// Header (ES256 only, `typ: at+jwt`, a published `kid`) and signature.
     private func verifySignature(_ token: String) async throws -> (AccessTokenClaims, kid: String) {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        // Every part in its one exact base64url spelling before jwt-kit sees it (finding 12:
+        // jwt-kit's decoder took a signature with `=` padding appended).
         guard parts.count == 3, let headerData = Data(base64URLEncoded: String(parts[0])),
+            Data(base64URLEncoded: String(parts[1])) != nil, Data(base64URLEncoded: String(parts[2])) != nil,
             let header = try? JSONSerialization.jsonObject(with: headerData) as? [String: Any]
         else {
             throw Self.invalid

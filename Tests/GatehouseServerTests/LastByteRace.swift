@@ -1,0 +1,147 @@
+import Foundation
+import GatehouseWire
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The attacker's way of sending requests "at the same moment" (the last-byte technique): open
+/// one connection per request, send each request but its last byte, then release every last
+/// byte in one tight loop, so the server receives them all within microseconds and works on
+/// them together. Blocking sockets on a thread of their own, off Swift's cooperative pool.
+enum LastByteRace {
+    struct Answer: Sendable {
+        var status: Int
+        var headers: [String: String]
+        var body: Data
+
+        var error: ErrorPayload? { try? JSONDecoder().decode(ErrorBody.self, from: body).error }
+        var json: [String: Any]? { try? JSONSerialization.jsonObject(with: body) as? [String: Any] }
+    }
+
+    /// A raw HTTP/1.1 request with a JSON body (`Connection: close`).
+    static func request(
+        _ method: String, _ path: String, json: String? = nil, headers: [String: String] = [:]
+    ) -> [UInt8] {
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+        for (name, value) in headers.sorted(by: { $0.key < $1.key }) { head += "\(name): \(value)\r\n" }
+        let body = Array((json ?? "").utf8)
+        if json != nil { head += "Content-Type: application/json\r\n" }
+        head += "Content-Length: \(body.count)\r\n\r\n"
+        return Array(head.utf8) + body
+    }
+
+    /// Sends `requests` to 127.0.0.1:`port` released together; the answers in the same order.
+    static func send(port: Int, _ requests: [[UInt8]]) async throws -> [Answer] {
+        try await withCheckedThrowingContinuation { continuation in
+            let thread = Thread {
+                continuation.resume(with: Result { try run(port: port, requests) })
+            }
+            thread.stackSize = 1 << 20
+            thread.start()
+        }
+    }
+
+    /// Sends each request from `requests` `copies` times, all released together.
+    static func send(port: Int, _ request: [UInt8], copies: Int) async throws -> [Answer] {
+        try await send(port: port, Array(repeating: request, count: copies))
+    }
+
+    private static func run(port: Int, _ requests: [[UInt8]]) throws -> [Answer] {
+        var sockets: [Int32] = []
+        defer { for fd in sockets { close(fd) } }
+        for request in requests {
+            let fd = try connectLoopback(port: port)
+            sockets.append(fd)
+            try writeAll(fd, request.dropLast())
+        }
+        // A moment for the server to read every head and every body but its last byte.
+        usleep(200_000)
+        for (fd, request) in zip(sockets, requests) {
+            try writeAll(fd, request.suffix(1))
+        }
+        return try sockets.map { try readAnswer($0) }
+    }
+
+    private static func connectLoopback(port: Int) throws -> Int32 {
+        #if canImport(Glibc)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #else
+        let fd = socket(AF_INET, SOCK_STREAM, 0)
+        #endif
+        guard fd >= 0 else { throw RaceError("socket() failed: \(errno)") }
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        var timeout = timeval(tv_sec: 60, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard result == 0 else {
+            close(fd)
+            throw RaceError("connect() failed: \(errno)")
+        }
+        return fd
+    }
+
+    private static func writeAll(_ fd: Int32, _ bytes: some Collection<UInt8>) throws {
+        var remaining = Array(bytes)[...]
+        while !remaining.isEmpty {
+            let written = remaining.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard written > 0 else { throw RaceError("send() failed: \(errno)") }
+            remaining = remaining.dropFirst(written)
+        }
+    }
+
+    /// Reads until the server closes (`Connection: close`), then splits head and body.
+    private static func readAnswer(_ fd: Int32) throws -> Answer {
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 16_384)
+        while true {
+            let count = recv(fd, &buffer, buffer.count, 0)
+            if count > 0 {
+                data.append(contentsOf: buffer[0..<count])
+            } else if count == 0 || errno == ECONNRESET {
+                break
+            } else {
+                throw RaceError("recv() failed: \(errno)")
+            }
+        }
+        guard let split = data.range(of: Data("\r\n\r\n".utf8)) else { return Answer(status: 0, headers: [:], body: data) }
+        let head = String(decoding: data[..<split.lowerBound], as: UTF8.self).components(separatedBy: "\r\n")
+        let status = head.first.flatMap { Int($0.split(separator: " ").dropFirst().first ?? "") } ?? 0
+        var headers: [String: String] = [:]
+        for line in head.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        var body = Data(data[split.upperBound...])
+        if headers["transfer-encoding"]?.lowercased() == "chunked" { body = dechunk(body) }
+        return Answer(status: status, headers: headers, body: body)
+    }
+
+    private static func dechunk(_ data: Data) -> Data {
+        var out = Data()
+        var rest = data[...]
+        while let lineEnd = rest.range(of: Data("\r\n".utf8)) {
+            let size = Int(String(decoding: rest[..<lineEnd.lowerBound], as: UTF8.self), radix: 16) ?? 0
+            if size == 0 { break }
+            let start = lineEnd.upperBound
+            let end = rest.index(start, offsetBy: size, limitedBy: rest.endIndex) ?? rest.endIndex
+            out.append(rest[start..<end])
+            rest = rest[min(rest.endIndex, rest.index(end, offsetBy: 2, limitedBy: rest.endIndex) ?? rest.endIndex)...]
+        }
+        return out
+    }
+
+    struct RaceError: Error, CustomStringConvertible {
+        var description: String
+        init(_ description: String) { self.description = description }
+    }
+}
