@@ -61,7 +61,6 @@ final class ConnectionLimitHandler: ChannelInboundHandler, RemovableChannelHandl
 
     let limiter: ConnectionLimiter
     let logger: Logger
-    private var admitted: String??
 
     init(limiter: ConnectionLimiter, logger: Logger) {
         self.limiter = limiter
@@ -71,17 +70,13 @@ final class ConnectionLimitHandler: ChannelInboundHandler, RemovableChannelHandl
     func handlerAdded(context: ChannelHandlerContext) {
         let address = context.channel.remoteAddress?.ipAddress
         if limiter.admit(address) {
-            admitted = .some(address)
+            // Released when the connection closes, however it closes (the handler itself may
+            // be removed from the pipeline earlier, or never).
+            let limiter = self.limiter
+            context.channel.closeFuture.whenComplete { _ in limiter.release(address) }
         } else {
             logger.debug("connection refused: too many open", metadata: ["total_cap": "\(limiter.total)"])
             context.close(promise: nil)
-        }
-    }
-
-    func handlerRemoved(context: ChannelHandlerContext) {
-        if case .some(let address) = admitted {
-            limiter.release(address)
-            admitted = nil
         }
     }
 }

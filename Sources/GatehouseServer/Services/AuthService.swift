@@ -41,10 +41,14 @@ public struct AuthService: Sendable {
         }
         try await throttle.limitIP("signup", client: client, limit: preset.throttling.signupPerIPPerHour, windowSeconds: 3_600)
         try await requireCaptchaIfNeeded(client, token: captchaToken)
-        let address = try canonicalAddress(email)
+        let address = email.trimmingCharacters(in: .whitespacesAndNewlines).precomposedStringWithCanonicalMapping
+        guard EmailAddress.isValid(address) else { throw invalidEmail }
         let normalized = EmailAddress.normalize(address)
         try await checkPassword(password, email: normalized)
+        // Sign-up tells the truth about a taken address in any spelling (decision 6); a
+        // look-alike spelling of a free one is refused rather than stored (finding 7).
         if try await store.user(normalizedEmail: normalized) != nil { throw emailInUse }
+        guard EmailAddress.isCanonical(address) else { throw invalidEmail }
         let hash = try await hasher.hash(password)
         let now = clock.now
         do {
