@@ -33,9 +33,15 @@ final class FakeProvider: Sendable {
     init(issuer: String, audience: String) throws {
         self.issuer = issuer
         self.audience = audience
-        signing = Key(kid: "key-\(UUID().uuidString.prefix(8))", key: try _RSA.Signing.PrivateKey(keySize: .bits2048))
+        signing = Key(kid: "key-\(UUID().uuidString.prefix(8))", key: try Self.sharedKey.get())
         state.withLock { $0.published = [signing] }
     }
+
+    /// One RSA key for every provider's signing key in the process (under its own `kid` each):
+    /// a 2048-bit key takes about a second of CPU in a debug build, and dozens of them made the
+    /// parallel suite slow enough for timing-sensitive tests to fail. Keys for rotation tests
+    /// still come fresh from `newKey`.
+    private static let sharedKey = Result { try _RSA.Signing.PrivateKey(keySize: .bits2048) }
 
     var fetches: Int { state.withLock { $0.fetches } }
     var tokenRequests: [[String: String]] { state.withLock { $0.tokenRequests } }

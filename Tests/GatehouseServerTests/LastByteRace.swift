@@ -145,3 +145,37 @@ enum LastByteRace {
         init(_ description: String) { self.description = description }
     }
 }
+
+/// Tests that put a burst of parallel requests on one database row take turns with each other:
+/// on two cores, two such bursts at once push each other's requests past the pool's 10 s lease
+/// wait (503), which proves nothing about either limit.
+actor BurstGate {
+    static let shared = BurstGate()
+    private var busy = false
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    /// Runs `body` when no other burst is running.
+    static func exclusive<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
+        await shared.enter()
+        do {
+            let result = try await body()
+            await shared.leave()
+            return result
+        } catch {
+            await shared.leave()
+            throw error
+        }
+    }
+
+    private func enter() async {
+        if !busy {
+            busy = true
+            return
+        }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+
+    private func leave() {
+        if waiting.isEmpty { busy = false } else { waiting.removeFirst().resume() }
+    }
+}
