@@ -269,12 +269,12 @@ final class RawConnections: @unchecked Sendable {
     }
 
     /// How many the server closed (a read sees the end, or a reset) within a second, all
-    /// sockets watched together by one `poll` on a thread of its own: blocking calls on Swift's
+    /// sockets watched together by one `poll` on a dispatch thread: blocking calls on Swift's
     /// cooperative pool (two threads here) would stall every other test in the process.
     func closedByServer() async -> Int {
         let sockets = self.sockets
         return await withCheckedContinuation { continuation in
-            Thread {
+            LastByteRace.blockingQueue.async {
                 var watched = sockets.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
                 let deadline = Date().addingTimeInterval(1)
                 var closed = Set<Int32>()
@@ -288,7 +288,7 @@ final class RawConnections: @unchecked Sendable {
                     }
                 }
                 continuation.resume(returning: closed.count)
-            }.start()
+            }
         }
     }
 

@@ -10,7 +10,7 @@ import Darwin
 /// The attacker's way of sending requests "at the same moment" (the last-byte technique): open
 /// one connection per request, send each request but its last byte, then release every last
 /// byte in one tight loop, so the server receives them all within microseconds and works on
-/// them together. Blocking sockets on a thread of their own, off Swift's cooperative pool.
+/// them together. Blocking sockets on a dispatch thread, off Swift's cooperative pool.
 enum LastByteRace {
     struct Answer: Sendable {
         var status: Int
@@ -20,6 +20,10 @@ enum LastByteRace {
         var error: ErrorPayload? { try? JSONDecoder().decode(ErrorBody.self, from: body).error }
         var json: [String: Any]? { try? JSONSerialization.jsonObject(with: body) as? [String: Any] }
     }
+
+    /// Where the blocking socket work runs: a dispatch queue's thread, never Swift's
+    /// cooperative pool (two threads here), which other tests need meanwhile.
+    static let blockingQueue = DispatchQueue(label: "gatehouse.test.last-byte", attributes: .concurrent)
 
     /// A raw HTTP/1.1 request with a JSON body (`Connection: close`).
     static func request(
@@ -36,11 +40,9 @@ enum LastByteRace {
     /// Sends `requests` to 127.0.0.1:`port` released together; the answers in the same order.
     static func send(port: Int, _ requests: [[UInt8]]) async throws -> [Answer] {
         try await withCheckedThrowingContinuation { continuation in
-            let thread = Thread {
+            blockingQueue.async {
                 continuation.resume(with: Result { try run(port: port, requests) })
             }
-            thread.stackSize = 1 << 20
-            thread.start()
         }
     }
 
