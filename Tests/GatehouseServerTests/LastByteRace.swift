@@ -10,7 +10,7 @@ import Darwin
 /// The attacker's way of sending requests "at the same moment" (the last-byte technique): open
 /// one connection per request, send each request but its last byte, then release every last
 /// byte in one tight loop, so the server receives them all within microseconds and works on
-/// them together. Blocking sockets on a dispatch thread, off Swift's cooperative pool.
+/// them together. Blocking sockets on a thread of their own (`onOwnThread`).
 enum LastByteRace {
     struct Answer: Sendable {
         var status: Int
@@ -21,9 +21,12 @@ enum LastByteRace {
         var json: [String: Any]? { try? JSONSerialization.jsonObject(with: body) as? [String: Any] }
     }
 
-    /// Where the blocking socket work runs: a dispatch queue's thread, never Swift's
-    /// cooperative pool (two threads here), which other tests need meanwhile.
-    static let blockingQueue = DispatchQueue(label: "gatehouse.test.last-byte", attributes: .concurrent)
+    /// Runs blocking socket work on a thread of its own: never on Swift's cooperative pool (two
+    /// threads here) nor on dispatch's shared workers, which the in-process servers under test
+    /// need to answer meanwhile (blocking them stalled the suite until the read time-outs).
+    static func onOwnThread(_ work: @escaping @Sendable () -> Void) {
+        Thread.detachNewThread(work)
+    }
 
     /// A raw HTTP/1.1 request with a JSON body (`Connection: close`).
     static func request(
@@ -40,7 +43,7 @@ enum LastByteRace {
     /// Sends `requests` to 127.0.0.1:`port` released together; the answers in the same order.
     static func send(port: Int, _ requests: [[UInt8]]) async throws -> [Answer] {
         try await withCheckedThrowingContinuation { continuation in
-            blockingQueue.async {
+            onOwnThread {
                 continuation.resume(with: Result { try run(port: port, requests) })
             }
         }
@@ -67,7 +70,8 @@ enum LastByteRace {
         return try sockets.map { try readAnswer($0) }
     }
 
-    private static func connectLoopback(port: Int) throws -> Int32 {
+    /// A blocking TCP connection to 127.0.0.1:`port` (reads time out after 60 s).
+    static func connectLoopback(port: Int) throws -> Int32 {
         #if canImport(Glibc)
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #else
