@@ -28,10 +28,11 @@ final class ConnectionLimiter: Sendable {
 
     /// Counts a new connection from `address` in; false (nothing counted) when a cap is full.
     func admit(_ address: String?) -> Bool {
-        let limited = perAddress != nil && address.flatMap(IPAddress.init).map { ip in !trustedProxies.contains { $0.contains(ip) } } ?? false
+        let trusted = address.flatMap(IPAddress.init).map { ip in trustedProxies.contains { $0.contains(ip) } } ?? true
+        let cap = trusted ? Int.max : (perAddress ?? Int.max)
         return state.withLock { state in
             let fromAddress = address.map { state.byAddress[$0, default: 0] } ?? 0
-            guard state.open < total, !limited || fromAddress < perAddress! else {
+            guard state.open < total, fromAddress < cap else {
                 state.refused += 1
                 return false
             }

@@ -33,11 +33,10 @@ public struct AuthService: Sendable {
             // session, for the same address and password only. It is a password sign-in, so it
             // goes through everything a login does (per-IP limit, CAPTCHA, the account's
             // lockout) and is counted like one; never a way around them.
-            let response = try await login(email: email, password: password, client: client, captchaToken: captchaToken)
-            guard response.user.id == earlier.user.description else {
+            guard let owner = try await store.user(id: earlier.user), owner.normalizedEmail == EmailAddress.normalize(email) else {
                 throw GatehouseError.invalidRequest("This Idempotency-Key was used for another sign-up.")
             }
-            return response
+            return try await login(email: email, password: password, client: client, captchaToken: captchaToken)
         }
         try await throttle.limitIP("signup", client: client, limit: preset.throttling.signupPerIPPerHour, windowSeconds: 3_600)
         try await requireCaptchaIfNeeded(client, token: captchaToken)

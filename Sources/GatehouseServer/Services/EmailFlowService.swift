@@ -305,8 +305,8 @@ struct EmailFlowService: Sendable {
             guard !user.isDisabled else { throw auth.accountDisabled }
             if !user.emailVerified {
                 try await endWhatCameBeforeProof(tx, user, removePassword: true, client: client, now: now)
+                if user.passwordHash != nil { user.passwordChangedAt = now }
                 user.passwordHash = nil
-                user.passwordChangedAt = user.passwordChangedAt.map { _ in now }
                 _ = try await tx.markEmailVerified(user.id, normalizedEmail: record.normalizedEmail, at: now)
                 user.emailVerifiedAt = now
             }
