@@ -12,17 +12,8 @@ extension Data {
     /// Anything else is nil, so a token can be spelled only one way (finding 12: a signature
     /// with `=` appended was accepted).
     public init?(base64URLEncoded text: String) {
-        let bytes = Array(text.utf8)
-        guard bytes.count % 4 != 1 else { return nil }
-        for byte in bytes {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                UInt8(ascii: "-"), UInt8(ascii: "_"):
-                continue
-            default:
-                return nil
-            }
-        }
+        // Whatever decodes but does not encode back to the same text (padding, `+` `/`, white
+        // space, stray bits in the last character) is not the exact form.
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while base64.utf8.count % 4 != 0 { base64 += "=" }
         guard let decoded = Data(base64Encoded: base64), decoded.base64URLEncoded == text else { return nil }

@@ -152,12 +152,13 @@ extension SQLStore {
         let now = date.unixSeconds
         // The lock an attempt takes when it is the n-th failure, n = the stored count + 1: a
         // CASE over the policy's own table, so the policy stays in GatehouseCore. Every value
-        // inlined is an integer.
+        // inlined is an integer of the preset's, so the text is the same for every call (now is
+        // `excluded.updated_at`, the bound value).
         var lock = "CASE WHEN throttles.failures + 1 < \(schedule.threshold) THEN NULL"
         for (index, wait) in schedule.waits.enumerated().dropLast() {
-            lock += " WHEN throttles.failures + 1 = \(schedule.threshold + index) THEN \(now + wait)"
+            lock += " WHEN throttles.failures + 1 = \(schedule.threshold + index) THEN excluded.updated_at + \(wait)"
         }
-        lock += " ELSE \(now + schedule.waits[schedule.waits.count - 1]) END"
+        lock += " ELSE excluded.updated_at + \(schedule.waits[schedule.waits.count - 1]) END"
         for _ in 0..<3 {
             let rows = try await executor.query(
                 """

@@ -97,7 +97,7 @@ struct ProviderSignInService: Sendable {
         // Linking needs a verified address (finding 13): whoever made an account with an address
         // they never proved must not attach a sign-in of their own to it before the inbox owner
         // turns up. A provider that vouches for that very address proves it.
-        let providerProvesAddress = person.emailVerified && address.map(EmailAddress.normalize) == user.normalizedEmail
+        let providerProvesAddress = person.emailVerified && address.map { EmailAddress.normalize($0) == user.normalizedEmail } == true
         if user.email != nil, !user.emailVerified, !providerProvesAddress {
             throw GatehouseError(
                 status: 403, code: .verificationRequired,
