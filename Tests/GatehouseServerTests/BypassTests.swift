@@ -139,8 +139,8 @@ import Testing
     /// Finding 15: with the key server failing, made-up `kid`s cause one fetch a minute at most.
     @Test func aFailingKeyServerIsAskedOnceAMinute() async throws {
         let clock = ManualClock()
-        try await ProviderSignInTests.run(.sqlite, clock: clock) { api, _, google, _ in
-            google.setDown(true)
+        // Down from the start, so no key is cached: before the fix every made-up `kid` fetched.
+        try await ProviderSignInTests.run(.sqlite, clock: clock, before: { _, google in google.setDown(true) }) { api, _, google, _ in
             let before = google.fetches
             for index in 0..<40 {
                 // Made-up kids on the real key (generating 40 RSA keys would only load the machine).
