@@ -14,6 +14,15 @@ public struct ClientConfiguration: Sendable, Equatable {
     public var networkRetries = 2
     /// The first wait between retries; each next one doubles.
     public var retryDelay: TimeInterval = 0.5
+    /// Where the links in Gatehouse's mails point (the server's `GATEHOUSE_PUBLIC_URL`), when it
+    /// is not `baseURL`. An app with associated domains for it gets those links as universal
+    /// links; `handle(url:)` accepts them.
+    public var publicURL: URL?
+    /// The app's own URLs the hosted magic-link page opens with `?token=` added: the preset's
+    /// `open_app_url` (e.g. `hannahhealth://auth`) and any `redirect_to` the app passes to
+    /// `sendMagicLink`. `handle(url:)` also knows `open_app_url` from a loaded configuration;
+    /// listing it here makes a link work before that.
+    public var appLinks: [URL] = []
 
     public init(baseURL: URL) throws(GatehouseClientError) {
         guard let scheme = baseURL.scheme?.lowercased(), let host = baseURL.host, !host.isEmpty else {
@@ -33,6 +42,22 @@ public struct ClientConfiguration: Sendable, Equatable {
         self.baseURL = baseURL
     }
 
+    /// For a URL the app writes down itself, where it keeps its settings (a global, a property):
+    /// a URL that is not valid for `init(baseURL:)` stops the app at once, as a programmer's
+    /// mistake, instead of making every use site handle an error.
+    ///
+    /// ```swift
+    /// let configuration = ClientConfiguration("https://auth.example.com")
+    /// ```
+    public init(_ baseURL: StaticString) {
+        guard let url = URL(string: "\(baseURL)") else { preconditionFailure("Not a URL: \(baseURL)") }
+        do {
+            try self.init(baseURL: url)
+        } catch {
+            preconditionFailure(error.message)
+        }
+    }
+
     /// `localhost`, `127.0.0.0/8` and `::1`.
     static func isLoopback(_ host: String) -> Bool {
         let bare = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")).lowercased()
@@ -43,8 +68,10 @@ public struct ClientConfiguration: Sendable, Equatable {
     }
 }
 
-/// Every failure the SDK reports: the server's code and message, or a local one.
-public struct GatehouseClientError: Error, Sendable, Equatable {
+/// Every failure the SDK reports: the server's code and message, or a local one. Its
+/// `localizedDescription` is the message, so `Text(error.localizedDescription)` shows the
+/// server's words.
+public struct GatehouseClientError: Error, LocalizedError, Sendable, Equatable {
     /// Open: the server may add codes; compare with the `ErrorCode` constants.
     public var code: ErrorCode
     /// The server's message, fit to show a person.
@@ -72,6 +99,9 @@ public struct GatehouseClientError: Error, Sendable, Equatable {
 
     /// The server could not be reached; nothing changed on the device.
     public var isNetworkFailure: Bool { code == .networkUnavailable }
+
+    /// The message (the server's, in the preset's words), for `localizedDescription`.
+    public var errorDescription: String? { message }
 }
 
 extension ErrorCode {
@@ -81,4 +111,7 @@ extension ErrorCode {
     public static let notSignedIn: ErrorCode = "not_signed_in"
     /// SDK-local: the server's answer was not what the contract says.
     public static let invalidResponse: ErrorCode = "invalid_response"
+    /// SDK-local: a gate was asked for before the preset's configuration was ever loaded, and it
+    /// cannot be loaded now.
+    public static let configurationUnavailable: ErrorCode = "configuration_unavailable"
 }

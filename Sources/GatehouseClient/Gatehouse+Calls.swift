@@ -1,17 +1,31 @@
 import Foundation
 import GatehouseWire
 
-/// What a sign-in with a provider or a magic link returns.
+/// What every sign-in returns: email and password, anonymous, Apple, Google, a magic link.
 public struct SignInResult: Sendable, Equatable {
     public var user: UserPayload
-    /// True when this sign-in created the account.
+    /// True when this sign-in created the account (always for `signUp`, never for `signIn`).
     public var created: Bool
+    /// The three names an anonymous account may choose from (OKLah); empty for other sign-ins.
+    public var nameSuggestions: [String]
+
+    public init(user: UserPayload, created: Bool, nameSuggestions: [String] = []) {
+        self.user = user
+        self.created = created
+        self.nameSuggestions = nameSuggestions
+    }
 }
 
-/// An anonymous account and the three names it may choose from (OKLah).
-public struct AnonymousSignIn: Sendable, Equatable {
-    public var user: UserPayload
-    public var nameSuggestions: [String]
+/// What a Gatehouse link opened in the app did (`handle(url:)`).
+public enum LinkOutcome: Sendable, Equatable {
+    /// A magic link: the person is signed in.
+    case signedIn(SignInResult)
+    /// An email verification link: the address is verified. The user when the link's account is
+    /// the one signed in on this device.
+    case emailVerified(UserPayload)
+    /// A password reset link: show the new-password screen, then call
+    /// `resetPassword(token:newPassword:)` with this token.
+    case resetPassword(token: String)
 }
 
 /// Proof for deleting an account (decision 2): whichever fits the account.
@@ -23,30 +37,31 @@ public enum DeletionProof: Sendable, Equatable {
     case code(String)
 }
 
-extension GatehouseClient {
+extension Gatehouse {
     // MARK: Sign-up and sign-in
 
     /// `POST /v1/auth/signup`.
     @discardableResult
-    public func signUp(email: String, password: String) async throws(GatehouseClientError) -> UserPayload {
+    public func signUp(email: String, password: String) async throws(GatehouseClientError) -> SignInResult {
         let response: AuthResponse = try await call("POST", "/v1/auth/signup", body: EmailPasswordRequest(email: email, password: password), auth: .none)
-        try begin(response.session, user: response.user, provider: "email")
-        return response.user
+        try begin(response.session, user: response.user, provider: .email)
+        return SignInResult(user: response.user, created: true)
     }
 
     /// `POST /v1/auth/login`.
     @discardableResult
-    public func signIn(email: String, password: String) async throws(GatehouseClientError) -> UserPayload {
+    public func signIn(email: String, password: String) async throws(GatehouseClientError) -> SignInResult {
         let response: AuthResponse = try await call("POST", "/v1/auth/login", body: EmailPasswordRequest(email: email, password: password), auth: .none)
-        try begin(response.session, user: response.user, provider: "email")
-        return response.user
+        try begin(response.session, user: response.user, provider: .email)
+        return SignInResult(user: response.user, created: false)
     }
 
-    /// `POST /v1/auth/anonymous`. The request carries an `Idempotency-Key` kept on the device
-    /// until it succeeds: a retry after a lost answer, or after the app was killed mid-request,
-    /// gets the same account instead of a second one.
+    /// `POST /v1/auth/anonymous`: an account with no personal data and three `nameSuggestions`.
+    /// The request carries an `Idempotency-Key` kept on the device until it succeeds: a retry
+    /// after a lost answer, or after the app was killed mid-request, gets the same account
+    /// instead of a second one.
     @discardableResult
-    public func signInAnonymously() async throws(GatehouseClientError) -> AnonymousSignIn {
+    public func signInAnonymously() async throws(GatehouseClientError) -> SignInResult {
         let key: String
         if let data = storage.data(forKey: "anonymous_key"), let saved = String(data: data, encoding: .utf8) {
             key = saved
@@ -55,9 +70,9 @@ extension GatehouseClient {
             storage.set(Data(key.utf8), forKey: "anonymous_key")
         }
         let response: AnonymousResponse = try await call("POST", "/v1/auth/anonymous", auth: .none, headers: ["Idempotency-Key": key])
-        try begin(response.session, user: response.user, provider: "anonymous")
+        try begin(response.session, user: response.user, provider: .anonymous)
         storage.set(nil, forKey: "anonymous_key")
-        return AnonymousSignIn(user: response.user, nameSuggestions: response.nameSuggestions)
+        return SignInResult(user: response.user, created: true, nameSuggestions: response.nameSuggestions)
     }
 
     /// `POST /v1/auth/apple` with the identity token from `ASAuthorizationAppleIDCredential`, the
@@ -68,7 +83,7 @@ extension GatehouseClient {
     ) async throws(GatehouseClientError) -> SignInResult {
         let body = ProviderSignInRequest(idToken: idToken, rawNonce: rawNonce, fullName: fullName, authorizationCode: authorizationCode)
         let response: SignInResponse = try await call("POST", "/v1/auth/apple", body: body, auth: .none)
-        try begin(response.session, user: response.user, provider: "apple")
+        try begin(response.session, user: response.user, provider: .apple)
         storage.set(Self.subject(ofIDToken: idToken).map { Data($0.utf8) }, forKey: "apple_user_id")
         return SignInResult(user: response.user, created: response.created)
     }
@@ -78,7 +93,7 @@ extension GatehouseClient {
     public func signInWithGoogle(idToken: String, rawNonce: String? = nil) async throws(GatehouseClientError) -> SignInResult {
         let response: SignInResponse = try await call(
             "POST", "/v1/auth/google", body: ProviderSignInRequest(idToken: idToken, rawNonce: rawNonce), auth: .none)
-        try begin(response.session, user: response.user, provider: "google")
+        try begin(response.session, user: response.user, provider: .google)
         return SignInResult(user: response.user, created: response.created)
     }
 
@@ -93,19 +108,33 @@ extension GatehouseClient {
         try await magicLink(MagicLinkVerifyRequest(email: email, code: code))
     }
 
-    /// A URL the app was opened with: a magic link coming back (`…?token=`) signs in. Returns
-    /// nil for a URL that is not Gatehouse's.
+    /// A URL the app was opened with. Gatehouse's own links are handled: a magic link signs in, a
+    /// verification link verifies the address, a reset link answers the screen to show. Any other
+    /// URL answers nil and nothing is sent anywhere, so the app can pass every URL it is opened
+    /// with (`onOpenURL`).
+    ///
+    /// Gatehouse's links are the hosted pages under `ClientConfiguration.publicURL` (universal
+    /// links: `/auth/magic-link`, `/auth/verify-email`, `/auth/reset-password`) and, for magic
+    /// links, the app's own URLs the magic-link page opens: `ClientConfiguration.appLinks` and
+    /// the preset's `open_app_url` once the configuration was loaded. Scheme, host, port and path
+    /// must be equal, and the query a single `token`.
     @discardableResult
-    public func handle(url: URL) async throws(GatehouseClientError) -> SignInResult? {
-        guard let token = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first(where: { $0.name == "token" })?.value,
-            !token.isEmpty
+    public func handle(url: URL) async throws(GatehouseClientError) -> LinkOutcome? {
+        guard let (kind, token) = GatehouseLinks(configuration: configuration, openAppURL: configurationCache?.app.openAppURL).match(url)
         else { return nil }
-        return try await magicLink(MagicLinkVerifyRequest(token: token))
+        switch kind {
+        case .magicLink:
+            return .signedIn(try await magicLink(MagicLinkVerifyRequest(token: token)))
+        case .verifyEmail:
+            return .emailVerified(try await verifyEmail(token: token))
+        case .resetPassword:
+            return .resetPassword(token: token)
+        }
     }
 
     private func magicLink(_ body: MagicLinkVerifyRequest) async throws(GatehouseClientError) -> SignInResult {
         let response: SignInResponse = try await call("POST", "/v1/auth/magic-link/verify", body: body, auth: .none)
-        try begin(response.session, user: response.user, provider: "magic_link")
+        try begin(response.session, user: response.user, provider: .magicLink)
         return SignInResult(user: response.user, created: response.created)
     }
 
@@ -144,16 +173,8 @@ extension GatehouseClient {
 
     // MARK: Sessions
 
-    public enum SignOutScope: String, Sendable {
-        /// This device.
-        case local
-        /// Every other device.
-        case others
-        /// Every device.
-        case global
-    }
-
-    /// `POST /v1/auth/logout`. `local` and `global` end the session here even when the server
+    /// `POST /v1/auth/logout`. The default scope is `.local`: this device only (supabase-swift's
+    /// `signOut()` defaults to `.global`). `local` and `global` end the session here even when the server
     /// cannot be reached (the refresh token is then forgotten; it expires on the server).
     public func signOut(scope: SignOutScope = .local) async throws(GatehouseClientError) {
         guard stored != nil else {
@@ -201,7 +222,7 @@ extension GatehouseClient {
     }
 
     /// `DELETE /v1/auth/identities/{provider}`.
-    public func unlink(provider: String) async throws(GatehouseClientError) {
+    public func unlink(provider: SignInProvider) async throws(GatehouseClientError) {
         try await callEmpty("DELETE", "/v1/auth/identities/\(provider)", auth: .required)
         _ = try? await refreshUser()
     }
@@ -291,7 +312,7 @@ public enum AppleCredentialState: Sendable, Equatable {
     case authorized, revoked, notFound, transferred
 }
 
-extension GatehouseClient {
+extension Gatehouse {
     /// Apple's user identifier (the `sub` of the id_token) from this device's last Apple sign-in.
     public var appleUserID: String? { storage.data(forKey: "apple_user_id").map { String(decoding: $0, as: UTF8.self) } }
 

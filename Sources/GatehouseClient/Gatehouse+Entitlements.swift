@@ -10,7 +10,7 @@ struct CachedEntitlements: Codable, Sendable, Equatable {
     var verifiedAt: Date
 }
 
-extension GatehouseClient {
+extension Gatehouse {
     // MARK: Configuration
 
     /// `GET /v1/config`, cached on the device so the next launch has it with no network
@@ -45,7 +45,7 @@ extension GatehouseClient {
         var comparable = payload
         comparable.evaluatedAt = entitlementCache?.payload.evaluatedAt ?? payload.evaluatedAt
         let changed = entitlementCache?.payload != comparable
-        entitlementCache = CachedEntitlements(payload: payload, userID: state.user?.id, verifiedAt: clock.now())
+        entitlementCache = CachedEntitlements(payload: payload, userID: sessionUser?.id, verifiedAt: clock.now())
         storage.set(try? JSONEncoder().encode(entitlementCache), forKey: "entitlements")
         if changed { emit(.entitlementsChanged(payload)) }
     }
@@ -69,7 +69,7 @@ extension GatehouseClient {
     /// cannot be reached, a Pro snapshot verified less than `pro_grace_hours` ago (72) shows as
     /// `pro_grace` (CH08 §2 step 4, with the preset's banner); past that window, as Free.
     public var currentEntitlements: EntitlementsPayload? {
-        guard let cache = entitlementCache, cache.userID == state.user?.id else { return nil }
+        guard let cache = entitlementCache, cache.userID == sessionUser?.id else { return nil }
         guard isOffline, ["pro", "pro_grace"].contains(cache.payload.planState) else { return cache.payload }
         let hours = configurationCache?.entitlements?.proGraceHours ?? 72
         var shown = cache.payload
@@ -115,28 +115,46 @@ extension GatehouseClient {
     }
 
     func input(plan: String, from snapshot: EntitlementsPayload?) -> EntitlementInput {
-        guard plan != "guest", let user = state.user else { return .guest }
+        guard plan != "guest", let user = sessionUser else { return .guest }
         var spent: [String: Int] = [:]
         for (name, balance) in snapshot?.credits ?? [:] { spent[name] = max(0, balance.granted - balance.remaining) }
         return EntitlementInput(userID: UserID(user.id) ?? .random(), emailVerified: user.emailVerified, planOverride: plan, creditsSpent: spent)
     }
 
     /// The gate decision for `action` now, on the device, with the same engine and rules as the
-    /// server (nil before the configuration was ever loaded, or for an action the preset does not
-    /// know). A refusal with a `surface` is reported as `gate_shown` in the background.
-    public func decide(_ action: String, context: [String: Int] = [:], surface: String? = nil) -> GateDecision? {
-        guard let engine else { return nil }
+    /// server. The preset's rules come from `/v1/config`: the first call loads it when no launch
+    /// has yet (then it is cached, offline too). Throws `configuration_unavailable` when it has
+    /// never been loaded and cannot be now, and `unknown_action` for an action the preset does
+    /// not know (as `/v1/entitlements/check` does). A refusal with a `surface` is reported as
+    /// `gate_shown` in the background.
+    public func decide(_ action: String, context: [String: Int] = [:], surface: GateSurface? = nil)
+        async throws(GatehouseClientError) -> GateDecision
+    {
+        if configurationCache == nil {
+            do throws(GatehouseClientError) {
+                try await loadConfiguration()
+            } catch {
+                throw GatehouseClientError(
+                    code: .configurationUnavailable, message: "This isn't available offline yet. Check your connection and try again.",
+                    status: error.status)
+            }
+        }
+        guard let engine else { throw Self.unknownAction(action) }
         let snapshot = currentEntitlements
-        let plan = state.user == nil ? "guest" : snapshot?.planState ?? "free"
+        let plan = sessionUser == nil ? "guest" : snapshot?.planState ?? "free"
         guard let decision = engine.decide(action, context: context, input: input(plan: plan, from: snapshot), at: clock.now()) else {
-            return nil
+            throw Self.unknownAction(action)
         }
         if !decision.allowed, let reason = decision.reasonCode {
             var properties: [String: JSONValue] = ["reasonCode": .string(reason), "planState": .string(plan)]
-            if let surface { properties["surface"] = .string(surface) }
+            if let surface { properties["surface"] = .string(surface.rawValue) }
             track("gate_shown", properties)
         }
         return decision
+    }
+
+    static func unknownAction(_ action: String) -> GatehouseClientError {
+        GatehouseClientError(code: .unknownAction, message: "The app's plans have no action named \(action).")
     }
 
     /// `POST /v1/entitlements/check`: the server's decision.

@@ -37,7 +37,7 @@ public struct SystemClientClock: ClientClock {
 /// - A network failure keeps the session (calls retry their refresh with backoff); only the
 ///   server saying the session is gone signs the person out.
 /// - A session saved by an earlier install of the app is discarded (the Keychain outlives it).
-public actor GatehouseClient {
+public actor Gatehouse {
     public nonisolated let configuration: ClientConfiguration
     let transport: any HTTPTransport
     let tokenStore: any TokenStore
@@ -54,7 +54,7 @@ public actor GatehouseClient {
     private var refreshInFlight: Task<Result<String, GatehouseClientError>, Never>?
     private var restoreInFlight: Task<RestoreOutcome, Never>?
     private var observers: [UUID: AsyncStream<AuthEvent>.Continuation] = [:]
-    /// Entitlements and configuration caches (see `GatehouseClient+Entitlements`).
+    /// Entitlements and configuration caches (see `Gatehouse+Entitlements`).
     var entitlementCache: CachedEntitlements?
     var configurationCache: PublicConfiguration?
     /// The refresh failed for want of network since the last success (pro_grace, offline UI).
@@ -122,7 +122,7 @@ public actor GatehouseClient {
         loadSavedSession()
         guard stored != nil else {
             let reason = signedOutReason
-            setState(.signedOut(reason), event: .signedOut(reason))
+            markSignedOut(reason)
             return .signedOut(reason)
         }
         for attempt in 0..<max(1, configuration.restoreAttempts) {
@@ -135,8 +135,8 @@ public actor GatehouseClient {
                 do {
                     let me: MeResponse = try await call("GET", "/v1/me", auth: .required)
                     updateUser(me.user, announce: false)
+                    markSignedIn(me.user, offline: false)
                     storeEntitlements(me.entitlements)
-                    setState(.signedIn(me.user, offline: false), event: .signedIn(me.user))
                     return .restored(me.user)
                 } catch {
                     if stored == nil { return .signedOut(signedOutReason) }
@@ -149,27 +149,42 @@ public actor GatehouseClient {
         // Every attempt failed without the server ending the session: keep it.
         if let user = stored?.user {
             isOffline = true
-            setState(.signedIn(user, offline: true), event: .signedIn(user))
+            markSignedIn(user, offline: true)
             return .offline(user)
         }
         // Never confirmed and no user to show: start signed out, but keep the session; the next
         // sign-in replaces it.
-        setState(.signedOut(nil), event: .signedOut(nil))
+        markSignedOut(nil)
         return .signedOut(nil)
     }
 
     /// Reads the saved session once per launch, discarding one an earlier install left in the
-    /// Keychain (the person deleted the app: start signed out).
+    /// Keychain (the person deleted the app: start signed out). A call made without `restore()`
+    /// reads it here too; the state leaves `.restoring` once a refresh confirms the session (or at
+    /// once when there is none), so the app hears `signedIn` or `signedOut` either way.
     func loadSavedSession() {
         guard !savedSessionLoaded else { return }
         savedSessionLoaded = true
-        guard stored == nil, let saved = try? tokenStore.load() else { return }
+        guard stored == nil else { return }
+        guard let saved = try? tokenStore.load() else {
+            if state == .restoring, restoreInFlight == nil { markSignedOut(nil) }
+            return
+        }
         guard saved.installID == installID else {
             try? tokenStore.clear()
-            state = .signedOut(.reinstalled)
+            markSignedOut(.reinstalled)
             return
         }
         stored = saved
+    }
+
+    /// The person this device holds a session for: the confirmed user, or the one saved with the
+    /// session before any call confirmed it. Gates and the snapshot go by this, so a signed-in
+    /// person is never judged as a guest because the app has not called `restore()`.
+    var sessionUser: UserPayload? {
+        if let user = state.user { return user }
+        loadSavedSession()
+        return stored?.user
     }
 
     /// Whether a session from this install is saved (a relaunch will try to restore it).
@@ -186,9 +201,9 @@ public actor GatehouseClient {
     // MARK: Sessions
 
     /// Starts the session a sign-in returned.
-    func begin(_ session: SessionPayload, user: UserPayload, provider: String) throws(GatehouseClientError) {
+    func begin(_ session: SessionPayload, user: UserPayload, provider: SignInProvider) throws(GatehouseClientError) {
         let saved = StoredSession(
-            refreshToken: session.refreshToken, sessionID: session.sessionID, installID: installID, provider: provider, user: user)
+            refreshToken: session.refreshToken, sessionID: session.sessionID, installID: installID, provider: provider.rawValue, user: user)
         do {
             try tokenStore.save(saved)
         } catch {
@@ -200,7 +215,7 @@ public actor GatehouseClient {
         accessExpiry = clock.uptime() + TimeInterval(session.expiresIn)
         isOffline = false
         if entitlementCache?.userID != user.id { entitlementCache = nil }
-        setState(.signedIn(user, offline: false), event: .signedIn(user))
+        markSignedIn(user, offline: false)
     }
 
     /// Ends the session on this device (the server has already ended it, or is told first).
@@ -213,12 +228,31 @@ public actor GatehouseClient {
         isOffline = false
         entitlementCache = nil
         storage.set(nil, forKey: "entitlements")
-        setState(.signedOut(reason), event: .signedOut(reason))
+        markSignedOut(reason)
     }
 
     func setState(_ new: AuthState, event: AuthEvent? = nil) {
         state = new
         if let event { emit(event) }
+    }
+
+    /// Signed in as `user`: `signedIn` is announced once per person, whichever path got there
+    /// (a sign-in, `restore()`, or a call that refreshed a saved session); a later confirmation
+    /// of the same person changes the state quietly (or announces `userUpdated` if it changed).
+    func markSignedIn(_ user: UserPayload, offline: Bool) {
+        let before = state.user
+        state = .signedIn(user, offline: offline)
+        if before?.id != user.id {
+            emit(.signedIn(user))
+        } else if before != user {
+            emit(.userUpdated(user))
+        }
+    }
+
+    /// Signed out: announced when the state changes.
+    func markSignedOut(_ reason: SignOutReason?) {
+        guard state != .signedOut(reason) else { return }
+        setState(.signedOut(reason), event: .signedOut(reason))
     }
 
     /// Keeps the user the server returned, in the saved session too (shown while offline).
@@ -235,9 +269,9 @@ public actor GatehouseClient {
     }
 
     /// The last provider used, for the re-auth screen (CH07 §7.1).
-    public var lastProvider: String? {
+    public var lastProvider: SignInProvider? {
         loadSavedSession()
-        return stored?.provider
+        return stored.map { SignInProvider(rawValue: $0.provider) }
     }
 
     /// The access token while it has at least `refreshAhead` seconds left.
@@ -309,7 +343,12 @@ public actor GatehouseClient {
         accessToken = body.session.accessToken
         accessExpiry = clock.uptime() + TimeInterval(body.session.expiresIn)
         isOffline = false
-        if case .signedIn(let user, true) = state { state = .signedIn(user, offline: false) }
+        if case .signedIn(let user, true) = state {
+            state = .signedIn(user, offline: false)
+        } else if state.user == nil, restoreInFlight == nil, let user = next.user {
+            // A call made without `restore()` has just confirmed the saved session.
+            markSignedIn(user, offline: false)
+        }
         emit(.tokenRefreshed)
         return .success(body.session.accessToken)
     }

@@ -46,9 +46,9 @@ final class ScriptedTransport: HTTPTransport, @unchecked Sendable {
     }
 
     static func signedIn(_ transport: ScriptedTransport, clock: TestClientClock = TestClientClock(), store: any TokenStore = MemoryTokenStore())
-        async throws -> GatehouseClient
+        async throws -> Gatehouse
     {
-        let client = GatehouseClient(
+        let client = Gatehouse(
             configuration: try ClientConfiguration(baseURL: URL(string: "https://auth.example.com")!), tokenStore: store,
             storage: MemoryStorage(), transport: transport, clock: clock)
         try await client.signIn(email: "ann@example.com", password: "pw")

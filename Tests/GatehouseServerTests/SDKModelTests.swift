@@ -23,7 +23,7 @@ import Testing
         defer { device.remove() }
         let client = try device.launch(port: try #require(server.port))
         _ = try await client.loadConfiguration()
-        let user = try await client.signUp(email: "capped@example.com", password: "correct horse battery")
+        let user = try await client.signUp(email: "capped@example.com", password: "correct horse battery").user
         let decision = try await client.check("save_flow", context: ["saved_count": 2])
         let sheet = try #require(GateSheet(decision: decision))
         #expect(sheet.reasonCode == "flow_cap_reached" && sheet.title == "You've reached the Free limit (2 saved flows).")
@@ -172,7 +172,7 @@ final class IDLog: @unchecked Sendable {
         // Sign-up → profile set-up → goals router → each card's screen (CH07 §8.7). Practice
         // on Free with credits left opens the practice set-up; with none left, the paywall.
         try await client.signOut()
-        let user = try await client.signUp(email: "goals@example.com", password: "correct horse battery")
+        let user = try await client.signUp(email: "goals@example.com", password: "correct horse battery").user
         _ = try await client.entitlements()
         coordinator.didSignUp()
         #expect(coordinator.root == .profileSetup)
@@ -201,14 +201,14 @@ final class IDLog: @unchecked Sendable {
         defer { device.remove() }
         let client = try device.launch(port: try #require(server.port))
         _ = try await client.loadConfiguration()
-        let first = try await client.signUp(email: "taken@example.com", password: "correct horse battery")
+        let first = try await client.signUp(email: "taken@example.com", password: "correct horse battery").user
         let owner = ProfileSetupModel(client: client, user: first, pause: .milliseconds(50))
         owner.handle = "grappler"
         await owner.settle()
         #expect(await owner.save())
         try await client.signOut()
 
-        let user = try await client.signUp(email: "newcomer@example.com", password: "correct horse battery")
+        let user = try await client.signUp(email: "newcomer@example.com", password: "correct horse battery").user
         let model = ProfileSetupModel(client: client, user: user, pause: .milliseconds(200))
         #expect(model.currentHandle?.hasPrefix("user-") == true)
         // Typing "grappler" letter by letter: one check, after the pause.
@@ -232,7 +232,7 @@ final class IDLog: @unchecked Sendable {
 
         // Skip sends nothing and keeps the temporary handle.
         try await client.signOut()
-        let third = try await client.signUp(email: "skipper@example.com", password: "correct horse battery")
+        let third = try await client.signUp(email: "skipper@example.com", password: "correct horse battery").user
         let skipping = ProfileSetupModel(client: client, user: third)
         device.transport.reset()
         skipping.skip()
@@ -260,12 +260,12 @@ final class IDLog: @unchecked Sendable {
         model.email = "hana.m@example.com"
         #expect(await model.send())
         #expect(model.step == .sent)
-        #expect(await model.sentMessage.hasPrefix("Check your email: we sent a sign-in link to hana.m@example.com."))
+        #expect(model.sentMessage.hasPrefix("Check your email: we sent a sign-in link to hana.m@example.com."))
         let mail = try await EmailFlowTests.outboxMail(config, kind: "magic_link") { $0.recipient == "hana.m@example.com" }
         model.code = try EmailFlowTests.code(in: ReceivedMail(text: mail.textBody ?? ""))
         #expect(await model.submitCode())
         #expect(model.step == .signedIn(newAccount: true) && model.trialDaysLeft == 6)  // Whole days left, as the banner counts them.
-        #expect(await model.trialStartedMessage == "Your 7-day free trial has started. No payment details required.")
+        #expect(model.trialStartedMessage == "Your 7-day free trial has started. No payment details required.")
 
         try await client.signOut()
         let again = MagicLinkOnboarding(client: client)
@@ -276,7 +276,7 @@ final class IDLog: @unchecked Sendable {
         let token = try EmailFlowTests.token(in: ReceivedMail(text: second.textBody ?? ""), path: "/auth/magic-link")
         #expect(await again.open(URL(string: "hannahhealth://auth?token=\(token)")!))
         #expect(again.step == .signedIn(newAccount: false))
-        #expect(await again.trialStartedMessage == nil)
+        #expect(again.trialStartedMessage == nil)
     }
 }
 
@@ -385,7 +385,7 @@ final class IDLog: @unchecked Sendable {
         let port = try #require(server.port)
         let client = try device.launch(port: port)
         _ = try await client.loadConfiguration()
-        let user = try await client.signUp(email: "buyer@example.com", password: "correct horse battery")
+        let user = try await client.signUp(email: "buyer@example.com", password: "correct horse battery").user
         let model = PurchaseModel(client: client, productID: "com.handz.pro.monthly")
         #expect(model.manageSubscriptionsURL.host == "apps.apple.com")
 

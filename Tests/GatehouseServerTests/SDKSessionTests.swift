@@ -27,10 +27,10 @@ struct TestDevice: Sendable {
     var container: DirectoryStorage { DirectoryStorage(directory: directory.appendingPathComponent("app")) }
 
     /// Starts the app: a new client, as after a cold start.
-    func launch(port: Int) throws -> GatehouseClient {
+    func launch(port: Int) throws -> Gatehouse {
         var configuration = try ClientConfiguration(baseURL: URL(string: "http://127.0.0.1:\(port)")!)
         configuration.retryDelay = 1
-        return GatehouseClient(configuration: configuration, tokenStore: keychain, storage: container, transport: transport, clock: clock)
+        return Gatehouse(configuration: configuration, tokenStore: keychain, storage: container, transport: transport, clock: clock)
     }
 
     /// Deletes the app: its container goes, the Keychain stays.
@@ -53,7 +53,7 @@ actor EventLog {
         return events
     }
 
-    static func watch(_ client: GatehouseClient) async -> (EventLog, Task<Void, Never>) {
+    static func watch(_ client: Gatehouse) async -> (EventLog, Task<Void, Never>) {
         let log = EventLog()
         let stream = await client.authStateChanges
         let task = Task {

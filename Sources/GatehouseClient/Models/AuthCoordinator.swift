@@ -38,14 +38,14 @@ public final class AuthCoordinator {
     /// No network: the welcome banner shows and provider buttons are off (CH07 §8.1).
     public private(set) var isOffline = false
     /// After an expired session, the provider to highlight on the re-auth screen (CH07 §7.1).
-    public private(set) var highlightedProvider: String?
+    public private(set) var highlightedProvider: SignInProvider?
     /// The sign-in methods the preset enables (`/v1/config`), in its order.
     public private(set) var methods: [String] = []
 
-    public let client: GatehouseClient
+    public let client: Gatehouse
     private var copy: [String: String] = [:]
 
-    public init(client: GatehouseClient) {
+    public init(client: Gatehouse) {
         self.client = client
     }
 
@@ -139,7 +139,7 @@ public final class AuthCoordinator {
             path = [.libraryDemo]
             return nil
         case .practice:
-            let decision = await client.decide("practice_saved_flow")
+            let decision = try? await client.decide("practice_saved_flow")
             show(.main)
             if let decision, !decision.allowed { return decision }
             path = [.practiceSetup]
@@ -168,14 +168,14 @@ public final class SignUpForm {
     /// The server's refusal, in the preset's words.
     public private(set) var errorMessage: String?
 
-    private let client: GatehouseClient
+    private let client: Gatehouse
     private let policy: PasswordPolicy
     private let copy: [String: String]
     /// The app's Terms and Privacy pages, for the links under the form (CH07 §8.3, §10).
     public let termsURL: URL?
     public let privacyURL: URL?
 
-    public init(client: GatehouseClient, configuration: PublicConfiguration) {
+    public init(client: Gatehouse, configuration: PublicConfiguration) {
         self.client = client
         copy = configuration.copy
         termsURL = configuration.app.termsURL.flatMap(URL.init(string:))
@@ -238,10 +238,10 @@ public final class LoginForm {
     /// While set and in the future, logging in is locked.
     public private(set) var lockedUntil: Date?
 
-    private let client: GatehouseClient
+    private let client: Gatehouse
     private let now: @Sendable () -> Date
 
-    public init(client: GatehouseClient, now: @escaping @Sendable () -> Date = { Date() }) {
+    public init(client: Gatehouse, now: @escaping @Sendable () -> Date = { Date() }) {
         self.client = client
         self.now = now
     }
@@ -274,10 +274,10 @@ public final class LoginForm {
 public final class VerificationBanner {
     public private(set) var user: UserPayload?
     public private(set) var notice: String?
-    private let client: GatehouseClient
+    private let client: Gatehouse
     private var copy: [String: String] = [:]
 
-    public init(client: GatehouseClient) { self.client = client }
+    public init(client: Gatehouse) { self.client = client }
 
     public func update() async {
         user = await client.state.user

@@ -25,12 +25,12 @@ public final class ConversionPrompt {
     /// Dismissals so far (kept on the device across launches).
     public private(set) var dismissals: Int
 
-    private let client: GatehouseClient
+    private let client: Gatehouse
     private let storage: any ClientStorage
     private var copy: [String: String] = [:]
     private var methods: [String] = ["apple", "google", "email_password"]
 
-    public init(client: GatehouseClient, storage: any ClientStorage) {
+    public init(client: Gatehouse, storage: any ClientStorage) {
         self.client = client
         self.storage = storage
         dismissals = storage.data(forKey: "conversion_dismissals").flatMap { Int(String(decoding: $0, as: UTF8.self)) } ?? 0
@@ -60,8 +60,8 @@ public final class ConversionPrompt {
 
     /// Asks before `action` when the device's gate says an account is needed; true when the
     /// prompt is now showing (the action must wait), false when the action may go ahead.
-    public func gate(_ action: PendingAction, surface: String? = nil) async -> Bool {
-        guard let decision = await client.decide(action.action, surface: surface), !decision.allowed, decision.gate == "account" else {
+    public func gate(_ action: PendingAction, surface: GateSurface? = nil) async -> Bool {
+        guard let decision = try? await client.decide(action.action, surface: surface), !decision.allowed, decision.gate == "account" else {
             return false
         }
         present(for: action)
@@ -129,10 +129,10 @@ public final class UpsellPolicy {
 public final class PlanStatus {
     public private(set) var snapshot: EntitlementsPayload?
     public private(set) var banner: String?
-    private let client: GatehouseClient
+    private let client: Gatehouse
     private var creditsTemplate = "Credits: {remaining}/{granted} this month"
 
-    public init(client: GatehouseClient) { self.client = client }
+    public init(client: Gatehouse) { self.client = client }
 
     /// Refreshes from the server (or the cache when offline).
     public func update() async {

@@ -44,10 +44,10 @@ public final class LinkConfirmationPrompt {
     public var email = ""
     public var password = ""
 
-    private let client: GatehouseClient
+    private let client: Gatehouse
     private var pending: (provider: Provider, idToken: String, rawNonce: String?)?
 
-    public init(client: GatehouseClient) { self.client = client }
+    public init(client: Gatehouse) { self.client = client }
 
     /// Signs in with the provider; true when signed in. On `link_confirmation_required` the prompt
     /// is presented instead (false); other failures throw.

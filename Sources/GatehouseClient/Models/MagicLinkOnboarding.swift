@@ -22,28 +22,19 @@ public final class MagicLinkOnboarding {
     /// The trial's days left once signed in on a trial (`trialStarted` is shown for a new one).
     public private(set) var trialDaysLeft: Int?
 
-    private let client: GatehouseClient
+    private let client: Gatehouse
 
-    public init(client: GatehouseClient) { self.client = client }
+    public init(client: Gatehouse) { self.client = client }
 
     public var canSend: Bool { EmailAddress.isValid(email.trimmingCharacters(in: .whitespaces)) && !isWorking }
     public var canSubmitCode: Bool { step == .sent && code.count == 6 && code.allSatisfy(\.isNumber) && !isWorking }
 
-    /// "Check your email" with the address the link went to.
-    public var sentMessage: String {
-        get async {
-            await client.text("magic.sent", "We sent a sign-in link to {email}. Open it on this phone, or type the 6-digit code.")
-                .replacingOccurrences(of: "{email}", with: email.trimmingCharacters(in: .whitespaces))
-        }
-    }
+    /// "Check your email" with the address the link went to, in the preset's words; set when
+    /// the link is sent.
+    public private(set) var sentMessage = ""
 
-    /// Shown once after a new account's first sign-in.
-    public var trialStartedMessage: String? {
-        get async {
-            guard step == .signedIn(newAccount: true), trialDaysLeft != nil else { return nil }
-            return await client.text("trial.started", "Your 7-day free trial has started. No payment details required.")
-        }
-    }
+    /// "Your 7-day free trial has started…" once a new account signed in on a trial; nil otherwise.
+    public private(set) var trialStartedMessage: String?
 
     /// Sends (or sends again) the link; true when the server took it.
     public func send() async -> Bool {
@@ -51,7 +42,10 @@ public final class MagicLinkOnboarding {
         isWorking = true
         defer { isWorking = false }
         do throws(GatehouseClientError) {
-            try await client.sendMagicLink(email: email.trimmingCharacters(in: .whitespaces))
+            let address = email.trimmingCharacters(in: .whitespaces)
+            try await client.sendMagicLink(email: address)
+            sentMessage = await client.text("magic.sent", "We sent a sign-in link to {email}. Open it on this phone, or type the 6-digit code.")
+                .replacingOccurrences(of: "{email}", with: address)
             errorMessage = nil
             step = .sent
             return true
@@ -61,12 +55,13 @@ public final class MagicLinkOnboarding {
         }
     }
 
-    /// The app was opened with `url` (the link from the mail); true when it signed in.
+    /// The app was opened with `url` (the link from the mail); true when it signed in. Any other
+    /// URL answers false and sends nothing.
     public func open(_ url: URL) async -> Bool {
         isWorking = true
         defer { isWorking = false }
         do throws(GatehouseClientError) {
-            guard let result = try await client.handle(url: url) else { return false }
+            guard case .signedIn(let result) = try await client.handle(url: url) else { return false }
             await finish(result)
             return true
         } catch {
@@ -99,7 +94,9 @@ public final class MagicLinkOnboarding {
     private func finish(_ result: SignInResult) async {
         errorMessage = nil
         let snapshot = try? await client.entitlements()
-        trialDaysLeft = snapshot?.planState == "trial" ? snapshot?.trial?.daysLeft : nil
+        trialDaysLeft = snapshot?.plan == .trial ? snapshot?.trial?.daysLeft : nil
+        trialStartedMessage = result.created && trialDaysLeft != nil
+            ? await client.text("trial.started", "Your 7-day free trial has started. No payment details required.") : nil
         step = .signedIn(newAccount: result.created)
     }
 }

@@ -44,7 +44,7 @@ public final class OnboardingModel {
     public var errorText: String { text("onboarding.error", "Something went wrong. Please check your connection and try again.") }
     public var tryAgainLabel: String { text("onboarding.try_again", "Try Again") }
 
-    private let client: GatehouseClient
+    private let client: Gatehouse
     private let appVersion: String
     private var copy: [String: String] = [:]
     private var messages: [String] = []
@@ -55,7 +55,7 @@ public final class OnboardingModel {
     private var interruptedInBackground = false
     private var retriedAfterBackground = false
 
-    public init(client: GatehouseClient, appVersion: String) {
+    public init(client: Gatehouse, appVersion: String) {
         self.client = client
         self.appVersion = appVersion
     }

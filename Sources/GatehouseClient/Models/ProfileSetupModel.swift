@@ -30,13 +30,13 @@ public final class ProfileSetupModel {
     /// The account as the server last described it.
     public private(set) var user: UserPayload
 
-    private let client: GatehouseClient
+    private let client: Gatehouse
     private let pause: Duration
     private var check: Task<Void, Never>?
     /// How many availability requests were sent (one per pause in typing).
     public private(set) var checksSent = 0
 
-    public init(client: GatehouseClient, user: UserPayload, pause: Duration = .milliseconds(300)) {
+    public init(client: Gatehouse, user: UserPayload, pause: Duration = .milliseconds(300)) {
         self.client = client
         self.user = user
         self.pause = pause
@@ -93,7 +93,7 @@ public final class ProfileSetupModel {
     /// Waits for the check in flight, if any (views do not need this; tests do).
     public func settle() async { await check?.value }
 
-    static func message(for reason: String, client: GatehouseClient) async -> String {
+    static func message(for reason: String, client: Gatehouse) async -> String {
         let fallback: String
         switch reason {
         case "taken": fallback = "That handle is taken."

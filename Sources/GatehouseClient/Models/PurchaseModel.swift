@@ -33,9 +33,9 @@ public final class PurchaseModel {
     /// Where "Manage subscription" leads (Apple's subscription settings).
     public let manageSubscriptionsURL = URL(string: "https://apps.apple.com/account/subscriptions")!
 
-    private let client: GatehouseClient
+    private let client: Gatehouse
 
-    public init(client: GatehouseClient, productID: String) {
+    public init(client: Gatehouse, productID: String) {
         self.client = client
         self.productID = productID
     }
