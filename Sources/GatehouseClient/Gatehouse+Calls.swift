@@ -20,8 +20,8 @@ public struct SignInResult: Sendable, Equatable {
 public enum LinkOutcome: Sendable, Equatable {
     /// A magic link: the person is signed in.
     case signedIn(SignInResult)
-    /// An email verification link: the address is verified. The user when the link's account is
-    /// the one signed in on this device.
+    /// An email verification link: the address is verified; the link's account as the server
+    /// answers it (the state is updated when that account is the one signed in here).
     case emailVerified(UserPayload)
     /// A password reset link: show the new-password screen, then call
     /// `resetPassword(token:newPassword:)` with this token.

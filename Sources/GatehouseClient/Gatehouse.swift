@@ -256,13 +256,15 @@ public actor Gatehouse {
     }
 
     /// Keeps the user the server returned, in the saved session too (shown while offline).
+    /// Another account's user (a verification link opened on this device for another address)
+    /// changes nothing here.
     func updateUser(_ user: UserPayload, announce: Bool = true) {
-        if var saved = stored, saved.user != user {
+        if var saved = stored, saved.user?.id ?? state.user?.id == user.id, saved.user != user {
             saved.user = user
             try? tokenStore.save(saved)
             stored = saved
         }
-        if case .signedIn(let current, let offline) = state, current != user {
+        if case .signedIn(let current, let offline) = state, current.id == user.id, current != user {
             state = .signedIn(user, offline: offline)
             if announce { emit(.userUpdated(user)) }
         }
