@@ -394,12 +394,12 @@ final class IDLog: @unchecked Sendable {
         #expect(model.state == .purchasing)
         await model.finish(.pending)
         #expect(model.state == .pending)
-        #expect(await model.message?.contains("waiting for approval") == true)
+        #expect(model.message?.contains("waiting for approval") == true)
         #expect(try await client.entitlements().planState == "free")
         // Closed the sheet: no error.
         await model.finish(.userCancelled)
         #expect(model.state == .cancelled)
-        #expect(await model.message == nil)
+        #expect(model.message == nil)
         // Approved: the verified transaction gives Pro.
         let now = Date()
         let signed = try apple.sign(

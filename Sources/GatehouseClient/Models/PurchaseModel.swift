@@ -43,6 +43,7 @@ public final class PurchaseModel {
     /// The person tapped Subscribe: StoreKit's sheet is about to show.
     public func start() async {
         state = .purchasing
+        message = nil
         await client.track("purchase_started", ["productId": .string(productID)])
     }
 
@@ -67,17 +68,19 @@ public final class PurchaseModel {
             state = .failed(message: await client.text("purchase.failed", "The purchase did not go through. You have not been charged."))
             await client.track("purchase_failed", ["productId": .string(productID), "errorCode": .string(reason)])
         }
+        await describeState()
     }
 
-    /// Words for the state, from the preset's copy where it has them.
-    public var message: String? {
-        get async {
-            switch state {
-            case .pending: return await client.text("purchase.pending", "Your purchase is waiting for approval. We'll unlock it as soon as it's approved.")
-            case .failed(let message): return message
-            case .purchased: return await client.text("purchase.success", "You're all set.")
-            case .idle, .purchasing, .cancelled: return nil
-            }
+    /// Words for the state, from the preset's copy where it has them; a plain property a view
+    /// binds to, set with the state.
+    public private(set) var message: String?
+
+    private func describeState() async {
+        switch state {
+        case .pending: message = await client.text("purchase.pending", "Your purchase is waiting for approval. We'll unlock it as soon as it's approved.")
+        case .failed(let text): message = text
+        case .purchased: message = await client.text("purchase.success", "You're all set.")
+        case .idle, .purchasing, .cancelled: message = nil
         }
     }
 }
