@@ -21,3 +21,4 @@
 @_exported import struct GatehouseCore.HandlePolicy
 @_exported import enum GatehouseCore.EmailAddress
 @_exported import enum GatehouseCore.ProfilePolicy
+@_exported import enum GatehouseCore.PluralCopy

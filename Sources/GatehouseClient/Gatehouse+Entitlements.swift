@@ -101,7 +101,9 @@ extension Gatehouse {
         if snapshot.planState == "trial", let trial = snapshot.trial, let settings = configurationCache?.entitlements {
             let day = settings.trial.days - trial.daysLeft
             if day >= settings.trial.bannerFromDay {
-                return text("trial.days_left", "{days} days left in trial").replacingOccurrences(of: "{days}", with: String(trial.daysLeft))
+                return PluralCopy.text(
+                    configurationCache?.copy ?? [:], "trial.days_left", count: trial.daysLeft, placeholder: "days",
+                    fallback: PluralCopy.Forms(zero: "Last day of your trial", one: "1 day left in trial", other: "{days} days left in trial"))
             }
         }
         return nil

@@ -88,6 +88,9 @@ public struct Preset: Sendable, Equatable, Codable {
         }
         check(!name.isEmpty, "'name' must not be empty")
         check(!app.name.isEmpty, "'app.name' must not be empty")
+        for orphan in PluralCopy.orphans(in: copy) {
+            check(false, "'copy.\(orphan)' is a plural form of a key the copy does not have (add its 'other' form)")
+        }
         let p = passwordPolicy
         check(p.minLength >= 1, "'password_policy.min_length' must be at least 1")
         check(p.maxLength >= 64, "'password_policy.max_length' must be at least 64 (NIST SP 800-63B)")
