@@ -20,7 +20,7 @@ import Testing
 
     static let arguments: [(String, Backend)] = ["+5m", "-5m"].flatMap { skew in Backend.available.map { (skew, $0) } }
 
-    @Test(.enabled(if: library != nil), arguments: arguments)
+    @Test(.requires(library != nil, "libfaketime"), arguments: arguments)
     func skewedServerKeepsLeewayAndLimits(_ skew: String, _ backend: Backend) async throws {
         let offset: TimeInterval = skew == "+5m" ? 300 : -300
         let google = try FakeProvider(issuer: "https://accounts.google.com", audience: "skew.apps.googleusercontent.com")
@@ -32,7 +32,7 @@ import Testing
                 // The monotonic clock is shifted too: libdispatch programs its timers from it, and
                 // libfaketime converts timer deadlines assuming it is faked (left real, every
                 // timer fired at once and the server spun).
-                "LD_PRELOAD": Self.library!, "FAKETIME": skew,
+                "LD_PRELOAD": try #require(Self.library), "FAKETIME": skew,
             ]), launcher: "/usr/bin/env")  // Started directly with the library preloaded, Swift saw no arguments.
             let base = try await server.baseURL()
             try await check(base: base, offset: offset, google: google)

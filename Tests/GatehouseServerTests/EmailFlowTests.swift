@@ -35,7 +35,7 @@ import Testing
         { $0.smtpURL = "smtp://127.0.0.1:\(sink.port)" }
     }
 
-    @Test(.enabled(if: SMTPSink.python != nil), arguments: Backend.available)
+    @Test(.requires(SMTPSink.python != nil, "GATEHOUSE_TEST_PYTHON"), arguments: Backend.available)
     func signUpSendsAVerificationLinkThatVerifies(_ backend: Backend) async throws {
         let sink = try await SMTPSink()
         defer { sink.stop() }
@@ -113,7 +113,7 @@ import Testing
         }
     }
 
-    @Test(.enabled(if: SMTPSink.python != nil), arguments: Backend.available)
+    @Test(.requires(SMTPSink.python != nil, "GATEHOUSE_TEST_PYTHON"), arguments: Backend.available)
     func aResetLinkSetsANewPasswordAndEndsEverySession(_ backend: Backend) async throws {
         let sink = try await SMTPSink()
         defer { sink.stop() }
@@ -217,7 +217,7 @@ import Testing
         }
     }
 
-    @Test(.enabled(if: SMTPSink.python != nil), arguments: Backend.available)
+    @Test(.requires(SMTPSink.python != nil, "GATEHOUSE_TEST_PYTHON"), arguments: Backend.available)
     func aMagicLinkSignsUpThenSignsIn(_ backend: Backend) async throws {
         let sink = try await SMTPSink()
         defer { sink.stop() }
@@ -446,7 +446,7 @@ extension SMTPSink {
 
     /// Headless Chromium opens the reset link from a real mail, fills the form, submits and
     /// sees the success page; the new password then signs in.
-    @Test(.enabled(if: SMTPSink.python != nil && browser != nil))
+    @Test(.requires(SMTPSink.python != nil && browser != nil, "GATEHOUSE_TEST_PYTHON and GATEHOUSE_TEST_BROWSER"))
     func aPersonResetsTheirPasswordInABrowser() async throws {
         let sink = try await SMTPSink()
         defer { sink.stop() }
@@ -482,7 +482,7 @@ extension SMTPSink {
     }
 
     /// `kill -9` after sign-up committed and before the mail went out: the next start sends it.
-    @Test(.enabled(if: SMTPSink.python != nil))
+    @Test(.requires(SMTPSink.python != nil, "GATEHOUSE_TEST_PYTHON"))
     func theVerificationMailSurvivesACrash() async throws {
         let port = try SMTPSink.freePort()
         let directory = try ServerProcess.makeDirectory()

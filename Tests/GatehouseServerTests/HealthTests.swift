@@ -34,7 +34,7 @@ import Testing
         }
     }
 
-    @Test(.enabled(if: TestDatabase.postgresAdminURL != nil))
+    @Test(.requires(TestDatabase.postgresAdminURL != nil, "GATEHOUSE_TEST_POSTGRES_URL"))
     func postgresRefusingConnectionsIs503ThenRecovers() async throws {
         try await TestApp.run(.postgres) { client, config in
             #expect(try await waitForHealth(client, .ok).status == "ok")

@@ -9,7 +9,7 @@ import Testing
 /// keep coming. Gatehouse answers 503 while it is down, recovers by itself, and the retries
 /// clients make (same `Idempotency-Key`) leave no duplicate rows.
 @Suite struct PostgresRestartTests {
-    @Test(.enabled(if: PrivatePostgres.binaries != nil))
+    @Test(.requires(PrivatePostgres.binaries != nil, "GATEHOUSE_TEST_PG_BINDIR"))
     func restartedUnderLoadIs503ThenRecoversWithoutDuplicates() async throws {
         let postgres = try await PrivatePostgres()
         let directory = try ServerProcess.makeDirectory()

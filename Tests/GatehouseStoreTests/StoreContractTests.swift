@@ -261,7 +261,17 @@ import Testing
     @Test(arguments: Backend.available)
     func pingAnswers(_ backend: Backend) async throws {
         try await withStore(backend) { store in
-            try await store.ping()
+            // The writer answers (SQLite takes and releases its write lock; PostgreSQL a query),
+            // outside a transaction and inside one, and the store still writes afterwards.
+            await #expect(throws: Never.self) { try await store.ping() }
+            let inside = try await store.transaction { tx -> Bool in
+                try await tx.ping()
+                return true
+            }
+            #expect(inside)
+            let user = User(id: .random(), createdAt: Date(unixSeconds: 1_800_000_000))
+            try await store.insertUser(user)
+            #expect(try await store.user(id: user.id)?.id == user.id)
         }
     }
 }

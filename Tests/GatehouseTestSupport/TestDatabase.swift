@@ -10,9 +10,20 @@ public enum Backend: String, CaseIterable, Sendable, CustomStringConvertible {
 
     public var description: String { rawValue }
 
-    /// The backends to run: always SQLite, PostgreSQL when a server is configured.
+    /// The backends to run: always SQLite, PostgreSQL when a server is configured, and always
+    /// both in CI (a missing server then fails the PostgreSQL cases instead of dropping them).
     public static var available: [Backend] {
-        TestDatabase.postgresAdminURL == nil ? [.sqlite] : [.sqlite, .postgres]
+        TestDatabase.postgresAdminURL == nil && !TestEnvironment.isCI ? [.sqlite] : [.sqlite, .postgres]
+    }
+}
+
+/// Where the tests run.
+public enum TestEnvironment {
+    /// `CI` is set (to anything but empty, `0` or `false`): `.ci/run` sets it. A test that needs a
+    /// tool or server runs anyway and fails when it is missing, so a proof cannot vanish unnoticed.
+    public static var isCI: Bool {
+        guard let value = ProcessInfo.processInfo.environment["CI"]?.lowercased() else { return false }
+        return !["", "0", "false"].contains(value)
     }
 }
 
