@@ -231,11 +231,6 @@ public actor Gatehouse {
         markSignedOut(reason)
     }
 
-    func setState(_ new: AuthState, event: AuthEvent? = nil) {
-        state = new
-        if let event { emit(event) }
-    }
-
     /// Signed in as `user`: `signedIn` is announced once per person, whichever path got there
     /// (a sign-in, `restore()`, or a call that refreshed a saved session); a later confirmation
     /// of the same person changes the state quietly (or announces `userUpdated` if it changed).
@@ -252,7 +247,8 @@ public actor Gatehouse {
     /// Signed out: announced when the state changes.
     func markSignedOut(_ reason: SignOutReason?) {
         guard state != .signedOut(reason) else { return }
-        setState(.signedOut(reason), event: .signedOut(reason))
+        state = .signedOut(reason)
+        emit(.signedOut(reason))
     }
 
     /// Keeps the user the server returned, in the saved session too (shown while offline).

@@ -30,9 +30,9 @@ struct GatehouseLinks {
             let items = components.queryItems, items.count == 1, items[0].name == "token",
             let token = items[0].value, !token.isEmpty, token.utf8.allSatisfy(Self.isTokenByte)
         else { return nil }
-        let base = Self.trimmed(URLComponents(url: publicURL, resolvingAgainstBaseURL: false)?.percentEncodedPath ?? "")
-        for (path, kind) in Self.pages where Self.sameOrigin(url, publicURL) && components.percentEncodedPath == base + path {
-            return (kind, token)
+        if Self.sameOrigin(url, publicURL) {
+            let base = Self.trimmed(URLComponents(url: publicURL, resolvingAgainstBaseURL: false)?.percentEncodedPath ?? "")
+            if let page = Self.pages.first(where: { components.percentEncodedPath == base + $0.path }) { return (page.kind, token) }
         }
         for link in appLinks where Self.sameOrigin(url, link) {
             let expected = URLComponents(url: link, resolvingAgainstBaseURL: false)?.percentEncodedPath ?? ""
