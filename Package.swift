@@ -125,6 +125,27 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The example app backend (Examples/AppBackend): Handz's flows and Hannah's costly routes
+        // behind GatehouseVerifier, with its own SQLite table. Built and tested with the rest.
+        .target(
+            name: "AppBackendExample",
+            dependencies: [
+                "GatehouseVerifier", "GatehouseCore", "GatehouseWire",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "SQLiteNIO", package: "sqlite-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Examples/AppBackend/Sources/AppBackendExample",
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "app-backend",
+            dependencies: ["AppBackendExample", .product(name: "Hummingbird", package: "hummingbird")],
+            path: "Examples/AppBackend/Sources/app-backend",
+            swiftSettings: strict
+        ),
         // The client SDK: Foundation, the wire types and the pure core (the same entitlement
         // engine as the server) only.
         .target(name: "GatehouseClient", dependencies: ["GatehouseWire", "GatehouseCore"], swiftSettings: strict),
@@ -147,6 +168,7 @@ let package = Package(
             name: "GatehouseServerTests",
             dependencies: [
                 "GatehouseServer", "GatehouseStore", "GatehouseWire", "GatehouseTestSupport", "GatehouseVerifier", "GatehouseClient",
+                "AppBackendExample",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),

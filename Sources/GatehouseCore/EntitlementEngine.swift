@@ -242,6 +242,13 @@ public struct EntitlementEngine: Sendable {
         return decide(action, context: context, input: input, at: now)
     }
 
+    /// The limit of `meter` for the plan of `input` at `now`: the plan's value for the limit its
+    /// cap rule names, `nil` when the plan has no limit there (unlimited).
+    public func limit(of meter: MeterSettings, input: EntitlementInput, at now: Date) -> Int? {
+        guard let name = meter.rule(in: settings.actions)?.limit else { return nil }
+        return settings.plan(planState(input, at: now)).limits[name] ?? nil
+    }
+
     /// The credit an allowed `action` spends, if any.
     public func creditSpent(by action: String, input: EntitlementInput, at now: Date) -> String? {
         let plan = settings.plan(planState(input, at: now))

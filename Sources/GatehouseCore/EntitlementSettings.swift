@@ -21,6 +21,9 @@ public struct EntitlementSettings: Sendable, Equatable, Codable {
     /// How long after a renewal date a subscription stays `pro_grace` while its renewal cannot be
     /// confirmed (CH08 §2, decision 16: 72 hours).
     public var proGraceHours: Int
+    /// Usage the app's backend counts in Gatehouse (`POST /v1/usage/{meter}`), by meter name:
+    /// the count of the current period fills an action's cap rule, so the same rules decide.
+    public var meters: [String: MeterSettings]
 
     public init() {
         plans = [
@@ -37,6 +40,7 @@ public struct EntitlementSettings: Sendable, Equatable, Codable {
         actionLabels = ["upgrade": "Upgrade to Pro", "not_now": "Not now", "sign_up": "Create account", "verify_email": "Verify email"]
         products = [:]
         proGraceHours = 72
+        meters = [:]
     }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
@@ -46,6 +50,7 @@ public struct EntitlementSettings: Sendable, Equatable, Codable {
         case actionLabels = "action_labels"
         case products
         case proGraceHours = "pro_grace_hours"
+        case meters
     }
 
     public init(from decoder: any Decoder) throws {
@@ -60,6 +65,7 @@ public struct EntitlementSettings: Sendable, Equatable, Codable {
         actionLabels = try c.value(.actionLabels, or: actionLabels)
         products = try c.value(.products, or: products)
         proGraceHours = try c.value(.proGraceHours, or: proGraceHours)
+        meters = try c.value(.meters, or: meters)
     }
 
     public static let planStates = ["guest", "free", "trial", "pro", "pro_grace"]
@@ -95,10 +101,63 @@ public struct EntitlementSettings: Sendable, Equatable, Codable {
         }
         if !(1...365).contains(trial.days) { problems.append("'entitlements.trial.days' must be between 1 and 365") }
         if !(0...720).contains(proGraceHours) { problems.append("'entitlements.pro_grace_hours' must be between 0 and 720") }
+        for (name, meter) in meters.sorted(by: { $0.key < $1.key }) {
+            if let problem = meter.problem(actions) { problems.append("'entitlements.meters.\(name)': \(problem)") }
+        }
         for (id, product) in products where product.plan != "pro" {
             problems.append("'entitlements.products.\(id).plan' must be pro (a subscription gives Pro; an introductory offer, trial)")
         }
         return problems
+    }
+}
+
+/// A per-user count kept by Gatehouse for the app's backend: each use of `action` adds to the
+/// count of the current `period`, and the action's `cap` rule on `context` reads that count, so
+/// the plan's limit and the refusal's copy come from the same rules as every other gate.
+public struct MeterSettings: Sendable, Equatable, Codable {
+    public var action: String
+    /// The context key of the action's `cap` (or `soft_cap`) rule that the count fills.
+    public var context: String
+    /// `hour`, `day` or `month`, in UTC.
+    public var period: String
+
+    public init(action: String, context: String, period: String = "day") {
+        self.action = action
+        self.context = context
+        self.period = period
+    }
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case action, context, period
+    }
+
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.self)
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        action = try c.decode(String.self, forKey: .action)
+        context = try c.decode(String.self, forKey: .context)
+        period = try c.value(.period, or: "day")
+    }
+
+    /// The cap rule of `action` this meter fills.
+    public func rule(in actions: [String: ActionSettings]) -> GateRule? {
+        actions[action]?.rules.first { ["cap", "soft_cap"].contains($0.kind) && $0.context == context }
+    }
+
+    /// The UTC period holding `date`: its start and the start of the next.
+    public func window(at date: Date) -> (start: Date, end: Date) {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        let component: Calendar.Component = period == "hour" ? .hour : period == "month" ? .month : .day
+        let start = calendar.dateInterval(of: component, for: date)!.start
+        return (start, calendar.date(byAdding: component, value: 1, to: start)!)
+    }
+
+    func problem(_ actions: [String: ActionSettings]) -> String? {
+        guard ["hour", "day", "month"].contains(period) else { return "'period' must be hour, day or month" }
+        guard actions[action] != nil else { return "'action' names no action of this preset" }
+        guard rule(in: actions) != nil else { return "the action '\(action)' has no cap rule on the context '\(context)'" }
+        return nil
     }
 }
 

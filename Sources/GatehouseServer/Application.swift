@@ -167,7 +167,8 @@ public func buildApplication(
     ).register(on: router)
     let profiles = ProfileService(store: store, auth: auth, merges: merges, preset: preset, clock: clock)
     AccountController(
-        profiles: profiles, entitlements: entitlements, analytics: AnalyticsService(store: store, throttle: throttle, clock: clock), auth: auth, tokens: tokenService, resolver: resolver, bodyLimit: config.maxBodyBytes
+        profiles: profiles, entitlements: entitlements, usage: UsageService(store: store, entitlements: entitlements, clock: clock),
+        serviceKey: config.serviceKey.map { AdminKey(key: $0, file: nil, generated: false) }, analytics: AnalyticsService(store: store, throttle: throttle, clock: clock), auth: auth, tokens: tokenService, resolver: resolver, bodyLimit: config.maxBodyBytes
     ).register(on: router)
     PurchaseController(
         purchases: PurchaseService(

@@ -279,6 +279,40 @@ public protocol EntitlementStore: Sendable {
     func creditLedger(of userID: UserID) async throws(StoreError) -> [CreditSpend]
 }
 
+/// One use of a usage meter, kept under its idempotency key so a retry answers the same use.
+public struct UsageRecord: Sendable, Equatable {
+    public var userID: UserID
+    public var meter: String
+    public var amount: Int
+    public var idempotencyKey: String
+    public var periodStart: Date
+    public var createdAt: Date
+
+    public init(userID: UserID, meter: String, amount: Int, idempotencyKey: String, periodStart: Date, createdAt: Date) {
+        self.userID = userID
+        self.meter = meter
+        self.amount = amount
+        self.idempotencyKey = idempotencyKey
+        self.periodStart = periodStart
+        self.createdAt = createdAt
+    }
+}
+
+/// Usage meters the app's backend counts in Gatehouse (`POST /v1/usage/{meter}`).
+public protocol UsageStore: Sendable {
+    /// The use recorded under an idempotency key, if any.
+    func usageRecord(of userID: UserID, meter: String, idempotencyKey: String) async throws(StoreError) -> UsageRecord?
+    /// The count of `meter` in the period starting at `periodStart` (0 when nothing was used).
+    func usage(of userID: UserID, meter: String, periodStart: Date) async throws(StoreError) -> Int
+    /// Inside a transaction: records the use and adds its amount to the period's count in one
+    /// conditional statement, unless that would take the count past `limit` (`nil`: no limit).
+    /// Answers the new count, or `nil` when the limit refused it (the caller rolls back).
+    /// `.uniqueViolation` when the idempotency key was used meanwhile.
+    func addUsage(_ record: UsageRecord, limit: Int?) async throws(StoreError) -> Int?
+    /// Deletes uses and counts of periods that started before `before`.
+    func purgeUsage(before: Date) async throws(StoreError) -> Int
+}
+
 /// App Store subscriptions and the notifications already applied.
 public protocol SubscriptionStore: Sendable {
     /// With `forUpdate`, inside a transaction: holds the row until it ends (PostgreSQL).
@@ -308,6 +342,9 @@ public struct PurgeCounts: Sendable, Equatable {
     public var notifications = 0
     /// Single-use message ids past the time they could be accepted (and two days more).
     public var messageIDs = 0
+    /// Usage meter rows of periods that started over 62 days ago (two months: a monthly
+    /// meter's current and previous periods stay).
+    public var usageRows = 0
     public init() {}
 }
 
@@ -324,7 +361,7 @@ public protocol RetentionStore: Sendable {
 /// All of Gatehouse's storage, behind one protocol with a SQLite and a PostgreSQL
 /// implementation that pass the same contract suite.
 public protocol GatehouseStore: UserStore, SigningKeyStore, SessionStore, ThrottleStore, AuditStore, SecretStore, OutboxStore,
-    EmailTokenStore, JobStore, AccountStore, EntitlementStore, SubscriptionStore, ReplayStore, RetentionStore
+    EmailTokenStore, JobStore, AccountStore, EntitlementStore, SubscriptionStore, ReplayStore, RetentionStore, UsageStore
 {
     var dialect: SQLDialect { get }
     /// Runs `body` in one transaction against a store bound to it.

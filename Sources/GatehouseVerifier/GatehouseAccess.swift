@@ -44,6 +44,15 @@ public struct GatehouseAccess: Sendable {
         public var description: String { "'\(action)' is not an action of this app's Gatehouse preset." }
     }
 
+    /// Throws `GatehouseRefusal` (403 `plan_required` with the decision, when thrown from a
+    /// route handler) unless `action` is allowed for `user` with `context`: the counts from
+    /// this backend's own data, read in the same step that acts on them (see the example
+    /// backend's compare-and-insert).
+    public func require(_ action: String, for user: GatehouseUser, context: [String: Int] = [:]) async throws {
+        let decision = try await decide(action, for: user, context: context)
+        guard decision.allowed else { throw GatehouseRefusal(decision) }
+    }
+
     /// The gate decision for `user` and `action` now.
     public func decide(_ action: String, for user: GatehouseUser, context: [String: Int] = [:]) async throws -> GateDecision {
         let engine = try await rules.current()

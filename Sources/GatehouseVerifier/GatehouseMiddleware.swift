@@ -15,19 +15,33 @@ public protocol GatehouseUserContext: RequestContext {
 /// - with an `action`: the plan must allow it, decided by the same engine and rules as
 ///   Gatehouse (its `/v1/config`), from the token's `plan`, treated as `free` once
 ///   `plan_expires_at` has passed (decision 20): else 403 `plan_required` with the gate decision
-///   under `details`;
-/// - with a `UsageMeter`: the user's request is counted, and past the action's limit 429
-///   `rate_limited` with `Retry-After`.
+///   under `details`. Counts the action's caps read (`saved_count`, `flow_rank`…) come from
+///   `context`, a closure over the backend's own database, never from the client;
+/// - with a `UsageMeter`: the user's request is counted. In memory, past the action's limit:
+///   429 `rate_limited` with `Retry-After`. With Gatehouse-held meters (shared by every
+///   instance): past the plan's limit, 403 `plan_required` with the meter's gate decision.
 /// Errors have the contract's shape, `{"error": {"code", "message", …}}`.
+///
+/// ```swift
+/// router.group("flows/:id")
+///     .add(middleware: GatehouseMiddleware<AppContext>(access: access, action: "edit_flow") { _, context, user in
+///         ["flow_rank": try await flows.rank(of: context.parameters.require("id"), owner: user.userID)]
+///     })
+/// ```
 public struct GatehouseMiddleware<Context: GatehouseUserContext>: RouterMiddleware {
+    /// The counts an action's rules read, for this request and user, from the app's own data.
+    public typealias Counts = @Sendable (Request, Context, GatehouseUser) async throws -> [String: Int]
+
     let access: GatehouseAccess
     let action: String?
     let usage: UsageMeter?
+    let counts: Counts?
 
-    public init(access: GatehouseAccess, action: String? = nil, usage: UsageMeter? = nil) {
+    public init(access: GatehouseAccess, action: String? = nil, usage: UsageMeter? = nil, counts: Counts? = nil) {
         self.access = access
         self.action = action
         self.usage = usage
+        self.counts = counts
     }
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
@@ -45,23 +59,29 @@ public struct GatehouseMiddleware<Context: GatehouseUserContext>: RouterMiddlewa
                 extra: [.wwwAuthenticate: #"Bearer error="invalid_token""#])
         }
         if let action {
+            let facts = try await counts?(request, context, user) ?? [:]
             let decision: GateDecision
             do {
-                decision = try await access.decide(action, for: user)
+                decision = try await access.decide(action, for: user, context: facts)
             } catch let unknown as GatehouseAccess.UnknownAction {
                 return Self.error(.internalServerError, .internalError, unknown.description)
             } catch {
                 return Self.error(.serviceUnavailable, .serviceUnavailable, "Your plan cannot be checked right now. Please try again shortly.")
             }
-            if !decision.allowed {
-                return Self.error(
-                    .forbidden, .planRequired, decision.message ?? "This is not part of your plan.", details: Self.json(decision))
-            }
+            if !decision.allowed { return GatehouseRefusal(decision).response }
         }
-        if let usage, case .limited(let retryAfter) = await usage.record(user: user.userID, action: action ?? "request") {
-            return Self.error(
-                .tooManyRequests, .rateLimited, "Too many requests. Please wait a moment and try again.", retryAfter: retryAfter,
-                extra: [.retryAfter: String(retryAfter)])
+        if let usage {
+            switch await usage.record(user: user.userID, action: action ?? "request", idempotencyKey: request.headers[.idempotencyKey]) {
+            case .allowed: break
+            case .limited(let retryAfter):
+                return Self.error(
+                    .tooManyRequests, .rateLimited, "Too many requests. Please wait a moment and try again.", retryAfter: retryAfter,
+                    extra: [.retryAfter: String(retryAfter)])
+            case .refused(let decision):
+                return GatehouseRefusal(decision).response
+            case .unavailable:
+                return Self.error(.serviceUnavailable, .serviceUnavailable, "Your usage cannot be checked right now. Please try again shortly.")
+            }
         }
         var context = context
         context.gatehouseUser = user
@@ -76,20 +96,49 @@ public struct GatehouseMiddleware<Context: GatehouseUserContext>: RouterMiddlewa
         return token.isEmpty ? nil : token
     }
 
+    static func error(
+        _ status: HTTPResponse.Status, _ code: ErrorCode, _ message: String, retryAfter: Int? = nil, details: [String: JSONValue]? = nil,
+        extra: HTTPFields = [:]
+    ) -> Response {
+        errorResponse(status, code, message, retryAfter: retryAfter, details: details, extra: extra)
+    }
+}
+
+/// A gate that refused: 403 `plan_required` with the decision under `details`, the answer
+/// Gatehouse itself gives. Thrown by `GatehouseAccess.require(_:for:context:)` from a route
+/// handler, Hummingbird answers it as that response.
+public struct GatehouseRefusal: HTTPResponseError, Equatable {
+    public let decision: GateDecision
+
+    public init(_ decision: GateDecision) { self.decision = decision }
+
+    public var status: HTTPResponse.Status { .forbidden }
+
+    public var response: Response {
+        errorResponse(.forbidden, .planRequired, decision.message ?? "This is not part of your plan.", details: Self.json(decision))
+    }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response { response }
+
     static func json(_ decision: GateDecision) -> [String: JSONValue]? {
         guard let data = try? JSONEncoder().encode(decision), case .object(let object)? = try? JSONDecoder().decode(JSONValue.self, from: data)
         else { return nil }
         return object
     }
+}
 
-    static func error(
-        _ status: HTTPResponse.Status, _ code: ErrorCode, _ message: String, retryAfter: Int? = nil, details: [String: JSONValue]? = nil,
-        extra: HTTPFields = [:]
-    ) -> Response {
-        let body = ErrorBody(error: ErrorPayload(code: code, message: message, retryAfter: retryAfter, details: details))
-        let data = (try? JSONEncoder().encode(body)) ?? Data(#"{"error":{"code":"internal_error","message":"error"}}"#.utf8)
-        var headers: HTTPFields = [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"]
-        headers.append(contentsOf: extra)
-        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
-    }
+extension HTTPField.Name {
+    static let idempotencyKey = Self("Idempotency-Key")!
+}
+
+/// A response in the contract's error shape.
+func errorResponse(
+    _ status: HTTPResponse.Status, _ code: ErrorCode, _ message: String, retryAfter: Int? = nil, details: [String: JSONValue]? = nil,
+    extra: HTTPFields = [:]
+) -> Response {
+    let body = ErrorBody(error: ErrorPayload(code: code, message: message, retryAfter: retryAfter, details: details))
+    let data = (try? JSONEncoder().encode(body)) ?? Data(#"{"error":{"code":"internal_error","message":"error"}}"#.utf8)
+    var headers: HTTPFields = [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"]
+    headers.append(contentsOf: extra)
+    return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
 }

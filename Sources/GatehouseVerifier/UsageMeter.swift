@@ -1,10 +1,15 @@
 import Foundation
 import GatehouseCore
+import GatehouseWire
 
 /// Per-user usage of an app's own API: a count of every request each user made to each
-/// protected action, and a fixed-window rate limit per action (Hannah: "rate limiting per
-/// user", "track usage per user"). In memory, per process: with several instances behind a
-/// load balancer, each enforces its own share.
+/// protected action (Hannah: "rate limiting per user", "track usage per user"), limited either
+/// - in memory, per process, with a fixed-window rate limit per action
+///   (`init(limits:clock:)`): with several instances behind a load balancer, each enforces its
+///   own share; or
+/// - by Gatehouse-held meters (`init(gatehouse:meters:clock:)`): every instance counts into
+///   the same per-user meter, reserved atomically by Gatehouse against the plan's limit, so
+///   the limit holds however many instances there are.
 public actor UsageMeter {
     public struct Limit: Sendable, Equatable {
         public var requests: Int
@@ -19,6 +24,10 @@ public actor UsageMeter {
         case allowed(remaining: Int?)
         /// Whole seconds until the window ends.
         case limited(retryAfter: Int)
+        /// A Gatehouse-held meter refused the use: the plan's gate decision.
+        case refused(GateDecision)
+        /// A Gatehouse-held meter could not be asked; the use is not let through.
+        case unavailable
     }
 
     private struct Key: Hashable {
@@ -27,6 +36,9 @@ public actor UsageMeter {
     }
 
     private let limits: [String: Limit]
+    private let gatehouse: GatehouseMeters?
+    /// Gatehouse meter names by action.
+    private let meters: [String: String]
     private let clock: any WallClock
     private var windows: [Key: (start: Date, count: Int)] = [:]
     private var totals: [Key: Int] = [:]
@@ -35,11 +47,39 @@ public actor UsageMeter {
     /// `limits` by action name; actions without one are only counted.
     public init(limits: [String: Limit], clock: any WallClock = SystemClock()) {
         self.limits = limits
+        gatehouse = nil
+        meters = [:]
         self.clock = clock
     }
 
-    /// Counts one request of `user` to `action`, unless the limit refuses it.
-    public func record(user: String, action: String) -> Outcome {
+    /// `meters`: the Gatehouse meter each action counts into (`["ai_chat": "ai_chat"]`); other
+    /// actions are only counted here.
+    public init(gatehouse: GatehouseMeters, meters: [String: String], clock: any WallClock = SystemClock()) {
+        limits = [:]
+        self.gatehouse = gatehouse
+        self.meters = meters
+        self.clock = clock
+    }
+
+    /// Counts one request of `user` to `action`, unless the limit refuses it. With a
+    /// Gatehouse-held meter, `idempotencyKey` (the request's `Idempotency-Key`) makes a retried
+    /// request count once; without one, every request is a new use.
+    public func record(user: String, action: String, idempotencyKey: String? = nil) async -> Outcome {
+        if let gatehouse, let meter = meters[action] {
+            do {
+                let reading = try await gatehouse.record(meter, user: user, idempotencyKey: idempotencyKey ?? UUID().uuidString)
+                totals[Key(user: user, action: action), default: 0] += 1
+                return .allowed(remaining: reading.limit.map { max(0, $0 - reading.used) })
+            } catch .refused(let decision) {
+                return .refused(decision)
+            } catch {
+                return .unavailable
+            }
+        }
+        return recordHere(user: user, action: action)
+    }
+
+    private func recordHere(user: String, action: String) -> Outcome {
         let now = clock.now
         let key = Key(user: user, action: action)
         pruneIfDue(now)
@@ -59,7 +99,7 @@ public actor UsageMeter {
         return .allowed(remaining: limit.requests - window.count)
     }
 
-    /// Requests `user` made, by action, since this process started.
+    /// Requests `user` made through this process, by action, since it started.
     public func usage(of user: String) -> [String: Int] {
         var usage: [String: Int] = [:]
         for (key, count) in totals where key.user == user { usage[key.action] = count }

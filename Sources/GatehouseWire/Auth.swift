@@ -587,3 +587,45 @@ public struct ClientEventBatch: Codable, Sendable, Hashable {
         case events
     }
 }
+
+/// `POST /v1/usage/{meter}`, from an app's backend with the service key: one use of a meter
+/// by `user_id`. The same `idempotency_key` answers the same use again, never a second one.
+public struct UsageRequest: Codable, Sendable, Hashable {
+    public var userID: String
+    /// How much this use adds (1 when absent).
+    public var amount: Int?
+    public var idempotencyKey: String
+    public init(userID: String, amount: Int? = nil, idempotencyKey: String) {
+        self.userID = userID
+        self.amount = amount
+        self.idempotencyKey = idempotencyKey
+    }
+    enum CodingKeys: String, CodingKey {
+        case userID = "user_id"
+        case amount
+        case idempotencyKey = "idempotency_key"
+    }
+}
+
+/// `{used, limit, resets_at}`: the period's count after the use, the plan's limit (null:
+/// unlimited) and when the count starts again (RFC 3339).
+public struct UsageResponse: Codable, Sendable, Hashable {
+    public var used: Int
+    public var limit: Int?
+    public var resetsAt: String
+    public init(used: Int, limit: Int?, resetsAt: String) {
+        self.used = used
+        self.limit = limit
+        self.resetsAt = resetsAt
+    }
+    enum CodingKeys: String, CodingKey {
+        case used, limit
+        case resetsAt = "resets_at"
+    }
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(used, forKey: .used)
+        try c.encode(limit, forKey: .limit)
+        try c.encode(resetsAt, forKey: .resetsAt)
+    }
+}

@@ -77,6 +77,22 @@ import Testing
         #expect(preset.problems().isEmpty)
     }
 
+    /// A usage meter must fill a cap rule of a real action, over an hour, a day or a month.
+    @Test func aMeterMustFillACapRule() throws {
+        var preset = Preset(name: "x")
+        preset.entitlements.meters = ["chats": MeterSettings(action: "use_app", context: "chats_today")]
+        #expect(preset.problems() == ["'entitlements.meters.chats': the action 'use_app' has no cap rule on the context 'chats_today'"])
+        preset.entitlements.meters = ["chats": MeterSettings(action: "chat", context: "chats_today")]
+        #expect(preset.problems() == ["'entitlements.meters.chats': 'action' names no action of this preset"])
+        preset.entitlements.actions["chat"] = ActionSettings(rules: [GateRule(kind: "cap", limit: "chats_per_day", context: "chats_today")])
+        preset.entitlements.meters = ["chats": MeterSettings(action: "chat", context: "chats_today", period: "week")]
+        #expect(preset.problems() == ["'entitlements.meters.chats': 'period' must be hour, day or month"])
+        preset.entitlements.meters["chats"]?.period = "hour"
+        #expect(preset.problems().isEmpty)
+        let window = try #require(preset.entitlements.meters["chats"]).window(at: Date(timeIntervalSince1970: 1_800_000_123))
+        #expect(window.start == Date(timeIntervalSince1970: 1_800_000_000) && window.end == Date(timeIntervalSince1970: 1_800_003_600))
+    }
+
     @Test func publicConfigurationDecodingToleratesNewKeys() throws {
         // The SDK reads /v1/config; a newer server may add settings.
         let json = ##"{"preset":"x","app":{"name":"A","brand_color":"#000000","new_thing":1},"sign_in_methods":["anonymous"],"password_policy":{"min_length":8,"max_length":64,"min_character_classes":0,"blocklist":true,"breached_check":false},"handles":{"enabled":false,"min_length":3,"max_length":20,"temporary_prefix":"user-"},"access_token_ttl_seconds":900,"refresh_token_ttl_seconds":2592000,"enumeration_protection":"strict","copy":{},"extra":true}"##

@@ -16,10 +16,10 @@ extension GatehouseConfig {
         "trusted_proxies", "ip_limits", "webhook_url", "webhook_secret", "max_body_bytes", "http_idle_timeout_seconds", "max_connections", "max_connections_per_ip", "log_level",
         "log_format", "argon2_memory_kib", "argon2_iterations", "argon2_parallelism", "hash_threads",
         "breached_passwords_url", "token_audience", "smtp_ca_file", "mail_from", "apple_team_id", "apple_key_id",
-        "apple_private_key_file", "apple_client_id", "apple_token_url", "apple_revoke_url",
+        "apple_private_key_file", "apple_client_id", "apple_token_url", "apple_revoke_url", "service_key",
     ]
 
-    static let secretKeys: Set<String> = ["admin_key", "secret_key", "webhook_secret", "smtp_url", "captcha_secret"]
+    static let secretKeys: Set<String> = ["admin_key", "service_key", "secret_key", "webhook_secret", "smtp_url", "captcha_secret"]
 
     /// Reads and validates the configuration from `environment` (normally the process's) and
     /// the file it names. Reports every problem at once.
@@ -106,6 +106,11 @@ extension GatehouseConfig {
             }
         }
         if let file = settings.string("admin_key_file") { config.adminKeyFile = file }
+        if let key = settings.string("service_key") {
+            if key.count >= 24 { config.serviceKey = key } else {
+                settings.problem("service_key", "must be at least 24 characters long")
+            }
+        }
         if let key = settings.string("secret_key") {
             if key.utf8.count >= 32 { config.secretKey = key } else {
                 settings.problem("secret_key", "must be at least 32 characters long")

@@ -34,6 +34,9 @@ public struct GatehouseConfig: Sendable {
     /// When unset, a key is generated into `adminKeyFile` on first start.
     public var adminKey: String?
     public var adminKeyFile = "gatehouse-admin-key"
+    /// What the app's own backends present to `POST /v1/usage/{meter}`; unset, that call
+    /// answers 401 to everyone.
+    public var serviceKey: String?
     /// Encrypts signing keys at rest when set.
     public var secretKey: String?
     public var appleAudiences: [String] = []

@@ -7,6 +7,9 @@ import Hummingbird
 struct AccountController {
     let profiles: ProfileService
     let entitlements: EntitlementService
+    let usage: UsageService
+    /// The app backends' key for `/v1/usage/{meter}`; nil when none is configured.
+    let serviceKey: AdminKey?
     let analytics: AnalyticsService
     let auth: AuthService
     let tokens: TokenService
@@ -41,6 +44,13 @@ struct AccountController {
             return try JSONBody.response(
                 try await entitlements.check(user, action: body.action, context: body.context ?? [:]), headers: noStore)
         }
+
+        // From the app's own backend, with the service key: the end user is named in the body.
+        router.group("/v1/usage").add(middleware: AdminAuthMiddleware(adminKey: serviceKey, name: "service key"))
+            .post(":meter") { request, context in
+                let body = try await request.decodeJSON(UsageRequest.self, limit: bodyLimit)
+                return try JSONBody.response(try await usage.use(try context.parameters.require("meter"), request: body), headers: noStore)
+            }
 
         let signedIn = router.group()
             .add(middleware: AccessTokenMiddleware(tokens: tokens, auth: auth))

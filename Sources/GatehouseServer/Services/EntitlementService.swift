@@ -117,11 +117,11 @@ struct EntitlementService: Sendable {
             status: 409, code: .trialAlreadyUsed, message: engine.copy["error.trial_already_used"] ?? "You've already used your free trial.")
     }
 
-    private func unknownAction(_ action: String) -> GatehouseError {
+    func unknownAction(_ action: String) -> GatehouseError {
         GatehouseError(status: 400, code: .unknownAction, message: "'\(action)' is not an action this app knows.")
     }
 
-    private func refused(_ decision: GateDecision) -> GatehouseError {
+    func refused(_ decision: GateDecision) -> GatehouseError {
         var details: [String: JSONValue] = [:]
         if let data = try? JSONEncoder().encode(decision), let value = try? JSONDecoder().decode(JSONValue.self, from: data),
             case .object(let object) = value

@@ -31,16 +31,17 @@ final class RetentionSweep: PeriodicSweep {
     func sweep() async -> PurgeCounts {
         let now = clock.now
         do {
-            let counts = try await store.purge(
+            var counts = try await store.purge(
                 cutoff: now.addingTimeInterval(-Double(days) * 86_400), idleBefore: now.addingTimeInterval(-Double(idleSeconds)),
                 windowsBefore: now.addingTimeInterval(-2 * 86_400), notificationsBefore: now.addingTimeInterval(-30 * 86_400))
+            counts.usageRows = try await store.purgeUsage(before: now.addingTimeInterval(-62 * 86_400))
             if counts != PurgeCounts() {
                 logger.info(
                     "retention sweep",
                     metadata: [
                         "audit_rows": "\(counts.auditRows)", "sessions": "\(counts.sessions)", "sessions_cleared": "\(counts.sessionsCleared)",
                         "rate_limit_windows": "\(counts.rateLimitWindows)", "notifications": "\(counts.notifications)",
-                        "message_ids": "\(counts.messageIDs)",
+                        "message_ids": "\(counts.messageIDs)", "usage_rows": "\(counts.usageRows)",
                     ])
             }
             return counts

@@ -1,0 +1,182 @@
+import Foundation
+import GatehouseCore
+import GatehouseVerifier
+import GatehouseWire
+import Hummingbird
+import Logging
+import ServiceLifecycle
+
+/// An app's own backend in front of Gatehouse, built on `GatehouseVerifier`: the example that
+/// shows where a plan's limits are enforced. The app's clients may ask Gatehouse
+/// (`POST /v1/entitlements/check`) to decide what to show, but only the backend that holds the
+/// data can count it, so the backend decides:
+/// - **Handz's flows** (`/flows`): the backend counts the user's saved flows in its own SQLite
+///   table and runs Gatehouse's rules on that count; a Free user's third flow is refused
+///   whatever the client claims, and after a downgrade every flow stays readable while the
+///   flows beyond the cap are read-only.
+/// - **Hannah's costly routes** (`/ai/chat`, `/search`, `/sms`): refused once the trial has
+///   ended; AI chats and searches are counted in Gatehouse-held meters with the service key,
+///   so every instance of this backend shares one daily limit per user.
+public struct AppBackendSettings: Sendable {
+    public enum Routes: String, Sendable, CaseIterable {
+        /// Handz: `GET/POST /flows`, `GET/PATCH /flows/{id}`.
+        case flows
+        /// Hannah: `POST /ai/chat`, `POST /search`, `POST /sms`.
+        case assistant
+    }
+
+    /// Where this backend reaches Gatehouse.
+    public var gatehouseURL: URL
+    /// The Gatehouse token audience (the preset's name unless `GATEHOUSE_TOKEN_AUDIENCE` says otherwise).
+    public var audience: String
+    /// Gatehouse's public URL (its tokens' `iss`), when it differs from `gatehouseURL`.
+    public var issuer: String?
+    /// `GATEHOUSE_SERVICE_KEY`, for the Gatehouse-held meters of `assistant`.
+    public var serviceKey: String?
+    public var databasePath: String
+    public var routes: Set<Routes>
+    public var host: String
+    public var port: Int
+    public var clock: any WallClock
+
+    public init(
+        gatehouseURL: URL, audience: String, issuer: String? = nil, serviceKey: String? = nil, databasePath: String = "app-backend.sqlite",
+        routes: Set<Routes>, host: String = "127.0.0.1", port: Int = 8090, clock: any WallClock = SystemClock()
+    ) {
+        self.gatehouseURL = gatehouseURL
+        self.audience = audience
+        self.issuer = issuer
+        self.serviceKey = serviceKey
+        self.databasePath = databasePath
+        self.routes = routes
+        self.host = host
+        self.port = port
+        self.clock = clock
+    }
+}
+
+public struct AppBackendContext: GatehouseUserContext {
+    public var coreContext: CoreRequestContextStorage
+    public var gatehouseUser: GatehouseUser?
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+    }
+
+    /// Set by `GatehouseMiddleware` on every route behind it.
+    var user: GatehouseUser {
+        get throws {
+            guard let gatehouseUser else { throw HTTPError(.unauthorized) }
+            return gatehouseUser
+        }
+    }
+}
+
+struct FlowBody: Decodable {
+    var title: String
+}
+
+struct FlowList: ResponseEncodable {
+    struct Item: Encodable {
+        var id: String
+        var title: String
+        var rank: Int
+        var editable: Bool
+    }
+    var flows: [Item]
+}
+
+extension FlowStore.Flow: ResponseEncodable {}
+
+/// Builds the example backend: `main` runs it, the tests drive it over HTTP.
+public func buildAppBackend(_ settings: AppBackendSettings, logger: Logger = Logger(label: "app-backend")) async throws
+    -> some ApplicationProtocol
+{
+    let access = GatehouseAccess(
+        baseURL: settings.gatehouseURL, audience: settings.audience, issuer: settings.issuer, clock: settings.clock)
+    let store = try await FlowStore.open(path: settings.databasePath, logger: logger)
+    let router = Router(context: AppBackendContext.self)
+    if settings.routes.contains(.flows) { flowRoutes(router, access: access, store: store, clock: settings.clock) }
+    if settings.routes.contains(.assistant) {
+        guard let serviceKey = settings.serviceKey else {
+            throw HTTPError(.internalServerError, message: "the assistant routes need Gatehouse's service key")
+        }
+        let meters = UsageMeter(
+            gatehouse: GatehouseMeters(baseURL: settings.gatehouseURL, serviceKey: serviceKey),
+            meters: ["ai_chat": "ai_chat", "search": "search"], clock: settings.clock)
+        assistantRoutes(router, access: access, usage: meters)
+    }
+    var app = Application(
+        router: router, configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "app-backend"),
+        logger: logger)
+    app.addServices(ClosingService(store: store))
+    return app
+}
+
+func flowRoutes(_ router: Router<AppBackendContext>, access: GatehouseAccess, store: FlowStore, clock: any WallClock) {
+    let flows = router.group("flows").add(middleware: GatehouseMiddleware<AppBackendContext>(access: access))
+    flows.get { _, context -> FlowList in
+        let user = try context.user
+        var items: [FlowList.Item] = []
+        for flow in try await store.flows(owner: user.userID) {
+            let edit = try await access.decide("edit_flow", for: user, context: ["flow_rank": flow.rank])
+            items.append(.init(id: flow.id, title: flow.title, rank: flow.rank, editable: edit.allowed))
+        }
+        return FlowList(flows: items)
+    }
+    // Save: decide on the count this backend holds, and insert only while that count stands.
+    flows.post { request, context -> EditedResponse<FlowStore.Flow> in
+        let user = try context.user
+        let body = try await request.decode(as: FlowBody.self, context: context)
+        for _ in 0..<20 {
+            let count = try await store.count(owner: user.userID)
+            try await access.require("save_flow", for: user, context: ["saved_count": count])
+            if let flow = try await store.insert(owner: user.userID, title: body.title, ifCountIs: count, now: clock.now) {
+                return EditedResponse(status: .created, response: flow)
+            }
+        }
+        throw HTTPError(.conflict, message: "Too many saves at once. Please try again.")
+    }
+    flows.get(":id") { _, context -> FlowStore.Flow in
+        guard let flow = try await store.flow(try context.parameters.require("id"), owner: try context.user.userID) else {
+            throw HTTPError(.notFound)
+        }
+        return flow
+    }
+    // Edit: the flow's rank comes from this backend's table; beyond a Free plan's cap the flow
+    // is read-only (H8.10-7).
+    router.group("flows/:id")
+        .add(
+            middleware: GatehouseMiddleware<AppBackendContext>(access: access, action: "edit_flow") { _, context, user in
+                guard let flow = try await store.flow(try context.parameters.require("id"), owner: user.userID) else {
+                    throw HTTPError(.notFound)
+                }
+                return ["flow_rank": flow.rank]
+            }
+        )
+        .patch { request, context -> FlowStore.Flow in
+            let user = try context.user
+            let id = try context.parameters.require("id")
+            let body = try await request.decode(as: FlowBody.self, context: context)
+            guard try await store.rename(id, owner: user.userID, title: body.title), let flow = try await store.flow(id, owner: user.userID)
+            else { throw HTTPError(.notFound) }
+            return flow
+        }
+}
+
+func assistantRoutes(_ router: Router<AppBackendContext>, access: GatehouseAccess, usage: UsageMeter) {
+    router.group("ai").add(middleware: GatehouseMiddleware<AppBackendContext>(access: access, action: "ai_chat", usage: usage))
+        .post("chat") { _, context in "AI answer for \(try context.user.userID)" }
+    router.group("search").add(middleware: GatehouseMiddleware<AppBackendContext>(access: access, action: "search", usage: usage))
+        .post { _, context in "search results for \(try context.user.userID)" }
+    router.group("sms").add(middleware: GatehouseMiddleware<AppBackendContext>(access: access, action: "send_sms"))
+        .post { _, context in "SMS sent for \(try context.user.userID)" }
+}
+
+/// Closes the flow database when the backend shuts down.
+struct ClosingService: Service {
+    let store: FlowStore
+    func run() async throws {
+        try? await gracefulShutdown()
+        try await store.close()
+    }
+}
