@@ -38,7 +38,7 @@ import Testing
                 let response = try await client.execute(uri: uri, method: method)
                 #expect(response.status == .notFound)
                 #expect(response.error?.code == .notFound)
-                #expect(response.error?.message.isEmpty == false)
+                #expect(response.error?.message == "There is nothing at this address.")
                 #expect(response.headers[HTTPField.Name("X-Request-Id")!] != nil)
             }
         }

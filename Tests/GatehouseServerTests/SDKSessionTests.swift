@@ -200,7 +200,7 @@ actor EventLog {
             clock.advance(by: 16 * 60)
             await #expect(throws: GatehouseClientError.self) { try await relaunched.refreshUser() }
             let ended = await relaunched.state
-            #expect(ended == .signedOut(.sessionRevoked) || ended == .signedOut(.sessionExpired))
+            #expect(ended == .signedOut(.sessionRevoked))
             #expect(try device.keychain.load() == nil)
             let events = await log.settled { $0.contains { if case .signedOut = $0 { true } else { false } } }
             watcher.cancel()

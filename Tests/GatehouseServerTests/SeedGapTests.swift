@@ -15,8 +15,11 @@ import Testing
         try await ProviderSignInTests.run(.sqlite, preset: "handz") { api, _, google, _ in
             let token = try google.token(sub: "g-email", email: "Ada.G@example.com", extra: ["email_verified": true, "name": "Ada G"])
             let response = try await api.post("/v1/auth/google", #"{"id_token": "\#(token)"}"#)
-            #expect(response.status == .ok || response.status == .created, "\(response.text)")
-            let user = try response.json(SignInResponse.self).user
+            // The contract: 200 `{user, session, created}` for a provider sign-in, new account or not.
+            #expect(response.status == .ok, "\(response.text)")
+            let signIn = try response.json(SignInResponse.self)
+            #expect(signIn.created)
+            let user = signIn.user
             #expect(user.email == "Ada.G@example.com" && user.emailVerified)
             #expect(user.identities.map(\.provider) == ["google"])
         }
@@ -144,8 +147,10 @@ import Testing
                 sub: "001.same", email: "same@example.com",
                 extra: ["email_verified": "true", "is_private_email": "false", "nonce": FakeProvider.sha256Hex(nonce)])
             let response = try await api.post("/v1/auth/apple", #"{"id_token": "\#(token)", "raw_nonce": "\#(nonce)"}"#)
-            #expect(response.status == .ok || response.status == .created, "\(response.text)")
-            let user = try response.json(SignInResponse.self).user
+            #expect(response.status == .ok, "\(response.text)")
+            let signIn = try response.json(SignInResponse.self)
+            #expect(!signIn.created)
+            let user = signIn.user
             #expect(user.id == existing.user.id)
             #expect(Set(user.identities.map(\.provider)) == ["email", "apple"])
         }
