@@ -108,6 +108,21 @@ import Testing
                 #expect(try renamed.json(FlowStore.Flow.self).title == "Closed guard 2")
                 let fourth = try await Self.call(backend, .post, "/flows", token: session.accessToken, json: #"{"title": "Back take"}"#)
                 #expect(fourth.status == .forbidden && fourth.error?.details?["reason_code"] == .string("flow_cap_reached"))
+                // The inbox: ten imports on Free, the eleventh refused until one is cleared.
+                var imported: [String] = []
+                for index in 1...10 {
+                    let accepted = try await Self.call(backend, .post, "/inbox", token: session.accessToken, json: #"{"title": "Shared \#(index)"}"#)
+                    #expect(accepted.status == .created, "\(accepted.text)")
+                    imported.append(try accepted.json(FlowStore.Flow.self).id)
+                }
+                let full = try await Self.call(
+                    backend, .post, "/inbox", token: session.accessToken, json: #"{"title": "Shared 11", "inbox_count": 0}"#)
+                #expect(full.status == .forbidden && full.error?.code == .planRequired, "\(full.text)")
+                #expect(full.error?.message == "Your inbox is full (10 items). Clear some items or upgrade to receive more.")
+                #expect(full.error?.details?["reason_code"] == .string("inbox_cap_reached"))
+                #expect(try await Self.call(backend, .delete, "/inbox/\(imported[0])", token: session.accessToken).status == .noContent)
+                #expect(try await Self.call(backend, .post, "/inbox", token: session.accessToken, json: #"{"title": "Shared 11"}"#).status == .created)
+
                 // Another person's flow is not found, not merely refused.
                 let other = try await api.account("other@example.com").session
                 #expect(try await Self.call(backend, .patch, "/flows/\(first)", token: other.accessToken, json: #"{"title": "x"}"#).status == .notFound)

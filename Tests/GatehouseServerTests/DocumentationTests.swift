@@ -80,4 +80,49 @@ import Testing
         }
         #expect(checked > 300)
     }
+
+    /// Each seed's count line says what its rows say: every row is proven, deviating by a
+    /// named decision, out of scope, measured, or a Keychain call Linux cannot run; a deviating
+    /// row names its decision.
+    @Test func eachSeedsCountLineMatchesItsRows() throws {
+        let text = try String(contentsOf: Self.root.appendingPathComponent("docs/traceability.md"), encoding: .utf8)
+        let sections = text.components(separatedBy: "\n## ").dropFirst().filter { $0.contains("**Count (") }
+        #expect(sections.count == 4)
+        for section in sections {
+            let title = String(section.prefix { $0 != "\n" })
+            var counts = ["rows": 0, "proven": 0, "deviating": 0, "out of scope": 0, "measured": 0, "Keychain": 0, "WEAK": 0]
+            for line in section.split(separator: "\n") where line.hasPrefix("| ") && !line.hasPrefix("| id ") && !line.hasPrefix("|---") {
+                let cells = line.split(separator: "|", omittingEmptySubsequences: false)
+                guard cells.count >= 5 else { continue }
+                let proof = cells[cells.count - 2].trimmingCharacters(in: .whitespaces)
+                counts["rows", default: 0] += 1
+                if proof.contains("WEAK:") { counts["WEAK", default: 0] += 1 }
+                let kind: String
+                if proof.hasPrefix("deviates: decision") {
+                    kind = "deviating"
+                } else if proof.lowercased().hasPrefix("out of scope") {
+                    kind = "out of scope"
+                } else if proof.hasPrefix("the Keychain call itself is not verifiable on Linux") {
+                    kind = "Keychain"
+                } else if proof.contains("BENCHMARKS.md"), !proof.contains(".swift:") {
+                    kind = "measured"
+                } else {
+                    kind = "proven"
+                }
+                counts[kind, default: 0] += 1
+                #expect(kind != "proven" || proof.contains(".swift:"), "\(title): a proven row cites no test: \(line)")
+            }
+            guard let countLine = section.split(separator: "\n").first(where: { $0.hasPrefix("**Count (") }) else { continue }
+            func stated(_ pattern: String) -> Int {
+                guard let match = countLine.firstMatch(of: try! Regex(pattern)), let value = match.output[1].substring else { return 0 }
+                return Int(value) ?? -1
+            }
+            let said = [
+                "rows": stated(#"Count \((\d+) rows\)"#), "proven": stated(#"(\d+) proven"#), "deviating": stated(#"(\d+) deviating"#),
+                "out of scope": stated(#"(\d+) out of scope"#), "measured": stated(#"(\d+) measured"#), "Keychain": stated(#"(\d+) Keychain"#),
+                "WEAK": stated(#"(\d+) are marked"#),
+            ]
+            #expect(said == counts, "\(title): the count line says \(said), the rows say \(counts)")
+        }
+    }
 }

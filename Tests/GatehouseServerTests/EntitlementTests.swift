@@ -110,6 +110,18 @@ import Testing
             let account = try await api.account("snapshot@example.com")
             let free = try await api.get("/v1/entitlements", token: account.session.accessToken).json(EntitlementsPayload.self)
             #expect(free.planState == "free" && free.limits["saved_flow_cap"] == .some(2) && free.credits["practice"]?.remaining == 3)
+            // CH08's Free plan in full (H8.2-9, H8.BP-1): caps 2 / 10 / 10, no uploads, 3 share links a
+            // day, 3 practice credits, and the capability booleans.
+            #expect(
+                free.limits == [
+                    "saved_flow_cap": 2, "inbox_cap": 10, "branch_cap_per_move": 10, "media_cap_bytes": 0, "share_links_per_day": 3,
+                ])
+            #expect(
+                free.capabilities == [
+                    "can_persist": true, "can_practice": false, "can_practice_inbox_items": false, "can_upload_media": false,
+                    "can_create_share_links": true,
+                ])
+            #expect(free.credits["practice"]?.granted == 3)
             #expect(try jwtParts(account.session.accessToken).claims["plan"] as? String == "free")
             let trial = try await api.post("/v1/trial/start", "{}", token: account.session.accessToken)
             let started = try trial.json(EntitlementsPayload.self)

@@ -19,7 +19,7 @@ import ServiceLifecycle
 ///   so every instance of this backend shares one daily limit per user.
 public struct AppBackendSettings: Sendable {
     public enum Routes: String, Sendable, CaseIterable {
-        /// Handz: `GET/POST /flows`, `GET/PATCH /flows/{id}`.
+        /// Handz: `GET/POST /flows`, `GET/PATCH /flows/{id}`, `POST /inbox`, `DELETE /inbox/{id}`.
         case flows
         /// Hannah: `POST /ai/chat`, `POST /search`, `POST /sms`.
         case assistant
@@ -125,16 +125,33 @@ func flowRoutes(_ router: Router<AppBackendContext>, access: GatehouseAccess, st
     }
     // Save: decide on the count this backend holds, and insert only while that count stands.
     flows.post { request, context -> EditedResponse<FlowStore.Flow> in
-        let user = try context.user
         let body = try await request.decode(as: FlowBody.self, context: context)
+        return try await add(body.title, to: .saved, action: "save_flow", count: "saved_count", for: try context.user)
+    }
+    // The inbox: flows shared with the user, accepted as imports (Free holds 10).
+    let inbox = router.group("inbox").add(middleware: GatehouseMiddleware<AppBackendContext>(access: access))
+    inbox.post { request, context -> EditedResponse<FlowStore.Flow> in
+        let body = try await request.decode(as: FlowBody.self, context: context)
+        return try await add(body.title, to: .inbox, action: "accept_import", count: "inbox_count", for: try context.user)
+    }
+    inbox.delete(":id") { _, context -> HTTPResponse.Status in
+        guard try await store.delete(try context.parameters.require("id"), owner: try context.user.userID, shelf: .inbox) else {
+            throw HTTPError(.notFound)
+        }
+        return .noContent
+    }
+
+    @Sendable func add(_ title: String, to shelf: FlowStore.Shelf, action: String, count name: String, for user: GatehouseUser) async throws
+        -> EditedResponse<FlowStore.Flow>
+    {
         for _ in 0..<20 {
-            let count = try await store.count(owner: user.userID)
-            try await access.require("save_flow", for: user, context: ["saved_count": count])
-            if let flow = try await store.insert(owner: user.userID, title: body.title, ifCountIs: count, now: clock.now) {
+            let count = try await store.count(owner: user.userID, shelf: shelf)
+            try await access.require(action, for: user, context: [name: count])
+            if let flow = try await store.insert(owner: user.userID, shelf: shelf, title: title, ifCountIs: count, now: clock.now) {
                 return EditedResponse(status: .created, response: flow)
             }
         }
-        throw HTTPError(.conflict, message: "Too many saves at once. Please try again.")
+        throw HTTPError(.conflict, message: "Too many at once. Please try again.")
     }
     flows.get(":id") { _, context -> FlowStore.Flow in
         guard let flow = try await store.flow(try context.parameters.require("id"), owner: try context.user.userID) else {
