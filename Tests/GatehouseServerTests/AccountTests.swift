@@ -38,9 +38,13 @@ import Testing
 
     @Test(arguments: Backend.available)
     func anAnonymousAccountNeedsNothingAndPicksAnOfferedName(_ backend: Backend) async throws {
-        try await TestApp.run(backend, preset: "oklah") { client, _ in
+        let clock = ManualClock(Date(timeIntervalSince1970: 1_800_000_000.75))
+        try await TestApp.run(backend, preset: "oklah", clock: clock) { client, _ in
             let api = AuthClient(client: client)
             let first = try await Self.anonymous(api)
+            // O4-2, O5-1: the answer carries the account's `created_at`, the server's clock in UTC.
+            #expect(first.user.createdAt == "2027-01-15T08:00:00Z")
+            #expect(first.user.identities.map(\.createdAt) == ["2027-01-15T08:00:00Z"])
             #expect(first.user.isAnonymous && first.user.email == nil && first.user.identities.map(\.provider) == ["anonymous"])
             // A random UUIDv4, lowercase.
             #expect(first.user.id.count == 36 && first.user.id == first.user.id.lowercased() && Array(first.user.id)[14] == "4")

@@ -34,6 +34,21 @@ import Testing
         }
     }
 
+    /// OKLah's AUTH_UNAVAILABLE (O5-3): a creation the database cannot take answers 503 with the
+    /// preset's words and a retry time; the same call succeeds once the database is back.
+    @Test func anAnonymousStartTheDatabaseCannotTakeSaysSoInThePresetsWords() async throws {
+        try await TestApp.run(.sqlite, preset: "oklah") { client, config in
+            guard case .sqlite(let path) = config.database else { return }
+            let other = try await HeldSQLiteWriter(path: path)
+            let down = try await client.execute(uri: "/v1/auth/anonymous", method: .post)
+            #expect(down.status == .serviceUnavailable && down.error?.code == .serviceUnavailable, "\(down.text)")
+            #expect(down.error?.message == "Unable to create account. Please check your connection and try again.")
+            #expect(down.headers[.retryAfter] == "5")
+            try await other.release()
+            #expect(try await client.execute(uri: "/v1/auth/anonymous", method: .post).status == .created)
+        }
+    }
+
     @Test(.requires(TestDatabase.postgresAdminURL != nil, "GATEHOUSE_TEST_POSTGRES_URL"))
     func postgresRefusingConnectionsIs503ThenRecovers() async throws {
         try await TestApp.run(.postgres) { client, config in

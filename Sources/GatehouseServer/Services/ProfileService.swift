@@ -20,7 +20,25 @@ struct ProfileService: Sendable {
     /// `POST /v1/auth/anonymous`: no input; a random id (never derived from the device), a
     /// session, and three names to choose from. A retry with the same `Idempotency-Key` within
     /// 24 hours answers the same account with a new session (decision 3).
+    /// A new anonymous account; when the database cannot create one, 503 with the preset's
+    /// `error.auth_unavailable` words (OKLah's AUTH_UNAVAILABLE), which the app shows with a retry.
     func anonymous(client: ClientInfo, idempotencyKey: String?) async throws -> AnonymousResponse {
+        do {
+            return try await startAnonymous(client: client, idempotencyKey: idempotencyKey)
+        } catch let error as StoreError {
+            switch error {
+            case .unavailable, .conflict:
+                throw GatehouseError(
+                    status: 503, code: .serviceUnavailable,
+                    message: preset.text("error.auth_unavailable", "The service is temporarily unavailable. Please try again shortly."),
+                    retryAfter: 5, underlying: error)
+            default:
+                throw error
+            }
+        }
+    }
+
+    private func startAnonymous(client: ClientInfo, idempotencyKey: String?) async throws -> AnonymousResponse {
         try auth.requireMethod(preset.signInMethods.anonymous)
         let kept = client.stored(under: preset.privacy)
         let keyHash = idempotencyKey.map(TokenService.hash)
