@@ -27,6 +27,9 @@ skipped) in front of them. Then checks, across nodes:
      refused with 429;
   j. verification resend race: with the sign-up's mail moved back in time, 30 resends released
      together get exactly one 202 and 429 rate_limited for the rest (2 verify_email tokens);
+  k. usage meter race: 30 uses of a verified Free account's `share_links` meter (3 a day) released
+     together over the three nodes with the service key count exactly 3 (403 plan_required
+     share_limit_reached for the rest; one counter row holding 3);
 and that SIGTERM stops every remaining node within 15 seconds. Then, on a second cluster with the
 `default` preset (magic links and anonymous starts are off in handz):
 
@@ -64,6 +67,7 @@ from concurrent.futures import ThreadPoolExecutor
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 PRESET = "handz"
+SERVICE_KEY = "cluster-service-key-" + secrets.token_hex(8)
 # The preset of the second cluster (magic links and anonymous starts are off in handz).
 ALL_METHODS_PRESET = "default"
 PASSWORD = "correct horse battery staple"
@@ -572,6 +576,7 @@ class Cluster:
             GATEHOUSE_HOST="127.0.0.1",
             GATEHOUSE_DATABASE_URL=self.postgres.url,
             GATEHOUSE_ADMIN_KEY=self.admin_key,
+            GATEHOUSE_SERVICE_KEY=SERVICE_KEY,
             GATEHOUSE_ADMIN_KEY_FILE=os.path.join(self.directory, "admin-key"),
             GATEHOUSE_SECRET_KEY=self.secret_key,
             # One issuer for every node: the address clients use.
@@ -665,7 +670,7 @@ def preset_settings(name=PRESET):
     """A preset's numbers the checks depend on, from the preset file in this repository (the
     binary embeds the same file); the shipped values when it cannot be read."""
     settings = {"reuse_interval": 10, "lockout_after": 5, "free_credits": 3, "magic_code_attempts": 5,
-                "resend_interval": 60}
+                "resend_interval": 60, "share_links_per_day": 3}
     path = os.path.join(ROOT, "Sources", "GatehouseServer", "Resources", "presets", f"{name}.json")
     try:
         with open(path) as f:
@@ -676,7 +681,8 @@ def preset_settings(name=PRESET):
                        ("lockout_after", ("throttling", "login_failures_before_lockout")),
                        ("free_credits", ("entitlements", "plans", "free", "credits", "practice")),
                        ("magic_code_attempts", ("email", "magic_code_max_attempts")),
-                       ("resend_interval", ("verification", "resend_interval_seconds"))]:
+                       ("resend_interval", ("verification", "resend_interval_seconds")),
+                       ("share_links_per_day", ("entitlements", "plans", "free", "limits", "share_links_per_day"))]:
         value = preset
         try:
             for part in where:
@@ -1041,6 +1047,28 @@ class Checks:
                 f"{replies.release_seconds * 1000:.1f} ms) -> {tally(replies)}; the right password then -> 429 "
                 f"too_many_attempts (Retry-After {right.header('Retry-After')} s)")
 
+    # k. A Gatehouse-held usage meter reserved across nodes (issue 19): the app backend's uses of
+    # a Free account's share links, released together on the three nodes.
+    def usage_meter_race(self):
+        limit = self.settings["share_links_per_day"]
+        email, account = self.new_account(self.a, "meter")
+        user_id = account["user"]["id"]
+        self.cluster.postgres.query(f"UPDATE users SET email_verified_at = 1700000000 WHERE id = '{user_id}'")
+        attempts = 30
+        replies, elapsed = self.burst(
+            attempts, "POST", "/v1/usage/share_links", lambda index: {"user_id": user_id, "idempotency_key": f"use-{index}"},
+            headers={"Authorization": f"Bearer {SERVICE_KEY}"})
+        counted = sorted(reply.json.get("used") for reply in replies if reply.status == 200)
+        refused = sum(1 for reply in replies if reply.status == 403 and reply.code == "plan_required"
+                      and (reply.json["error"].get("details") or {}).get("reason_code") == "share_limit_reached")
+        require(counted == list(range(1, limit + 1)) and refused == attempts - limit,
+                f"{attempts} uses released together with a limit of {limit}: expected used 1..{limit} and "
+                f"{attempts - limit} x 403 share_limit_reached, got {tally(replies)} (used {counted})")
+        rows = self.cluster.postgres.query(f"SELECT used FROM usage_meters WHERE user_id = '{user_id}'")
+        require(rows == [[str(limit)]], f"usage_meters rows for the account: {rows}")
+        return (f"{attempts} uses released together over nodes 1-3 in {elapsed:.2f} s -> used {counted}, "
+                f"{refused} x 403 share_limit_reached; one counter row holding {limit}")
+
     # i. Replays of an anonymous start's Idempotency-Key released together (finding 3).
     def anonymous_key_race(self):
         key = f"anon-{self.run_id}-{secrets.token_hex(8)}"
@@ -1172,6 +1200,10 @@ def run_checks(binary):
         current = "j. verification resend race"
         t = time.monotonic()
         report(current, f"{checks.resend_race()}; {time.monotonic() - t:.1f} s")
+
+        current = "k. usage meter race"
+        t = time.monotonic()
+        report(current, f"{checks.usage_meter_race()}; {time.monotonic() - t:.1f} s")
 
         current = "a. refresh reuse across nodes"
         t = time.monotonic()
