@@ -58,6 +58,7 @@ extension Gatehouse {
             let payload: EntitlementsPayload = try await call("GET", "/v1/entitlements", auth: .optional)
             isOffline = false
             storeEntitlements(payload)
+            trackSnapshotLoaded(payload)
             return payload
         } catch {
             if error.isNetworkFailure, let current = currentEntitlements { return current }
@@ -143,7 +144,7 @@ extension Gatehouse {
         }
         guard let engine else { throw Self.unknownAction(action) }
         let snapshot = currentEntitlements
-        let plan = sessionUser == nil ? "guest" : snapshot?.planState ?? "free"
+        let plan = planStateNow
         guard let decision = engine.decide(action, context: context, input: input(plan: plan, from: snapshot), at: clock.now()) else {
             throw Self.unknownAction(action)
         }
@@ -153,6 +154,24 @@ extension Gatehouse {
             track("gate_shown", properties)
         }
         return decision
+    }
+
+    /// The plan the device goes by now: guest without a session, else the current snapshot's.
+    var planStateNow: String { sessionUser == nil ? "guest" : currentEntitlements?.planState ?? "free" }
+
+    /// CH08 §9 `entitlement_snapshot_loaded`: a snapshot the server gave (`GET /v1/entitlements`),
+    /// with the credits left (all kinds together) and the caps as `name=value` pairs (`none` for
+    /// no cap), in name order.
+    func trackSnapshotLoaded(_ payload: EntitlementsPayload) {
+        var properties: [String: JSONValue] = ["planState": .string(payload.planState)]
+        if !payload.credits.isEmpty {
+            properties["creditsRemaining"] = .number(Double(payload.credits.values.reduce(0) { $0 + $1.remaining }))
+        }
+        if !payload.limits.isEmpty {
+            let caps = payload.limits.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value.map(String.init) ?? "none")" }
+            properties["caps"] = .string(String(caps.joined(separator: ",").prefix(200)))
+        }
+        track("entitlement_snapshot_loaded", properties)
     }
 
     static func unknownAction(_ action: String) -> GatehouseClientError {
@@ -165,7 +184,8 @@ extension Gatehouse {
     }
 
     /// `POST /v1/credits/{name}/spend`, idempotent by `idempotencyKey` (reuse it when retrying).
-    /// The snapshot is refreshed afterwards.
+    /// The snapshot is refreshed afterwards. Reported once per key as CH08 §9 `credit_spent`, with
+    /// `subject` (the flow practised) as `flowId` and the key (the practice session) as `sessionId`.
     @discardableResult
     public func spendCredit(
         _ name: String, action: String, idempotencyKey: String = UUID().uuidString, subject: String? = nil
@@ -173,15 +193,24 @@ extension Gatehouse {
         let response: CreditSpendResponse = try await call(
             "POST", "/v1/credits/\(name)/spend", body: CreditSpendRequest(idempotencyKey: idempotencyKey, action: action, subject: subject),
             auth: .required)
+        var reported = storage.data(forKey: "credit_spent_keys").flatMap { try? JSONDecoder().decode([String].self, from: $0) } ?? []
+        if !reported.contains(idempotencyKey) {
+            var properties: [String: JSONValue] = ["sessionId": .string(idempotencyKey)]
+            if let subject { properties["flowId"] = .string(subject) }
+            track("credit_spent", properties)
+            reported = Array((reported + [idempotencyKey]).suffix(50))
+            storage.set(try? JSONEncoder().encode(reported), forKey: "credit_spent_keys")
+        }
         _ = try? await entitlements()
         return response
     }
 
-    /// `POST /v1/trial/start`.
+    /// `POST /v1/trial/start`, reported as CH08 §9 `trial_started`.
     @discardableResult
     public func startTrial() async throws(GatehouseClientError) -> EntitlementsPayload {
         let snapshot: EntitlementsPayload = try await call("POST", "/v1/trial/start", auth: .required)
         storeEntitlements(snapshot)
+        if snapshot.planState == "trial" { track("trial_started") }
         return snapshot
     }
 

@@ -137,52 +137,76 @@ public struct UserDefaultsStorage: ClientStorage, @unchecked Sendable {
 import Security
 
 /// The refresh token in the Keychain, readable after the first unlock, never synced or
-/// restored to another device (`kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly`).
+/// restored to another device (`kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly`, not
+/// synchronizable).
+///
+/// Only the `SecItem…` calls and the `kSec…` names live here (they exist on Apple platforms
+/// only); what is asked and what the answers mean is `KeychainItem`, compiled and tested on
+/// every platform.
 public struct KeychainTokenStore: TokenStore {
     public let service: String
     public let account: String
+    private let store: KeychainSessionStore<SecItemCalls>
 
     public init(service: String, account: String = "session") {
         self.service = service
         self.account = account
+        store = KeychainSessionStore(item: KeychainItem(service: service, account: account), calls: SecItemCalls())
     }
 
-    private var query: [String: Any] {
-        [kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: service, kSecAttrAccount as String: account]
-    }
+    public func load() throws -> StoredSession? { try mapped { try store.load() } }
+    public func save(_ session: StoredSession) throws { try mapped { try store.save(session) } }
+    public func clear() throws { try mapped { try store.clear() } }
 
-    public func load() throws -> StoredSession? {
-        var search = query
-        search[kSecReturnData as String] = true
-        search[kSecMatchLimit as String] = kSecMatchLimitOne
-        var result: AnyObject?
-        let status = SecItemCopyMatching(search as CFDictionary, &result)
-        if status == errSecItemNotFound { return nil }
-        guard status == errSecSuccess, let data = result as? Data else { throw KeychainError(status: status) }
-        return try JSONDecoder().decode(StoredSession.self, from: data)
-    }
-
-    public func save(_ session: StoredSession) throws {
-        let data = try JSONEncoder().encode(session)
-        let update: [String: Any] = [
-            kSecValueData as String: data, kSecAttrAccessible as String: kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly,
-        ]
-        var status = SecItemUpdate(query as CFDictionary, update as CFDictionary)
-        if status == errSecItemNotFound {
-            var add = query
-            add.merge(update) { $1 }
-            status = SecItemAdd(add as CFDictionary, nil)
-        }
-        guard status == errSecSuccess else { throw KeychainError(status: status) }
-    }
-
-    public func clear() throws {
-        let status = SecItemDelete(query as CFDictionary)
-        guard status == errSecSuccess || status == errSecItemNotFound else { throw KeychainError(status: status) }
+    private func mapped<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch let error as KeychainStatusError { throw KeychainError(status: error.status) }
     }
 
     public struct KeychainError: Error, Equatable {
         public var status: OSStatus
     }
+}
+
+/// `KeychainItem`'s plain queries as `SecItem…` calls: a name for each key and value, nothing else.
+struct SecItemCalls: KeychainCalls {
+    static func dictionary(_ query: KeychainItem.Query) -> CFDictionary {
+        var result: [String: Any] = [:]
+        for (key, value) in query {
+            let name: CFString
+            switch key {
+            case .itemClass: name = kSecClass
+            case .service: name = kSecAttrService
+            case .account: name = kSecAttrAccount
+            case .accessible: name = kSecAttrAccessible
+            case .synchronizable: name = kSecAttrSynchronizable
+            case .returnData: name = kSecReturnData
+            case .matchLimit: name = kSecMatchLimit
+            case .valueData: name = kSecValueData
+            }
+            switch value {
+            case .genericPassword: result[name as String] = kSecClassGenericPassword
+            case .afterFirstUnlockThisDeviceOnly: result[name as String] = kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly
+            case .matchOne: result[name as String] = kSecMatchLimitOne
+            case .string(let text): result[name as String] = text
+            case .bool(let flag): result[name as String] = flag
+            case .data(let data): result[name as String] = data
+            }
+        }
+        return result as CFDictionary
+    }
+
+    func copyMatching(_ query: KeychainItem.Query) -> (status: Int32, data: Data?) {
+        var result: AnyObject?
+        let status = SecItemCopyMatching(Self.dictionary(query), &result)
+        return (status, result as? Data)
+    }
+
+    func update(_ query: KeychainItem.Query, _ attributes: KeychainItem.Query) -> Int32 {
+        SecItemUpdate(Self.dictionary(query), Self.dictionary(attributes))
+    }
+
+    func add(_ attributes: KeychainItem.Query) -> Int32 { SecItemAdd(Self.dictionary(attributes), nil) }
+
+    func delete(_ query: KeychainItem.Query) -> Int32 { SecItemDelete(Self.dictionary(query)) }
 }
 #endif

@@ -132,12 +132,25 @@ public final class PlanStatus {
     private let client: Gatehouse
     private var creditsTemplate = "Credits: {remaining}/{granted} this month"
 
+    /// How many flows the person has saved, which only the app knows (decision 22): set it so a
+    /// downgrade reports whether flows are now beyond the cap.
+    public var savedFlowCount: Int?
+
     public init(client: Gatehouse) { self.client = client }
 
-    /// Refreshes from the server (or the cache when offline).
+    /// Refreshes from the server (or the cache when offline). A paid plan (trial, Pro, pro_grace)
+    /// the server now answers as Free is reported as CH08 §9 `downgrade_detected` (decision 22).
     public func update() async {
-        _ = try? await client.entitlements()
+        let before = await client.currentEntitlements?.planState
+        let confirmed = try? await client.entitlements()
         snapshot = await client.currentEntitlements
+        if let before, let confirmed, await !client.isOffline, ["trial", "pro", "pro_grace"].contains(before), confirmed.planState == "free" {
+            var properties: [String: JSONValue] = ["previousPlan": .string(before), "newPlan": .string(confirmed.planState)]
+            if let savedFlowCount, let cap = confirmed.limits["saved_flow_cap"] ?? nil {
+                properties["hasOverCapFlows"] = .bool(savedFlowCount > cap)
+            }
+            await client.track("downgrade_detected", properties)
+        }
         banner = await client.banner
         creditsTemplate = await client.text("credits.label", creditsTemplate)
         practiceProLabel = await client.text("practice.cta_pro", practiceProLabel)

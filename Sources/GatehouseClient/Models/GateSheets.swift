@@ -15,9 +15,11 @@ public struct GateSheet: Sendable, Equatable {
     /// The other actions, in the server's order (e.g. Manage flows).
     public var others: [GateAction]
     public var dismissLabel: String
+    /// Where the sheet shows (CH08 §9's `surface`), for the analytics its buttons send.
+    public var surface: GateSurface?
 
     /// A sheet for `decision`, or nil when nothing stops the action or another screen handles it.
-    public init?(decision: GateDecision, dismissLabel: String = "Not now") {
+    public init?(decision: GateDecision, dismissLabel: String = "Not now", surface: GateSurface? = nil) {
         guard !decision.allowed, let gate = decision.gate, ["cap", "paywall", "soft_cap"].contains(gate) else { return nil }
         reasonCode = decision.reasonCode
         title = decision.message ?? "This needs a different plan."
@@ -25,6 +27,21 @@ public struct GateSheet: Sendable, Equatable {
         primary = decision.actions.first
         others = Array(decision.actions.dropFirst())
         self.dismissLabel = dismissLabel
+        self.surface = surface
+    }
+
+    /// The person tapped one of the sheet's actions: Upgrade is reported as CH08 §9
+    /// `upgrade_clicked` with the sheet's surface and the plan now (the app then opens its
+    /// paywall; other actions are the app's own screens).
+    public func choose(_ action: GateAction, client: Gatehouse) async {
+        guard action.id == "upgrade", let surface else { return }
+        await client.reportUpgradeClicked(surface: surface)
+    }
+}
+
+extension Gatehouse {
+    func reportUpgradeClicked(surface: GateSurface) {
+        track("upgrade_clicked", ["surface": .string(surface.rawValue), "planState": .string(planStateNow)])
     }
 }
 

@@ -97,6 +97,8 @@ public final class MagicLinkOnboarding {
         trialDaysLeft = snapshot?.plan == .trial ? snapshot?.trial?.daysLeft : nil
         trialStartedMessage = result.created && trialDaysLeft != nil
             ? await client.text("trial.started", "Your 7-day free trial has started. No payment details required.") : nil
+        // The server started the trial with the account (Hannah): CH08 §9's `trial_started`.
+        if trialStartedMessage != nil { await client.track("trial_started") }
         step = .signedIn(newAccount: result.created)
     }
 }

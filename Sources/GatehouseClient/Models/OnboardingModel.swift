@@ -48,7 +48,9 @@ public final class OnboardingModel {
     private let appVersion: String
     private var copy: [String: String] = [:]
     private var messages: [String] = []
-    private var privacyShownAt: Date?
+    /// When the privacy screen showed, on the client's monotonic clock (`ClientClock.uptime`):
+    /// `duration_ms` is measured from it, unmoved by a change of the device's date.
+    private var privacyShownAt: TimeInterval?
     /// The creation in flight, so any number of taps make one request.
     private var creation: Task<Void, Never>?
     /// Set when the app went to the background while the account was being created.
@@ -89,8 +91,9 @@ public final class OnboardingModel {
 
     private func showPrivacyScreen() {
         state = .privacyScreen
-        privacyShownAt = Date()
-        Task { await client.track("onboarding_start", ["app_version": .string(appVersion), "timestamp": .string(Date().rfc3339)]) }
+        privacyShownAt = client.clock.uptime()
+        let properties = eventProperties()
+        Task { await client.track("onboarding_start", properties) }
     }
 
     /// "Start": one anonymous account, however fast the taps.
@@ -122,7 +125,7 @@ public final class OnboardingModel {
             state = .error
             await client.track(
                 "onboarding_error",
-                ["app_version": .string(appVersion), "timestamp": .string(Date().rfc3339), "error_code": .string(error.code.rawValue)])
+                eventProperties().merging(["error_code": .string(error.code.rawValue)]) { $1 })
         }
     }
 
@@ -130,12 +133,14 @@ public final class OnboardingModel {
     public func tryAgain() {
         guard state == .error else { return }
         attempts += 1
-        Task {
-            await client.track(
-                "onboarding_retry",
-                ["app_version": .string(appVersion), "timestamp": .string(Date().rfc3339), "attempt_number": .number(Double(attempts))])
-        }
+        let properties = eventProperties().merging(["attempt_number": .number(Double(attempts))]) { $1 }
+        Task { await client.track("onboarding_retry", properties) }
         start()
+    }
+
+    /// OKLah §13's common properties, the time on the client's clock.
+    private func eventProperties() -> [String: JSONValue] {
+        ["app_version": .string(appVersion), "timestamp": .string(client.clock.now().rfc3339)]
     }
 
     /// The app went to the background.
@@ -159,9 +164,11 @@ public final class OnboardingModel {
     public func chooseName(_ name: String) async throws(GatehouseClientError) {
         user = try await client.chooseName(name)
         user = try await client.updateProfile(ProfilePatch(onboardingComplete: true))
-        var properties: [String: JSONValue] = ["app_version": .string(appVersion), "timestamp": .string(Date().rfc3339)]
+        var properties = eventProperties()
         if let id = user?.id { properties["user_id"] = .string(id) }
-        if let privacyShownAt { properties["duration_ms"] = .number(Double(Int(Date().timeIntervalSince(privacyShownAt) * 1000))) }
+        if let privacyShownAt {
+            properties["duration_ms"] = .number(((client.clock.uptime() - privacyShownAt) * 1000).rounded())
+        }
         await client.track("onboarding_complete", properties)
     }
 }

@@ -56,6 +56,8 @@ public final class PurchaseModel {
                 let snapshot = try await client.uploadPurchase(signedTransaction: signedTransaction)
                 state = .purchased(plan: snapshot.planState)
                 await client.track("purchase_success", ["productId": .string(productID)])
+                // An introductory offer starts a trial (decision 18).
+                if snapshot.planState == "trial" { await client.track("trial_started") }
             } catch {
                 state = .failed(message: error.message)
                 await client.track("purchase_failed", ["productId": .string(productID), "errorCode": .string(error.code.rawValue)])
@@ -69,6 +71,46 @@ public final class PurchaseModel {
             await client.track("purchase_failed", ["productId": .string(productID), "errorCode": .string(reason)])
         }
         await describeState()
+    }
+
+    // MARK: Restore purchases
+
+    /// Restore Purchases (CH07 §10: never blocked by auth), as the settings screen shows it.
+    public enum RestoreState: Sendable, Equatable {
+        case idle
+        case restoring
+        case restored(plan: String)
+        /// Nothing to restore, or the server refused what was found.
+        case failed(message: String)
+    }
+
+    public private(set) var restoreState: RestoreState = .idle
+
+    /// The person tapped Restore Purchases: the app now asks StoreKit (`AppStore.sync()`, then
+    /// `Transaction.currentEntitlements`). Reported as CH08 §9 `restore_clicked`.
+    public func startRestore() async {
+        restoreState = .restoring
+        await client.track("restore_clicked")
+    }
+
+    /// What StoreKit found (each transaction's `jwsRepresentation`): each is uploaded and verified
+    /// by the server; the plan of the last one is the account's. Nothing found, or a refusal, is
+    /// `restore_failed` (with `errorCode`), else `restore_success`.
+    public func finishRestore(signedTransactions: [String]) async {
+        guard !signedTransactions.isEmpty else {
+            restoreState = .failed(message: await client.text("restore.nothing", "No purchases to restore were found for this Apple ID."))
+            await client.track("restore_failed", ["errorCode": .string("nothing_to_restore")])
+            return
+        }
+        do throws(GatehouseClientError) {
+            var plan = "free"
+            for transaction in signedTransactions { plan = try await client.uploadPurchase(signedTransaction: transaction).planState }
+            restoreState = .restored(plan: plan)
+            await client.track("restore_success")
+        } catch {
+            restoreState = .failed(message: error.message)
+            await client.track("restore_failed", ["errorCode": .string(error.code.rawValue)])
+        }
     }
 
     /// Words for the state, from the preset's copy where it has them; a plain property a view
