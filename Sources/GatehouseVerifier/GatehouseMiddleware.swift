@@ -35,12 +35,16 @@ public struct GatehouseMiddleware<Context: GatehouseUserContext>: RouterMiddlewa
     let access: GatehouseAccess
     let action: String?
     let usage: UsageMeter?
+    let meter: String?
     let counts: Counts?
 
-    public init(access: GatehouseAccess, action: String? = nil, usage: UsageMeter? = nil, counts: Counts? = nil) {
+    /// `meter`: the name this route's requests count under in `usage`, when it is not the
+    /// action's (Hannah's search is gated as AI and counted on its own).
+    public init(access: GatehouseAccess, action: String? = nil, usage: UsageMeter? = nil, meter: String? = nil, counts: Counts? = nil) {
         self.access = access
         self.action = action
         self.usage = usage
+        self.meter = meter
         self.counts = counts
     }
 
@@ -71,7 +75,7 @@ public struct GatehouseMiddleware<Context: GatehouseUserContext>: RouterMiddlewa
             if !decision.allowed { return GatehouseRefusal(decision).response }
         }
         if let usage {
-            switch await usage.record(user: user.userID, action: action ?? "request", idempotencyKey: request.headers[.idempotencyKey]) {
+            switch await usage.record(user: user.userID, action: meter ?? action ?? "request", idempotencyKey: request.headers[.idempotencyKey]) {
             case .allowed: break
             case .limited(let retryAfter):
                 return Self.error(

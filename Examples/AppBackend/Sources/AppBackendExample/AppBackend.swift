@@ -183,7 +183,8 @@ func flowRoutes(_ router: Router<AppBackendContext>, access: GatehouseAccess, st
 func assistantRoutes(_ router: Router<AppBackendContext>, access: GatehouseAccess, usage: UsageMeter) {
     router.group("ai").add(middleware: GatehouseMiddleware<AppBackendContext>(access: access, action: "ai_chat", usage: usage))
         .post("chat") { _, context in "AI answer for \(try context.user.userID)" }
-    router.group("search").add(middleware: GatehouseMiddleware<AppBackendContext>(access: access, action: "search", usage: usage))
+    // Search is one of the AI features (the plan's `ai_chat` gate), with a meter of its own.
+    router.group("search").add(middleware: GatehouseMiddleware<AppBackendContext>(access: access, action: "ai_chat", usage: usage, meter: "search"))
         .post { _, context in "search results for \(try context.user.userID)" }
     router.group("sms").add(middleware: GatehouseMiddleware<AppBackendContext>(access: access, action: "send_sms"))
         .post { _, context in "SMS sent for \(try context.user.userID)" }
