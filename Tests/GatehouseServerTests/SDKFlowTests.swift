@@ -194,6 +194,11 @@ import Testing
         ])
         coordinator.tryWithoutAccount()
         #expect(coordinator.root == .demoHome)
+        // H7.8.3-9: a call that cannot reach the server says so in words a person can act on.
+        let offlineClient = try device.launch(port: 9)
+        let failure = await #expect(throws: GatehouseClientError.self) { try await offlineClient.signIn(email: "a@example.com", password: "x") }
+        #expect(failure?.code == .networkUnavailable && failure?.isNetworkFailure == true)
+        #expect(failure?.localizedDescription == "You're offline. Check your connection and try again.")
 
         // OKLah's privacy screen too renders with no network (decision 25); Start then errs.
         let oklah = try TestDevice()
@@ -264,6 +269,10 @@ import Testing
             .filter { $0.type == "analytics" }.compactMap { $0.data["name"] }
         #expect(names.contains("onboarding_start") && names.contains("onboarding_complete") && names.contains("onboarding_error"))
         #expect(names.contains("onboarding_retry"))
+        // O13-3, O13-4: the failure's code and the retry's attempt number.
+        let stored = try await TestApp.withStore(config) { try await $0.events(after: nil, userID: id, limit: 50) }.filter { $0.type == "analytics" }
+        #expect(stored.first { $0.data["name"] == "onboarding_error" }?.data["error_code"] == "network_unavailable")
+        #expect(stored.first { $0.data["name"] == "onboarding_retry" }?.data["attempt_number"] == "1")
         // duration_ms: from the privacy screen to Home on the device's clock, the error screen's
         // retries included (`SeedScenarioTests.oklahsOnboardingDurationIsExact` times it alone).
         let complete = try await TestApp.withStore(config) { try await $0.events(after: nil, userID: id, limit: 50) }

@@ -395,7 +395,7 @@ final class IDLog: @unchecked Sendable {
         #expect(model.state == .purchasing)
         await model.finish(.pending)
         #expect(model.state == .pending)
-        #expect(model.message?.contains("waiting for approval") == true)
+        #expect(model.message == "Your purchase is waiting for approval. We'll unlock it as soon as it's approved.")
         #expect(try await client.entitlements().planState == "free")
         // Closed the sheet: no error.
         await model.finish(.userCancelled)
