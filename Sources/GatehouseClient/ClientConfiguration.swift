@@ -23,6 +23,11 @@ public struct ClientConfiguration: Sendable, Equatable {
     /// `sendMagicLink`. `handle(url:)` also knows `open_app_url` from a loaded configuration;
     /// listing it here makes a link work before that.
     public var appLinks: [URL] = []
+    /// The app's own words for the first launch with no network (decision 25), before the
+    /// server's copy was ever loaded: `BundledCopy.preset("handz")` for a shipped preset. The
+    /// server's copy replaces it once `/v1/config` has been read; without either, the SDK shows
+    /// plain neutral English.
+    public var bundledCopy: [String: String] = [:]
 
     public init(baseURL: URL) throws(GatehouseClientError) {
         guard let scheme = baseURL.scheme?.lowercased(), let host = baseURL.host, !host.isEmpty else {

@@ -36,8 +36,15 @@ extension Gatehouse {
     /// The configuration last loaded (this launch or an earlier one).
     public var configurationSnapshot: PublicConfiguration? { configurationCache }
 
-    /// A copy string of the preset, or `fallback` before any configuration was loaded.
-    public func text(_ key: String, _ fallback: String) -> String { configurationCache?.copy[key] ?? fallback }
+    /// The preset's copy as far as it is known: the server's (loaded now or cached from an
+    /// earlier launch) over the app's `bundledCopy`.
+    public var copy: [String: String] {
+        configuration.bundledCopy.merging(configurationCache?.copy ?? [:]) { _, server in server }
+    }
+
+    /// A copy string of the preset, or `fallback` (neutral English) when neither the server's
+    /// copy nor the app's bundled copy has it.
+    public func text(_ key: String, _ fallback: String) -> String { copy[key] ?? fallback }
 
     // MARK: Snapshot
 
@@ -97,14 +104,14 @@ extension Gatehouse {
     public var banner: String? {
         guard let snapshot = currentEntitlements else { return nil }
         if snapshot.planState == "pro_grace" {
-            return text("banner.pro_grace", "Can't verify subscription right now. Some Pro features may pause if this continues.")
+            return text("banner.pro_grace", "We can't confirm your subscription right now. We'll check again shortly.")
         }
         if snapshot.planState == "trial", let trial = snapshot.trial, let settings = configurationCache?.entitlements {
             let day = settings.trial.days - trial.daysLeft
             if day >= settings.trial.bannerFromDay {
                 return PluralCopy.text(
-                    configurationCache?.copy ?? [:], "trial.days_left", count: trial.daysLeft, placeholder: "days",
-                    fallback: PluralCopy.Forms(zero: "Last day of your trial", one: "1 day left in trial", other: "{days} days left in trial"))
+                    copy, "trial.days_left", count: trial.daysLeft, placeholder: "days",
+                    fallback: PluralCopy.Forms(zero: "Your trial ends today", one: "1 day of trial left", other: "{days} days of trial left"))
             }
         }
         return nil

@@ -434,6 +434,6 @@ public actor Gatehouse {
             message: "Something went wrong on our end. Please try again in a few minutes.", status: response.status)
     }
 
-    static let notSignedIn = GatehouseClientError(code: .notSignedIn, message: "Sign in to continue.")
+    static let notSignedIn = GatehouseClientError(code: .notSignedIn, message: "Please sign in first.")
     static let invalidResponse = GatehouseClientError(code: .invalidResponse, message: "The server's answer could not be read.")
 }

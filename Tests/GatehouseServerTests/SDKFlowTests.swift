@@ -185,7 +185,8 @@ import Testing
         let device = try TestDevice()
         defer { device.remove() }
         device.transport.setNetworkDown(true)
-        let coordinator = AuthCoordinator(client: try device.launch(port: 9))
+        // The app ships its preset's copy (`BundledCopy`), so the gate speaks CH07's words.
+        let coordinator = AuthCoordinator(client: try device.launch(port: 9, preset: "handz"))
         await coordinator.start()
         #expect(coordinator.root == .welcome && coordinator.isOffline && !coordinator.providerButtonsEnabled)
         #expect(coordinator.offlineBanner == "You’re offline. Sign-in requires internet.")
@@ -204,13 +205,24 @@ import Testing
         let oklah = try TestDevice()
         defer { oklah.remove() }
         oklah.transport.setNetworkDown(true)
-        let model = OnboardingModel(client: try oklah.launch(port: 9), appVersion: "1.0")
+        let model = OnboardingModel(client: try oklah.launch(port: 9, preset: "oklah"), appVersion: "1.0")
         await model.launch()
         #expect(model.state == .privacyScreen && model.title == "Welcome to OKLah" && model.startLabel == "Start")
         #expect(model.bullets == ["Your privacy comes first", "No name, email, or phone needed", "Your data stays on your device"])
         model.start()
         await model.waitForCreation()
         #expect(model.state == .error && model.tryAgainLabel == "Try Again")
+
+        // An app that ships no copy gets the SDK's neutral words, not another app's.
+        let plain = try TestDevice()
+        defer { plain.remove() }
+        plain.transport.setNetworkDown(true)
+        let neutral = OnboardingModel(client: try plain.launch(port: 9), appVersion: "1.0")
+        await neutral.launch()
+        #expect(neutral.title == "Welcome" && neutral.bullets == ["Private by design", "No personal details needed", "Your details stay private"])
+        let gate = AuthCoordinator(client: try plain.launch(port: 9))
+        await gate.start()
+        #expect(gate.offlineBanner == "You're offline. Connect to the internet to sign in.")
     }
 
     /// OKLah US-ONB-001..003 and §11's edge cases: one account however fast the taps, the error

@@ -27,9 +27,11 @@ struct TestDevice: Sendable {
     var container: DirectoryStorage { DirectoryStorage(directory: directory.appendingPathComponent("app")) }
 
     /// Starts the app: a new client, as after a cold start.
-    func launch(port: Int) throws -> Gatehouse {
+    /// `preset`: the app ships that preset's copy (`BundledCopy`) for a first launch offline.
+    func launch(port: Int, preset: String? = nil) throws -> Gatehouse {
         var configuration = try ClientConfiguration(baseURL: URL(string: "http://127.0.0.1:\(port)")!)
         configuration.retryDelay = 1
+        if let preset { configuration.bundledCopy = BundledCopy.preset(preset) }
         return Gatehouse(configuration: configuration, tokenStore: keychain, storage: container, transport: transport, clock: clock)
     }
 

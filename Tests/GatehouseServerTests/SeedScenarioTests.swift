@@ -104,7 +104,9 @@ import Testing
 
         // Reinstalled: the container goes, the Keychain's session is discarded.
         try phone.uninstall()
-        let reinstalled = try phone.launch(port: port)
+        // The app ships its preset's words (decision 25): the label reads so before any
+        // configuration is loaded on the new install.
+        let reinstalled = try phone.launch(port: port, preset: "handz")
         #expect(await reinstalled.restore() == .signedOut(.reinstalled))
         #expect(await reinstalled.currentEntitlements == nil, "nothing of the old install is left to show")
         try await reinstalled.signIn(email: "credits@example.com", password: "correct horse battery")
@@ -116,7 +118,7 @@ import Testing
         // A second phone, never used before.
         let other = try TestDevice()
         defer { other.remove() }
-        let second = try other.launch(port: port)
+        let second = try other.launch(port: port, preset: "handz")
         try await second.signIn(email: "credits@example.com", password: "correct horse battery")
         let onSecond = PlanStatus(client: second)
         await onSecond.update()

@@ -50,7 +50,7 @@ public final class AuthCoordinator {
     }
 
     public var offlineBanner: String? {
-        isOffline ? copy["welcome.offline_banner"] ?? "You’re offline. Sign-in requires internet." : nil
+        isOffline ? copy["welcome.offline_banner"] ?? "You're offline. Connect to the internet to sign in." : nil
     }
     /// Provider buttons work only online; "Try without account" always does.
     public var providerButtonsEnabled: Bool { !isOffline }
@@ -69,9 +69,9 @@ public final class AuthCoordinator {
     /// welcome gate with the last provider highlighted.
     public func start() async {
         if let configuration = try? await client.loadConfiguration() {
-            copy = configuration.copy
             methods = configuration.signInMethods
         }
+        copy = await client.copy
         let hadSession = await client.hasSavedSession
         let lastProvider = await client.lastProvider
         switch await client.restore() {
@@ -268,7 +268,7 @@ public final class LoginForm {
     }
 }
 
-/// CH07 §6.4's banner: "Verify your email to protect your account." with Resend and I've
+/// CH07 §6.4's banner: "Please verify your email address." with Resend and I've
 /// verified, shown while the signed-in person's address is unverified.
 @MainActor @Observable
 public final class VerificationBanner {
@@ -281,11 +281,11 @@ public final class VerificationBanner {
 
     public func update() async {
         user = await client.state.user
-        copy = await client.configurationSnapshot?.copy ?? [:]
+        copy = await client.copy
     }
 
     public var isVisible: Bool { user.map { $0.email != nil && !$0.emailVerified } ?? false }
-    public var message: String { copy["verification.banner"] ?? "Verify your email to protect your account." }
+    public var message: String { copy["verification.banner"] ?? "Please verify your email address." }
     public var resendLabel: String { copy["verification.resend"] ?? "Resend" }
     public var verifiedLabel: String { copy["verification.verified"] ?? "I've verified" }
 

@@ -38,18 +38,18 @@ public final class ConversionPrompt {
 
     public func loadCopy() async {
         if let configuration = await client.configurationSnapshot {
-            copy = configuration.copy
             methods = configuration.signInMethods
         }
+        copy = await client.copy
     }
 
-    public var title: String { copy["conversion.title"] ?? "Create an account to save" }
+    public var title: String { copy["conversion.title"] ?? "Create an account" }
     public var body: String {
-        copy["conversion.body"] ?? "Handz saves your flows and drills across devices. Guests can browse, but saving requires an account."
+        copy["conversion.body"] ?? "An account keeps your work safe on every device."
     }
-    /// Shown the second time on: "Saving requires an account so your plans don't get lost."
+    /// Shown the second time on: "Without an account, your work is not kept."
     public var repeatLine: String? {
-        dismissals > 0 ? copy["conversion.repeat_line"] ?? "Saving requires an account so your plans don't get lost." : nil
+        dismissals > 0 ? copy["conversion.repeat_line"] ?? "Without an account, your work is not kept." : nil
     }
 
     /// The provider buttons, in CH07's order, for the methods the preset enables. There is no
@@ -130,7 +130,7 @@ public final class PlanStatus {
     public private(set) var snapshot: EntitlementsPayload?
     public private(set) var banner: String?
     private let client: Gatehouse
-    private var creditsTemplate = "Credits: {remaining}/{granted} this month"
+    private var creditsTemplate = "{remaining} of {granted} credits left"
 
     /// How many flows the person has saved, which only the app knows (decision 22): set it so a
     /// downgrade reports whether flows are now beyond the cap.

@@ -96,7 +96,7 @@ public final class MagicLinkOnboarding {
         let snapshot = try? await client.entitlements()
         trialDaysLeft = snapshot?.plan == .trial ? snapshot?.trial?.daysLeft : nil
         trialStartedMessage = result.created && trialDaysLeft != nil
-            ? await client.text("trial.started", "Your 7-day free trial has started. No payment details required.") : nil
+            ? await client.text("trial.started", "Your free trial has started.") : nil
         // The server started the trial with the account (Hannah): CH08 §9's `trial_started`.
         if trialStartedMessage != nil { await client.track("trial_started") }
         step = .signedIn(newAccount: result.created)

@@ -32,16 +32,16 @@ public final class OnboardingModel {
     public var isStartEnabled: Bool { state == .privacyScreen }
 
     // Copy from the preset (decision 28), with OKLah's words when no configuration is loaded yet.
-    public var title: String { text("privacy.title", "Welcome to OKLah") }
+    public var title: String { text("privacy.title", "Welcome") }
     public var bullets: [String] {
         [
-            text("privacy.bullet_1", "Your privacy comes first"), text("privacy.bullet_2", "No name, email, or phone needed"),
-            text("privacy.bullet_3", "Your data stays on your device"),
+            text("privacy.bullet_1", "Private by design"), text("privacy.bullet_2", "No personal details needed"),
+            text("privacy.bullet_3", "Your details stay private"),
         ]
     }
     public var startLabel: String { text("privacy.start", "Start") }
     public var loadingText: String { text("onboarding.loading", "Setting things up...") }
-    public var errorText: String { text("onboarding.error", "Something went wrong. Please check your connection and try again.") }
+    public var errorText: String { text("onboarding.error", "Your account could not be created. Check your connection and try again.") }
     public var tryAgainLabel: String { text("onboarding.try_again", "Try Again") }
 
     private let client: Gatehouse
@@ -82,11 +82,10 @@ public final class OnboardingModel {
     }
 
     private func loadCopy() async {
-        let configuration = try? await client.loadConfiguration()
-        if let configuration {
-            copy = configuration.copy
+        if let configuration = try? await client.loadConfiguration() {
             messages = configuration.app.homeMessages
         }
+        copy = await client.copy
     }
 
     private func showPrivacyScreen() {
