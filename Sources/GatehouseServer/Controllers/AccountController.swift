@@ -46,7 +46,7 @@ struct AccountController {
         }
 
         // From the app's own backend, with the service key: the end user is named in the body.
-        router.group("/v1/usage").add(middleware: AdminAuthMiddleware(adminKey: serviceKey, name: "service key"))
+        router.group("/v1/usage").add(middleware: BearerKeyMiddleware(key: serviceKey, name: "service key"))
             .post(":meter") { request, context in
                 let body = try await request.decodeJSON(UsageRequest.self, limit: bodyLimit)
                 return try JSONBody.response(try await usage.use(try context.parameters.require("meter"), request: body), headers: noStore)

@@ -16,7 +16,7 @@ struct AdminController {
     let retiredKeyPublishSeconds: Int
 
     func register(on router: Router<GatehouseRequestContext>) {
-        let admin = router.group("/admin/v1").add(middleware: AdminAuthMiddleware(adminKey: adminKey))
+        let admin = router.group("/admin/v1").add(middleware: BearerKeyMiddleware(key: adminKey))
         admin.get("/users") { request, _ in
             let query = request.uri.queryParameters
             let limitText = query["limit"].map(String.init)
@@ -79,14 +79,14 @@ struct AdminController {
 
 /// Lets a request through only with `Authorization: Bearer <key>`: the admin key, or the
 /// service key of the app's backends (none configured: nobody passes).
-struct AdminAuthMiddleware: RouterMiddleware {
+struct BearerKeyMiddleware: RouterMiddleware {
     typealias Context = GatehouseRequestContext
-    let adminKey: AdminKey?
+    let key: AdminKey?
     var name = "admin key"
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer "),
-            adminKey?.matches(String(header.dropFirst("bearer ".count)).trimmingCharacters(in: .whitespaces)) == true
+            key?.matches(String(header.dropFirst("bearer ".count)).trimmingCharacters(in: .whitespaces)) == true
         else {
             throw GatehouseError.unauthorized("The \(name) is missing or wrong.")
         }
