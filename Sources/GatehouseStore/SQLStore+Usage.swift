@@ -44,6 +44,26 @@ extension SQLStore {
         return try rows.first.map { row throws(StoreError) in Int(try row.int("used")) }
     }
 
+    public func usageRecords(of userID: UserID) async throws(StoreError) -> [UsageRecord] {
+        try await executor.query(
+            "SELECT meter, idempotency_key, amount, period_start, created_at FROM usage_records WHERE user_id = ? ORDER BY created_at, meter",
+            [.text(userID.description)]
+        ).map { row throws(StoreError) in
+            UsageRecord(
+                userID: userID, meter: try row.string("meter"), amount: Int(try row.int("amount")),
+                idempotencyKey: try row.string("idempotency_key"), periodStart: Date(unixSeconds: try row.int("period_start")),
+                createdAt: Date(unixSeconds: try row.int("created_at")))
+        }
+    }
+
+    public func usageCounts(of userID: UserID) async throws(StoreError) -> [(meter: String, periodStart: Date, used: Int)] {
+        try await executor.query(
+            "SELECT meter, period_start, used FROM usage_meters WHERE user_id = ? ORDER BY period_start, meter", [.text(userID.description)]
+        ).map { row throws(StoreError) in
+            (meter: try row.string("meter"), periodStart: Date(unixSeconds: try row.int("period_start")), used: Int(try row.int("used")))
+        }
+    }
+
     public func purgeUsage(before: Date) async throws(StoreError) -> Int {
         let cutoff = SQLValue.integer(before.unixSeconds)
         let records = try await executor.query("DELETE FROM usage_records WHERE period_start < ? RETURNING meter", [cutoff]).count

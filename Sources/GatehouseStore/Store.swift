@@ -309,6 +309,10 @@ public protocol UsageStore: Sendable {
     /// Answers the new count, or `nil` when the limit refused it (the caller rolls back).
     /// `.uniqueViolation` when the idempotency key was used meanwhile.
     func addUsage(_ record: UsageRecord, limit: Int?) async throws(StoreError) -> Int?
+    /// Every use recorded for the user, oldest first (the export).
+    func usageRecords(of userID: UserID) async throws(StoreError) -> [UsageRecord]
+    /// Every meter's count per period for the user: (meter, period start, used), oldest first.
+    func usageCounts(of userID: UserID) async throws(StoreError) -> [(meter: String, periodStart: Date, used: Int)]
     /// Deletes uses and counts of periods that started before `before`.
     func purgeUsage(before: Date) async throws(StoreError) -> Int
 }

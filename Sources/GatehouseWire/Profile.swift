@@ -169,7 +169,8 @@ public struct ExportedLink: Codable, Sendable, Hashable {
 
 /// `GET /v1/me/export`: everything Gatehouse stores about the person. Keys are the store's
 /// tables (`users`, `identities`, `sessions`, `email_tokens`, `audit_log`, `events`,
-/// `idempotency_keys`) so that a test can prove nothing is left out.
+/// `idempotency_keys`, `credit_ledger`, `usage_records`, `usage_meters`…) so that a test can
+/// prove nothing is left out.
 public struct AccountExport: Codable, Sendable, Hashable {
     public var exportedAt: String
     public var users: UserPayload
@@ -186,11 +187,16 @@ public struct AccountExport: Codable, Sendable, Hashable {
     /// App Store subscriptions the account owns.
     public var subscriptions: [ExportedSubscription]
     public var entitlements: EntitlementsPayload
+    /// Each use an app's backend counted on a usage meter (`POST /v1/usage/{meter}`).
+    public var usageRecords: [ExportedUsage]
+    /// Each meter's count per period.
+    public var usageMeters: [ExportedUsageCount]
 
     public init(
         exportedAt: String, users: UserPayload, planOverride: String?, identities: [IdentityPayload], sessions: [SessionInfo],
         emailTokens: [ExportedLink], auditLog: [AuditEntry], events: [EventEntry], idempotencyKeys: [String],
-        creditLedger: [ExportedCreditSpend], subscriptions: [ExportedSubscription], entitlements: EntitlementsPayload
+        creditLedger: [ExportedCreditSpend], subscriptions: [ExportedSubscription], entitlements: EntitlementsPayload,
+        usageRecords: [ExportedUsage] = [], usageMeters: [ExportedUsageCount] = []
     ) {
         self.exportedAt = exportedAt
         self.users = users
@@ -204,6 +210,8 @@ public struct AccountExport: Codable, Sendable, Hashable {
         self.creditLedger = creditLedger
         self.subscriptions = subscriptions
         self.entitlements = entitlements
+        self.usageRecords = usageRecords
+        self.usageMeters = usageMeters
     }
 
     enum CodingKeys: String, CodingKey {
@@ -217,6 +225,43 @@ public struct AccountExport: Codable, Sendable, Hashable {
         case idempotencyKeys = "idempotency_keys"
         case creditLedger = "credit_ledger"
         case subscriptions, entitlements
+        case usageRecords = "usage_records"
+        case usageMeters = "usage_meters"
+    }
+}
+
+/// One counted use of a usage meter in an export.
+public struct ExportedUsage: Codable, Sendable, Hashable {
+    public var meter: String
+    public var amount: Int
+    public var periodStart: String
+    public var createdAt: String
+    public init(meter: String, amount: Int, periodStart: String, createdAt: String) {
+        self.meter = meter
+        self.amount = amount
+        self.periodStart = periodStart
+        self.createdAt = createdAt
+    }
+    enum CodingKeys: String, CodingKey {
+        case meter, amount
+        case periodStart = "period_start"
+        case createdAt = "created_at"
+    }
+}
+
+/// A usage meter's count for one period in an export.
+public struct ExportedUsageCount: Codable, Sendable, Hashable {
+    public var meter: String
+    public var periodStart: String
+    public var used: Int
+    public init(meter: String, periodStart: String, used: Int) {
+        self.meter = meter
+        self.periodStart = periodStart
+        self.used = used
+    }
+    enum CodingKeys: String, CodingKey {
+        case meter, used
+        case periodStart = "period_start"
     }
 }
 

@@ -261,6 +261,10 @@ import Testing
             #expect(fourth.error?.details?["reason_code"] == .string("share_limit_reached"))
             try await AppBackendTests.setPlan(gatehouse, account.user.id, #""pro""#)
             #expect(try await share("s5").json(UsageResponse.self) == UsageResponse(used: 4, limit: nil, resetsAt: "2027-01-16T00:00:00Z"))
+            // The person's export holds the uses and the day's count.
+            let export = try await api.get("/v1/me/export", token: account.session.accessToken).json(AccountExport.self)
+            #expect(export.usageMeters == [ExportedUsageCount(meter: "share_links", periodStart: "2027-01-15T00:00:00Z", used: 4)])
+            #expect(export.usageRecords.map(\.amount) == [1, 1, 1, 1] && export.usageRecords.allSatisfy { $0.meter == "share_links" })
         }
     }
 

@@ -35,16 +35,28 @@ import Testing
     }
 
     /// OKLah's AUTH_UNAVAILABLE (O5-3): a creation the database cannot take answers 503 with the
-    /// preset's words and a retry time; the same call succeeds once the database is back.
-    @Test func anAnonymousStartTheDatabaseCannotTakeSaysSoInThePresetsWords() async throws {
-        try await TestApp.run(.sqlite, preset: "oklah") { client, config in
-            guard case .sqlite(let path) = config.database else { return }
-            let other = try await HeldSQLiteWriter(path: path)
-            let down = try await client.execute(uri: "/v1/auth/anonymous", method: .post)
-            #expect(down.status == .serviceUnavailable && down.error?.code == .serviceUnavailable, "\(down.text)")
-            #expect(down.error?.message == "Unable to create account. Please check your connection and try again.")
-            #expect(down.headers[.retryAfter] == "5")
-            try await other.release()
+    /// preset's words and a retry time; the same call succeeds once the database is back. (On
+    /// PostgreSQL refusing connections: a SQLite writer held by another would keep a thread of
+    /// SQLite's shared pool waiting out the busy time-out, stalling every other test's database.)
+    @Test(.requires(TestDatabase.postgresAdminURL != nil, "GATEHOUSE_TEST_POSTGRES_URL"))
+    func anAnonymousStartTheDatabaseCannotTakeSaysSoInThePresetsWords() async throws {
+        try await TestApp.run(.postgres, preset: "oklah") { client, config in
+            #expect(try await waitForHealth(client, .ok).status == "ok")
+            guard case .postgres(let url) = config.database, let admin = TestDatabase.postgresAdminURL else { return }
+            let name = String(URLComponents(string: url)!.path.dropFirst())
+            let maintenance = try PostgresDatabase(url: admin, maximumConnections: 2, logger: TestDatabase.logger)
+            try await maintenance.withRunning {
+                try await maintenance.query("ALTER DATABASE \(name) ALLOW_CONNECTIONS false")
+                try await maintenance.query(
+                    "SELECT pg_terminate_backend(pid) AS done FROM pg_stat_activity WHERE datname = ?", [.text(name)])
+                #expect(try await waitForHealth(client, .serviceUnavailable).status == "unavailable")
+                let down = try await client.execute(uri: "/v1/auth/anonymous", method: .post)
+                #expect(down.status == .serviceUnavailable && down.error?.code == .serviceUnavailable, "\(down.text)")
+                #expect(down.error?.message == "Unable to create account. Please check your connection and try again.")
+                #expect(down.headers[.retryAfter] == "5")
+                try await maintenance.query("ALTER DATABASE \(name) ALLOW_CONNECTIONS true")
+            }
+            #expect(try await waitForHealth(client, .ok).status == "ok")
             #expect(try await client.execute(uri: "/v1/auth/anonymous", method: .post).status == .created)
         }
     }

@@ -230,7 +230,13 @@ struct ProfileService: Sendable {
                     originalTransactionID: $0.originalTransactionID, productID: $0.productID, environment: $0.environment,
                     status: $0.status.rawValue, expiresAt: $0.expiresAt?.rfc3339, willRenew: $0.willRenew, updatedAt: $0.updatedAt.rfc3339)
             },
-            entitlements: try await auth.me(signedIn).entitlements)
+            entitlements: try await auth.me(signedIn).entitlements,
+            usageRecords: try await store.usageRecords(of: user.id).map {
+                ExportedUsage(meter: $0.meter, amount: $0.amount, periodStart: $0.periodStart.rfc3339, createdAt: $0.createdAt.rfc3339)
+            },
+            usageMeters: try await store.usageCounts(of: user.id).map {
+                ExportedUsageCount(meter: $0.meter, periodStart: $0.periodStart.rfc3339, used: $0.used)
+            })
     }
 
     private func userResponse(_ id: UserID) async throws -> UserResponse {
