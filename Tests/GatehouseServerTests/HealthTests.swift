@@ -41,22 +41,12 @@ import Testing
     @Test(.requires(TestDatabase.postgresAdminURL != nil, "GATEHOUSE_TEST_POSTGRES_URL"))
     func anAnonymousStartTheDatabaseCannotTakeSaysSoInThePresetsWords() async throws {
         try await TestApp.run(.postgres, preset: "oklah") { client, config in
-            #expect(try await waitForHealth(client, .ok).status == "ok")
-            guard case .postgres(let url) = config.database, let admin = TestDatabase.postgresAdminURL else { return }
-            let name = String(URLComponents(string: url)!.path.dropFirst())
-            let maintenance = try PostgresDatabase(url: admin, maximumConnections: 2, logger: TestDatabase.logger)
-            try await maintenance.withRunning {
-                try await maintenance.query("ALTER DATABASE \(name) ALLOW_CONNECTIONS false")
-                try await maintenance.query(
-                    "SELECT pg_terminate_backend(pid) AS done FROM pg_stat_activity WHERE datname = ?", [.text(name)])
-                #expect(try await waitForHealth(client, .serviceUnavailable).status == "unavailable")
+            try await whilePostgresRefuses(client, config) {
                 let down = try await client.execute(uri: "/v1/auth/anonymous", method: .post)
                 #expect(down.status == .serviceUnavailable && down.error?.code == .serviceUnavailable, "\(down.text)")
                 #expect(down.error?.message == "Unable to create account. Please check your connection and try again.")
                 #expect(down.headers[.retryAfter] == "5")
-                try await maintenance.query("ALTER DATABASE \(name) ALLOW_CONNECTIONS true")
             }
-            #expect(try await waitForHealth(client, .ok).status == "ok")
             #expect(try await client.execute(uri: "/v1/auth/anonymous", method: .post).status == .created)
         }
     }
@@ -64,20 +54,29 @@ import Testing
     @Test(.requires(TestDatabase.postgresAdminURL != nil, "GATEHOUSE_TEST_POSTGRES_URL"))
     func postgresRefusingConnectionsIs503ThenRecovers() async throws {
         try await TestApp.run(.postgres) { client, config in
-            #expect(try await waitForHealth(client, .ok).status == "ok")
-            guard case .postgres(let url) = config.database, let admin = TestDatabase.postgresAdminURL else { return }
-            let name = String(URLComponents(string: url)!.path.dropFirst())
-            let maintenance = try PostgresDatabase(url: admin, maximumConnections: 2, logger: TestDatabase.logger)
-            try await maintenance.withRunning {
-                // The database stops answering Gatehouse: no new connections, existing ones cut.
-                try await maintenance.query("ALTER DATABASE \(name) ALLOW_CONNECTIONS false")
-                try await maintenance.query(
-                    "SELECT pg_terminate_backend(pid) AS done FROM pg_stat_activity WHERE datname = ?", [.text(name)])
-                #expect(try await waitForHealth(client, .serviceUnavailable).status == "unavailable")
-                try await maintenance.query("ALTER DATABASE \(name) ALLOW_CONNECTIONS true")
-            }
-            #expect(try await waitForHealth(client, .ok).status == "ok")
+            try await whilePostgresRefuses(client, config) {}
         }
+    }
+
+    /// Runs `body` while the app's PostgreSQL database stops answering it (no new connections,
+    /// existing ones cut): `/health` answers 503 before `body` runs and 200 again after.
+    func whilePostgresRefuses(
+        _ client: any TestClientProtocol, _ config: GatehouseConfig, _ body: @escaping @Sendable () async throws -> Void
+    ) async throws {
+        #expect(try await waitForHealth(client, .ok).status == "ok")
+        guard case .postgres(let url) = config.database else { throw ProcessError("not a PostgreSQL app") }
+        let admin = try #require(TestDatabase.postgresAdminURL)
+        let name = String(URLComponents(string: url)!.path.dropFirst())
+        let maintenance = try PostgresDatabase(url: admin, maximumConnections: 2, logger: TestDatabase.logger)
+        try await maintenance.withRunning {
+            try await maintenance.query("ALTER DATABASE \(name) ALLOW_CONNECTIONS false")
+            try await maintenance.query(
+                "SELECT pg_terminate_backend(pid) AS done FROM pg_stat_activity WHERE datname = ?", [.text(name)])
+            #expect(try await waitForHealth(client, .serviceUnavailable).status == "unavailable")
+            try await body()
+            try await maintenance.query("ALTER DATABASE \(name) ALLOW_CONNECTIONS true")
+        }
+        #expect(try await waitForHealth(client, .ok).status == "ok")
     }
 }
 
