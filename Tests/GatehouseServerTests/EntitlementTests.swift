@@ -63,7 +63,7 @@ import Testing
         }
     }
 
-    /// 100 concurrent spends with one credit left: exactly one succeeds, the balance never goes
+    /// 40 concurrent spends with one credit left: exactly one succeeds, the balance never goes
     /// below zero and the ledger reconciles.
     @Test(arguments: Backend.available)
     func concurrentSpendsNeverOverdraw(_ backend: Backend) async throws {
@@ -80,14 +80,16 @@ import Testing
             #expect(try repeated.json(CreditSpendResponse.self) == CreditSpendResponse(remaining: 1, spent: 1))
             let statuses = try await BurstGate.exclusive {
                 try await withThrowingTaskGroup(of: HTTPResponse.Status.self) { group in
-                    for index in 0..<100 {
+                    // 40 together: with 100 on two cores beside the rest of the suite, some waited
+                    // past the 10 s connection lease and got 503 (safe, but not what this measures).
+                    for index in 0..<40 {
                         group.addTask { try await Self.spend(api, key: "race-\(index)", token: token).status }
                     }
                     return try await group.reduce(into: []) { $0.append($1) }
                 }
             }
             #expect(statuses.filter { $0 == .ok }.count == 1)
-            #expect(statuses.filter { $0 == .forbidden }.count == 99, "\(statuses.filter { $0 != .forbidden && $0 != .ok })")
+            #expect(statuses.filter { $0 == .forbidden }.count == 39, "\(statuses.filter { $0 != .forbidden && $0 != .ok })")
             let refused = try await Self.spend(api, key: "after", token: token)
             #expect(refused.status == .forbidden && refused.error?.code == .planRequired)
             #expect(refused.error?.details?["reason_code"] == .string("credits_exhausted"))

@@ -93,12 +93,32 @@ final class HeldSQLiteWriter: Sendable {
         let (held, isHeld) = AsyncStream.makeStream(of: Void.self)
         self.releaseNow = releaseNow
         holder = Task { [database] in
-            try await database.transaction { _ in
-                isHeld.yield()
-                for await _ in release { break }
+            // The stream ends however this goes, so `init` never waits on a lock never taken.
+            defer { isHeld.finish() }
+            var attempts = 0
+            while true {
+                do {
+                    try await database.transaction { _ in
+                        isHeld.yield()
+                        for await _ in release { break }
+                    }
+                    return
+                } catch StoreError.conflict where attempts < 5 {
+                    // The server's own writer held the lock past the busy time-out (a loaded
+                    // machine): ask again.
+                    attempts += 1
+                }
             }
         }
-        for await _ in held { break }
+        var taken = false
+        for await _ in held {
+            taken = true
+            break
+        }
+        if !taken {
+            try await holder.value
+            throw ProcessError("the SQLite write lock was never taken")
+        }
     }
 
     func release() async throws {
