@@ -190,16 +190,24 @@ import Testing
             #expect(try await api.post("/v1/auth/magic-link", #"{"email": "race@example.com"}"#).status == .accepted)
             let mail = try await EmailFlowTests.outboxMail(config, kind: "magic_link")
             let code = try #require((mail.textBody ?? "").firstMatch(of: /\b(\d{6})\b/)?.1)
-            let statuses = try await withThrowingTaskGroup(of: HTTPResponse.Status.self) { group in
+            let answers = try await withThrowingTaskGroup(of: TestResponse.self) { group in
                 for _ in 0..<50 {
                     group.addTask {
-                        try await api.post("/v1/auth/magic-link/verify", #"{"email": "race@example.com", "code": "\#(code)"}"#).status
+                        try await api.post("/v1/auth/magic-link/verify", #"{"email": "race@example.com", "code": "\#(code)"}"#)
                     }
                 }
-                return try await group.reduce(into: [HTTPResponse.Status]()) { $0.append($1) }
+                return try await group.reduce(into: [TestResponse]()) { $0.append($1) }
             }
+            let statuses = answers.map(\.status)
             #expect(statuses.filter { $0 == .ok }.count == 1, "\(statuses)")
-            #expect(statuses.allSatisfy { $0 == .ok || $0 == .badRequest || $0 == .tooManyRequests })
+            // Every other answer is a 400 that opens no session: each submission is an attempt
+            // reserved before the comparison, so the winner's is the first of five, four more
+            // are answered `token_invalid` (the code is spent), and the rest find the attempts
+            // used up.
+            let refusals = answers.filter { $0.status != .ok }
+            #expect(refusals.allSatisfy { $0.status == .badRequest && !$0.text.contains("access_token") }, "\(refusals.map(\.text))")
+            let codes = Dictionary(grouping: refusals.compactMap { $0.error?.code.rawValue }, by: { $0 }).mapValues(\.count)
+            #expect(codes == ["token_invalid": 4, "code_exhausted": 45])
         }
     }
 
