@@ -44,7 +44,9 @@ extension Gatehouse {
 
     /// A copy string of the preset, or `fallback` (neutral English) when neither the server's
     /// copy nor the app's bundled copy has it.
-    public func text(_ key: String, _ fallback: String) -> String { copy[key] ?? fallback }
+    public func text(_ key: String, _ fallback: String) -> String {
+        configurationCache?.copy[key] ?? configuration.bundledCopy[key] ?? fallback
+    }
 
     // MARK: Snapshot
 

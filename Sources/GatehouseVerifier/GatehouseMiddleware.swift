@@ -50,15 +50,15 @@ public struct GatehouseMiddleware<Context: GatehouseUserContext>: RouterMiddlewa
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard let token = Self.bearerToken(request) else {
-            return Self.error(.unauthorized, .unauthorized, "Sign in to continue.", extra: [.wwwAuthenticate: "Bearer"])
+            return errorResponse(.unauthorized, .unauthorized, "Sign in to continue.", extra: [.wwwAuthenticate: "Bearer"])
         }
         let user: GatehouseUser
         do {
             user = try await access.tokens.verify(token)
         } catch .keysUnavailable {
-            return Self.error(.serviceUnavailable, .serviceUnavailable, "Sign-in cannot be checked right now. Please try again shortly.")
+            return errorResponse(.serviceUnavailable, .serviceUnavailable, "Sign-in cannot be checked right now. Please try again shortly.")
         } catch {
-            return Self.error(
+            return errorResponse(
                 .unauthorized, .unauthorized, "The access token is missing or not valid.",
                 extra: [.wwwAuthenticate: #"Bearer error="invalid_token""#])
         }
@@ -68,9 +68,9 @@ public struct GatehouseMiddleware<Context: GatehouseUserContext>: RouterMiddlewa
             do {
                 decision = try await access.decide(action, for: user, context: facts)
             } catch let unknown as GatehouseAccess.UnknownAction {
-                return Self.error(.internalServerError, .internalError, unknown.description)
+                return errorResponse(.internalServerError, .internalError, unknown.description)
             } catch {
-                return Self.error(.serviceUnavailable, .serviceUnavailable, "Your plan cannot be checked right now. Please try again shortly.")
+                return errorResponse(.serviceUnavailable, .serviceUnavailable, "Your plan cannot be checked right now. Please try again shortly.")
             }
             if !decision.allowed { return GatehouseRefusal(decision).response }
         }
@@ -78,13 +78,13 @@ public struct GatehouseMiddleware<Context: GatehouseUserContext>: RouterMiddlewa
             switch await usage.record(user: user.userID, action: meter ?? action ?? "request", idempotencyKey: request.headers[.idempotencyKey]) {
             case .allowed: break
             case .limited(let retryAfter):
-                return Self.error(
+                return errorResponse(
                     .tooManyRequests, .rateLimited, "Too many requests. Please wait a moment and try again.", retryAfter: retryAfter,
                     extra: [.retryAfter: String(retryAfter)])
             case .refused(let decision):
                 return GatehouseRefusal(decision).response
             case .unavailable:
-                return Self.error(.serviceUnavailable, .serviceUnavailable, "Your usage cannot be checked right now. Please try again shortly.")
+                return errorResponse(.serviceUnavailable, .serviceUnavailable, "Your usage cannot be checked right now. Please try again shortly.")
             }
         }
         var context = context
@@ -98,13 +98,6 @@ public struct GatehouseMiddleware<Context: GatehouseUserContext>: RouterMiddlewa
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
         let token = parts[1].trimmingCharacters(in: .whitespaces)
         return token.isEmpty ? nil : token
-    }
-
-    static func error(
-        _ status: HTTPResponse.Status, _ code: ErrorCode, _ message: String, retryAfter: Int? = nil, details: [String: JSONValue]? = nil,
-        extra: HTTPFields = [:]
-    ) -> Response {
-        errorResponse(status, code, message, retryAfter: retryAfter, details: details, extra: extra)
     }
 }
 
