@@ -93,8 +93,7 @@ public func buildApplication(
         store: store, transport: transport,
         composer: MailRequestComposer(store: store, templates: templates, links: links, preset: preset, clock: clock), clock: clock,
         logger: logger)
-    let mail = MailService(worker: mailWorker, clock: clock)
-    let accountMail = AccountMail(templates: templates, links: links, mail: mail, preset: preset, clock: clock)
+    let accountMail = AccountMail(templates: templates, links: links, preset: preset)
     let sealer = SecretSealer(secret: config.secretKey)
     var appleTokens: AppleTokenClient?
     if let credentials = config.appleCredentials {
@@ -112,41 +111,73 @@ public func buildApplication(
     let events = EventRecorder(
         jobs: jobs, webhookConfigured: config.webhookURL != nil, clock: clock,
         trialStartsAtSignup: preset.entitlements.trial.startsAtSignup)
-    let entitlements = EntitlementService(store: store, engine: engine, events: events, clock: clock)
-    let auth = AuthService(
-        store: store, hasher: hasher, tokens: tokenService, throttle: throttle,
-        breached: BreachedPasswordChecker(client: httpClient, baseURL: config.breachedPasswordsURL, logger: logger),
-        policy: PasswordPolicy(settings: preset.passwordPolicy, blocklist: blocklist, copy: preset.copy),
-        preset: preset, clock: clock, mail: accountMail, events: events, entitlements: entitlements,
-        captcha: config.captchaVerifyURL.map {
-            CaptchaVerifier(verifyURL: $0, secret: config.captchaSecret ?? "", client: httpClient, logger: logger)
-        })
     if preset.throttling.captchaAfterIPFailures != nil, config.captchaVerifyURL == nil {
         logger.warning(
             "the preset asks for a CAPTCHA after repeated failed logins, but GATEHOUSE_CAPTCHA_VERIFY_URL is not set: no CAPTCHA is asked for")
     }
-    // The preset's own "open the app" address is trusted like an allowlist entry.
-    let redirects = RedirectPolicy(allowlist: config.redirectAllowlist + [preset.app.openAppURL].compactMap { $0 })
+
+    // The parts the use cases share.
+    let unitOfWork = UnitOfWork(store: store, events: events, mail: mailWorker, jobs: jobs, privacy: preset.privacy, clock: clock)
+    let gate = SignInGate(
+        preset: preset, throttle: throttle,
+        captcha: config.captchaVerifyURL.map {
+            CaptchaVerifier(verifyURL: $0, secret: config.captchaSecret ?? "", client: httpClient, logger: logger)
+        })
+    let credentials = Credentials(
+        hasher: hasher, policy: PasswordPolicy(settings: preset.passwordPolicy, blocklist: blocklist, copy: preset.copy),
+        breached: BreachedPasswordChecker(client: httpClient, baseURL: config.breachedPasswordsURL, logger: logger),
+        throttle: throttle, preset: preset, audits: unitOfWork)
+    let issuer = SessionIssuer(tokens: tokenService, mail: accountMail, settings: tokens)
+    let lifecycle = AccountLifecycle(handles: preset.handles)
+    let authenticator = Authenticator(tokens: tokenService, store: store, preset: preset, clock: clock)
     let merges = MergeTokens(chainKey: chainKey, clock: clock)
-    let emails = EmailFlowService(
-        store: store, auth: auth, mail: accountMail, links: links, throttle: throttle, redirects: redirects,
-        preset: preset, clock: clock, merges: merges)
+    let codes = MagicCodes(store: store, links: links, preset: preset, clock: clock)
+    let requests = InboxRequests(throttle: throttle, credentials: credentials, settings: preset.email)
     let resolver = ClientAddressResolver(trustedProxies: config.trustedProxies)
+    let input = HTTPInput(resolver: resolver, bodyLimit: config.maxBodyBytes)
     let appleKeys = ProviderKeySet(url: config.appleJWKSURL, client: httpClient, clock: clock, logger: logger)
     let googleKeys = ProviderKeySet(url: config.googleJWKSURL, client: httpClient, clock: clock, logger: logger)
     let idTokenFailure = preset.text("error.invalid_id_token", "Authentication with Google/Apple failed. Please try again.")
-    let providers = ProviderSignInService(
-        store: store, auth: auth,
+    let verifiers = ProviderVerifiers(
         apple: ProviderTokenVerifier(
             provider: .apple, issuers: ProviderTokenVerifier.appleIssuers, audiences: Set(config.appleAudiences),
-            keys: appleKeys, clock: clock,
-            leeway: TimeInterval(tokens.leewaySeconds), failureMessage: idTokenFailure),
+            keys: appleKeys, clock: clock, leeway: TimeInterval(tokens.leewaySeconds), failureMessage: idTokenFailure),
         google: ProviderTokenVerifier(
             provider: .google, issuers: ProviderTokenVerifier.googleIssuers, audiences: Set(config.googleAudiences),
-            keys: googleKeys, clock: clock,
-            leeway: TimeInterval(tokens.leewaySeconds), failureMessage: idTokenFailure),
-        preset: preset, clock: clock, jobs: jobs, appleTokens: appleTokens != nil, merges: merges)
+            keys: googleKeys, clock: clock, leeway: TimeInterval(tokens.leewaySeconds), failureMessage: idTokenFailure))
 
+    // The use cases.
+    let entitlements = EntitlementService(store: store, unitOfWork: unitOfWork, engine: engine, clock: clock)
+    let passwords = PasswordService(
+        store: store, unitOfWork: unitOfWork, throttle: throttle, gate: gate, credentials: credentials, sessions: issuer,
+        lifecycle: lifecycle, mail: accountMail, preset: preset, clock: clock)
+    let sessions = SessionService(store: store, unitOfWork: unitOfWork, sessions: issuer, tokens: tokenService, preset: preset, clock: clock)
+    let verification = EmailVerificationService(store: store, unitOfWork: unitOfWork, mail: accountMail, preset: preset, clock: clock)
+    let reset = PasswordResetService(
+        store: store, unitOfWork: unitOfWork, gate: gate, credentials: credentials, requests: requests, lifecycle: lifecycle,
+        mail: accountMail, throttle: throttle, preset: preset, clock: clock)
+    // The preset's own "open the app" address is trusted like an allowlist entry.
+    let redirects = RedirectPolicy(allowlist: config.redirectAllowlist + [preset.app.openAppURL].compactMap { $0 })
+    let magicLinks = MagicLinkService(
+        store: store, unitOfWork: unitOfWork, gate: gate, requests: requests, codes: codes, sessions: issuer, lifecycle: lifecycle,
+        mail: accountMail, merges: merges, redirects: redirects, throttle: throttle, preset: preset, clock: clock)
+    let providers = ProviderSignInService(
+        store: store, unitOfWork: unitOfWork, gate: gate, credentials: credentials, sessions: issuer, lifecycle: lifecycle,
+        mail: accountMail, throttle: throttle, verifiers: verifiers, preset: preset, clock: clock, appleTokens: appleTokens != nil,
+        merges: merges)
+    let profiles = ProfileService(
+        store: store, unitOfWork: unitOfWork, gate: gate, sessions: issuer, lifecycle: lifecycle, throttle: throttle,
+        entitlements: entitlements, merges: merges, preset: preset, clock: clock)
+    let account = AccountService(
+        store: store, unitOfWork: unitOfWork, credentials: credentials, lifecycle: lifecycle, verifiers: verifiers, codes: codes,
+        preset: preset, clock: clock)
+    let purchases = PurchaseService(
+        store: store, verifier: AppStoreJWSVerifier(roots: appStoreRoots),
+        bundleID: config.appStoreBundleID ?? config.appleAudiences.first, environments: config.appStoreEnvironments,
+        entitlements: entitlements, unitOfWork: unitOfWork, clock: clock, logger: logger)
+
+    // What is mounted: middleware for every route, then each resource's routes; the signed-in
+    // routes share one group behind the access-token check.
     let router = Router(context: GatehouseRequestContext.self)
     router.add(middleware: RequestIDMiddleware())
     router.add(middleware: SecurityHeadersMiddleware(hsts: config.publicURL.scheme == "https"))
@@ -155,38 +186,42 @@ public func buildApplication(
             internalMessage: config.preset.text("error.internal", "Something went wrong on our end. Please try again in a few minutes."),
             aborted: AbortedRequests(logger: logger)))
     router.add(middleware: BodyLimitMiddleware(limit: config.maxBodyBytes))
+    let signedIn = router.group().add(middleware: AccessTokenMiddleware(authenticator: authenticator)).group(context: AuthenticatedContext.self)
 
     OperationsController(store: store, keys: keys, publicConfiguration: PublicConfiguration(preset: config.preset), openAPI: openAPI)
         .register(on: router)
-    AuthController(auth: auth, tokens: tokenService, resolver: resolver, bodyLimit: config.maxBodyBytes).register(on: router)
-    EmailController(emails: emails, auth: auth, tokens: tokenService, resolver: resolver, bodyLimit: config.maxBodyBytes)
-        .register(on: router)
-    let account = AccountService(store: store, auth: auth, providers: providers, emails: emails, preset: preset, clock: clock)
-    ProviderController(
-        providers: providers, account: account, auth: auth, tokens: tokenService, resolver: resolver, bodyLimit: config.maxBodyBytes
+    SignInController(
+        passwords: passwords, profiles: profiles, providers: providers, magicLinks: magicLinks, authenticator: authenticator, input: input
     ).register(on: router)
-    let profiles = ProfileService(store: store, auth: auth, merges: merges, preset: preset, clock: clock)
-    AccountController(
-        profiles: profiles, entitlements: entitlements, usage: UsageService(store: store, entitlements: entitlements, clock: clock),
-        serviceKey: config.serviceKey.map { AdminKey(key: $0, file: nil, generated: false) }, analytics: AnalyticsService(store: store, throttle: throttle, clock: clock), auth: auth, tokens: tokenService, resolver: resolver, bodyLimit: config.maxBodyBytes
+    SessionsController(sessions: sessions, input: input).register(on: router, signedIn: signedIn)
+    PasswordController(passwords: passwords, reset: reset, input: input).register(on: router, signedIn: signedIn)
+    EmailVerificationController(verification: verification, input: input).register(on: router, signedIn: signedIn)
+    IdentitiesController(providers: providers, profiles: profiles, input: input).register(signedIn: signedIn)
+    MeController(profiles: profiles, account: account, input: input).register(on: router, signedIn: signedIn)
+    EntitlementsController(
+        entitlements: entitlements, usage: UsageService(store: store, unitOfWork: unitOfWork, entitlements: entitlements, clock: clock),
+        serviceKey: config.serviceKey.map { AdminKey(key: $0, file: nil, generated: false) }, authenticator: authenticator, input: input
+    ).register(on: router, signedIn: signedIn)
+    AnalyticsController(
+        analytics: AnalyticsService(store: store, unitOfWork: unitOfWork, throttle: throttle, clock: clock), authenticator: authenticator,
+        input: input
     ).register(on: router)
-    PurchaseController(
-        purchases: PurchaseService(
-            store: store, verifier: AppStoreJWSVerifier(roots: appStoreRoots),
-            bundleID: config.appStoreBundleID ?? config.appleAudiences.first, environments: config.appStoreEnvironments,
-            entitlements: entitlements, events: events, clock: clock, logger: logger),
-        auth: auth, tokens: tokenService, bodyLimit: config.maxBodyBytes
-    ).register(on: router)
+    PurchaseController(purchases: purchases, authenticator: authenticator, input: input).register(on: router)
+    WebhooksController(providers: providers, purchases: purchases, input: input).register(on: router)
     PagesController(
-        emails: emails, templates: templates, resolver: resolver, preset: preset,
-        secureCookies: config.publicURL.scheme == "https", bodyLimit: config.maxBodyBytes
+        verification: verification, reset: reset,
+        links: LinkPagesService(store: store, clock: clock, verification: verification, reset: reset, magicLinks: magicLinks),
+        templates: templates, resolver: resolver, preset: preset, secureCookies: config.publicURL.scheme == "https",
+        bodyLimit: config.maxBodyBytes
     ).register(on: router)
     if config.isDevelopment {
         DevController(store: store).register(on: router)
     }
     AdminController(
-        users: UserAdminService(store: store, clock: clock, events: events), keys: keys, adminKey: adminKey, mail: mail, store: store,
-        bodyLimit: config.maxBodyBytes, retiredKeyPublishSeconds: KeyRing.retiredKeyPublishSeconds(accessTokenTTLSeconds: tokens.accessTokenTTLSeconds, leewaySeconds: tokens.leewaySeconds)
+        users: UserAdminService(store: store, unitOfWork: unitOfWork, lifecycle: lifecycle, clock: clock), keys: keys, adminKey: adminKey,
+        testMail: TestMailService(unitOfWork: unitOfWork), bodyLimit: config.maxBodyBytes,
+        retiredKeyPublishSeconds: KeyRing.retiredKeyPublishSeconds(
+            accessTokenTTLSeconds: tokens.accessTokenTTLSeconds, leewaySeconds: tokens.leewaySeconds)
     ).register(on: router)
 
     dependencies.onRoutes?(
@@ -200,7 +235,7 @@ public func buildApplication(
         services.insert(postgres.service, at: 0)
     }
     let cleanup = preset.privacy.anonymousCleanupDays.map {
-        AnonymousCleanup(store: store, events: events, days: $0, clock: clock, logger: logger)
+        AnonymousCleanup(store: store, unitOfWork: unitOfWork, lifecycle: lifecycle, days: $0, clock: clock, logger: logger)
     }
     if let cleanup { services.append(cleanup) }
     let retention = RetentionSweep(

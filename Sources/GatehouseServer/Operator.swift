@@ -81,7 +81,10 @@ public enum Operator {
                 store: store, sealer: SecretSealer(secret: config.secretKey), clock: SystemClock(), logger: Logger(label: "gatehouse"),
                 handlers: [:])
             let events = EventRecorder(jobs: jobs, webhookConfigured: config.webhookURL != nil, clock: SystemClock())
-            return try await body(UserAdminService(store: store, clock: SystemClock(), events: events))
+            let unitOfWork = UnitOfWork(
+                store: store, events: events, mail: nil, jobs: jobs, privacy: config.preset.privacy, clock: SystemClock())
+            return try await body(
+                UserAdminService(store: store, unitOfWork: unitOfWork, lifecycle: AccountLifecycle(handles: config.preset.handles), clock: SystemClock()))
         }
     }
 

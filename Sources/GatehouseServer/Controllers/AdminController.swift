@@ -9,8 +9,7 @@ struct AdminController {
     let users: UserAdminService
     let keys: KeyRing
     let adminKey: AdminKey
-    let mail: MailService
-    let store: any GatehouseStore
+    let testMail: TestMailService
     let bodyLimit: Int
     /// How long a retired signing key stays published: the longest access-token life plus leeway.
     let retiredKeyPublishSeconds: Int
@@ -57,14 +56,7 @@ struct AdminController {
         }
         admin.post("/mail/test") { request, _ in
             let body = try await request.decodeJSON(MailTestRequest.self, limit: self.bodyLimit)
-            guard EmailAddress.isValid(body.to) else {
-                throw GatehouseError(status: 400, code: .invalidEmail, message: "Enter a valid email address.")
-            }
-            let id = try await self.mail.enqueue(
-                self.store, kind: "test", to: body.to.trimmingCharacters(in: .whitespaces), subject: "Gatehouse test mail ✉️",
-                text: "This is a test mail from Gatehouse. If you can read it, mail delivery works.",
-                html: "<p>This is a test mail from <strong>Gatehouse</strong>. If you can read it, mail delivery works.</p>", link: nil)
-            self.mail.wake()
+            let id = try await self.testMail.send(to: body.to)
             return try JSONBody.response(MailQueued(id: id.uuidString.lowercased()), status: .accepted)
         }
         admin.get("/keys") { _, _ in

@@ -13,7 +13,9 @@ import NIOCore
 /// action is a form POST carrying a CSRF token that must equal the page's `SameSite=Strict`
 /// cookie. Pages load nothing from elsewhere and run no script, under a CSP that says so.
 struct PagesController {
-    let emails: EmailFlowService
+    let verification: EmailVerificationService
+    let reset: PasswordResetService
+    let links: LinkPagesService
     let templates: Templates
     let resolver: ClientAddressResolver
     let preset: Preset
@@ -36,7 +38,7 @@ struct PagesController {
         router.post(.init(stringLiteral: EmailLinks.verifyPath)) { request, context in
             try await submit(request, context) { form, csrf in
                 do {
-                    _ = try await emails.verifyEmail(token: form.token)
+                    _ = try await verification.verify(token: form.token)
                     return verifiedPage()
                 } catch let error as GatehouseError where error.code == .tokenExpired {
                     return expiredPage(token: form.token, csrf: csrf, copy: "page.verify")
@@ -55,7 +57,7 @@ struct PagesController {
                     return resetForm(token: form.token, csrf: csrf, errors: [text("page.reset.mismatch", "The two passwords do not match.")])
                 }
                 do {
-                    try await emails.resetPassword(token: form.token, password: password, client: resolver.client(request, context.peerAddress))
+                    try await reset.reset(token: form.token, password: password, client: resolver.client(request, context.peerAddress))
                     return resetDonePage()
                 } catch let error as GatehouseError where error.code == .weakPassword {
                     return resetForm(token: form.token, csrf: csrf, errors: [error.message])
@@ -71,7 +73,7 @@ struct PagesController {
         }
         router.post(.init(stringLiteral: EmailLinks.resendPath)) { request, context in
             try await submit(request, context) { form, _ in
-                switch try await emails.resendLink(token: form.token, client: resolver.client(request, context.peerAddress)) {
+                switch try await links.resend(token: form.token, client: resolver.client(request, context.peerAddress)) {
                 case .sent:
                     return Templates.Page(
                         state: "sent", title: text("page.sent.title", "Check your email"), heading: text("page.sent.title", "Check your email"),
@@ -93,7 +95,7 @@ struct PagesController {
     // MARK: Pages
 
     private func verifyPage(token: String, csrf: String) async throws -> Templates.Page {
-        guard let (_, state) = try await emails.linkState(token: token, purpose: .verifyEmail) else { return invalidPage() }
+        guard let (_, state) = try await links.linkState(token: token, purpose: .verifyEmail) else { return invalidPage() }
         switch state {
         case .valid:
             return Templates.Page(
@@ -116,7 +118,7 @@ struct PagesController {
     }
 
     private func resetPage(token: String, csrf: String) async throws -> Templates.Page {
-        guard let (_, state) = try await emails.linkState(token: token, purpose: .passwordReset) else { return invalidPage() }
+        guard let (_, state) = try await links.linkState(token: token, purpose: .passwordReset) else { return invalidPage() }
         switch state {
         case .valid: return resetForm(token: token, csrf: csrf, errors: [])
         case .expired: return expiredPage(token: token, csrf: csrf, copy: "page.reset")
@@ -142,7 +144,7 @@ struct PagesController {
     }
 
     private func magicPage(token: String, csrf: String) async throws -> Templates.Page {
-        guard let (record, state) = try await emails.linkState(token: token, purpose: .magicLink) else { return invalidPage() }
+        guard let (record, state) = try await links.linkState(token: token, purpose: .magicLink) else { return invalidPage() }
         switch state {
         case .valid:
             var link: (url: String, label: String)?

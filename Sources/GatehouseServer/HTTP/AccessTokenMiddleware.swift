@@ -7,15 +7,12 @@ import Hummingbird
 /// records who it is; `AuthenticatedContext` then refuses requests without one.
 struct AccessTokenMiddleware: RouterMiddleware {
     typealias Context = GatehouseRequestContext
-    let tokens: TokenService
-    let auth: AuthService
+    let authenticator: Authenticator
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard let token = request.bearerToken else { throw GatehouseError.unauthorized() }
-        let identity = try await tokens.verify(token)
-        let user = try await auth.authenticate(identity)
         var context = context
-        context.signedIn = SignedIn(identity: identity, user: user)
+        context.signedIn = try await authenticator.signedIn(token: token)
         return try await next(request, context)
     }
 }
@@ -23,9 +20,9 @@ struct AccessTokenMiddleware: RouterMiddleware {
 extension Request {
     /// The user of an optional Bearer token, as `AccessTokenMiddleware` checks it; `nil` without
     /// one (a guest, or a call made before any account exists). A bad token is still refused.
-    func optionalUser(tokens: TokenService, auth: AuthService) async throws -> User? {
+    func optionalUser(_ authenticator: Authenticator) async throws -> User? {
         guard let token = bearerToken else { return nil }
-        return try await auth.authenticate(try await tokens.verify(token))
+        return try await authenticator.signedIn(token: token).user
     }
 
     /// The token of an `Authorization: Bearer …` header.

@@ -4,63 +4,59 @@ import GatehouseStore
 
 /// Queues the mail an account's life causes: verification links, security notices, and
 /// forgot-password and magic-link requests. Every `queue…` call writes to the outbox inside the
-/// caller's transaction, so the mail goes out if and only if what caused it committed; call
-/// `wake()` after the commit.
+/// caller's unit of work, so the mail goes out if and only if what caused it committed; the
+/// unit of work wakes the mail worker after the commit.
 struct AccountMail: Sendable {
     let templates: Templates
     let links: EmailLinks
-    let mail: MailService
     let preset: Preset
-    let clock: any WallClock
-
-    func wake() { mail.wake() }
 
     /// Makes a verification link for the user's current address and queues its mail.
-    func queueVerification(_ tx: any GatehouseStore, user: User) async throws {
+    func queueVerification(_ work: Work, user: User) async throws {
         guard let email = user.email.map(EmailAddress.deliverable), let normalized = user.normalizedEmail else { return }
-        let now = clock.now
+        let now = work.now
         let (token, hash) = links.newToken()
         let ttl = preset.email.verificationTokenTTLSeconds
-        try await tx.insertEmailToken(
+        try await work.tx.insertEmailToken(
             EmailToken(
                 hash: hash, purpose: .verifyEmail, userID: user.id, email: email, normalizedEmail: normalized, createdAt: now,
                 expiresAt: now.addingTimeInterval(TimeInterval(ttl))))
         let link = links.link(EmailLinks.verifyPath, token: token)
         let message = templates.mail("verification", link: link, values: ["hours": String(ttl / 3_600)])
-        try await mail.enqueue(tx, kind: "verification", to: email, subject: message.subject, text: message.text, html: message.html, link: link)
+        try await work.enqueueMail(message.outbox(kind: "verification", to: email, at: now, link: link))
     }
 
     /// "Your password was changed", to a verified address only (an unverified one may not be
     /// the account owner's).
-    func queuePasswordChanged(_ tx: any GatehouseStore, user: User) async throws {
+    func queuePasswordChanged(_ work: Work, user: User) async throws {
         guard preset.email.notifyPasswordChanged, user.emailVerified, let email = user.email.map(EmailAddress.deliverable) else { return }
-        let message = templates.mail("password_changed", values: ["time": Self.humanTime(clock.now)])
-        try await mail.enqueue(tx, kind: "password_changed", to: email, subject: message.subject, text: message.text, html: message.html, link: nil)
+        let message = templates.mail("password_changed", values: ["time": Self.humanTime(work.now)])
+        try await work.enqueueMail(message.outbox(kind: "password_changed", to: email, at: work.now))
     }
 
     /// "New sign-in", when the account signs in from a device (user agent) none of its earlier
     /// sessions used. The first sign-in of an account sends nothing.
-    func queueNewSignInIfNew(_ tx: any GatehouseStore, user: User, client: ClientInfo) async throws {
+    func queueNewSignInIfNew(_ work: Work, user: User, client: ClientInfo) async throws {
         guard preset.email.notifyNewSignIn, user.emailVerified, let email = user.email.map(EmailAddress.deliverable) else { return }
-        let history = try await tx.sessionHistory(of: user.id, userAgent: client.userAgent)
+        let history = try await work.tx.sessionHistory(of: user.id, userAgent: client.userAgent)
         guard history.any, !history.fromAgent else { return }
         // A summary from a fixed vocabulary, never the header's own words (finding 16).
         var device = DeviceSummary.describe(userAgent: client.userAgent)
         if let ip = client.ip { device += " (\(ip))" }
-        let message = templates.mail("new_sign_in", values: ["time": Self.humanTime(clock.now), "device": device])
-        try await mail.enqueue(tx, kind: "new_sign_in", to: email, subject: message.subject, text: message.text, html: message.html, link: nil)
+        let message = templates.mail("new_sign_in", values: ["time": Self.humanTime(work.now), "device": device])
+        try await work.enqueueMail(message.outbox(kind: "new_sign_in", to: email, at: work.now))
     }
 
     /// Queues a forgot-password or magic-link request for `email`; the mail worker composes it
     /// (or drops it when there is nothing to send). The caller's work is the same whether or
     /// not the address has an account.
-    func queueRequest(_ tx: any GatehouseStore, kind: String, email: String, redirectTo: String? = nil, upgrading: UserID? = nil) async throws {
+    func queueRequest(_ work: Work, kind: String, email: String, redirectTo: String? = nil, upgrading: UserID? = nil) async throws {
         var payload = ["email": email]
         payload["redirect_to"] = redirectTo
         payload["upgrade_user_id"] = upgrading?.description
-        try await tx.enqueueMail(
+        try await work.enqueueMail(
             OutboxMessage(
-                createdAt: clock.now, kind: kind, recipient: email, subject: kind, textBody: nil, htmlBody: nil, payload: payload))
+                createdAt: work.now, kind: kind, recipient: email, subject: kind, textBody: nil, htmlBody: nil, payload: payload))
     }
 
     static func humanTime(_ date: Date) -> String {

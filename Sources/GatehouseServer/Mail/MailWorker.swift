@@ -18,25 +18,6 @@ struct DevOutboxTransport: MailTransport {
     }
 }
 
-/// Queues mail. Call `enqueue` inside the transaction of what caused the mail; the worker is
-/// woken after commit and delivers in the background, never in the request's path.
-public struct MailService: Sendable {
-    let worker: MailWorker
-    let clock: any WallClock
-
-    @discardableResult
-    func enqueue(_ store: any GatehouseStore, kind: String, to recipient: String, subject: String, text: String, html: String?, link: URL?) async throws -> UUID {
-        let message = OutboxMessage(
-            createdAt: clock.now, kind: kind, recipient: recipient, subject: subject, textBody: text, htmlBody: html,
-            linkHost: link?.host)
-        try await store.enqueueMail(message)
-        return message.id
-    }
-
-    /// Tells the worker there is mail; call after the transaction commits.
-    func wake() { worker.wake() }
-}
-
 /// Delivers the outbox: claims due mail with a lease (several nodes never send one mail twice
 /// at once), sends, and marks it sent or schedules a retry with backoff. Polls every few
 /// seconds, and at once when woken.

@@ -49,6 +49,12 @@ struct Templates: Sendable {
         var subject: String
         var text: String
         var html: String
+
+        /// The outbox row that sends this mail (the link's host is kept for the log, never the link).
+        func outbox(kind: String, to recipient: String, at now: Date, link: URL? = nil) -> OutboxMessage {
+            OutboxMessage(
+                createdAt: now, kind: kind, recipient: recipient, subject: subject, textBody: text, htmlBody: html, linkHost: link?.host)
+        }
     }
 
     /// A mail of `kind` (`verification`, `password_reset`, `magic_link`, `password_changed`,

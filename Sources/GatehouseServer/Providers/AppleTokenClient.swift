@@ -135,9 +135,12 @@ struct AppleJobs: Sendable {
 extension JobWorker {
     /// Queues the revocation of the user's Apple token, if Gatehouse holds one (unlinking,
     /// deletion); inside the caller's transaction.
-    func queueAppleRevocation(_ tx: any GatehouseStore, user: UserID) async throws {
-        guard let stored = try await tx.providerToken(of: user, provider: .apple) else { return }
+    /// True when a job was queued (Gatehouse held a token).
+    @discardableResult
+    func queueAppleRevocation(_ tx: any GatehouseStore, user: UserID) async throws -> Bool {
+        guard let stored = try await tx.providerToken(of: user, provider: .apple) else { return false }
         let token = try sealer.open(stored.value, encryption: stored.encryption, what: "Apple's refresh token")
         try await enqueue(tx, kind: "apple_revoke", payload: ["token": String(decoding: token, as: UTF8.self)])
+        return true
     }
 }

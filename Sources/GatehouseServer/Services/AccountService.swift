@@ -5,10 +5,12 @@ import GatehouseWire
 
 /// The account as a whole: deleting it (App Store guideline 5.1.1(v)).
 struct AccountService: Sendable {
-    let store: any GatehouseStore
-    let auth: AuthService
-    let providers: ProviderSignInService
-    let emails: EmailFlowService
+    let store: any SessionStore & UserStore
+    let unitOfWork: UnitOfWork
+    let credentials: Credentials
+    let lifecycle: AccountLifecycle
+    let verifiers: ProviderVerifiers
+    let codes: MagicCodes
     let preset: Preset
     let clock: any WallClock
 
@@ -21,14 +23,10 @@ struct AccountService: Sendable {
     func delete(_ signedIn: SignedIn, _ request: DeleteAccountRequest, client: ClientInfo) async throws {
         let user = signedIn.user
         try await requireProof(signedIn, request, client: client)
-        let now = clock.now
-        try await store.transaction { tx in
-            guard try await auth.events.deleteAccount(tx, user.id, reason: "user_request") else { throw GatehouseError.unauthorized() }
-            try await tx.insertAudit(
-                AuditEvent(createdAt: now, event: "account_deleted", outcome: "success", userID: user.id,
-                           details: ["anonymous": String(user.isAnonymous)]))
+        try await unitOfWork.run { work in
+            guard try await lifecycle.delete(work, user.id, reason: "user_request") else { throw GatehouseError.unauthorized() }
+            try await work.audit("account_deleted", user: user.id, details: ["anonymous": String(user.isAnonymous)])
         }
-        providers.jobs.wake()
     }
 
     private func requireProof(_ signedIn: SignedIn, _ request: DeleteAccountRequest, client: ClientInfo) async throws {
@@ -40,7 +38,7 @@ struct AccountService: Sendable {
             return
         }
         if let password = request.password, user.passwordHash != nil {
-            let verification = try await auth.checkPasswordAttempt(
+            let verification = try await credentials.checkAttempt(
                 password, against: user.passwordHash, account: user.normalizedEmail ?? user.id.description, userID: user.id,
                 client: client, event: "delete_account")
             guard verification.matches else { throw reauthenticationRequired("That password is not right.") }
@@ -49,7 +47,7 @@ struct AccountService: Sendable {
         if let idToken = request.idToken {
             let identities = try await store.identities(of: user.id)
             for identity in identities where identity.provider == .apple || identity.provider == .google {
-                guard let person = try? await providers.verifier(identity.provider).verify(idToken, rawNonce: request.rawNonce),
+                guard let person = try? await verifiers.verifier(identity.provider).verify(idToken, rawNonce: request.rawNonce),
                     person.subject == identity.subject
                 else { continue }
                 return
@@ -57,7 +55,7 @@ struct AccountService: Sendable {
             throw reauthenticationRequired("That sign-in does not belong to this account.")
         }
         if let code = request.code, let email = user.email {
-            try await emails.consumeCode(email: email, code: code)
+            try await codes.consume(email: email, code: code)
             return
         }
         throw reauthenticationRequired(nil)

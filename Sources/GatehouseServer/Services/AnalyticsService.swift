@@ -8,6 +8,7 @@ import GatehouseWire
 /// account are given to the user when it sends one with a token.
 struct AnalyticsService: Sendable {
     let store: any GatehouseStore
+    let unitOfWork: UnitOfWork
     let throttle: ThrottleService
     let clock: any WallClock
 
@@ -26,10 +27,10 @@ struct AnalyticsService: Sendable {
             try validated(event, index: index, user: user?.id, now: now)
         }
         let anonymousIDs = Set(batch.events.compactMap(\.anonymousID))
-        try await store.transaction { tx in
-            for record in records { try await tx.insertEvent(record) }
+        try await unitOfWork.run { work in
+            for record in records { try await work.tx.insertEvent(record) }
             if let user {
-                for id in anonymousIDs { try await tx.attachAnonymousEvents(id, to: user.id) }
+                for id in anonymousIDs { try await work.tx.attachAnonymousEvents(id, to: user.id) }
             }
         }
     }

@@ -8,15 +8,17 @@ import ServiceLifecycle
 /// `privacy.anonymous_cleanup_days` (default: never), hourly, with a `user.deleted` event each.
 final class AnonymousCleanup: PeriodicSweep {
     let store: any GatehouseStore
-    let events: EventRecorder
+    let unitOfWork: UnitOfWork
+    let lifecycle: AccountLifecycle
     let days: Int
     let clock: any WallClock
     let logger: Logger
     let loop = WakeLoop(pollInterval: .seconds(3_600))
 
-    init(store: any GatehouseStore, events: EventRecorder, days: Int, clock: any WallClock, logger: Logger) {
+    init(store: any GatehouseStore, unitOfWork: UnitOfWork, lifecycle: AccountLifecycle, days: Int, clock: any WallClock, logger: Logger) {
         self.store = store
-        self.events = events
+        self.unitOfWork = unitOfWork
+        self.lifecycle = lifecycle
         self.days = days
         self.clock = clock
         self.logger = logger
@@ -35,14 +37,15 @@ final class AnonymousCleanup: PeriodicSweep {
                 let stale = try await store.staleAnonymousUsers(before: cutoff, limit: 200)
                 if stale.isEmpty { break }
                 for id in stale {
-                    let deleted = try await store.transaction { tx -> Bool in
+                    let deleted = try await unitOfWork.run { work -> Bool in
+                        let tx = work.tx
                         // The list was read before: an account upgraded or used since then stays.
                         // Checked again under the user's row lock, in the deleting transaction.
                         try await tx.lockUser(id)
                         guard let user = try await tx.user(id: id), user.isAnonymous,
                             try await tx.sessions(of: id).allSatisfy({ $0.lastActiveAt < cutoff })
                         else { return false }
-                        return try await self.events.deleteAccount(tx, id, reason: "inactive_anonymous")
+                        return try await self.lifecycle.delete(work, id, reason: "inactive_anonymous")
                     }
                     if deleted { removed += 1 }
                 }
@@ -54,7 +57,6 @@ final class AnonymousCleanup: PeriodicSweep {
         }
         if removed > 0 {
             logger.notice("removed stale anonymous accounts", metadata: ["count": "\(removed)"])
-            events.wake()
         }
         return removed
     }

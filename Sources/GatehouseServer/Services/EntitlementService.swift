@@ -7,8 +7,8 @@ import GatehouseWire
 /// (`EntitlementEngine`) and the account's stored facts.
 struct EntitlementService: Sendable {
     let store: any GatehouseStore
+    let unitOfWork: UnitOfWork
     let engine: EntitlementEngine
-    let events: EventRecorder
     let clock: any WallClock
 
     /// The engine's input for `user` (a guest when nil), with this period's credits.
@@ -46,7 +46,8 @@ struct EntitlementService: Sendable {
         }
         let now = clock.now
         do {
-            let result = try await store.transaction { tx -> CreditSpendResponse in
+            return try await unitOfWork.run { work -> CreditSpendResponse in
+                let tx = work.tx
                 try await tx.lockUser(user.id)
                 var input = try await input(for: user, in: tx)
                 if let earlier = try await tx.creditSpend(of: user.id, idempotencyKey: key) {
@@ -77,11 +78,9 @@ struct EntitlementService: Sendable {
                 input.creditsSpent[name, default: 0] += 1
                 var data = ["credit": name, "action": request.action]
                 data["subject"] = request.subject
-                try await events.record(tx, "credit.spent", user: user.id, data: data)
+                try await work.record("credit.spent", user: user.id, data: data)
                 return CreditSpendResponse(remaining: remaining(name, input: input, now: now), spent: 1)
             }
-            events.wake()
-            return result
         } catch StoreError.uniqueViolation {
             // The same key raced itself: the other spend won; answer its result.
             return try await spend(user, credit: name, request: request)
@@ -101,12 +100,11 @@ struct EntitlementService: Sendable {
         let now = clock.now
         let input = try await input(for: user)
         guard input.trialStartedAt == nil else { throw trialUsed }
-        try await store.transaction { tx in
-            guard try await tx.startTrial(user.id, at: now) else { throw trialUsed }
-            try await events.record(tx, "trial.started", user: user.id, data: ["days": String(engine.settings.trial.days)])
-            try await events.record(tx, "plan.changed", user: user.id, data: ["from": engine.planState(input, at: now), "to": "trial"])
+        try await unitOfWork.run { work in
+            guard try await work.tx.startTrial(user.id, at: now) else { throw trialUsed }
+            try await work.record("trial.started", user: user.id, data: ["days": String(engine.settings.trial.days)])
+            try await work.record("plan.changed", user: user.id, data: ["from": engine.planState(input, at: now), "to": "trial"])
         }
-        events.wake()
         var updated = user
         updated.trialStartedAt = now
         return try await snapshot(updated)

@@ -8,7 +8,12 @@ import GatehouseWire
 /// account into a permanent one, and the export of everything stored about a person.
 struct ProfileService: Sendable {
     let store: any GatehouseStore
-    let auth: AuthService
+    let unitOfWork: UnitOfWork
+    let gate: SignInGate
+    let sessions: SessionIssuer
+    let lifecycle: AccountLifecycle
+    let throttle: ThrottleService
+    let entitlements: EntitlementService
     let merges: MergeTokens
     let preset: Preset
     let clock: any WallClock
@@ -39,12 +44,11 @@ struct ProfileService: Sendable {
     }
 
     private func startAnonymous(client: ClientInfo, idempotencyKey: String?) async throws -> AnonymousResponse {
-        try auth.requireMethod(preset.signInMethods.anonymous)
-        let kept = client.stored(under: preset.privacy)
+        try gate.requireMethod(preset.signInMethods.anonymous)
         let keyHash = idempotencyKey.map(TokenService.hash)
         let now = clock.now
         // A replay counts against the per-IP limit like a first start (finding 3).
-        try await auth.throttle.limitIP("anonymous", client: client, limit: preset.throttling.anonymousPerIPPerHour, windowSeconds: 3_600)
+        try await throttle.limitIP("anonymous", client: client, limit: preset.throttling.anonymousPerIPPerHour, windowSeconds: 3_600)
         if let keyHash, let earlier = try await store.idempotentUser(scope: "anonymous", keyHash: keyHash, since: now.addingTimeInterval(-86_400)) {
             // Honoured only while the account is still anonymous and the session the first
             // request opened is alive: after an upgrade, a logout or a revocation the key is
@@ -57,31 +61,40 @@ struct ProfileService: Sendable {
                     status: 409, code: .idempotencyKeyReused,
                     message: "This Idempotency-Key belongs to a start that can no longer be repeated. Send a new key.")
             }
-            let response = try await auth.signIn(user, provider: Provider.anonymous.rawValue, client: kept, event: "login")
+            let response = try await unitOfWork.run(client: client) { work in
+                try await sessions.signIn(work, user, provider: Provider.anonymous.rawValue, event: "login")
+            }
             return AnonymousResponse(user: response.user, session: response.session, nameSuggestions: user.nameSuggestions ?? [])
         }
         let names = NameSuggester.suggestions()
         do {
-            let response = try await auth.withTemporaryHandle { handle in
-                try await store.transaction { tx -> AuthResponse in
+            let response = try await lifecycle.withTemporaryHandle { handle in
+                try await unitOfWork.run(client: client) { work -> AuthResponse in
+                    let (tx, now) = (work.tx, work.now)
                     let user = User(id: .random(), isAnonymous: true, handle: handle, createdAt: now)
-                    try await tx.insertUser(user)
+                    try await lifecycle.create(
+                        work, user, identity: Identity(userID: user.id, provider: .anonymous, subject: user.id.description, createdAt: now),
+                        provider: "anonymous")
                     try await tx.setNameSuggestions(user.id, names, now: now)
-                    try await tx.insertIdentity(Identity(userID: user.id, provider: .anonymous, subject: user.id.description, createdAt: now))
-                    try await auth.events.record(tx, "user.created", user: user.id, data: ["provider": "anonymous"])
-                    let response = try await auth.signIn(in: tx, user, provider: Provider.anonymous.rawValue, client: kept, event: "signup")
+                    let response = try await sessions.signIn(work, user, provider: Provider.anonymous.rawValue, event: "signup")
                     if let keyHash, let session = SessionID(response.session.sessionID) {
                         try await tx.insertIdempotencyKey(scope: "anonymous", keyHash: keyHash, userID: user.id, sessionID: session, at: now)
                     }
                     return response
                 }
             }
-            auth.events.wake()
             return AnonymousResponse(user: response.user, session: response.session, nameSuggestions: names)
-        } catch StoreError.uniqueViolation(let what) where what.contains("idempotency") || what.contains("key_hash") {
+        } catch let error as StoreError where error.uniqueKey == .idempotencyKey {
             // The same key raced itself: answer the account the other request made.
             return try await anonymous(client: client, idempotencyKey: idempotencyKey)
         }
+    }
+
+    /// `GET /v1/me`: the user and the entitlement snapshot.
+    func me(_ signedIn: SignedIn) async throws -> MeResponse {
+        let user = signedIn.user
+        return MeResponse(
+            user: user.payload(identities: try await store.identities(of: user.id)), entitlements: try await entitlements.snapshot(user))
     }
 
     /// `POST /v1/me/anonymous-name`: one of the names last offered becomes the display name.
@@ -135,7 +148,7 @@ struct ProfileService: Sendable {
                 onboardingComplete: patch.onboardingComplete ?? user.onboardingComplete, now: clock.now)
         } catch {
             // Two people racing for one handle: the database lets exactly one win.
-            if case .uniqueViolation(let what) = error, what.contains("handle") { throw handleTaken }
+            if error.uniqueKey == .handle { throw handleTaken }
             throw error
         }
         return try await userResponse(user.id)
@@ -160,7 +173,8 @@ struct ProfileService: Sendable {
         guard claim.to == signedIn.user.id else {
             throw GatehouseError(status: 400, code: .tokenInvalid, message: "This merge token is for another account.")
         }
-        try await store.transaction { tx in
+        try await unitOfWork.run { work in
+            let tx = work.tx
             guard let source = try await tx.user(id: claim.from), source.isAnonymous else {
                 throw GatehouseError(status: 400, code: .tokenInvalid, message: "This merge has already happened.")
             }
@@ -171,12 +185,9 @@ struct ProfileService: Sendable {
             guard try await tx.deleteUser(source.id) else {
                 throw GatehouseError(status: 400, code: .tokenInvalid, message: "This merge has already happened.")
             }
-            try await tx.insertAudit(
-                AuditEvent(createdAt: clock.now, event: "account_merged", outcome: "success", userID: claim.to,
-                           details: ["from": claim.from.description]))
-            try await auth.events.record(tx, "user.merged", user: claim.to, data: ["from": claim.from.description, "to": claim.to.description])
+            try await work.audit("account_merged", user: claim.to, details: ["from": claim.from.description])
+            try await work.record("user.merged", user: claim.to, data: ["from": claim.from.description, "to": claim.to.description])
         }
-        auth.events.wake()
         return try await userResponse(claim.to)
     }
 
@@ -230,7 +241,7 @@ struct ProfileService: Sendable {
                     originalTransactionID: $0.originalTransactionID, productID: $0.productID, environment: $0.environment,
                     status: $0.status.rawValue, expiresAt: $0.expiresAt?.rfc3339, willRenew: $0.willRenew, updatedAt: $0.updatedAt.rfc3339)
             },
-            entitlements: try await auth.me(signedIn).entitlements,
+            entitlements: try await entitlements.snapshot(user),
             usageRecords: try await store.usageRecords(of: user.id).map {
                 ExportedUsage(meter: $0.meter, amount: $0.amount, periodStart: $0.periodStart.rfc3339, createdAt: $0.createdAt.rfc3339)
             },
@@ -254,46 +265,5 @@ extension EventEntry {
         self.init(
             id: event.id.uuidString.lowercased(), cursor: String(event.sequence ?? 0), type: event.type, userID: event.userID?.description,
             data: event.data, createdAt: event.createdAt.rfc3339)
-    }
-}
-
-/// Short-lived, sealed merge tokens: "the anonymous account `from` may be merged into `to`".
-/// Stateless and opaque (AES-256-GCM under a key derived from the chain key, finding 8: the
-/// holder learns nothing of the other account, not even its id); a second use finds the
-/// anonymous account gone.
-struct MergeTokens: Sendable {
-    let chainKey: RefreshChainKey
-    let clock: any WallClock
-    static let lifetime: TimeInterval = 600
-
-    struct Claim: Sendable {
-        var from: UserID
-        var to: UserID
-    }
-
-    func make(from: UserID, to: UserID) throws -> String {
-        let body = "\(from.description).\(to.description).\(clock.now.unixSeconds + Int64(Self.lifetime))"
-        let sealed = try AES.GCM.seal(Data(body.utf8), using: try key())
-        guard let combined = sealed.combined else { throw GatehouseError.internalError(nil) }
-        return combined.base64URLEncoded
-    }
-
-    func open(_ token: String) throws -> Claim {
-        guard token.utf8.count <= 512, let data = Data(base64URLEncoded: token), let box = try? AES.GCM.SealedBox(combined: data),
-            let opened = try? AES.GCM.open(box, using: try key())
-        else { throw invalid }
-        let fields = String(decoding: opened, as: UTF8.self).split(separator: ".")
-        guard fields.count == 3, let from = UserID(String(fields[0])), let to = UserID(String(fields[1])), let expiry = Int64(fields[2])
-        else { throw invalid }
-        guard clock.now.unixSeconds < expiry else {
-            throw GatehouseError(status: 400, code: .tokenExpired, message: "This merge token has expired. Try linking again.")
-        }
-        return Claim(from: from, to: to)
-    }
-
-    private func key() throws -> SymmetricKey { try chainKey.derived("gatehouse merge token sealing") }
-
-    private var invalid: GatehouseError {
-        GatehouseError(status: 400, code: .tokenInvalid, message: "This merge token is not valid.")
     }
 }

@@ -11,49 +11,50 @@ import GatehouseWire
 /// defence, decision 8). Otherwise the answer is 409 `link_confirmation_required` and the person
 /// links from inside the account.
 struct ProviderSignInService: Sendable {
-    let store: any GatehouseStore
-    let auth: AuthService
-    let apple: ProviderTokenVerifier
-    let google: ProviderTokenVerifier
+    let store: any UserStore
+    let unitOfWork: UnitOfWork
+    let gate: SignInGate
+    let credentials: Credentials
+    let sessions: SessionIssuer
+    let lifecycle: AccountLifecycle
+    let mail: AccountMail
+    let throttle: ThrottleService
+    let verifiers: ProviderVerifiers
     let preset: Preset
     let clock: any WallClock
-    /// Exchanges and revokes Apple's tokens in the background (when Apple credentials are set).
-    let jobs: JobWorker
+    /// Exchanges Apple's authorization code in the background (when Apple credentials are set).
     let appleTokens: Bool
     let merges: MergeTokens
 
-    func verifier(_ provider: Provider) -> ProviderTokenVerifier { provider == .apple ? apple : google }
-
     func signIn(_ provider: Provider, _ request: ProviderSignInRequest, client: ClientInfo) async throws -> SignInResponse {
-        try auth.requireMethod(provider == .apple ? preset.signInMethods.apple : preset.signInMethods.google)
-        let kept = client.stored(under: preset.privacy)
-        let person = try await verifier(provider).verify(request.idToken, rawNonce: request.rawNonce)
+        try gate.requireMethod(provider == .apple ? preset.signInMethods.apple : preset.signInMethods.google)
+        let person = try await verifiers.verifier(provider).verify(request.idToken, rawNonce: request.rawNonce)
         let displayName = Self.displayName(request.fullName) ?? person.name
         let avatar = provider == .google ? person.picture : nil
-        let now = clock.now
-        let (response, created) = try await auth.withTemporaryHandle { handle in
-            try await store.transaction { tx -> (AuthResponse, Bool) in
+        let (response, created) = try await lifecycle.withTemporaryHandle { handle in
+            try await unitOfWork.run(client: client) { work -> (AuthResponse, Bool) in
+                let (tx, now) = (work.tx, work.now)
                 // A returning person: the identity decides, whatever the address says.
                 if let identity = try await tx.identity(provider: provider, subject: person.subject) {
-                    guard let user = try await tx.user(id: identity.userID) else { throw auth.invalidCredentials }
-                    guard !user.isDisabled else { throw auth.accountDisabled }
+                    guard let user = try await tx.user(id: identity.userID) else { throw GatehouseError.invalidCredentials(preset) }
+                    guard !user.isDisabled else { throw GatehouseError.accountDisabled(preset) }
                     // Apple sends the address on the first sign-in only; later tokens keep the stored one.
                     if let email = person.email, email != identity.email || person.isPrivateRelay != identity.isPrivateRelay {
                         try await tx.updateIdentity(identity.id, email: email, isPrivateRelay: person.isPrivateRelay)
                     }
-                    return (try await auth.signIn(in: tx, user, provider: provider.rawValue, client: kept, event: "login"), false)
+                    return (try await sessions.signIn(work, user, provider: provider.rawValue, event: "login"), false)
                 }
                 let address = person.email.flatMap { EmailAddress.isValid($0) ? $0 : nil }
                 if let address, let existing = try await tx.user(normalizedEmail: EmailAddress.normalize(address)) {
                     guard person.emailVerified, existing.emailVerified, !person.isPrivateRelay else { throw linkConfirmationRequired }
-                    guard !existing.isDisabled else { throw auth.accountDisabled }
+                    guard !existing.isDisabled else { throw GatehouseError.accountDisabled(preset) }
                     try await tx.insertIdentity(
                         Identity(userID: existing.id, provider: provider, subject: person.subject, email: address,
                                  isPrivateRelay: person.isPrivateRelay, createdAt: now))
                     try await tx.fillProfile(existing.id, displayName: displayName, avatarURL: avatar, now: now)
-                    try await audit(tx, "identity_linked", user: existing.id, provider: provider, client: kept, how: "verified email")
+                    try await audit(work, "identity_linked", user: existing.id, provider: provider, how: "verified email")
                     let user = try await tx.user(id: existing.id) ?? existing
-                    return (try await auth.signIn(in: tx, user, provider: provider.rawValue, client: kept, event: "login"), false)
+                    return (try await sessions.signIn(work, user, provider: provider.rawValue, event: "login"), false)
                 }
                 // An address the provider does not vouch for never becomes the account's (finding
                 // 13): it stays on the identity only, so it cannot squat the inbox owner's account.
@@ -62,23 +63,20 @@ struct ProviderSignInService: Sendable {
                     id: .random(), email: owned, normalizedEmail: owned.map(EmailAddress.normalize),
                     emailVerifiedAt: owned != nil ? now : nil, displayName: displayName, handle: handle,
                     avatarURL: avatar, createdAt: now)
-                try await tx.insertUser(user)
-                try await tx.insertIdentity(
-                    Identity(userID: user.id, provider: provider, subject: person.subject, email: address,
-                             isPrivateRelay: person.isPrivateRelay, createdAt: now))
-                try await auth.events.record(tx, "user.created", user: user.id, data: ["provider": provider.rawValue])
-                return (try await auth.signIn(in: tx, user, provider: provider.rawValue, client: kept, event: "signup"), true)
+                try await lifecycle.create(
+                    work, user,
+                    identity: Identity(userID: user.id, provider: provider, subject: person.subject, email: address,
+                                       isPrivateRelay: person.isPrivateRelay, createdAt: now),
+                    provider: provider.rawValue)
+                return (try await sessions.signIn(work, user, provider: provider.rawValue, event: "signup"), true)
             }
         }
-        auth.mail.wake()
-        auth.events.wake()
         if let code = request.authorizationCode, provider == .apple, appleTokens {
             // Apple's refresh token, for revoking it at deletion; fetched off the request's path.
-            try await store.transaction { tx in
-                try await jobs.enqueue(
-                    tx, kind: "apple_exchange", payload: ["user_id": response.user.id, "subject": person.subject, "code": code])
+            try await unitOfWork.run { work in
+                try await work.enqueueJob(
+                    kind: "apple_exchange", payload: ["user_id": response.user.id, "subject": person.subject, "code": code])
             }
-            jobs.wake()
         }
         return SignInResponse(user: response.user, session: response.session, created: created)
     }
@@ -88,11 +86,9 @@ struct ProviderSignInService: Sendable {
     /// `POST /v1/auth/identities/apple|google`: adds the provider to the signed-in account.
     func link(_ signedIn: SignedIn, _ provider: Provider, _ request: ProviderSignInRequest, client: ClientInfo) async throws -> UserResponse {
         // A method the preset turns off cannot be linked either (403 `method_disabled`).
-        try auth.requireMethod(provider == .apple ? preset.signInMethods.apple : preset.signInMethods.google)
-        let person = try await verifier(provider).verify(request.idToken, rawNonce: request.rawNonce)
+        try gate.requireMethod(provider == .apple ? preset.signInMethods.apple : preset.signInMethods.google)
+        let person = try await verifiers.verifier(provider).verify(request.idToken, rawNonce: request.rawNonce)
         let user = signedIn.user
-        let now = clock.now
-        let kept = client.stored(under: preset.privacy)
         let address = person.email.flatMap { EmailAddress.isValid($0) ? $0 : nil }
         // Linking needs a verified address (finding 13): whoever made an account with an address
         // they never proved must not attach a sign-in of their own to it before the inbox owner
@@ -103,7 +99,8 @@ struct ProviderSignInService: Sendable {
                 status: 403, code: .verificationRequired,
                 message: preset.text("error.link_needs_verification", "Verify your email address before connecting another sign-in."))
         }
-        try await store.transaction { tx in
+        try await unitOfWork.run(client: client) { work in
+            let (tx, now) = (work.tx, work.now)
             // One link at a time per account (the row lock on PostgreSQL; SQLite's single writer).
             try await tx.lockUser(user.id)
             if let identity = try await tx.identity(provider: provider, subject: person.subject) {
@@ -130,28 +127,26 @@ struct ProviderSignInService: Sendable {
             try await tx.fillProfile(
                 user.id, displayName: Self.displayName(request.fullName) ?? person.name,
                 avatarURL: provider == .google ? person.picture : nil, now: now)
-            try await audit(tx, "identity_linked", user: user.id, provider: provider, client: kept, how: "signed in")
-            try await upgradeIfAnonymous(tx, user, provider: provider)
+            try await audit(work, "identity_linked", user: user.id, provider: provider, how: "signed in")
+            try await upgradeIfAnonymous(work, user, provider: provider)
         }
-        auth.events.wake()
         return try await userResponse(user.id)
     }
 
     /// `POST /v1/auth/identities/email`: adds an email and password to the signed-in account.
     func linkEmail(_ signedIn: SignedIn, email: String, password: String, client: ClientInfo) async throws -> UserResponse {
-        try auth.requireMethod(preset.signInMethods.emailPassword)
+        try gate.requireMethod(preset.signInMethods.emailPassword)
         let user = signedIn.user
         // What a sign-up costs, before anything says whether the address is taken (finding 8):
         // the per-IP sign-up limit, a canonical address, and the password policy.
-        try await auth.throttle.limitIP("signup", client: client, limit: preset.throttling.signupPerIPPerHour, windowSeconds: 3_600)
-        let address = try auth.canonicalAddress(email)
+        try await throttle.limitIP("signup", client: client, limit: preset.throttling.signupPerIPPerHour, windowSeconds: 3_600)
+        let address = try credentials.canonicalAddress(email)
         let normalized = EmailAddress.normalize(address)
-        try await auth.checkPassword(password, email: normalized)
-        let hash = try await auth.hasher.hash(password)
-        let now = clock.now
-        let kept = client.stored(under: preset.privacy)
+        try await credentials.checkStrength(password, email: normalized)
+        let hash = try await credentials.hash(password)
         do {
-            try await store.transaction { tx in
+            try await unitOfWork.run(client: client) { work in
+                let (tx, now) = (work.tx, work.now)
                 // The checks inside the transaction that holds the user's row, so two parallel
                 // links cannot both pass them.
                 try await tx.lockUser(user.id)
@@ -160,31 +155,29 @@ struct ProviderSignInService: Sendable {
                     throw GatehouseError(status: 409, code: .identityInUse, message: "This account already has an email and password.")
                 }
                 if let owner = try await tx.user(normalizedEmail: normalized), owner.id != user.id {
-                    throw current.isAnonymous ? try identityInUse(from: current, owner: owner.id) : auth.emailInUse
+                    throw current.isAnonymous ? try identityInUse(from: current, owner: owner.id) : GatehouseError.emailInUse(preset)
                 }
                 let sameAddress = current.normalizedEmail == normalized
                 try await tx.updateEmail(
                     user.id, email: address, normalizedEmail: normalized, verifiedAt: sameAddress ? current.emailVerifiedAt : nil, now: now)
                 try await tx.updatePassword(user.id, hash: hash, changedAt: now, now: now)
                 try await tx.insertIdentity(Identity(userID: user.id, provider: .email, subject: normalized, email: address, createdAt: now))
-                try await audit(tx, "identity_linked", user: user.id, provider: .email, client: kept, how: "password")
-                try await upgradeIfAnonymous(tx, current, provider: .email)
+                try await audit(work, "identity_linked", user: user.id, provider: .email, how: "password")
+                try await upgradeIfAnonymous(work, current, provider: .email)
                 if !(sameAddress && current.emailVerified), preset.verification.sendOnSignup, var updated = try await tx.user(id: user.id) {
                     updated.emailVerifiedAt = nil
-                    try await auth.mail.queueVerification(tx, user: updated)
+                    try await mail.queueVerification(work, user: updated)
                 }
             }
         } catch StoreError.uniqueViolation {
-            throw auth.emailInUse
+            throw GatehouseError.emailInUse(preset)
         }
-        auth.mail.wake()
-        auth.events.wake()
         return try await userResponse(user.id)
     }
 
-    private func upgradeIfAnonymous(_ tx: any GatehouseStore, _ user: User, provider: Provider) async throws {
+    private func upgradeIfAnonymous(_ work: Work, _ user: User, provider: Provider) async throws {
         guard user.isAnonymous else { return }
-        try await auth.events.upgradeAnonymous(tx, user.id, provider: provider.rawValue)
+        try await lifecycle.upgradeAnonymous(work, user.id, provider: provider.rawValue)
     }
 
     /// 409 `identity_in_use`, with a merge token for an anonymous caller.
@@ -196,9 +189,8 @@ struct ProviderSignInService: Sendable {
     func unlink(_ signedIn: SignedIn, provider name: String, client: ClientInfo) async throws {
         let provider = Provider(rawValue: name)
         let user = signedIn.user
-        let now = clock.now
-        let kept = client.stored(under: preset.privacy)
-        try await store.transaction { tx in
+        try await unitOfWork.run(client: client) { work in
+            let (tx, now) = (work.tx, work.now)
             // "Never the last way in" holds for parallel unlinks too: they take turns on the row.
             try await tx.lockUser(user.id)
             let identities = try await tx.identities(of: user.id)
@@ -209,14 +201,13 @@ struct ProviderSignInService: Sendable {
                 throw GatehouseError(
                     status: 409, code: .lastIdentity, message: "This is the only way to sign in to this account, so it cannot be removed.")
             }
-            if provider == .apple { try await jobs.queueAppleRevocation(tx, user: user.id) }
+            if provider == .apple { try await work.queueAppleRevocation(of: user.id) }
             _ = try await tx.deleteIdentities(of: user.id, provider: provider)
             if provider == .email {
                 try await tx.updatePassword(user.id, hash: nil, changedAt: now, now: now)
             }
-            try await audit(tx, "identity_unlinked", user: user.id, provider: provider, client: kept, how: "by user")
+            try await audit(work, "identity_unlinked", user: user.id, provider: provider, how: "by user")
         }
-        jobs.wake()
     }
 
     // MARK: Apple's server-to-server events
@@ -226,14 +217,14 @@ struct ProviderSignInService: Sendable {
     func handleAppleEvent(_ payload: String) async throws {
         let event: AppleEvent
         do {
-            event = try await apple.verifiedEvent(payload)
+            event = try await verifiers.apple.verifiedEvent(payload)
         } catch let error as GatehouseError where error.code == .providerUnavailable {
             throw error
         } catch {
             throw GatehouseError.invalidRequest("The event could not be verified.")
         }
-        let now = clock.now
-        try await store.transaction { tx in
+        try await unitOfWork.run { work in
+            let (tx, now) = (work.tx, work.now)
             // Each event once (finding 14): the id is reserved by a unique key before anything
             // is done, in the same transaction, so a failure lets Apple's retry through.
             guard try await tx.recordMessageID(issuer: "apple-sign-in", id: event.id, keepUntil: event.keepUntil) else {
@@ -251,7 +242,7 @@ struct ProviderSignInService: Sendable {
                     _ = try await tx.revokeSessions(of: user, keeping: nil, reason: "apple_\(event.type)", at: now)
                 }
                 if event.type == "account-delete", others.isEmpty {
-                    _ = try await auth.events.deleteAccount(tx, user, reason: "apple_account_deleted")
+                    _ = try await lifecycle.delete(work, user, reason: "apple_account_deleted")
                 }
             case "email-disabled", "email-enabled":
                 try await tx.updateIdentity(
@@ -259,11 +250,8 @@ struct ProviderSignInService: Sendable {
             default:
                 break
             }
-            try await tx.insertAudit(
-                AuditEvent(createdAt: now, event: "apple_event", outcome: event.type, userID: event.type == "account-delete" ? nil : user,
-                           details: ["type": event.type]))
+            try await work.audit("apple_event", event.type, user: event.type == "account-delete" ? nil : user, details: ["type": event.type])
         }
-        auth.events.wake()
     }
 
     // MARK: Helpers
@@ -273,10 +261,8 @@ struct ProviderSignInService: Sendable {
         return UserResponse(user: user.payload(identities: try await store.identities(of: id)))
     }
 
-    private func audit(_ tx: any GatehouseStore, _ event: String, user: UserID, provider: Provider, client: ClientInfo, how: String) async throws {
-        try await tx.insertAudit(
-            AuditEvent(createdAt: clock.now, event: event, outcome: "success", userID: user, ipAddress: client.ip,
-                       userAgent: client.userAgent, details: ["provider": provider.rawValue, "how": how]))
+    private func audit(_ work: Work, _ event: String, user: UserID, provider: Provider, how: String) async throws {
+        try await work.audit(event, user: user, details: ["provider": provider.rawValue, "how": how])
     }
 
     static func displayName(_ name: PersonName?) -> String? {
@@ -292,6 +278,14 @@ struct ProviderSignInService: Sendable {
             message: preset.text(
                 "error.link_confirmation_required", "An account with this email already exists. Log in with your password to connect it."))
     }
+}
+
+/// The id_token verifiers of the two providers.
+struct ProviderVerifiers: Sendable {
+    let apple: ProviderTokenVerifier
+    let google: ProviderTokenVerifier
+
+    func verifier(_ provider: Provider) -> ProviderTokenVerifier { provider == .apple ? apple : google }
 }
 
 extension Provider {

@@ -14,7 +14,7 @@ struct PurchaseService: Sendable {
     let bundleID: String?
     let environments: [String]
     let entitlements: EntitlementService
-    let events: EventRecorder
+    let unitOfWork: UnitOfWork
     let clock: any WallClock
     let logger: Logger
 
@@ -36,7 +36,8 @@ struct PurchaseService: Sendable {
 
         let now = clock.now
         let signedAt = Date(unixMilliseconds: transaction.signedDate)
-        try await store.transaction { tx in
+        try await unitOfWork.run { work in
+            let tx = work.tx
             let current = try await tx.subscription(originalTransactionID: transaction.originalTransactionId, forUpdate: true)
             if let owner = try await owner(of: transaction, stored: current, in: tx), owner.id != user.id {
                 let hint = try await hint(for: owner, in: tx)
@@ -57,16 +58,15 @@ struct PurchaseService: Sendable {
                 }
             record.userID = user.id
             try await tx.saveSubscription(record)
-            try await noteIntroductoryTrial(tx, record: record, transaction: transaction, user: user, now: now)
+            try await noteIntroductoryTrial(work, record: record, transaction: transaction, user: user)
             let isNew = current?.userID == nil || (record.expiresAt ?? .distantPast) > (current?.expiresAt ?? .distantPast)
             if isNew {
-                try await events.record(
-                    tx, "purchase.succeeded", user: user.id,
+                try await work.record(
+                    "purchase.succeeded", user: user.id,
                     data: ["product_id": transaction.productId, "transaction_id": transaction.transactionId, "source": "app"])
             }
-            try await recordPlanChange(tx, user: user.id, before: before, at: now)
+            try await recordPlanChange(work, user: user.id, before: before)
         }
-        events.wake()
         return .snapshot(try await entitlements.snapshot(try await store.user(id: user.id) ?? user))
     }
 
@@ -96,7 +96,8 @@ struct PurchaseService: Sendable {
         }
 
         let now = clock.now
-        try await store.transaction { [transaction, renewal] tx in
+        try await unitOfWork.run { [transaction, renewal] work in
+            let tx = work.tx
             guard try await tx.recordNotification(uuid: notification.notificationUUID, type: notification.notificationType, at: now) else {
                 return  // Apple retried one we have applied.
             }
@@ -112,15 +113,14 @@ struct PurchaseService: Sendable {
             record.userID = owner?.id
             try await tx.saveSubscription(record)
             guard let owner, let before else { return }
-            try await noteIntroductoryTrial(tx, record: record, transaction: transaction, user: owner, now: now)
+            try await noteIntroductoryTrial(work, record: record, transaction: transaction, user: owner)
             if ["SUBSCRIBED", "DID_RENEW"].contains(notification.notificationType) {
                 var data = ["product_id": transaction.productId, "transaction_id": transaction.transactionId, "source": "app_store"]
                 data["kind"] = notification.notificationType == "DID_RENEW" ? "renewal" : (notification.subtype?.lowercased() ?? "purchase")
-                try await events.record(tx, "purchase.succeeded", user: owner.id, data: data)
+                try await work.record("purchase.succeeded", user: owner.id, data: data)
             }
-            try await recordPlanChange(tx, user: owner.id, before: before, at: now)
+            try await recordPlanChange(work, user: owner.id, before: before)
         }
-        events.wake()
         logger.info(
             "app store notification", metadata: ["type": "\(notification.notificationType)", "subtype": "\(notification.subtype ?? "")"])
     }
@@ -130,22 +130,22 @@ struct PurchaseService: Sendable {
     /// An introductory offer is the account's one trial (decision 18): `/v1/trial/start` answers
     /// 409 afterwards, and `trial.started` is recorded once.
     private func noteIntroductoryTrial(
-        _ tx: any GatehouseStore, record: SubscriptionRecord, transaction: AppStoreTransaction, user: User, now: Date
+        _ work: Work, record: SubscriptionRecord, transaction: AppStoreTransaction, user: User
     ) async throws {
         guard record.introductory, user.trialStartedAt == nil else { return }
-        let start = transaction.purchaseDate.map(Date.init(unixMilliseconds:)) ?? now
-        if try await tx.startTrial(user.id, at: start) {
-            try await events.record(tx, "trial.started", user: user.id, data: ["source": "app_store", "product_id": transaction.productId])
+        let start = transaction.purchaseDate.map(Date.init(unixMilliseconds:)) ?? work.now
+        if try await work.tx.startTrial(user.id, at: start) {
+            try await work.record("trial.started", user: user.id, data: ["source": "app_store", "product_id": transaction.productId])
         }
     }
 
-    private func recordPlanChange(_ tx: any GatehouseStore, user: UserID, before: EntitlementInput, at now: Date) async throws {
-        let engine = entitlements.engine
-        guard let updated = try await tx.user(id: user) else { return }
-        let after = try await entitlements.input(for: updated, in: tx)
+    private func recordPlanChange(_ work: Work, user: UserID, before: EntitlementInput) async throws {
+        let (engine, now) = (entitlements.engine, work.now)
+        guard let updated = try await work.tx.user(id: user) else { return }
+        let after = try await entitlements.input(for: updated, in: work.tx)
         let from = engine.planState(before, at: now)
         let to = engine.planState(after, at: now)
-        if from != to { try await events.record(tx, "plan.changed", user: user, data: ["from": from, "to": to]) }
+        if from != to { try await work.record("plan.changed", user: user, data: ["from": from, "to": to]) }
     }
 
     /// The account a purchase belongs to: the stored owner, else the `appAccountToken` the app

@@ -9,6 +9,7 @@ import GatehouseWire
 /// decision) come from the same rules as every other gate.
 struct UsageService: Sendable {
     let store: any GatehouseStore
+    let unitOfWork: UnitOfWork
     let entitlements: EntitlementService
     let clock: any WallClock
 
@@ -30,7 +31,8 @@ struct UsageService: Sendable {
         }
         let now = clock.now
         do {
-            return try await store.transaction { tx -> UsageResponse in
+            return try await unitOfWork.run { work -> UsageResponse in
+                let tx = work.tx
                 let input = try await entitlements.input(for: user, in: tx)
                 if let earlier = try await tx.usageRecord(of: user.id, meter: name, idempotencyKey: key) {
                     // A retry of a use already counted: the same answer, nothing added.

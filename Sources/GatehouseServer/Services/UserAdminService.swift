@@ -7,16 +7,11 @@ import GatehouseWire
 /// and the `gatehouse users` commands.
 public struct UserAdminService: Sendable {
     let store: any GatehouseStore
-    let clock: any WallClock
     /// Records `user.deleted` and the like (and queues their webhooks and Apple revocations;
     /// the server's job worker delivers them, also when the CLI queued them).
-    let events: EventRecorder
-
-    init(store: any GatehouseStore, clock: any WallClock, events: EventRecorder) {
-        self.store = store
-        self.clock = clock
-        self.events = events
-    }
+    let unitOfWork: UnitOfWork
+    let lifecycle: AccountLifecycle
+    let clock: any WallClock
 
     /// One page, newest first. `cursor` is the `next_cursor` of the previous page.
     public func list(search: String?, cursor: String?, limit: Int) async throws -> AdminUserList {
@@ -45,11 +40,11 @@ public struct UserAdminService: Sendable {
         let user = try await find(reference)
         if let reason, reason.count > 500 { throw GatehouseError.invalidRequest("The reason must be at most 500 characters.") }
         let now = clock.now
-        try await store.transaction { tx in
-            _ = try await tx.setDisabled(user.id, at: user.disabledAt ?? now, reason: reason ?? user.disabledReason, now: now)
+        try await unitOfWork.run { work in
+            _ = try await work.tx.setDisabled(user.id, at: user.disabledAt ?? now, reason: reason ?? user.disabledReason, now: now)
             // Disabling ends every session, not only the next refresh.
-            _ = try await tx.revokeSessions(of: user.id, keeping: nil, reason: "account_disabled", at: now)
-            try await tx.insertAudit(AuditEvent(createdAt: now, event: "account_disabled", outcome: "success", userID: user.id))
+            _ = try await work.tx.revokeSessions(of: user.id, keeping: nil, reason: "account_disabled", at: now)
+            try await work.audit("account_disabled", user: user.id)
         }
         return try await show(user.id.description)
     }
@@ -58,15 +53,12 @@ public struct UserAdminService: Sendable {
     /// `user.deleted` event recorded.
     public func delete(_ reference: String) async throws {
         let user = try await find(reference)
-        let now = clock.now
-        try await store.transaction { tx in
-            guard try await events.deleteAccount(tx, user.id, reason: "operator") else {
+        try await unitOfWork.run { work in
+            guard try await lifecycle.delete(work, user.id, reason: "operator") else {
                 throw GatehouseError.notFound("No user matches '\(reference)'.")
             }
-            try await tx.insertAudit(AuditEvent(createdAt: now, event: "account_deleted", outcome: "success", userID: user.id,
-                                                details: ["by": "operator"]))
+            try await work.audit("account_deleted", user: user.id, details: ["by": "operator"])
         }
-        events.wake()
     }
 
     /// Sets or clears the plan override the entitlement engine honours.
@@ -75,14 +67,11 @@ public struct UserAdminService: Sendable {
         if let plan, !["free", "trial", "pro", "pro_grace"].contains(plan) {
             throw GatehouseError.invalidRequest("The plan must be free, trial, pro, pro_grace or null.")
         }
-        let now = clock.now
-        try await store.transaction { tx in
-            try await tx.setPlanOverride(user.id, plan, now: now)
-            try await tx.insertAudit(
-                AuditEvent(createdAt: now, event: "plan_override", outcome: "success", userID: user.id, details: ["plan": plan ?? "none"]))
-            try await events.record(tx, "plan.changed", user: user.id, data: ["override": plan ?? "none"])
+        try await unitOfWork.run { work in
+            try await work.tx.setPlanOverride(user.id, plan, now: work.now)
+            try await work.audit("plan_override", user: user.id, details: ["plan": plan ?? "none"])
+            try await work.record("plan.changed", user: user.id, data: ["override": plan ?? "none"])
         }
-        events.wake()
         return try await show(user.id.description)
     }
 

@@ -1,0 +1,23 @@
+import GatehouseCore
+import GatehouseWire
+import HTTPTypes
+import Hummingbird
+
+/// `POST /v1/events`: client analytics; a token is optional (events may come before any
+/// account exists).
+struct AnalyticsController {
+    let analytics: AnalyticsService
+    let authenticator: Authenticator
+    let input: HTTPInput
+
+    func register(on router: Router<GatehouseRequestContext>) {
+        router.post("/v1/events", use: record)
+    }
+
+    @Sendable func record(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        let body = try await input.body(ClientEventBatch.self, request)
+        let user = try await request.optionalUser(authenticator)
+        try await analytics.record(body, user: user, client: input.client(request, context))
+        return JSONBody.empty(.accepted)
+    }
+}

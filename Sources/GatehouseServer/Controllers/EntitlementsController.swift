@@ -1,0 +1,49 @@
+import GatehouseCore
+import GatehouseWire
+import HTTPTypes
+import Hummingbird
+
+/// `/v1/entitlements`, gate checks, credits, trials and usage meters.
+struct EntitlementsController {
+    let entitlements: EntitlementService
+    let usage: UsageService
+    /// The app backends' key for `/v1/usage/{meter}`; nil when none is configured.
+    let serviceKey: AdminKey?
+    let authenticator: Authenticator
+    let input: HTTPInput
+
+    func register(on router: Router<GatehouseRequestContext>, signedIn: SignedInRoutes) {
+        router.get("/v1/entitlements", use: snapshot)
+        router.post("/v1/entitlements/check", use: check)
+        signedIn.post("/v1/credits/:name/spend", use: spend)
+        signedIn.post("/v1/trial/start", use: startTrial)
+        // From the app's own backend, with the service key: the end user is named in the body.
+        router.group("/v1/usage").add(middleware: BearerKeyMiddleware(key: serviceKey, name: "service key")).post(":meter", use: use)
+    }
+
+    /// A guest (no token) gets the guest snapshot and nothing is stored; a bad token is refused.
+    @Sendable func snapshot(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        let user = try await request.optionalUser(authenticator)
+        return try JSONBody.response(try await entitlements.snapshot(user), headers: noStore)
+    }
+
+    @Sendable func check(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        let body = try await input.body(EntitlementCheckRequest.self, request)
+        let user = try await request.optionalUser(authenticator)
+        return try JSONBody.response(try await entitlements.check(user, action: body.action, context: body.context ?? [:]), headers: noStore)
+    }
+
+    @Sendable func spend(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        let body = try await input.body(CreditSpendRequest.self, request)
+        return try JSONBody.response(try await entitlements.spend(context.user, credit: try context.parameters.require("name"), request: body))
+    }
+
+    @Sendable func startTrial(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        try JSONBody.response(try await entitlements.startTrial(context.user))
+    }
+
+    @Sendable func use(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        let body = try await input.body(UsageRequest.self, request)
+        return try JSONBody.response(try await usage.use(try context.parameters.require("meter"), request: body), headers: noStore)
+    }
+}

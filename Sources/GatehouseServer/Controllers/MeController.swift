@@ -1,0 +1,49 @@
+import GatehouseCore
+import GatehouseWire
+import HTTPTypes
+import Hummingbird
+
+/// `/v1/me`: the signed-in account itself (read, change, delete, export, choose a suggested
+/// name), and `/v1/handles/{handle}`, whether a handle is free.
+struct MeController {
+    let profiles: ProfileService
+    let account: AccountService
+    let input: HTTPInput
+
+    func register(on router: Router<GatehouseRequestContext>, signedIn: SignedInRoutes) {
+        router.get("/v1/handles/:handle", use: handle)
+        signedIn.get("/v1/me", use: me)
+        signedIn.patch("/v1/me", use: patch)
+        signedIn.delete("/v1/me", use: delete)
+        signedIn.post("/v1/me/anonymous-name", use: chooseName)
+        signedIn.get("/v1/me/export", use: export)
+    }
+
+    @Sendable func handle(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try JSONBody.response(try await profiles.availability(try context.parameters.require("handle")))
+    }
+
+    @Sendable func me(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        try JSONBody.response(try await profiles.me(context.signedIn))
+    }
+
+    @Sendable func patch(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        let body = try await input.body(ProfilePatch.self, request)
+        return try JSONBody.response(try await profiles.patch(context.signedIn, body))
+    }
+
+    @Sendable func delete(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        let body = try await input.body(DeleteAccountRequest.self, request)
+        try await account.delete(context.signedIn, body, client: input.client(request, context))
+        return JSONBody.empty()
+    }
+
+    @Sendable func chooseName(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        let body = try await input.body(AnonymousNameRequest.self, request)
+        return try JSONBody.response(try await profiles.chooseName(context.signedIn, name: body.name))
+    }
+
+    @Sendable func export(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        try JSONBody.response(try await profiles.export(context.signedIn), headers: noStore)
+    }
+}

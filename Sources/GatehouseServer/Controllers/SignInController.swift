@@ -1,0 +1,65 @@
+import GatehouseCore
+import GatehouseWire
+import HTTPTypes
+import Hummingbird
+
+/// The ways into an account: sign-up and login with a password, an anonymous start, Apple and
+/// Google, and magic links.
+struct SignInController {
+    let passwords: PasswordService
+    let profiles: ProfileService
+    let providers: ProviderSignInService
+    let magicLinks: MagicLinkService
+    let authenticator: Authenticator
+    let input: HTTPInput
+
+    func register(on router: Router<GatehouseRequestContext>) {
+        router.post("/v1/auth/signup", use: signup)
+        router.post("/v1/auth/login", use: login)
+        router.post("/v1/auth/anonymous", use: anonymous)
+        router.post("/v1/auth/apple") { request, context in try await provider(.apple, request, context) }
+        router.post("/v1/auth/google") { request, context in try await provider(.google, request, context) }
+        router.post("/v1/auth/magic-link", use: requestMagicLink)
+        router.post("/v1/auth/magic-link/verify", use: verifyMagicLink)
+    }
+
+    @Sendable func signup(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        let body = try await input.body(EmailPasswordRequest.self, request)
+        let result = try await passwords.signup(
+            email: body.email, password: body.password, client: input.client(request, context),
+            idempotencyKey: try request.idempotencyKey, captchaToken: body.captchaToken)
+        return try JSONBody.response(result, status: .created, headers: noStore)
+    }
+
+    @Sendable func login(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        let body = try await input.body(EmailPasswordRequest.self, request)
+        let result = try await passwords.login(
+            email: body.email, password: body.password, client: input.client(request, context), captchaToken: body.captchaToken)
+        return try JSONBody.response(result, headers: noStore)
+    }
+
+    @Sendable func anonymous(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        let result = try await profiles.anonymous(client: input.client(request, context), idempotencyKey: try request.idempotencyKey)
+        return try JSONBody.response(result, status: .created, headers: noStore)
+    }
+
+    func provider(_ provider: Provider, _ request: Request, _ context: GatehouseRequestContext) async throws -> Response {
+        let body = try await input.body(ProviderSignInRequest.self, request)
+        return try JSONBody.response(try await providers.signIn(provider, body, client: input.client(request, context)), headers: noStore)
+    }
+
+    @Sendable func requestMagicLink(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        let body = try await input.body(MagicLinkRequest.self, request)
+        // Signed in as an anonymous account, the link upgrades that account.
+        try await magicLinks.request(
+            email: body.email, redirectTo: body.redirectTo, client: input.client(request, context),
+            upgrading: try await request.optionalUser(authenticator))
+        return JSONBody.empty(.accepted)
+    }
+
+    @Sendable func verifyMagicLink(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        let body = try await input.body(MagicLinkVerifyRequest.self, request)
+        let result = try await magicLinks.verify(token: body.token, email: body.email, code: body.code, client: input.client(request, context))
+        return try JSONBody.response(result, headers: noStore)
+    }
+}

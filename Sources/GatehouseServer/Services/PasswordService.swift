@@ -1,0 +1,127 @@
+import Foundation
+import GatehouseCore
+import GatehouseStore
+import GatehouseWire
+
+/// Email-and-password accounts: sign-up, login and the password change.
+struct PasswordService: Sendable {
+    let store: any UserStore & AccountStore
+    let unitOfWork: UnitOfWork
+    let throttle: ThrottleService
+    let gate: SignInGate
+    let credentials: Credentials
+    let sessions: SessionIssuer
+    let lifecycle: AccountLifecycle
+    let mail: AccountMail
+    let preset: Preset
+    let clock: any WallClock
+
+    // MARK: Sign-up and login
+
+    func signup(
+        email: String, password: String, client: ClientInfo, idempotencyKey: String? = nil, captchaToken: String? = nil
+    ) async throws -> AuthResponse {
+        try gate.requireMethod(preset.signInMethods.emailPassword)
+        let keyHash = idempotencyKey.map(TokenService.hash)
+        if let keyHash, let earlier = try await store.idempotentUser(scope: "signup", keyHash: keyHash, since: clock.now.addingTimeInterval(-86_400)) {
+            // A retry of a sign-up that went through (decision 3): the same account, a new
+            // session, for the same address and password only. It is a password sign-in, so it
+            // goes through everything a login does (per-IP limit, CAPTCHA, the account's
+            // lockout) and is counted like one; never a way around them.
+            guard let owner = try await store.user(id: earlier.user), owner.normalizedEmail == EmailAddress.normalize(email) else {
+                throw GatehouseError.invalidRequest("This Idempotency-Key was used for another sign-up.")
+            }
+            return try await login(email: email, password: password, client: client, captchaToken: captchaToken)
+        }
+        try await throttle.limitIP("signup", client: client, limit: preset.throttling.signupPerIPPerHour, windowSeconds: 3_600)
+        try await gate.requireCaptchaIfNeeded(client, token: captchaToken)
+        let address = email.trimmingCharacters(in: .whitespacesAndNewlines).precomposedStringWithCanonicalMapping
+        guard EmailAddress.isValid(address) else { throw GatehouseError.invalidEmail(preset) }
+        let normalized = EmailAddress.normalize(address)
+        try await credentials.checkStrength(password, email: normalized)
+        // Sign-up tells the truth about a taken address in any spelling (decision 6); a
+        // look-alike spelling of a free one is refused rather than stored (finding 7).
+        if try await store.user(normalizedEmail: normalized) != nil { throw GatehouseError.emailInUse(preset) }
+        guard EmailAddress.isCanonical(address) else { throw GatehouseError.invalidEmail(preset) }
+        let hash = try await credentials.hash(password)
+        do {
+            return try await lifecycle.withTemporaryHandle { handle in
+                try await unitOfWork.run(client: client) { work in
+                    let now = work.now
+                    let user = User(
+                        id: .random(), email: address, normalizedEmail: normalized, handle: handle, passwordHash: hash,
+                        passwordChangedAt: now, createdAt: now)
+                    let identity = Identity(userID: user.id, provider: .email, subject: normalized, email: address, createdAt: now)
+                    try await lifecycle.create(work, user, identity: identity, provider: "email")
+                    let (session, refresh) = try await sessions.start(work, user: user, provider: "email")
+                    try await work.audit("signup", user: user.id, session: session.id, details: ["provider": "email"])
+                    if preset.verification.sendOnSignup {
+                        // In the same transaction: a crash after commit still sends it.
+                        try await mail.queueVerification(work, user: user)
+                    }
+                    if let keyHash {
+                        try await work.tx.insertIdempotencyKey(scope: "signup", keyHash: keyHash, userID: user.id, sessionID: session.id, at: now)
+                    }
+                    return AuthResponse(
+                        user: user.payload(identities: [identity]),
+                        session: try await sessions.payload(user, session: session, refreshToken: refresh, in: work.tx))
+                }
+            }
+        } catch let error as StoreError where error.uniqueKey != nil && error.uniqueKey != .handle {
+            // Another sign-up with this email won the race.
+            throw GatehouseError.emailInUse(preset)
+        }
+    }
+
+    func login(email: String, password: String, client: ClientInfo, captchaToken: String? = nil) async throws -> AuthResponse {
+        try gate.requireMethod(preset.signInMethods.emailPassword)
+        try await throttle.limitIP("login", client: client, limit: preset.throttling.loginPerIPPerMinute, windowSeconds: 60)
+        try await gate.requireCaptchaIfNeeded(client, token: captchaToken)
+        let normalized = EmailAddress.normalize(email)
+        // Unknown accounts cost the same hashing work as known ones and get the same answer.
+        let user = EmailAddress.isValid(email) ? try await store.user(normalizedEmail: normalized) : nil
+        let verification = try await credentials.checkAttempt(
+            password, against: user?.passwordHash, account: normalized, userID: user?.id, client: client, event: "login")
+        guard let user, verification.matches else { throw GatehouseError.invalidCredentials(preset) }
+        guard !user.isDisabled else {
+            try await unitOfWork.audit("login", "failure", user: user.id, client: client, details: ["reason": "account disabled"])
+            throw GatehouseError.accountDisabled(preset)
+        }
+        if verification.needsRehash {
+            // Imported bcrypt, or Argon2id under older parameters: upgrade while the password is at hand.
+            try await store.updatePassword(user.id, hash: try await credentials.hash(password), changedAt: nil, now: clock.now)
+        }
+        return try await unitOfWork.run(client: client) { work in
+            try await sessions.signIn(work, user, provider: "email", event: "login")
+        }
+    }
+
+    // MARK: Password change
+
+    func changePassword(
+        _ signedIn: SignedIn, current: String, new: String, signOutOthers: Bool, client: ClientInfo
+    ) async throws -> UserResponse {
+        let (identity, user) = (signedIn.identity, signedIn.user)
+        let key = user.normalizedEmail ?? user.id.description
+        let verification = try await credentials.checkAttempt(
+            current, against: user.passwordHash, account: key, userID: user.id, client: client, event: "password_change")
+        guard user.passwordHash != nil, verification.matches else { throw GatehouseError.invalidCredentials(preset) }
+        try await credentials.checkStrength(new, email: user.normalizedEmail ?? "")
+        let hash = try await credentials.hash(new)
+        try await unitOfWork.run(client: client) { work in
+            let (tx, now) = (work.tx, work.now)
+            try await tx.updatePassword(user.id, hash: hash, changedAt: now, now: now)
+            // Reset links made under the old password die with it.
+            try await tx.retireEmailTokens(userID: user.id, normalizedEmail: nil, purpose: .passwordReset, at: now)
+            if signOutOthers {
+                _ = try await tx.revokeSessions(of: user.id, keeping: identity.sessionID, reason: "password_change", at: now)
+            }
+            try await work.audit(
+                "password_change", user: user.id, session: identity.sessionID, details: ["signed_out_others": String(signOutOthers)])
+            // A replayed sign-up key would answer the old password no more; drop it anyway.
+            try await tx.deleteIdempotencyKeys(of: user.id)
+            try await mail.queuePasswordChanged(work, user: user)
+        }
+        return UserResponse(user: user.payload(identities: try await store.identities(of: user.id)))
+    }
+}

@@ -1,0 +1,149 @@
+import Foundation
+import GatehouseCore
+import GatehouseStore
+import GatehouseWire
+
+/// The sessions of every account: refresh (rotation with reuse detection), logout, listing
+/// and revoking them.
+struct SessionService: Sendable {
+    let store: any GatehouseStore
+    let unitOfWork: UnitOfWork
+    let sessions: SessionIssuer
+    let tokens: TokenService
+    let preset: Preset
+    let clock: any WallClock
+
+    // MARK: Refresh
+
+    private enum RefreshResult: Sendable {
+        case issued(User, Session, String)
+        case revoked
+    }
+
+    func refresh(_ token: String, client: ClientInfo) async throws -> SessionResponse {
+        let hash = TokenService.hash(token)
+        let result = try await unitOfWork.run(client: client) { work -> RefreshResult in
+            let (tx, now) = (work.tx, work.now)
+            guard let record = try await tx.refreshToken(hash: hash), let session = try await tx.session(id: record.sessionID) else {
+                throw invalidRefreshToken
+            }
+            switch RefreshRotationPolicy.decide(token: record, session: session, now: now, settings: preset.tokens) {
+            case .expired:
+                guard session.isRevoked else { throw invalidRefreshToken }
+                // Disabling ends every session; the app still learns why.
+                if try await tx.user(id: session.userID)?.isDisabled == true { throw GatehouseError.accountDisabled(preset) }
+                throw sessionRevoked
+            case .reuseDetected:
+                _ = try await tx.revokeSession(session.id, reason: "refresh_token_reuse", at: now)
+                try await work.audit("refresh_reuse_detected", "session_revoked", user: session.userID, session: session.id)
+                return .revoked
+            case .repeatSuccessor:
+                let successor = try tokens.successor(of: token)
+                guard try await tx.refreshToken(hash: TokenService.hash(successor)) != nil else { throw invalidRefreshToken }
+                return .issued(try await liveUser(tx, session.userID), session, successor)
+            case .rotate:
+                let successor = try tokens.successor(of: token)
+                try await tx.markRefreshTokenRotated(hash: hash, at: now)
+                try await tx.insertRefreshToken(
+                    RefreshTokenRecord(
+                        hash: TokenService.hash(successor), sessionID: session.id, issuedAt: now,
+                        expiresAt: now.addingTimeInterval(TimeInterval(preset.tokens.refreshTokenTTLSeconds))))
+                try await tx.touchSession(session.id, at: now)
+                return .issued(try await liveUser(tx, session.userID), session, successor)
+            }
+        }
+        switch result {
+        case .revoked:
+            // Committed above: the revocation stands although this answer is an error.
+            throw sessionRevoked
+        case .issued(let user, let session, let refresh):
+            return SessionResponse(session: try await sessions.payload(user, session: session, refreshToken: refresh, in: store))
+        }
+    }
+
+    private func liveUser(_ tx: any GatehouseStore, _ id: UserID) async throws -> User {
+        guard let user = try await tx.user(id: id) else { throw invalidRefreshToken }
+        guard !user.isDisabled else { throw GatehouseError.accountDisabled(preset) }
+        return user
+    }
+
+    // MARK: Logout and the session list
+
+    func logout(_ identity: AccessIdentity, scope: String?, client: ClientInfo) async throws {
+        let now = clock.now
+        switch scope ?? "local" {
+        case "local":
+            _ = try await store.revokeSession(identity.sessionID, reason: "logout", at: now)
+        case "others":
+            _ = try await store.revokeSessions(of: identity.userID, keeping: identity.sessionID, reason: "logout_others", at: now)
+        case "global":
+            try await unitOfWork.run { work in
+                _ = try await work.tx.revokeSessions(of: identity.userID, keeping: nil, reason: "logout_global", at: now)
+                // Signed out everywhere means no replayed Idempotency-Key signs back in either.
+                try await work.tx.deleteIdempotencyKeys(of: identity.userID)
+            }
+        default:
+            throw GatehouseError.invalidRequest("The scope must be local, others or global.")
+        }
+        try await unitOfWork.audit(
+            "logout", "success", user: identity.userID, session: identity.sessionID, client: client, details: ["scope": scope ?? "local"])
+    }
+
+    func list(_ identity: AccessIdentity) async throws -> SessionsResponse {
+        let now = clock.now
+        let live = try await store.sessions(of: identity.userID).filter { $0.isLive(at: now, settings: preset.tokens) }
+        return SessionsResponse(
+            sessions: live.map {
+                SessionInfo(
+                    id: $0.id.description, createdAt: $0.createdAt.rfc3339, lastActiveAt: $0.lastActiveAt.rfc3339,
+                    userAgent: $0.userAgent, provider: $0.provider, current: $0.id == identity.sessionID)
+            })
+    }
+
+    func revoke(_ identity: AccessIdentity, id: String, client: ClientInfo) async throws {
+        guard let sessionID = SessionID(id), let session = try await store.session(id: sessionID), session.userID == identity.userID,
+            session.isLive(at: clock.now, settings: preset.tokens)
+        else {
+            throw GatehouseError.notFound("No such session.")
+        }
+        _ = try await store.revokeSession(sessionID, reason: "revoked_by_user", at: clock.now)
+        try await unitOfWork.audit("session_revoked", "success", user: identity.userID, session: sessionID, client: client)
+    }
+
+    var invalidRefreshToken: GatehouseError {
+        GatehouseError(status: 401, code: .invalidRefreshToken, message: "This session is no longer valid. Please sign in again.")
+    }
+    var sessionRevoked: GatehouseError {
+        GatehouseError(status: 401, code: .sessionRevoked, message: "This session has been signed out. Please sign in again.")
+    }
+}
+
+/// Who a request's access token speaks for: the signature and claims (`TokenService`), then a
+/// live session of an enabled account, so a revocation takes effect at once.
+struct Authenticator: Sendable {
+    let tokens: TokenService
+    let store: any SessionStore & UserStore
+    let preset: Preset
+    let clock: any WallClock
+
+    /// The signed-in caller of a Bearer token.
+    func signedIn(token: String) async throws -> SignedIn {
+        let identity = try await tokens.verify(token)
+        return SignedIn(identity: identity, user: try await user(identity))
+    }
+
+    /// The user behind a verified access token whose session is still live.
+    func user(_ identity: AccessIdentity) async throws -> User {
+        guard let session = try await store.session(id: identity.sessionID), session.userID == identity.userID,
+            let user = try await store.user(id: identity.userID)
+        else {
+            throw GatehouseError.unauthorized("Your session has ended. Please sign in again.")
+        }
+        // A disabled account's sessions are revoked too; say why rather than just "ended".
+        guard !user.isDisabled else { throw GatehouseError.accountDisabled(preset) }
+        guard session.isLive(at: clock.now, settings: preset.tokens) else {
+            throw GatehouseError.unauthorized("Your session has ended. Please sign in again.")
+        }
+        return user
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+import GatehouseCore
+import GatehouseStore
+import Synchronization
+
+/// The one way a use case writes: a transaction that knows the request's client (as the
+/// preset's privacy settings keep it) and its time, records audit rows and domain events, queues
+/// mail and jobs, and wakes the workers for what it queued once the transaction has committed.
+/// No use case calls `wake()` itself.
+struct UnitOfWork: Sendable {
+    let store: any GatehouseStore
+    let events: EventRecorder
+    /// nil where no worker runs (the `gatehouse users` commands): the next server start sends it.
+    let mail: MailWorker?
+    let jobs: JobWorker
+    let privacy: PrivacySettings
+    let clock: any WallClock
+
+    /// Runs `body` in one transaction. `client` is the caller as the request saw it (nil for
+    /// work no request caused); audit rows get it as the privacy settings keep it.
+    func run<T: Sendable>(client: ClientInfo? = nil, _ body: @escaping @Sendable (Work) async throws -> T) async throws -> T {
+        let queued = Queued()
+        let kept = client?.stored(under: privacy)
+        let result = try await store.transaction { tx in
+            try await body(Work(tx: tx, now: clock.now, client: kept, events: events, jobs: jobs, queued: queued))
+        }
+        let (mailQueued, jobsQueued) = queued.flags
+        if mailQueued { mail?.wake() }
+        if jobsQueued { jobs.wake() }
+        return result
+    }
+
+    /// One audit row on its own, outside any transaction (a failed attempt whose refusal
+    /// rolls nothing back).
+    func audit(
+        _ event: String, _ outcome: String, user: UserID? = nil, session: SessionID? = nil, client: ClientInfo,
+        details: [String: String] = [:]
+    ) async throws {
+        let kept = client.stored(under: privacy)
+        try await store.insertAudit(
+            AuditEvent(createdAt: clock.now, event: event, outcome: outcome, userID: user, sessionID: session,
+                       ipAddress: kept.ip, userAgent: kept.userAgent, details: details))
+    }
+
+    /// What a transaction queued, read after it commits.
+    final class Queued: Sendable {
+        private let state = Mutex((mail: false, jobs: false))
+        var flags: (Bool, Bool) { state.withLock { ($0.mail, $0.jobs) } }
+        func mail() { state.withLock { $0.mail = true } }
+        func jobs() { state.withLock { $0.jobs = true } }
+    }
+}
+
+/// One transaction of a `UnitOfWork`: the store bound to it, its time and its client.
+struct Work: Sendable {
+    /// The store inside the transaction.
+    let tx: any GatehouseStore
+    let now: Date
+    /// The caller as stored (privacy settings applied); nil for work no request caused.
+    let client: ClientInfo?
+    let events: EventRecorder
+    let jobs: JobWorker
+    let queued: UnitOfWork.Queued
+
+    /// An audit row with the request's client (`withClient: false` keeps it out, e.g. for the
+    /// row that outlives a deleted account).
+    func audit(
+        _ event: String, _ outcome: String = "success", user: UserID?, session: SessionID? = nil, details: [String: String] = [:],
+        withClient: Bool = true
+    ) async throws {
+        let client = withClient ? client : nil
+        try await tx.insertAudit(
+            AuditEvent(createdAt: now, event: event, outcome: outcome, userID: user, sessionID: session,
+                       ipAddress: client?.ip, userAgent: client?.userAgent, details: details))
+    }
+
+    /// A domain event for the feed and, when one is configured, the webhook.
+    func record(_ type: String, user: UserID?, data: [String: String] = [:]) async throws {
+        if try await events.record(tx, type, user: user, data: data) { queued.jobs() }
+    }
+
+    /// A durable background job, run after the commit.
+    func enqueueJob(kind: String, payload: some Encodable) async throws {
+        try await jobs.enqueue(tx, kind: kind, payload: payload)
+        queued.jobs()
+    }
+
+    /// Queues Apple's token revocation for the user, when Gatehouse holds one.
+    func queueAppleRevocation(of user: UserID) async throws {
+        if try await jobs.queueAppleRevocation(tx, user: user) { queued.jobs() }
+    }
+
+    /// Writes a message to the outbox; the mail worker is woken after the commit.
+    func enqueueMail(_ message: OutboxMessage) async throws {
+        try await tx.enqueueMail(message)
+        queued.mail()
+    }
+}
