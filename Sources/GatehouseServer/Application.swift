@@ -197,13 +197,15 @@ public func buildApplication(
     PasswordController(passwords: passwords, reset: reset, input: input).register(on: router, signedIn: signedIn)
     EmailVerificationController(verification: verification, input: input).register(on: router, signedIn: signedIn)
     IdentitiesController(providers: providers, profiles: profiles, input: input).register(signedIn: signedIn)
-    MeController(profiles: profiles, account: account, input: input).register(on: router, signedIn: signedIn)
+    MeController(
+        profiles: profiles, account: account, export: ExportService(store: store, entitlements: entitlements, clock: clock), input: input
+    ).register(on: router, signedIn: signedIn)
     EntitlementsController(
         entitlements: entitlements, usage: UsageService(store: store, unitOfWork: unitOfWork, entitlements: entitlements, clock: clock),
         serviceKey: config.serviceKey.map { AdminKey(key: $0, file: nil, generated: false) }, authenticator: authenticator, input: input
     ).register(on: router, signedIn: signedIn)
     AnalyticsController(
-        analytics: AnalyticsService(store: store, unitOfWork: unitOfWork, throttle: throttle, clock: clock), authenticator: authenticator,
+        analytics: AnalyticsService(unitOfWork: unitOfWork, throttle: throttle, clock: clock), authenticator: authenticator,
         input: input
     ).register(on: router)
     PurchaseController(purchases: purchases, authenticator: authenticator, input: input).register(on: router)

@@ -44,15 +44,23 @@ struct AdminController {
         }
         admin.get("/events") { request, _ in
             let query = request.uri.queryParameters
-            return try JSONBody.response(
-                try await self.users.events(after: query["after"].map(String.init), limit: query["limit"].map(String.init)))
+            let page = try PageQuery(
+                limit: query["limit"].map(String.init), default: 100, range: 1...1000, cursor: query["after"].map(String.init),
+                allowsNegative: false)
+            return try JSONBody.response(try await self.users.events(page))
         }
         admin.get("/audit") { request, _ in
             let query = request.uri.queryParameters
-            return try JSONBody.response(
-                try await self.users.audit(
-                    userID: query["user_id"].map(String.init), cursor: query["before"].map(String.init),
-                    limit: query["limit"].map(String.init)))
+            let limit = query["limit"].map(String.init)
+            // The limit is checked first, then the user, then the cursor.
+            _ = try PageQuery(limit: limit, default: 100, range: 1...500, cursor: nil, allowsNegative: true)
+            var user: UserID?
+            if let text = query["user_id"].map(String.init) {
+                guard let parsed = UserID(text) else { throw GatehouseError.invalidRequest("The user_id is not valid.") }
+                user = parsed
+            }
+            let page = try PageQuery(limit: limit, default: 100, range: 1...500, cursor: query["before"].map(String.init), allowsNegative: true)
+            return try JSONBody.response(try await self.users.audit(user: user, page))
         }
         admin.post("/mail/test") { request, _ in
             let body = try await request.decodeJSON(MailTestRequest.self, limit: self.bodyLimit)

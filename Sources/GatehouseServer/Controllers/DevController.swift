@@ -6,7 +6,7 @@ import Hummingbird
 /// `GET /dev/outbox`: the mail Gatehouse sent, with its links, for development only (the
 /// route does not exist in production).
 struct DevController {
-    let store: any GatehouseStore
+    let store: any OutboxStore
 
     func register(on router: Router<GatehouseRequestContext>) {
         router.get("/dev/outbox") { request, _ in

@@ -8,6 +8,7 @@ import Hummingbird
 struct MeController {
     let profiles: ProfileService
     let account: AccountService
+    let export: ExportService
     let input: HTTPInput
 
     func register(on router: Router<GatehouseRequestContext>, signedIn: SignedInRoutes) {
@@ -44,6 +45,6 @@ struct MeController {
     }
 
     @Sendable func export(_ request: Request, context: AuthenticatedContext) async throws -> Response {
-        try JSONBody.response(try await profiles.export(context.signedIn), headers: noStore)
+        try JSONBody.response(try await self.export.export(context.signedIn), headers: noStore)
     }
 }

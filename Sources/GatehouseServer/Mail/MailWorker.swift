@@ -22,7 +22,7 @@ struct DevOutboxTransport: MailTransport {
 /// at once), sends, and marks it sent or schedules a retry with backoff. Polls every few
 /// seconds, and at once when woken.
 final class MailWorker: Service, Sendable {
-    let store: any GatehouseStore
+    let store: any OutboxStore
     let transport: any MailTransport
     /// Fills in queued forgot-password and magic-link requests before they are sent.
     let composer: MailRequestComposer
@@ -34,7 +34,7 @@ final class MailWorker: Service, Sendable {
     static let leaseSeconds = 40
 
     init(
-        store: any GatehouseStore, transport: any MailTransport, composer: MailRequestComposer, clock: any WallClock, logger: Logger,
+        store: any OutboxStore, transport: any MailTransport, composer: MailRequestComposer, clock: any WallClock, logger: Logger,
         pollInterval: Duration = .seconds(2)
     ) {
         self.store = store

@@ -7,7 +7,6 @@ import GatehouseWire
 /// `analytics`, each checked against `AnalyticsCatalog`. A device's events sent before it had an
 /// account are given to the user when it sends one with a token.
 struct AnalyticsService: Sendable {
-    let store: any GatehouseStore
     let unitOfWork: UnitOfWork
     let throttle: ThrottleService
     let clock: any WallClock

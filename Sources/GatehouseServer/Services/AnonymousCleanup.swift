@@ -7,7 +7,7 @@ import ServiceLifecycle
 /// Removes anonymous accounts nobody has used for the preset's
 /// `privacy.anonymous_cleanup_days` (default: never), hourly, with a `user.deleted` event each.
 final class AnonymousCleanup: PeriodicSweep {
-    let store: any GatehouseStore
+    let store: any AccountStore
     let unitOfWork: UnitOfWork
     let lifecycle: AccountLifecycle
     let days: Int
@@ -15,7 +15,7 @@ final class AnonymousCleanup: PeriodicSweep {
     let logger: Logger
     let loop = WakeLoop(pollInterval: .seconds(3_600))
 
-    init(store: any GatehouseStore, unitOfWork: UnitOfWork, lifecycle: AccountLifecycle, days: Int, clock: any WallClock, logger: Logger) {
+    init(store: any AccountStore, unitOfWork: UnitOfWork, lifecycle: AccountLifecycle, days: Int, clock: any WallClock, logger: Logger) {
         self.store = store
         self.unitOfWork = unitOfWork
         self.lifecycle = lifecycle

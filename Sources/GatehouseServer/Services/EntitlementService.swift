@@ -6,13 +6,13 @@ import GatehouseWire
 /// The entitlement snapshot, gate decisions, credits and trials, from the preset's rules
 /// (`EntitlementEngine`) and the account's stored facts.
 struct EntitlementService: Sendable {
-    let store: any GatehouseStore
+    let store: any EntitlementStore & SubscriptionStore
     let unitOfWork: UnitOfWork
     let engine: EntitlementEngine
     let clock: any WallClock
 
     /// The engine's input for `user` (a guest when nil), with this period's credits.
-    func input(for user: User?, in tx: (any GatehouseStore)? = nil) async throws -> EntitlementInput {
+    func input(for user: User?, in tx: (any EntitlementStore & SubscriptionStore)? = nil) async throws -> EntitlementInput {
         guard let user else { return .guest }
         let reader = tx ?? store
         var input = try await engine.storedInput(for: user, in: reader)
@@ -134,7 +134,7 @@ struct EntitlementService: Sendable {
 extension EntitlementEngine {
     /// The input for `user` from the stored account and its App Store subscriptions (read only
     /// when the app sells any), without credits.
-    func storedInput(for user: User, in reader: any GatehouseStore) async throws -> EntitlementInput {
+    func storedInput(for user: User, in reader: any SubscriptionStore) async throws -> EntitlementInput {
         let subscriptions = settings.products.isEmpty ? [] : try await reader.subscriptions(of: user.id)
         return input(for: user, subscriptions: subscriptions)
     }

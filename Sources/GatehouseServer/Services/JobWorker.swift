@@ -11,7 +11,7 @@ import ServiceLifecycle
 final class JobWorker: Service, Sendable {
     typealias Handler = @Sendable (Job, Data) async throws -> Void
 
-    let store: any GatehouseStore
+    let store: any JobStore
     let sealer: SecretSealer
     let clock: any WallClock
     let logger: Logger
@@ -22,7 +22,7 @@ final class JobWorker: Service, Sendable {
     static let leaseSeconds = 60
 
     init(
-        store: any GatehouseStore, sealer: SecretSealer, clock: any WallClock, logger: Logger, handlers: [String: Handler],
+        store: any JobStore, sealer: SecretSealer, clock: any WallClock, logger: Logger, handlers: [String: Handler],
         maximumAttempts: [String: Int] = [:]
     ) {
         self.store = store

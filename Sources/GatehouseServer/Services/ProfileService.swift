@@ -5,9 +5,9 @@ import GatehouseStore
 import GatehouseWire
 
 /// Anonymous accounts (OKLah), the profile and handles (Handz CH07 §4), merging an anonymous
-/// account into a permanent one, and the export of everything stored about a person.
+/// account into a permanent one.
 struct ProfileService: Sendable {
-    let store: any GatehouseStore
+    let store: any UserStore & SessionStore & AccountStore
     let unitOfWork: UnitOfWork
     let gate: SignInGate
     let sessions: SessionIssuer
@@ -189,65 +189,6 @@ struct ProfileService: Sendable {
             try await work.record("user.merged", user: claim.to, data: ["from": claim.from.description, "to": claim.to.description])
         }
         return try await userResponse(claim.to)
-    }
-
-    // MARK: Export
-
-    /// `GET /v1/me/export`: everything stored about the person.
-    func export(_ signedIn: SignedIn) async throws -> AccountExport {
-        let user = signedIn.user
-        let identities = try await store.identities(of: user.id)
-        let sessions = try await store.sessions(of: user.id)
-        var audit: [AuditEvent] = []
-        var before: Int64?
-        repeat {
-            let page = try await store.auditEvents(userID: user.id, before: before, limit: 500)
-            audit += page
-            before = page.count == 500 ? page.last?.sequence : nil
-        } while before != nil
-        var events: [DomainEvent] = []
-        var after: Int64?
-        repeat {
-            let page = try await store.events(after: after, userID: user.id, limit: 500)
-            events += page
-            after = page.count == 500 ? page.last?.sequence : nil
-        } while after != nil
-        return AccountExport(
-            exportedAt: clock.now.rfc3339, users: user.payload(identities: identities), planOverride: user.planOverride,
-            identities: user.payload(identities: identities).identities,
-            sessions: sessions.map {
-                SessionInfo(
-                    id: $0.id.description, createdAt: $0.createdAt.rfc3339, lastActiveAt: $0.lastActiveAt.rfc3339, userAgent: $0.userAgent,
-                    provider: $0.provider, current: $0.id == signedIn.identity.sessionID)
-            },
-            emailTokens: try await store.emailTokens(of: user.id).map {
-                ExportedLink(
-                    purpose: $0.purpose.rawValue, email: $0.email, createdAt: $0.createdAt.rfc3339, expiresAt: $0.expiresAt.rfc3339,
-                    usedAt: $0.usedAt?.rfc3339)
-            },
-            auditLog: audit.map {
-                AuditEntry(
-                    id: $0.id.uuidString.lowercased(), createdAt: $0.createdAt.rfc3339, event: $0.event, outcome: $0.outcome,
-                    userID: $0.userID?.description, sessionID: $0.sessionID?.description, ipAddress: $0.ipAddress,
-                    userAgent: $0.userAgent, details: $0.details)
-            },
-            events: events.map(EventEntry.init),
-            idempotencyKeys: try await store.idempotencyKeyTimes(of: user.id).map(\.rfc3339),
-            creditLedger: try await store.creditLedger(of: user.id).map {
-                ExportedCreditSpend(credit: $0.credit, amount: $0.amount, action: $0.action, subject: $0.subject, createdAt: $0.createdAt.rfc3339)
-            },
-            subscriptions: try await store.subscriptions(of: user.id).map {
-                ExportedSubscription(
-                    originalTransactionID: $0.originalTransactionID, productID: $0.productID, environment: $0.environment,
-                    status: $0.status.rawValue, expiresAt: $0.expiresAt?.rfc3339, willRenew: $0.willRenew, updatedAt: $0.updatedAt.rfc3339)
-            },
-            entitlements: try await entitlements.snapshot(user),
-            usageRecords: try await store.usageRecords(of: user.id).map {
-                ExportedUsage(meter: $0.meter, amount: $0.amount, periodStart: $0.periodStart.rfc3339, createdAt: $0.createdAt.rfc3339)
-            },
-            usageMeters: try await store.usageCounts(of: user.id).map {
-                ExportedUsageCount(meter: $0.meter, periodStart: $0.periodStart.rfc3339, used: $0.used)
-            })
     }
 
     private func userResponse(_ id: UserID) async throws -> UserResponse {

@@ -8,7 +8,7 @@ import Logging
 /// Notifications V2, each verified (`AppStoreJWSVerifier`), checked against the app's bundle id
 /// and environments, and applied to the account's subscription in `signedDate` order.
 struct PurchaseService: Sendable {
-    let store: any GatehouseStore
+    let store: any UserStore & SubscriptionStore
     let verifier: AppStoreJWSVerifier
     /// `nil` when the server has no bundle id: every App Store payload is refused.
     let bundleID: String?
@@ -150,7 +150,7 @@ struct PurchaseService: Sendable {
 
     /// The account a purchase belongs to: the stored owner, else the `appAccountToken` the app
     /// set to its user id when that account exists.
-    private func owner(of transaction: AppStoreTransaction, stored: SubscriptionRecord?, in tx: any GatehouseStore) async throws -> User? {
+    private func owner(of transaction: AppStoreTransaction, stored: SubscriptionRecord?, in tx: any UserStore) async throws -> User? {
         if let id = stored?.userID, let user = try await tx.user(id: id) { return user }
         guard let token = transaction.appAccountToken, let id = UserID(token) else { return nil }
         return try await tx.user(id: id)
@@ -165,7 +165,7 @@ struct PurchaseService: Sendable {
     }
 
     /// `a•••@x.io` for an account with an address, else its sign-in provider.
-    private func hint(for user: User, in reader: any GatehouseStore) async throws -> String? {
+    private func hint(for user: User, in reader: any UserStore) async throws -> String? {
         if let email = user.email, let at = email.firstIndex(of: "@"), at != email.startIndex {
             return "\(email[email.startIndex])\u{2022}\u{2022}\u{2022}\(email[at...])"
         }

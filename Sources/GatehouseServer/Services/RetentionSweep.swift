@@ -9,7 +9,7 @@ import ServiceLifecycle
 /// their client address and user agent), plus rate-limit windows older than two days and App
 /// Store notification ids older than 30 days (Apple retries for three days at most).
 final class RetentionSweep: PeriodicSweep {
-    let store: any GatehouseStore
+    let store: any RetentionStore & UsageStore
     let days: Int
     /// A session idle this long is over (the refresh token lifetime).
     let idleSeconds: Int

@@ -6,7 +6,7 @@ import GatehouseWire
 /// The sessions of every account: refresh (rotation with reuse detection), logout, listing
 /// and revoking them.
 struct SessionService: Sendable {
-    let store: any GatehouseStore
+    let store: any SessionStore & SubscriptionStore
     let unitOfWork: UnitOfWork
     let sessions: SessionIssuer
     let tokens: TokenService

@@ -11,7 +11,7 @@ import GatehouseStore
 /// (privacy governs what is stored, not what is limited): the address is turned into a keyed
 /// hash first, so the counters' keys in the database reveal no address.
 struct ThrottleService: Sendable {
-    let store: any GatehouseStore
+    let store: any ThrottleStore
     let settings: ThrottlingSettings
     /// `GATEHOUSE_IP_LIMITS`; per-account limits apply whatever it says.
     let ipLimits: Bool

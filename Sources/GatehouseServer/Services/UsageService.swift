@@ -8,7 +8,7 @@ import GatehouseWire
 /// period fills the cap rule the meter names, so the plan's limit and the refusal (a gate
 /// decision) come from the same rules as every other gate.
 struct UsageService: Sendable {
-    let store: any GatehouseStore
+    let store: any UserStore
     let unitOfWork: UnitOfWork
     let entitlements: EntitlementService
     let clock: any WallClock

@@ -6,7 +6,7 @@ import GatehouseWire
 /// The operator's view of accounts: list, show, disable, enable. Shared by the admin API
 /// and the `gatehouse users` commands.
 public struct UserAdminService: Sendable {
-    let store: any GatehouseStore
+    let store: any UserStore & AuditStore & AccountStore
     /// Records `user.deleted` and the like (and queues their webhooks and Apple revocations;
     /// the server's job worker delivers them, also when the CLI queued them).
     let unitOfWork: UnitOfWork
@@ -75,18 +75,10 @@ public struct UserAdminService: Sendable {
         return try await show(user.id.description)
     }
 
-    /// The event feed, oldest first, after `cursor`.
-    public func events(after cursor: String?, limit: String?) async throws -> EventList {
-        guard let count = Int(limit ?? "100"), (1...1000).contains(count) else {
-            throw GatehouseError.invalidRequest("The limit must be between 1 and 1000.")
-        }
-        var after: Int64?
-        if let cursor, !cursor.isEmpty {
-            guard let sequence = Int64(cursor), sequence >= 0 else { throw GatehouseError.invalidRequest("The cursor is not valid.") }
-            after = sequence
-        }
-        let page = try await store.events(after: after, userID: nil, limit: count)
-        return EventList(events: page.map(EventEntry.init), nextCursor: page.last?.sequence.map { String($0) } ?? cursor)
+    /// The event feed, oldest first, after the page's cursor (which an empty page answers again).
+    func events(_ query: PageQuery) async throws -> EventList {
+        let page = try await store.events(after: query.cursor, userID: nil, limit: query.limit)
+        return EventList(events: page.map(EventEntry.init), nextCursor: page.last?.sequence.map { String($0) } ?? query.cursorText)
     }
 
     public func enable(_ reference: String) async throws -> AdminUser {
@@ -96,21 +88,9 @@ public struct UserAdminService: Sendable {
     }
 
     /// The audit trail, newest first, optionally for one user.
-    public func audit(userID: String?, cursor: String?, limit: String?) async throws -> AuditList {
-        guard let count = Int(limit ?? "100"), (1...500).contains(count) else {
-            throw GatehouseError.invalidRequest("The limit must be between 1 and 500.")
-        }
-        var user: UserID?
-        if let userID {
-            guard let parsed = UserID(userID) else { throw GatehouseError.invalidRequest("The user_id is not valid.") }
-            user = parsed
-        }
-        var before: Int64?
-        if let cursor, !cursor.isEmpty {
-            guard let sequence = Int64(cursor) else { throw GatehouseError.invalidRequest("The cursor is not valid.") }
-            before = sequence
-        }
-        let events = try await store.auditEvents(userID: user, before: before, limit: count + 1)
+    func audit(user: UserID?, _ query: PageQuery) async throws -> AuditList {
+        let count = query.limit
+        let events = try await store.auditEvents(userID: user, before: query.cursor, limit: count + 1)
         let page = Array(events.prefix(count))
         let next = events.count > count ? page.last?.sequence.map { String($0) } : nil
         return AuditList(

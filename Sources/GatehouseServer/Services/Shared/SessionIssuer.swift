@@ -24,7 +24,7 @@ struct SessionIssuer: Sendable {
     }
 
     /// The session object of the answer: the tokens for `session`.
-    func payload(_ user: User, session: Session, refreshToken: String, in reader: any GatehouseStore) async throws -> SessionPayload {
+    func payload(_ user: User, session: Session, refreshToken: String, in reader: any SubscriptionStore) async throws -> SessionPayload {
         try await tokens.session(for: user, session: session, refreshToken: refreshToken, in: reader)
     }
 

@@ -1,0 +1,69 @@
+import Foundation
+import GatehouseCore
+import GatehouseStore
+import GatehouseWire
+
+/// `GET /v1/me/export`: everything Gatehouse stores about a person, from every table that
+/// holds their data.
+struct ExportService: Sendable {
+    let store: any UserStore & SessionStore & AuditStore & AccountStore & EntitlementStore & SubscriptionStore & UsageStore
+    let entitlements: EntitlementService
+    let clock: any WallClock
+
+    /// `GET /v1/me/export`: everything stored about the person.
+    func export(_ signedIn: SignedIn) async throws -> AccountExport {
+        let user = signedIn.user
+        let identities = try await store.identities(of: user.id)
+        let sessions = try await store.sessions(of: user.id)
+        var audit: [AuditEvent] = []
+        var before: Int64?
+        repeat {
+            let page = try await store.auditEvents(userID: user.id, before: before, limit: 500)
+            audit += page
+            before = page.count == 500 ? page.last?.sequence : nil
+        } while before != nil
+        var events: [DomainEvent] = []
+        var after: Int64?
+        repeat {
+            let page = try await store.events(after: after, userID: user.id, limit: 500)
+            events += page
+            after = page.count == 500 ? page.last?.sequence : nil
+        } while after != nil
+        return AccountExport(
+            exportedAt: clock.now.rfc3339, users: user.payload(identities: identities), planOverride: user.planOverride,
+            identities: user.payload(identities: identities).identities,
+            sessions: sessions.map {
+                SessionInfo(
+                    id: $0.id.description, createdAt: $0.createdAt.rfc3339, lastActiveAt: $0.lastActiveAt.rfc3339, userAgent: $0.userAgent,
+                    provider: $0.provider, current: $0.id == signedIn.identity.sessionID)
+            },
+            emailTokens: try await store.emailTokens(of: user.id).map {
+                ExportedLink(
+                    purpose: $0.purpose.rawValue, email: $0.email, createdAt: $0.createdAt.rfc3339, expiresAt: $0.expiresAt.rfc3339,
+                    usedAt: $0.usedAt?.rfc3339)
+            },
+            auditLog: audit.map {
+                AuditEntry(
+                    id: $0.id.uuidString.lowercased(), createdAt: $0.createdAt.rfc3339, event: $0.event, outcome: $0.outcome,
+                    userID: $0.userID?.description, sessionID: $0.sessionID?.description, ipAddress: $0.ipAddress,
+                    userAgent: $0.userAgent, details: $0.details)
+            },
+            events: events.map(EventEntry.init),
+            idempotencyKeys: try await store.idempotencyKeyTimes(of: user.id).map(\.rfc3339),
+            creditLedger: try await store.creditLedger(of: user.id).map {
+                ExportedCreditSpend(credit: $0.credit, amount: $0.amount, action: $0.action, subject: $0.subject, createdAt: $0.createdAt.rfc3339)
+            },
+            subscriptions: try await store.subscriptions(of: user.id).map {
+                ExportedSubscription(
+                    originalTransactionID: $0.originalTransactionID, productID: $0.productID, environment: $0.environment,
+                    status: $0.status.rawValue, expiresAt: $0.expiresAt?.rfc3339, willRenew: $0.willRenew, updatedAt: $0.updatedAt.rfc3339)
+            },
+            entitlements: try await entitlements.snapshot(user),
+            usageRecords: try await store.usageRecords(of: user.id).map {
+                ExportedUsage(meter: $0.meter, amount: $0.amount, periodStart: $0.periodStart.rfc3339, createdAt: $0.createdAt.rfc3339)
+            },
+            usageMeters: try await store.usageCounts(of: user.id).map {
+                ExportedUsageCount(meter: $0.meter, periodStart: $0.periodStart.rfc3339, used: $0.used)
+            })
+    }
+}
