@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import GatehouseCore
+import GatehouseWire
 
 /// Who a Gatehouse access token speaks for, once verified.
 public struct GatehouseUser: Sendable, Equatable {
@@ -89,26 +90,6 @@ public actor AccessTokenVerifier {
         var kid: String?
     }
 
-    private struct Claims: Decodable {
-        var iss: String
-        var aud: String
-        var sub: String
-        var sid: String
-        var exp: Int64
-        var nbf: Int64?
-        var plan: String?
-        var planExpiresAt: Int64?
-        var isAnonymous: Bool?
-        var emailVerified: Bool?
-
-        enum CodingKeys: String, CodingKey {
-            case iss, aud, sub, sid, exp, nbf, plan
-            case planExpiresAt = "plan_expires_at"
-            case isAnonymous = "is_anonymous"
-            case emailVerified = "email_verified"
-        }
-    }
-
     public func verify(_ token: String) async throws(Failure) -> GatehouseUser {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let headerData = Data(base64URLEncoded: String(parts[0])),
@@ -120,7 +101,7 @@ public actor AccessTokenVerifier {
         guard let ecdsa = try? P256.Signing.ECDSASignature(rawRepresentation: signature),
             key.isValidSignature(ecdsa, for: Data("\(parts[0]).\(parts[1])".utf8))
         else { throw .badSignature }
-        guard let claims = try? JSONDecoder().decode(Claims.self, from: payload) else { throw .malformed }
+        guard let claims = try? JSONDecoder().decode(AccessTokenClaims.self, from: payload) else { throw .malformed }
         guard claims.iss == issuer else { throw .wrongIssuer }
         guard claims.aud == audience else { throw .wrongAudience }
         let now = clock.now.timeIntervalSince1970

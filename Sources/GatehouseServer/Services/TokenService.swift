@@ -6,30 +6,10 @@ import GatehouseWire
 import JWTKit
 import Synchronization
 
-/// The claims of a Gatehouse access token (contract: Session object).
-struct AccessTokenClaims: JWTPayload, Equatable {
-    var iss: String
-    var aud: String
-    var sub: String
-    var sid: String
-    var iat: Int64
-    var nbf: Int64
-    var exp: Int64
-    var isAnonymous: Bool
-    var plan: String
-    var emailVerified: Bool
-    var planExpiresAt: Int64?
-
-    enum CodingKeys: String, CodingKey {
-        case iss, aud, sub, sid, iat, nbf, exp, plan
-        case isAnonymous = "is_anonymous"
-        case emailVerified = "email_verified"
-        case planExpiresAt = "plan_expires_at"
-    }
-
+extension AccessTokenClaims: JWTPayload {
     /// Claim checks need the injected clock and the preset's leeway, so they happen in
     /// `TokenService.verify`; jwt-kit only checks the signature.
-    func verify(using algorithm: some JWTAlgorithm) throws {}
+    public func verify(using algorithm: some JWTAlgorithm) throws {}
 }
 
 /// Who a verified access token speaks for.
@@ -111,8 +91,10 @@ public struct TokenService: Sendable {
         }
         let now = clock.now.unixSeconds
         let leeway = Int64(settings.leewaySeconds)
+        // Gatehouse's own tokens carry every claim; one without them is not one of ours.
         guard claims.iss == issuer, claims.aud == audience, let userID = UserID(claims.sub), let sessionID = SessionID(claims.sid),
-            claims.nbf <= now + leeway, claims.iat <= now + leeway
+            let nbf = claims.nbf, let iat = claims.iat, let isAnonymous = claims.isAnonymous, claims.plan != nil,
+            claims.emailVerified != nil, nbf <= now + leeway, iat <= now + leeway
         else {
             throw Self.invalid
         }
@@ -120,7 +102,7 @@ public struct TokenService: Sendable {
             throw GatehouseError(status: 401, code: .tokenExpired, message: "Your session token has expired. Refresh it and try again.")
         }
         return AccessIdentity(
-            userID: userID, sessionID: sessionID, isAnonymous: claims.isAnonymous, issuedAt: Date(unixSeconds: claims.iat))
+            userID: userID, sessionID: sessionID, isAnonymous: isAnonymous, issuedAt: Date(unixSeconds: iat))
     }
 
     /// Header (ES256 only, `typ: at+jwt`, a published `kid`) and signature.

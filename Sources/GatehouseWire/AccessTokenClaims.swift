@@ -1,0 +1,40 @@
+/// The claims of a Gatehouse access token (contract: Session object), as the server signs them
+/// and as `GatehouseVerifier` reads them. The server sets every claim; the verifier accepts a
+/// token without the optional ones (and reads a missing `plan` as `free`).
+public struct AccessTokenClaims: Codable, Sendable, Equatable {
+    public var iss: String
+    public var aud: String
+    public var sub: String
+    public var sid: String
+    public var iat: Int64?
+    public var nbf: Int64?
+    public var exp: Int64
+    public var isAnonymous: Bool?
+    public var plan: String?
+    public var emailVerified: Bool?
+    public var planExpiresAt: Int64?
+
+    public enum CodingKeys: String, CodingKey {
+        case iss, aud, sub, sid, iat, nbf, exp, plan
+        case isAnonymous = "is_anonymous"
+        case emailVerified = "email_verified"
+        case planExpiresAt = "plan_expires_at"
+    }
+
+    public init(
+        iss: String, aud: String, sub: String, sid: String, iat: Int64?, nbf: Int64?, exp: Int64, isAnonymous: Bool?, plan: String?,
+        emailVerified: Bool?, planExpiresAt: Int64?
+    ) {
+        self.iss = iss
+        self.aud = aud
+        self.sub = sub
+        self.sid = sid
+        self.iat = iat
+        self.nbf = nbf
+        self.exp = exp
+        self.isAnonymous = isAnonymous
+        self.plan = plan
+        self.emailVerified = emailVerified
+        self.planExpiresAt = planExpiresAt
+    }
+}
