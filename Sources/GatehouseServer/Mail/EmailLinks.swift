@@ -19,7 +19,7 @@ struct EmailLinks: Sendable {
 
     func newToken() -> (token: String, hash: [UInt8]) {
         let token = randomToken(bytes: 32)
-        return (token, TokenService.hash(token))
+        return (token, StoredSecret.hash(token))
     }
 
     func newCode() -> String {

@@ -5,19 +5,6 @@ import Logging
 import ServiceLifecycle
 import Synchronization
 
-/// Development delivery: the mail stays in the outbox (listed at `/dev/outbox`) and one log
-/// line says it was sent — recipient, subject and link host, never the link.
-struct DevOutboxTransport: MailTransport {
-    let logger: Logger
-    var keepsBodies: Bool { true }
-
-    func deliver(_ message: OutboxMessage) async throws {
-        logger.notice(
-            "mail (dev outbox)",
-            metadata: ["to": "\(message.recipient)", "subject": "\(message.subject)", "link_host": "\(message.linkHost ?? "-")"])
-    }
-}
-
 /// Delivers the outbox: claims due mail with a lease (several nodes never send one mail twice
 /// at once), sends, and marks it sent or schedules a retry with backoff. Polls every few
 /// seconds, and at once when woken.

@@ -39,7 +39,7 @@ public struct AdminKey: Sendable {
 
     /// Constant-time comparison of the presented key's hash with the real one.
     public func matches(_ presented: String) -> Bool {
-        constantTimeEquals(digest, TokenService.hash(presented))
+        constantTimeEquals(digest, StoredSecret.hash(presented))
     }
 }
 

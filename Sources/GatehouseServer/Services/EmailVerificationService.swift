@@ -43,7 +43,7 @@ struct EmailVerificationService: Sendable {
     }
 
     private func verifiedUser(token: String) async throws -> User {
-        let hash = TokenService.hash(token)
+        let hash = StoredSecret.hash(token)
         let now = clock.now
         guard let record = try await store.emailToken(hash: hash), record.purpose == .verifyEmail, let userID = record.userID else {
             throw GatehouseError.tokenInvalid(preset)

@@ -14,7 +14,7 @@ struct LinkPagesService: Sendable {
     /// What a link is worth, for the hosted pages; `nil` when there is no such link. A reset
     /// link made under an older password, or for a disabled account, counts as used.
     func linkState(token: String, purpose: EmailTokenPurpose) async throws -> (record: EmailToken, state: EmailToken.State)? {
-        guard let record = try await store.emailToken(hash: TokenService.hash(token)), record.purpose == purpose else { return nil }
+        guard let record = try await store.emailToken(hash: StoredSecret.hash(token)), record.purpose == purpose else { return nil }
         let state = record.state(at: clock.now)
         if purpose == .passwordReset, state == .valid {
             guard let userID = record.userID, let user = try await store.user(id: userID), !user.isDisabled, record.matchesPassword(of: user)
@@ -32,7 +32,7 @@ struct LinkPagesService: Sendable {
 
     /// Sends a fresh link of the same kind to the same person as `token` (expired or used).
     func resend(token: String, client: ClientInfo) async throws -> Outcome {
-        guard let record = try await store.emailToken(hash: TokenService.hash(token)) else { return .invalid }
+        guard let record = try await store.emailToken(hash: StoredSecret.hash(token)) else { return .invalid }
         do {
             switch record.purpose {
             case .verifyEmail:

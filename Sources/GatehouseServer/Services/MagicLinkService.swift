@@ -46,7 +46,7 @@ struct MagicLinkService: Sendable {
         let now = clock.now
         let record: EmailToken
         if let token, !token.isEmpty {
-            guard let found = try await store.emailToken(hash: TokenService.hash(token)), found.purpose == .magicLink else {
+            guard let found = try await store.emailToken(hash: StoredSecret.hash(token)), found.purpose == .magicLink else {
                 throw GatehouseError.tokenInvalid(preset)
             }
             record = found

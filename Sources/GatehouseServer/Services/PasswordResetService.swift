@@ -36,7 +36,7 @@ struct PasswordResetService: Sendable {
     /// session, verifies the address (the link proved the inbox) and mails a notice.
     func reset(token: String, password: String, client: ClientInfo) async throws {
         try gate.requireMethod(preset.signInMethods.emailPassword)
-        let hash = TokenService.hash(token)
+        let hash = StoredSecret.hash(token)
         let now = clock.now
         guard let record = try await store.emailToken(hash: hash), record.purpose == .passwordReset, let userID = record.userID,
             let user = try await store.user(id: userID), !user.isDisabled

@@ -22,7 +22,7 @@ struct PasswordService: Sendable {
         email: String, password: String, client: ClientInfo, idempotencyKey: String? = nil, captchaToken: String? = nil
     ) async throws -> AuthResponse {
         try gate.requireMethod(preset.signInMethods.emailPassword)
-        let keyHash = idempotencyKey.map(TokenService.hash)
+        let keyHash = idempotencyKey.map(StoredSecret.hash)
         if let keyHash, let earlier = try await store.idempotentUser(scope: "signup", keyHash: keyHash, since: clock.now.addingTimeInterval(-86_400)) {
             // A retry of a sign-up that went through (decision 3): the same account, a new
             // session, for the same address and password only. It is a password sign-in, so it

@@ -45,7 +45,7 @@ struct ProfileService: Sendable {
 
     private func startAnonymous(client: ClientInfo, idempotencyKey: String?) async throws -> AnonymousResponse {
         try gate.requireMethod(preset.signInMethods.anonymous)
-        let keyHash = idempotencyKey.map(TokenService.hash)
+        let keyHash = idempotencyKey.map(StoredSecret.hash)
         let now = clock.now
         // A replay counts against the per-IP limit like a first start (finding 3).
         try await throttle.limitIP("anonymous", client: client, limit: preset.throttling.anonymousPerIPPerHour, windowSeconds: 3_600)

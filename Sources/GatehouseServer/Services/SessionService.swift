@@ -21,7 +21,7 @@ struct SessionService: Sendable {
     }
 
     func refresh(_ token: String, client: ClientInfo) async throws -> SessionResponse {
-        let hash = TokenService.hash(token)
+        let hash = StoredSecret.hash(token)
         let result = try await unitOfWork.run(client: client) { work -> RefreshResult in
             let (tx, now) = (work.tx, work.now)
             guard let record = try await tx.refreshToken(hash: hash), let session = try await tx.session(id: record.sessionID) else {
@@ -39,14 +39,14 @@ struct SessionService: Sendable {
                 return .revoked
             case .repeatSuccessor:
                 let successor = try tokens.successor(of: token)
-                guard try await tx.refreshToken(hash: TokenService.hash(successor)) != nil else { throw invalidRefreshToken }
+                guard try await tx.refreshToken(hash: StoredSecret.hash(successor)) != nil else { throw invalidRefreshToken }
                 return .issued(try await liveUser(tx, session.userID), session, successor)
             case .rotate:
                 let successor = try tokens.successor(of: token)
                 try await tx.markRefreshTokenRotated(hash: hash, at: now)
                 try await tx.insertRefreshToken(
                     RefreshTokenRecord(
-                        hash: TokenService.hash(successor), sessionID: session.id, issuedAt: now,
+                        hash: StoredSecret.hash(successor), sessionID: session.id, issuedAt: now,
                         expiresAt: now.addingTimeInterval(TimeInterval(preset.tokens.refreshTokenTTLSeconds))))
                 try await tx.touchSession(session.id, at: now)
                 return .issued(try await liveUser(tx, session.userID), session, successor)

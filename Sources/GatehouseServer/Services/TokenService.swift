@@ -49,11 +49,6 @@ public struct TokenService: Sendable {
         Data(HMAC<SHA256>.authenticationCode(for: Data(token.utf8), using: try chainKey.key())).base64URLEncoded
     }
 
-    /// What is stored for a token.
-    static func hash(_ token: String) -> [UInt8] {
-        Array(SHA256.hash(data: Data(token.utf8)))
-    }
-
     /// The contract's Session object for `refreshToken` with a fresh access token.
     /// `reader` is the store (or the caller's transaction) the plan claims are read from.
     func session(for user: User, session: Session, refreshToken: String, in reader: any SubscriptionStore) async throws -> SessionPayload {

@@ -40,7 +40,7 @@ struct SessionIssuer: Sendable {
         let refresh = tokens.newRefreshToken()
         try await work.tx.insertRefreshToken(
             RefreshTokenRecord(
-                hash: TokenService.hash(refresh), sessionID: session.id, issuedAt: now,
+                hash: StoredSecret.hash(refresh), sessionID: session.id, issuedAt: now,
                 expiresAt: now.addingTimeInterval(TimeInterval(settings.refreshTokenTTLSeconds))))
         return (session, refresh)
     }
