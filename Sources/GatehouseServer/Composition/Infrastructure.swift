@@ -1,0 +1,110 @@
+import AsyncHTTPClient
+import Foundation
+import GatehouseCore
+import GatehouseStore
+import Logging
+import X509
+
+/// What the use cases stand on, built once from the configuration: the database and its store,
+/// signing keys, the hasher, outbound HTTP, mail and jobs with their workers, and the unit of
+/// work that ties a transaction to them.
+///
+/// Everything that can fail without side effects (the admin key, the password blocklist, the
+/// templates, the OpenAPI document, App Store roots) is loaded before threads and clients that
+/// need shutting down are made.
+struct Infrastructure {
+    let config: GatehouseConfig
+    let preset: Preset
+    let logger: Logger
+    let clock: any WallClock
+    let adminKey: AdminKey
+    let blocklist: Set<String>
+    let templates: Templates
+    let openAPI: [UInt8]
+    let appStoreRoots: [Certificate]
+    let database: any SQLDatabase
+    let store: SQLStore
+    let keys: KeyRing
+    let chainKey: RefreshChainKey
+    let sealer: SecretSealer
+    let hasher: PasswordHasher
+    let httpClient: HTTPClient
+    let links: EmailLinks
+    let engine: EntitlementEngine
+    let tokens: TokenService
+    let throttle: ThrottleService
+    let mailWorker: MailWorker
+    let jobs: JobWorker
+    let unitOfWork: UnitOfWork
+    let appleTokens: AppleTokenClient?
+    let appleKeys: ProviderKeySet
+    let googleKeys: ProviderKeySet
+
+    init(config: GatehouseConfig, dependencies: AppDependencies, logger: Logger) async throws {
+        let preset = config.preset
+        let clock = dependencies.clock
+        self.config = config
+        self.preset = preset
+        self.logger = logger
+        self.clock = clock
+        adminKey = try AdminKey.load(configured: config.adminKey, path: config.adminKeyFile)
+        blocklist = try CommonPasswords.load()
+        templates = try Templates(preset: preset)
+        openAPI = try OpenAPIDocument.load()
+        appStoreRoots = try config.appStoreRootCerts.map {
+            try AppStoreJWSVerifier.certificates(pem: try String(contentsOfFile: $0, encoding: .utf8))
+        } ?? AppStoreJWSVerifier.appleRoots()
+        let smtpCA = try config.smtpCAFile.map { try String(contentsOfFile: $0, encoding: .utf8) }
+
+        database = try await config.database.open(logger: logger, poolSize: config.databasePoolSize)
+        let store = SQLStore(database: database)
+        self.store = store
+        keys = KeyRing(store: store, clock: clock, secretKey: config.secretKey, logger: logger)
+        chainKey = RefreshChainKey()
+        sealer = SecretSealer(secret: config.secretKey)
+        hasher = try PasswordHasher(parameters: config.argon2, threads: config.hashThreads)
+        httpClient = HTTPClient(eventLoopGroupProvider: .singleton)
+        links = EmailLinks(publicURL: config.publicURL, chainKey: chainKey)
+        engine = EntitlementEngine(settings: preset.entitlements, copy: preset.copy)
+        tokens = TokenService(
+            keys: keys, chainKey: chainKey, issuer: config.issuer, audience: config.audience, settings: preset.tokens, clock: clock,
+            engine: engine)
+        throttle = ThrottleService(
+            store: store, settings: preset.throttling, ipLimits: config.ipLimits, clock: clock, copy: preset.copy, chainKey: chainKey,
+            recovery: preset.signInMethods)
+
+        let transport: any MailTransport
+        if let url = config.smtpURL, let settings = SMTPSettings(url: url, trustedCertificates: smtpCA) {
+            transport = SMTPTransport(
+                settings: settings, composer: MailComposer(from: config.sender, domain: config.publicURL.host ?? "localhost"), clock: clock)
+        } else {
+            transport = DevOutboxTransport(logger: logger)
+        }
+        mailWorker = MailWorker(
+            store: store, transport: transport,
+            composer: MailRequestComposer(store: store, templates: templates, links: links, preset: preset, clock: clock), clock: clock,
+            logger: logger)
+        if let credentials = config.appleCredentials {
+            // The key was parsed when the configuration was read, so this does not fail here.
+            appleTokens = try await AppleTokenClient(credentials: credentials, client: httpClient, clock: clock)
+        } else {
+            appleTokens = nil
+        }
+        var jobHandlers = AppleJobs(tokens: appleTokens, store: store, sealer: sealer, clock: clock, logger: logger).handlers
+        if let url = config.webhookURL, let secret = config.webhookSecret {
+            jobHandlers[WebhookSender.jobKind] = WebhookSender(url: url, secret: secret, client: httpClient, clock: clock).deliver
+        }
+        // Webhooks are retried for about a day (backoff capped at an hour) before they are given up.
+        jobs = JobWorker(
+            store: store, sealer: sealer, clock: clock, logger: logger, handlers: jobHandlers, maximumAttempts: [WebhookSender.jobKind: 30])
+        let events = EventRecorder(
+            jobs: jobs, webhookConfigured: config.webhookURL != nil, clock: clock, trialStartsAtSignup: preset.entitlements.trial.startsAtSignup)
+        unitOfWork = UnitOfWork(store: store, events: events, mail: mailWorker, jobs: jobs, privacy: preset.privacy, clock: clock)
+        appleKeys = ProviderKeySet(url: config.appleJWKSURL, client: httpClient, clock: clock, logger: logger)
+        googleKeys = ProviderKeySet(url: config.googleJWKSURL, client: httpClient, clock: clock, logger: logger)
+        if preset.throttling.captchaAfterIPFailures != nil, config.captchaVerifyURL == nil {
+            logger.warning(
+                "the preset asks for a CAPTCHA after repeated failed logins, but GATEHOUSE_CAPTCHA_VERIFY_URL is not set: no CAPTCHA is asked for")
+        }
+    }
+}

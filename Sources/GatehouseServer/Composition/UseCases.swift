@@ -1,0 +1,94 @@
+import Foundation
+import GatehouseCore
+import GatehouseStore
+
+/// Every use case, wired from the infrastructure and the parts they share. No use case holds
+/// another to borrow its fields: the shared parts (`SessionIssuer`, `Credentials`,
+/// `AccountLifecycle`, `SignInGate`, `UnitOfWork`…) are built here and handed to each.
+struct UseCases {
+    let authenticator: Authenticator
+    let passwords: PasswordService
+    let sessions: SessionService
+    let verification: EmailVerificationService
+    let reset: PasswordResetService
+    let magicLinks: MagicLinkService
+    let linkPages: LinkPagesService
+    let providers: ProviderSignInService
+    let profiles: ProfileService
+    let account: AccountService
+    let export: ExportService
+    let entitlements: EntitlementService
+    let usage: UsageService
+    let analytics: AnalyticsService
+    let purchases: PurchaseService
+    let users: UserAdminService
+    let testMail: TestMailService
+    let lifecycle: AccountLifecycle
+
+    init(_ infra: Infrastructure) {
+        let (config, preset, store, clock, unitOfWork, throttle) = (
+            infra.config, infra.preset, infra.store, infra.clock, infra.unitOfWork, infra.throttle
+        )
+        let accountMail = AccountMail(templates: infra.templates, links: infra.links, preset: preset)
+        let gate = SignInGate(
+            preset: preset, throttle: throttle,
+            captcha: config.captchaVerifyURL.map {
+                CaptchaVerifier(verifyURL: $0, secret: config.captchaSecret ?? "", client: infra.httpClient, logger: infra.logger)
+            })
+        let credentials = Credentials(
+            hasher: infra.hasher, policy: PasswordPolicy(settings: preset.passwordPolicy, blocklist: infra.blocklist, copy: preset.copy),
+            breached: BreachedPasswordChecker(client: infra.httpClient, baseURL: config.breachedPasswordsURL, logger: infra.logger),
+            throttle: throttle, preset: preset, audits: unitOfWork)
+        let issuer = SessionIssuer(tokens: infra.tokens, mail: accountMail, settings: preset.tokens)
+        let lifecycle = AccountLifecycle(handles: preset.handles)
+        let merges = MergeTokens(chainKey: infra.chainKey, clock: clock)
+        let codes = MagicCodes(store: store, links: infra.links, preset: preset, clock: clock)
+        let requests = InboxRequests(throttle: throttle, credentials: credentials, settings: preset.email)
+        let idTokenFailure = preset.text("error.invalid_id_token", "Authentication with Google/Apple failed. Please try again.")
+        let leeway = TimeInterval(preset.tokens.leewaySeconds)
+        let verifiers = ProviderVerifiers(
+            apple: ProviderTokenVerifier(
+                provider: .apple, issuers: ProviderTokenVerifier.appleIssuers, audiences: Set(config.appleAudiences),
+                keys: infra.appleKeys, clock: clock, leeway: leeway, failureMessage: idTokenFailure),
+            google: ProviderTokenVerifier(
+                provider: .google, issuers: ProviderTokenVerifier.googleIssuers, audiences: Set(config.googleAudiences),
+                keys: infra.googleKeys, clock: clock, leeway: leeway, failureMessage: idTokenFailure))
+        // The preset's own "open the app" address is trusted like an allowlist entry.
+        let redirects = RedirectPolicy(allowlist: config.redirectAllowlist + [preset.app.openAppURL].compactMap { $0 })
+
+        self.lifecycle = lifecycle
+        authenticator = Authenticator(tokens: infra.tokens, store: store, preset: preset, clock: clock)
+        entitlements = EntitlementService(store: store, unitOfWork: unitOfWork, engine: infra.engine, clock: clock)
+        passwords = PasswordService(
+            store: store, unitOfWork: unitOfWork, throttle: throttle, gate: gate, credentials: credentials, sessions: issuer,
+            lifecycle: lifecycle, mail: accountMail, preset: preset, clock: clock)
+        sessions = SessionService(store: store, unitOfWork: unitOfWork, sessions: issuer, tokens: infra.tokens, preset: preset, clock: clock)
+        verification = EmailVerificationService(store: store, unitOfWork: unitOfWork, mail: accountMail, preset: preset, clock: clock)
+        reset = PasswordResetService(
+            store: store, unitOfWork: unitOfWork, gate: gate, credentials: credentials, requests: requests, lifecycle: lifecycle,
+            mail: accountMail, throttle: throttle, preset: preset, clock: clock)
+        magicLinks = MagicLinkService(
+            store: store, unitOfWork: unitOfWork, gate: gate, requests: requests, codes: codes, sessions: issuer, lifecycle: lifecycle,
+            mail: accountMail, merges: merges, redirects: redirects, throttle: throttle, preset: preset, clock: clock)
+        linkPages = LinkPagesService(store: store, clock: clock, verification: verification, reset: reset, magicLinks: magicLinks)
+        providers = ProviderSignInService(
+            store: store, unitOfWork: unitOfWork, gate: gate, credentials: credentials, sessions: issuer, lifecycle: lifecycle,
+            mail: accountMail, throttle: throttle, verifiers: verifiers, preset: preset, clock: clock,
+            appleTokens: infra.appleTokens != nil, merges: merges)
+        profiles = ProfileService(
+            store: store, unitOfWork: unitOfWork, gate: gate, sessions: issuer, lifecycle: lifecycle, throttle: throttle,
+            entitlements: entitlements, merges: merges, preset: preset, clock: clock)
+        account = AccountService(
+            store: store, unitOfWork: unitOfWork, credentials: credentials, lifecycle: lifecycle, verifiers: verifiers, codes: codes,
+            preset: preset, clock: clock)
+        export = ExportService(store: store, entitlements: entitlements, clock: clock)
+        usage = UsageService(store: store, unitOfWork: unitOfWork, entitlements: entitlements, clock: clock)
+        analytics = AnalyticsService(unitOfWork: unitOfWork, throttle: throttle, clock: clock)
+        purchases = PurchaseService(
+            store: store, verifier: AppStoreJWSVerifier(roots: infra.appStoreRoots),
+            bundleID: config.appStoreBundleID ?? config.appleAudiences.first, environments: config.appStoreEnvironments,
+            entitlements: entitlements, unitOfWork: unitOfWork, clock: clock, logger: infra.logger)
+        users = UserAdminService(store: store, unitOfWork: unitOfWork, lifecycle: lifecycle, clock: clock)
+        testMail = TestMailService(unitOfWork: unitOfWork)
+    }
+}
