@@ -18,7 +18,7 @@ extension Gatehouse {
     @discardableResult
     public func loadConfiguration() async throws(GatehouseClientError) -> PublicConfiguration {
         do throws(GatehouseClientError) {
-            let response = try await exchange("GET", "/v1/config", body: nil, auth: .none)
+            let response = try await exchange(Endpoints.configuration, auth: .none)
             guard let configuration = try? JSONDecoder().decode(PublicConfiguration.self, from: response.body) else {
                 throw Self.invalidResponse
             }
@@ -64,7 +64,7 @@ extension Gatehouse {
     @discardableResult
     public func entitlements() async throws(GatehouseClientError) -> EntitlementsPayload {
         do throws(GatehouseClientError) {
-            let payload: EntitlementsPayload = try await call("GET", "/v1/entitlements", auth: .optional)
+            let payload = try await call(Endpoints.entitlements, auth: .optional)
             isOffline = false
             storeEntitlements(payload)
             trackSnapshotLoaded(payload)
@@ -189,7 +189,7 @@ extension Gatehouse {
 
     /// `POST /v1/entitlements/check`: the server's decision.
     public func check(_ action: String, context: [String: Int] = [:]) async throws(GatehouseClientError) -> GateDecision {
-        try await call("POST", "/v1/entitlements/check", body: EntitlementCheckRequest(action: action, context: context), auth: .optional)
+        try await call(Endpoints.checkEntitlement, body: EntitlementCheckRequest(action: action, context: context), auth: .optional)
     }
 
     /// `POST /v1/credits/{name}/spend`, idempotent by `idempotencyKey` (reuse it when retrying).
@@ -199,8 +199,8 @@ extension Gatehouse {
     public func spendCredit(
         _ name: String, action: String, idempotencyKey: String = UUID().uuidString, subject: String? = nil
     ) async throws(GatehouseClientError) -> CreditSpendResponse {
-        let response: CreditSpendResponse = try await call(
-            "POST", "/v1/credits/\(name)/spend", body: CreditSpendRequest(idempotencyKey: idempotencyKey, action: action, subject: subject),
+        let response = try await call(
+            Endpoints.spendCredit, name, body: CreditSpendRequest(idempotencyKey: idempotencyKey, action: action, subject: subject),
             auth: .required)
         var reported = storage.data(forKey: "credit_spent_keys").flatMap { try? JSONDecoder().decode([String].self, from: $0) } ?? []
         if !reported.contains(idempotencyKey) {
@@ -217,7 +217,7 @@ extension Gatehouse {
     /// `POST /v1/trial/start`, reported as CH08 §9 `trial_started`.
     @discardableResult
     public func startTrial() async throws(GatehouseClientError) -> EntitlementsPayload {
-        let snapshot: EntitlementsPayload = try await call("POST", "/v1/trial/start", auth: .required)
+        let snapshot = try await call(Endpoints.startTrial, auth: .required)
         storeEntitlements(snapshot)
         if snapshot.planState == "trial" { track("trial_started") }
         return snapshot
@@ -257,7 +257,7 @@ extension Gatehouse {
         while !analyticsQueue.isEmpty {
             let batch = Array(analyticsQueue.prefix(50))
             do throws(GatehouseClientError) {
-                try await callEmpty("POST", "/v1/events", body: ClientEventBatch(events: batch), auth: .optional)
+                try await call(Endpoints.events, body: ClientEventBatch(events: batch), auth: .optional)
             } catch {
                 if error.isNetworkFailure || error.code == .rateLimited { return }
             }
