@@ -55,7 +55,7 @@ extension Gatehouse {
         comparable.evaluatedAt = entitlementCache?.payload.evaluatedAt ?? payload.evaluatedAt
         let changed = entitlementCache?.payload != comparable
         entitlementCache = CachedEntitlements(payload: payload, userID: sessionUser?.id, verifiedAt: clock.now())
-        storage.set(try? JSONEncoder().encode(entitlementCache), forKey: "entitlements")
+        storage.set(encoding: entitlementCache, forKey: "entitlements")
         if changed { emit(.entitlementsChanged(payload)) }
     }
 
@@ -202,13 +202,13 @@ extension Gatehouse {
         let response = try await call(
             Endpoints.spendCredit, name, body: CreditSpendRequest(idempotencyKey: idempotencyKey, action: action, subject: subject),
             auth: .required)
-        var reported = storage.data(forKey: "credit_spent_keys").flatMap { try? JSONDecoder().decode([String].self, from: $0) } ?? []
+        var reported = storage.decoded([String].self, forKey: "credit_spent_keys") ?? []
         if !reported.contains(idempotencyKey) {
             var properties: [String: JSONValue] = ["sessionId": .string(idempotencyKey)]
             if let subject { properties["flowId"] = .string(subject) }
             track("credit_spent", properties)
             reported = Array((reported + [idempotencyKey]).suffix(50))
-            storage.set(try? JSONEncoder().encode(reported), forKey: "credit_spent_keys")
+            storage.set(encoding: reported, forKey: "credit_spent_keys")
         }
         _ = try? await entitlements()
         return response
@@ -269,7 +269,9 @@ extension Gatehouse {
     }
 
     var analyticsQueue: [ClientEvent] {
-        get { storage.data(forKey: "analytics_queue").flatMap { try? JSONDecoder().decode([ClientEvent].self, from: $0) } ?? [] }
-        set { storage.set(newValue.isEmpty ? nil : try? JSONEncoder().encode(newValue), forKey: "analytics_queue") }
+        get { storage.decoded([ClientEvent].self, forKey: "analytics_queue") ?? [] }
+        set {
+            if newValue.isEmpty { storage.set(nil, forKey: "analytics_queue") } else { storage.set(encoding: newValue, forKey: "analytics_queue") }
+        }
     }
 }

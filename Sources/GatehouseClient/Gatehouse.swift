@@ -78,8 +78,8 @@ public actor Gatehouse {
             storage.set(Data(id.utf8), forKey: "install_id")
             installID = id
         }
-        entitlementCache = storage.data(forKey: "entitlements").flatMap { try? JSONDecoder().decode(CachedEntitlements.self, from: $0) }
-        configurationCache = storage.data(forKey: "config").flatMap { try? JSONDecoder().decode(PublicConfiguration.self, from: $0) }
+        entitlementCache = storage.decoded(CachedEntitlements.self, forKey: "entitlements")
+        configurationCache = storage.decoded(PublicConfiguration.self, forKey: "config")
     }
 
     // MARK: State changes
