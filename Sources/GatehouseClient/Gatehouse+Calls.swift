@@ -43,7 +43,7 @@ extension Gatehouse {
     /// `POST /v1/auth/signup`.
     @discardableResult
     public func signUp(email: String, password: String) async throws(GatehouseClientError) -> SignInResult {
-        let response: AuthResponse = try await call("POST", "/v1/auth/signup", body: EmailPasswordRequest(email: email, password: password), auth: .none)
+        let response = try await call(Endpoints.signUp, body: EmailPasswordRequest(email: email, password: password), auth: .none)
         try begin(response.session, user: response.user, provider: .email)
         return SignInResult(user: response.user, created: true)
     }
@@ -51,7 +51,7 @@ extension Gatehouse {
     /// `POST /v1/auth/login`.
     @discardableResult
     public func signIn(email: String, password: String) async throws(GatehouseClientError) -> SignInResult {
-        let response: AuthResponse = try await call("POST", "/v1/auth/login", body: EmailPasswordRequest(email: email, password: password), auth: .none)
+        let response = try await call(Endpoints.logIn, body: EmailPasswordRequest(email: email, password: password), auth: .none)
         try begin(response.session, user: response.user, provider: .email)
         return SignInResult(user: response.user, created: false)
     }
@@ -69,7 +69,7 @@ extension Gatehouse {
             key = UUID().uuidString.lowercased()
             storage.set(Data(key.utf8), forKey: "anonymous_key")
         }
-        let response: AnonymousResponse = try await call("POST", "/v1/auth/anonymous", auth: .none, headers: ["Idempotency-Key": key])
+        let response = try await call(Endpoints.signInAnonymously, auth: .none, headers: ["Idempotency-Key": key])
         try begin(response.session, user: response.user, provider: .anonymous)
         storage.set(nil, forKey: "anonymous_key")
         return SignInResult(user: response.user, created: true, nameSuggestions: response.nameSuggestions)
@@ -82,7 +82,7 @@ extension Gatehouse {
         idToken: String, rawNonce: String?, fullName: PersonName? = nil, authorizationCode: String? = nil
     ) async throws(GatehouseClientError) -> SignInResult {
         let body = ProviderSignInRequest(idToken: idToken, rawNonce: rawNonce, fullName: fullName, authorizationCode: authorizationCode)
-        let response: SignInResponse = try await call("POST", "/v1/auth/apple", body: body, auth: .none)
+        let response = try await call(Endpoints.signInWithApple, body: body, auth: .none)
         try begin(response.session, user: response.user, provider: .apple)
         storage.set(Self.subject(ofIDToken: idToken).map { Data($0.utf8) }, forKey: "apple_user_id")
         return SignInResult(user: response.user, created: response.created)
@@ -91,15 +91,14 @@ extension Gatehouse {
     /// `POST /v1/auth/google` with the id token from Google Sign-In.
     @discardableResult
     public func signInWithGoogle(idToken: String, rawNonce: String? = nil) async throws(GatehouseClientError) -> SignInResult {
-        let response: SignInResponse = try await call(
-            "POST", "/v1/auth/google", body: ProviderSignInRequest(idToken: idToken, rawNonce: rawNonce), auth: .none)
+        let response = try await call(Endpoints.signInWithGoogle, body: ProviderSignInRequest(idToken: idToken, rawNonce: rawNonce), auth: .none)
         try begin(response.session, user: response.user, provider: .google)
         return SignInResult(user: response.user, created: response.created)
     }
 
     /// `POST /v1/auth/magic-link`: mails a link (and a 6-digit code).
     public func sendMagicLink(email: String, redirectTo: URL? = nil) async throws(GatehouseClientError) {
-        try await callEmpty("POST", "/v1/auth/magic-link", body: MagicLinkRequest(email: email, redirectTo: redirectTo?.absoluteString), auth: .none)
+        try await call(Endpoints.sendMagicLink, body: MagicLinkRequest(email: email, redirectTo: redirectTo?.absoluteString), auth: .none)
     }
 
     /// The 6-digit code from the mail, typed in the app.
@@ -133,7 +132,7 @@ extension Gatehouse {
     }
 
     private func magicLink(_ body: MagicLinkVerifyRequest) async throws(GatehouseClientError) -> SignInResult {
-        let response: SignInResponse = try await call("POST", "/v1/auth/magic-link/verify", body: body, auth: .none)
+        let response = try await call(Endpoints.verifyMagicLink, body: body, auth: .none)
         try begin(response.session, user: response.user, provider: .magicLink)
         return SignInResult(user: response.user, created: response.created)
     }
@@ -142,32 +141,33 @@ extension Gatehouse {
 
     /// `POST /v1/auth/email/verification`: sends (or re-sends) the verification mail.
     public func resendVerification() async throws(GatehouseClientError) {
-        try await callEmpty("POST", "/v1/auth/email/verification", auth: .required)
+        try await call(Endpoints.resendVerification, auth: .required)
     }
 
     /// `POST /v1/auth/email/verify` with the token of a verification link the app opened itself
     /// (the hosted page does this otherwise).
     @discardableResult
     public func verifyEmail(token: String) async throws(GatehouseClientError) -> UserPayload {
-        let response: UserResponse = try await call("POST", "/v1/auth/email/verify", body: TokenRequest(token: token), auth: .none)
+        let response = try await call(Endpoints.verifyEmail, body: TokenRequest(token: token), auth: .none)
         updateUser(response.user)
         return response.user
     }
 
     /// `POST /v1/auth/password/forgot`.
     public func forgotPassword(email: String) async throws(GatehouseClientError) {
-        try await callEmpty("POST", "/v1/auth/password/forgot", body: EmailRequest(email: email), auth: .none)
+        try await call(Endpoints.forgotPassword, body: EmailRequest(email: email), auth: .none)
     }
 
     /// `POST /v1/auth/password/reset` with the token from the reset link.
     public func resetPassword(token: String, newPassword: String) async throws(GatehouseClientError) {
-        try await callEmpty("POST", "/v1/auth/password/reset", body: PasswordResetRequest(token: token, password: newPassword), auth: .none)
+        try await call(Endpoints.resetPassword, body: PasswordResetRequest(token: token, password: newPassword), auth: .none)
     }
 
     /// `POST /v1/auth/password/change`.
     public func changePassword(current: String, new: String, signOutOtherSessions: Bool = false) async throws(GatehouseClientError) {
-        try await callEmpty(
-            "POST", "/v1/auth/password/change",
+        // The answer (the user) is not read, as before the table.
+        _ = try await exchange(
+            Endpoints.changePassword,
             body: PasswordChangeRequest(currentPassword: current, newPassword: new, signOutOtherSessions: signOutOtherSessions), auth: .required)
     }
 
@@ -182,7 +182,7 @@ extension Gatehouse {
             return
         }
         do throws(GatehouseClientError) {
-            try await callEmpty("POST", "/v1/auth/logout", body: LogoutRequest(scope: scope.rawValue), auth: .required)
+            try await call(Endpoints.logOut, body: LogoutRequest(scope: scope.rawValue), auth: .required)
         } catch {
             if scope == .others { throw error }
         }
@@ -191,13 +191,13 @@ extension Gatehouse {
 
     /// `GET /v1/auth/sessions`.
     public func sessions() async throws(GatehouseClientError) -> [SessionInfo] {
-        let response: SessionsResponse = try await call("GET", "/v1/auth/sessions", auth: .required)
+        let response = try await call(Endpoints.sessions, auth: .required)
         return response.sessions
     }
 
     /// `DELETE /v1/auth/sessions/{id}`.
     public func revokeSession(id: String) async throws(GatehouseClientError) {
-        try await callEmpty("DELETE", "/v1/auth/sessions/\(id)", auth: .required)
+        try await call(Endpoints.revokeSession, id, auth: .required)
         if id == stored?.sessionID { end(.userSignedOut) }
     }
 
@@ -207,30 +207,30 @@ extension Gatehouse {
     /// `identity_in_use` carries `details.merge_token` for `merge(token:)` from the other account.
     @discardableResult
     public func linkEmail(_ email: String, password: String) async throws(GatehouseClientError) -> UserPayload {
-        try await linked(call("POST", "/v1/auth/identities/email", body: EmailPasswordRequest(email: email, password: password), auth: .required))
+        try await linked(call(Endpoints.linkEmail, body: EmailPasswordRequest(email: email, password: password), auth: .required))
     }
 
     @discardableResult
     public func linkApple(idToken: String, rawNonce: String?, fullName: PersonName? = nil) async throws(GatehouseClientError) -> UserPayload {
         try await linked(
-            call("POST", "/v1/auth/identities/apple", body: ProviderSignInRequest(idToken: idToken, rawNonce: rawNonce, fullName: fullName), auth: .required))
+            call(Endpoints.linkApple, body: ProviderSignInRequest(idToken: idToken, rawNonce: rawNonce, fullName: fullName), auth: .required))
     }
 
     @discardableResult
     public func linkGoogle(idToken: String, rawNonce: String? = nil) async throws(GatehouseClientError) -> UserPayload {
-        try await linked(call("POST", "/v1/auth/identities/google", body: ProviderSignInRequest(idToken: idToken, rawNonce: rawNonce), auth: .required))
+        try await linked(call(Endpoints.linkGoogle, body: ProviderSignInRequest(idToken: idToken, rawNonce: rawNonce), auth: .required))
     }
 
     /// `DELETE /v1/auth/identities/{provider}`.
     public func unlink(provider: SignInProvider) async throws(GatehouseClientError) {
-        try await callEmpty("DELETE", "/v1/auth/identities/\(provider)", auth: .required)
+        try await call(Endpoints.unlinkIdentity, provider.rawValue, auth: .required)
         _ = try? await refreshUser()
     }
 
     /// `POST /v1/auth/merge`: signed in to the account to keep.
     @discardableResult
     public func merge(token: String) async throws(GatehouseClientError) -> UserPayload {
-        try await linked(call("POST", "/v1/auth/merge", body: MergeRequest(mergeToken: token), auth: .required))
+        try await linked(call(Endpoints.merge, body: MergeRequest(mergeToken: token), auth: .required))
     }
 
     private func linked(_ response: UserResponse) -> UserPayload {
@@ -243,7 +243,7 @@ extension Gatehouse {
     /// `GET /v1/me`: the user and the entitlement snapshot, both kept.
     @discardableResult
     public func refreshUser() async throws(GatehouseClientError) -> UserPayload {
-        let me: MeResponse = try await call("GET", "/v1/me", auth: .required)
+        let me = try await call(Endpoints.me, auth: .required)
         updateUser(me.user)
         storeEntitlements(me.entitlements)
         return me.user
@@ -252,24 +252,23 @@ extension Gatehouse {
     /// `PATCH /v1/me`.
     @discardableResult
     public func updateProfile(_ patch: ProfilePatch) async throws(GatehouseClientError) -> UserPayload {
-        try await linked(call("PATCH", "/v1/me", body: patch, auth: .required))
+        try await linked(call(Endpoints.updateProfile, body: patch, auth: .required))
     }
 
     /// `POST /v1/me/anonymous-name`: one of the suggested names.
     @discardableResult
     public func chooseName(_ name: String) async throws(GatehouseClientError) -> UserPayload {
-        try await linked(call("POST", "/v1/me/anonymous-name", body: AnonymousNameRequest(name: name), auth: .required))
+        try await linked(call(Endpoints.chooseAnonymousName, body: AnonymousNameRequest(name: name), auth: .required))
     }
 
     /// `GET /v1/handles/{handle}`.
     public func handleAvailability(_ handle: String) async throws(GatehouseClientError) -> HandleAvailability {
-        let escaped = handle.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? handle
-        return try await call("GET", "/v1/handles/\(escaped)", auth: .none)
+        try await call(Endpoints.handleAvailability, handle, auth: .none)
     }
 
     /// `GET /v1/me/export`: everything stored about the person, as JSON.
     public func exportData() async throws(GatehouseClientError) -> Data {
-        try await exchange("GET", "/v1/me/export", body: nil, auth: .required).body
+        try await exchange(Endpoints.exportData, auth: .required).body
     }
 
     /// `DELETE /v1/me`: the account and everything in it; the session ends here.
@@ -281,7 +280,7 @@ extension Gatehouse {
         case .idToken(let token, let nonce): body = DeleteAccountRequest(idToken: token, rawNonce: nonce)
         case .code(let code): body = DeleteAccountRequest(code: code)
         }
-        try await callEmpty("DELETE", "/v1/me", body: body, auth: .required)
+        try await call(Endpoints.deleteAccount, body: body, auth: .required)
         end(.accountDeleted)
     }
 
@@ -291,8 +290,7 @@ extension Gatehouse {
     /// purchase applied. Set the purchase's `appAccountToken` to the user id.
     @discardableResult
     public func uploadPurchase(signedTransaction: String) async throws(GatehouseClientError) -> EntitlementsPayload {
-        let snapshot: EntitlementsPayload = try await call(
-            "POST", "/v1/purchases/apple", body: ApplePurchaseRequest(signedTransaction: signedTransaction), auth: .required)
+        let snapshot = try await call(Endpoints.applePurchase, body: ApplePurchaseRequest(signedTransaction: signedTransaction), auth: .required)
         storeEntitlements(snapshot)
         return snapshot
     }
@@ -300,7 +298,7 @@ extension Gatehouse {
     /// The same call signed out (decision 21): whether an account owns the purchase, with a
     /// masked hint of how to sign in to it.
     public func restoreHint(signedTransaction: String) async throws(GatehouseClientError) -> RestoreHint {
-        try await call("POST", "/v1/purchases/apple", body: ApplePurchaseRequest(signedTransaction: signedTransaction), auth: .none)
+        try await call(Endpoints.applePurchaseRestoreHint, body: ApplePurchaseRequest(signedTransaction: signedTransaction), auth: .none)
     }
 
     /// The `appAccountToken` to give StoreKit for a purchase: the user id.
@@ -326,7 +324,7 @@ extension Gatehouse {
         switch await credentialState(id) {
         case .revoked, .notFound:
             // The server session ends too when it can be reached; the device forgets it anyway.
-            try? await callEmpty("POST", "/v1/auth/logout", body: LogoutRequest(scope: SignOutScope.local.rawValue), auth: .required)
+            try? await call(Endpoints.logOut, body: LogoutRequest(scope: SignOutScope.local.rawValue), auth: .required)
             storage.set(nil, forKey: "apple_user_id")
             end(.appleCredentialRevoked)
             return true

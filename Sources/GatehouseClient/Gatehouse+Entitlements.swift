@@ -18,7 +18,7 @@ extension Gatehouse {
     @discardableResult
     public func loadConfiguration() async throws(GatehouseClientError) -> PublicConfiguration {
         do throws(GatehouseClientError) {
-            let response = try await exchange("GET", "/v1/config", body: nil, auth: .none)
+            let response = try await exchange(Endpoints.configuration, auth: .none)
             guard let configuration = try? JSONDecoder().decode(PublicConfiguration.self, from: response.body) else {
                 throw Self.invalidResponse
             }
@@ -55,7 +55,7 @@ extension Gatehouse {
         comparable.evaluatedAt = entitlementCache?.payload.evaluatedAt ?? payload.evaluatedAt
         let changed = entitlementCache?.payload != comparable
         entitlementCache = CachedEntitlements(payload: payload, userID: sessionUser?.id, verifiedAt: clock.now())
-        storage.set(try? JSONEncoder().encode(entitlementCache), forKey: "entitlements")
+        storage.set(encoding: entitlementCache, forKey: "entitlements")
         if changed { emit(.entitlementsChanged(payload)) }
     }
 
@@ -64,7 +64,7 @@ extension Gatehouse {
     @discardableResult
     public func entitlements() async throws(GatehouseClientError) -> EntitlementsPayload {
         do throws(GatehouseClientError) {
-            let payload: EntitlementsPayload = try await call("GET", "/v1/entitlements", auth: .optional)
+            let payload = try await call(Endpoints.entitlements, auth: .optional)
             isOffline = false
             storeEntitlements(payload)
             trackSnapshotLoaded(payload)
@@ -189,7 +189,7 @@ extension Gatehouse {
 
     /// `POST /v1/entitlements/check`: the server's decision.
     public func check(_ action: String, context: [String: Int] = [:]) async throws(GatehouseClientError) -> GateDecision {
-        try await call("POST", "/v1/entitlements/check", body: EntitlementCheckRequest(action: action, context: context), auth: .optional)
+        try await call(Endpoints.checkEntitlement, body: EntitlementCheckRequest(action: action, context: context), auth: .optional)
     }
 
     /// `POST /v1/credits/{name}/spend`, idempotent by `idempotencyKey` (reuse it when retrying).
@@ -199,16 +199,16 @@ extension Gatehouse {
     public func spendCredit(
         _ name: String, action: String, idempotencyKey: String = UUID().uuidString, subject: String? = nil
     ) async throws(GatehouseClientError) -> CreditSpendResponse {
-        let response: CreditSpendResponse = try await call(
-            "POST", "/v1/credits/\(name)/spend", body: CreditSpendRequest(idempotencyKey: idempotencyKey, action: action, subject: subject),
+        let response = try await call(
+            Endpoints.spendCredit, name, body: CreditSpendRequest(idempotencyKey: idempotencyKey, action: action, subject: subject),
             auth: .required)
-        var reported = storage.data(forKey: "credit_spent_keys").flatMap { try? JSONDecoder().decode([String].self, from: $0) } ?? []
+        var reported = storage.decoded([String].self, forKey: "credit_spent_keys") ?? []
         if !reported.contains(idempotencyKey) {
             var properties: [String: JSONValue] = ["sessionId": .string(idempotencyKey)]
             if let subject { properties["flowId"] = .string(subject) }
             track("credit_spent", properties)
             reported = Array((reported + [idempotencyKey]).suffix(50))
-            storage.set(try? JSONEncoder().encode(reported), forKey: "credit_spent_keys")
+            storage.set(encoding: reported, forKey: "credit_spent_keys")
         }
         _ = try? await entitlements()
         return response
@@ -217,7 +217,7 @@ extension Gatehouse {
     /// `POST /v1/trial/start`, reported as CH08 §9 `trial_started`.
     @discardableResult
     public func startTrial() async throws(GatehouseClientError) -> EntitlementsPayload {
-        let snapshot: EntitlementsPayload = try await call("POST", "/v1/trial/start", auth: .required)
+        let snapshot = try await call(Endpoints.startTrial, auth: .required)
         storeEntitlements(snapshot)
         if snapshot.planState == "trial" { track("trial_started") }
         return snapshot
@@ -257,7 +257,7 @@ extension Gatehouse {
         while !analyticsQueue.isEmpty {
             let batch = Array(analyticsQueue.prefix(50))
             do throws(GatehouseClientError) {
-                try await callEmpty("POST", "/v1/events", body: ClientEventBatch(events: batch), auth: .optional)
+                try await call(Endpoints.events, body: ClientEventBatch(events: batch), auth: .optional)
             } catch {
                 if error.isNetworkFailure || error.code == .rateLimited { return }
             }
@@ -269,7 +269,9 @@ extension Gatehouse {
     }
 
     var analyticsQueue: [ClientEvent] {
-        get { storage.data(forKey: "analytics_queue").flatMap { try? JSONDecoder().decode([ClientEvent].self, from: $0) } ?? [] }
-        set { storage.set(newValue.isEmpty ? nil : try? JSONEncoder().encode(newValue), forKey: "analytics_queue") }
+        get { storage.decoded([ClientEvent].self, forKey: "analytics_queue") ?? [] }
+        set {
+            if newValue.isEmpty { storage.set(nil, forKey: "analytics_queue") } else { storage.set(encoding: newValue, forKey: "analytics_queue") }
+        }
     }
 }

@@ -78,8 +78,8 @@ public actor Gatehouse {
             storage.set(Data(id.utf8), forKey: "install_id")
             installID = id
         }
-        entitlementCache = storage.data(forKey: "entitlements").flatMap { try? JSONDecoder().decode(CachedEntitlements.self, from: $0) }
-        configurationCache = storage.data(forKey: "config").flatMap { try? JSONDecoder().decode(PublicConfiguration.self, from: $0) }
+        entitlementCache = storage.decoded(CachedEntitlements.self, forKey: "entitlements")
+        configurationCache = storage.decoded(PublicConfiguration.self, forKey: "config")
     }
 
     // MARK: State changes
@@ -133,7 +133,7 @@ public actor Gatehouse {
             switch refreshed {
             case .success:
                 do {
-                    let me: MeResponse = try await call("GET", "/v1/me", auth: .required)
+                    let me = try await call(Endpoints.me, auth: .required)
                     updateUser(me.user, announce: false)
                     markSignedIn(me.user, offline: false)
                     storeEntitlements(me.entitlements)
@@ -313,7 +313,7 @@ public actor Gatehouse {
     private func performRefresh(_ saved: StoredSession) async -> Result<String, GatehouseClientError> {
         let response: HTTPResponse
         do {
-            response = try await send("POST", "/v1/auth/refresh", body: RefreshRequest(refreshToken: saved.refreshToken), token: nil)
+            response = try await send(Endpoints.refresh, body: RefreshRequest(refreshToken: saved.refreshToken))
         } catch {
             isOffline = true
             return .failure(error)
@@ -329,8 +329,11 @@ public actor Gatehouse {
             }
             return .failure(error)
         }
-        guard let body = try? JSONDecoder().decode(SessionResponse.self, from: response.body) else {
-            return .failure(Self.invalidResponse)
+        let body: SessionResponse
+        do throws(GatehouseClientError) {
+            body = try Self.decode(response)
+        } catch {
+            return .failure(error)
         }
         var next = saved
         next.refreshToken = body.session.refreshToken
@@ -362,23 +365,53 @@ public actor Gatehouse {
         case required
     }
 
-    /// One contract call decoded as `T`; a 401 refreshes once and retries once.
-    func call<T: Decodable>(_ method: String, _ path: String, body: (any Encodable)? = nil, auth: Auth, headers: [String: String] = [:])
-        async throws(GatehouseClientError) -> T
+    /// One contract call with a body, decoded as the endpoint's answer; a 401 refreshes once and
+    /// retries once. `parameters` fill the path's `{parameter}`s in order.
+    func call<Body: Encodable, Response: Decodable>(
+        _ endpoint: Endpoint<Body, Response>, _ parameters: String..., body: Body, auth: Auth, headers: [String: String] = [:]
+    ) async throws(GatehouseClientError) -> Response {
+        try Self.decode(await exchange(endpoint.method, endpoint.path.expand(parameters), body: body, auth: auth, headers: headers))
+    }
+
+    /// One contract call without a body, decoded as the endpoint's answer.
+    func call<Response: Decodable>(
+        _ endpoint: Endpoint<NoBody, Response>, _ parameters: String..., auth: Auth, headers: [String: String] = [:]
+    ) async throws(GatehouseClientError) -> Response {
+        try Self.decode(await exchange(endpoint.method, endpoint.path.expand(parameters), body: nil, auth: auth, headers: headers))
+    }
+
+    /// A contract call with a body and nothing to read in the answer (202, 204).
+    func call<Body: Encodable>(
+        _ endpoint: Endpoint<Body, NoContent>, _ parameters: String..., body: Body, auth: Auth, headers: [String: String] = [:]
+    ) async throws(GatehouseClientError) {
+        _ = try await exchange(endpoint.method, endpoint.path.expand(parameters), body: body, auth: auth, headers: headers)
+    }
+
+    /// A contract call without a body and nothing to read in the answer.
+    func call(_ endpoint: Endpoint<NoBody, NoContent>, _ parameters: String..., auth: Auth, headers: [String: String] = [:])
+        async throws(GatehouseClientError)
     {
-        let response = try await exchange(method, path, body: body, auth: auth, headers: headers)
-        guard let value = try? JSONDecoder().decode(T.self, from: response.body) else { throw Self.invalidResponse }
+        _ = try await exchange(endpoint.method, endpoint.path.expand(parameters), body: nil, auth: auth, headers: headers)
+    }
+
+    /// The answer as the server sent it, for a caller that keeps the bytes (the export, the
+    /// cached configuration) or does not read them.
+    func exchange<Response>(_ endpoint: Endpoint<NoBody, Response>, auth: Auth) async throws(GatehouseClientError) -> HTTPResponse {
+        try await exchange(endpoint.method, endpoint.path.expand(), body: nil, auth: auth)
+    }
+
+    func exchange<Body: Encodable, Response>(_ endpoint: Endpoint<Body, Response>, body: Body, auth: Auth)
+        async throws(GatehouseClientError) -> HTTPResponse
+    {
+        try await exchange(endpoint.method, endpoint.path.expand(), body: body, auth: auth)
+    }
+
+    private static func decode<Response: Decodable>(_ response: HTTPResponse) throws(GatehouseClientError) -> Response {
+        guard let value = try? JSONDecoder().decode(Response.self, from: response.body) else { throw invalidResponse }
         return value
     }
 
-    /// A contract call with no body to read (202, 204).
-    func callEmpty(_ method: String, _ path: String, body: (any Encodable)? = nil, auth: Auth, headers: [String: String] = [:])
-        async throws(GatehouseClientError)
-    {
-        _ = try await exchange(method, path, body: body, auth: auth, headers: headers)
-    }
-
-    func exchange(_ method: String, _ path: String, body: (any Encodable)?, auth: Auth, headers: [String: String] = [:])
+    private func exchange(_ method: HTTPMethodName, _ path: String, body: (any Encodable)?, auth: Auth, headers: [String: String] = [:])
         async throws(GatehouseClientError) -> HTTPResponse
     {
         var token: String?
@@ -402,8 +435,15 @@ public actor Gatehouse {
         return response
     }
 
+    /// The refresh's exchange: no token and no retry; the caller reads the answer itself.
+    private func send<Body: Encodable, Response>(_ endpoint: Endpoint<Body, Response>, body: Body)
+        async throws(GatehouseClientError) -> HTTPResponse
+    {
+        try await send(endpoint.method, endpoint.path.expand(), body: body, token: nil)
+    }
+
     /// The raw exchange; throws `network_unavailable` when the server was not reached.
-    func send(_ method: String, _ path: String, body: (any Encodable)?, token: String?, headers extra: [String: String] = [:])
+    private func send(_ method: HTTPMethodName, _ path: String, body: (any Encodable)?, token: String?, headers extra: [String: String] = [:])
         async throws(GatehouseClientError) -> HTTPResponse
     {
         var headers = extra
@@ -416,7 +456,7 @@ public actor Gatehouse {
         if let token { headers["Authorization"] = "Bearer \(token)" }
         let url = URL(string: path, relativeTo: configuration.baseURL)?.absoluteURL ?? configuration.baseURL
         do {
-            return try await transport.send(HTTPRequest(method: method, url: url, headers: headers, body: data))
+            return try await transport.send(HTTPRequest(method: method.rawValue, url: url, headers: headers, body: data))
         } catch {
             throw GatehouseClientError(code: .networkUnavailable, message: "You're offline. Check your connection and try again.")
         }

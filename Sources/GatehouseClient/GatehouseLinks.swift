@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseWire
 
 /// Which URLs are Gatehouse's own links, for `Gatehouse.handle(url:)`. Everything else is
 /// another service's business: its query (an OAuth callback's `token`, say) must never reach
@@ -10,9 +11,10 @@ struct GatehouseLinks {
         case resetPassword
     }
 
-    /// The hosted pages' paths (the server's `EmailLinks`).
+    /// The hosted pages the mailed links open.
     static let pages: [(path: String, kind: Kind)] = [
-        ("/auth/magic-link", .magicLink), ("/auth/verify-email", .verifyEmail), ("/auth/reset-password", .resetPassword),
+        (Endpoints.magicLinkPage.path.template, .magicLink), (Endpoints.verifyEmailPage.path.template, .verifyEmail),
+        (Endpoints.resetPasswordPage.path.template, .resetPassword),
     ]
 
     let publicURL: URL

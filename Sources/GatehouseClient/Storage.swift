@@ -39,6 +39,18 @@ public protocol ClientStorage: Sendable {
     func set(_ data: Data?, forKey key: String)
 }
 
+extension ClientStorage {
+    /// The JSON kept under `key`, or nil when there is none or it no longer decodes.
+    func decoded<Value: Decodable>(_: Value.Type, forKey key: String) -> Value? {
+        data(forKey: key).flatMap { try? JSONDecoder().decode(Value.self, from: $0) }
+    }
+
+    /// Keeps `value` under `key` as JSON (removes the key when it does not encode).
+    func set<Value: Encodable>(encoding value: Value, forKey key: String) {
+        set(try? JSONEncoder().encode(value), forKey: key)
+    }
+}
+
 /// A session in memory only: gone when the process ends.
 public final class MemoryTokenStore: TokenStore, @unchecked Sendable {
     private let lock = NSLock()

@@ -1,19 +1,5 @@
 import Foundation
 
-/// A value from a set the server owns: open like `ErrorCode` (a newer server may send one this
-/// SDK has no constant for), compared with the constants, written as a string literal where
-/// that reads better.
-public protocol GatehouseValue: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible,
-    ExpressibleByStringLiteral where RawValue == String
-{
-    init(rawValue: String)
-}
-
-extension GatehouseValue {
-    public init(stringLiteral value: String) { self.init(rawValue: value) }
-    public var description: String { rawValue }
-}
-
 /// Where the person stands with the app's plans (`EntitlementsPayload.plan`).
 public struct PlanState: GatehouseValue {
     public let rawValue: String

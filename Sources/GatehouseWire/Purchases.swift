@@ -33,4 +33,8 @@ public struct RestoreHint: Codable, Sendable, Hashable {
 public struct AppStoreNotificationRequest: Codable, Sendable, Hashable {
     public var signedPayload: String
     public init(signedPayload: String) { self.signedPayload = signedPayload }
+    /// Apple's own spelling, camelCase.
+    enum CodingKeys: String, CodingKey {
+        case signedPayload
+    }
 }

@@ -1,0 +1,141 @@
+/// Every route the server serves, each declared once (STYLE rule 15): the SDK calls through
+/// these and the router registers them. `docs/openapi.yaml` documents the same operations, and
+/// `OpenAPITests` holds the three to one set.
+public enum Endpoints {
+    // MARK: Operations
+
+    /// `ok`, or 503 `unavailable` when the database cannot be reached.
+    public static let health = Endpoint<NoBody, HealthResponse>(.get, "/health")
+    /// The public keys that verify access tokens.
+    public static let jwks = Endpoint<NoBody, JSONWebKeySet>(.get, "/.well-known/jwks.json")
+    /// The preset as a device needs it (GatehouseCore's `PublicConfiguration`).
+    public static let configuration = Endpoint<NoBody, OpaqueJSON>(.get, "/v1/config")
+    /// `docs/openapi.yaml`.
+    public static let openAPI = Endpoint<NoBody, YAMLDocument>(.get, "/openapi.yaml")
+
+    // MARK: Sign-up and sign-in
+
+    public static let signUp = Endpoint<EmailPasswordRequest, AuthResponse>(.post, "/v1/auth/signup")
+    public static let logIn = Endpoint<EmailPasswordRequest, AuthResponse>(.post, "/v1/auth/login")
+    /// Takes an `Idempotency-Key` header.
+    public static let signInAnonymously = Endpoint<NoBody, AnonymousResponse>(.post, "/v1/auth/anonymous")
+    public static let signInWithApple = Endpoint<ProviderSignInRequest, SignInResponse>(.post, "/v1/auth/apple")
+    public static let signInWithGoogle = Endpoint<ProviderSignInRequest, SignInResponse>(.post, "/v1/auth/google")
+    /// Mails a link and a 6-digit code (202).
+    public static let sendMagicLink = Endpoint<MagicLinkRequest, NoContent>(.post, "/v1/auth/magic-link")
+    public static let verifyMagicLink = Endpoint<MagicLinkVerifyRequest, SignInResponse>(.post, "/v1/auth/magic-link/verify")
+    public static let refresh = Endpoint<RefreshRequest, SessionResponse>(.post, "/v1/auth/refresh")
+
+    // MARK: Email and password
+
+    /// Signed in: sends the verification mail again (202).
+    public static let resendVerification = Endpoint<NoBody, NoContent>(.post, "/v1/auth/email/verification")
+    public static let verifyEmail = Endpoint<TokenRequest, UserResponse>(.post, "/v1/auth/email/verify")
+    /// 202 whether or not the address has an account.
+    public static let forgotPassword = Endpoint<EmailRequest, NoContent>(.post, "/v1/auth/password/forgot")
+    public static let resetPassword = Endpoint<PasswordResetRequest, NoContent>(.post, "/v1/auth/password/reset")
+    public static let changePassword = Endpoint<PasswordChangeRequest, UserResponse>(.post, "/v1/auth/password/change")
+
+    // MARK: Sessions
+
+    public static let logOut = Endpoint<LogoutRequest, NoContent>(.post, "/v1/auth/logout")
+    public static let sessions = Endpoint<NoBody, SessionsResponse>(.get, "/v1/auth/sessions")
+    public static let revokeSession = Endpoint<NoBody, NoContent>(.delete, "/v1/auth/sessions/{id}")
+
+    // MARK: Identities
+
+    public static let linkEmail = Endpoint<EmailPasswordRequest, UserResponse>(.post, "/v1/auth/identities/email")
+    public static let linkApple = Endpoint<ProviderSignInRequest, UserResponse>(.post, "/v1/auth/identities/apple")
+    public static let linkGoogle = Endpoint<ProviderSignInRequest, UserResponse>(.post, "/v1/auth/identities/google")
+    /// Any provider. The router also registers the three literal paths below, because it does
+    /// not fall back from a literal segment (`email`, taken by the POST routes) to a parameter;
+    /// a caller uses this one for all of them.
+    public static let unlinkIdentity = Endpoint<NoBody, NoContent>(.delete, "/v1/auth/identities/{provider}")
+    public static let unlinkEmail = Endpoint<NoBody, NoContent>(.delete, "/v1/auth/identities/email")
+    public static let unlinkApple = Endpoint<NoBody, NoContent>(.delete, "/v1/auth/identities/apple")
+    public static let unlinkGoogle = Endpoint<NoBody, NoContent>(.delete, "/v1/auth/identities/google")
+    /// Signed in to the account to keep, with the other account's `merge_token`.
+    public static let merge = Endpoint<MergeRequest, UserResponse>(.post, "/v1/auth/merge")
+
+    // MARK: Account
+
+    public static let me = Endpoint<NoBody, MeResponse>(.get, "/v1/me")
+    public static let updateProfile = Endpoint<ProfilePatch, UserResponse>(.patch, "/v1/me")
+    public static let deleteAccount = Endpoint<DeleteAccountRequest, NoContent>(.delete, "/v1/me")
+    public static let chooseAnonymousName = Endpoint<AnonymousNameRequest, UserResponse>(.post, "/v1/me/anonymous-name")
+    public static let exportData = Endpoint<NoBody, AccountExport>(.get, "/v1/me/export")
+    public static let handleAvailability = Endpoint<NoBody, HandleAvailability>(.get, "/v1/handles/{handle}")
+
+    // MARK: Entitlements, credits, analytics, usage
+
+    /// With a token the person's snapshot, without one a guest's.
+    public static let entitlements = Endpoint<NoBody, EntitlementsPayload>(.get, "/v1/entitlements")
+    public static let checkEntitlement = Endpoint<EntitlementCheckRequest, GateDecision>(.post, "/v1/entitlements/check")
+    public static let spendCredit = Endpoint<CreditSpendRequest, CreditSpendResponse>(.post, "/v1/credits/{name}/spend")
+    public static let startTrial = Endpoint<NoBody, EntitlementsPayload>(.post, "/v1/trial/start")
+    /// Client analytics, a token optional (202).
+    public static let events = Endpoint<ClientEventBatch, NoContent>(.post, "/v1/events")
+    /// From an app's backend with the service key.
+    public static let recordUsage = Endpoint<UsageRequest, UsageResponse>(.post, "/v1/usage/{meter}")
+
+    // MARK: Purchases and Apple's notifications
+
+    /// Signed in: the snapshot with the purchase applied.
+    public static let applePurchase = Endpoint<ApplePurchaseRequest, EntitlementsPayload>(.post, "/v1/purchases/apple")
+    /// The same route signed out (decision 21) answers whether an account owns the purchase. Not
+    /// in `all`: it is `applePurchase` again.
+    public static let applePurchaseRestoreHint = Endpoint<ApplePurchaseRequest, RestoreHint>(applePurchase.method, applePurchase.path)
+    public static let appStoreNotification = Endpoint<AppStoreNotificationRequest, NoContent>(.post, "/v1/webhooks/apple/app-store")
+    public static let appleAccountEvent = Endpoint<AppleEventRequest, NoContent>(.post, "/v1/webhooks/apple/sign-in")
+
+    // MARK: Hosted pages (the links mailed)
+
+    public static let verifyEmailPage = Endpoint<NoBody, HTMLPage>(.get, "/auth/verify-email")
+    public static let verifyEmailForm = Endpoint<FormBody, HTMLPage>(.post, "/auth/verify-email")
+    public static let resetPasswordPage = Endpoint<NoBody, HTMLPage>(.get, "/auth/reset-password")
+    public static let resetPasswordForm = Endpoint<FormBody, HTMLPage>(.post, "/auth/reset-password")
+    public static let magicLinkPage = Endpoint<NoBody, HTMLPage>(.get, "/auth/magic-link")
+    /// An expired link's "send a new one" button.
+    public static let resendLinkForm = Endpoint<FormBody, HTMLPage>(.post, "/auth/resend")
+
+    // MARK: Development
+
+    /// Only when `GATEHOUSE_ENV=development`: the mails sent, newest first.
+    public static let devOutbox = Endpoint<NoBody, OutboxList>(.get, "/dev/outbox")
+
+    // MARK: Admin (the admin key)
+
+    public static let adminUsers = Endpoint<NoBody, AdminUserList>(.get, "/admin/v1/users")
+    public static let adminUser = Endpoint<NoBody, AdminUser>(.get, "/admin/v1/users/{id}")
+    public static let adminDisableUser = Endpoint<DisableUserRequest, AdminUser>(.post, "/admin/v1/users/{id}/disable")
+    public static let adminEnableUser = Endpoint<NoBody, AdminUser>(.post, "/admin/v1/users/{id}/enable")
+    public static let adminDeleteUser = Endpoint<NoBody, NoContent>(.delete, "/admin/v1/users/{id}")
+    public static let adminSetPlan = Endpoint<PlanOverrideRequest, AdminUser>(.put, "/admin/v1/users/{id}/plan")
+    public static let adminEvents = Endpoint<NoBody, EventList>(.get, "/admin/v1/events")
+    public static let adminAudit = Endpoint<NoBody, AuditList>(.get, "/admin/v1/audit")
+    /// 202 with the queued mail's id.
+    public static let adminTestMail = Endpoint<MailTestRequest, MailQueued>(.post, "/admin/v1/mail/test")
+    public static let adminKeys = Endpoint<NoBody, JSONWebKeySet>(.get, "/admin/v1/keys")
+    public static let adminRotateKeys = Endpoint<NoBody, JSONWebKeySet>(.post, "/admin/v1/keys/rotate")
+
+    /// Every route above once, in the order declared (`applePurchaseRestoreHint` is
+    /// `applePurchase`). `OpenAPITests` holds this list, the router's routes and
+    /// `docs/openapi.yaml` to one set, and every declaration above to a place here.
+    public static let all: [AnyEndpoint] = [
+        health.erased, jwks.erased, configuration.erased, openAPI.erased,
+        signUp.erased, logIn.erased, signInAnonymously.erased, signInWithApple.erased, signInWithGoogle.erased,
+        sendMagicLink.erased, verifyMagicLink.erased, refresh.erased,
+        resendVerification.erased, verifyEmail.erased, forgotPassword.erased, resetPassword.erased, changePassword.erased,
+        logOut.erased, sessions.erased, revokeSession.erased,
+        linkEmail.erased, linkApple.erased, linkGoogle.erased,
+        unlinkIdentity.erased, unlinkEmail.erased, unlinkApple.erased, unlinkGoogle.erased, merge.erased,
+        me.erased, updateProfile.erased, deleteAccount.erased, chooseAnonymousName.erased, exportData.erased, handleAvailability.erased,
+        entitlements.erased, checkEntitlement.erased, spendCredit.erased, startTrial.erased, events.erased, recordUsage.erased,
+        applePurchase.erased, appStoreNotification.erased, appleAccountEvent.erased,
+        verifyEmailPage.erased, verifyEmailForm.erased, resetPasswordPage.erased, resetPasswordForm.erased, magicLinkPage.erased,
+        resendLinkForm.erased,
+        devOutbox.erased,
+        adminUsers.erased, adminUser.erased, adminDisableUser.erased, adminEnableUser.erased, adminDeleteUser.erased,
+        adminSetPlan.erased, adminEvents.erased, adminAudit.erased, adminTestMail.erased, adminKeys.erased, adminRotateKeys.erased,
+    ]
+}
