@@ -15,8 +15,8 @@ struct AdminController {
     let retiredKeyPublishSeconds: Int
 
     func register(on router: Router<GatehouseRequestContext>) {
-        let admin = router.group("/admin/v1").add(middleware: BearerKeyMiddleware(key: adminKey))
-        admin.get("/users") { request, _ in
+        let admin = router.group().add(middleware: BearerKeyMiddleware(key: adminKey))
+        admin.on(Endpoints.adminUsers) { request, _ in
             let query = request.uri.queryParameters
             let limitText = query["limit"].map(String.init)
             guard let limit = Int(limitText ?? "50") else { throw GatehouseError.invalidRequest("The limit must be a number.") }
@@ -24,32 +24,32 @@ struct AdminController {
                 try await self.users.list(
                     search: query["q"].map(String.init), cursor: query["before"].map(String.init), limit: limit))
         }
-        admin.get("/users/:id") { _, context in
+        admin.on(Endpoints.adminUser) { _, context in
             try JSONBody.response(try await self.users.show(try context.parameters.require("id")))
         }
-        admin.post("/users/:id/disable") { request, context in
+        admin.on(Endpoints.adminDisableUser) { request, context in
             let body = try await request.decodeJSON(DisableUserRequest.self, limit: self.bodyLimit)
             return try JSONBody.response(try await self.users.disable(try context.parameters.require("id"), reason: body.reason))
         }
-        admin.post("/users/:id/enable") { _, context in
+        admin.on(Endpoints.adminEnableUser) { _, context in
             try JSONBody.response(try await self.users.enable(try context.parameters.require("id")))
         }
-        admin.delete("/users/:id") { _, context in
+        admin.on(Endpoints.adminDeleteUser) { _, context in
             try await self.users.delete(try context.parameters.require("id"))
             return JSONBody.empty()
         }
-        admin.put("/users/:id/plan") { request, context in
+        admin.on(Endpoints.adminSetPlan) { request, context in
             let body = try await request.decodeJSON(PlanOverrideRequest.self, limit: self.bodyLimit)
             return try JSONBody.response(try await self.users.setPlanOverride(try context.parameters.require("id"), plan: body.plan))
         }
-        admin.get("/events") { request, _ in
+        admin.on(Endpoints.adminEvents) { request, _ in
             let query = request.uri.queryParameters
             let page = try PageQuery(
                 limit: query["limit"].map(String.init), default: 100, range: 1...1000, cursor: query["after"].map(String.init),
                 allowsNegative: false)
             return try JSONBody.response(try await self.users.events(page))
         }
-        admin.get("/audit") { request, _ in
+        admin.on(Endpoints.adminAudit) { request, _ in
             let query = request.uri.queryParameters
             let limit = query["limit"].map(String.init)
             // The limit is checked first, then the user, then the cursor.
@@ -62,15 +62,15 @@ struct AdminController {
             let page = try PageQuery(limit: limit, default: 100, range: 1...500, cursor: query["before"].map(String.init), allowsNegative: true)
             return try JSONBody.response(try await self.users.audit(user: user, page))
         }
-        admin.post("/mail/test") { request, _ in
+        admin.on(Endpoints.adminTestMail) { request, _ in
             let body = try await request.decodeJSON(MailTestRequest.self, limit: self.bodyLimit)
             let id = try await self.testMail.send(to: body.to)
             return try JSONBody.response(MailQueued(id: id.uuidString.lowercased()), status: .accepted)
         }
-        admin.get("/keys") { _, _ in
+        admin.on(Endpoints.adminKeys) { _, _ in
             try JSONBody.response(self.keys.jwks)
         }
-        admin.post("/keys/rotate") { _, _ in
+        admin.on(Endpoints.adminRotateKeys) { _, _ in
             try await self.keys.rotate(keepPublishedFor: self.retiredKeyPublishSeconds)
             return try JSONBody.response(self.keys.jwks)
         }

@@ -11,7 +11,7 @@ struct AnalyticsController {
     let input: HTTPInput
 
     func register(on router: Router<GatehouseRequestContext>) {
-        router.post("/v1/events", use: record)
+        router.on(Endpoints.events, use: record)
     }
 
     @Sendable func record(_ request: Request, context: GatehouseRequestContext) async throws -> Response {

@@ -9,7 +9,7 @@ struct DevController {
     let store: any OutboxStore
 
     func register(on router: Router<GatehouseRequestContext>) {
-        router.get("/dev/outbox") { request, _ in
+        router.on(Endpoints.devOutbox) { request, _ in
             let limitText = request.uri.queryParameters["limit"].map(String.init) ?? "50"
             guard let limit = Int(limitText), (1...500).contains(limit) else {
                 throw GatehouseError.invalidRequest("The limit must be a number from 1 to 500.")

@@ -9,8 +9,8 @@ struct EmailVerificationController {
     let input: HTTPInput
 
     func register(on router: Router<GatehouseRequestContext>, signedIn: SignedInRoutes) {
-        router.post("/v1/auth/email/verify", use: verify)
-        signedIn.post("/v1/auth/email/verification", use: resend)
+        router.on(Endpoints.verifyEmail, use: verify)
+        signedIn.on(Endpoints.resendVerification, use: resend)
     }
 
     @Sendable func verify(_ request: Request, context: GatehouseRequestContext) async throws -> Response {

@@ -13,12 +13,12 @@ struct EntitlementsController {
     let input: HTTPInput
 
     func register(on router: Router<GatehouseRequestContext>, signedIn: SignedInRoutes) {
-        router.get("/v1/entitlements", use: snapshot)
-        router.post("/v1/entitlements/check", use: check)
-        signedIn.post("/v1/credits/:name/spend", use: spend)
-        signedIn.post("/v1/trial/start", use: startTrial)
+        router.on(Endpoints.entitlements, use: snapshot)
+        router.on(Endpoints.checkEntitlement, use: check)
+        signedIn.on(Endpoints.spendCredit, use: spend)
+        signedIn.on(Endpoints.startTrial, use: startTrial)
         // From the app's own backend, with the service key: the end user is named in the body.
-        router.group("/v1/usage").add(middleware: BearerKeyMiddleware(key: serviceKey, name: "service key")).post(":meter", use: use)
+        router.group().add(middleware: BearerKeyMiddleware(key: serviceKey, name: "service key")).on(Endpoints.recordUsage, use: use)
     }
 
     /// A guest (no token) gets the guest snapshot and nothing is stored; a bad token is refused.

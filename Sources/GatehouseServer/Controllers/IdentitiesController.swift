@@ -10,18 +10,18 @@ struct IdentitiesController {
     let input: HTTPInput
 
     func register(signedIn: SignedInRoutes) {
-        signedIn.post("/v1/auth/identities/email", use: linkEmail)
-        signedIn.post("/v1/auth/identities/apple") { request, context in try await link(.apple, request, context) }
-        signedIn.post("/v1/auth/identities/google") { request, context in try await link(.google, request, context) }
+        signedIn.on(Endpoints.linkEmail, use: linkEmail)
+        signedIn.on(Endpoints.linkApple) { request, context in try await link(.apple, request, context) }
+        signedIn.on(Endpoints.linkGoogle) { request, context in try await link(.google, request, context) }
         // The literal paths are listed because the router does not fall back from a literal
         // segment (`email`, taken by the POST routes) to a parameter.
-        for path in ["email", "apple", "google", ":provider"] {
-            signedIn.delete(.init(stringLiteral: "/v1/auth/identities/\(path)")) { request, context in
-                let provider = path.hasPrefix(":") ? try context.parameters.require("provider") : path
-                return try await unlink(provider, request, context)
-            }
+        for (endpoint, provider) in [(Endpoints.unlinkEmail, "email"), (Endpoints.unlinkApple, "apple"), (Endpoints.unlinkGoogle, "google")] {
+            signedIn.on(endpoint) { request, context in try await unlink(provider, request, context) }
         }
-        signedIn.post("/v1/auth/merge", use: merge)
+        signedIn.on(Endpoints.unlinkIdentity) { request, context in
+            try await unlink(try context.parameters.require("provider"), request, context)
+        }
+        signedIn.on(Endpoints.merge, use: merge)
     }
 
     @Sendable func linkEmail(_ request: Request, context: AuthenticatedContext) async throws -> Response {

@@ -12,12 +12,12 @@ struct MeController {
     let input: HTTPInput
 
     func register(on router: Router<GatehouseRequestContext>, signedIn: SignedInRoutes) {
-        router.get("/v1/handles/:handle", use: handle)
-        signedIn.get("/v1/me", use: me)
-        signedIn.patch("/v1/me", use: patch)
-        signedIn.delete("/v1/me", use: delete)
-        signedIn.post("/v1/me/anonymous-name", use: chooseName)
-        signedIn.get("/v1/me/export", use: export)
+        router.on(Endpoints.handleAvailability, use: handle)
+        signedIn.on(Endpoints.me, use: me)
+        signedIn.on(Endpoints.updateProfile, use: patch)
+        signedIn.on(Endpoints.deleteAccount, use: delete)
+        signedIn.on(Endpoints.chooseAnonymousName, use: chooseName)
+        signedIn.on(Endpoints.exportData, use: export)
     }
 
     @Sendable func handle(_ request: Request, context: GatehouseRequestContext) async throws -> Response {

@@ -12,15 +12,15 @@ struct OperationsController {
     let openAPI: [UInt8]
 
     func register(on router: Router<GatehouseRequestContext>) {
-        router.get("/health") { _, context in try await self.health(context) }
-        router.get("/.well-known/jwks.json") { _, _ in
+        router.on(Endpoints.health) { _, context in try await self.health(context) }
+        router.on(Endpoints.jwks) { _, _ in
             try JSONBody.response(self.keys.jwks, headers: [.cacheControl: "public, max-age=300"])
         }
-        router.get("/v1/config") { _, _ in
+        router.on(Endpoints.configuration) { _, _ in
             try JSONBody.response(self.publicConfiguration, headers: [.cacheControl: "public, max-age=60"])
         }
         // The API described in OpenAPI 3.1 (`docs/openapi.yaml`).
-        router.get("/openapi.yaml") { _, _ in
+        router.on(Endpoints.openAPI) { _, _ in
             Response(
                 status: .ok, headers: [.contentType: "application/yaml; charset=utf-8", .cacheControl: "public, max-age=300"],
                 body: .init(byteBuffer: ByteBuffer(bytes: self.openAPI)))

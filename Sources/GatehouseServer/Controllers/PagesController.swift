@@ -32,10 +32,10 @@ struct PagesController {
     var policy: PasswordPolicySettings { preset.passwordPolicy }
 
     func register(on router: Router<GatehouseRequestContext>) {
-        router.get(.init(stringLiteral: EmailLinks.verifyPath)) { request, _ in
+        router.on(Endpoints.verifyEmailPage) { request, _ in
             try await page(request) { token, csrf in try await verifyPage(token: token, csrf: csrf) }
         }
-        router.post(.init(stringLiteral: EmailLinks.verifyPath)) { request, context in
+        router.on(Endpoints.verifyEmailForm) { request, context in
             try await submit(request, context) { form, csrf in
                 do {
                     _ = try await verification.verify(token: form.token)
@@ -47,10 +47,10 @@ struct PagesController {
                 }
             }
         }
-        router.get(.init(stringLiteral: EmailLinks.resetPath)) { request, _ in
+        router.on(Endpoints.resetPasswordPage) { request, _ in
             try await page(request) { token, csrf in try await resetPage(token: token, csrf: csrf) }
         }
-        router.post(.init(stringLiteral: EmailLinks.resetPath)) { request, context in
+        router.on(Endpoints.resetPasswordForm) { request, context in
             try await submit(request, context) { form, csrf in
                 let password = form.fields["password"] ?? ""
                 guard password == form.fields["password_confirm"] else {
@@ -68,10 +68,10 @@ struct PagesController {
                 }
             }
         }
-        router.get(.init(stringLiteral: EmailLinks.magicPath)) { request, _ in
+        router.on(Endpoints.magicLinkPage) { request, _ in
             try await page(request) { token, csrf in try await magicPage(token: token, csrf: csrf) }
         }
-        router.post(.init(stringLiteral: EmailLinks.resendPath)) { request, context in
+        router.on(Endpoints.resendLinkForm) { request, context in
             try await submit(request, context) { form, _ in
                 switch try await links.resend(token: form.token, client: resolver.client(request, context.peerAddress)) {
                 case .sent:

@@ -10,9 +10,9 @@ struct PasswordController {
     let input: HTTPInput
 
     func register(on router: Router<GatehouseRequestContext>, signedIn: SignedInRoutes) {
-        router.post("/v1/auth/password/forgot", use: forgot)
-        router.post("/v1/auth/password/reset", use: resetPassword)
-        signedIn.post("/v1/auth/password/change", use: change)
+        router.on(Endpoints.forgotPassword, use: forgot)
+        router.on(Endpoints.resetPassword, use: resetPassword)
+        signedIn.on(Endpoints.changePassword, use: change)
     }
 
     @Sendable func forgot(_ request: Request, context: GatehouseRequestContext) async throws -> Response {

@@ -10,7 +10,7 @@ struct PurchaseController {
     let input: HTTPInput
 
     func register(on router: Router<GatehouseRequestContext>) {
-        router.post("/v1/purchases/apple", use: purchase)
+        router.on(Endpoints.applePurchase, use: purchase)
     }
 
     /// Signed in: the snapshot with the purchase applied. Without a token: only who owns it.

@@ -9,10 +9,10 @@ struct SessionsController {
     let input: HTTPInput
 
     func register(on router: Router<GatehouseRequestContext>, signedIn: SignedInRoutes) {
-        router.post("/v1/auth/refresh", use: refresh)
-        signedIn.post("/v1/auth/logout", use: logout)
-        signedIn.get("/v1/auth/sessions", use: list)
-        signedIn.delete("/v1/auth/sessions/:id", use: revoke)
+        router.on(Endpoints.refresh, use: refresh)
+        signedIn.on(Endpoints.logOut, use: logout)
+        signedIn.on(Endpoints.sessions, use: list)
+        signedIn.on(Endpoints.revokeSession, use: revoke)
     }
 
     @Sendable func refresh(_ request: Request, context: GatehouseRequestContext) async throws -> Response {

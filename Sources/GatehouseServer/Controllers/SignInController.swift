@@ -14,13 +14,13 @@ struct SignInController {
     let input: HTTPInput
 
     func register(on router: Router<GatehouseRequestContext>) {
-        router.post("/v1/auth/signup", use: signup)
-        router.post("/v1/auth/login", use: login)
-        router.post("/v1/auth/anonymous", use: anonymous)
-        router.post("/v1/auth/apple") { request, context in try await provider(.apple, request, context) }
-        router.post("/v1/auth/google") { request, context in try await provider(.google, request, context) }
-        router.post("/v1/auth/magic-link", use: requestMagicLink)
-        router.post("/v1/auth/magic-link/verify", use: verifyMagicLink)
+        router.on(Endpoints.signUp, use: signup)
+        router.on(Endpoints.logIn, use: login)
+        router.on(Endpoints.signInAnonymously, use: anonymous)
+        router.on(Endpoints.signInWithApple) { request, context in try await provider(.apple, request, context) }
+        router.on(Endpoints.signInWithGoogle) { request, context in try await provider(.google, request, context) }
+        router.on(Endpoints.sendMagicLink, use: requestMagicLink)
+        router.on(Endpoints.verifyMagicLink, use: verifyMagicLink)
     }
 
     @Sendable func signup(_ request: Request, context: GatehouseRequestContext) async throws -> Response {

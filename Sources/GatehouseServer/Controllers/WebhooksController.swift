@@ -11,8 +11,8 @@ struct WebhooksController {
     let input: HTTPInput
 
     func register(on router: Router<GatehouseRequestContext>) {
-        router.post("/v1/webhooks/apple/sign-in", use: appleSignIn)
-        router.post("/v1/webhooks/apple/app-store", use: appStore)
+        router.on(Endpoints.appleAccountEvent, use: appleSignIn)
+        router.on(Endpoints.appStoreNotification, use: appStore)
     }
 
     @Sendable func appleSignIn(_ request: Request, context: GatehouseRequestContext) async throws -> Response {

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import GatehouseCore
+import GatehouseWire
 
 /// Makes the secrets that go out by mail and the links that carry them.
 ///
@@ -12,10 +13,10 @@ struct EmailLinks: Sendable {
     let chainKey: RefreshChainKey
 
     /// Hosted page paths (under `GATEHOUSE_PUBLIC_URL`).
-    static let verifyPath = "/auth/verify-email"
-    static let resetPath = "/auth/reset-password"
-    static let magicPath = "/auth/magic-link"
-    static let resendPath = "/auth/resend"
+    static let verifyPath = Endpoints.verifyEmailPage.path.template
+    static let resetPath = Endpoints.resetPasswordPage.path.template
+    static let magicPath = Endpoints.magicLinkPage.path.template
+    static let resendPath = Endpoints.resendLinkForm.path.template
 
     func newToken() -> (token: String, hash: [UInt8]) {
         let token = randomToken(bytes: 32)
