@@ -3,7 +3,7 @@ import GatehouseCore
 
 /// Accounts and their linked identities.
 public protocol UserStore: Sendable {
-    /// Inserts a new user; `.uniqueViolation` when the email or handle is taken.
+    /// Inserts a new user; `.uniqueViolation` (`uniqueKey` `.email` or `.handle`) when the email or handle is taken.
     func insertUser(_ user: User) async throws(StoreError)
     func user(id: UserID) async throws(StoreError) -> User?
     func user(normalizedEmail: String) async throws(StoreError) -> User?
@@ -11,6 +11,7 @@ public protocol UserStore: Sendable {
     func users(search: String?, before: UserCursor?, limit: Int) async throws(StoreError) -> [User]
     /// Sets or clears the disabled state; false when no such user exists.
     func setDisabled(_ id: UserID, at date: Date?, reason: String?, now: Date) async throws(StoreError) -> Bool
+    /// `.uniqueViolation` (`.identity`) when the provider's account is linked already.
     func insertIdentity(_ identity: Identity) async throws(StoreError)
     func identities(of userID: UserID) async throws(StoreError) -> [Identity]
     /// Replaces the password hash (after a change, a reset or a re-hash); `nil` removes it.
@@ -25,7 +26,7 @@ public protocol UserStore: Sendable {
     func deleteIdentities(of userID: UserID, provider: Provider) async throws(StoreError) -> Int
     /// Sets the display name and avatar only where they are empty (a provider never overwrites a profile).
     func fillProfile(_ id: UserID, displayName: String?, avatarURL: String?, now: Date) async throws(StoreError)
-    /// Replaces the account's address (`.uniqueViolation` when another account has it).
+    /// Replaces the account's address (`.uniqueViolation`, `.email`, when another account has it).
     func updateEmail(_ id: UserID, email: String?, normalizedEmail: String?, verifiedAt: Date?, now: Date) async throws(StoreError)
     /// Deletes the account and, by cascade, everything that belongs to it; strips the client
     /// addresses from its audit rows and its address from the outbox.
@@ -55,7 +56,7 @@ public struct UserCursor: Sendable, Equatable {
 /// The account's own data beyond sign-in: profile, anonymous names, idempotency keys, the
 /// event feed, and what an export needs.
 public protocol AccountStore: Sendable {
-    /// Replaces the profile fields; `.uniqueViolation` naming `handle` when the handle is taken.
+    /// Replaces the profile fields; `.uniqueViolation` (`.handle`) when the handle is taken.
     func updateProfile(
         _ id: UserID, displayName: String?, handle: String?, avatarURL: String?, onboardingComplete: Bool, now: Date
     ) async throws(StoreError)
@@ -70,7 +71,7 @@ public protocol AccountStore: Sendable {
     /// The user an idempotency key (hashed) made in `scope` since `since`, and the session that
     /// request opened.
     func idempotentUser(scope: String, keyHash: [UInt8], since: Date) async throws(StoreError) -> (user: UserID, session: SessionID?)?
-    /// `.uniqueViolation` when the key was stored meanwhile.
+    /// `.uniqueViolation` (`.idempotencyKey`) when the key was stored meanwhile.
     func insertIdempotencyKey(scope: String, keyHash: [UInt8], userID: UserID, sessionID: SessionID, at date: Date) async throws(StoreError)
     /// Forgets every idempotency key of the account (an upgrade, a global logout or a new
     /// password ends what a replay could reach).

@@ -37,7 +37,7 @@ public protocol EntitlementStore: Sendable {
     func creditsSpent(of userID: UserID, since periodStart: Date) async throws(StoreError) -> [String: Int]
     /// The spend recorded under an idempotency key, if any.
     func creditSpend(of userID: UserID, idempotencyKey: String) async throws(StoreError) -> CreditSpend?
-    /// `.uniqueViolation` when the idempotency key was used meanwhile.
+    /// `.uniqueViolation` (`.creditSpend`) when the idempotency key was used meanwhile.
     func insertCreditSpend(_ spend: CreditSpend) async throws(StoreError)
     /// Inside a transaction: holds the user's row until it ends, so one user's spends take turns
     /// (PostgreSQL row lock; SQLite's single writer already serialises them).
@@ -73,7 +73,7 @@ public protocol UsageStore: Sendable {
     /// Inside a transaction: records the use and adds its amount to the period's count in one
     /// conditional statement, unless that would take the count past `limit` (`nil`: no limit).
     /// Answers the new count, or `nil` when the limit refused it (the caller rolls back).
-    /// `.uniqueViolation` when the idempotency key was used meanwhile.
+    /// `.uniqueViolation` (`.usageRecord`) when the idempotency key was used meanwhile.
     func addUsage(_ record: UsageRecord, limit: Int?) async throws(StoreError) -> Int?
     /// Every use recorded for the user, oldest first (the export).
     func usageRecords(of userID: UserID) async throws(StoreError) -> [UsageRecord]

@@ -37,7 +37,7 @@ public protocol SigningKeyStore: Sendable {
     func signingKeys(publishedAt now: Date) async throws(StoreError) -> [SigningKeyRecord]
     /// Every key ever stored, newest first (for `gatehouse keys list`).
     func allSigningKeys() async throws(StoreError) -> [SigningKeyRecord]
-    /// `.uniqueViolation` when another active key exists already.
+    /// `.uniqueViolation` (`.activeSigningKey`) when another active key exists already.
     func insertSigningKey(_ key: SigningKeyRecord) async throws(StoreError)
     /// Retires the active key; false when `kid` was not the active key.
     func retireSigningKey(kid: String, at date: Date, publishUntil: Date) async throws(StoreError) -> Bool
@@ -48,7 +48,7 @@ public protocol SigningKeyStore: Sendable {
 /// Server-wide secrets (e.g. the refresh-token chain key), sealed like signing keys.
 public protocol SecretStore: Sendable {
     func secret(named name: String) async throws(StoreError) -> (value: [UInt8], encryption: String)?
-    /// `.uniqueViolation` when another node stored it first.
+    /// `.uniqueViolation` (`.secret`) when another node stored it first.
     func insertSecret(named name: String, value: [UInt8], encryption: String, at date: Date) async throws(StoreError)
     func updateSecret(named name: String, value: [UInt8], encryption: String) async throws(StoreError)
 }
