@@ -1,4 +1,5 @@
-import GatehouseStore
+import Foundation
+@testable import GatehouseStore
 import Testing
 
 /// Shipped migrations are never edited: a database migrated in the field records each one's
@@ -52,5 +53,101 @@ import Testing
         let postgres = Migrations.all(for: .postgres).map { "\($0.version) \($0.name)" }
         #expect(sqlite == postgres)
         #expect(Migrations.all(for: .sqlite).map(\.version) == Array(1...sqlite.count))
+    }
+
+    // MARK: Reading migration files
+
+    @Test func aFileNameGivesVersionAndName() throws {
+        let (version, name) = try Migrations.versionAndName("0013_usage_meters.sql")
+        #expect(version == 13)
+        #expect(name == "usage_meters")
+        let first = try Migrations.versionAndName("0001_a.sql")
+        #expect(first.0 == 1 && first.1 == "a")
+    }
+
+    @Test(arguments: [
+        "1_users.sql", "001_users.sql", "00001_users.sql", "0000_users.sql", "abcd_users.sql", "0001users.sql",
+        "0001-users.sql", "0001_.sql", "0001_Users.sql", "0001_users-x.sql", "0001_users.SQL", "0001_users.sql.orig",
+        "0001_users.txt", "0001_users", "README.md", "_0001_users.sql", "0001_users .sql",
+    ])
+    func aMalformedFileNameIsRefused(_ fileName: String) {
+        #expect(throws: MigrationFileError.malformedName(fileName)) {
+            try Migrations.load(files: [(fileName, "SELECT 1;\n")])
+        }
+    }
+
+    @Test func aDuplicatedVersionIsRefused() {
+        let files: [(name: String, text: String)] = [("0001_a.sql", "SELECT 1;\n"), ("0002_b.sql", "SELECT 2;\n"), ("0002_c.sql", "SELECT 3;\n")]
+        #expect(throws: MigrationFileError.duplicateVersion(2, ["0002_b.sql", "0002_c.sql"])) {
+            try Migrations.load(files: files)
+        }
+    }
+
+    @Test func aMissingVersionIsRefused() {
+        #expect(throws: MigrationFileError.missingVersion(2)) {
+            try Migrations.load(files: [("0003_c.sql", "SELECT 3;\n"), ("0001_a.sql", "SELECT 1;\n")])
+        }
+        #expect(throws: MigrationFileError.missingVersion(1)) {
+            try Migrations.load(files: [("0002_b.sql", "SELECT 2;\n")])
+        }
+    }
+
+    @Test func filesLoadInOrderOfVersion() throws {
+        let migrations = try Migrations.load(files: [("0002_b.sql", "SELECT 2;\n"), ("0001_a.sql", "SELECT 1;\n")])
+        #expect(migrations.map(\.version) == [1, 2])
+        #expect(migrations.map(\.name) == ["a", "b"])
+        #expect(migrations.map(\.statements) == [["SELECT 1"], ["SELECT 2"]])
+    }
+
+    @Test func statementsAreExactlyTheirLines() throws {
+        let text = """
+            -- A comment before the first statement is no part of it.
+
+            CREATE TABLE t (
+                a TEXT,
+
+                b TEXT
+            );
+            CREATE INDEX t_a ON t (a);\t\u{20}
+
+              -- Nor is one between statements, indented or not.
+            -- x
+              ALTER TABLE t ADD COLUMN c TEXT ;
+            """
+        #expect(
+            try Migrations.statements(text, file: "f")
+                == ["CREATE TABLE t (\n    a TEXT,\n\n    b TEXT\n)", "CREATE INDEX t_a ON t (a)", "  ALTER TABLE t ADD COLUMN c TEXT "])
+        // A final line end or none, the same statements.
+        #expect(try Migrations.statements("SELECT 1;", file: "f") == ["SELECT 1"])
+        #expect(try Migrations.statements("SELECT 1;\n\n", file: "f") == ["SELECT 1"])
+    }
+
+    @Test func malformedTextIsRefused() {
+        let cases: [(String, MigrationFileError)] = [
+            ("CREATE TABLE t (a TEXT);\nCREATE TABLE u (\n    a TEXT\n)\n", .syntax(file: "f", line: 2, "a statement without its closing ';'")),
+            ("SELECT 1; SELECT 2;\n", .syntax(file: "f", line: 1, "';' inside a statement")),
+            ("CREATE TABLE t (a TEXT); -- why\nSELECT 1;\n", .syntax(file: "f", line: 1, "';' inside a statement")),
+            ("SELECT 1;\n;\n", .syntax(file: "f", line: 2, "an empty statement")),
+            ("SELECT 1;\r\nSELECT 2;\r\n", .syntax(file: "f", line: 1, "a carriage return (lines must end with LF alone)")),
+            ("-- nothing but a comment\n\n", .syntax(file: "f", line: 1, "no statements")),
+            ("", .syntax(file: "f", line: 1, "no statements")),
+        ]
+        for (text, error) in cases {
+            #expect(throws: error, "\(text.debugDescription)") { try Migrations.statements(text, file: "f") }
+        }
+    }
+
+    @Test func aDirectoryOfFilesLoads() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-migrations-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try "CREATE TABLE a (x TEXT);\n".write(to: directory.appendingPathComponent("0001_a.sql"), atomically: true, encoding: .utf8)
+        try "CREATE TABLE b (x TEXT);\n".write(to: directory.appendingPathComponent("0002_b.sql"), atomically: true, encoding: .utf8)
+        // Hidden files (an editor's, Finder's) are not migrations.
+        try "junk".write(to: directory.appendingPathComponent(".DS_Store"), atomically: true, encoding: .utf8)
+        let migrations = try Migrations.load(directory: directory)
+        #expect(migrations.map { "\($0.version) \($0.name)" } == ["1 a", "2 b"])
+        try "SELECT 1;\n".write(to: directory.appendingPathComponent("0003 c.sql"), atomically: true, encoding: .utf8)
+        #expect(throws: MigrationFileError.malformedName("0003 c.sql")) { try Migrations.load(directory: directory) }
     }
 }
