@@ -60,6 +60,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
+            resources: [.copy("Migrations")],
             swiftSettings: strict
         ),
         .target(

@@ -122,7 +122,8 @@ public protocol SQLDatabase: SQLExecutor {
 
 /// Storage failures. Stores never throw HTTP errors; services map these.
 public enum StoreError: Error, Sendable, CustomStringConvertible, Equatable {
-    /// A unique constraint refused the write; the associated value names it when known.
+    /// A unique constraint refused the write; the associated value is the database's own
+    /// words for it (SQLite's message, PostgreSQL's constraint name), which `uniqueKey` reads.
     case uniqueViolation(String)
     /// The database cannot be reached or did not answer in time.
     case unavailable(String)

@@ -7,15 +7,6 @@ extension SQLStore {
         created_at, expires_at, used_at, upgrade_user_id
         """
 
-    public func markEmailVerified(_ id: UserID, normalizedEmail: String, at date: Date) async throws(StoreError) -> Bool {
-        let rows = try await executor.query(
-            """
-            UPDATE users SET email_verified_at = COALESCE(email_verified_at, ?), updated_at = ?
-            WHERE id = ? AND email_normalized = ? RETURNING id
-            """, [.integer(date.unixSeconds), .integer(date.unixSeconds), .text(id.description), .text(normalizedEmail)])
-        return !rows.isEmpty
-    }
-
     public func insertEmailToken(_ token: EmailToken) async throws(StoreError) {
         try await executor.query(
             "INSERT INTO email_tokens (\(Self.emailTokenColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -78,6 +69,15 @@ extension SQLStore {
             "SELECT created_at FROM email_tokens WHERE user_id = ? AND purpose = ? AND created_at >= ? ORDER BY created_at",
             [.text(userID.description), .text(purpose.rawValue), .integer(date.unixSeconds)]
         ).map { row throws(StoreError) in Date(unixSeconds: try row.int("created_at")) }
+    }
+
+    public func emailTokens(of userID: UserID) async throws(StoreError) -> [EmailToken] {
+        try await executor.query(
+            """
+            SELECT token_hash, purpose, user_id, email, email_normalized, code_hash, code_attempts, redirect_to, password_stamp,
+            created_at, expires_at, used_at, upgrade_user_id FROM email_tokens WHERE user_id = ? ORDER BY created_at
+            """, [.text(userID.description)]
+        ).map(Self.emailToken(from:))
     }
 
     static func emailToken(from row: SQLRow) throws(StoreError) -> EmailToken {

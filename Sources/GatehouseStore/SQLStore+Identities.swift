@@ -2,6 +2,28 @@ import Foundation
 import GatehouseCore
 
 extension SQLStore {
+    public func insertIdentity(_ identity: Identity) async throws(StoreError) {
+        try await executor.query(
+            """
+            INSERT INTO identities (id, user_id, provider, subject, email, is_private_relay, created_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
+            """,
+            [
+                .text(identity.id.uuidString.lowercased()), .text(identity.userID.description),
+                .text(identity.provider.rawValue), .text(identity.subject), SQLValue(identity.email),
+                SQLValue(identity.isPrivateRelay), .integer(identity.createdAt.unixSeconds),
+            ])
+    }
+
+    public func identities(of userID: UserID) async throws(StoreError) -> [Identity] {
+        try await executor.query(
+            """
+            SELECT id, user_id, provider, subject, email, is_private_relay, created_at
+            FROM identities WHERE user_id = ? ORDER BY created_at, id
+            """, [.text(userID.description)]
+        ).map(Self.identity(from:))
+    }
+
     public func identity(provider: Provider, subject: String) async throws(StoreError) -> Identity? {
         try await executor.query(
             """
@@ -23,31 +45,37 @@ extension SQLStore {
         ).count
     }
 
-    public func fillProfile(_ id: UserID, displayName: String?, avatarURL: String?, now: Date) async throws(StoreError) {
-        try await executor.query(
-            """
-            UPDATE users SET display_name = COALESCE(display_name, ?), avatar_url = COALESCE(avatar_url, ?), updated_at = ?
-            WHERE id = ?
-            """, [SQLValue(displayName), SQLValue(avatarURL), .integer(now.unixSeconds), .text(id.description)])
+    static func identity(from row: SQLRow) throws(StoreError) -> Identity {
+        guard let id = UUID(uuidString: try row.string("id")), let user = UserID(try row.string("user_id")) else {
+            throw StoreError.decoding("identity has a malformed id")
+        }
+        return Identity(
+            id: id, userID: user, provider: Provider(rawValue: try row.string("provider")),
+            subject: try row.string("subject"), email: try row.optionalString("email"),
+            isPrivateRelay: try row.bool("is_private_relay"), createdAt: Date(unixSeconds: try row.int("created_at")))
     }
 
-    public func updateEmail(
-        _ id: UserID, email: String?, normalizedEmail: String?, verifiedAt: Date?, now: Date
+    // MARK: Provider tokens
+
+    public func providerToken(of userID: UserID, provider: Provider) async throws(StoreError) -> (value: [UInt8], encryption: String)? {
+        let rows = try await executor.query(
+            """
+            SELECT provider_token, provider_token_encryption FROM identities
+            WHERE user_id = ? AND provider = ? AND provider_token IS NOT NULL
+            """, [.text(userID.description), .text(provider.rawValue)])
+        guard let row = rows.first, let value = try row.optionalBytes("provider_token"),
+            let encryption = try row.optionalString("provider_token_encryption")
+        else { return nil }
+        return (value, encryption)
+    }
+
+    public func setProviderToken(
+        userID: UserID, provider: Provider, subject: String, value: [UInt8], encryption: String
     ) async throws(StoreError) {
         try await executor.query(
-            "UPDATE users SET email = ?, email_normalized = ?, email_verified_at = ?, updated_at = ? WHERE id = ?",
-            [SQLValue(email), SQLValue(normalizedEmail), SQLValue(verifiedAt?.unixSeconds), .integer(now.unixSeconds), .text(id.description)])
-    }
-
-    public func deleteUser(_ id: UserID) async throws(StoreError) -> Bool {
-        let rows = try await executor.query("DELETE FROM users WHERE id = ? RETURNING email", [.text(id.description)])
-        guard let row = rows.first else { return false }
-        try await executor.query(
-            "UPDATE audit_log SET ip_address = NULL, user_agent = NULL WHERE user_id = ?", [.text(id.description)])
-        if let email = try row.optionalString("email") {
-            try await executor.query(
-                "UPDATE outbox SET recipient = '', text_body = NULL, html_body = NULL WHERE lower(recipient) = lower(?)", [.text(email)])
-        }
-        return true
+            """
+            UPDATE identities SET provider_token = ?, provider_token_encryption = ?
+            WHERE user_id = ? AND provider = ? AND subject = ?
+            """, [.blob(value), .text(encryption), .text(userID.description), .text(provider.rawValue), .text(subject)])
     }
 }

@@ -53,26 +53,4 @@ extension SQLStore {
                 """, [.text(String(error.prefix(500))), .blob([]), .text(id.uuidString.lowercased())])
         }
     }
-
-    public func providerToken(of userID: UserID, provider: Provider) async throws(StoreError) -> (value: [UInt8], encryption: String)? {
-        let rows = try await executor.query(
-            """
-            SELECT provider_token, provider_token_encryption FROM identities
-            WHERE user_id = ? AND provider = ? AND provider_token IS NOT NULL
-            """, [.text(userID.description), .text(provider.rawValue)])
-        guard let row = rows.first, let value = try row.optionalBytes("provider_token"),
-            let encryption = try row.optionalString("provider_token_encryption")
-        else { return nil }
-        return (value, encryption)
-    }
-
-    public func setProviderToken(
-        userID: UserID, provider: Provider, subject: String, value: [UInt8], encryption: String
-    ) async throws(StoreError) {
-        try await executor.query(
-            """
-            UPDATE identities SET provider_token = ?, provider_token_encryption = ?
-            WHERE user_id = ? AND provider = ? AND subject = ?
-            """, [.blob(value), .text(encryption), .text(userID.description), .text(provider.rawValue), .text(subject)])
-    }
 }

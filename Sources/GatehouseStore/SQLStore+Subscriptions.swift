@@ -47,13 +47,6 @@ extension SQLStore {
         ).isEmpty)
     }
 
-    public func recordMessageID(issuer: String, id: String, keepUntil: Date) async throws(StoreError) -> Bool {
-        !(try await executor.query(
-            "INSERT INTO used_message_ids (issuer, message_id, keep_until) VALUES (?, ?, ?) ON CONFLICT DO NOTHING RETURNING message_id",
-            [.text(issuer), .text(id), .integer(keepUntil.unixSeconds)]
-        ).isEmpty)
-    }
-
     private static func subscription(from row: SQLRow) throws(StoreError) -> SubscriptionRecord {
         guard let status = SubscriptionRecord.Status(rawValue: try row.string("status")) else {
             throw StoreError.decoding("bad subscriptions.status")

@@ -2,12 +2,6 @@ import Foundation
 import GatehouseCore
 
 extension SQLStore {
-    public func startTrial(_ id: UserID, at date: Date) async throws(StoreError) -> Bool {
-        !(try await executor.query(
-            "UPDATE users SET trial_started_at = ?, updated_at = ? WHERE id = ? AND trial_started_at IS NULL RETURNING id",
-            [.integer(date.unixSeconds), .integer(date.unixSeconds), .text(id.description)]).isEmpty)
-    }
-
     public func creditsSpent(of userID: UserID, since periodStart: Date) async throws(StoreError) -> [String: Int] {
         let rows = try await executor.query(
             "SELECT credit, CAST(SUM(amount) AS BIGINT) AS spent FROM credit_ledger WHERE user_id = ? AND period_start >= ? GROUP BY credit",
@@ -34,11 +28,6 @@ extension SQLStore {
                 .text(spend.action), SQLValue(spend.subject), .text(spend.idempotencyKey), .integer(spend.periodStart.unixSeconds),
                 .integer(spend.createdAt.unixSeconds),
             ])
-    }
-
-    public func lockUser(_ id: UserID) async throws(StoreError) {
-        guard dialect == .postgres else { return }
-        try await executor.query("SELECT id FROM users WHERE id = ? FOR UPDATE", [.text(id.description)])
     }
 
     public func creditLedger(of userID: UserID) async throws(StoreError) -> [CreditSpend] {

@@ -1,0 +1,89 @@
+import Foundation
+import GatehouseCore
+
+/// Accounts and their linked identities.
+public protocol UserStore: Sendable {
+    /// Inserts a new user; `.uniqueViolation` (`uniqueKey` `.email` or `.handle`) when the email or handle is taken.
+    func insertUser(_ user: User) async throws(StoreError)
+    func user(id: UserID) async throws(StoreError) -> User?
+    func user(normalizedEmail: String) async throws(StoreError) -> User?
+    /// Newest first. `search` matches the start of the normalised email or handle, or the exact id.
+    func users(search: String?, before: UserCursor?, limit: Int) async throws(StoreError) -> [User]
+    /// Sets or clears the disabled state; false when no such user exists.
+    func setDisabled(_ id: UserID, at date: Date?, reason: String?, now: Date) async throws(StoreError) -> Bool
+    /// `.uniqueViolation` (`.identity`) when the provider's account is linked already.
+    func insertIdentity(_ identity: Identity) async throws(StoreError)
+    func identities(of userID: UserID) async throws(StoreError) -> [Identity]
+    /// Replaces the password hash (after a change, a reset or a re-hash); `nil` removes it.
+    func updatePassword(_ id: UserID, hash: String?, changedAt: Date?, now: Date) async throws(StoreError)
+    /// Marks the email verified (now) when it is still `normalizedEmail`; false otherwise.
+    func markEmailVerified(_ id: UserID, normalizedEmail: String, at date: Date) async throws(StoreError) -> Bool
+    /// The identity a provider knows as `subject`.
+    func identity(provider: Provider, subject: String) async throws(StoreError) -> Identity?
+    /// Updates what a provider says of an identity (its address, whether it is a relay).
+    func updateIdentity(_ id: UUID, email: String?, isPrivateRelay: Bool) async throws(StoreError)
+    /// Removes a user's identities of `provider`; returns how many it removed.
+    func deleteIdentities(of userID: UserID, provider: Provider) async throws(StoreError) -> Int
+    /// Sets the display name and avatar only where they are empty (a provider never overwrites a profile).
+    func fillProfile(_ id: UserID, displayName: String?, avatarURL: String?, now: Date) async throws(StoreError)
+    /// Replaces the account's address (`.uniqueViolation`, `.email`, when another account has it).
+    func updateEmail(_ id: UserID, email: String?, normalizedEmail: String?, verifiedAt: Date?, now: Date) async throws(StoreError)
+    /// Deletes the account and, by cascade, everything that belongs to it; strips the client
+    /// addresses from its audit rows and its address from the outbox.
+    func deleteUser(_ id: UserID) async throws(StoreError) -> Bool
+}
+
+/// Where a page of the user list ends: the last user's creation time and id.
+public struct UserCursor: Sendable, Equatable {
+    public var createdAt: Int64
+    public var id: String
+
+    public init(createdAt: Int64, id: String) {
+        self.createdAt = createdAt
+        self.id = id
+    }
+
+    public init?(_ token: String) {
+        let parts = token.split(separator: "_", maxSplits: 1)
+        guard parts.count == 2, let time = Int64(parts[0]), UserID(String(parts[1])) != nil else { return nil }
+        self.createdAt = time
+        self.id = String(parts[1])
+    }
+
+    public var token: String { "\(createdAt)_\(id)" }
+}
+
+/// The account's own data beyond sign-in: profile, anonymous names, idempotency keys, the
+/// event feed, and what an export needs.
+public protocol AccountStore: Sendable {
+    /// Replaces the profile fields; `.uniqueViolation` (`.handle`) when the handle is taken.
+    func updateProfile(
+        _ id: UserID, displayName: String?, handle: String?, avatarURL: String?, onboardingComplete: Bool, now: Date
+    ) async throws(StoreError)
+    func setNameSuggestions(_ id: UserID, _ names: [String]?, now: Date) async throws(StoreError)
+    /// An anonymous account that gained a real identity.
+    func markUpgraded(_ id: UserID, now: Date) async throws(StoreError)
+    func setPlanOverride(_ id: UserID, _ plan: String?, now: Date) async throws(StoreError)
+    func user(handle: String) async throws(StoreError) -> User?
+    /// Anonymous accounts created before `before` with no session active since then.
+    func staleAnonymousUsers(before: Date, limit: Int) async throws(StoreError) -> [UserID]
+
+    /// The user an idempotency key (hashed) made in `scope` since `since`, and the session that
+    /// request opened.
+    func idempotentUser(scope: String, keyHash: [UInt8], since: Date) async throws(StoreError) -> (user: UserID, session: SessionID?)?
+    /// `.uniqueViolation` (`.idempotencyKey`) when the key was stored meanwhile.
+    func insertIdempotencyKey(scope: String, keyHash: [UInt8], userID: UserID, sessionID: SessionID, at date: Date) async throws(StoreError)
+    /// Forgets every idempotency key of the account (an upgrade, a global logout or a new
+    /// password ends what a replay could reach).
+    func deleteIdempotencyKeys(of userID: UserID) async throws(StoreError)
+    func idempotencyKeyTimes(of userID: UserID) async throws(StoreError) -> [Date]
+
+    /// Appends to the feed; inside a transaction, feed order is commit order.
+    func insertEvent(_ event: DomainEvent) async throws(StoreError)
+    /// Gives a user the analytics a device sent before it had an account.
+    func attachAnonymousEvents(_ anonymousID: String, to userID: UserID) async throws(StoreError)
+    /// Oldest first, after the cursor `after`; optionally one user's.
+    func events(after: Int64?, userID: UserID?, limit: Int) async throws(StoreError) -> [DomainEvent]
+    /// The user's mailed links, for an export (hashes left out by the caller).
+    func emailTokens(of userID: UserID) async throws(StoreError) -> [EmailToken]
+}

@@ -1,0 +1,58 @@
+import Foundation
+import GatehouseCore
+
+extension SQLStore {
+    public func insertAudit(_ event: AuditEvent) async throws(StoreError) {
+        let details: SQLValue
+        if event.details.isEmpty {
+            details = .null
+        } else {
+            let data = (try? JSONSerialization.data(withJSONObject: event.details, options: [.sortedKeys])) ?? Data("{}".utf8)
+            details = .text(String(decoding: data, as: UTF8.self))
+        }
+        try await executor.query(
+            """
+            INSERT INTO audit_log (id, created_at, event, outcome, user_id, session_id, ip_address, user_agent, details)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """,
+            [
+                .text(event.id.uuidString.lowercased()), .integer(event.createdAt.unixSeconds), .text(event.event),
+                .text(event.outcome), SQLValue(event.userID?.description), SQLValue(event.sessionID?.description),
+                SQLValue(event.ipAddress), SQLValue(event.userAgent), details,
+            ])
+    }
+
+    public func auditEvents(userID: UserID?, before: Int64?, limit: Int) async throws(StoreError) -> [AuditEvent] {
+        var conditions: [String] = []
+        var binds: [SQLValue] = []
+        if let userID {
+            conditions.append("user_id = ?")
+            binds.append(.text(userID.description))
+        }
+        if let before {
+            conditions.append("seq < ?")
+            binds.append(.integer(before))
+        }
+        binds.append(.integer(Int64(max(1, min(limit, 1000)))))
+        let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+        return try await executor.query(
+            """
+            SELECT seq, id, created_at, event, outcome, user_id, session_id, ip_address, user_agent, details FROM audit_log
+            \(whereClause) ORDER BY seq DESC LIMIT ?
+            """, binds
+        ).map { row throws(StoreError) in
+            guard let id = UUID(uuidString: try row.string("id")) else { throw StoreError.decoding("bad audit id") }
+            var details: [String: String] = [:]
+            if let text = try row.optionalString("details"),
+                let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: String]
+            {
+                details = object
+            }
+            return AuditEvent(
+                id: id, sequence: try row.int("seq"), createdAt: Date(unixSeconds: try row.int("created_at")), event: try row.string("event"),
+                outcome: try row.string("outcome"), userID: try row.optionalString("user_id").flatMap(UserID.init),
+                sessionID: try row.optionalString("session_id").flatMap(SessionID.init),
+                ipAddress: try row.optionalString("ip_address"), userAgent: try row.optionalString("user_agent"), details: details)
+        }
+    }
+}

@@ -1,0 +1,32 @@
+import Foundation
+import GatehouseCore
+
+extension SQLStore {
+    public func purge(cutoff: Date, idleBefore: Date, windowsBefore: Date, notificationsBefore: Date) async throws(StoreError) -> PurgeCounts {
+        var counts = PurgeCounts()
+        let old = SQLValue.integer(cutoff.unixSeconds)
+        counts.auditRows = try await executor.query("DELETE FROM audit_log WHERE created_at < ? RETURNING seq", [old]).count
+        counts.sessions = try await executor.query(
+            """
+            DELETE FROM sessions WHERE last_active_at < ? AND (revoked_at IS NOT NULL OR last_active_at < ?)
+            RETURNING id
+            """, [old, .integer(idleBefore.unixSeconds)]
+        ).count
+        counts.sessionsCleared = try await executor.query(
+            """
+            UPDATE sessions SET ip_address = NULL, user_agent = NULL
+            WHERE created_at < ? AND (ip_address IS NOT NULL OR user_agent IS NOT NULL) RETURNING id
+            """, [old]
+        ).count
+        counts.rateLimitWindows = try await executor.query(
+            "DELETE FROM rate_limits WHERE window_start < ? RETURNING key", [.integer(windowsBefore.unixSeconds)]
+        ).count
+        counts.messageIDs = try await executor.query(
+            "DELETE FROM used_message_ids WHERE keep_until < ? RETURNING message_id", [.integer(windowsBefore.unixSeconds)]
+        ).count
+        counts.notifications = try await executor.query(
+            "DELETE FROM app_store_notifications WHERE received_at < ? RETURNING notification_uuid", [.integer(notificationsBefore.unixSeconds)]
+        ).count
+        return counts
+    }
+}

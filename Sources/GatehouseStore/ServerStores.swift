@@ -1,0 +1,99 @@
+import Foundation
+import GatehouseCore
+
+/// A token-signing key as stored. The private key is encrypted when `encryption` is not `none`.
+public struct SigningKeyRecord: Sendable, Equatable {
+    public var kid: String
+    public var algorithm: String
+    public var privateKey: [UInt8]
+    public var encryption: String
+    /// The public JWK as JSON.
+    public var publicJWK: String
+    /// `active` (signs new tokens) or `retired` (verifies until `publishUntil`).
+    public var status: String
+    public var createdAt: Date
+    public var retiredAt: Date?
+    public var publishUntil: Date?
+
+    public init(
+        kid: String, algorithm: String, privateKey: [UInt8], encryption: String, publicJWK: String,
+        status: String, createdAt: Date, retiredAt: Date? = nil, publishUntil: Date? = nil
+    ) {
+        self.kid = kid
+        self.algorithm = algorithm
+        self.privateKey = privateKey
+        self.encryption = encryption
+        self.publicJWK = publicJWK
+        self.status = status
+        self.createdAt = createdAt
+        self.retiredAt = retiredAt
+        self.publishUntil = publishUntil
+    }
+}
+
+/// Token-signing keys.
+public protocol SigningKeyStore: Sendable {
+    /// The active key and every retired key still published at `now`, newest first.
+    func signingKeys(publishedAt now: Date) async throws(StoreError) -> [SigningKeyRecord]
+    /// Every key ever stored, newest first (for `gatehouse keys list`).
+    func allSigningKeys() async throws(StoreError) -> [SigningKeyRecord]
+    /// `.uniqueViolation` (`.activeSigningKey`) when another active key exists already.
+    func insertSigningKey(_ key: SigningKeyRecord) async throws(StoreError)
+    /// Retires the active key; false when `kid` was not the active key.
+    func retireSigningKey(kid: String, at date: Date, publishUntil: Date) async throws(StoreError) -> Bool
+    /// Replaces a key's stored private key and encryption, e.g. when encryption is turned on.
+    func updateSigningKeyMaterial(kid: String, privateKey: [UInt8], encryption: String) async throws(StoreError)
+}
+
+/// Server-wide secrets (e.g. the refresh-token chain key), sealed like signing keys.
+public protocol SecretStore: Sendable {
+    func secret(named name: String) async throws(StoreError) -> (value: [UInt8], encryption: String)?
+    /// `.uniqueViolation` (`.secret`) when another node stored it first.
+    func insertSecret(named name: String, value: [UInt8], encryption: String, at date: Date) async throws(StoreError)
+    func updateSecret(named name: String, value: [UInt8], encryption: String) async throws(StoreError)
+}
+
+/// The audit trail.
+public protocol AuditStore: Sendable {
+    func insertAudit(_ event: AuditEvent) async throws(StoreError)
+    /// Newest first; optionally one user's; `before` is the sequence of the previous page's last event.
+    func auditEvents(userID: UserID?, before: Int64?, limit: Int) async throws(StoreError) -> [AuditEvent]
+}
+
+/// Durable background work (Apple token exchange and revocation, …): leased like the outbox.
+public protocol JobStore: Sendable {
+    func enqueueJob(_ job: Job) async throws(StoreError)
+    /// Leases the next due job for `leaseSeconds`.
+    func claimDueJob(now: Date, leaseSeconds: Int) async throws(StoreError) -> Job?
+    func completeJob(_ id: UUID) async throws(StoreError)
+    /// Records a failed attempt: retried at `nextAttempt`, or failed for good when it is `nil`.
+    func failJob(_ id: UUID, error: String, nextAttempt: Date?) async throws(StoreError)
+    /// A provider's own token for a user's identity (sealed), and setting it.
+    func providerToken(of userID: UserID, provider: Provider) async throws(StoreError) -> (value: [UInt8], encryption: String)?
+    func setProviderToken(userID: UserID, provider: Provider, subject: String, value: [UInt8], encryption: String) async throws(StoreError)
+}
+
+/// What a retention sweep removed.
+public struct PurgeCounts: Sendable, Equatable {
+    public var auditRows = 0
+    public var sessions = 0
+    public var sessionsCleared = 0
+    public var rateLimitWindows = 0
+    public var notifications = 0
+    /// Single-use message ids past the time they could be accepted (and two days more).
+    public var messageIDs = 0
+    /// Usage meter rows of periods that started over 62 days ago (two months: a monthly
+    /// meter's current and previous periods stay).
+    public var usageRows = 0
+    public init() {}
+}
+
+/// Deleting what is kept only for a while (decision 11).
+public protocol RetentionStore: Sendable {
+    /// Audit rows older than `cutoff`; ended sessions (revoked, or idle since before
+    /// `idleBefore`) last active before `cutoff`; the client address and user agent of live
+    /// sessions created before `cutoff`; rate-limit windows that started before `windowsBefore`,
+    /// and single-use message ids kept until before it; App Store notification ids received
+    /// before `notificationsBefore`.
+    func purge(cutoff: Date, idleBefore: Date, windowsBefore: Date, notificationsBefore: Date) async throws(StoreError) -> PurgeCounts
+}

@@ -1,0 +1,40 @@
+import Foundation
+import GatehouseCore
+
+/// Sessions and their refresh-token chains.
+public protocol SessionStore: Sendable {
+    func insertSession(_ session: Session) async throws(StoreError)
+    func session(id: SessionID) async throws(StoreError) -> Session?
+    /// Live and ended sessions of a user, newest first.
+    func sessions(of userID: UserID) async throws(StoreError) -> [Session]
+    /// Whether the user has had any session, and any from `userAgent` (`nil` matches `nil`).
+    func sessionHistory(of userID: UserID, userAgent: String?) async throws(StoreError) -> (any: Bool, fromAgent: Bool)
+    func touchSession(_ id: SessionID, at date: Date) async throws(StoreError)
+    /// Revokes one session; false when it was already revoked or does not exist.
+    func revokeSession(_ id: SessionID, reason: String, at date: Date) async throws(StoreError) -> Bool
+    /// Revokes every live session of a user except `keeping`; returns the ones it revoked.
+    func revokeSessions(of userID: UserID, keeping: SessionID?, reason: String, at date: Date) async throws(StoreError) -> [SessionID]
+    /// Revokes every live session of a user opened with `provider`.
+    func revokeSessions(of userID: UserID, provider: String, reason: String, at date: Date) async throws(StoreError) -> [SessionID]
+    func insertRefreshToken(_ token: RefreshTokenRecord) async throws(StoreError)
+    /// The token with this hash; inside a transaction on PostgreSQL the row is locked until
+    /// the transaction ends, so concurrent refreshes of one token are serialised.
+    func refreshToken(hash: [UInt8]) async throws(StoreError) -> RefreshTokenRecord?
+    func markRefreshTokenRotated(hash: [UInt8], at date: Date) async throws(StoreError)
+}
+
+/// Counters for login lockout and per-IP limits; in the database so that every node sees them.
+public protocol ThrottleStore: Sendable {
+    func throttle(key: String) async throws(StoreError) -> ThrottleState?
+    /// Reserves one attempt on `key` in one atomic statement, before the work it limits: while
+    /// the key is locked nothing is counted and `.locked` comes back; otherwise the attempt
+    /// counts as a failure at once, and the attempt that reaches the schedule's threshold locks
+    /// the key in the same statement. Any number of parallel callers therefore get at most the
+    /// threshold's worth of attempts between locks. A success undoes it with `clearThrottle`.
+    func reserveAttempt(key: String, at date: Date, schedule: LockSchedule) async throws(StoreError) -> AttemptReservation
+    func clearThrottle(key: String) async throws(StoreError)
+    /// Adds one hit to `key` in the window starting at `windowStart` and returns the window's count.
+    func hitRateLimit(key: String, windowStart: Int64) async throws(StoreError) -> Int
+    /// The window's count without adding to it.
+    func rateLimitCount(key: String, windowStart: Int64) async throws(StoreError) -> Int
+}

@@ -1,0 +1,153 @@
+import Foundation
+@testable import GatehouseStore
+import Testing
+
+/// Shipped migrations are never edited: a database migrated in the field records each one's
+/// checksum and refuses to start when the code's differs. These values were printed from the
+/// migrations as shipped; a test failing here means a shipped migration was changed (add a new
+/// one instead), not that the table wants updating.
+@Suite struct MigrationTests {
+    struct Shipped: Sendable, CustomStringConvertible {
+        var version: Int
+        var name: String
+        var sqlite: String
+        var postgres: String
+
+        var description: String { "\(version) \(name)" }
+
+        func checksum(_ dialect: SQLDialect) -> String {
+            dialect == .sqlite ? sqlite : postgres
+        }
+    }
+
+    static let shipped: [Shipped] = [
+        Shipped(version: 1, name: "users_identities_signing_keys", sqlite: "5d6a53fed42ae49d", postgres: "d39b7be967e1abf9"),
+        Shipped(version: 2, name: "sessions_tokens_throttles_audit_secrets", sqlite: "991edc1eea26d723", postgres: "abdef417c70892e6"),
+        Shipped(version: 3, name: "outbox", sqlite: "78d80ce161961dc9", postgres: "8a7c0cbe6d6f9402"),
+        Shipped(version: 4, name: "email_tokens", sqlite: "c22ff2b743f523f3", postgres: "bcfb75f20dfecef2"),
+        Shipped(version: 5, name: "jobs_provider_tokens", sqlite: "ab88ae769148c7cb", postgres: "ebf32ebff887a703"),
+        Shipped(version: 6, name: "events_idempotency_profiles", sqlite: "434ca24e91cf68ad", postgres: "156838922b662d4a"),
+        Shipped(version: 7, name: "magic_link_upgrades", sqlite: "8fd860ec7762dd2e", postgres: "8fd860ec7762dd2e"),
+        Shipped(version: 8, name: "trials_credit_ledger", sqlite: "83ba24ceb61bf3d3", postgres: "cc88ee9bf1a7bdc1"),
+        Shipped(version: 9, name: "analytics_anonymous_ids", sqlite: "ca4a76f5cf0aaab2", postgres: "ca4a76f5cf0aaab2"),
+        Shipped(version: 10, name: "app_store_subscriptions", sqlite: "d9ecc38393ca0d82", postgres: "3029e0a2b7f1155"),
+        Shipped(version: 11, name: "retention_indexes", sqlite: "66240d122a8094e1", postgres: "66240d122a8094e1"),
+        Shipped(version: 12, name: "replay_guards", sqlite: "8ee879597b61b16f", postgres: "34a532fd3c9ab362"),
+        Shipped(version: 13, name: "usage_meters", sqlite: "c9e6d70c39d86759", postgres: "1f3790d77247d58c"),
+    ]
+
+    @Test(arguments: [SQLDialect.sqlite, .postgres])
+    func shippedMigrationsAreNeverEdited(_ dialect: SQLDialect) {
+        let migrations = Migrations.all(for: dialect)
+        for shipped in Self.shipped {
+            let found = migrations.filter { $0.version == shipped.version }
+            #expect(found.count == 1, "\(dialect): migration \(shipped.version) appears \(found.count) times")
+            guard let migration = found.first else { continue }
+            #expect(migration.name == shipped.name, "\(dialect): migration \(shipped)")
+            #expect(migration.checksum == shipped.checksum(dialect), "\(dialect): migration \(shipped) was edited")
+        }
+    }
+
+    @Test func bothDatabasesListTheSameMigrations() {
+        let sqlite = Migrations.all(for: .sqlite).map { "\($0.version) \($0.name)" }
+        let postgres = Migrations.all(for: .postgres).map { "\($0.version) \($0.name)" }
+        #expect(sqlite == postgres)
+        #expect(Migrations.all(for: .sqlite).map(\.version) == Array(1...sqlite.count))
+    }
+
+    // MARK: Reading migration files
+
+    @Test func aFileNameGivesVersionAndName() throws {
+        let (version, name) = try Migrations.versionAndName("0013_usage_meters.sql")
+        #expect(version == 13)
+        #expect(name == "usage_meters")
+        let first = try Migrations.versionAndName("0001_a.sql")
+        #expect(first.0 == 1 && first.1 == "a")
+    }
+
+    @Test(arguments: [
+        "1_users.sql", "001_users.sql", "00001_users.sql", "0000_users.sql", "abcd_users.sql", "0001users.sql",
+        "0001-users.sql", "0001_.sql", "0001_Users.sql", "0001_users-x.sql", "0001_users.SQL", "0001_users.sql.orig",
+        "0001_users.txt", "0001_users", "README.md", "_0001_users.sql", "0001_users .sql",
+    ])
+    func aMalformedFileNameIsRefused(_ fileName: String) {
+        #expect(throws: MigrationFileError.malformedName(fileName)) {
+            try Migrations.load(files: [(fileName, "SELECT 1;\n")])
+        }
+    }
+
+    @Test func aDuplicatedVersionIsRefused() {
+        let files: [(name: String, text: String)] = [("0001_a.sql", "SELECT 1;\n"), ("0002_b.sql", "SELECT 2;\n"), ("0002_c.sql", "SELECT 3;\n")]
+        #expect(throws: MigrationFileError.duplicateVersion(2, ["0002_b.sql", "0002_c.sql"])) {
+            try Migrations.load(files: files)
+        }
+    }
+
+    @Test func aMissingVersionIsRefused() {
+        #expect(throws: MigrationFileError.missingVersion(2)) {
+            try Migrations.load(files: [("0003_c.sql", "SELECT 3;\n"), ("0001_a.sql", "SELECT 1;\n")])
+        }
+        #expect(throws: MigrationFileError.missingVersion(1)) {
+            try Migrations.load(files: [("0002_b.sql", "SELECT 2;\n")])
+        }
+    }
+
+    @Test func filesLoadInOrderOfVersion() throws {
+        let migrations = try Migrations.load(files: [("0002_b.sql", "SELECT 2;\n"), ("0001_a.sql", "SELECT 1;\n")])
+        #expect(migrations.map(\.version) == [1, 2])
+        #expect(migrations.map(\.name) == ["a", "b"])
+        #expect(migrations.map(\.statements) == [["SELECT 1"], ["SELECT 2"]])
+    }
+
+    @Test func statementsAreExactlyTheirLines() throws {
+        let text = """
+            -- A comment before the first statement is no part of it.
+
+            CREATE TABLE t (
+                a TEXT,
+
+                b TEXT
+            );
+            CREATE INDEX t_a ON t (a);\t\u{20}
+
+              -- Nor is one between statements, indented or not.
+            -- x
+              ALTER TABLE t ADD COLUMN c TEXT ;
+            """
+        #expect(
+            try Migrations.statements(text, file: "f")
+                == ["CREATE TABLE t (\n    a TEXT,\n\n    b TEXT\n)", "CREATE INDEX t_a ON t (a)", "  ALTER TABLE t ADD COLUMN c TEXT "])
+        // A final line end or none, the same statements.
+        #expect(try Migrations.statements("SELECT 1;", file: "f") == ["SELECT 1"])
+        #expect(try Migrations.statements("SELECT 1;\n\n", file: "f") == ["SELECT 1"])
+    }
+
+    @Test func malformedTextIsRefused() {
+        let cases: [(String, MigrationFileError)] = [
+            ("CREATE TABLE t (a TEXT);\nCREATE TABLE u (\n    a TEXT\n)\n", .syntax(file: "f", line: 2, "a statement without its closing ';'")),
+            ("SELECT 1; SELECT 2;\n", .syntax(file: "f", line: 1, "';' inside a statement")),
+            ("CREATE TABLE t (a TEXT); -- why\nSELECT 1;\n", .syntax(file: "f", line: 1, "';' inside a statement")),
+            ("SELECT 1;\n;\n", .syntax(file: "f", line: 2, "an empty statement")),
+            ("SELECT 1;\r\nSELECT 2;\r\n", .syntax(file: "f", line: 1, "a carriage return (lines must end with LF alone)")),
+            ("-- nothing but a comment\n\n", .syntax(file: "f", line: 1, "no statements")),
+            ("", .syntax(file: "f", line: 1, "no statements")),
+        ]
+        for (text, error) in cases {
+            #expect(throws: error, "\(text.debugDescription)") { try Migrations.statements(text, file: "f") }
+        }
+    }
+
+    @Test func aDirectoryOfFilesLoads() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-migrations-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try "CREATE TABLE a (x TEXT);\n".write(to: directory.appendingPathComponent("0001_a.sql"), atomically: true, encoding: .utf8)
+        try "CREATE TABLE b (x TEXT);\n".write(to: directory.appendingPathComponent("0002_b.sql"), atomically: true, encoding: .utf8)
+        // Hidden files (an editor's, Finder's) are not migrations.
+        try "junk".write(to: directory.appendingPathComponent(".DS_Store"), atomically: true, encoding: .utf8)
+        let migrations = try Migrations.load(directory: directory)
+        #expect(migrations.map { "\($0.version) \($0.name)" } == ["1 a", "2 b"])
+        try "SELECT 1;\n".write(to: directory.appendingPathComponent("0003 c.sql"), atomically: true, encoding: .utf8)
+        #expect(throws: MigrationFileError.malformedName("0003 c.sql")) { try Migrations.load(directory: directory) }
+    }
+}
