@@ -200,11 +200,7 @@ struct EmailFlowService: Sendable {
         } else {
             throw GatehouseError.invalidRequest("Send the link's token, or the email address and the 6-digit code.")
         }
-        switch record.state(at: now) {
-        case .expired: throw tokenExpired
-        case .used: throw record.codeAttempts >= preset.email.magicCodeMaxAttempts ? codeExhausted : tokenInvalid
-        case .valid: break
-        }
+        try refuseUnusable(record, at: now)
         if let anonymous = record.upgradeUserID, try await store.user(id: anonymous)?.isAnonymous == true {
             return try await upgrade(anonymous, record: record, client: kept, now: now)
         }
@@ -229,11 +225,7 @@ struct EmailFlowService: Sendable {
     /// (e.g. before deleting the account); throws like `magic-link/verify`.
     func consumeCode(email: String, code: String) async throws {
         let record = try await checkCode(email: email, code: code)
-        switch record.state(at: clock.now) {
-        case .expired: throw tokenExpired
-        case .used: throw record.codeAttempts >= preset.email.magicCodeMaxAttempts ? codeExhausted : tokenInvalid
-        case .valid: break
-        }
+        try refuseUnusable(record, at: clock.now)
         guard try await store.useEmailToken(hash: record.hash, at: clock.now) else { throw tokenInvalid }
     }
 
@@ -278,21 +270,34 @@ struct EmailFlowService: Sendable {
         guard let attempts = try await store.reserveCodeAttempt(hash: record.hash, limit: limit, now: now) else {
             // No attempt left, or used or expired meanwhile: say which.
             let current = try await store.emailToken(hash: record.hash) ?? record
-            if current.state(at: now) == .valid || current.codeAttempts >= limit { throw codeExhausted }
+            if MagicCodePolicy.isExhausted(unreserved: current, at: now, maxAttempts: limit) { throw codeExhausted }
             return current
         }
         let trimmed = code.filter { !$0.isWhitespace }
         guard try links.codeMatches(trimmed, token: record) else {
-            if attempts >= limit {
+            switch MagicCodePolicy.wrongCode(attempt: attempts, maxAttempts: limit) {
+            case .exhausted:
                 _ = try await store.useEmailToken(hash: record.hash, at: now)
                 throw codeExhausted
+            case .retry(let attemptsLeft):
+                throw GatehouseError(
+                    status: 400, code: .tokenInvalid,
+                    message: preset.text("error.code_invalid", "That code is not right. Check the email and try again."),
+                    details: ["attempts_left": .number(Double(attemptsLeft))])
             }
-            throw GatehouseError(
-                status: 400, code: .tokenInvalid,
-                message: preset.text("error.code_invalid", "That code is not right. Check the email and try again."),
-                details: ["attempts_left": .number(Double(limit - attempts))])
         }
         return record
+    }
+
+    /// Throws the answer to a link or code the policy refuses (expired, used, or killed by
+    /// wrong codes).
+    private func refuseUnusable(_ record: EmailToken, at now: Date) throws {
+        switch MagicCodePolicy.refusal(record, at: now, maxAttempts: preset.email.magicCodeMaxAttempts) {
+        case .expired: throw tokenExpired
+        case .invalid: throw tokenInvalid
+        case .exhausted: throw codeExhausted
+        case nil: break
+        }
     }
 
     /// The account a magic link signs in to, made when there is none. An existing account whose
