@@ -2,70 +2,40 @@ import Foundation
 
 /// What each plan may do and which gate each action answers: data in the preset, read by the
 /// `EntitlementEngine` on the server and in the SDK alike.
-public struct EntitlementSettings: Sendable, Equatable, Codable {
+public struct EntitlementSettings: Sendable, Equatable, PresetSection {
     /// By plan state: `guest`, `free`, `trial`, `pro`, `pro_grace`.
-    public var plans: [String: PlanSettings]
+    public var plans = [
+        "guest": PlanSettings(), "free": PlanSettings(), "trial": PlanSettings(sameAs: "pro"), "pro": PlanSettings(),
+        "pro_grace": PlanSettings(sameAs: "pro"),
+    ]
     /// By action name (contract: "Names the seed presets use").
-    public var actions: [String: ActionSettings]
+    public var actions = ["use_app": ActionSettings(rules: [GateRule(kind: "account")])]
     /// When credits come back: `calendar_month` (UTC, the default) or `anniversary` (the day of
     /// the month the account was created).
-    public var creditPeriod: String
-    public var trial: TrialSettings
+    public var creditPeriod = "calendar_month"
+    public var trial = TrialSettings()
     /// When the plan is `free`, everything is read-only (Hannah: an expired trial may read its
     /// past data and nothing else).
-    public var readOnlyWhenFree: Bool
+    public var readOnlyWhenFree = false
     /// Labels of the actions gates offer (`upgrade` → "Upgrade to Pro", …).
-    public var actionLabels: [String: String]
+    public var actionLabels = ["upgrade": "Upgrade to Pro", "not_now": "Not now", "sign_up": "Create account", "verify_email": "Verify email"]
     /// App Store product ids and the plan each one gives (the SDK offers these for purchase).
-    public var products: [String: ProductSettings]
+    public var products: [String: ProductSettings] = [:]
     /// How long after a renewal date a subscription stays `pro_grace` while its renewal cannot be
     /// confirmed (CH08 §2, decision 16: 72 hours).
-    public var proGraceHours: Int
+    public var proGraceHours = 72
     /// Usage the app's backend counts in Gatehouse (`POST /v1/usage/{meter}`), by meter name:
     /// the count of the current period fills an action's cap rule, so the same rules decide.
-    public var meters: [String: MeterSettings]
+    public var meters: [String: MeterSettings] = [:]
 
-    public init() {
-        plans = [
-            "guest": PlanSettings(capabilities: [:], limits: [:]),
-            "free": PlanSettings(capabilities: [:], limits: [:]),
-            "trial": PlanSettings(sameAs: "pro"),
-            "pro": PlanSettings(capabilities: [:], limits: [:]),
-            "pro_grace": PlanSettings(sameAs: "pro"),
+    public init() {}
+
+    static var fields: [PresetField<Self>] {
+        [
+            .key("plans", \.plans), .key("actions", \.actions), .key("credit_period", \.creditPeriod), .key("trial", \.trial),
+            .key("read_only_when_free", \.readOnlyWhenFree), .key("action_labels", \.actionLabels), .key("products", \.products),
+            .key("pro_grace_hours", \.proGraceHours), .key("meters", \.meters),
         ]
-        actions = ["use_app": ActionSettings(rules: [GateRule(kind: "account")])]
-        creditPeriod = "calendar_month"
-        trial = TrialSettings()
-        readOnlyWhenFree = false
-        actionLabels = ["upgrade": "Upgrade to Pro", "not_now": "Not now", "sign_up": "Create account", "verify_email": "Verify email"]
-        products = [:]
-        proGraceHours = 72
-        meters = [:]
-    }
-
-    enum CodingKeys: String, CodingKey, CaseIterable {
-        case plans, actions, trial
-        case creditPeriod = "credit_period"
-        case readOnlyWhenFree = "read_only_when_free"
-        case actionLabels = "action_labels"
-        case products
-        case proGraceHours = "pro_grace_hours"
-        case meters
-    }
-
-    public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(CodingKeys.self)
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        self.init()
-        plans = try c.value(.plans, or: plans)
-        actions = try c.value(.actions, or: actions)
-        creditPeriod = try c.value(.creditPeriod, or: creditPeriod)
-        trial = try c.value(.trial, or: trial)
-        readOnlyWhenFree = try c.value(.readOnlyWhenFree, or: readOnlyWhenFree)
-        actionLabels = try c.value(.actionLabels, or: actionLabels)
-        products = try c.value(.products, or: products)
-        proGraceHours = try c.value(.proGraceHours, or: proGraceHours)
-        meters = try c.value(.meters, or: meters)
     }
 
     public static let planStates = ["guest", "free", "trial", "pro", "pro_grace"]
@@ -114,7 +84,7 @@ public struct EntitlementSettings: Sendable, Equatable, Codable {
 /// A per-user count kept by Gatehouse for the app's backend: each use of `action` adds to the
 /// count of the current `period`, and the action's `cap` rule on `context` reads that count, so
 /// the plan's limit and the refusal's copy come from the same rules as every other gate.
-public struct MeterSettings: Sendable, Equatable, Codable {
+public struct MeterSettings: Sendable, Equatable, PresetCodable {
     public var action: String
     /// The context key of the action's `cap` (or `soft_cap`) rule that the count fills.
     public var context: String
@@ -127,16 +97,12 @@ public struct MeterSettings: Sendable, Equatable, Codable {
         self.period = period
     }
 
-    enum CodingKeys: String, CodingKey, CaseIterable {
-        case action, context, period
-    }
+    static var fields: [PresetField<Self>] { [.decodedFirst("action", \.action), .decodedFirst("context", \.context), .key("period", \.period)] }
 
     public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(CodingKeys.self)
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        action = try c.decode(String.self, forKey: .action)
-        context = try c.decode(String.self, forKey: .context)
-        period = try c.value(.period, or: "day")
+        self = try decoder.section(Self.fields) {
+            MeterSettings(action: try $0.decode(String.self, forKey: "action"), context: try $0.decode(String.self, forKey: "context"))
+        }
     }
 
     /// The cap rule of `action` this meter fills.
@@ -162,41 +128,39 @@ public struct MeterSettings: Sendable, Equatable, Codable {
 }
 
 /// What an App Store product gives.
-public struct ProductSettings: Sendable, Equatable, Codable {
-    public var plan: String
+public struct ProductSettings: Sendable, Equatable, PresetSection {
+    public var plan = "pro"
     /// Shown beside the plan state instead of the plan's own tier (Hannah: `premium`).
     public var tier: String?
+
+    public init() {}
 
     public init(plan: String = "pro", tier: String? = nil) {
         self.plan = plan
         self.tier = tier
     }
 
-    enum CodingKeys: String, CodingKey, CaseIterable {
-        case plan, tier
-    }
-
-    public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(CodingKeys.self)
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        plan = try c.value(.plan, or: "pro")
-        tier = try c.decodeIfPresent(String.self, forKey: .tier)
-    }
+    static var fields: [PresetField<Self>] { [.key("plan", \.plan), .key("tier", \.tier)] }
 }
 
 /// One plan state's capabilities, limits and credit grants.
-public struct PlanSettings: Sendable, Equatable, Codable {
+public struct PlanSettings: Sendable, Equatable, PresetSection {
     /// Another plan whose settings this one uses (`trial` and `pro_grace` behave as `pro`).
     public var sameAs: String?
-    public var capabilities: [String: Bool]
+    public var capabilities: [String: Bool] = [:]
     /// `null` means unlimited.
-    public var limits: [String: Int?]
+    public var limits: [String: Int?] = [:]
     /// Credits granted each period, by name.
-    public var credits: [String: Int]
+    public var credits: [String: Int] = [:]
     /// Shown beside the plan state (Hannah: `premium`, `nutritionist`).
     public var tier: String?
 
-    public init(sameAs: String? = nil, capabilities: [String: Bool] = [:], limits: [String: Int?] = [:], credits: [String: Int] = [:], tier: String? = nil) {
+    public init() {}
+
+    public init(
+        sameAs: String? = nil, capabilities: [String: Bool] = [:], limits: [String: Int?] = [:], credits: [String: Int] = [:],
+        tier: String? = nil
+    ) {
         self.sameAs = sameAs
         self.capabilities = capabilities
         self.limits = limits
@@ -204,37 +168,20 @@ public struct PlanSettings: Sendable, Equatable, Codable {
         self.tier = tier
     }
 
-    enum CodingKeys: String, CodingKey, CaseIterable {
-        case sameAs = "same_as"
-        case capabilities, limits, credits, tier
-    }
-
-    public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(CodingKeys.self)
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        sameAs = try c.decodeIfPresent(String.self, forKey: .sameAs)
-        capabilities = try c.value(.capabilities, or: [:])
-        limits = try c.value(.limits, or: [:])
-        credits = try c.value(.credits, or: [:])
-        tier = try c.decodeIfPresent(String.self, forKey: .tier)
+    static var fields: [PresetField<Self>] {
+        [.key("same_as", \.sameAs), .key("capabilities", \.capabilities), .key("limits", \.limits), .key("credits", \.credits), .key("tier", \.tier)]
     }
 }
 
 /// The rules an action answers, checked in order; the first that refuses decides.
-public struct ActionSettings: Sendable, Equatable, Codable {
-    public var rules: [GateRule]
+public struct ActionSettings: Sendable, Equatable, PresetSection {
+    public var rules: [GateRule] = []
+
+    public init() {}
 
     public init(rules: [GateRule]) { self.rules = rules }
 
-    enum CodingKeys: String, CodingKey, CaseIterable {
-        case rules
-    }
-
-    public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(CodingKeys.self)
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        rules = try c.value(.rules, or: [])
-    }
+    static var fields: [PresetField<Self>] { [.key("rules", \.rules)] }
 }
 
 /// One check of an action.
@@ -252,7 +199,7 @@ public struct ActionSettings: Sendable, Equatable, Codable {
 ///   (read-only beyond the cap after a downgrade).
 /// - `credit`: when the plan lacks `unless` (e.g. `can_practice`), one `credit` is needed:
 ///   allowed with a notice while some remain, refused once none do.
-public struct GateRule: Sendable, Equatable, Codable {
+public struct GateRule: Sendable, Equatable, PresetCodable {
     public var kind: String
     public var capability: String?
     public var limit: String?
@@ -297,30 +244,17 @@ public struct GateRule: Sendable, Equatable, Codable {
         self.notice = notice
     }
 
-    enum CodingKeys: String, CodingKey, CaseIterable {
-        case kind, capability, limit, context, add, credit, unless, gate, reason, message, secondary, actions, notice
-        case warnAt = "warn_at"
-        case noticeReason = "notice_reason"
+    static var fields: [PresetField<Self>] {
+        [
+            .decodedFirst("kind", \.kind), .key("capability", \.capability), .key("limit", \.limit), .key("context", \.context), .key("add", \.add),
+            .key("credit", \.credit), .key("unless", \.unless), .key("gate", \.gate), .key("reason", \.reason), .key("message", \.message),
+            .key("secondary", \.secondary), .key("actions", \.actions), .key("warn_at", \.warnAt), .key("notice_reason", \.noticeReason),
+            .key("notice", \.notice),
+        ]
     }
 
     public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(CodingKeys.self)
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        kind = try c.decode(String.self, forKey: .kind)
-        capability = try c.decodeIfPresent(String.self, forKey: .capability)
-        limit = try c.decodeIfPresent(String.self, forKey: .limit)
-        context = try c.decodeIfPresent(String.self, forKey: .context)
-        add = try c.decodeIfPresent(String.self, forKey: .add)
-        credit = try c.decodeIfPresent(String.self, forKey: .credit)
-        unless = try c.decodeIfPresent(String.self, forKey: .unless)
-        gate = try c.decodeIfPresent(String.self, forKey: .gate)
-        reason = try c.decodeIfPresent(String.self, forKey: .reason)
-        message = try c.decodeIfPresent(String.self, forKey: .message)
-        secondary = try c.decodeIfPresent(String.self, forKey: .secondary)
-        actions = try c.decodeIfPresent([String].self, forKey: .actions)
-        warnAt = try c.decodeIfPresent(Double.self, forKey: .warnAt)
-        noticeReason = try c.decodeIfPresent(String.self, forKey: .noticeReason)
-        notice = try c.decodeIfPresent(String.self, forKey: .notice)
+        self = try decoder.section(Self.fields) { GateRule(kind: try $0.decode(String.self, forKey: "kind")) }
     }
 
     static let kinds: Set<String> = ["account", "verification", "writable", "capability", "cap", "soft_cap", "sum_cap", "rank", "credit"]
@@ -340,7 +274,7 @@ public struct GateRule: Sendable, Equatable, Codable {
 }
 
 /// The trial: how long, and how it starts.
-public struct TrialSettings: Sendable, Equatable, Codable {
+public struct TrialSettings: Sendable, Equatable, PresetSection {
     public var days = 7
     /// Started for every new account (Hannah, decision 18).
     public var startsAtSignup = false
@@ -351,19 +285,7 @@ public struct TrialSettings: Sendable, Equatable, Codable {
 
     public init() {}
 
-    enum CodingKeys: String, CodingKey, CaseIterable {
-        case days
-        case startsAtSignup = "starts_at_signup"
-        case startable
-        case bannerFromDay = "banner_from_day"
-    }
-
-    public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(CodingKeys.self)
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        days = try c.value(.days, or: days)
-        startsAtSignup = try c.value(.startsAtSignup, or: startsAtSignup)
-        startable = try c.value(.startable, or: startable)
-        bannerFromDay = try c.value(.bannerFromDay, or: bannerFromDay)
+    static var fields: [PresetField<Self>] {
+        [.key("days", \.days), .key("starts_at_signup", \.startsAtSignup), .key("startable", \.startable), .key("banner_from_day", \.bannerFromDay)]
     }
 }

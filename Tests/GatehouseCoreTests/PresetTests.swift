@@ -93,6 +93,14 @@ import Testing
         #expect(window.start == Date(timeIntervalSince1970: 1_800_000_000) && window.end == Date(timeIntervalSince1970: 1_800_003_600))
     }
 
+    /// Every shipped preset encodes under the keys it is read from (`/v1/config` publishes its
+    /// parts), strictly, and reads back the same.
+    @Test(arguments: Preset.builtInNames)
+    func aPresetEncodesUnderItsOwnKeys(_ name: String) throws {
+        let preset = try EntitlementEngineTests.preset(name)
+        #expect(try Preset.decode(try JSONEncoder().encode(preset), source: name) == preset)
+    }
+
     @Test func publicConfigurationDecodingToleratesNewKeys() throws {
         // The SDK reads /v1/config; a newer server may add settings.
         let json = ##"{"preset":"x","app":{"name":"A","brand_color":"#000000","new_thing":1},"sign_in_methods":["anonymous"],"password_policy":{"min_length":8,"max_length":64,"min_character_classes":0,"blocklist":true,"breached_check":false},"handles":{"enabled":false,"min_length":3,"max_length":20,"temporary_prefix":"user-"},"access_token_ttl_seconds":900,"refresh_token_ttl_seconds":2592000,"enumeration_protection":"strict","copy":{},"extra":true}"##
