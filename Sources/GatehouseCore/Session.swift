@@ -5,7 +5,8 @@ import Foundation
 public struct Session: Sendable, Equatable {
     public var id: SessionID
     public var userID: UserID
-    /// How the person signed in: `email`, `apple`, `google`, `anonymous`, `magic_link`.
+    /// How the person signed in (a `Provider`'s raw value): `email` (a password or a magic
+    /// link), `apple`, `google`, `anonymous`.
     public var provider: String
     public var createdAt: Date
     public var lastActiveAt: Date
@@ -32,6 +33,16 @@ public struct Session: Sendable, Equatable {
         self.revokedReason = revokedReason
         self.userAgent = userAgent
         self.ipAddress = ipAddress
+    }
+
+    /// A session opened by `provider`.
+    public init(
+        id: SessionID = .random(), userID: UserID, provider: Provider, createdAt: Date, lastActiveAt: Date? = nil,
+        expiresAt: Date? = nil, userAgent: String? = nil, ipAddress: String? = nil
+    ) {
+        self.init(
+            id: id, userID: userID, provider: provider.rawValue, createdAt: createdAt, lastActiveAt: lastActiveAt, expiresAt: expiresAt,
+            userAgent: userAgent, ipAddress: ipAddress)
     }
 
     public var isRevoked: Bool { revokedAt != nil }

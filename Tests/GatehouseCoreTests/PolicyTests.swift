@@ -7,7 +7,7 @@ import Testing
 @Suite struct RefreshRotationPolicyTests {
     static let now = Date(timeIntervalSince1970: 1_800_000_000)
     let settings = TokenSettings()
-    let session = Session(userID: .random(), provider: "email", createdAt: now.addingTimeInterval(-3_600))
+    let session = Session(userID: .random(), provider: .email, createdAt: now.addingTimeInterval(-3_600))
 
     func token(rotatedAgo: TimeInterval? = nil, expiresIn: TimeInterval = 86_400) -> RefreshTokenRecord {
         RefreshTokenRecord(
@@ -35,6 +35,10 @@ import Testing
         revoked.revokedAt = Self.now.addingTimeInterval(-1)
         #expect(decide(token(), session: revoked) == .expired)
         #expect(decide(token(rotatedAgo: 3_600), session: revoked) == .expired)
+    }
+
+    @Test func theTypedSessionInitializerStoresTheRawProvider() {
+        #expect(session.provider == "email" && Session(userID: .random(), provider: .anonymous, createdAt: Self.now).provider == "anonymous")
     }
 }
 

@@ -101,6 +101,12 @@ import Testing
         #expect(try Preset.decode(try JSONEncoder().encode(preset), source: name) == preset)
     }
 
+    @Test func planStatesAreTheEnginesFive() {
+        #expect(PlanState.all.map(\.rawValue) == ["guest", "free", "trial", "pro", "pro_grace"])
+        #expect(PlanState(known: "pro_grace") == .proGrace && PlanState(known: "premium") == nil)
+        #expect(!PlanState(rawValue: "premium").isKnown && PlanState.proGrace.isKnown)
+    }
+
     @Test func publicConfigurationDecodingToleratesNewKeys() throws {
         // The SDK reads /v1/config; a newer server may add settings.
         let json = ##"{"preset":"x","app":{"name":"A","brand_color":"#000000","new_thing":1},"sign_in_methods":["anonymous"],"password_policy":{"min_length":8,"max_length":64,"min_character_classes":0,"blocklist":true,"breached_check":false},"handles":{"enabled":false,"min_length":3,"max_length":20,"temporary_prefix":"user-"},"access_token_ttl_seconds":900,"refresh_token_ttl_seconds":2592000,"enumeration_protection":"strict","copy":{},"extra":true}"##
