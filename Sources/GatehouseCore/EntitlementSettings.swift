@@ -3,13 +3,14 @@ import Foundation
 /// What each plan may do and which gate each action answers: data in the preset, read by the
 /// `EntitlementEngine` on the server and in the SDK alike.
 public struct EntitlementSettings: Sendable, Equatable, PresetSection {
-    /// By plan state: `guest`, `free`, `trial`, `pro`, `pro_grace`.
-    public var plans = [
-        "guest": PlanSettings(), "free": PlanSettings(), "trial": PlanSettings(sameAs: "pro"), "pro": PlanSettings(),
-        "pro_grace": PlanSettings(sameAs: "pro"),
+    /// By plan state. Every one of `PlanState.all` must be there; another name may only be a
+    /// plan a state copies (`same_as`).
+    public var plans: [PlanState: PlanSettings] = [
+        .guest: PlanSettings(), .free: PlanSettings(), .trial: PlanSettings(sameAs: .pro), .pro: PlanSettings(),
+        .proGrace: PlanSettings(sameAs: .pro),
     ]
     /// By action name (contract: "Names the seed presets use").
-    public var actions = ["use_app": ActionSettings(rules: [GateRule(kind: "account")])]
+    public var actions = ["use_app": ActionSettings(rules: [GateRule(kind: .account)])]
     /// When credits come back: `calendar_month` (UTC, the default) or `anniversary` (the day of
     /// the month the account was created).
     public var creditPeriod = "calendar_month"
@@ -17,7 +18,8 @@ public struct EntitlementSettings: Sendable, Equatable, PresetSection {
     /// When the plan is `free`, everything is read-only (Hannah: an expired trial may read its
     /// past data and nothing else).
     public var readOnlyWhenFree = false
-    /// Labels of the actions gates offer (`upgrade` → "Upgrade to Pro", …).
+    /// Labels of the actions gates offer (`upgrade` → "Upgrade to Pro", …); the preset's copy
+    /// `action.<id>` wins over them.
     public var actionLabels = ["upgrade": "Upgrade to Pro", "not_now": "Not now", "sign_up": "Create account", "verify_email": "Verify email"]
     /// App Store product ids and the plan each one gives (the SDK offers these for purchase).
     public var products: [String: ProductSettings] = [:]
@@ -38,10 +40,8 @@ public struct EntitlementSettings: Sendable, Equatable, PresetSection {
         ]
     }
 
-    public static let planStates = ["guest", "free", "trial", "pro", "pro_grace"]
-
     /// The settings of `state`, following `same_as`.
-    public func plan(_ state: String) -> PlanSettings {
+    public func plan(_ state: PlanState) -> PlanSettings {
         var current = plans[state] ?? PlanSettings()
         var hops = 0
         while let next = current.sameAs, hops < 5 {
@@ -51,9 +51,13 @@ public struct EntitlementSettings: Sendable, Equatable, PresetSection {
         return current
     }
 
+    /// The settings of the state a raw string names (the wire form, e.g. the server's
+    /// `planState`).
+    public func plan(_ state: String) -> PlanSettings { plan(PlanState(rawValue: state)) }
+
     func problems() -> [String] {
         var problems: [String] = []
-        for state in Self.planStates where plans[state] == nil {
+        for state in PlanState.all where plans[state] == nil {
             problems.append("'entitlements.plans' must define '\(state)'")
         }
         for (name, plan) in plans {
@@ -74,7 +78,7 @@ public struct EntitlementSettings: Sendable, Equatable, PresetSection {
         for (name, meter) in meters.sorted(by: { $0.key < $1.key }) {
             if let problem = meter.problem(actions) { problems.append("'entitlements.meters.\(name)': \(problem)") }
         }
-        for (id, product) in products where product.plan != "pro" {
+        for (id, product) in products where product.plan != .pro {
             problems.append("'entitlements.products.\(id).plan' must be pro (a subscription gives Pro; an introductory offer, trial)")
         }
         return problems
@@ -107,7 +111,7 @@ public struct MeterSettings: Sendable, Equatable, PresetCodable {
 
     /// The cap rule of `action` this meter fills.
     public func rule(in actions: [String: ActionSettings]) -> GateRule? {
-        actions[action]?.rules.first { ["cap", "soft_cap"].contains($0.kind) && $0.context == context }
+        actions[action]?.rules.first { [.cap, .softCap].contains($0.kind) && $0.context == context }
     }
 
     /// The UTC period holding `date`: its start and the start of the next.
@@ -129,13 +133,13 @@ public struct MeterSettings: Sendable, Equatable, PresetCodable {
 
 /// What an App Store product gives.
 public struct ProductSettings: Sendable, Equatable, PresetSection {
-    public var plan = "pro"
+    public var plan = PlanState.pro
     /// Shown beside the plan state instead of the plan's own tier (Hannah: `premium`).
     public var tier: String?
 
     public init() {}
 
-    public init(plan: String = "pro", tier: String? = nil) {
+    public init(plan: PlanState = .pro, tier: String? = nil) {
         self.plan = plan
         self.tier = tier
     }
@@ -146,7 +150,7 @@ public struct ProductSettings: Sendable, Equatable, PresetSection {
 /// One plan state's capabilities, limits and credit grants.
 public struct PlanSettings: Sendable, Equatable, PresetSection {
     /// Another plan whose settings this one uses (`trial` and `pro_grace` behave as `pro`).
-    public var sameAs: String?
+    public var sameAs: PlanState?
     public var capabilities: [String: Bool] = [:]
     /// `null` means unlimited.
     public var limits: [String: Int?] = [:]
@@ -158,7 +162,7 @@ public struct PlanSettings: Sendable, Equatable, PresetSection {
     public init() {}
 
     public init(
-        sameAs: String? = nil, capabilities: [String: Bool] = [:], limits: [String: Int?] = [:], credits: [String: Int] = [:],
+        sameAs: PlanState? = nil, capabilities: [String: Bool] = [:], limits: [String: Int?] = [:], credits: [String: Int] = [:],
         tier: String? = nil
     ) {
         self.sameAs = sameAs
@@ -174,33 +178,75 @@ public struct PlanSettings: Sendable, Equatable, PresetSection {
 }
 
 /// The rules an action answers, checked in order; the first that refuses decides.
-public struct ActionSettings: Sendable, Equatable, PresetSection {
-    public var rules: [GateRule] = []
-
-    public init() {}
+public struct ActionSettings: Sendable, Equatable, PresetCodable {
+    public var rules: [GateRule]
 
     public init(rules: [GateRule]) { self.rules = rules }
 
-    static var fields: [PresetField<Self>] { [.key("rules", \.rules)] }
+    static var fields: [PresetField<Self>] { [.decodedFirst("rules", \.rules)] }
+
+    /// A preset's rules are all known kinds (an unknown one is refused with its path). A newer
+    /// server may send the SDK a kind it does not know: that rule is left out, as the engine
+    /// always skipped a kind it did not know.
+    public init(from decoder: any Decoder) throws {
+        self = try decoder.section(Self.fields) { container in
+            guard !decoder.isStrict else { return ActionSettings(rules: try container.decodeIfPresent([GateRule].self, forKey: "rules") ?? []) }
+            return ActionSettings(rules: (try container.decodeIfPresent([KnownKindRule].self, forKey: "rules") ?? []).compactMap(\.rule))
+        }
+    }
+
+    /// A rule as a newer server may send it: `nil` for a kind this version does not know.
+    private struct KnownKindRule: Decodable {
+        var rule: GateRule?
+        init(from decoder: any Decoder) throws {
+            let kind = try decoder.container(keyedBy: AnyCodingKey.self).decode(String.self, forKey: "kind")
+            rule = GateRule.Kind(rawValue: kind) == nil ? nil : try GateRule(from: decoder)
+        }
+    }
 }
 
-/// One check of an action.
-///
-/// Kinds:
-/// - `account`: a guest is refused (gate `account`).
-/// - `verification`: an unverified email is refused (gate `verification`).
-/// - `writable`: refused while the snapshot is read-only.
-/// - `capability`: refused unless the plan has `capability`.
-/// - `cap`: refused when `context[context]` (a count *before* the action) has reached the plan's
-///   `limit` (`null` = unlimited); a missing context value skips the check.
-/// - `soft_cap`: like `cap`, and from `warn_at` × limit the action is allowed with a warning.
-/// - `sum_cap`: refused when `context[context] + context[add]` exceeds the limit (bytes).
-/// - `rank`: refused when `context[context]` (a 1-based position) is beyond the limit
-///   (read-only beyond the cap after a downgrade).
-/// - `credit`: when the plan lacks `unless` (e.g. `can_practice`), one `credit` is needed:
-///   allowed with a notice while some remain, refused once none do.
+/// One check of an action. Its words come from the preset: `message`, `secondary` and
+/// `notice` are copy keys (or plain text), and a rule without a `message` shows the preset's
+/// copy `gate.<kind>` (and `gate.<kind>_secondary`); the engine has only neutral words for a
+/// preset that gives none.
 public struct GateRule: Sendable, Equatable, PresetCodable {
-    public var kind: String
+    /// What a rule checks.
+    public enum Kind: String, Sendable, Equatable, CaseIterable, Codable {
+        /// A guest is refused (gate `account`).
+        case account
+        /// An unverified email is refused (gate `verification`).
+        case verification
+        /// Refused while the snapshot is read-only.
+        case writable
+        /// Refused unless the plan has `capability`.
+        case capability
+        /// Refused when `context[context]` (a count *before* the action) has reached the plan's
+        /// `limit` (`null` = unlimited); a missing context value skips the check.
+        case cap
+        /// Like `cap`, and from `warn_at` × limit the action is allowed with a warning.
+        case softCap = "soft_cap"
+        /// Refused when `context[context] + context[add]` exceeds the limit (bytes).
+        case sumCap = "sum_cap"
+        /// Refused when `context[context]` (a 1-based position) is beyond the limit (read-only
+        /// beyond the cap after a downgrade).
+        case rank
+        /// When the plan lacks `unless` (e.g. `can_practice`), one `credit` is needed: allowed
+        /// with a notice while some remain, refused once none do.
+        case credit
+
+        /// Refuses a kind this version does not know, naming the ones it does.
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            let raw = try container.decode(String.self)
+            guard let kind = Kind(rawValue: raw) else {
+                let known = Self.allCases.map(\.rawValue).sorted().joined(separator: ", ")
+                throw DecodingError.dataCorruptedError(in: container, debugDescription: "unknown kind '\(raw)' (expected one of: \(known))")
+            }
+            self = kind
+        }
+    }
+
+    public var kind: Kind
     public var capability: String?
     public var limit: String?
     public var context: String?
@@ -209,9 +255,9 @@ public struct GateRule: Sendable, Equatable, PresetCodable {
     public var unless: String?
     /// The gate a refusal shows (defaults by kind).
     public var gate: String?
-    /// Reason code (decision 12).
+    /// Reason code (decision 12; defaults by kind).
     public var reason: String?
-    /// Copy keys of the preset (`gate.<…>`), with the seed's text as fallback in `text`.
+    /// Copy keys of the preset (`gate.<…>`), or plain text.
     public var message: String?
     public var secondary: String?
     /// Gate actions by id (`upgrade`, `manage_flows`, `not_now`, …).
@@ -223,7 +269,7 @@ public struct GateRule: Sendable, Equatable, PresetCodable {
     public var notice: String?
 
     public init(
-        kind: String, capability: String? = nil, limit: String? = nil, context: String? = nil, add: String? = nil, credit: String? = nil,
+        kind: Kind, capability: String? = nil, limit: String? = nil, context: String? = nil, add: String? = nil, credit: String? = nil,
         unless: String? = nil, gate: String? = nil, reason: String? = nil, message: String? = nil, secondary: String? = nil,
         actions: [String]? = nil, warnAt: Double? = nil, noticeReason: String? = nil, notice: String? = nil
     ) {
@@ -254,20 +300,17 @@ public struct GateRule: Sendable, Equatable, PresetCodable {
     }
 
     public init(from decoder: any Decoder) throws {
-        self = try decoder.section(Self.fields) { GateRule(kind: try $0.decode(String.self, forKey: "kind")) }
+        self = try decoder.section(Self.fields) { GateRule(kind: try $0.decode(Kind.self, forKey: "kind")) }
     }
 
-    static let kinds: Set<String> = ["account", "verification", "writable", "capability", "cap", "soft_cap", "sum_cap", "rank", "credit"]
-
     func problem() -> String? {
-        guard Self.kinds.contains(kind) else { return "unknown kind '\(kind)'" }
         switch kind {
-        case "capability" where capability == nil: return "a capability rule needs 'capability'"
-        case "cap", "soft_cap", "rank", "sum_cap":
-            if limit == nil || context == nil { return "a \(kind) rule needs 'limit' and 'context'" }
-            if kind == "sum_cap", add == nil { return "a sum_cap rule needs 'add'" }
-        case "credit" where credit == nil: return "a credit rule needs 'credit'"
-        default: break
+        case .capability where capability == nil: return "a capability rule needs 'capability'"
+        case .cap, .softCap, .rank, .sumCap:
+            if limit == nil || context == nil { return "a \(kind.rawValue) rule needs 'limit' and 'context'" }
+            if kind == .sumCap, add == nil { return "a sum_cap rule needs 'add'" }
+        case .credit where credit == nil: return "a credit rule needs 'credit'"
+        case .account, .verification, .writable, .capability, .credit: break
         }
         return nil
     }
