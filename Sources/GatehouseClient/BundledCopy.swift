@@ -25,6 +25,8 @@ public enum BundledCopy {
         "error.invalid_id_token": "Authentication with Google/Apple failed. Please try again.",
         "error.link_confirmation_required": "An account with this email already exists. Log in with your password to connect it.",
         "error.reset_token_expired": "This password reset link has expired. Please request a new one.",
+        "gate.account": "Create an account to save your work.",
+        "gate.account_secondary": "Guest mode is for exploring only.",
     ]
 
     static let handzCopy: [String: String] = [
@@ -106,6 +108,8 @@ public enum BundledCopy {
 
     static let oklahCopy: [String: String] = [
         "error.auth_unavailable": "Unable to create account. Please check your connection and try again.",
+        "gate.account": "Create an account to save your work.",
+        "gate.account_secondary": "Guest mode is for exploring only.",
         "onboarding.error": "Something went wrong. Please check your connection and try again.",
         "onboarding.loading": "Setting things up...",
         "onboarding.try_again": "Try Again",
@@ -123,6 +127,8 @@ public enum BundledCopy {
         "error.invalid_id_token": "Authentication with Google/Apple failed. Please try again.",
         "error.link_confirmation_required": "An account with this email already exists. Log in with your password to connect it.",
         "error.reset_token_expired": "This password reset link has expired. Please request a new one.",
+        "gate.account": "Create an account to save your work.",
+        "gate.account_secondary": "Guest mode is for exploring only.",
         "signup.confirm_password_mismatch": "Passwords do not match.",
     ]
 }

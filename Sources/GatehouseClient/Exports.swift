@@ -1,7 +1,8 @@
 // One `import GatehouseClient` is enough for an app: the wire types it names (`ErrorCode`,
 // `UserPayload`, `GateDecision`, `EntitlementsPayload`, `JSONValue`, `ProfilePatch`,
 // `PersonName`, …) and the parts of the core that describe a preset to the device
-// (`PublicConfiguration` and what it holds, the password and handle policies, address checks).
+// (`PublicConfiguration` and what it holds, the password and handle policies, address checks)
+// or name values the server and the SDK share (`PlanState`, `SignOutScope`, `GateSurface`).
 // The rest of the core (the server's `User`, `Session`, stores' records) stays out of an app's
 // namespace.
 @_exported import GatehouseWire
@@ -22,3 +23,6 @@
 @_exported import enum GatehouseCore.EmailAddress
 @_exported import enum GatehouseCore.ProfilePolicy
 @_exported import enum GatehouseCore.PluralCopy
+@_exported import struct GatehouseCore.PlanState
+@_exported import struct GatehouseCore.SignOutScope
+@_exported import struct GatehouseCore.GateSurface

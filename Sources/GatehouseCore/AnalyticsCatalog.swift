@@ -16,8 +16,8 @@ public enum AnalyticsCatalog {
         public var required: Set<String>
     }
 
-    static let planStates: Kind = .oneOf(["guest", "free", "trial", "pro", "pro_grace"])
-    static let surfaces: Kind = .oneOf(["flow_save", "practice_start", "upload", "share", "inbox"])
+    static let planStates: Kind = .oneOf(Set(PlanState.all.map(\.rawValue)))
+    static let surfaces: Kind = .oneOf(Set(GateSurface.all.map(\.rawValue)))
 
     public static let events: [String: Event] = [
         "entitlement_snapshot_loaded": Event(

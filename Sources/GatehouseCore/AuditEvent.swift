@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseWire
 
 /// One line of the audit trail: who did what, from where, and how it went. Never a secret.
 public struct AuditEvent: Sendable, Equatable {
@@ -6,9 +7,10 @@ public struct AuditEvent: Sendable, Equatable {
     /// Position in the trail, assigned by the store; orders events that share a second.
     public var sequence: Int64?
     public var createdAt: Date
-    /// e.g. `signup`, `login`, `refresh_reuse_detected`, `logout`, `password_change`, `lockout`.
+    /// An `AuditEvent.Name`'s raw value, e.g. `signup`, `login`, `refresh_reuse_detected`.
     public var event: String
-    /// `success` or `failure` (or another word the event defines).
+    /// An `AuditEvent.Outcome`'s raw value: `success` or `failure` (or another word the event
+    /// defines, e.g. the type of an `apple_event`).
     public var outcome: String
     public var userID: UserID?
     public var sessionID: SessionID?
@@ -31,5 +33,62 @@ public struct AuditEvent: Sendable, Equatable {
         self.ipAddress = ipAddress
         self.userAgent = userAgent
         self.details = details
+    }
+
+    /// An event named by the types below.
+    public init(
+        id: UUID = UUID(), sequence: Int64? = nil, createdAt: Date, event: Name, outcome: Outcome, userID: UserID? = nil,
+        sessionID: SessionID? = nil, ipAddress: String? = nil, userAgent: String? = nil, details: [String: String] = [:]
+    ) {
+        self.init(
+            id: id, sequence: sequence, createdAt: createdAt, event: event.rawValue, outcome: outcome.rawValue, userID: userID,
+            sessionID: sessionID, ipAddress: ipAddress, userAgent: userAgent, details: details)
+    }
+}
+
+extension AuditEvent {
+    /// What happened (`event`); the stored and listed strings are the raw values.
+    public struct Name: GatehouseValue {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+
+        public static let signup: Name = "signup"
+        public static let login: Name = "login"
+        /// A failure that locked the account (`details.retry_after`).
+        public static let lockout: Name = "lockout"
+        public static let logout: Name = "logout"
+        /// A session ended by its owner from the sessions list.
+        public static let sessionRevoked: Name = "session_revoked"
+        /// A rotated refresh token presented again after the reuse interval: the session ends.
+        public static let refreshReuseDetected: Name = "refresh_reuse_detected"
+        public static let passwordChange: Name = "password_change"
+        public static let passwordReset: Name = "password_reset"
+        public static let emailVerified: Name = "email_verified"
+        /// What an unverified account had before its inbox owner proved the address (a
+        /// pre-hijack) was removed.
+        public static let unverifiedAccessRemoved: Name = "unverified_access_removed"
+        public static let identityLinked: Name = "identity_linked"
+        public static let identityUnlinked: Name = "identity_unlinked"
+        public static let accountMerged: Name = "account_merged"
+        /// The password proof before a deletion (a failed or locked attempt).
+        public static let deleteAccount: Name = "delete_account"
+        public static let accountDeleted: Name = "account_deleted"
+        public static let accountDisabled: Name = "account_disabled"
+        public static let planOverride: Name = "plan_override"
+        /// A Sign in with Apple server-to-server notification; its type is the outcome.
+        public static let appleEvent: Name = "apple_event"
+    }
+
+    /// How it went (`outcome`).
+    public struct Outcome: GatehouseValue {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+
+        public static let success: Outcome = "success"
+        public static let failure: Outcome = "failure"
+        /// Refused while the account is locked, or the failure that locked it.
+        public static let locked: Outcome = "locked"
+        /// A refresh token's reuse ended its session.
+        public static let sessionRevoked: Outcome = "session_revoked"
     }
 }

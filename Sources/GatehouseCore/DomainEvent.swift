@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseWire
 
 /// Something an app's backend wants to hear about (`user.created`, `user.upgraded`,
 /// `user.merged`, `user.deleted`, …; decision 23), in the event feed and sent to the webhook.
@@ -6,6 +7,7 @@ public struct DomainEvent: Sendable, Equatable {
     public var id: UUID
     /// Position in the feed (the cursor), assigned by the store.
     public var sequence: Int64?
+    /// A `DomainEvent.Kind`'s raw value.
     public var type: String
     public var userID: UserID?
     /// Facts of the event, e.g. `from` and `to` of a merge. Never a secret.
@@ -25,5 +27,35 @@ public struct DomainEvent: Sendable, Equatable {
         self.data = data
         self.createdAt = createdAt
         self.anonymousID = anonymousID
+    }
+
+    /// An event of a kind named below.
+    public init(
+        id: UUID = UUID(), sequence: Int64? = nil, type: Kind, userID: UserID?, data: [String: String] = [:], createdAt: Date,
+        anonymousID: String? = nil
+    ) {
+        self.init(id: id, sequence: sequence, type: type.rawValue, userID: userID, data: data, createdAt: createdAt, anonymousID: anonymousID)
+    }
+}
+
+extension DomainEvent {
+    /// The event's `type` in the feed and the webhook (decision 23: dotted server events, and
+    /// `analytics` for the client's).
+    public struct Kind: GatehouseValue {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+
+        public static let userCreated: Kind = "user.created"
+        /// An anonymous account got its first identity (same id).
+        public static let userUpgraded: Kind = "user.upgraded"
+        /// An anonymous account was merged into another (`from`, `to`).
+        public static let userMerged: Kind = "user.merged"
+        public static let userDeleted: Kind = "user.deleted"
+        public static let planChanged: Kind = "plan.changed"
+        public static let trialStarted: Kind = "trial.started"
+        public static let purchaseSucceeded: Kind = "purchase.succeeded"
+        public static let creditSpent: Kind = "credit.spent"
+        /// A client analytics event (`POST /v1/events`); its name is in `data`.
+        public static let analytics: Kind = "analytics"
     }
 }

@@ -8,7 +8,7 @@ public struct EntitlementInput: Sendable, Equatable {
     public var userID: UserID?
     public var emailVerified: Bool
     public var accountCreatedAt: Date?
-    /// An operator's override.
+    /// An operator's override, as stored: honoured when it names one of `PlanState.all`.
     public var planOverride: String?
     public var trialStartedAt: Date?
     /// The account's App Store subscriptions.
@@ -47,18 +47,21 @@ public struct EntitlementEngine: Sendable {
     /// CH08 §2: no user → guest; an override; an active subscription → pro (an introductory
     /// offer → trial); a renewal due but not yet confirmed → pro_grace; a trial running → trial;
     /// else free. A purchase still pending has posted nothing, so it changes nothing.
-    public func planState(_ input: EntitlementInput, at now: Date) -> String {
-        guard input.userID != nil else { return "guest" }
-        if let plan = input.planOverride, EntitlementSettings.planStates.contains(plan) { return plan }
+    public func state(of input: EntitlementInput, at now: Date) -> PlanState {
+        guard input.userID != nil else { return .guest }
+        if let plan = input.planOverride.flatMap(PlanState.init(known:)) { return plan }
         switch storeEntitlement(input, at: now)?.entitlement {
-        case .paid: return "pro"
-        case .trial: return "trial"
-        case .unconfirmedRenewal: return "pro_grace"
+        case .paid: return .pro
+        case .trial: return .trial
+        case .unconfirmedRenewal: return .proGrace
         case .notEntitled, nil: break
         }
-        if let end = serverTrialEnd(input), now < end { return "trial" }
-        return "free"
+        if let end = serverTrialEnd(input), now < end { return .trial }
+        return .free
     }
+
+    /// `state(of:at:)` in its wire form: the snapshot's `plan_state`, the token's `plan` claim.
+    public func planState(_ input: EntitlementInput, at now: Date) -> String { state(of: input, at: now).rawValue }
 
     /// The subscription that decides the plan: the best entitlement among the account's
     /// subscriptions to products this app sells (paid, then trial, then unconfirmed renewal).
@@ -129,7 +132,7 @@ public struct EntitlementEngine: Sendable {
     // MARK: Snapshot
 
     public func snapshot(_ input: EntitlementInput, at now: Date) -> EntitlementsPayload {
-        let state = planState(input, at: now)
+        let state = self.state(of: input, at: now)
         let plan = settings.plan(state)
         var credits: [String: CreditBalance] = [:]
         if !plan.credits.isEmpty {
@@ -140,17 +143,17 @@ public struct EntitlementEngine: Sendable {
             }
         }
         var trial: TrialInfo?
-        if state == "trial", let end = trialEnd(input, at: now) {
+        if state == .trial, let end = trialEnd(input, at: now) {
             trial = TrialInfo(endsAt: end.rfc3339, daysLeft: trialDaysLeft(input, at: now) ?? 0)
         }
         return EntitlementsPayload(
-            planState: state, capabilities: plan.capabilities, limits: plan.limits, credits: credits, trial: trial,
+            planState: state.rawValue, capabilities: plan.capabilities, limits: plan.limits, credits: credits, trial: trial,
             readOnly: isReadOnly(state), tier: tier(input, state: state, at: now),
             subscription: shownSubscription(input, at: now)?.info(at: now, graceHours: settings.proGraceHours), evaluatedAt: now.rfc3339)
     }
 
     /// The product's tier when a subscription gives the plan, else the plan's own.
-    func tier(_ input: EntitlementInput, state: String, at now: Date) -> String? {
+    func tier(_ input: EntitlementInput, state: PlanState, at now: Date) -> String? {
         if input.planOverride == nil, let record = storeEntitlement(input, at: now)?.record,
             let tier = settings.products[record.productID]?.tier
         {
@@ -159,73 +162,48 @@ public struct EntitlementEngine: Sendable {
         return settings.plan(state).tier
     }
 
-    func isReadOnly(_ state: String) -> Bool { settings.readOnlyWhenFree && state == "free" }
+    func isReadOnly(_ state: PlanState) -> Bool { settings.readOnlyWhenFree && state == .free }
 
     // MARK: Decisions
 
     /// What the app may do for `action` with `context` (counts before the action).
     public func decide(_ action: String, context: [String: Int], input: EntitlementInput, at now: Date) -> GateDecision? {
         guard let rules = settings.actions[action]?.rules else { return nil }
-        let state = planState(input, at: now)
+        let state = self.state(of: input, at: now)
         let plan = settings.plan(state)
         var notice: GateDecision?
         for rule in rules {
             switch rule.kind {
-            case "account" where state == "guest":
-                return refuse(rule, gate: "account", reason: "account_required", message: "Create an account to save your work.",
-                              secondary: "Guest mode is for exploring only.", actions: ["sign_up", "not_now"])
-            case "verification" where state != "guest" && !input.emailVerified:
-                return refuse(rule, gate: "verification", reason: "verification_required",
-                              message: "Verify your email to protect your account.", secondary: nil, actions: ["verify_email"])
-            case "writable" where isReadOnly(state):
-                return refuse(rule, gate: "paywall", reason: "trial_expired", message: "Your trial has ended. Subscribe to continue.",
-                              secondary: nil, actions: ["upgrade"])
-            case "capability" where plan.capabilities[rule.capability ?? ""] != true:
-                return refuse(rule, gate: "paywall", reason: "pro_required", message: "This is a Pro feature.", secondary: nil,
-                              actions: ["upgrade", "not_now"])
-            case "cap", "rank":
+            case .account:
+                if state == .guest { return refuse(rule) }
+            case .verification:
+                if state != .guest && !input.emailVerified { return refuse(rule) }
+            case .writable:
+                if isReadOnly(state) { return refuse(rule) }
+            case .capability:
+                if plan.capabilities[rule.capability ?? ""] != true { return refuse(rule) }
+            case .cap, .rank, .softCap:
                 guard let limit = plan.limits[rule.limit ?? ""] ?? nil, let value = context[rule.context ?? ""] else { continue }
-                let over = rule.kind == "cap" ? value >= limit : value > limit
-                if over {
-                    return refuse(rule, gate: "cap", reason: rule.kind == "rank" ? "read_only_beyond_cap" : "flow_cap_reached",
-                                  message: "You've reached your plan's limit.", secondary: nil, actions: ["upgrade", "not_now"])
-                }
-            case "sum_cap":
-                guard let limit = plan.limits[rule.limit ?? ""] ?? nil, let used = context[rule.context ?? ""] else { continue }
-                if used + (context[rule.add ?? ""] ?? 0) > limit {
-                    return refuse(rule, gate: "cap", reason: "media_cap_reached", message: "You've reached your storage limit.",
-                                  secondary: nil, actions: ["not_now"])
-                }
-            case "soft_cap":
-                guard let limit = plan.limits[rule.limit ?? ""] ?? nil, let value = context[rule.context ?? ""] else { continue }
-                if value >= limit {
-                    return refuse(rule, gate: "soft_cap", reason: rule.reason ?? "flow_cap_reached", message: "You've reached the limit.",
-                                  secondary: nil, actions: ["not_now"])
-                }
-                if let warnAt = rule.warnAt, Double(value) >= warnAt * Double(limit), notice == nil {
+                if rule.kind == .rank ? value > limit : value >= limit { return refuse(rule) }
+                if rule.kind == .softCap, let warnAt = rule.warnAt, Double(value) >= warnAt * Double(limit), notice == nil {
                     notice = GateDecision(
-                        allowed: true, gate: "soft_cap", reasonCode: rule.reason ?? "flow_cap_reached",
+                        allowed: true, gate: rule.kind.neutral.gate, reasonCode: rule.reason ?? rule.kind.neutral.reason,
                         message: text(rule.notice, "You're close to the limit (\(value) of \(limit))."), secondaryMessage: nil, actions: [])
                 }
-            case "credit":
+            case .sumCap:
+                guard let limit = plan.limits[rule.limit ?? ""] ?? nil, let used = context[rule.context ?? ""] else { continue }
+                if used + (context[rule.add ?? ""] ?? 0) > limit { return refuse(rule) }
+            case .credit:
                 if let unless = rule.unless, plan.capabilities[unless] == true { continue }
                 let name = rule.credit ?? ""
-                guard let granted = plan.credits[name] else {
-                    return refuse(rule, gate: "paywall", reason: "pro_required", message: "This is a Pro feature.", secondary: nil,
-                                  actions: ["upgrade", "not_now"])
+                // A plan without this credit at all is a Pro feature, not one that ran out.
+                guard let granted = plan.credits[name] else { return refuse(rule, reason: "pro_required") }
+                guard granted - (input.creditsSpent[name] ?? 0) > 0 else { return refuse(rule) }
+                if notice == nil {
+                    notice = GateDecision(
+                        allowed: true, gate: nil, reasonCode: rule.noticeReason ?? "credit_will_be_used",
+                        message: text(rule.notice, "This uses 1 credit."), secondaryMessage: nil, actions: [])
                 }
-                if granted - (input.creditsSpent[name] ?? 0) > 0 {
-                    if notice == nil {
-                        notice = GateDecision(
-                            allowed: true, gate: nil, reasonCode: rule.noticeReason ?? "credit_will_be_used",
-                            message: text(rule.notice, "This uses 1 credit."), secondaryMessage: nil, actions: [])
-                    }
-                } else {
-                    return refuse(rule, gate: "paywall", reason: "credits_exhausted", message: "This is a Pro feature.", secondary: nil,
-                                  actions: ["upgrade", "not_now"])
-                }
-            default:
-                continue
             }
         }
         return notice ?? GateDecision(allowed: true, gate: nil, reasonCode: nil, message: nil, secondaryMessage: nil, actions: [])
@@ -236,8 +214,9 @@ public struct EntitlementEngine: Sendable {
     /// Credits are not in the token, so a credit rule answers as if none were spent; spending
     /// goes through Gatehouse.
     public func decide(_ action: String, context: [String: Int], plan: String, emailVerified: Bool, at now: Date) -> GateDecision? {
+        let state = PlanState(known: plan)
         let input =
-            plan == "guest" || !EntitlementSettings.planStates.contains(plan)
+            state == nil || state == .guest
             ? EntitlementInput.guest : EntitlementInput(userID: .random(), emailVerified: emailVerified, planOverride: plan)
         return decide(action, context: context, input: input, at: now)
     }
@@ -246,26 +225,30 @@ public struct EntitlementEngine: Sendable {
     /// cap rule names, `nil` when the plan has no limit there (unlimited).
     public func limit(of meter: MeterSettings, input: EntitlementInput, at now: Date) -> Int? {
         guard let name = meter.rule(in: settings.actions)?.limit else { return nil }
-        return settings.plan(planState(input, at: now)).limits[name] ?? nil
+        return settings.plan(state(of: input, at: now)).limits[name] ?? nil
     }
 
     /// The credit an allowed `action` spends, if any.
     public func creditSpent(by action: String, input: EntitlementInput, at now: Date) -> String? {
-        let plan = settings.plan(planState(input, at: now))
-        for rule in settings.actions[action]?.rules ?? [] where rule.kind == "credit" {
+        let plan = settings.plan(state(of: input, at: now))
+        for rule in settings.actions[action]?.rules ?? [] where rule.kind == .credit {
             if let unless = rule.unless, plan.capabilities[unless] == true { return nil }
             return rule.credit
         }
         return nil
     }
 
-    private func refuse(
-        _ rule: GateRule, gate: String, reason: String, message: String, secondary: String?, actions: [String]
-    ) -> GateDecision {
-        GateDecision(
-            allowed: false, gate: rule.gate ?? gate, reasonCode: rule.reason ?? reason, message: text(rule.message, message),
-            secondaryMessage: rule.secondary.map { text($0, "") } ?? (rule.message == nil ? secondary : nil),
-            actions: (rule.actions ?? actions).map { GateAction(id: $0, label: copy["action.\($0)"] ?? settings.actionLabels[$0] ?? $0) })
+    /// The refusal of `rule`: its own gate, reason, words and actions, else its kind's. Words
+    /// come from the preset: the rule's `message` (and `secondary`), else the copy
+    /// `gate.<kind>` (and `gate.<kind>_secondary`), else the kind's neutral sentence.
+    private func refuse(_ rule: GateRule, reason: String? = nil) -> GateDecision {
+        let neutral = rule.kind.neutral
+        let kindCopy = "gate.\(rule.kind.rawValue)"
+        return GateDecision(
+            allowed: false, gate: rule.gate ?? neutral.gate, reasonCode: rule.reason ?? reason ?? neutral.reason,
+            message: text(rule.message, copy[kindCopy] ?? neutral.message),
+            secondaryMessage: rule.secondary.map { text($0, "") } ?? (rule.message == nil ? copy[kindCopy + "_secondary"] : nil),
+            actions: (rule.actions ?? neutral.actions).map { GateAction(id: $0, label: copy["action.\($0)"] ?? settings.actionLabels[$0] ?? $0) })
     }
 
     /// A copy key's text, or the key itself when it is plain text, or the fallback.
@@ -289,9 +272,28 @@ extension EntitlementEngine {
     /// subscription's renewal date plus the pro_grace window, or its billing grace end), for the
     /// `plan_expires_at` claim. `nil` for free, guest, an override, or no end.
     public func planExpiry(_ input: EntitlementInput, at now: Date) -> Date? {
-        let state = planState(input, at: now)
-        guard input.planOverride == nil, ["trial", "pro", "pro_grace"].contains(state) else { return nil }
+        guard input.planOverride == nil, [.trial, .pro, .proGrace].contains(state(of: input, at: now)) else { return nil }
         if let store = storeEntitlement(input, at: now) { return store.record.entitlementEnd(graceHours: settings.proGraceHours) }
         return serverTrialEnd(input)
+    }
+}
+
+extension GateRule.Kind {
+    /// What a rule of this kind answers when the preset gives nothing of its own: the
+    /// contract's gate, the canonical reason code (decision 12; `usage_limit_reached` for a
+    /// limit), the gate's action ids and neutral words. The shipped presets name their own
+    /// words, in the rule or as the copy `gate.<kind>`.
+    var neutral: (gate: String, reason: String, message: String, actions: [String]) {
+        switch self {
+        case .account: ("account", "account_required", "Create an account to continue.", ["sign_up", "not_now"])
+        case .verification: ("verification", "verification_required", "Verify your email address to continue.", ["verify_email"])
+        case .writable: ("paywall", "trial_expired", "Your trial has ended. Subscribe to continue.", ["upgrade"])
+        case .capability: ("paywall", "pro_required", "This is a Pro feature.", ["upgrade", "not_now"])
+        case .cap: ("cap", "usage_limit_reached", "You've reached your plan's limit.", ["upgrade", "not_now"])
+        case .rank: ("cap", "read_only_beyond_cap", "You've reached your plan's limit.", ["upgrade", "not_now"])
+        case .sumCap: ("cap", "usage_limit_reached", "You've reached your plan's limit.", ["not_now"])
+        case .softCap: ("soft_cap", "usage_limit_reached", "You've reached the limit.", ["not_now"])
+        case .credit: ("paywall", "credits_exhausted", "This is a Pro feature.", ["upgrade", "not_now"])
+        }
     }
 }

@@ -2,76 +2,46 @@ import Foundation
 
 /// What each plan may do and which gate each action answers: data in the preset, read by the
 /// `EntitlementEngine` on the server and in the SDK alike.
-public struct EntitlementSettings: Sendable, Equatable, Codable {
-    /// By plan state: `guest`, `free`, `trial`, `pro`, `pro_grace`.
-    public var plans: [String: PlanSettings]
+public struct EntitlementSettings: Sendable, Equatable, PresetSection {
+    /// By plan state. Every one of `PlanState.all` must be there; another name may only be a
+    /// plan a state copies (`same_as`).
+    public var plans: [PlanState: PlanSettings] = [
+        .guest: PlanSettings(), .free: PlanSettings(), .trial: PlanSettings(sameAs: .pro), .pro: PlanSettings(),
+        .proGrace: PlanSettings(sameAs: .pro),
+    ]
     /// By action name (contract: "Names the seed presets use").
-    public var actions: [String: ActionSettings]
+    public var actions = ["use_app": ActionSettings(rules: [GateRule(kind: .account)])]
     /// When credits come back: `calendar_month` (UTC, the default) or `anniversary` (the day of
     /// the month the account was created).
-    public var creditPeriod: String
-    public var trial: TrialSettings
+    public var creditPeriod = "calendar_month"
+    public var trial = TrialSettings()
     /// When the plan is `free`, everything is read-only (Hannah: an expired trial may read its
     /// past data and nothing else).
-    public var readOnlyWhenFree: Bool
-    /// Labels of the actions gates offer (`upgrade` → "Upgrade to Pro", …).
-    public var actionLabels: [String: String]
+    public var readOnlyWhenFree = false
+    /// Labels of the actions gates offer (`upgrade` → "Upgrade to Pro", …); the preset's copy
+    /// `action.<id>` wins over them.
+    public var actionLabels = ["upgrade": "Upgrade to Pro", "not_now": "Not now", "sign_up": "Create account", "verify_email": "Verify email"]
     /// App Store product ids and the plan each one gives (the SDK offers these for purchase).
-    public var products: [String: ProductSettings]
+    public var products: [String: ProductSettings] = [:]
     /// How long after a renewal date a subscription stays `pro_grace` while its renewal cannot be
     /// confirmed (CH08 §2, decision 16: 72 hours).
-    public var proGraceHours: Int
+    public var proGraceHours = 72
     /// Usage the app's backend counts in Gatehouse (`POST /v1/usage/{meter}`), by meter name:
     /// the count of the current period fills an action's cap rule, so the same rules decide.
-    public var meters: [String: MeterSettings]
+    public var meters: [String: MeterSettings] = [:]
 
-    public init() {
-        plans = [
-            "guest": PlanSettings(capabilities: [:], limits: [:]),
-            "free": PlanSettings(capabilities: [:], limits: [:]),
-            "trial": PlanSettings(sameAs: "pro"),
-            "pro": PlanSettings(capabilities: [:], limits: [:]),
-            "pro_grace": PlanSettings(sameAs: "pro"),
+    public init() {}
+
+    static var fields: [PresetField<Self>] {
+        [
+            .key("plans", \.plans), .key("actions", \.actions), .key("credit_period", \.creditPeriod), .key("trial", \.trial),
+            .key("read_only_when_free", \.readOnlyWhenFree), .key("action_labels", \.actionLabels), .key("products", \.products),
+            .key("pro_grace_hours", \.proGraceHours), .key("meters", \.meters),
         ]
-        actions = ["use_app": ActionSettings(rules: [GateRule(kind: "account")])]
-        creditPeriod = "calendar_month"
-        trial = TrialSettings()
-        readOnlyWhenFree = false
-        actionLabels = ["upgrade": "Upgrade to Pro", "not_now": "Not now", "sign_up": "Create account", "verify_email": "Verify email"]
-        products = [:]
-        proGraceHours = 72
-        meters = [:]
     }
-
-    enum CodingKeys: String, CodingKey, CaseIterable {
-        case plans, actions, trial
-        case creditPeriod = "credit_period"
-        case readOnlyWhenFree = "read_only_when_free"
-        case actionLabels = "action_labels"
-        case products
-        case proGraceHours = "pro_grace_hours"
-        case meters
-    }
-
-    public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(CodingKeys.self)
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        self.init()
-        plans = try c.value(.plans, or: plans)
-        actions = try c.value(.actions, or: actions)
-        creditPeriod = try c.value(.creditPeriod, or: creditPeriod)
-        trial = try c.value(.trial, or: trial)
-        readOnlyWhenFree = try c.value(.readOnlyWhenFree, or: readOnlyWhenFree)
-        actionLabels = try c.value(.actionLabels, or: actionLabels)
-        products = try c.value(.products, or: products)
-        proGraceHours = try c.value(.proGraceHours, or: proGraceHours)
-        meters = try c.value(.meters, or: meters)
-    }
-
-    public static let planStates = ["guest", "free", "trial", "pro", "pro_grace"]
 
     /// The settings of `state`, following `same_as`.
-    public func plan(_ state: String) -> PlanSettings {
+    public func plan(_ state: PlanState) -> PlanSettings {
         var current = plans[state] ?? PlanSettings()
         var hops = 0
         while let next = current.sameAs, hops < 5 {
@@ -81,9 +51,13 @@ public struct EntitlementSettings: Sendable, Equatable, Codable {
         return current
     }
 
+    /// The settings of the state a raw string names (the wire form, e.g. the server's
+    /// `planState`).
+    public func plan(_ state: String) -> PlanSettings { plan(PlanState(rawValue: state)) }
+
     func problems() -> [String] {
         var problems: [String] = []
-        for state in Self.planStates where plans[state] == nil {
+        for state in PlanState.all where plans[state] == nil {
             problems.append("'entitlements.plans' must define '\(state)'")
         }
         for (name, plan) in plans {
@@ -104,7 +78,7 @@ public struct EntitlementSettings: Sendable, Equatable, Codable {
         for (name, meter) in meters.sorted(by: { $0.key < $1.key }) {
             if let problem = meter.problem(actions) { problems.append("'entitlements.meters.\(name)': \(problem)") }
         }
-        for (id, product) in products where product.plan != "pro" {
+        for (id, product) in products where product.plan != .pro {
             problems.append("'entitlements.products.\(id).plan' must be pro (a subscription gives Pro; an introductory offer, trial)")
         }
         return problems
@@ -114,7 +88,7 @@ public struct EntitlementSettings: Sendable, Equatable, Codable {
 /// A per-user count kept by Gatehouse for the app's backend: each use of `action` adds to the
 /// count of the current `period`, and the action's `cap` rule on `context` reads that count, so
 /// the plan's limit and the refusal's copy come from the same rules as every other gate.
-public struct MeterSettings: Sendable, Equatable, Codable {
+public struct MeterSettings: Sendable, Equatable, PresetCodable {
     public var action: String
     /// The context key of the action's `cap` (or `soft_cap`) rule that the count fills.
     public var context: String
@@ -127,21 +101,17 @@ public struct MeterSettings: Sendable, Equatable, Codable {
         self.period = period
     }
 
-    enum CodingKeys: String, CodingKey, CaseIterable {
-        case action, context, period
-    }
+    static var fields: [PresetField<Self>] { [.decodedFirst("action", \.action), .decodedFirst("context", \.context), .key("period", \.period)] }
 
     public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(CodingKeys.self)
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        action = try c.decode(String.self, forKey: .action)
-        context = try c.decode(String.self, forKey: .context)
-        period = try c.value(.period, or: "day")
+        self = try decoder.section(Self.fields) {
+            MeterSettings(action: try $0.decode(String.self, forKey: "action"), context: try $0.decode(String.self, forKey: "context"))
+        }
     }
 
     /// The cap rule of `action` this meter fills.
     public func rule(in actions: [String: ActionSettings]) -> GateRule? {
-        actions[action]?.rules.first { ["cap", "soft_cap"].contains($0.kind) && $0.context == context }
+        actions[action]?.rules.first { [.cap, .softCap].contains($0.kind) && $0.context == context }
     }
 
     /// The UTC period holding `date`: its start and the start of the next.
@@ -162,41 +132,39 @@ public struct MeterSettings: Sendable, Equatable, Codable {
 }
 
 /// What an App Store product gives.
-public struct ProductSettings: Sendable, Equatable, Codable {
-    public var plan: String
+public struct ProductSettings: Sendable, Equatable, PresetSection {
+    public var plan = PlanState.pro
     /// Shown beside the plan state instead of the plan's own tier (Hannah: `premium`).
     public var tier: String?
 
-    public init(plan: String = "pro", tier: String? = nil) {
+    public init() {}
+
+    public init(plan: PlanState = .pro, tier: String? = nil) {
         self.plan = plan
         self.tier = tier
     }
 
-    enum CodingKeys: String, CodingKey, CaseIterable {
-        case plan, tier
-    }
-
-    public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(CodingKeys.self)
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        plan = try c.value(.plan, or: "pro")
-        tier = try c.decodeIfPresent(String.self, forKey: .tier)
-    }
+    static var fields: [PresetField<Self>] { [.key("plan", \.plan), .key("tier", \.tier)] }
 }
 
 /// One plan state's capabilities, limits and credit grants.
-public struct PlanSettings: Sendable, Equatable, Codable {
+public struct PlanSettings: Sendable, Equatable, PresetSection {
     /// Another plan whose settings this one uses (`trial` and `pro_grace` behave as `pro`).
-    public var sameAs: String?
-    public var capabilities: [String: Bool]
+    public var sameAs: PlanState?
+    public var capabilities: [String: Bool] = [:]
     /// `null` means unlimited.
-    public var limits: [String: Int?]
+    public var limits: [String: Int?] = [:]
     /// Credits granted each period, by name.
-    public var credits: [String: Int]
+    public var credits: [String: Int] = [:]
     /// Shown beside the plan state (Hannah: `premium`, `nutritionist`).
     public var tier: String?
 
-    public init(sameAs: String? = nil, capabilities: [String: Bool] = [:], limits: [String: Int?] = [:], credits: [String: Int] = [:], tier: String? = nil) {
+    public init() {}
+
+    public init(
+        sameAs: PlanState? = nil, capabilities: [String: Bool] = [:], limits: [String: Int?] = [:], credits: [String: Int] = [:],
+        tier: String? = nil
+    ) {
         self.sameAs = sameAs
         self.capabilities = capabilities
         self.limits = limits
@@ -204,56 +172,81 @@ public struct PlanSettings: Sendable, Equatable, Codable {
         self.tier = tier
     }
 
-    enum CodingKeys: String, CodingKey, CaseIterable {
-        case sameAs = "same_as"
-        case capabilities, limits, credits, tier
-    }
-
-    public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(CodingKeys.self)
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        sameAs = try c.decodeIfPresent(String.self, forKey: .sameAs)
-        capabilities = try c.value(.capabilities, or: [:])
-        limits = try c.value(.limits, or: [:])
-        credits = try c.value(.credits, or: [:])
-        tier = try c.decodeIfPresent(String.self, forKey: .tier)
+    static var fields: [PresetField<Self>] {
+        [.key("same_as", \.sameAs), .key("capabilities", \.capabilities), .key("limits", \.limits), .key("credits", \.credits), .key("tier", \.tier)]
     }
 }
 
 /// The rules an action answers, checked in order; the first that refuses decides.
-public struct ActionSettings: Sendable, Equatable, Codable {
+public struct ActionSettings: Sendable, Equatable, PresetCodable {
     public var rules: [GateRule]
 
     public init(rules: [GateRule]) { self.rules = rules }
 
-    enum CodingKeys: String, CodingKey, CaseIterable {
-        case rules
+    static var fields: [PresetField<Self>] { [.decodedFirst("rules", \.rules)] }
+
+    /// A preset's rules are all known kinds (an unknown one is refused with its path). A newer
+    /// server may send the SDK a kind it does not know: that rule is left out, as the engine
+    /// always skipped a kind it did not know.
+    public init(from decoder: any Decoder) throws {
+        self = try decoder.section(Self.fields) { container in
+            guard !decoder.isStrict else { return ActionSettings(rules: try container.decodeIfPresent([GateRule].self, forKey: "rules") ?? []) }
+            return ActionSettings(rules: (try container.decodeIfPresent([KnownKindRule].self, forKey: "rules") ?? []).compactMap(\.rule))
+        }
     }
 
-    public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(CodingKeys.self)
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        rules = try c.value(.rules, or: [])
+    /// A rule as a newer server may send it: `nil` for a kind this version does not know.
+    private struct KnownKindRule: Decodable {
+        var rule: GateRule?
+        init(from decoder: any Decoder) throws {
+            let kind = try decoder.container(keyedBy: AnyCodingKey.self).decode(String.self, forKey: "kind")
+            rule = GateRule.Kind(rawValue: kind) == nil ? nil : try GateRule(from: decoder)
+        }
     }
 }
 
-/// One check of an action.
-///
-/// Kinds:
-/// - `account`: a guest is refused (gate `account`).
-/// - `verification`: an unverified email is refused (gate `verification`).
-/// - `writable`: refused while the snapshot is read-only.
-/// - `capability`: refused unless the plan has `capability`.
-/// - `cap`: refused when `context[context]` (a count *before* the action) has reached the plan's
-///   `limit` (`null` = unlimited); a missing context value skips the check.
-/// - `soft_cap`: like `cap`, and from `warn_at` × limit the action is allowed with a warning.
-/// - `sum_cap`: refused when `context[context] + context[add]` exceeds the limit (bytes).
-/// - `rank`: refused when `context[context]` (a 1-based position) is beyond the limit
-///   (read-only beyond the cap after a downgrade).
-/// - `credit`: when the plan lacks `unless` (e.g. `can_practice`), one `credit` is needed:
-///   allowed with a notice while some remain, refused once none do.
-public struct GateRule: Sendable, Equatable, Codable {
-    public var kind: String
+/// One check of an action. Its words come from the preset: `message`, `secondary` and
+/// `notice` are copy keys (or plain text), and a rule without a `message` shows the preset's
+/// copy `gate.<kind>` (and `gate.<kind>_secondary`); the engine has only neutral words for a
+/// preset that gives none.
+public struct GateRule: Sendable, Equatable, PresetCodable {
+    /// What a rule checks.
+    public enum Kind: String, Sendable, Equatable, CaseIterable, Codable {
+        /// A guest is refused (gate `account`).
+        case account
+        /// An unverified email is refused (gate `verification`).
+        case verification
+        /// Refused while the snapshot is read-only.
+        case writable
+        /// Refused unless the plan has `capability`.
+        case capability
+        /// Refused when `context[context]` (a count *before* the action) has reached the plan's
+        /// `limit` (`null` = unlimited); a missing context value skips the check.
+        case cap
+        /// Like `cap`, and from `warn_at` × limit the action is allowed with a warning.
+        case softCap = "soft_cap"
+        /// Refused when `context[context] + context[add]` exceeds the limit (bytes).
+        case sumCap = "sum_cap"
+        /// Refused when `context[context]` (a 1-based position) is beyond the limit (read-only
+        /// beyond the cap after a downgrade).
+        case rank
+        /// When the plan lacks `unless` (e.g. `can_practice`), one `credit` is needed: allowed
+        /// with a notice while some remain, refused once none do.
+        case credit
+
+        /// Refuses a kind this version does not know, naming the ones it does.
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            let raw = try container.decode(String.self)
+            guard let kind = Kind(rawValue: raw) else {
+                let known = Self.allCases.map(\.rawValue).sorted().joined(separator: ", ")
+                throw DecodingError.dataCorruptedError(in: container, debugDescription: "unknown kind '\(raw)' (expected one of: \(known))")
+            }
+            self = kind
+        }
+    }
+
+    public var kind: Kind
     public var capability: String?
     public var limit: String?
     public var context: String?
@@ -262,9 +255,9 @@ public struct GateRule: Sendable, Equatable, Codable {
     public var unless: String?
     /// The gate a refusal shows (defaults by kind).
     public var gate: String?
-    /// Reason code (decision 12).
+    /// Reason code (decision 12; defaults by kind).
     public var reason: String?
-    /// Copy keys of the preset (`gate.<…>`), with the seed's text as fallback in `text`.
+    /// Copy keys of the preset (`gate.<…>`), or plain text.
     public var message: String?
     public var secondary: String?
     /// Gate actions by id (`upgrade`, `manage_flows`, `not_now`, …).
@@ -276,7 +269,7 @@ public struct GateRule: Sendable, Equatable, Codable {
     public var notice: String?
 
     public init(
-        kind: String, capability: String? = nil, limit: String? = nil, context: String? = nil, add: String? = nil, credit: String? = nil,
+        kind: Kind, capability: String? = nil, limit: String? = nil, context: String? = nil, add: String? = nil, credit: String? = nil,
         unless: String? = nil, gate: String? = nil, reason: String? = nil, message: String? = nil, secondary: String? = nil,
         actions: [String]? = nil, warnAt: Double? = nil, noticeReason: String? = nil, notice: String? = nil
     ) {
@@ -297,50 +290,34 @@ public struct GateRule: Sendable, Equatable, Codable {
         self.notice = notice
     }
 
-    enum CodingKeys: String, CodingKey, CaseIterable {
-        case kind, capability, limit, context, add, credit, unless, gate, reason, message, secondary, actions, notice
-        case warnAt = "warn_at"
-        case noticeReason = "notice_reason"
+    static var fields: [PresetField<Self>] {
+        [
+            .decodedFirst("kind", \.kind), .key("capability", \.capability), .key("limit", \.limit), .key("context", \.context), .key("add", \.add),
+            .key("credit", \.credit), .key("unless", \.unless), .key("gate", \.gate), .key("reason", \.reason), .key("message", \.message),
+            .key("secondary", \.secondary), .key("actions", \.actions), .key("warn_at", \.warnAt), .key("notice_reason", \.noticeReason),
+            .key("notice", \.notice),
+        ]
     }
 
     public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(CodingKeys.self)
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        kind = try c.decode(String.self, forKey: .kind)
-        capability = try c.decodeIfPresent(String.self, forKey: .capability)
-        limit = try c.decodeIfPresent(String.self, forKey: .limit)
-        context = try c.decodeIfPresent(String.self, forKey: .context)
-        add = try c.decodeIfPresent(String.self, forKey: .add)
-        credit = try c.decodeIfPresent(String.self, forKey: .credit)
-        unless = try c.decodeIfPresent(String.self, forKey: .unless)
-        gate = try c.decodeIfPresent(String.self, forKey: .gate)
-        reason = try c.decodeIfPresent(String.self, forKey: .reason)
-        message = try c.decodeIfPresent(String.self, forKey: .message)
-        secondary = try c.decodeIfPresent(String.self, forKey: .secondary)
-        actions = try c.decodeIfPresent([String].self, forKey: .actions)
-        warnAt = try c.decodeIfPresent(Double.self, forKey: .warnAt)
-        noticeReason = try c.decodeIfPresent(String.self, forKey: .noticeReason)
-        notice = try c.decodeIfPresent(String.self, forKey: .notice)
+        self = try decoder.section(Self.fields) { GateRule(kind: try $0.decode(Kind.self, forKey: "kind")) }
     }
 
-    static let kinds: Set<String> = ["account", "verification", "writable", "capability", "cap", "soft_cap", "sum_cap", "rank", "credit"]
-
     func problem() -> String? {
-        guard Self.kinds.contains(kind) else { return "unknown kind '\(kind)'" }
         switch kind {
-        case "capability" where capability == nil: return "a capability rule needs 'capability'"
-        case "cap", "soft_cap", "rank", "sum_cap":
-            if limit == nil || context == nil { return "a \(kind) rule needs 'limit' and 'context'" }
-            if kind == "sum_cap", add == nil { return "a sum_cap rule needs 'add'" }
-        case "credit" where credit == nil: return "a credit rule needs 'credit'"
-        default: break
+        case .capability where capability == nil: return "a capability rule needs 'capability'"
+        case .cap, .softCap, .rank, .sumCap:
+            if limit == nil || context == nil { return "a \(kind.rawValue) rule needs 'limit' and 'context'" }
+            if kind == .sumCap, add == nil { return "a sum_cap rule needs 'add'" }
+        case .credit where credit == nil: return "a credit rule needs 'credit'"
+        case .account, .verification, .writable, .capability, .credit: break
         }
         return nil
     }
 }
 
 /// The trial: how long, and how it starts.
-public struct TrialSettings: Sendable, Equatable, Codable {
+public struct TrialSettings: Sendable, Equatable, PresetSection {
     public var days = 7
     /// Started for every new account (Hannah, decision 18).
     public var startsAtSignup = false
@@ -351,19 +328,7 @@ public struct TrialSettings: Sendable, Equatable, Codable {
 
     public init() {}
 
-    enum CodingKeys: String, CodingKey, CaseIterable {
-        case days
-        case startsAtSignup = "starts_at_signup"
-        case startable
-        case bannerFromDay = "banner_from_day"
-    }
-
-    public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(CodingKeys.self)
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        days = try c.value(.days, or: days)
-        startsAtSignup = try c.value(.startsAtSignup, or: startsAtSignup)
-        startable = try c.value(.startable, or: startable)
-        bannerFromDay = try c.value(.bannerFromDay, or: bannerFromDay)
+    static var fields: [PresetField<Self>] {
+        [.key("days", \.days), .key("starts_at_signup", \.startsAtSignup), .key("startable", \.startable), .key("banner_from_day", \.bannerFromDay)]
     }
 }

@@ -26,6 +26,19 @@ public struct GatehouseError: Error, Sendable, CustomStringConvertible {
         self.underlying = underlying
     }
 
+    /// An error answered with its code's one default status (`ErrorCode.defaultStatus`, the
+    /// table in docs/errors.md). The other initializer names a status of its own: only
+    /// `token_expired` needs one (400 for a link or code, where its default is 401 for an
+    /// access token).
+    public init(
+        _ code: ErrorCode, _ message: String, retryAfter: Int? = nil, details: [String: JSONValue]? = nil, reasons: [String]? = nil,
+        underlying: (any Error)? = nil
+    ) {
+        self.init(
+            status: code.defaultStatus, code: code, message: message, retryAfter: retryAfter, details: details, reasons: reasons,
+            underlying: underlying)
+    }
+
     public var description: String { "\(status) \(code): \(message)" }
 
     public var payload: ErrorPayload {
@@ -35,31 +48,27 @@ public struct GatehouseError: Error, Sendable, CustomStringConvertible {
 
 extension GatehouseError {
     public static func invalidRequest(_ message: String) -> GatehouseError {
-        GatehouseError(status: 400, code: .invalidRequest, message: message)
+        GatehouseError(.invalidRequest, message)
     }
 
     public static func notFound(_ message: String = "Not found.") -> GatehouseError {
-        GatehouseError(status: 404, code: .notFound, message: message)
+        GatehouseError(.notFound, message)
     }
 
     public static func unauthorized(_ message: String = "Authentication required.") -> GatehouseError {
-        GatehouseError(status: 401, code: .unauthorized, message: message)
+        GatehouseError(.unauthorized, message)
     }
 
     public static func payloadTooLarge(limit: Int) -> GatehouseError {
-        GatehouseError(
-            status: 413, code: .payloadTooLarge,
-            message: "The request body is larger than the limit of \(limit) bytes.")
+        GatehouseError(.payloadTooLarge, "The request body is larger than the limit of \(limit) bytes.")
     }
 
     public static func internalError(_ underlying: (any Error)?, message: String = "Something went wrong on our end. Please try again in a few minutes.") -> GatehouseError {
-        GatehouseError(status: 500, code: .internalError, message: message, underlying: underlying)
+        GatehouseError(.internalError, message, underlying: underlying)
     }
 
     public static func serviceUnavailable(_ underlying: (any Error)?) -> GatehouseError {
         GatehouseError(
-            status: 503, code: .serviceUnavailable,
-            message: "The service is temporarily unavailable. Please try again shortly.",
-            retryAfter: 5, underlying: underlying)
+            .serviceUnavailable, "The service is temporarily unavailable. Please try again shortly.", retryAfter: 5, underlying: underlying)
     }
 }

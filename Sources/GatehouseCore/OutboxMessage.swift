@@ -57,14 +57,3 @@ public enum RetryBackoff {
         min(5 * pow(2, Double(max(0, attempts - 1))), 3_600)
     }
 }
-
-/// When a failed delivery is tried again (`RetryBackoff`); after `maximumAttempts` the mail is
-/// given up as failed.
-public enum MailRetryPolicy {
-    public static let maximumAttempts = 10
-
-    public static func nextAttempt(after attempts: Int, now: Date) -> Date? {
-        guard attempts < maximumAttempts else { return nil }
-        return now.addingTimeInterval(RetryBackoff.delay(afterAttempts: attempts))
-    }
-}

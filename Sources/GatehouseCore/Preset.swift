@@ -4,75 +4,40 @@ import Foundation
 ///
 /// Every section has defaults (the `default` preset's values), so a preset file only needs
 /// what it changes; an unknown key or a value of the wrong type is refused with its key path.
-public struct Preset: Sendable, Equatable, Codable {
+public struct Preset: Sendable, Equatable, PresetCodable {
     /// The preset's name, e.g. `handz`.
     public var name: String
-    public var app: AppSettings
-    public var signInMethods: SignInMethods
-    public var passwordPolicy: PasswordPolicySettings
-    public var tokens: TokenSettings
+    public var app = AppSettings()
+    public var signInMethods = SignInMethods()
+    public var passwordPolicy = PasswordPolicySettings()
+    public var tokens = TokenSettings()
     /// `strict` (default): login, forgot-password and magic links never reveal whether an
     /// email exists. `helpful`: forgot-password answers 404 `email_not_found`.
-    public var enumerationProtection: EnumerationProtection
-    public var verification: VerificationSettings
+    public var enumerationProtection = EnumerationProtection.strict
+    public var verification = VerificationSettings()
     /// Lifetimes and limits of the links and codes Gatehouse mails, and which notices it sends.
-    public var email: EmailSettings
-    public var throttling: ThrottlingSettings
-    public var handles: HandleSettings
-    public var privacy: PrivacySettings
+    public var email = EmailSettings()
+    public var throttling = ThrottlingSettings()
+    public var handles = HandleSettings()
+    public var privacy = PrivacySettings()
     /// Plans, capabilities, limits, credits, trials and the gate each action answers.
-    public var entitlements: EntitlementSettings
+    public var entitlements = EntitlementSettings()
     /// User-facing strings (error messages, banners, prompts), by key.
-    public var copy: [String: String]
+    public var copy: [String: String] = [:]
 
-    public init(name: String) {
-        self.name = name
-        app = AppSettings()
-        signInMethods = SignInMethods()
-        passwordPolicy = PasswordPolicySettings()
-        tokens = TokenSettings()
-        enumerationProtection = .strict
-        verification = VerificationSettings()
-        email = EmailSettings()
-        throttling = ThrottlingSettings()
-        handles = HandleSettings()
-        privacy = PrivacySettings()
-        entitlements = EntitlementSettings()
-        copy = [:]
-    }
+    public init(name: String) { self.name = name }
 
-    enum CodingKeys: String, CodingKey, CaseIterable {
-        case name
-        case app
-        case signInMethods = "sign_in_methods"
-        case passwordPolicy = "password_policy"
-        case tokens
-        case enumerationProtection = "enumeration_protection"
-        case verification
-        case email
-        case throttling
-        case handles
-        case privacy
-        case entitlements
-        case copy
+    static var fields: [PresetField<Self>] {
+        [
+            .decodedFirst("name", \.name), .key("app", \.app), .key("sign_in_methods", \.signInMethods), .key("password_policy", \.passwordPolicy),
+            .key("tokens", \.tokens), .key("enumeration_protection", \.enumerationProtection), .key("verification", \.verification),
+            .key("email", \.email), .key("throttling", \.throttling), .key("handles", \.handles), .key("privacy", \.privacy),
+            .key("entitlements", \.entitlements), .key("copy", \.copy),
+        ]
     }
 
     public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(CodingKeys.self)
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        self.init(name: try c.decode(String.self, forKey: .name))
-        app = try c.value(.app, or: app)
-        signInMethods = try c.value(.signInMethods, or: signInMethods)
-        passwordPolicy = try c.value(.passwordPolicy, or: passwordPolicy)
-        tokens = try c.value(.tokens, or: tokens)
-        enumerationProtection = try c.value(.enumerationProtection, or: enumerationProtection)
-        verification = try c.value(.verification, or: verification)
-        email = try c.value(.email, or: email)
-        throttling = try c.value(.throttling, or: throttling)
-        handles = try c.value(.handles, or: handles)
-        privacy = try c.value(.privacy, or: privacy)
-        entitlements = try c.value(.entitlements, or: entitlements)
-        copy = try c.value(.copy, or: copy)
+        self = try decoder.section(Self.fields) { Preset(name: try $0.decode(String.self, forKey: "name")) }
     }
 
     /// The copy string for `key`, or `fallback` when the preset does not set one.
@@ -156,7 +121,7 @@ public enum EnumerationProtection: String, Sendable, Codable, Equatable {
 }
 
 /// The app's name and links, used in mails, pages and `/v1/config`.
-public struct AppSettings: Sendable, Equatable, Codable {
+public struct AppSettings: Sendable, Equatable, PresetSection {
     public var name = "Gatehouse"
     public var termsURL: String?
     public var privacyURL: String?
@@ -169,29 +134,16 @@ public struct AppSettings: Sendable, Equatable, Codable {
 
     public init() {}
 
-    enum CodingKeys: String, CodingKey, CaseIterable {
-        case name
-        case termsURL = "terms_url"
-        case privacyURL = "privacy_url"
-        case openAppURL = "open_app_url"
-        case brandColor = "brand_color"
-        case homeMessages = "home_messages"
-    }
-
-    public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(CodingKeys.self)
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        name = try c.value(.name, or: name)
-        termsURL = try c.decodeIfPresent(String.self, forKey: .termsURL)
-        privacyURL = try c.decodeIfPresent(String.self, forKey: .privacyURL)
-        openAppURL = try c.decodeIfPresent(String.self, forKey: .openAppURL)
-        brandColor = try c.value(.brandColor, or: brandColor)
-        homeMessages = try c.value(.homeMessages, or: homeMessages)
+    static var fields: [PresetField<Self>] {
+        [
+            .key("name", \.name), .key("terms_url", \.termsURL), .key("privacy_url", \.privacyURL), .key("open_app_url", \.openAppURL),
+            .key("brand_color", \.brandColor), .key("home_messages", \.homeMessages),
+        ]
     }
 }
 
 /// Which sign-in methods the app offers. A call to one that is off answers 403 `method_disabled`.
-public struct SignInMethods: Sendable, Equatable, Codable {
+public struct SignInMethods: Sendable, Equatable, PresetSection {
     public var emailPassword = true
     public var magicLink = true
     public var anonymous = true
@@ -211,27 +163,16 @@ public struct SignInMethods: Sendable, Equatable, Codable {
         return names
     }
 
-    enum CodingKeys: String, CodingKey, CaseIterable {
-        case emailPassword = "email_password"
-        case magicLink = "magic_link"
-        case anonymous
-        case apple
-        case google
-    }
-
-    public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(CodingKeys.self)
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        emailPassword = try c.value(.emailPassword, or: emailPassword)
-        magicLink = try c.value(.magicLink, or: magicLink)
-        anonymous = try c.value(.anonymous, or: anonymous)
-        apple = try c.value(.apple, or: apple)
-        google = try c.value(.google, or: google)
+    static var fields: [PresetField<Self>] {
+        [
+            .key("email_password", \.emailPassword), .key("magic_link", \.magicLink), .key("anonymous", \.anonymous),
+            .key("apple", \.apple), .key("google", \.google),
+        ]
     }
 }
 
 /// Password rules, enforced by the server and mirrored by the SDK.
-public struct PasswordPolicySettings: Sendable, Equatable, Codable {
+public struct PasswordPolicySettings: Sendable, Equatable, PresetSection {
     /// Minimum length in Unicode code points.
     public var minLength = 8
     /// Maximum length in Unicode code points (NIST asks that at least 64 be allowed).
@@ -245,27 +186,16 @@ public struct PasswordPolicySettings: Sendable, Equatable, Codable {
 
     public init() {}
 
-    enum CodingKeys: String, CodingKey, CaseIterable {
-        case minLength = "min_length"
-        case maxLength = "max_length"
-        case minCharacterClasses = "min_character_classes"
-        case blocklist
-        case breachedCheck = "breached_check"
-    }
-
-    public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(CodingKeys.self)
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        minLength = try c.value(.minLength, or: minLength)
-        maxLength = try c.value(.maxLength, or: maxLength)
-        minCharacterClasses = try c.value(.minCharacterClasses, or: minCharacterClasses)
-        blocklist = try c.value(.blocklist, or: blocklist)
-        breachedCheck = try c.value(.breachedCheck, or: breachedCheck)
+    static var fields: [PresetField<Self>] {
+        [
+            .key("min_length", \.minLength), .key("max_length", \.maxLength), .key("min_character_classes", \.minCharacterClasses),
+            .key("blocklist", \.blocklist), .key("breached_check", \.breachedCheck),
+        ]
     }
 }
 
 /// Token and session lifetimes.
-public struct TokenSettings: Sendable, Equatable, Codable {
+public struct TokenSettings: Sendable, Equatable, PresetSection {
     public var accessTokenTTLSeconds = 900
     /// Sliding: each rotation issues a refresh token valid this long from then (decision 1).
     public var refreshTokenTTLSeconds = 30 * 86_400
@@ -281,29 +211,17 @@ public struct TokenSettings: Sendable, Equatable, Codable {
 
     public init() {}
 
-    enum CodingKeys: String, CodingKey, CaseIterable {
-        case accessTokenTTLSeconds = "access_token_ttl_seconds"
-        case refreshTokenTTLSeconds = "refresh_token_ttl_seconds"
-        case refreshInactivityTTLSeconds = "refresh_inactivity_ttl_seconds"
-        case sessionAbsoluteTTLSeconds = "session_absolute_ttl_seconds"
-        case refreshReuseIntervalSeconds = "refresh_reuse_interval_seconds"
-        case leewaySeconds = "leeway_seconds"
-    }
-
-    public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(CodingKeys.self)
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        accessTokenTTLSeconds = try c.value(.accessTokenTTLSeconds, or: accessTokenTTLSeconds)
-        refreshTokenTTLSeconds = try c.value(.refreshTokenTTLSeconds, or: refreshTokenTTLSeconds)
-        refreshInactivityTTLSeconds = try c.decodeIfPresent(Int.self, forKey: .refreshInactivityTTLSeconds)
-        sessionAbsoluteTTLSeconds = try c.decodeIfPresent(Int.self, forKey: .sessionAbsoluteTTLSeconds)
-        refreshReuseIntervalSeconds = try c.value(.refreshReuseIntervalSeconds, or: refreshReuseIntervalSeconds)
-        leewaySeconds = try c.value(.leewaySeconds, or: leewaySeconds)
+    static var fields: [PresetField<Self>] {
+        [
+            .key("access_token_ttl_seconds", \.accessTokenTTLSeconds), .key("refresh_token_ttl_seconds", \.refreshTokenTTLSeconds),
+            .key("refresh_inactivity_ttl_seconds", \.refreshInactivityTTLSeconds), .key("session_absolute_ttl_seconds", \.sessionAbsoluteTTLSeconds),
+            .key("refresh_reuse_interval_seconds", \.refreshReuseIntervalSeconds), .key("leeway_seconds", \.leewaySeconds),
+        ]
     }
 }
 
 /// Email verification rules.
-public struct VerificationSettings: Sendable, Equatable, Codable {
+public struct VerificationSettings: Sendable, Equatable, PresetSection {
     /// Send a verification mail when an account signs up with email and password.
     public var sendOnSignup = true
     /// Resends allowed per user: at most one per this many seconds…
@@ -316,25 +234,16 @@ public struct VerificationSettings: Sendable, Equatable, Codable {
 
     public init() {}
 
-    enum CodingKeys: String, CodingKey, CaseIterable {
-        case sendOnSignup = "send_on_signup"
-        case resendIntervalSeconds = "resend_interval_seconds"
-        case resendDailyLimit = "resend_daily_limit"
-        case requiredFor = "required_for"
-    }
-
-    public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(CodingKeys.self)
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        sendOnSignup = try c.value(.sendOnSignup, or: sendOnSignup)
-        resendIntervalSeconds = try c.value(.resendIntervalSeconds, or: resendIntervalSeconds)
-        resendDailyLimit = try c.value(.resendDailyLimit, or: resendDailyLimit)
-        requiredFor = try c.value(.requiredFor, or: requiredFor)
+    static var fields: [PresetField<Self>] {
+        [
+            .key("send_on_signup", \.sendOnSignup), .key("resend_interval_seconds", \.resendIntervalSeconds),
+            .key("resend_daily_limit", \.resendDailyLimit), .key("required_for", \.requiredFor),
+        ]
     }
 }
 
 /// The links and codes in Gatehouse's mail, and the notices it sends.
-public struct EmailSettings: Sendable, Equatable, Codable {
+public struct EmailSettings: Sendable, Equatable, PresetSection {
     /// A password-reset link works this long (1 hour).
     public var resetTokenTTLSeconds = 3_600
     /// A verification link works this long (24 hours).
@@ -356,35 +265,19 @@ public struct EmailSettings: Sendable, Equatable, Codable {
 
     public init() {}
 
-    enum CodingKeys: String, CodingKey, CaseIterable {
-        case resetTokenTTLSeconds = "reset_token_ttl_seconds"
-        case verificationTokenTTLSeconds = "verification_token_ttl_seconds"
-        case magicLinkTTLSeconds = "magic_link_ttl_seconds"
-        case magicCodeMaxAttempts = "magic_code_max_attempts"
-        case requestIntervalSeconds = "request_interval_seconds"
-        case requestsPerDay = "requests_per_day"
-        case requestsPerIPPerHour = "requests_per_ip_per_hour"
-        case notifyPasswordChanged = "notify_password_changed"
-        case notifyNewSignIn = "notify_new_sign_in"
-    }
-
-    public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(CodingKeys.self)
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        resetTokenTTLSeconds = try c.value(.resetTokenTTLSeconds, or: resetTokenTTLSeconds)
-        verificationTokenTTLSeconds = try c.value(.verificationTokenTTLSeconds, or: verificationTokenTTLSeconds)
-        magicLinkTTLSeconds = try c.value(.magicLinkTTLSeconds, or: magicLinkTTLSeconds)
-        magicCodeMaxAttempts = try c.value(.magicCodeMaxAttempts, or: magicCodeMaxAttempts)
-        requestIntervalSeconds = try c.value(.requestIntervalSeconds, or: requestIntervalSeconds)
-        requestsPerDay = try c.value(.requestsPerDay, or: requestsPerDay)
-        requestsPerIPPerHour = try c.value(.requestsPerIPPerHour, or: requestsPerIPPerHour)
-        notifyPasswordChanged = try c.value(.notifyPasswordChanged, or: notifyPasswordChanged)
-        notifyNewSignIn = try c.value(.notifyNewSignIn, or: notifyNewSignIn)
+    static var fields: [PresetField<Self>] {
+        [
+            .key("reset_token_ttl_seconds", \.resetTokenTTLSeconds), .key("verification_token_ttl_seconds", \.verificationTokenTTLSeconds),
+            .key("magic_link_ttl_seconds", \.magicLinkTTLSeconds), .key("magic_code_max_attempts", \.magicCodeMaxAttempts),
+            .key("request_interval_seconds", \.requestIntervalSeconds), .key("requests_per_day", \.requestsPerDay),
+            .key("requests_per_ip_per_hour", \.requestsPerIPPerHour), .key("notify_password_changed", \.notifyPasswordChanged),
+            .key("notify_new_sign_in", \.notifyNewSignIn),
+        ]
     }
 }
 
 /// Login throttling and per-IP limits.
-public struct ThrottlingSettings: Sendable, Equatable, Codable {
+public struct ThrottlingSettings: Sendable, Equatable, PresetSection {
     /// From this many consecutive failures on one account, attempts wait (AT-07-06).
     public var loginFailuresBeforeLockout = 5
     /// The first wait; it doubles with each further failure…
@@ -399,31 +292,18 @@ public struct ThrottlingSettings: Sendable, Equatable, Codable {
 
     public init() {}
 
-    enum CodingKeys: String, CodingKey, CaseIterable {
-        case loginFailuresBeforeLockout = "login_failures_before_lockout"
-        case lockoutBaseSeconds = "lockout_base_seconds"
-        case lockoutMaxSeconds = "lockout_max_seconds"
-        case captchaAfterIPFailures = "captcha_after_ip_failures"
-        case loginPerIPPerMinute = "login_per_ip_per_minute"
-        case signupPerIPPerHour = "signup_per_ip_per_hour"
-        case anonymousPerIPPerHour = "anonymous_per_ip_per_hour"
-    }
-
-    public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(CodingKeys.self)
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        loginFailuresBeforeLockout = try c.value(.loginFailuresBeforeLockout, or: loginFailuresBeforeLockout)
-        lockoutBaseSeconds = try c.value(.lockoutBaseSeconds, or: lockoutBaseSeconds)
-        lockoutMaxSeconds = try c.value(.lockoutMaxSeconds, or: lockoutMaxSeconds)
-        captchaAfterIPFailures = try c.decodeIfPresent(Int.self, forKey: .captchaAfterIPFailures)
-        loginPerIPPerMinute = try c.value(.loginPerIPPerMinute, or: loginPerIPPerMinute)
-        signupPerIPPerHour = try c.value(.signupPerIPPerHour, or: signupPerIPPerHour)
-        anonymousPerIPPerHour = try c.value(.anonymousPerIPPerHour, or: anonymousPerIPPerHour)
+    static var fields: [PresetField<Self>] {
+        [
+            .key("login_failures_before_lockout", \.loginFailuresBeforeLockout), .key("lockout_base_seconds", \.lockoutBaseSeconds),
+            .key("lockout_max_seconds", \.lockoutMaxSeconds), .key("captcha_after_ip_failures", \.captchaAfterIPFailures),
+            .key("login_per_ip_per_minute", \.loginPerIPPerMinute), .key("signup_per_ip_per_hour", \.signupPerIPPerHour),
+            .key("anonymous_per_ip_per_hour", \.anonymousPerIPPerHour),
+        ]
     }
 }
 
 /// Public handles (Handz CH07 §4).
-public struct HandleSettings: Sendable, Equatable, Codable {
+public struct HandleSettings: Sendable, Equatable, PresetSection {
     public var enabled = true
     public var minLength = 3
     public var maxLength = 20
@@ -432,25 +312,16 @@ public struct HandleSettings: Sendable, Equatable, Codable {
 
     public init() {}
 
-    enum CodingKeys: String, CodingKey, CaseIterable {
-        case enabled
-        case minLength = "min_length"
-        case maxLength = "max_length"
-        case temporaryPrefix = "temporary_prefix"
-    }
-
-    public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(CodingKeys.self)
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        enabled = try c.value(.enabled, or: enabled)
-        minLength = try c.value(.minLength, or: minLength)
-        maxLength = try c.value(.maxLength, or: maxLength)
-        temporaryPrefix = try c.value(.temporaryPrefix, or: temporaryPrefix)
+    static var fields: [PresetField<Self>] {
+        [
+            .key("enabled", \.enabled), .key("min_length", \.minLength), .key("max_length", \.maxLength),
+            .key("temporary_prefix", \.temporaryPrefix),
+        ]
     }
 }
 
 /// How much of the client IP and user agent is kept, and for how long (decision 11).
-public struct PrivacySettings: Sendable, Equatable, Codable {
+public struct PrivacySettings: Sendable, Equatable, PresetSection {
     public var clientIP: Retention = .full
     public var userAgent: Retention = .full
     /// Audit rows and session metadata older than this are deleted.
@@ -467,19 +338,10 @@ public struct PrivacySettings: Sendable, Equatable, Codable {
 
     public init() {}
 
-    enum CodingKeys: String, CodingKey, CaseIterable {
-        case clientIP = "client_ip"
-        case userAgent = "user_agent"
-        case retentionDays = "retention_days"
-        case anonymousCleanupDays = "anonymous_cleanup_days"
-    }
-
-    public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(CodingKeys.self)
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        clientIP = try c.value(.clientIP, or: clientIP)
-        userAgent = try c.value(.userAgent, or: userAgent)
-        retentionDays = try c.value(.retentionDays, or: retentionDays)
-        anonymousCleanupDays = try c.decodeIfPresent(Int.self, forKey: .anonymousCleanupDays)
+    static var fields: [PresetField<Self>] {
+        [
+            .key("client_ip", \.clientIP), .key("user_agent", \.userAgent), .key("retention_days", \.retentionDays),
+            .key("anonymous_cleanup_days", \.anonymousCleanupDays),
+        ]
     }
 }

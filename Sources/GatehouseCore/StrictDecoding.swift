@@ -1,10 +1,11 @@
 import Foundation
 
 /// A coding key for any string, used to see every key an object really has.
-struct AnyCodingKey: CodingKey {
+struct AnyCodingKey: CodingKey, ExpressibleByStringLiteral {
     var stringValue: String
     var intValue: Int?
     init(stringValue: String) { self.stringValue = stringValue }
+    init(stringLiteral value: String) { self.stringValue = value }
     init?(intValue: Int) {
         self.stringValue = String(intValue)
         self.intValue = intValue
@@ -12,20 +13,33 @@ struct AnyCodingKey: CodingKey {
 }
 
 extension Decoder {
+    /// Whether unknown keys are refused: only preset files are strict; `/v1/config` readers
+    /// (the SDK) must tolerate what a newer server adds.
+    var isStrict: Bool { userInfo[.strictKeys] as? Bool == true }
+
     /// Throws when the object being decoded has a key that `keys` does not list, so that a
     /// misspelt preset setting is refused instead of silently ignored.
-    func rejectUnknownKeys<Keys: CodingKey & CaseIterable>(_ keys: Keys.Type) throws {
-        // Only preset files are strict; `/v1/config` readers (the SDK) must tolerate new keys.
-        guard userInfo[.strictKeys] as? Bool == true else { return }
+    func rejectUnknownKeys(_ keys: [String]) throws {
+        guard isStrict else { return }
         let container = try container(keyedBy: AnyCodingKey.self)
-        let known = Set(Keys.allCases.map(\.stringValue))
+        let known = Set(keys)
         for key in container.allKeys where !known.contains(key.stringValue) {
-            let expected = Keys.allCases.map(\.stringValue).sorted().joined(separator: ", ")
             throw DecodingError.dataCorrupted(
                 .init(
                     codingPath: codingPath + [key],
-                    debugDescription: "unknown key (expected one of: \(expected))"))
+                    debugDescription: "unknown key (expected one of: \(keys.sorted().joined(separator: ", ")))"))
         }
+    }
+
+    /// Decodes a preset section: refuses keys `fields` does not list, builds the value with
+    /// `start` (from its required keys), then lets each other key that is present replace its
+    /// default.
+    func section<Root>(_ fields: [PresetField<Root>], start: (KeyedDecodingContainer<AnyCodingKey>) throws -> Root) throws -> Root {
+        try rejectUnknownKeys(fields.map(\.key))
+        let container = try container(keyedBy: AnyCodingKey.self)
+        var value = try start(container)
+        for field in fields { try field.decode?(container, &value) }
+        return value
     }
 }
 
@@ -34,10 +48,65 @@ extension CodingUserInfoKey {
     public static let strictKeys = CodingUserInfoKey(rawValue: "gatehouse.strict-keys")!
 }
 
-extension KeyedDecodingContainer {
-    /// The value when present, else the default. A present value of the wrong type still throws.
-    func value<T: Decodable>(_ key: Key, or fallback: T) throws -> T {
-        try decodeIfPresent(T.self, forKey: key) ?? fallback
+/// One key of a preset section and the property it fills. Each setting's JSON name is written
+/// once, beside its property's path; decoding, encoding and the unknown-key message read it here.
+struct PresetField<Root> {
+    let key: String
+    /// Fills the property when the key is present; `nil` for a key the section decodes first
+    /// (`Decoder.section`'s `start`).
+    let decode: ((KeyedDecodingContainer<AnyCodingKey>, inout Root) throws -> Void)?
+    let encode: (Root, inout KeyedEncodingContainer<AnyCodingKey>) throws -> Void
+
+    /// A setting with a default: a value that is present replaces it (`null` keeps it). A value
+    /// of the wrong type still throws.
+    static func key<T: Codable>(_ key: String, _ path: WritableKeyPath<Root, T>) -> PresetField {
+        PresetField(
+            key: key,
+            decode: { container, root in
+                if let value = try container.decodeIfPresent(T.self, forKey: AnyCodingKey(stringValue: key)) { root[keyPath: path] = value }
+            },
+            encode: { root, container in try container.encode(root[keyPath: path], forKey: AnyCodingKey(stringValue: key)) })
+    }
+
+    /// An optional setting: absent or `null` is `nil`, and `nil` is left out of the encoding.
+    static func key<T: Codable>(_ key: String, _ path: WritableKeyPath<Root, T?>) -> PresetField {
+        PresetField(
+            key: key,
+            decode: { container, root in root[keyPath: path] = try container.decodeIfPresent(T.self, forKey: AnyCodingKey(stringValue: key)) },
+            encode: { root, container in try container.encodeIfPresent(root[keyPath: path], forKey: AnyCodingKey(stringValue: key)) })
+    }
+
+    /// A key the section's `start` decodes: a required one, or one decoded its own way.
+    static func decodedFirst<T: Codable>(_ key: String, _ path: KeyPath<Root, T>) -> PresetField {
+        PresetField(
+            key: key, decode: nil,
+            encode: { root, container in try container.encode(root[keyPath: path], forKey: AnyCodingKey(stringValue: key)) })
+    }
+}
+
+/// A part of a preset written as its `fields`: encoded from them, and decoded from them by its
+/// own `init(from:)` (one with required keys) or `PresetSection`'s.
+protocol PresetCodable: Codable {
+    /// The keys in decoding order.
+    static var fields: [PresetField<Self>] { get }
+}
+
+extension PresetCodable {
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: AnyCodingKey.self)
+        for field in Self.fields { try field.encode(self, &container) }
+    }
+}
+
+/// A part of a preset whose every key has a default (`init()`), so a file names only what it
+/// changes.
+protocol PresetSection: PresetCodable {
+    init()
+}
+
+extension PresetSection {
+    public init(from decoder: any Decoder) throws {
+        self = try decoder.section(Self.fields) { _ in Self() }
     }
 }
 

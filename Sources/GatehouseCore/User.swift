@@ -1,15 +1,20 @@
 import Foundation
 import GatehouseWire
 
-/// A sign-in method kind. Open so that providers can be added without breaking stored rows.
-public struct Provider: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+/// How a person signs in: an identity's kind, a session's sign-in (`Session.provider`), the
+/// `provider` of `user.created` and `user.upgraded`. Open so that providers can be added
+/// without breaking stored rows.
+public struct Provider: GatehouseValue {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
-    public static let email = Provider(rawValue: "email")
-    public static let apple = Provider(rawValue: "apple")
-    public static let google = Provider(rawValue: "google")
-    public static let anonymous = Provider(rawValue: "anonymous")
-    public var description: String { rawValue }
+    /// Email and password; also the identity a magic link signs in to.
+    public static let email: Provider = "email"
+    public static let apple: Provider = "apple"
+    public static let google: Provider = "google"
+    /// A magic link or its code: the `provider` of the events of an account it made or
+    /// upgraded, and the SDK's last way in on a device. Its identity and session are `email`.
+    public static let magicLink: Provider = "magic_link"
+    public static let anonymous: Provider = "anonymous"
 }
 
 /// An account as the domain sees it.

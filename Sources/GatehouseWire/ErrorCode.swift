@@ -66,3 +66,27 @@ extension ErrorCode {
     /// A purchase another account owns (its restore hint is under `details`).
     public static let subscriptionInUse: ErrorCode = "subscription_in_use"
 }
+
+extension ErrorCode {
+    /// Every code of this version with the HTTP status it answers with (docs/errors.md lists
+    /// the same): one meaning and one default status per code, as GoTrue's `errorcode.go` has.
+    /// `token_expired` is the one code the contract answers two ways: 401 for an access token
+    /// (its default), 400 for a link or code, so the server names that status itself.
+    public static let defaultStatuses: [ErrorCode: Int] = [
+        .invalidRequest: 400, .payloadTooLarge: 413, .notFound: 404, .methodNotAllowed: 405, .internalError: 500,
+        .serviceUnavailable: 503, .unsupportedMediaType: 415, .methodDisabled: 403, .captchaRequired: 400, .rateLimited: 429,
+        .idempotencyKeyReused: 409,
+        .unauthorized: 401, .forbidden: 403, .tokenExpired: 401, .invalidEmail: 400, .weakPassword: 422, .emailInUse: 409,
+        .emailNotFound: 404, .invalidCredentials: 401, .accountDisabled: 403, .tooManyAttempts: 429, .invalidRefreshToken: 401,
+        .sessionRevoked: 401, .invalidIDToken: 401, .linkConfirmationRequired: 409, .providerUnavailable: 503, .invalidRedirect: 400,
+        .tokenInvalid: 400, .codeExhausted: 400, .alreadyVerified: 409, .resetTokenExpired: 400, .identityInUse: 409,
+        .lastIdentity: 409, .reauthenticationRequired: 403, .verificationRequired: 403,
+        .invalidHandle: 422, .handleTaken: 409, .invalidDisplayName: 422, .invalidAvatarURL: 422, .invalidChoice: 422,
+        .unknownAction: 400, .trialAlreadyUsed: 409, .invalidSignedPayload: 400, .planRequired: 403, .subscriptionInUse: 409,
+    ]
+
+    /// The status this code answers with unless the server names another (only
+    /// `token_expired` for a link or code). A code this version does not list (an SDK-local
+    /// one, or one a newer server sent) is 500: the server raises only listed codes.
+    public var defaultStatus: Int { Self.defaultStatuses[self] ?? 500 }
+}

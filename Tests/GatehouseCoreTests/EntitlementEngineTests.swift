@@ -77,6 +77,56 @@ extension GateRow: CustomTestStringConvertible {
     }
 }
 
+/// STYLE.md rule 14: app words live in presets, never in the generic engine.
+@Suite struct GateWordsTests {
+    static let now = Date(timeIntervalSince1970: 1_800_000_000)
+
+    static func decide(_ rule: GateRule, copy: [String: String] = [:], context: [String: Int] = [:], input: EntitlementInput = .guest)
+        -> GateDecision?
+    {
+        var settings = EntitlementSettings()
+        settings.plans[.free] = PlanSettings(limits: ["items": 2])
+        settings.actions = ["act": ActionSettings(rules: [rule])]
+        return EntitlementEngine(settings: settings, copy: copy).decide("act", context: context, input: input, at: now)
+    }
+
+    /// A rule that names no words shows the preset's copy `gate.<kind>` (and its
+    /// `_secondary`), else the kind's neutral sentence; its reason is the kind's canonical one.
+    @Test func aRuleWithoutWordsShowsThePresetsKindCopyElseNeutralWords() {
+        let neutral = Self.decide(GateRule(kind: .account))
+        #expect(neutral?.reasonCode == "account_required" && neutral?.message == "Create an account to continue." && neutral?.secondaryMessage == nil)
+        let copy = ["gate.account": "Sign up to keep it.", "gate.account_secondary": "Guests only look."]
+        let named = Self.decide(GateRule(kind: .account), copy: copy)
+        #expect(named?.message == "Sign up to keep it." && named?.secondaryMessage == "Guests only look.")
+        // A rule's own words win, and then the kind's secondary is not added.
+        let own = Self.decide(GateRule(kind: .account, message: "Join us."), copy: copy)
+        #expect(own?.message == "Join us." && own?.secondaryMessage == nil)
+        let free = EntitlementInput(userID: .random(), emailVerified: true)
+        for kind in [GateRule.Kind.cap, .softCap] {
+            let cap = Self.decide(GateRule(kind: kind, limit: "items", context: "n"), context: ["n": 2], input: free)
+            #expect(cap?.allowed == false && cap?.reasonCode == "usage_limit_reached", "\(kind)")
+        }
+        let sum = Self.decide(GateRule(kind: .sumCap, limit: "items", context: "n", add: "m"), context: ["n": 2, "m": 1], input: free)
+        #expect(sum?.gate == "cap" && sum?.reasonCode == "usage_limit_reached" && sum?.message == "You've reached your plan's limit.")
+    }
+
+    /// No sentence of the engine is a shipped preset's copy: those words reach a person only
+    /// from the preset.
+    @Test func theEnginesSentencesAreNoPresetsCopy() throws {
+        var presetWords: [String: String] = [:]
+        for name in Preset.builtInNames {
+            for (key, text) in try EntitlementEngineTests.preset(name).copy { presetWords[text] = "\(name): \(key)" }
+        }
+        let source = try String(contentsOf: GateRow.root.appendingPathComponent("Sources/GatehouseCore/EntitlementEngine.swift"), encoding: .utf8)
+        let literal = try Regex(#""((?:[^"\\\n]|\\.)*)""#)
+        let sentences = source.matches(of: literal).map { String($0.output[1].substring ?? "") }.filter { $0.contains(" ") }
+        #expect(sentences.count >= 9)
+        for sentence in sentences {
+            #expect(presetWords[sentence] == nil, "the engine says \"\(sentence)\", the words of \(presetWords[sentence] ?? "")")
+        }
+    }
+}
+
 /// App Store subscriptions in the engine: which plan a subscription gives at each moment.
 @Suite struct SubscriptionEngineTests {
     static let now = Date(timeIntervalSince1970: 1_800_000_000)

@@ -84,13 +84,47 @@ import Testing
         #expect(preset.problems() == ["'entitlements.meters.chats': the action 'use_app' has no cap rule on the context 'chats_today'"])
         preset.entitlements.meters = ["chats": MeterSettings(action: "chat", context: "chats_today")]
         #expect(preset.problems() == ["'entitlements.meters.chats': 'action' names no action of this preset"])
-        preset.entitlements.actions["chat"] = ActionSettings(rules: [GateRule(kind: "cap", limit: "chats_per_day", context: "chats_today")])
+        preset.entitlements.actions["chat"] = ActionSettings(rules: [GateRule(kind: .cap, limit: "chats_per_day", context: "chats_today")])
         preset.entitlements.meters = ["chats": MeterSettings(action: "chat", context: "chats_today", period: "week")]
         #expect(preset.problems() == ["'entitlements.meters.chats': 'period' must be hour, day or month"])
         preset.entitlements.meters["chats"]?.period = "hour"
         #expect(preset.problems().isEmpty)
         let window = try #require(preset.entitlements.meters["chats"]).window(at: Date(timeIntervalSince1970: 1_800_000_123))
         #expect(window.start == Date(timeIntervalSince1970: 1_800_000_000) && window.end == Date(timeIntervalSince1970: 1_800_003_600))
+    }
+
+    /// A rule's kind is one the engine knows: another is refused with its path and the kinds
+    /// there are.
+    @Test func anUnknownRuleKindIsRefusedNamingTheKnownOnes() {
+        #expect {
+            try decode(#"{"name": "x", "entitlements": {"actions": {"a": {"rules": [{"kind": "account"}, {"kind": "quota"}]}}}}"#)
+        } throws: { error in
+            "\(error)".contains(
+                "'entitlements.actions.a.rules[1].kind': unknown kind 'quota' (expected one of: account, cap, capability, credit, rank, soft_cap, sum_cap, verification, writable)"
+            )
+        }
+    }
+
+    /// The SDK reads the rules from `/v1/config`: a kind a newer server added is left out (the
+    /// engine always skipped a kind it did not know) and the others still decide.
+    @Test func theSDKSkipsARuleKindItDoesNotKnow() throws {
+        let json = #"{"actions": {"a": {"rules": [{"kind": "quota", "per": "day"}, {"kind": "account"}]}}, "new_setting": 1}"#
+        let settings = try JSONDecoder().decode(EntitlementSettings.self, from: Data(json.utf8))
+        #expect(settings.actions["a"]?.rules == [GateRule(kind: .account)])
+    }
+
+    /// Every shipped preset encodes under the keys it is read from (`/v1/config` publishes its
+    /// parts), strictly, and reads back the same.
+    @Test(arguments: Preset.builtInNames)
+    func aPresetEncodesUnderItsOwnKeys(_ name: String) throws {
+        let preset = try EntitlementEngineTests.preset(name)
+        #expect(try Preset.decode(try JSONEncoder().encode(preset), source: name) == preset)
+    }
+
+    @Test func planStatesAreTheEnginesFive() {
+        #expect(PlanState.all.map(\.rawValue) == ["guest", "free", "trial", "pro", "pro_grace"])
+        #expect(PlanState(known: "pro_grace") == .proGrace && PlanState(known: "premium") == nil)
+        #expect(!PlanState(rawValue: "premium").isKnown && PlanState.proGrace.isKnown)
     }
 
     @Test func publicConfigurationDecodingToleratesNewKeys() throws {

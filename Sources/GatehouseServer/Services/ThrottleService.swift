@@ -51,9 +51,9 @@ struct ThrottleService: Sendable {
     /// once. `succeeded` undoes it; `failed` counts the address.
     func reserveAttempt(_ account: String) async throws -> AttemptReservation {
         let reservation = try await store.reserveAttempt(
-            key: Self.accountKey(account), at: clock.now, schedule: LoginThrottlePolicy.schedule(settings))
+            key: Self.accountKey(account), at: clock.now, schedule: LockoutPolicy.schedule(settings))
         if case .locked(let until) = reservation {
-            throw tooManyAttempts(ThrottleState(lockedUntil: until).retryAfter(at: clock.now) ?? 1)
+            throw tooManyAttempts(LockoutPolicy.wait(until: until, at: clock.now))
         }
         return reservation
     }
@@ -65,10 +65,7 @@ struct ThrottleService: Sendable {
             let now = clock.now.unixSeconds
             _ = try await store.hitRateLimit(key: Self.ipFailureKey(key), windowStart: now - now % 3_600)
         }
-        guard case .allowed(let failures, let lockedUntil?) = reservation, failures >= settings.loginFailuresBeforeLockout else {
-            return nil
-        }
-        return ThrottleState(lockedUntil: lockedUntil).retryAfter(at: clock.now)
+        return LockoutPolicy.wait(after: reservation, at: clock.now, settings: settings)
     }
 
     /// A reserved attempt that succeeded, or the owner proving the inbox: the count starts again.

@@ -26,29 +26,32 @@ struct MagicCodes: Sendable {
         guard let attempts = try await store.reserveCodeAttempt(hash: record.hash, limit: limit, now: now) else {
             // No attempt left, or used or expired meanwhile: say which.
             let current = try await store.emailToken(hash: record.hash) ?? record
-            if current.state(at: now) == .valid || current.codeAttempts >= limit { throw GatehouseError.codeExhausted(preset) }
+            if MagicCodePolicy.isExhausted(unreserved: current, at: now, maxAttempts: limit) { throw GatehouseError.codeExhausted(preset) }
             return current
         }
         let trimmed = code.filter { !$0.isWhitespace }
         guard try links.codeMatches(trimmed, token: record) else {
-            if attempts >= limit {
+            switch MagicCodePolicy.wrongCode(attempt: attempts, maxAttempts: limit) {
+            case .exhausted:
                 _ = try await store.useEmailToken(hash: record.hash, at: now)
                 throw GatehouseError.codeExhausted(preset)
+            case .retry(let attemptsLeft):
+                throw GatehouseError(
+                    status: 400, code: .tokenInvalid,
+                    message: preset.text("error.code_invalid", "That code is not right. Check the email and try again."),
+                    details: ["attempts_left": .number(Double(attemptsLeft))])
             }
-            throw GatehouseError(
-                status: 400, code: .tokenInvalid,
-                message: preset.text("error.code_invalid", "That code is not right. Check the email and try again."),
-                details: ["attempts_left": .number(Double(limit - attempts))])
         }
         return record
     }
 
     /// Refuses a link or code that is no longer valid: expired, used, or out of attempts.
     func requireValid(_ record: EmailToken, at now: Date) throws {
-        switch record.state(at: now) {
+        switch MagicCodePolicy.refusal(record, at: now, maxAttempts: preset.email.magicCodeMaxAttempts) {
         case .expired: throw GatehouseError.tokenExpired(preset)
-        case .used: throw record.codeAttempts >= preset.email.magicCodeMaxAttempts ? GatehouseError.codeExhausted(preset) : GatehouseError.tokenInvalid(preset)
-        case .valid: break
+        case .invalid: throw GatehouseError.tokenInvalid(preset)
+        case .exhausted: throw GatehouseError.codeExhausted(preset)
+        case nil: break
         }
     }
 

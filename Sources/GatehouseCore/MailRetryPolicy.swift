@@ -1,0 +1,12 @@
+import Foundation
+
+/// When a failed delivery is tried again (`RetryBackoff`); after `maximumAttempts` the mail is
+/// given up as failed.
+public enum MailRetryPolicy {
+    public static let maximumAttempts = 10
+
+    public static func nextAttempt(after attempts: Int, now: Date) -> Date? {
+        guard attempts < maximumAttempts else { return nil }
+        return now.addingTimeInterval(RetryBackoff.delay(afterAttempts: attempts))
+    }
+}
