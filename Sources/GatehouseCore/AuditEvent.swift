@@ -8,10 +8,10 @@ public struct AuditEvent: Sendable, Equatable {
     public var sequence: Int64?
     public var createdAt: Date
     /// An `AuditEvent.Name`'s raw value, e.g. `signup`, `login`, `refresh_reuse_detected`.
-    public var event: String
+    public var event: Name
     /// An `AuditEvent.Outcome`'s raw value: `success` or `failure` (or another word the event
     /// defines, e.g. the type of an `apple_event`).
-    public var outcome: String
+    public var outcome: Outcome
     public var userID: UserID?
     public var sessionID: SessionID?
     public var ipAddress: String?
@@ -20,7 +20,7 @@ public struct AuditEvent: Sendable, Equatable {
     public var details: [String: String]
 
     public init(
-        id: UUID = UUID(), sequence: Int64? = nil, createdAt: Date, event: String, outcome: String, userID: UserID? = nil,
+        id: UUID = UUID(), sequence: Int64? = nil, createdAt: Date, event: Name, outcome: Outcome, userID: UserID? = nil,
         sessionID: SessionID? = nil, ipAddress: String? = nil, userAgent: String? = nil, details: [String: String] = [:]
     ) {
         self.id = id
@@ -33,16 +33,6 @@ public struct AuditEvent: Sendable, Equatable {
         self.ipAddress = ipAddress
         self.userAgent = userAgent
         self.details = details
-    }
-
-    /// An event named by the types below.
-    public init(
-        id: UUID = UUID(), sequence: Int64? = nil, createdAt: Date, event: Name, outcome: Outcome, userID: UserID? = nil,
-        sessionID: SessionID? = nil, ipAddress: String? = nil, userAgent: String? = nil, details: [String: String] = [:]
-    ) {
-        self.init(
-            id: id, sequence: sequence, createdAt: createdAt, event: event.rawValue, outcome: outcome.rawValue, userID: userID,
-            sessionID: sessionID, ipAddress: ipAddress, userAgent: userAgent, details: details)
     }
 }
 

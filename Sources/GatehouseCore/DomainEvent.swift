@@ -8,7 +8,7 @@ public struct DomainEvent: Sendable, Equatable {
     /// Position in the feed (the cursor), assigned by the store.
     public var sequence: Int64?
     /// A `DomainEvent.Kind`'s raw value.
-    public var type: String
+    public var type: Kind
     public var userID: UserID?
     /// Facts of the event, e.g. `from` and `to` of a merge. Never a secret.
     public var data: [String: String]
@@ -17,7 +17,7 @@ public struct DomainEvent: Sendable, Equatable {
     public var anonymousID: String?
 
     public init(
-        id: UUID = UUID(), sequence: Int64? = nil, type: String, userID: UserID?, data: [String: String] = [:], createdAt: Date,
+        id: UUID = UUID(), sequence: Int64? = nil, type: Kind, userID: UserID?, data: [String: String] = [:], createdAt: Date,
         anonymousID: String? = nil
     ) {
         self.id = id
@@ -27,14 +27,6 @@ public struct DomainEvent: Sendable, Equatable {
         self.data = data
         self.createdAt = createdAt
         self.anonymousID = anonymousID
-    }
-
-    /// An event of a kind named below.
-    public init(
-        id: UUID = UUID(), sequence: Int64? = nil, type: Kind, userID: UserID?, data: [String: String] = [:], createdAt: Date,
-        anonymousID: String? = nil
-    ) {
-        self.init(id: id, sequence: sequence, type: type.rawValue, userID: userID, data: data, createdAt: createdAt, anonymousID: anonymousID)
     }
 }
 

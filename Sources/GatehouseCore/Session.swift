@@ -7,7 +7,7 @@ public struct Session: Sendable, Equatable {
     public var userID: UserID
     /// How the person signed in (a `Provider`'s raw value): `email` (a password or a magic
     /// link), `apple`, `google`, `anonymous`.
-    public var provider: String
+    public var provider: Provider
     public var createdAt: Date
     public var lastActiveAt: Date
     /// The end of the absolute lifetime, when the preset sets one.
@@ -19,7 +19,7 @@ public struct Session: Sendable, Equatable {
     public var ipAddress: String?
 
     public init(
-        id: SessionID = .random(), userID: UserID, provider: String, createdAt: Date, lastActiveAt: Date? = nil,
+        id: SessionID = .random(), userID: UserID, provider: Provider, createdAt: Date, lastActiveAt: Date? = nil,
         expiresAt: Date? = nil, revokedAt: Date? = nil, revokedReason: String? = nil, userAgent: String? = nil,
         ipAddress: String? = nil
     ) {
@@ -33,16 +33,6 @@ public struct Session: Sendable, Equatable {
         self.revokedReason = revokedReason
         self.userAgent = userAgent
         self.ipAddress = ipAddress
-    }
-
-    /// A session opened by `provider`.
-    public init(
-        id: SessionID = .random(), userID: UserID, provider: Provider, createdAt: Date, lastActiveAt: Date? = nil,
-        expiresAt: Date? = nil, userAgent: String? = nil, ipAddress: String? = nil
-    ) {
-        self.init(
-            id: id, userID: userID, provider: provider.rawValue, createdAt: createdAt, lastActiveAt: lastActiveAt, expiresAt: expiresAt,
-            userAgent: userAgent, ipAddress: ipAddress)
     }
 
     public var isRevoked: Bool { revokedAt != nil }

@@ -16,8 +16,8 @@ extension SQLStore {
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
             [
-                .text(event.id.uuidString.lowercased()), .integer(event.createdAt.unixSeconds), .text(event.event),
-                .text(event.outcome), SQLValue(event.userID?.description), SQLValue(event.sessionID?.description),
+                .text(event.id.uuidString.lowercased()), .integer(event.createdAt.unixSeconds), .text(event.event.rawValue),
+                .text(event.outcome.rawValue), SQLValue(event.userID?.description), SQLValue(event.sessionID?.description),
                 SQLValue(event.ipAddress), SQLValue(event.userAgent), details,
             ])
     }
@@ -49,8 +49,8 @@ extension SQLStore {
                 details = object
             }
             return AuditEvent(
-                id: id, sequence: try row.int("seq"), createdAt: Date(unixSeconds: try row.int("created_at")), event: try row.string("event"),
-                outcome: try row.string("outcome"), userID: try row.optionalString("user_id").flatMap(UserID.init),
+                id: id, sequence: try row.int("seq"), createdAt: Date(unixSeconds: try row.int("created_at")), event: AuditEvent.Name(rawValue: try row.string("event")),
+                outcome: AuditEvent.Outcome(rawValue: try row.string("outcome")), userID: try row.optionalString("user_id").flatMap(UserID.init),
                 sessionID: try row.optionalString("session_id").flatMap(SessionID.init),
                 ipAddress: try row.optionalString("ip_address"), userAgent: try row.optionalString("user_agent"), details: details)
         }

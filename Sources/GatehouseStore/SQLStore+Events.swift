@@ -12,7 +12,7 @@ extension SQLStore {
         try await executor.query(
             "INSERT INTO events (id, type, user_id, data, created_at, anonymous_id) VALUES (?, ?, ?, ?, ?, ?)",
             [
-                .text(event.id.uuidString.lowercased()), .text(event.type), SQLValue(event.userID?.description),
+                .text(event.id.uuidString.lowercased()), .text(event.type.rawValue), SQLValue(event.userID?.description),
                 .text(String(decoding: data, as: UTF8.self)), .integer(event.createdAt.unixSeconds), SQLValue(event.anonymousID),
             ])
     }
@@ -37,7 +37,7 @@ extension SQLStore {
             guard let id = UUID(uuidString: try row.string("id")) else { throw StoreError.decoding("bad event id") }
             let data = (try? JSONSerialization.jsonObject(with: Data(try row.string("data").utf8))) as? [String: String] ?? [:]
             return DomainEvent(
-                id: id, sequence: try row.int("seq"), type: try row.string("type"),
+                id: id, sequence: try row.int("seq"), type: DomainEvent.Kind(rawValue: try row.string("type")),
                 userID: try row.optionalString("user_id").flatMap(UserID.init), data: data,
                 createdAt: Date(unixSeconds: try row.int("created_at")), anonymousID: try row.optionalString("anonymous_id"))
         }

@@ -9,7 +9,7 @@ extension SQLStore {
         try await executor.query(
             "INSERT INTO sessions (\(Self.sessionColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
-                .text(session.id.description), .text(session.userID.description), .text(session.provider),
+                .text(session.id.description), .text(session.userID.description), .text(session.provider.rawValue),
                 .integer(session.createdAt.unixSeconds), .integer(session.lastActiveAt.unixSeconds),
                 SQLValue(session.expiresAt?.unixSeconds), SQLValue(session.revokedAt?.unixSeconds),
                 SQLValue(session.revokedReason), SQLValue(session.userAgent), SQLValue(session.ipAddress),
@@ -81,7 +81,7 @@ extension SQLStore {
             throw StoreError.decoding("session has a malformed id")
         }
         return Session(
-            id: id, userID: user, provider: try row.string("provider"), createdAt: Date(unixSeconds: try row.int("created_at")),
+            id: id, userID: user, provider: Provider(rawValue: try row.string("provider")), createdAt: Date(unixSeconds: try row.int("created_at")),
             lastActiveAt: Date(unixSeconds: try row.int("last_active_at")),
             expiresAt: try row.optionalInt("expires_at").map(Date.init(unixSeconds:)),
             revokedAt: try row.optionalInt("revoked_at").map(Date.init(unixSeconds:)),

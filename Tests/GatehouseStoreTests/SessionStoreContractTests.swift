@@ -101,7 +101,7 @@ import Testing
             let now = Date(unixSeconds: 1_800_000_000)
             for index in 0..<5 {
                 try await store.insertAudit(
-                    AuditEvent(createdAt: now, event: "e\(index)", outcome: "success", userID: index.isMultiple(of: 2) ? owner.id : nil,
+                    AuditEvent(createdAt: now, event: AuditEvent.Name(rawValue: "e\(index)"), outcome: "success", userID: index.isMultiple(of: 2) ? owner.id : nil,
                                details: ["n": String(index)]))
             }
             let firstPage = try await store.auditEvents(userID: nil, before: nil, limit: 3)

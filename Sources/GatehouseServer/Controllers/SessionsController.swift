@@ -22,7 +22,8 @@ struct SessionsController {
 
     @Sendable func logout(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         let body = try await input.body(LogoutRequest.self, request)
-        try await sessions.logout(context.identity, scope: body.scope, client: input.client(request, context))
+        let scope = body.scope.map { SignOutScope(rawValue: $0) } ?? .local
+        try await sessions.logout(context.identity, scope: scope, client: input.client(request, context))
         return JSONBody.empty()
     }
 

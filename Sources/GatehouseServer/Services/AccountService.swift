@@ -25,7 +25,7 @@ struct AccountService: Sendable {
         try await requireProof(signedIn, request, client: client)
         try await unitOfWork.run { work in
             guard try await lifecycle.delete(work, user.id, reason: "user_request") else { throw GatehouseError.unauthorized() }
-            try await work.audit("account_deleted", user: user.id, details: ["anonymous": String(user.isAnonymous)])
+            try await work.audit(.accountDeleted, user: user.id, details: ["anonymous": String(user.isAnonymous)])
         }
     }
 

@@ -67,7 +67,7 @@ struct EmailVerificationService: Sendable {
                 // Used meanwhile, or the account's address changed since the link was made.
                 throw GatehouseError.tokenInvalid(preset)
             }
-            try await work.audit("email_verified", user: userID)
+            try await work.audit(.emailVerified, user: userID)
         }
         guard let user = try await store.user(id: userID) else { throw GatehouseError.tokenInvalid(preset) }
         return user

@@ -78,7 +78,7 @@ struct EntitlementService: Sendable {
                 input.creditsSpent[name, default: 0] += 1
                 var data = ["credit": name, "action": request.action]
                 data["subject"] = request.subject
-                try await work.record("credit.spent", user: user.id, data: data)
+                try await work.record(.creditSpent, user: user.id, data: data)
                 return CreditSpendResponse(remaining: remaining(name, input: input, now: now), spent: 1)
             }
         } catch StoreError.uniqueViolation {
@@ -102,8 +102,8 @@ struct EntitlementService: Sendable {
         guard input.trialStartedAt == nil else { throw trialUsed }
         try await unitOfWork.run { work in
             guard try await work.tx.startTrial(user.id, at: now) else { throw trialUsed }
-            try await work.record("trial.started", user: user.id, data: ["days": String(engine.settings.trial.days)])
-            try await work.record("plan.changed", user: user.id, data: ["from": engine.planState(input, at: now), "to": "trial"])
+            try await work.record(.trialStarted, user: user.id, data: ["days": String(engine.settings.trial.days)])
+            try await work.record(.planChanged, user: user.id, data: ["from": engine.planState(input, at: now), "to": "trial"])
         }
         var updated = user
         updated.trialStartedAt = now

@@ -13,22 +13,22 @@ struct EventRecorder: Sendable {
 
     /// Inside the caller's transaction (a `Work`'s); true when a webhook delivery was queued,
     /// so the job worker is woken after the commit.
-    func record(_ tx: any GatehouseStore, _ type: String, user: UserID?, data: [String: String] = [:]) async throws -> Bool {
+    func record(_ tx: any GatehouseStore, _ type: DomainEvent.Kind, user: UserID?, data: [String: String] = [:]) async throws -> Bool {
         try await append(tx, type, user: user, data: data)
-        if type == "user.created", trialStartsAtSignup {
-            try await append(tx, "trial.started", user: user, data: ["at": "signup"])
+        if type == .userCreated, trialStartsAtSignup {
+            try await append(tx, .trialStarted, user: user, data: ["at": "signup"])
         }
         return webhookConfigured
     }
 
-    private func append(_ tx: any GatehouseStore, _ type: String, user: UserID?, data: [String: String]) async throws {
+    private func append(_ tx: any GatehouseStore, _ type: DomainEvent.Kind, user: UserID?, data: [String: String]) async throws {
         let event = DomainEvent(type: type, userID: user, data: data, createdAt: clock.now)
         try await tx.insertEvent(event)
         if webhookConfigured {
             try await jobs.enqueue(
                 tx, kind: WebhookSender.jobKind,
                 payload: WebhookSender.Event(
-                    id: event.id.uuidString.lowercased(), type: type, userID: user?.description, createdAt: event.createdAt.rfc3339,
+                    id: event.id.uuidString.lowercased(), type: type.rawValue, userID: user?.description, createdAt: event.createdAt.rfc3339,
                     data: data))
         }
     }

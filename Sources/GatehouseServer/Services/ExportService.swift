@@ -33,21 +33,14 @@ struct ExportService: Sendable {
             exportedAt: clock.now.rfc3339, users: user.payload(identities: identities), planOverride: user.planOverride,
             identities: user.payload(identities: identities).identities,
             sessions: sessions.map {
-                SessionInfo(
-                    id: $0.id.description, createdAt: $0.createdAt.rfc3339, lastActiveAt: $0.lastActiveAt.rfc3339, userAgent: $0.userAgent,
-                    provider: $0.provider, current: $0.id == signedIn.identity.sessionID)
+                SessionInfo($0, current: signedIn.identity.sessionID)
             },
             emailTokens: try await store.emailTokens(of: user.id).map {
                 ExportedLink(
                     purpose: $0.purpose.rawValue, email: $0.email, createdAt: $0.createdAt.rfc3339, expiresAt: $0.expiresAt.rfc3339,
                     usedAt: $0.usedAt?.rfc3339)
             },
-            auditLog: audit.map {
-                AuditEntry(
-                    id: $0.id.uuidString.lowercased(), createdAt: $0.createdAt.rfc3339, event: $0.event, outcome: $0.outcome,
-                    userID: $0.userID?.description, sessionID: $0.sessionID?.description, ipAddress: $0.ipAddress,
-                    userAgent: $0.userAgent, details: $0.details)
-            },
+            auditLog: audit.map(AuditEntry.init),
             events: events.map(EventEntry.init),
             idempotencyKeys: try await store.idempotencyKeyTimes(of: user.id).map(\.rfc3339),
             creditLedger: try await store.creditLedger(of: user.id).map {

@@ -64,7 +64,7 @@ struct MagicLinkService: Sendable {
             try await unitOfWork.run(client: client) { work -> (AuthResponse, Bool) in
                 guard try await work.tx.useEmailToken(hash: record.hash, at: now) else { throw GatehouseError.tokenInvalid(preset) }
                 let (user, created) = try await signInUser(work, record: record, handle: handle)
-                let response = try await sessions.signIn(work, user, provider: "email", event: created ? "signup" : "login")
+                let response = try await sessions.signIn(work, user, provider: .email, event: created ? .signup : .login)
                 return (response, created)
             }
         }
@@ -89,12 +89,12 @@ struct MagicLinkService: Sendable {
             try await tx.updateEmail(anonymous, email: record.email, normalizedEmail: record.normalizedEmail, verifiedAt: now, now: now)
             try await tx.insertIdentity(
                 Identity(userID: anonymous, provider: .email, subject: record.normalizedEmail, email: record.email, createdAt: now))
-            try await lifecycle.upgradeAnonymous(work, anonymous, provider: "magic_link")
+            try await lifecycle.upgradeAnonymous(work, anonymous, provider: .magicLink)
             user.email = record.email
             user.normalizedEmail = record.normalizedEmail
             user.emailVerifiedAt = now
             user.isAnonymous = false
-            return try await sessions.signIn(work, user, provider: "email", event: "login")
+            return try await sessions.signIn(work, user, provider: .email, event: .login)
         }
         return SignInResponse(user: response.user, session: response.session, created: false)
     }
@@ -124,7 +124,7 @@ struct MagicLinkService: Sendable {
             createdAt: now)
         try await lifecycle.create(
             work, user, identity: Identity(userID: user.id, provider: .email, subject: record.normalizedEmail, email: record.email, createdAt: now),
-            provider: "magic_link")
+            provider: .magicLink)
         return (user, true)
     }
 }

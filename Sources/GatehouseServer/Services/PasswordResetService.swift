@@ -70,7 +70,7 @@ struct PasswordResetService: Sendable {
             }
             let revoked = try await tx.revokeSessions(of: userID, keeping: nil, reason: "password_reset", at: now)
             try await tx.deleteIdempotencyKeys(of: userID)
-            try await work.audit("password_reset", user: userID, details: ["sessions_revoked": String(revoked.count)])
+            try await work.audit(.passwordReset, user: userID, details: ["sessions_revoked": String(revoked.count)])
             var updated = user
             updated.emailVerifiedAt = user.emailVerifiedAt ?? now
             try await mail.queuePasswordChanged(work, user: updated)

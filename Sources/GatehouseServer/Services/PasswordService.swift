@@ -52,9 +52,9 @@ struct PasswordService: Sendable {
                         id: .random(), email: address, normalizedEmail: normalized, handle: handle, passwordHash: hash,
                         passwordChangedAt: now, createdAt: now)
                     let identity = Identity(userID: user.id, provider: .email, subject: normalized, email: address, createdAt: now)
-                    try await lifecycle.create(work, user, identity: identity, provider: "email")
-                    let (session, refresh) = try await sessions.start(work, user: user, provider: "email")
-                    try await work.audit("signup", user: user.id, session: session.id, details: ["provider": "email"])
+                    try await lifecycle.create(work, user, identity: identity, provider: .email)
+                    let (session, refresh) = try await sessions.start(work, user: user, provider: .email)
+                    try await work.audit(.signup, user: user.id, session: session.id, details: ["provider": "email"])
                     if preset.verification.sendOnSignup {
                         // In the same transaction: a crash after commit still sends it.
                         try await mail.queueVerification(work, user: user)
@@ -81,10 +81,10 @@ struct PasswordService: Sendable {
         // Unknown accounts cost the same hashing work as known ones and get the same answer.
         let user = EmailAddress.isValid(email) ? try await store.user(normalizedEmail: normalized) : nil
         let verification = try await credentials.checkAttempt(
-            password, against: user?.passwordHash, account: normalized, userID: user?.id, client: client, event: "login")
+            password, against: user?.passwordHash, account: normalized, userID: user?.id, client: client, event: .login)
         guard let user, verification.matches else { throw GatehouseError.invalidCredentials(preset) }
         guard !user.isDisabled else {
-            try await unitOfWork.audit("login", "failure", user: user.id, client: client, details: ["reason": "account disabled"])
+            try await unitOfWork.audit(.login, .failure, user: user.id, client: client, details: ["reason": "account disabled"])
             throw GatehouseError.accountDisabled(preset)
         }
         if verification.needsRehash {
@@ -92,7 +92,7 @@ struct PasswordService: Sendable {
             try await store.updatePassword(user.id, hash: try await credentials.hash(password), changedAt: nil, now: clock.now)
         }
         return try await unitOfWork.run(client: client) { work in
-            try await sessions.signIn(work, user, provider: "email", event: "login")
+            try await sessions.signIn(work, user, provider: .email, event: .login)
         }
     }
 
@@ -117,7 +117,7 @@ struct PasswordService: Sendable {
                 _ = try await tx.revokeSessions(of: user.id, keeping: identity.sessionID, reason: "password_change", at: now)
             }
             try await work.audit(
-                "password_change", user: user.id, session: identity.sessionID, details: ["signed_out_others": String(signOutOthers)])
+                .passwordChange, user: user.id, session: identity.sessionID, details: ["signed_out_others": String(signOutOthers)])
             // A replayed sign-up key would answer the old password no more; drop it anyway.
             try await tx.deleteIdempotencyKeys(of: user.id)
             try await mail.queuePasswordChanged(work, user: user)

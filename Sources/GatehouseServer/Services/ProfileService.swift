@@ -62,7 +62,7 @@ struct ProfileService: Sendable {
                     message: "This Idempotency-Key belongs to a start that can no longer be repeated. Send a new key.")
             }
             let response = try await unitOfWork.run(client: client) { work in
-                try await sessions.signIn(work, user, provider: Provider.anonymous.rawValue, event: "login")
+                try await sessions.signIn(work, user, provider: .anonymous, event: .login)
             }
             return AnonymousResponse(user: response.user, session: response.session, nameSuggestions: user.nameSuggestions ?? [])
         }
@@ -74,9 +74,9 @@ struct ProfileService: Sendable {
                     let user = User(id: .random(), isAnonymous: true, handle: handle, createdAt: now)
                     try await lifecycle.create(
                         work, user, identity: Identity(userID: user.id, provider: .anonymous, subject: user.id.description, createdAt: now),
-                        provider: "anonymous")
+                        provider: .anonymous)
                     try await tx.setNameSuggestions(user.id, names, now: now)
-                    let response = try await sessions.signIn(work, user, provider: Provider.anonymous.rawValue, event: "signup")
+                    let response = try await sessions.signIn(work, user, provider: .anonymous, event: .signup)
                     if let keyHash, let session = SessionID(response.session.sessionID) {
                         try await tx.insertIdempotencyKey(scope: "anonymous", keyHash: keyHash, userID: user.id, sessionID: session, at: now)
                     }
@@ -185,8 +185,8 @@ struct ProfileService: Sendable {
             guard try await tx.deleteUser(source.id) else {
                 throw GatehouseError(status: 400, code: .tokenInvalid, message: "This merge has already happened.")
             }
-            try await work.audit("account_merged", user: claim.to, details: ["from": claim.from.description])
-            try await work.record("user.merged", user: claim.to, data: ["from": claim.from.description, "to": claim.to.description])
+            try await work.audit(.accountMerged, user: claim.to, details: ["from": claim.from.description])
+            try await work.record(.userMerged, user: claim.to, data: ["from": claim.from.description, "to": claim.to.description])
         }
         return try await userResponse(claim.to)
     }
@@ -198,13 +198,5 @@ struct ProfileService: Sendable {
 
     var handleTaken: GatehouseError {
         GatehouseError(status: 409, code: .handleTaken, message: preset.text("error.handle_taken", "This handle is already taken."))
-    }
-}
-
-extension EventEntry {
-    init(_ event: DomainEvent) {
-        self.init(
-            id: event.id.uuidString.lowercased(), cursor: String(event.sequence ?? 0), type: event.type, userID: event.userID?.description,
-            data: event.data, createdAt: event.createdAt.rfc3339)
     }
 }

@@ -42,7 +42,7 @@ struct ProviderSignInService: Sendable {
                     if let email = person.email, email != identity.email || person.isPrivateRelay != identity.isPrivateRelay {
                         try await tx.updateIdentity(identity.id, email: email, isPrivateRelay: person.isPrivateRelay)
                     }
-                    return (try await sessions.signIn(work, user, provider: provider.rawValue, event: "login"), false)
+                    return (try await sessions.signIn(work, user, provider: provider, event: .login), false)
                 }
                 let address = person.email.flatMap { EmailAddress.isValid($0) ? $0 : nil }
                 if let address, let existing = try await tx.user(normalizedEmail: EmailAddress.normalize(address)) {
@@ -52,9 +52,9 @@ struct ProviderSignInService: Sendable {
                         Identity(userID: existing.id, provider: provider, subject: person.subject, email: address,
                                  isPrivateRelay: person.isPrivateRelay, createdAt: now))
                     try await tx.fillProfile(existing.id, displayName: displayName, avatarURL: avatar, now: now)
-                    try await audit(work, "identity_linked", user: existing.id, provider: provider, how: "verified email")
+                    try await audit(work, .identityLinked, user: existing.id, provider: provider, how: "verified email")
                     let user = try await tx.user(id: existing.id) ?? existing
-                    return (try await sessions.signIn(work, user, provider: provider.rawValue, event: "login"), false)
+                    return (try await sessions.signIn(work, user, provider: provider, event: .login), false)
                 }
                 // An address the provider does not vouch for never becomes the account's (finding
                 // 13): it stays on the identity only, so it cannot squat the inbox owner's account.
@@ -67,8 +67,8 @@ struct ProviderSignInService: Sendable {
                     work, user,
                     identity: Identity(userID: user.id, provider: provider, subject: person.subject, email: address,
                                        isPrivateRelay: person.isPrivateRelay, createdAt: now),
-                    provider: provider.rawValue)
-                return (try await sessions.signIn(work, user, provider: provider.rawValue, event: "signup"), true)
+                    provider: provider)
+                return (try await sessions.signIn(work, user, provider: provider, event: .signup), true)
             }
         }
         if let code = request.authorizationCode, provider == .apple, appleTokens {
@@ -127,7 +127,7 @@ struct ProviderSignInService: Sendable {
             try await tx.fillProfile(
                 user.id, displayName: Self.displayName(request.fullName) ?? person.name,
                 avatarURL: provider == .google ? person.picture : nil, now: now)
-            try await audit(work, "identity_linked", user: user.id, provider: provider, how: "signed in")
+            try await audit(work, .identityLinked, user: user.id, provider: provider, how: "signed in")
             try await upgradeIfAnonymous(work, user, provider: provider)
         }
         return try await userResponse(user.id)
@@ -162,7 +162,7 @@ struct ProviderSignInService: Sendable {
                     user.id, email: address, normalizedEmail: normalized, verifiedAt: sameAddress ? current.emailVerifiedAt : nil, now: now)
                 try await tx.updatePassword(user.id, hash: hash, changedAt: now, now: now)
                 try await tx.insertIdentity(Identity(userID: user.id, provider: .email, subject: normalized, email: address, createdAt: now))
-                try await audit(work, "identity_linked", user: user.id, provider: .email, how: "password")
+                try await audit(work, .identityLinked, user: user.id, provider: .email, how: "password")
                 try await upgradeIfAnonymous(work, current, provider: .email)
                 if !(sameAddress && current.emailVerified), preset.verification.sendOnSignup, var updated = try await tx.user(id: user.id) {
                     updated.emailVerifiedAt = nil
@@ -177,7 +177,7 @@ struct ProviderSignInService: Sendable {
 
     private func upgradeIfAnonymous(_ work: Work, _ user: User, provider: Provider) async throws {
         guard user.isAnonymous else { return }
-        try await lifecycle.upgradeAnonymous(work, user.id, provider: provider.rawValue)
+        try await lifecycle.upgradeAnonymous(work, user.id, provider: provider)
     }
 
     /// 409 `identity_in_use`, with a merge token for an anonymous caller.
@@ -206,7 +206,7 @@ struct ProviderSignInService: Sendable {
             if provider == .email {
                 try await tx.updatePassword(user.id, hash: nil, changedAt: now, now: now)
             }
-            try await audit(work, "identity_unlinked", user: user.id, provider: provider, how: "by user")
+            try await audit(work, .identityUnlinked, user: user.id, provider: provider, how: "by user")
         }
     }
 
@@ -250,7 +250,7 @@ struct ProviderSignInService: Sendable {
             default:
                 break
             }
-            try await work.audit("apple_event", event.type, user: event.type == "account-delete" ? nil : user, details: ["type": event.type])
+            try await work.audit(.appleEvent, AuditEvent.Outcome(rawValue: event.type), user: event.type == "account-delete" ? nil : user, details: ["type": event.type])
         }
     }
 
@@ -261,7 +261,7 @@ struct ProviderSignInService: Sendable {
         return UserResponse(user: user.payload(identities: try await store.identities(of: id)))
     }
 
-    private func audit(_ work: Work, _ event: String, user: UserID, provider: Provider, how: String) async throws {
+    private func audit(_ work: Work, _ event: AuditEvent.Name, user: UserID, provider: Provider, how: String) async throws {
         try await work.audit(event, user: user, details: ["provider": provider.rawValue, "how": how])
     }
 

@@ -62,7 +62,7 @@ struct PurchaseService: Sendable {
             let isNew = current?.userID == nil || (record.expiresAt ?? .distantPast) > (current?.expiresAt ?? .distantPast)
             if isNew {
                 try await work.record(
-                    "purchase.succeeded", user: user.id,
+                    .purchaseSucceeded, user: user.id,
                     data: ["product_id": transaction.productId, "transaction_id": transaction.transactionId, "source": "app"])
             }
             try await recordPlanChange(work, user: user.id, before: before)
@@ -117,7 +117,7 @@ struct PurchaseService: Sendable {
             if ["SUBSCRIBED", "DID_RENEW"].contains(notification.notificationType) {
                 var data = ["product_id": transaction.productId, "transaction_id": transaction.transactionId, "source": "app_store"]
                 data["kind"] = notification.notificationType == "DID_RENEW" ? "renewal" : (notification.subtype?.lowercased() ?? "purchase")
-                try await work.record("purchase.succeeded", user: owner.id, data: data)
+                try await work.record(.purchaseSucceeded, user: owner.id, data: data)
             }
             try await recordPlanChange(work, user: owner.id, before: before)
         }
@@ -135,7 +135,7 @@ struct PurchaseService: Sendable {
         guard record.introductory, user.trialStartedAt == nil else { return }
         let start = transaction.purchaseDate.map(Date.init(unixMilliseconds:)) ?? work.now
         if try await work.tx.startTrial(user.id, at: start) {
-            try await work.record("trial.started", user: user.id, data: ["source": "app_store", "product_id": transaction.productId])
+            try await work.record(.trialStarted, user: user.id, data: ["source": "app_store", "product_id": transaction.productId])
         }
     }
 
@@ -145,7 +145,7 @@ struct PurchaseService: Sendable {
         let after = try await entitlements.input(for: updated, in: work.tx)
         let from = engine.planState(before, at: now)
         let to = engine.planState(after, at: now)
-        if from != to { try await work.record("plan.changed", user: user, data: ["from": from, "to": to]) }
+        if from != to { try await work.record(.planChanged, user: user, data: ["from": from, "to": to]) }
     }
 
     /// The account a purchase belongs to: the stored owner, else the `appAccountToken` the app

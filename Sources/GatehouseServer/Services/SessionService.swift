@@ -35,7 +35,7 @@ struct SessionService: Sendable {
                 throw sessionRevoked
             case .reuseDetected:
                 _ = try await tx.revokeSession(session.id, reason: "refresh_token_reuse", at: now)
-                try await work.audit("refresh_reuse_detected", "session_revoked", user: session.userID, session: session.id)
+                try await work.audit(.refreshReuseDetected, .sessionRevoked, user: session.userID, session: session.id)
                 return .revoked
             case .repeatSuccessor:
                 let successor = try tokens.successor(of: token)
@@ -69,14 +69,14 @@ struct SessionService: Sendable {
 
     // MARK: Logout and the session list
 
-    func logout(_ identity: AccessIdentity, scope: String?, client: ClientInfo) async throws {
+    func logout(_ identity: AccessIdentity, scope: SignOutScope, client: ClientInfo) async throws {
         let now = clock.now
-        switch scope ?? "local" {
-        case "local":
+        switch scope {
+        case .local:
             _ = try await store.revokeSession(identity.sessionID, reason: "logout", at: now)
-        case "others":
+        case .others:
             _ = try await store.revokeSessions(of: identity.userID, keeping: identity.sessionID, reason: "logout_others", at: now)
-        case "global":
+        case .global:
             try await unitOfWork.run { work in
                 _ = try await work.tx.revokeSessions(of: identity.userID, keeping: nil, reason: "logout_global", at: now)
                 // Signed out everywhere means no replayed Idempotency-Key signs back in either.
@@ -86,18 +86,14 @@ struct SessionService: Sendable {
             throw GatehouseError.invalidRequest("The scope must be local, others or global.")
         }
         try await unitOfWork.audit(
-            "logout", "success", user: identity.userID, session: identity.sessionID, client: client, details: ["scope": scope ?? "local"])
+            .logout, .success, user: identity.userID, session: identity.sessionID, client: client, details: ["scope": scope.rawValue])
     }
 
     func list(_ identity: AccessIdentity) async throws -> SessionsResponse {
         let now = clock.now
         let live = try await store.sessions(of: identity.userID).filter { $0.isLive(at: now, settings: preset.tokens) }
         return SessionsResponse(
-            sessions: live.map {
-                SessionInfo(
-                    id: $0.id.description, createdAt: $0.createdAt.rfc3339, lastActiveAt: $0.lastActiveAt.rfc3339,
-                    userAgent: $0.userAgent, provider: $0.provider, current: $0.id == identity.sessionID)
-            })
+            sessions: live.map { SessionInfo($0, current: identity.sessionID) })
     }
 
     func revoke(_ identity: AccessIdentity, id: String, client: ClientInfo) async throws {
@@ -107,7 +103,7 @@ struct SessionService: Sendable {
             throw GatehouseError.notFound("No such session.")
         }
         _ = try await store.revokeSession(sessionID, reason: "revoked_by_user", at: clock.now)
-        try await unitOfWork.audit("session_revoked", "success", user: identity.userID, session: sessionID, client: client)
+        try await unitOfWork.audit(.sessionRevoked, .success, user: identity.userID, session: sessionID, client: client)
     }
 
     var invalidRefreshToken: GatehouseError {

@@ -44,7 +44,7 @@ public struct UserAdminService: Sendable {
             _ = try await work.tx.setDisabled(user.id, at: user.disabledAt ?? now, reason: reason ?? user.disabledReason, now: now)
             // Disabling ends every session, not only the next refresh.
             _ = try await work.tx.revokeSessions(of: user.id, keeping: nil, reason: "account_disabled", at: now)
-            try await work.audit("account_disabled", user: user.id)
+            try await work.audit(.accountDisabled, user: user.id)
         }
         return try await show(user.id.description)
     }
@@ -57,20 +57,21 @@ public struct UserAdminService: Sendable {
             guard try await lifecycle.delete(work, user.id, reason: "operator") else {
                 throw GatehouseError.notFound("No user matches '\(reference)'.")
             }
-            try await work.audit("account_deleted", user: user.id, details: ["by": "operator"])
+            try await work.audit(.accountDeleted, user: user.id, details: ["by": "operator"])
         }
     }
 
     /// Sets or clears the plan override the entitlement engine honours.
     public func setPlanOverride(_ reference: String, plan: String?) async throws -> AdminUser {
         let user = try await find(reference)
-        if let plan, !["free", "trial", "pro", "pro_grace"].contains(plan) {
+        // Any state but `guest` (which needs no account).
+        if let plan, PlanState(known: plan) == nil || PlanState(known: plan) == .guest {
             throw GatehouseError.invalidRequest("The plan must be free, trial, pro, pro_grace or null.")
         }
         try await unitOfWork.run { work in
             try await work.tx.setPlanOverride(user.id, plan, now: work.now)
-            try await work.audit("plan_override", user: user.id, details: ["plan": plan ?? "none"])
-            try await work.record("plan.changed", user: user.id, data: ["override": plan ?? "none"])
+            try await work.audit(.planOverride, user: user.id, details: ["plan": plan ?? "none"])
+            try await work.record(.planChanged, user: user.id, data: ["override": plan ?? "none"])
         }
         return try await show(user.id.description)
     }
@@ -94,12 +95,7 @@ public struct UserAdminService: Sendable {
         let page = Array(events.prefix(count))
         let next = events.count > count ? page.last?.sequence.map { String($0) } : nil
         return AuditList(
-            events: page.map {
-                AuditEntry(
-                    id: $0.id.uuidString.lowercased(), createdAt: $0.createdAt.rfc3339, event: $0.event, outcome: $0.outcome,
-                    userID: $0.userID?.description, sessionID: $0.sessionID?.description, ipAddress: $0.ipAddress,
-                    userAgent: $0.userAgent, details: $0.details)
-            }, nextCursor: next)
+            events: page.map(AuditEntry.init), nextCursor: next)
     }
 
     private func find(_ reference: String) async throws -> User {

@@ -25,21 +25,21 @@ struct AccountLifecycle: Sendable {
     }
 
     /// A new account with its first identity; records `user.created` for `provider`.
-    func create(_ work: Work, _ user: User, identity: Identity, provider: String) async throws {
+    func create(_ work: Work, _ user: User, identity: Identity, provider: Provider) async throws {
         try await work.tx.insertUser(user)
         try await work.tx.insertIdentity(identity)
-        try await work.record("user.created", user: user.id, data: ["provider": provider])
+        try await work.record(.userCreated, user: user.id, data: ["provider": provider.rawValue])
     }
 
     /// An anonymous account that gains a real identity keeps its id and data (contract, linking
     /// paragraph): it stops being anonymous, loses its `anonymous` identity, and `user.upgraded`
     /// is recorded; its Idempotency-Keys are forgotten.
-    func upgradeAnonymous(_ work: Work, _ id: UserID, provider: String) async throws {
+    func upgradeAnonymous(_ work: Work, _ id: UserID, provider: Provider) async throws {
         try await work.tx.markUpgraded(id, now: work.now)
         _ = try await work.tx.deleteIdentities(of: id, provider: .anonymous)
         // An anonymous start's Idempotency-Key must not sign in to the permanent account.
         try await work.tx.deleteIdempotencyKeys(of: id)
-        try await work.record("user.upgraded", user: id, data: ["provider": provider])
+        try await work.record(.userUpgraded, user: id, data: ["provider": provider.rawValue])
     }
 
     /// Deletes an account: queues the revocation of Apple's token (if Gatehouse holds one),
@@ -48,7 +48,7 @@ struct AccountLifecycle: Sendable {
     func delete(_ work: Work, _ id: UserID, reason: String) async throws -> Bool {
         try await work.queueAppleRevocation(of: id)
         guard try await work.tx.deleteUser(id) else { return false }
-        try await work.record("user.deleted", user: id, data: ["reason": reason])
+        try await work.record(.userDeleted, user: id, data: ["reason": reason])
         return true
     }
 
@@ -70,7 +70,7 @@ struct AccountLifecycle: Sendable {
         let revoked = try await tx.revokeSessions(of: user.id, keeping: nil, reason: "unverified_takeover_guard", at: work.now)
         try await tx.deleteIdempotencyKeys(of: user.id)
         try await work.audit(
-            "unverified_access_removed", user: user.id,
+            .unverifiedAccessRemoved, user: user.id,
             details: ["sessions_revoked": String(revoked.count), "identities_removed": removed.sorted().joined(separator: ","),
                       "password_removed": String(removePassword && user.passwordHash != nil)])
     }

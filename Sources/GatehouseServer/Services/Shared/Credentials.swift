@@ -18,13 +18,13 @@ struct Credentials: Sendable {
     /// the hash (429 while locked), a success releases it, a failure stays counted and is
     /// audited. Returns the verification; a failure has already been recorded when it returns.
     func checkAttempt(
-        _ password: String, against hash: String?, account: String, userID: UserID?, client: ClientInfo, event: String
+        _ password: String, against hash: String?, account: String, userID: UserID?, client: ClientInfo, event: AuditEvent.Name
     ) async throws -> PasswordHasher.Verification {
         let reservation: AttemptReservation
         do {
             reservation = try await throttle.reserveAttempt(account)
         } catch {
-            try await audits.audit(event, "locked", user: userID, client: client, details: ["reason": "account locked"])
+            try await audits.audit(event, .locked, user: userID, client: client, details: ["reason": "account locked"])
             throw error
         }
         let verification = try await hasher.verify(password, against: hash)
@@ -33,9 +33,9 @@ struct Credentials: Sendable {
             return verification
         }
         let wait = try await throttle.failed(reservation, client: client)
-        try await audits.audit(event, "failure", user: userID, client: client, details: ["reason": "invalid credentials"])
+        try await audits.audit(event, .failure, user: userID, client: client, details: ["reason": "invalid credentials"])
         if let wait {
-            try await audits.audit("lockout", "locked", user: userID, client: client, details: ["retry_after": String(wait)])
+            try await audits.audit(.lockout, .locked, user: userID, client: client, details: ["retry_after": String(wait)])
         }
         return PasswordHasher.Verification(matches: false, needsRehash: false)
     }

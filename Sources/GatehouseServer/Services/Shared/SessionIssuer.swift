@@ -13,11 +13,11 @@ struct SessionIssuer: Sendable {
 
     /// Opens a session for an account that has proved who it is (and queues a "new sign-in"
     /// notice when the device is new to the account); `event` names the audit row.
-    func signIn(_ work: Work, _ user: User, provider: String, event: String) async throws -> AuthResponse {
+    func signIn(_ work: Work, _ user: User, provider: Provider, event: AuditEvent.Name) async throws -> AuthResponse {
         let client = work.client ?? ClientInfo(ip: nil, userAgent: nil)
         try await mail.queueNewSignInIfNew(work, user: user, client: client)
         let (session, refresh) = try await start(work, user: user, provider: provider)
-        try await work.audit(event, user: user.id, session: session.id, details: ["provider": provider])
+        try await work.audit(event, user: user.id, session: session.id, details: ["provider": provider.rawValue])
         return AuthResponse(
             user: user.payload(identities: try await work.tx.identities(of: user.id)),
             session: try await payload(user, session: session, refreshToken: refresh, in: work.tx))
@@ -29,7 +29,7 @@ struct SessionIssuer: Sendable {
     }
 
     /// The session row and its first refresh token.
-    func start(_ work: Work, user: User, provider: String) async throws -> (Session, String) {
+    func start(_ work: Work, user: User, provider: Provider) async throws -> (Session, String) {
         let now = work.now
         let client = work.client
         let session = Session(

@@ -21,8 +21,11 @@ struct UnitOfWork: Sendable {
     func run<T: Sendable>(client: ClientInfo? = nil, _ body: @escaping @Sendable (Work) async throws -> T) async throws -> T {
         let queued = Queued()
         let kept = client?.stored(under: privacy)
+        // The request's time, read before waiting for the database: a refresh queued behind a
+        // busy writer is judged by when it came (its reuse window), not by when it got a turn.
+        let now = clock.now
         let result = try await store.transaction { tx in
-            try await body(Work(tx: tx, now: clock.now, client: kept, events: events, jobs: jobs, queued: queued))
+            try await body(Work(tx: tx, now: now, client: kept, events: events, jobs: jobs, queued: queued))
         }
         let (mailQueued, jobsQueued) = queued.flags
         if mailQueued { mail?.wake() }
@@ -33,7 +36,7 @@ struct UnitOfWork: Sendable {
     /// One audit row on its own, outside any transaction (a failed attempt whose refusal
     /// rolls nothing back).
     func audit(
-        _ event: String, _ outcome: String, user: UserID? = nil, session: SessionID? = nil, client: ClientInfo,
+        _ event: AuditEvent.Name, _ outcome: AuditEvent.Outcome, user: UserID? = nil, session: SessionID? = nil, client: ClientInfo,
         details: [String: String] = [:]
     ) async throws {
         let kept = client.stored(under: privacy)
@@ -65,7 +68,7 @@ struct Work: Sendable {
     /// An audit row with the request's client (`withClient: false` keeps it out, e.g. for the
     /// row that outlives a deleted account).
     func audit(
-        _ event: String, _ outcome: String = "success", user: UserID?, session: SessionID? = nil, details: [String: String] = [:],
+        _ event: AuditEvent.Name, _ outcome: AuditEvent.Outcome = .success, user: UserID?, session: SessionID? = nil, details: [String: String] = [:],
         withClient: Bool = true
     ) async throws {
         let client = withClient ? client : nil
@@ -75,7 +78,7 @@ struct Work: Sendable {
     }
 
     /// A domain event for the feed and, when one is configured, the webhook.
-    func record(_ type: String, user: UserID?, data: [String: String] = [:]) async throws {
+    func record(_ type: DomainEvent.Kind, user: UserID?, data: [String: String] = [:]) async throws {
         if try await events.record(tx, type, user: user, data: data) { queued.jobs() }
     }
 
