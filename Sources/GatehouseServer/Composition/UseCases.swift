@@ -82,12 +82,12 @@ struct UseCases {
             store: store, unitOfWork: unitOfWork, credentials: credentials, lifecycle: lifecycle, verifiers: verifiers, codes: codes,
             preset: preset, clock: clock)
         export = ExportService(store: store, entitlements: entitlements, clock: clock)
-        usage = UsageService(store: store, unitOfWork: unitOfWork, entitlements: entitlements, clock: clock)
+        usage = UsageService(store: store, unitOfWork: unitOfWork, entitlements: entitlements, engine: infra.engine, clock: clock)
         analytics = AnalyticsService(unitOfWork: unitOfWork, throttle: throttle, clock: clock)
         purchases = PurchaseService(
             store: store, verifier: AppStoreJWSVerifier(roots: infra.appStoreRoots),
             bundleID: config.appStoreBundleID ?? config.appleAudiences.first, environments: config.appStoreEnvironments,
-            entitlements: entitlements, unitOfWork: unitOfWork, clock: clock, logger: infra.logger)
+            entitlements: entitlements, engine: infra.engine, unitOfWork: unitOfWork, clock: clock, logger: infra.logger)
         users = UserAdminService(store: store, unitOfWork: unitOfWork, lifecycle: lifecycle, clock: clock)
         testMail = TestMailService(unitOfWork: unitOfWork)
     }

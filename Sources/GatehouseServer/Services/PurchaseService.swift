@@ -14,6 +14,7 @@ struct PurchaseService: Sendable {
     let bundleID: String?
     let environments: [String]
     let entitlements: EntitlementService
+    let engine: EntitlementEngine
     let unitOfWork: UnitOfWork
     let clock: any WallClock
     let logger: Logger
@@ -23,7 +24,7 @@ struct PurchaseService: Sendable {
         case hint(RestoreHint)
     }
 
-    private var settings: EntitlementSettings { entitlements.engine.settings }
+    private var settings: EntitlementSettings { engine.settings }
 
     /// `POST /v1/purchases/apple`. Signed in: the purchase becomes the account's (unless another
     /// account owns it) and the answer is the new snapshot. Not signed in: who owns it, masked.
@@ -140,7 +141,7 @@ struct PurchaseService: Sendable {
     }
 
     private func recordPlanChange(_ work: Work, user: UserID, before: EntitlementInput) async throws {
-        let (engine, now) = (entitlements.engine, work.now)
+        let now = work.now
         guard let updated = try await work.tx.user(id: user) else { return }
         let after = try await entitlements.input(for: updated, in: work.tx)
         let from = engine.planState(before, at: now)

@@ -11,9 +11,9 @@ struct UsageService: Sendable {
     let store: any UserStore
     let unitOfWork: UnitOfWork
     let entitlements: EntitlementService
+    let engine: EntitlementEngine
     let clock: any WallClock
 
-    private var engine: EntitlementEngine { entitlements.engine }
 
     /// Records one use of `name` by `request.userID`, reserved before the answer: the count and
     /// the limit are compared in the same statement that adds to the count.
