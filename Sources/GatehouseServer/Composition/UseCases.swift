@@ -73,7 +73,7 @@ struct UseCases {
         linkPages = LinkPagesService(store: store, clock: clock, verification: verification, reset: reset, magicLinks: magicLinks)
         providers = ProviderSignInService(
             store: store, unitOfWork: unitOfWork, gate: gate, credentials: credentials, sessions: issuer, lifecycle: lifecycle,
-            mail: accountMail, throttle: throttle, verifiers: verifiers, preset: preset, clock: clock,
+            mail: accountMail, throttle: throttle, verifiers: verifiers, preset: preset,
             appleTokens: infra.appleTokens != nil, merges: merges)
         profiles = ProfileService(
             store: store, unitOfWork: unitOfWork, gate: gate, sessions: issuer, lifecycle: lifecycle, throttle: throttle,

@@ -51,15 +51,14 @@ struct AdminController {
         }
         admin.on(Endpoints.adminAudit) { request, _ in
             let query = request.uri.queryParameters
-            let limit = query["limit"].map(String.init)
             // The limit is checked first, then the user, then the cursor.
-            _ = try PageQuery(limit: limit, default: 100, range: 1...500, cursor: nil, allowsNegative: true)
+            var page = try PageQuery(limit: query["limit"].map(String.init), default: 100, range: 1...500, cursor: nil, allowsNegative: true)
             var user: UserID?
             if let text = query["user_id"].map(String.init) {
                 guard let parsed = UserID(text) else { throw GatehouseError.invalidRequest("The user_id is not valid.") }
                 user = parsed
             }
-            let page = try PageQuery(limit: limit, default: 100, range: 1...500, cursor: query["before"].map(String.init), allowsNegative: true)
+            try page.readCursor(query["before"].map(String.init), allowsNegative: true)
             return try JSONBody.response(try await self.users.audit(user: user, page))
         }
         admin.on(Endpoints.adminTestMail) { request, _ in

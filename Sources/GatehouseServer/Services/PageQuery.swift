@@ -14,7 +14,14 @@ struct PageQuery: Sendable, Equatable {
             throw GatehouseError.invalidRequest("The limit must be between \(range.lowerBound) and \(range.upperBound).")
         }
         self.limit = limit
+        try readCursor(text, allowsNegative: allowsNegative)
+    }
+
+    /// Sets the cursor from its text (a list that checks other parameters between the limit and
+    /// the cursor reads it last).
+    mutating func readCursor(_ text: String?, allowsNegative: Bool) throws {
         cursorText = text
+        cursor = nil
         if let text, !text.isEmpty {
             guard let sequence = Int64(text), allowsNegative || sequence >= 0 else { throw GatehouseError.invalidRequest("The cursor is not valid.") }
             cursor = sequence

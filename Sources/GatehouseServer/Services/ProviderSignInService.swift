@@ -21,7 +21,6 @@ struct ProviderSignInService: Sendable {
     let throttle: ThrottleService
     let verifiers: ProviderVerifiers
     let preset: Preset
-    let clock: any WallClock
     /// Exchanges Apple's authorization code in the background (when Apple credentials are set).
     let appleTokens: Bool
     let merges: MergeTokens
