@@ -202,10 +202,15 @@ import Testing
             // them; the twenty within it wait for their body.
             #expect((10...11).contains(await held.closedByServer()))
             held.close()
-            try await Task.sleep(for: .milliseconds(300))
-            // Once they are gone, new connections are taken again.
-            let answers = try await LastByteRace.send(port: port, LastByteRace.request("GET", "/v1/config"), copies: 5)
-            #expect(answers.allSatisfy { $0.status == 200 }, "\(answers.map(\.status))")
+            // Once they are gone, new connections are taken again (the server sees the closes
+            // within moments; a loaded machine may take a few hundred milliseconds more).
+            var answers: [LastByteRace.Answer] = []
+            for _ in 0..<20 {
+                try await Task.sleep(for: .milliseconds(300))
+                answers = (try? await LastByteRace.send(port: port, LastByteRace.request("GET", "/v1/config"), copies: 5)) ?? []
+                if answers.count == 5, answers.allSatisfy({ $0.status == 200 }) { break }
+            }
+            #expect(answers.count == 5 && answers.allSatisfy { $0.status == 200 }, "\(answers.map(\.status))")
         }
     }
 
@@ -258,7 +263,7 @@ final class RawConnections: @unchecked Sendable {
         }
     }
 
-    /// How many the server closed (a read sees the end, or a reset) within a second, all
+    /// How many the server closed (a read sees the end, or a reset) within three seconds, all
     /// sockets watched together by one `poll` on a thread of its own: blocking calls on Swift's
     /// cooperative pool (two threads here) would stall every other test in the process.
     func closedByServer() async -> Int {
@@ -266,7 +271,7 @@ final class RawConnections: @unchecked Sendable {
         return await withCheckedContinuation { continuation in
             LastByteRace.onOwnThread {
                 var watched = sockets.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
-                let deadline = Date().addingTimeInterval(1)
+                let deadline = Date().addingTimeInterval(3)
                 var closed = Set<Int32>()
                 while Date() < deadline, closed.count < sockets.count {
                     guard poll(&watched, nfds_t(watched.count), 100) > 0 else { continue }

@@ -335,7 +335,7 @@ import Testing
         // 17.5 s to pick a name.
         device.clock.advance(by: 17.5)
         let doneAt = device.clock.now().rfc3339
-        try await model.chooseName(model.nameSuggestions[0])
+        try await model.chooseName(try #require(model.nameSuggestions.first))
         #expect(device.clock.waits.isEmpty, "no retry moved the clock")
         await client.flushAnalytics()
 
