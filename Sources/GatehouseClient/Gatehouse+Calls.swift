@@ -35,6 +35,8 @@ public enum DeletionProof: Sendable, Equatable {
     case password(String)
     case idToken(String, rawNonce: String?)
     case code(String)
+    /// An assertion by one of the account's passkeys, on options from `passkeySignInOptions()`.
+    case passkey(PasskeySignInOptions, PasskeyAssertion)
 }
 
 extension Gatehouse {
@@ -279,6 +281,7 @@ extension Gatehouse {
         case .password(let password): body = DeleteAccountRequest(password: password)
         case .idToken(let token, let nonce): body = DeleteAccountRequest(idToken: token, rawNonce: nonce)
         case .code(let code): body = DeleteAccountRequest(code: code)
+        case .passkey(let options, let assertion): body = DeleteAccountRequest(passkey: assertion.request(options.challengeID))
         }
         try await call(Endpoints.deleteAccount, body: body, auth: .required)
         end(.accountDeleted)

@@ -11,7 +11,7 @@ extension PlanState {
 }
 
 /// How a person signs in: an identity on the account, the last way used on this device
-/// (`.email`, `.apple`, `.google`, `.magicLink`, `.anonymous`).
+/// (`.email`, `.apple`, `.google`, `.magicLink`, `.anonymous`, `.passkey`).
 public typealias SignInProvider = Provider
 
 extension EntitlementsPayload {

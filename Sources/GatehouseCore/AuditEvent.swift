@@ -59,6 +59,12 @@ extension AuditEvent {
         public static let unverifiedAccessRemoved: Name = "unverified_access_removed"
         public static let identityLinked: Name = "identity_linked"
         public static let identityUnlinked: Name = "identity_unlinked"
+        /// A passkey registered (`passkey_id`, `backup_eligible`).
+        public static let passkeyAdded: Name = "passkey_added"
+        /// A passkey removed by its owner (`passkey_id`).
+        public static let passkeyRemoved: Name = "passkey_removed"
+        /// A passkey sign-in or proof that failed (`reason`).
+        public static let passkeyAssertion: Name = "passkey_assertion"
         public static let accountMerged: Name = "account_merged"
         /// The password proof before a deletion (a failed or locked attempt).
         public static let deleteAccount: Name = "delete_account"

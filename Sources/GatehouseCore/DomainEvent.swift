@@ -47,6 +47,10 @@ extension DomainEvent {
         public static let trialStarted: Kind = "trial.started"
         public static let purchaseSucceeded: Kind = "purchase.succeeded"
         public static let creditSpent: Kind = "credit.spent"
+        /// A passkey was registered to an account (`passkey_id`).
+        public static let passkeyAdded: Kind = "passkey.added"
+        /// A passkey was removed from an account (`passkey_id`).
+        public static let passkeyRemoved: Kind = "passkey.removed"
         /// A client analytics event (`POST /v1/events`); its name is in `data`.
         public static let analytics: Kind = "analytics"
     }

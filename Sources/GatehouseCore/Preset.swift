@@ -22,6 +22,8 @@ public struct Preset: Sendable, Equatable, PresetCodable {
     public var privacy = PrivacySettings()
     /// Plans, capabilities, limits, credits, trials and the gate each action answers.
     public var entitlements = EntitlementSettings()
+    /// Passkey ceremonies' rules (on when `sign_in_methods.passkey` is).
+    public var passkeys = PasskeySettings()
     /// User-facing strings (error messages, banners, prompts), by key.
     public var copy: [String: String] = [:]
 
@@ -32,7 +34,7 @@ public struct Preset: Sendable, Equatable, PresetCodable {
             .decodedFirst("name", \.name), .key("app", \.app), .key("sign_in_methods", \.signInMethods), .key("password_policy", \.passwordPolicy),
             .key("tokens", \.tokens), .key("enumeration_protection", \.enumerationProtection), .key("verification", \.verification),
             .key("email", \.email), .key("throttling", \.throttling), .key("handles", \.handles), .key("privacy", \.privacy),
-            .key("entitlements", \.entitlements), .key("copy", \.copy),
+            .key("entitlements", \.entitlements), .key("passkeys", \.passkeys), .key("copy", \.copy),
         ]
     }
 
@@ -93,6 +95,9 @@ public struct Preset: Sendable, Equatable, PresetCodable {
             check(days >= 1, "'privacy.anonymous_cleanup_days' must be at least 1")
         }
         check(privacy.retentionDays >= 1, "'privacy.retention_days' must be at least 1")
+        check(
+            ["required", "preferred"].contains(passkeys.userVerification), "'passkeys.user_verification' must be 'required' or 'preferred'")
+        check((60...600).contains(passkeys.challengeTTLSeconds), "'passkeys.challenge_ttl_seconds' must be between 60 and 600")
         check(signInMethods.enabled.count > 0, "'sign_in_methods' must turn on at least one method")
         problems += entitlements.problems()
         return problems
@@ -149,6 +154,8 @@ public struct SignInMethods: Sendable, Equatable, PresetSection {
     public var anonymous = true
     public var apple = true
     public var google = true
+    /// Passkeys (WebAuthn): off unless a preset turns them on.
+    public var passkey = false
 
     public init() {}
 
@@ -160,13 +167,14 @@ public struct SignInMethods: Sendable, Equatable, PresetSection {
         if anonymous { names.append("anonymous") }
         if apple { names.append("apple") }
         if google { names.append("google") }
+        if passkey { names.append("passkey") }
         return names
     }
 
     static var fields: [PresetField<Self>] {
         [
             .key("email_password", \.emailPassword), .key("magic_link", \.magicLink), .key("anonymous", \.anonymous),
-            .key("apple", \.apple), .key("google", \.google),
+            .key("apple", \.apple), .key("google", \.google), .key("passkey", \.passkey),
         ]
     }
 }

@@ -37,6 +37,15 @@ public struct Session: Sendable, Equatable {
 
     public var isRevoked: Bool { revokedAt != nil }
 
+    /// How long after its sign-in a session proves a recent sign-in by itself (deleting the
+    /// account, adding a passkey).
+    public static let recentSignInSeconds: TimeInterval = 300
+
+    /// Whether the sign-in that opened this session was recent enough at `now`.
+    public func isRecentSignIn(at now: Date) -> Bool {
+        now.timeIntervalSince(createdAt) < Self.recentSignInSeconds
+    }
+
     /// Whether the session may still be used at `now` under `settings`.
     public func isLive(at now: Date, settings: TokenSettings) -> Bool {
         if revokedAt != nil { return false }

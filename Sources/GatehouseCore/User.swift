@@ -15,6 +15,15 @@ public struct Provider: GatehouseValue {
     /// upgraded, and the SDK's last way in on a device. Its identity and session are `email`.
     public static let magicLink: Provider = "magic_link"
     public static let anonymous: Provider = "anonymous"
+    /// A passkey (WebAuthn): the `provider` of its sessions and of the accounts it made. A
+    /// passkey is not an identity row: the account's passkeys are listed on their own.
+    public static let passkey: Provider = "passkey"
+
+    /// The access token's `amr` method for a session opened this way, where the session says
+    /// it exactly (an `email` session may be a password or a magic link, so it has none yet).
+    public var authenticationMethod: String? {
+        [.passkey, .apple, .google, .anonymous].contains(self) ? rawValue : nil
+    }
 }
 
 /// An account as the domain sees it.

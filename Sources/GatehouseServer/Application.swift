@@ -138,6 +138,8 @@ func makeRouter(_ infra: Infrastructure, _ useCases: UseCases) -> Router<Gatehou
         passwords: u.passwords, profiles: u.profiles, providers: u.providers, magicLinks: u.magicLinks, authenticator: u.authenticator,
         input: input
     ).register(on: router)
+    PasskeysController(passkeys: u.passkeys, authenticator: u.authenticator, input: input).register(on: router, signedIn: signedIn)
+    WellKnownController(relyingParty: config.relyingParty, preset: preset).register(on: router)
     SessionsController(sessions: u.sessions, input: input).register(on: router, signedIn: signedIn)
     PasswordController(passwords: u.passwords, reset: u.reset, input: input).register(on: router, signedIn: signedIn)
     EmailVerificationController(verification: u.verification, input: input).register(on: router, signedIn: signedIn)

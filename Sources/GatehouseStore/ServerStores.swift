@@ -85,6 +85,8 @@ public struct PurgeCounts: Sendable, Equatable {
     /// Usage meter rows of periods that started over 62 days ago (two months: a monthly
     /// meter's current and previous periods stay).
     public var usageRows = 0
+    /// Passkey ceremonies never finished, once expired (`purgePasskeyChallenges`).
+    public var passkeyChallenges = 0
     public init() {}
 }
 

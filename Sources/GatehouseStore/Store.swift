@@ -1,7 +1,8 @@
 /// All of Gatehouse's storage, behind one protocol with a SQLite and a PostgreSQL
 /// implementation that pass the same contract suite.
 public protocol GatehouseStore: UserStore, SigningKeyStore, SessionStore, ThrottleStore, AuditStore, SecretStore, OutboxStore,
-    EmailTokenStore, JobStore, AccountStore, EntitlementStore, SubscriptionStore, ReplayStore, RetentionStore, UsageStore
+    EmailTokenStore, JobStore, AccountStore, EntitlementStore, SubscriptionStore, ReplayStore, RetentionStore, UsageStore,
+    PasskeyStore
 {
     var dialect: SQLDialect { get }
     /// Runs `body` in one transaction against a store bound to it.

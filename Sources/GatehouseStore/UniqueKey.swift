@@ -16,6 +16,8 @@ public enum UniqueKey: Sendable, Hashable, CaseIterable {
     case creditSpend
     /// `usage_records (user_id, meter, idempotency_key)`: the use's key was used meanwhile (`addUsage`).
     case usageRecord
+    /// `passkeys.credential_id`: the credential is registered already (`insertPasskey`).
+    case passkeyCredential
     /// `signing_keys_one_active`: another active signing key exists (`insertSigningKey`).
     case activeSigningKey
     /// `server_secrets.name`: another node stored the secret first (`insertSecret`).
@@ -32,6 +34,7 @@ public enum UniqueKey: Sendable, Hashable, CaseIterable {
         (.idempotencyKey, "idempotency_keys.scope, idempotency_keys.key_hash", "idempotency_keys_pkey"),
         (.creditSpend, "credit_ledger.user_id, credit_ledger.idempotency_key", "credit_ledger_user_id_idempotency_key_key"),
         (.usageRecord, "usage_records.user_id, usage_records.meter, usage_records.idempotency_key", "usage_records_pkey"),
+        (.passkeyCredential, "passkeys.credential_id", "passkeys_credential_id_key"),
         (.activeSigningKey, "signing_keys.status", "signing_keys_one_active"),
         (.secret, "server_secrets.name", "server_secrets_pkey"),
     ]

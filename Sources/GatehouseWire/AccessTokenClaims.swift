@@ -13,9 +13,12 @@ public struct AccessTokenClaims: Codable, Sendable, Equatable {
     public var plan: String?
     public var emailVerified: Bool?
     public var planExpiresAt: Int64?
+    /// How the session's holder signed in (RFC 8176's idea, the contract's shape): methods
+    /// `passkey`, `apple`, `google`, `anonymous`, … with the Unix time of each.
+    public var amr: [AuthenticationMethodReference]?
 
     public enum CodingKeys: String, CodingKey {
-        case iss, aud, sub, sid, iat, nbf, exp, plan
+        case iss, aud, sub, sid, iat, nbf, exp, plan, amr
         case isAnonymous = "is_anonymous"
         case emailVerified = "email_verified"
         case planExpiresAt = "plan_expires_at"
@@ -23,7 +26,7 @@ public struct AccessTokenClaims: Codable, Sendable, Equatable {
 
     public init(
         iss: String, aud: String, sub: String, sid: String, iat: Int64?, nbf: Int64?, exp: Int64, isAnonymous: Bool?, plan: String?,
-        emailVerified: Bool?, planExpiresAt: Int64?
+        emailVerified: Bool?, planExpiresAt: Int64?, amr: [AuthenticationMethodReference]? = nil
     ) {
         self.iss = iss
         self.aud = aud
@@ -36,5 +39,18 @@ public struct AccessTokenClaims: Codable, Sendable, Equatable {
         self.plan = plan
         self.emailVerified = emailVerified
         self.planExpiresAt = planExpiresAt
+        self.amr = amr
     }
+}
+
+/// One entry of an access token's `amr`: a way the holder proved who they are, and when.
+public struct AuthenticationMethodReference: Codable, Sendable, Equatable {
+    public var method: String
+    /// Unix seconds.
+    public var timestamp: Int64
+    public init(method: String, timestamp: Int64) {
+        self.method = method
+        self.timestamp = timestamp
+    }
+    enum CodingKeys: String, CodingKey { case method, timestamp }
 }

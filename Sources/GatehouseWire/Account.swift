@@ -149,12 +149,15 @@ public struct AdminUser: Codable, Sendable, Hashable {
     /// RFC 3339 UTC, or `null` when the account is enabled.
     public var disabledAt: String?
     public var disabledReason: String?
+    /// The account's passkeys.
+    public var passkeys: [PasskeyPayload]
 
-    public init(user: UserPayload, disabled: Bool, disabledAt: String?, disabledReason: String?) {
+    public init(user: UserPayload, disabled: Bool, disabledAt: String?, disabledReason: String?, passkeys: [PasskeyPayload] = []) {
         self.user = user
         self.disabled = disabled
         self.disabledAt = disabledAt
         self.disabledReason = disabledReason
+        self.passkeys = passkeys
     }
 
     enum CodingKeys: String, CodingKey {
@@ -162,6 +165,16 @@ public struct AdminUser: Codable, Sendable, Hashable {
         case disabled
         case disabledAt = "disabled_at"
         case disabledReason = "disabled_reason"
+        case passkeys
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        user = try container.decode(UserPayload.self, forKey: .user)
+        disabled = try container.decode(Bool.self, forKey: .disabled)
+        disabledAt = try container.decodeIfPresent(String.self, forKey: .disabledAt)
+        disabledReason = try container.decodeIfPresent(String.self, forKey: .disabledReason)
+        passkeys = try container.decodeIfPresent([PasskeyPayload].self, forKey: .passkeys) ?? []
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -170,6 +183,7 @@ public struct AdminUser: Codable, Sendable, Hashable {
         try container.encode(disabled, forKey: .disabled)
         try container.encode(disabledAt, forKey: .disabledAt)
         try container.encode(disabledReason, forKey: .disabledReason)
+        try container.encode(passkeys, forKey: .passkeys)
     }
 }
 

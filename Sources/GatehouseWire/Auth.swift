@@ -446,17 +446,24 @@ public struct DeleteAccountRequest: Codable, Sendable, Hashable {
     public var rawNonce: String?
     /// A magic-link code mailed to the account's address.
     public var code: String?
-    public init(password: String? = nil, idToken: String? = nil, rawNonce: String? = nil, code: String? = nil) {
+    /// An assertion by one of the account's passkeys, on a challenge from
+    /// `POST /v1/passkeys/authentication/options`.
+    public var passkey: PasskeyAssertionRequest?
+    public init(
+        password: String? = nil, idToken: String? = nil, rawNonce: String? = nil, code: String? = nil,
+        passkey: PasskeyAssertionRequest? = nil
+    ) {
         self.password = password
         self.idToken = idToken
         self.rawNonce = rawNonce
         self.code = code
+        self.passkey = passkey
     }
     enum CodingKeys: String, CodingKey {
         case password
         case idToken = "id_token"
         case rawNonce = "raw_nonce"
-        case code
+        case code, passkey
     }
 }
 

@@ -12,6 +12,10 @@ public enum Endpoints {
     public static let configuration = Endpoint<NoBody, OpaqueJSON>(.get, "/v1/config")
     /// `docs/openapi.yaml`.
     public static let openAPI = Endpoint<NoBody, YAMLDocument>(.get, "/openapi.yaml")
+    /// `webcredentials` and `applinks` for the configured `GATEHOUSE_APPLE_APP_IDS`.
+    public static let appleAppSiteAssociation = Endpoint<NoBody, OpaqueJSON>(.get, "/.well-known/apple-app-site-association")
+    /// W3C's well-known URL for passkey endpoints: where to enroll and manage passkeys.
+    public static let passkeyEndpoints = Endpoint<NoBody, OpaqueJSON>(.get, "/.well-known/passkey-endpoints")
 
     // MARK: Sign-up and sign-in
 
@@ -25,6 +29,25 @@ public enum Endpoints {
     public static let sendMagicLink = Endpoint<MagicLinkRequest, NoContent>(.post, "/v1/auth/magic-link")
     public static let verifyMagicLink = Endpoint<MagicLinkVerifyRequest, SignInResponse>(.post, "/v1/auth/magic-link/verify")
     public static let refresh = Endpoint<RefreshRequest, SessionResponse>(.post, "/v1/auth/refresh")
+
+    // MARK: Passkeys
+
+    /// With a Bearer: a passkey for this account (a sign-in in the last 5 minutes, or an
+    /// anonymous account, which it upgrades); without: a passkey sign-up.
+    public static let passkeyRegistrationOptions = Endpoint<PasskeyOptionsRequest, PasskeyCreationChallenge>(
+        .post, "/v1/passkeys/registration/options")
+    /// 200 `{passkey}` with a Bearer, 201 `{user, session}` for a sign-up.
+    public static let verifyPasskeyRegistration = Endpoint<PasskeyRegistrationRequest, PasskeyRegistrationResponse>(
+        .post, "/v1/passkeys/registration/verify")
+    /// `email` for a sign-in by address; none for a discoverable one.
+    public static let passkeyAuthenticationOptions = Endpoint<PasskeyOptionsRequest, PasskeyRequestChallenge>(
+        .post, "/v1/passkeys/authentication/options")
+    public static let verifyPasskeyAuthentication = Endpoint<PasskeyAssertionRequest, AuthResponse>(
+        .post, "/v1/passkeys/authentication/verify")
+    public static let passkeys = Endpoint<NoBody, PasskeysResponse>(.get, "/v1/passkeys")
+    public static let renamePasskey = Endpoint<PasskeyRenameRequest, PasskeyResponse>(.patch, "/v1/passkeys/{id}")
+    /// Never the account's last way in (409 `last_identity`).
+    public static let deletePasskey = Endpoint<NoBody, NoContent>(.delete, "/v1/passkeys/{id}")
 
     // MARK: Email and password
 
@@ -122,9 +145,11 @@ public enum Endpoints {
     /// `applePurchase`). `OpenAPITests` holds this list, the router's routes and
     /// `docs/openapi.yaml` to one set, and every declaration above to a place here.
     public static let all: [AnyEndpoint] = [
-        health.erased, jwks.erased, configuration.erased, openAPI.erased,
+        health.erased, jwks.erased, configuration.erased, openAPI.erased, appleAppSiteAssociation.erased, passkeyEndpoints.erased,
         signUp.erased, logIn.erased, signInAnonymously.erased, signInWithApple.erased, signInWithGoogle.erased,
         sendMagicLink.erased, verifyMagicLink.erased, refresh.erased,
+        passkeyRegistrationOptions.erased, verifyPasskeyRegistration.erased, passkeyAuthenticationOptions.erased,
+        verifyPasskeyAuthentication.erased, passkeys.erased, renamePasskey.erased, deletePasskey.erased,
         resendVerification.erased, verifyEmail.erased, forgotPassword.erased, resetPassword.erased, changePassword.erased,
         logOut.erased, sessions.erased, revokeSession.erased,
         linkEmail.erased, linkApple.erased, linkGoogle.erased,

@@ -65,13 +65,22 @@ extension ErrorCode {
     public static let planRequired: ErrorCode = "plan_required"
     /// A purchase another account owns (its restore hint is under `details`).
     public static let subscriptionInUse: ErrorCode = "subscription_in_use"
+
+    // Passkeys.
+    /// A WebAuthn answer that does not verify (its stable reasons under `reasons`).
+    public static let invalidCredential: ErrorCode = "invalid_credential"
+    /// A ceremony's challenge that is unknown, expired, used already or of another ceremony.
+    public static let challengeInvalid: ErrorCode = "challenge_invalid"
+    /// A credential id registered already.
+    public static let credentialInUse: ErrorCode = "credential_in_use"
 }
 
 extension ErrorCode {
     /// Every code of this version with the HTTP status it answers with (docs/errors.md lists
     /// the same): one meaning and one default status per code, as GoTrue's `errorcode.go` has.
-    /// `token_expired` is the one code the contract answers two ways: 401 for an access token
-    /// (its default), 400 for a link or code, so the server names that status itself.
+    /// Two codes the contract answers two ways, so the server names that status itself:
+    /// `token_expired` (401 for an access token, its default; 400 for a link or code) and
+    /// `invalid_credential` (400 at passkey registration, its default; 401 at sign-in).
     public static let defaultStatuses: [ErrorCode: Int] = [
         .invalidRequest: 400, .payloadTooLarge: 413, .notFound: 404, .methodNotAllowed: 405, .internalError: 500,
         .serviceUnavailable: 503, .unsupportedMediaType: 415, .methodDisabled: 403, .captchaRequired: 400, .rateLimited: 429,
@@ -83,10 +92,11 @@ extension ErrorCode {
         .lastIdentity: 409, .reauthenticationRequired: 403, .verificationRequired: 403,
         .invalidHandle: 422, .handleTaken: 409, .invalidDisplayName: 422, .invalidAvatarURL: 422, .invalidChoice: 422,
         .unknownAction: 400, .trialAlreadyUsed: 409, .invalidSignedPayload: 400, .planRequired: 403, .subscriptionInUse: 409,
+        .invalidCredential: 400, .challengeInvalid: 400, .credentialInUse: 409,
     ]
 
     /// The status this code answers with unless the server names another (only
-    /// `token_expired` for a link or code). A code this version does not list (an SDK-local
+    /// `token_expired` for a link or code, and `invalid_credential` at passkey sign-in). A code this version does not list (an SDK-local
     /// one, or one a newer server sent) is 500: the server raises only listed codes.
     public var defaultStatus: Int { Self.defaultStatuses[self] ?? 500 }
 }

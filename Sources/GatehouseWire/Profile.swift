@@ -191,12 +191,17 @@ public struct AccountExport: Codable, Sendable, Hashable {
     public var usageRecords: [ExportedUsage]
     /// Each meter's count per period.
     public var usageMeters: [ExportedUsageCount]
+    /// The account's passkeys (their public keys stay on the server: they identify nothing).
+    public var passkeys: [PasskeyPayload]
+    /// Passkey ceremonies opened for the account and not finished yet.
+    public var passkeyChallenges: [ExportedPasskeyChallenge]
 
     public init(
         exportedAt: String, users: UserPayload, planOverride: String?, identities: [IdentityPayload], sessions: [SessionInfo],
         emailTokens: [ExportedLink], auditLog: [AuditEntry], events: [EventEntry], idempotencyKeys: [String],
         creditLedger: [ExportedCreditSpend], subscriptions: [ExportedSubscription], entitlements: EntitlementsPayload,
-        usageRecords: [ExportedUsage] = [], usageMeters: [ExportedUsageCount] = []
+        usageRecords: [ExportedUsage] = [], usageMeters: [ExportedUsageCount] = [], passkeys: [PasskeyPayload] = [],
+        passkeyChallenges: [ExportedPasskeyChallenge] = []
     ) {
         self.exportedAt = exportedAt
         self.users = users
@@ -212,6 +217,8 @@ public struct AccountExport: Codable, Sendable, Hashable {
         self.entitlements = entitlements
         self.usageRecords = usageRecords
         self.usageMeters = usageMeters
+        self.passkeys = passkeys
+        self.passkeyChallenges = passkeyChallenges
     }
 
     enum CodingKeys: String, CodingKey {
@@ -227,6 +234,26 @@ public struct AccountExport: Codable, Sendable, Hashable {
         case subscriptions, entitlements
         case usageRecords = "usage_records"
         case usageMeters = "usage_meters"
+        case passkeys
+        case passkeyChallenges = "passkey_challenges"
+    }
+}
+
+/// An open passkey ceremony in an export.
+public struct ExportedPasskeyChallenge: Codable, Sendable, Hashable {
+    /// `registration` or `authentication`.
+    public var ceremony: String
+    public var createdAt: String
+    public var expiresAt: String
+    public init(ceremony: String, createdAt: String, expiresAt: String) {
+        self.ceremony = ceremony
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+    }
+    enum CodingKeys: String, CodingKey {
+        case ceremony
+        case createdAt = "created_at"
+        case expiresAt = "expires_at"
     }
 }
 

@@ -86,11 +86,11 @@ import Testing
     @Test(arguments: ["default", "handz", "oklah", "syncwell", "hannah"])
     func configServesEachPresetsMethods(_ preset: String) async throws {
         let expected: [String: [String]] = [
-            "default": ["email_password", "magic_link", "anonymous", "apple", "google"],
-            "handz": ["email_password", "apple", "google"],
+            "default": ["email_password", "magic_link", "anonymous", "apple", "google", "passkey"],
+            "handz": ["email_password", "apple", "google", "passkey"],
             "oklah": ["anonymous"],
             "syncwell": ["email_password", "apple", "google"],
-            "hannah": ["magic_link"],
+            "hannah": ["magic_link", "passkey"],
         ]
         try await TestApp.run(.sqlite, preset: preset) { client, _ in
             let response = try await client.execute(uri: "/v1/config", method: .get)

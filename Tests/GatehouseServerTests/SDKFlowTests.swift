@@ -30,7 +30,7 @@ import Testing
         let coordinator = AuthCoordinator(client: client)
         await coordinator.start()
         #expect(coordinator.root == .welcome && coordinator.path.isEmpty && !coordinator.isOffline)
-        #expect(coordinator.methods == ["email_password", "apple", "google"])
+        #expect(coordinator.methods == ["email_password", "apple", "google", "passkey"])
         #expect(coordinator.welcomeButtons.map(\.id) == ["apple", "google", "email", "log_in", "try_without_account"])
 
         // AT-07-02: a guest taps Create New Flow: the conversion prompt, CH07 §6.3 verbatim.

@@ -34,6 +34,7 @@ import Testing
         Shipped(version: 11, name: "retention_indexes", sqlite: "66240d122a8094e1", postgres: "66240d122a8094e1"),
         Shipped(version: 12, name: "replay_guards", sqlite: "8ee879597b61b16f", postgres: "34a532fd3c9ab362"),
         Shipped(version: 13, name: "usage_meters", sqlite: "c9e6d70c39d86759", postgres: "1f3790d77247d58c"),
+        Shipped(version: 14, name: "passkeys", sqlite: "7fbb92b5343c498c", postgres: "18fafb86b6944a1"),
     ]
 
     @Test(arguments: [SQLDialect.sqlite, .postgres])

@@ -23,6 +23,7 @@ struct UseCases {
     let purchases: PurchaseService
     let users: UserAdminService
     let testMail: TestMailService
+    let passkeys: PasskeyService
     let lifecycle: AccountLifecycle
 
     init(_ infra: Infrastructure) {
@@ -56,6 +57,10 @@ struct UseCases {
         // The preset's own "open the app" address is trusted like an allowlist entry.
         let redirects = RedirectPolicy(allowlist: config.redirectAllowlist + [preset.app.openAppURL].compactMap { $0 })
 
+        let assertions = PasskeyAssertions(
+            store: store, ceremony: WebAuthnCeremony(crypto: SwiftCryptoPasskeys()), relyingParty: config.relyingParty,
+            settings: preset.passkeys, clock: clock)
+
         self.lifecycle = lifecycle
         authenticator = Authenticator(tokens: infra.tokens, store: store, preset: preset, clock: clock)
         entitlements = EntitlementService(store: store, unitOfWork: unitOfWork, engine: infra.engine, clock: clock)
@@ -80,7 +85,7 @@ struct UseCases {
             entitlements: entitlements, merges: merges, preset: preset, clock: clock)
         account = AccountService(
             store: store, unitOfWork: unitOfWork, credentials: credentials, lifecycle: lifecycle, verifiers: verifiers, codes: codes,
-            preset: preset, clock: clock)
+            passkeys: assertions, preset: preset, clock: clock)
         export = ExportService(store: store, entitlements: entitlements, clock: clock)
         usage = UsageService(store: store, unitOfWork: unitOfWork, entitlements: entitlements, engine: infra.engine, clock: clock)
         analytics = AnalyticsService(unitOfWork: unitOfWork, throttle: throttle, clock: clock)
@@ -90,5 +95,8 @@ struct UseCases {
             entitlements: entitlements, engine: infra.engine, unitOfWork: unitOfWork, clock: clock, logger: infra.logger)
         users = UserAdminService(store: store, unitOfWork: unitOfWork, lifecycle: lifecycle, clock: clock)
         testMail = TestMailService(unitOfWork: unitOfWork)
+        passkeys = PasskeyService(
+            store: store, unitOfWork: unitOfWork, gate: gate, sessions: issuer, lifecycle: lifecycle, assertions: assertions,
+            credentials: credentials, throttle: throttle, mail: accountMail, preset: preset, clock: clock)
     }
 }

@@ -17,6 +17,7 @@ extension GatehouseConfig {
         "log_format", "argon2_memory_kib", "argon2_iterations", "argon2_parallelism", "hash_threads",
         "breached_passwords_url", "token_audience", "smtp_ca_file", "mail_from", "apple_team_id", "apple_key_id",
         "apple_private_key_file", "apple_client_id", "apple_token_url", "apple_revoke_url", "service_key",
+        "passkey_rp_id", "passkey_origins", "apple_app_ids",
     ]
 
     static let secretKeys: Set<String> = ["admin_key", "service_key", "secret_key", "webhook_secret", "smtp_url", "captcha_secret"]
@@ -225,6 +226,18 @@ extension GatehouseConfig {
             config.breachedPasswordsURL = url.absoluteString.hasSuffix("/") ? url.absoluteString : url.absoluteString + "/"
         }
         config.tokenAudience = settings.string("token_audience")
+        var relyingParty = RelyingParty.derived(from: config.publicURL)
+        if let id = settings.string("passkey_rp_id") {
+            relyingParty.id = id.lowercased()
+            relyingParty.webOrigins = []
+        }
+        if let origins = settings.list("passkey_origins") { relyingParty.webOrigins = origins.map { $0.lowercased() } }
+        relyingParty.appleAppIDs = settings.list("apple_app_ids") ?? []
+        // What the operator set is checked; the default follows the public URL, whatever it is.
+        if ["passkey_rp_id", "passkey_origins", "apple_app_ids"].contains(where: settings.has) {
+            for problem in relyingParty.problems() { settings.problem(problem.variable, problem.message) }
+        }
+        config.relyingParty = relyingParty
         let presetSource = settings.string("preset") ?? "default"
         config.presetSource = presetSource
         switch PresetLibrary.load(presetSource) {

@@ -94,6 +94,9 @@ public struct GatehouseConfig: Sendable {
     public var breachedPasswordsURL = "https://api.pwnedpasswords.com/range/"
     /// `aud` of access tokens; defaults to the preset's name.
     public var tokenAudience: String?
+    /// Passkeys' rp id, origins and iOS apps (`GATEHOUSE_PASSKEY_RP_ID`, `_ORIGINS`,
+    /// `GATEHOUSE_APPLE_APP_IDS`); by default the public URL's host and origin.
+    public var relyingParty = RelyingParty.derived(from: URL(string: "http://127.0.0.1:8080")!)
     public var logLevel = Logger.Level.info
     /// `json` (one object a line) or `text`.
     public var logFormat = "json"

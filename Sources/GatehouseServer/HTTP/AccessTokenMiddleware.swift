@@ -21,8 +21,13 @@ extension Request {
     /// The user of an optional Bearer token, as `AccessTokenMiddleware` checks it; `nil` without
     /// one (a guest, or a call made before any account exists). A bad token is still refused.
     func optionalUser(_ authenticator: Authenticator) async throws -> User? {
+        try await optionalSignedIn(authenticator)?.user
+    }
+
+    /// Who an optional Bearer token signs in, with its session; `nil` without one.
+    func optionalSignedIn(_ authenticator: Authenticator) async throws -> SignedIn? {
         guard let token = bearerToken else { return nil }
-        return try await authenticator.signedIn(token: token).user
+        return try await authenticator.signedIn(token: token)
     }
 
     /// The token of an `Authorization: Bearer …` header.

@@ -11,11 +11,9 @@ struct AccountService: Sendable {
     let lifecycle: AccountLifecycle
     let verifiers: ProviderVerifiers
     let codes: MagicCodes
+    let passkeys: PasskeyAssertions
     let preset: Preset
     let clock: any WallClock
-
-    /// A session this young proves a recent sign-in by itself.
-    static let recentSignInSeconds: TimeInterval = 300
 
     /// `DELETE /v1/me`: with proof proportionate to what exists (decision 2), removes the user
     /// and by cascade its identities, sessions, tokens and links; queues the revocation of
@@ -32,9 +30,7 @@ struct AccountService: Sendable {
     private func requireProof(_ signedIn: SignedIn, _ request: DeleteAccountRequest, client: ClientInfo) async throws {
         let user = signedIn.user
         if user.isAnonymous { return }
-        if let session = try await store.session(id: signedIn.identity.sessionID),
-            clock.now.timeIntervalSince(session.createdAt) < Self.recentSignInSeconds
-        {
+        if let session = try await store.session(id: signedIn.identity.sessionID), session.isRecentSignIn(at: clock.now) {
             return
         }
         if let password = request.password, user.passwordHash != nil {
@@ -53,6 +49,15 @@ struct AccountService: Sendable {
                 return
             }
             throw reauthenticationRequired("That sign-in does not belong to this account.")
+        }
+        if let assertion = request.passkey {
+            // One of this account's passkeys, on a challenge of its own (taken once).
+            do {
+                _ = try await passkeys.verify(assertion, owner: user.id)
+            } catch let error as GatehouseError where error.code == .invalidCredential {
+                throw reauthenticationRequired("That passkey could not be verified.")
+            }
+            return
         }
         if let code = request.code, let email = user.email {
             try await codes.consume(email: email, code: code)

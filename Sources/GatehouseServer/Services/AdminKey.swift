@@ -49,11 +49,3 @@ func randomToken(bytes count: Int) -> String {
     let bytes = (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
     return Data(bytes).base64URLEncoded
 }
-
-/// Compares two byte strings in time that depends only on their lengths.
-func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-    guard a.count == b.count else { return false }
-    var difference: UInt8 = 0
-    for index in a.indices { difference |= a[index] ^ b[index] }
-    return difference == 0
-}

@@ -6,7 +6,7 @@ import GatehouseWire
 /// `GET /v1/me/export`: everything Gatehouse stores about a person, from every table that
 /// holds their data.
 struct ExportService: Sendable {
-    let store: any UserStore & SessionStore & AuditStore & AccountStore & EntitlementStore & SubscriptionStore & UsageStore
+    let store: any UserStore & SessionStore & AuditStore & AccountStore & EntitlementStore & SubscriptionStore & UsageStore & PasskeyStore
     let entitlements: EntitlementService
     let clock: any WallClock
 
@@ -57,6 +57,10 @@ struct ExportService: Sendable {
             },
             usageMeters: try await store.usageCounts(of: user.id).map {
                 ExportedUsageCount(meter: $0.meter, periodStart: $0.periodStart.rfc3339, used: $0.used)
+            },
+            passkeys: try await store.passkeys(of: user.id).map(PasskeyService.payload),
+            passkeyChallenges: try await store.passkeyChallenges(of: user.id).map {
+                ExportedPasskeyChallenge(ceremony: $0.ceremony.rawValue, createdAt: $0.createdAt.rfc3339, expiresAt: $0.expiresAt.rfc3339)
             })
     }
 }

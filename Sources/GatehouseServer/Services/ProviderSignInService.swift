@@ -196,7 +196,9 @@ struct ProviderSignInService: Sendable {
             guard identities.contains(where: { $0.provider == provider }) else {
                 throw GatehouseError.notFound("This account has no \(provider.displayName) sign-in.")
             }
-            guard identities.contains(where: { $0.provider != provider }) else {
+            // A passkey is a way in too.
+            let hasPasskey = try await !tx.passkeys(of: user.id).isEmpty
+            guard identities.contains(where: { $0.provider != provider }) || hasPasskey else {
                 throw GatehouseError(
                     status: 409, code: .lastIdentity, message: "This is the only way to sign in to this account, so it cannot be removed.")
             }

@@ -6,7 +6,7 @@ import GatehouseWire
 /// The operator's view of accounts: list, show, disable, enable. Shared by the admin API
 /// and the `gatehouse users` commands.
 public struct UserAdminService: Sendable {
-    let store: any UserStore & AuditStore & AccountStore
+    let store: any UserStore & AuditStore & AccountStore & PasskeyStore
     /// Records `user.deleted` and the like (and queues their webhooks and Apple revocations;
     /// the server's job worker delivers them, also when the CLI queued them).
     let unitOfWork: UnitOfWork
@@ -114,6 +114,7 @@ public struct UserAdminService: Sendable {
     private func adminView(_ user: User) async throws -> AdminUser {
         AdminUser(
             user: user.payload(identities: try await store.identities(of: user.id)), disabled: user.isDisabled,
-            disabledAt: user.disabledAt?.rfc3339, disabledReason: user.disabledReason)
+            disabledAt: user.disabledAt?.rfc3339, disabledReason: user.disabledReason,
+            passkeys: try await store.passkeys(of: user.id).map(PasskeyService.payload))
     }
 }

@@ -24,10 +24,11 @@ struct AccountLifecycle: Sendable {
         throw GatehouseError.internalError(nil)
     }
 
-    /// A new account with its first identity; records `user.created` for `provider`.
-    func create(_ work: Work, _ user: User, identity: Identity, provider: Provider) async throws {
+    /// A new account with its first identity (none for a passkey account: its passkey is its
+    /// way in); records `user.created` for `provider`.
+    func create(_ work: Work, _ user: User, identity: Identity?, provider: Provider) async throws {
         try await work.tx.insertUser(user)
-        try await work.tx.insertIdentity(identity)
+        if let identity { try await work.tx.insertIdentity(identity) }
         try await work.record(.userCreated, user: user.id, data: ["provider": provider.rawValue])
     }
 

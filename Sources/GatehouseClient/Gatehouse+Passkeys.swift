@@ -1,0 +1,203 @@
+import Foundation
+import GatehouseWire
+
+/// A registration ceremony opened by the server, in the terms
+/// `ASAuthorizationPlatformPublicKeyCredentialProvider(relyingPartyIdentifier:)` and its
+/// `createCredentialRegistrationRequest(challenge:name:userID:)` take.
+public struct PasskeyRegistrationOptions: Sendable, Equatable {
+    /// Hand back to `registerPasskey(_:credential:name:)`.
+    public var challengeID: String
+    public var relyingPartyID: String
+    public var challenge: Data
+    /// The user handle: the account's id, never personal data.
+    public var userID: Data
+    /// What the passkey is listed under on the device.
+    public var userName: String
+    /// The account's passkeys (set `excludedCredentials` so the device makes no second one).
+    public var excludedCredentialIDs: [Data]
+    /// `required` or `preferred` (the request's `userVerificationPreference`).
+    public var userVerification: String
+    public var expiresAt: String
+
+    public init(
+        challengeID: String, relyingPartyID: String, challenge: Data, userID: Data, userName: String, excludedCredentialIDs: [Data],
+        userVerification: String, expiresAt: String
+    ) {
+        self.challengeID = challengeID
+        self.relyingPartyID = relyingPartyID
+        self.challenge = challenge
+        self.userID = userID
+        self.userName = userName
+        self.excludedCredentialIDs = excludedCredentialIDs
+        self.userVerification = userVerification
+        self.expiresAt = expiresAt
+    }
+}
+
+/// What `ASAuthorizationPlatformPublicKeyCredentialRegistration` gives back.
+public struct PasskeyRegistration: Sendable, Equatable {
+    /// `credentialID`.
+    public var credentialID: Data
+    /// `rawClientDataJSON`.
+    public var clientDataJSON: Data
+    /// `rawAttestationObject`.
+    public var attestationObject: Data
+
+    public init(credentialID: Data, clientDataJSON: Data, attestationObject: Data) {
+        self.credentialID = credentialID
+        self.clientDataJSON = clientDataJSON
+        self.attestationObject = attestationObject
+    }
+}
+
+/// A sign-in ceremony opened by the server, in the terms
+/// `createCredentialAssertionRequest(challenge:)` takes.
+public struct PasskeySignInOptions: Sendable, Equatable {
+    /// Hand back to `signInWithPasskey(_:assertion:)`.
+    public var challengeID: String
+    public var relyingPartyID: String
+    public var challenge: Data
+    /// Empty for a discoverable sign-in; otherwise set `allowedCredentials` to these.
+    public var allowedCredentialIDs: [Data]
+    public var userVerification: String
+    public var expiresAt: String
+
+    public init(
+        challengeID: String, relyingPartyID: String, challenge: Data, allowedCredentialIDs: [Data], userVerification: String,
+        expiresAt: String
+    ) {
+        self.challengeID = challengeID
+        self.relyingPartyID = relyingPartyID
+        self.challenge = challenge
+        self.allowedCredentialIDs = allowedCredentialIDs
+        self.userVerification = userVerification
+        self.expiresAt = expiresAt
+    }
+}
+
+/// What `ASAuthorizationPlatformPublicKeyCredentialAssertion` gives back.
+public struct PasskeyAssertion: Sendable, Equatable {
+    /// `credentialID`.
+    public var credentialID: Data
+    /// `rawClientDataJSON`.
+    public var clientDataJSON: Data
+    /// `rawAuthenticatorData`.
+    public var authenticatorData: Data
+    /// `signature`.
+    public var signature: Data
+    /// `userID`.
+    public var userID: Data?
+
+    public init(credentialID: Data, clientDataJSON: Data, authenticatorData: Data, signature: Data, userID: Data?) {
+        self.credentialID = credentialID
+        self.clientDataJSON = clientDataJSON
+        self.authenticatorData = authenticatorData
+        self.signature = signature
+        self.userID = userID
+    }
+
+    /// The contract's `{challenge_id, credential}` for this assertion.
+    func request(_ challengeID: String) -> PasskeyAssertionRequest {
+        let id = credentialID.base64URLEncoded
+        return PasskeyAssertionRequest(
+            challengeID: challengeID,
+            credential: PasskeyAssertionCredential(
+                id: id, rawId: id,
+                response: .init(
+                    clientDataJSON: clientDataJSON.base64URLEncoded, authenticatorData: authenticatorData.base64URLEncoded,
+                    signature: signature.base64URLEncoded, userHandle: userID?.base64URLEncoded),
+                authenticatorAttachment: "platform"))
+    }
+}
+
+/// What a registration did: a passkey added to the signed-in account (an anonymous one is
+/// upgraded, keeping its id), or a new account signed in.
+public enum PasskeyRegistrationOutcome: Sendable, Equatable {
+    case added(PasskeyPayload)
+    case signedUp(SignInResult)
+}
+
+extension Gatehouse {
+    // MARK: Passkeys
+
+    /// `POST /v1/passkeys/registration/options`. Signed in: a passkey for this account (a
+    /// sign-in in the last five minutes, or an anonymous account). Signed out: a passkey
+    /// sign-up, with `email` if the app asks for one.
+    public func passkeyRegistrationOptions(email: String? = nil) async throws(GatehouseClientError) -> PasskeyRegistrationOptions {
+        let answer = try await call(Endpoints.passkeyRegistrationOptions, body: PasskeyOptionsRequest(email: email), auth: .optional)
+        let options = answer.options
+        return PasskeyRegistrationOptions(
+            challengeID: answer.challengeID, relyingPartyID: options.rp.id, challenge: try Self.bytes(options.challenge),
+            userID: try Self.bytes(options.user.id), userName: options.user.name,
+            excludedCredentialIDs: try options.excludeCredentials.map { descriptor throws(GatehouseClientError) in try Self.bytes(descriptor.id) },
+            userVerification: options.authenticatorSelection.userVerification, expiresAt: answer.expiresAt)
+    }
+
+    /// `POST /v1/passkeys/registration/verify` with what the device made.
+    @discardableResult
+    public func registerPasskey(_ options: PasskeyRegistrationOptions, credential: PasskeyRegistration, name: String? = nil)
+        async throws(GatehouseClientError) -> PasskeyRegistrationOutcome
+    {
+        let id = credential.credentialID.base64URLEncoded
+        let body = PasskeyRegistrationRequest(
+            challengeID: options.challengeID,
+            credential: PasskeyRegistrationCredential(
+                id: id, rawId: id,
+                response: .init(
+                    clientDataJSON: credential.clientDataJSON.base64URLEncoded,
+                    attestationObject: credential.attestationObject.base64URLEncoded, transports: ["internal", "hybrid"]),
+                authenticatorAttachment: "platform"),
+            name: name)
+        let answer = try await call(Endpoints.verifyPasskeyRegistration, body: body, auth: .optional)
+        if let user = answer.user, let session = answer.session {
+            try begin(session, user: user, provider: .passkey)
+            return .signedUp(SignInResult(user: user, created: true))
+        }
+        guard let passkey = answer.passkey else { throw Self.invalidResponse }
+        // An anonymous account is permanent now: the state shows it.
+        _ = try? await refreshUser()
+        return .added(passkey)
+    }
+
+    /// `POST /v1/passkeys/authentication/options`: `email` lists that account's passkeys;
+    /// without one the device offers those it holds (discoverable).
+    public func passkeySignInOptions(email: String? = nil) async throws(GatehouseClientError) -> PasskeySignInOptions {
+        let answer = try await call(Endpoints.passkeyAuthenticationOptions, body: PasskeyOptionsRequest(email: email), auth: .none)
+        let options = answer.options
+        return PasskeySignInOptions(
+            challengeID: answer.challengeID, relyingPartyID: options.rpId, challenge: try Self.bytes(options.challenge),
+            allowedCredentialIDs: try options.allowCredentials.map { descriptor throws(GatehouseClientError) in try Self.bytes(descriptor.id) },
+            userVerification: options.userVerification, expiresAt: answer.expiresAt)
+    }
+
+    /// `POST /v1/passkeys/authentication/verify` with what the device signed.
+    @discardableResult
+    public func signInWithPasskey(_ options: PasskeySignInOptions, assertion: PasskeyAssertion) async throws(GatehouseClientError)
+        -> SignInResult
+    {
+        let response = try await call(Endpoints.verifyPasskeyAuthentication, body: assertion.request(options.challengeID), auth: .none)
+        try begin(response.session, user: response.user, provider: .passkey)
+        return SignInResult(user: response.user, created: false)
+    }
+
+    /// `GET /v1/passkeys`.
+    public func passkeys() async throws(GatehouseClientError) -> [PasskeyPayload] {
+        try await call(Endpoints.passkeys, auth: .required).passkeys
+    }
+
+    /// `PATCH /v1/passkeys/{id}`.
+    @discardableResult
+    public func renamePasskey(id: String, name: String) async throws(GatehouseClientError) -> PasskeyPayload {
+        try await call(Endpoints.renamePasskey, id, body: PasskeyRenameRequest(name: name), auth: .required).passkey
+    }
+
+    /// `DELETE /v1/passkeys/{id}`; never the account's last way in (`last_identity`).
+    public func deletePasskey(id: String) async throws(GatehouseClientError) {
+        try await call(Endpoints.deletePasskey, id, auth: .required)
+    }
+
+    static func bytes(_ base64URL: String) throws(GatehouseClientError) -> Data {
+        guard let data = Data(base64URLEncoded: base64URL) else { throw invalidResponse }
+        return data
+    }
+}

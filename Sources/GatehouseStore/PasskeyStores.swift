@@ -1,0 +1,28 @@
+import Foundation
+import GatehouseCore
+
+/// Passkeys and the challenges of open WebAuthn ceremonies.
+public protocol PasskeyStore: Sendable {
+    /// Stores an open ceremony's challenge.
+    func insertPasskeyChallenge(_ challenge: PasskeyChallenge) async throws(StoreError)
+    /// The account's open ceremonies (its export).
+    func passkeyChallenges(of userID: UserID) async throws(StoreError) -> [PasskeyChallenge]
+    /// Takes the challenge with this id if it is still live, in one statement that deletes it:
+    /// of any number of parallel callers, one gets it and the rest get nil.
+    func consumePasskeyChallenge(id: UUID, now: Date) async throws(StoreError) -> PasskeyChallenge?
+    /// Throws `uniqueViolation` (`UniqueKey.passkeyCredential`) when the credential id is
+    /// registered already, to this account or another.
+    func insertPasskey(_ passkey: Passkey) async throws(StoreError)
+    func passkey(credentialID: [UInt8]) async throws(StoreError) -> Passkey?
+    /// The user's passkeys, oldest first.
+    func passkeys(of userID: UserID) async throws(StoreError) -> [Passkey]
+    /// Stores a sign-in's counter and backup state, only if the stored counter is still
+    /// `expected` (compare-and-set): false when another sign-in moved it meanwhile.
+    func recordPasskeyUse(_ id: UUID, expected: UInt32, signCount: UInt32, backedUp: Bool, at date: Date) async throws(StoreError) -> Bool
+    /// False when the user has no passkey with this id.
+    func renamePasskey(_ id: UUID, of userID: UserID, name: String) async throws(StoreError) -> Bool
+    /// False when the user has no passkey with this id.
+    func deletePasskey(_ id: UUID, of userID: UserID) async throws(StoreError) -> Bool
+    /// Deletes the challenges that expired before `date` (ceremonies never finished); how many.
+    func purgePasskeyChallenges(before date: Date) async throws(StoreError) -> Int
+}
