@@ -60,7 +60,7 @@ struct PasskeyTests {
         /// A passkey sign-up on `device`: 201 with the account and its session.
         func signUp(_ name: String, email: String? = nil, synced: Bool = false) async throws -> AuthResponse {
             let options = try await registrationOptions(email: email)
-            let credential = try device.create(name, options: options.options, origin: nativeOrigin, synced: synced)
+            let credential = try await device.create(name, options: options.options, origin: nativeOrigin, synced: synced)
             let response = try await verifyRegistration(options.challengeID, credential)
             #expect(response.status == .created, "\(response.text)")
             return try response.json(AuthResponse.self)
@@ -69,7 +69,7 @@ struct PasskeyTests {
         /// A discoverable sign-in with `device`'s newest passkey.
         func signIn(_ name: String, tamper: [String: Any] = [:], origin: String = nativeOrigin) async throws -> TestResponse {
             let options = try await signInOptions()
-            return try await verifySignIn(options.challengeID, try device.get(name, options: options.options, origin: origin, tamper: tamper))
+            return try await verifySignIn(options.challengeID, try await device.get(name, options: options.options, origin: origin, tamper: tamper))
         }
     }
 
@@ -87,9 +87,9 @@ struct PasskeyTests {
             #expect(options.options.authenticatorSelection.userVerification == "required")
             #expect(options.options.authenticatorSelection.residentKey == "required")
             #expect(try #require(Data(base64URLEncoded: options.options.challenge)).count >= 16)
-            let credential = try flow.device.create("phone", options: options.options, origin: Self.nativeOrigin)
+            let credential = try await flow.device.create("phone", options: options.options, origin: Self.nativeOrigin)
             // py_webauthn, a relying party of its own, accepts the very payload the server will get.
-            let independent = try flow.device.call([
+            let independent = try await flow.device.call([
                 "cmd": "verify_registration", "credential": credential, "expected_challenge": options.options.challenge,
                 "expected_origin": Self.nativeOrigin, "expected_rp_id": Self.rpID, "require_user_verification": true,
             ])
@@ -101,7 +101,7 @@ struct PasskeyTests {
             #expect(account.user.identities.isEmpty)
             #expect(!account.user.isAnonymous)
             // The user handle the device holds is the account's id.
-            let held = try flow.device.credential("phone")
+            let held = try await flow.device.credential("phone")
             #expect(held["user_handle"] as? String == Data(account.user.id.utf8).base64URLEncoded)
             let claims = try jwtParts(account.session.accessToken).claims
             let amr = try #require(claims["amr"] as? [[String: Any]])
@@ -147,7 +147,7 @@ struct PasskeyTests {
             #expect(account.user.email == "pia@example.com")
             #expect(account.user.emailVerified == false)
             let options = try await flow.signInOptions(email: "pia@example.com")
-            let held = try flow.device.credential("laptop")
+            let held = try await flow.device.credential("laptop")
             #expect(options.options.allowCredentials.map(\.id) == [held["credential_id"] as? String])
             let unknown = try await flow.signInOptions(email: "nobody@example.com")
             #expect(unknown.options.allowCredentials.isEmpty)
@@ -155,7 +155,7 @@ struct PasskeyTests {
             for _ in 0..<2 {
                 let again = try await flow.signInOptions(email: "pia@example.com")
                 let response = try await flow.verifySignIn(
-                    again.challengeID, try flow.device.get("laptop", options: again.options, origin: Self.webOrigin))
+                    again.challengeID, try await flow.device.get("laptop", options: again.options, origin: Self.webOrigin))
                 #expect(response.status == .ok, "\(response.text)")
             }
             let token = try await flow.signIn("laptop").json(AuthResponse.self).session.accessToken
@@ -167,7 +167,7 @@ struct PasskeyTests {
                 (try await store.purgePasskeyChallenges(before: Date()), try await store.purgePasskeyChallenges(before: Date().addingTimeInterval(301)))
             }
             #expect(purged.0 == 0 && purged.1 >= 1, "\(purged)")
-            #expect(try await flow.verifySignIn(open.challengeID, try flow.device.get("laptop", options: open.options, origin: Self.webOrigin)).error?.code == .challengeInvalid)
+            #expect(try await flow.verifySignIn(open.challengeID, try await flow.device.get("laptop", options: open.options, origin: Self.webOrigin)).error?.code == .challengeInvalid)
             // Sign-up with an address someone has is refused before any ceremony.
             let taken = try await flow.api.post("/v1/passkeys/registration/options", #"{"email": "pia@example.com"}"#)
             #expect(taken.status == .conflict && taken.error?.code == .emailInUse)
@@ -184,7 +184,7 @@ struct PasskeyTests {
             let token = guest.session.accessToken
             let options = try await flow.registrationOptions(token: token)
             #expect(options.options.user.id == Data(guest.user.id.utf8).base64URLEncoded)
-            let credential = try flow.device.create("phone", options: options.options, origin: Self.nativeOrigin)
+            let credential = try await flow.device.create("phone", options: options.options, origin: Self.nativeOrigin)
             let added = try await flow.verifyRegistration(options.challengeID, credential, token: token)
             #expect(added.status == .ok, "\(added.text)")
             #expect(try added.json(PasskeyRegistrationResponse.self).passkey?.name == "Passkey")
@@ -215,9 +215,9 @@ struct PasskeyTests {
             let stale = try await flow.api.post("/v1/passkeys/registration/options", "{}", token: try await Self.refreshed(flow, account))
             #expect(stale.status == .forbidden && stale.error?.code == .reauthenticationRequired)
             let options = try await flow.registrationOptions(token: fresh)
-            let held = try flow.device.credential("phone")
+            let held = try await flow.device.credential("phone")
             #expect(options.options.excludeCredentials.map(\.id) == [held["credential_id"] as? String])
-            let second = try flow.device.create("tablet", options: options.options, origin: Self.nativeOrigin)
+            let second = try await flow.device.create("tablet", options: options.options, origin: Self.nativeOrigin)
             #expect(try await flow.verifyRegistration(options.challengeID, second, token: fresh, name: "iPad").status == .ok)
             let renamed = try await client.execute(
                 uri: "/v1/passkeys/\(first.id)", method: .patch,
@@ -229,7 +229,7 @@ struct PasskeyTests {
             #expect(gone.status == .notFound)
             // The removed passkey no longer signs in.
             let options2 = try await flow.signInOptions()
-            let oldAssertion = try flow.device.get("phone", options: options2.options, origin: Self.nativeOrigin)
+            let oldAssertion = try await flow.device.get("phone", options: options2.options, origin: Self.nativeOrigin)
             let refused = try await flow.verifySignIn(options2.challengeID, oldAssertion)
             #expect(refused.status == .unauthorized && refused.error?.code == .invalidCredential)
             #expect(refused.error?.reasons == ["unknown_credential"])
@@ -250,7 +250,7 @@ struct PasskeyTests {
             let withoutProof = try await client.execute(uri: "/v1/me", method: .delete, headers: [.authorization: "Bearer \(token)", .contentType: "application/json"], body: ByteBuffer(string: "{}"))
             #expect(withoutProof.status == .forbidden && withoutProof.error?.code == .reauthenticationRequired)
             let options = try await flow.signInOptions()
-            let assertion = try flow.device.get("phone", options: options.options, origin: Self.nativeOrigin)
+            let assertion = try await flow.device.get("phone", options: options.options, origin: Self.nativeOrigin)
             let body = try SoftAuthenticator.json(["passkey": ["challenge_id": options.challengeID, "credential": assertion]])
             let deleted = try await client.execute(
                 uri: "/v1/me", method: .delete, headers: [.authorization: "Bearer \(token)", .contentType: "application/json"], body: ByteBuffer(string: body))
@@ -282,19 +282,19 @@ struct PasskeyTests {
             ]
             for (index, case_) in registrations.enumerated() {
                 let options = try await flow.registrationOptions()
-                let credential = try flow.device.create("bad\(index)", options: options.options, origin: case_.origin, tamper: case_.tamper)
+                let credential = try await flow.device.create("bad\(index)", options: options.options, origin: case_.origin, tamper: case_.tamper)
                 let response = try await flow.verifyRegistration(options.challengeID, credential)
                 #expect(response.status == .badRequest, "\(case_.tamper): \(response.text)")
                 #expect(response.error?.code == .invalidCredential && response.error?.reasons == [case_.reason], "\(case_.tamper): \(response.text)")
             }
             // Packed self-attestation (ES256) is accepted.
             let packedOptions = try await flow.registrationOptions()
-            let packed = try flow.device.create("packed", options: packedOptions.options, origin: Self.webOrigin, tamper: ["attestation": "packed"])
+            let packed = try await flow.device.create("packed", options: packedOptions.options, origin: Self.webOrigin, tamper: ["attestation": "packed"])
             #expect(try await flow.verifyRegistration(packedOptions.challengeID, packed).status == .created)
 
             // A replayed challenge, and a challenge of the other ceremony.
             let options = try await flow.registrationOptions()
-            let credential = try flow.device.create("phone", options: options.options, origin: Self.nativeOrigin)
+            let credential = try await flow.device.create("phone", options: options.options, origin: Self.nativeOrigin)
             #expect(try await flow.verifyRegistration(options.challengeID, credential).status == .created)
             let replay = try await flow.verifyRegistration(options.challengeID, credential)
             #expect(replay.status == .badRequest && replay.error?.code == .challengeInvalid)
@@ -304,7 +304,7 @@ struct PasskeyTests {
 
             // A credential id registered already, to another account (a unique key across accounts).
             let twiceOptions = try await flow.registrationOptions()
-            let twice = try flow.device.create("twice", options: twiceOptions.options, origin: Self.nativeOrigin)
+            let twice = try await flow.device.create("twice", options: twiceOptions.options, origin: Self.nativeOrigin)
             let twiceRawID = try #require(twice["rawId"] as? String)
             let twiceID = try #require(Data(base64URLEncoded: twiceRawID))
             let owner = try await flow.signUp("owner")
@@ -340,7 +340,7 @@ struct PasskeyTests {
             #expect(try await flow.signIn("phone", tamper: ["sign_count": 51]).status == .ok)
             // A replayed assertion: its challenge is gone.
             let replayOptions = try await flow.signInOptions()
-            let assertion = try flow.device.get("phone", options: replayOptions.options, origin: Self.nativeOrigin)
+            let assertion = try await flow.device.get("phone", options: replayOptions.options, origin: Self.nativeOrigin)
             #expect(try await flow.verifySignIn(replayOptions.challengeID, assertion).status == .ok)
             let replayed = try await flow.verifySignIn(replayOptions.challengeID, assertion)
             #expect(replayed.status == .badRequest && replayed.error?.code == .challengeInvalid)
@@ -359,7 +359,7 @@ struct PasskeyTests {
             let flow = try Self.flow(client)
             _ = try await flow.signUp("phone")
             let options = try await flow.signInOptions()
-            let assertion = try flow.device.get("phone", options: options.options, origin: Self.nativeOrigin)
+            let assertion = try await flow.device.get("phone", options: options.options, origin: Self.nativeOrigin)
             let body = try SoftAuthenticator.json(["challenge_id": options.challengeID, "credential": assertion])
             let port = try #require(client.port)
             let answers = try await BurstGate.exclusive {
@@ -431,7 +431,7 @@ struct PasskeyTests {
 @Suite(.requires(SoftAuthenticator.isAvailable, "GATEHOUSE_TEST_PYTHON with soft-webauthn and webauthn"))
 struct SDKPasskeyTests {
     /// What iOS does with the SDK's options: builds the request and returns the raw fields.
-    static func register(_ device: SoftAuthenticator, _ options: PasskeyRegistrationOptions) throws -> PasskeyRegistration {
+    static func register(_ device: SoftAuthenticator, _ options: PasskeyRegistrationOptions) async throws -> PasskeyRegistration {
         let request = PasskeyCreationOptions(
             rp: .init(id: options.relyingPartyID, name: "App"),
             user: .init(id: options.userID.base64URLEncoded, name: options.userName, displayName: options.userName),
@@ -439,19 +439,19 @@ struct SDKPasskeyTests {
             excludeCredentials: options.excludedCredentialIDs.map { PasskeyDescriptor(id: $0.base64URLEncoded) },
             authenticatorSelection: .init(residentKey: "required", requireResidentKey: true, userVerification: options.userVerification),
             attestation: "none")
-        let made = try device.create("phone", options: request, origin: PasskeyTests.nativeOrigin)
+        let made = try await device.create("phone", options: request, origin: PasskeyTests.nativeOrigin)
         let response = try #require(made["response"] as? [String: Any])
         return PasskeyRegistration(
             credentialID: try Self.bytes(made["rawId"]), clientDataJSON: try Self.bytes(response["clientDataJSON"]),
             attestationObject: try Self.bytes(response["attestationObject"]))
     }
 
-    static func assert(_ device: SoftAuthenticator, _ options: PasskeySignInOptions) throws -> PasskeyAssertion {
+    static func assert(_ device: SoftAuthenticator, _ options: PasskeySignInOptions) async throws -> PasskeyAssertion {
         let request = PasskeyRequestOptions(
             challenge: options.challenge.base64URLEncoded, timeout: 60_000, rpId: options.relyingPartyID,
             allowCredentials: options.allowedCredentialIDs.map { PasskeyDescriptor(id: $0.base64URLEncoded) },
             userVerification: options.userVerification)
-        let signed = try device.get("phone", options: request, origin: PasskeyTests.nativeOrigin)
+        let signed = try await device.get("phone", options: request, origin: PasskeyTests.nativeOrigin)
         let response = try #require(signed["response"] as? [String: Any])
         return PasskeyAssertion(
             credentialID: try Self.bytes(signed["rawId"]), clientDataJSON: try Self.bytes(response["clientDataJSON"]),
@@ -476,7 +476,7 @@ struct SDKPasskeyTests {
             let options = try await app.passkeyRegistrationOptions()
             #expect(options.relyingPartyID == PasskeyTests.rpID)
             #expect(options.userID == Data(guest.user.id.utf8))
-            let outcome = try await app.registerPasskey(options, credential: try Self.register(authenticator, options), name: "iPhone")
+            let outcome = try await app.registerPasskey(options, credential: try await Self.register(authenticator, options), name: "iPhone")
             guard case .added(let passkey) = outcome else {
                 Issue.record("expected the passkey to be added, got \(outcome)")
                 return
@@ -491,7 +491,7 @@ struct SDKPasskeyTests {
             // A discoverable sign-in on a fresh launch.
             let signInOptions = try await app.passkeySignInOptions()
             #expect(signInOptions.allowedCredentialIDs.isEmpty)
-            let signedIn = try await app.signInWithPasskey(signInOptions, assertion: try Self.assert(authenticator, signInOptions))
+            let signedIn = try await app.signInWithPasskey(signInOptions, assertion: try await Self.assert(authenticator, signInOptions))
             #expect(signedIn.user.id == guest.user.id)
             #expect(try await app.passkeys().map(\.name) == ["iPhone"])
             #expect(await app.lastProvider == .passkey)

@@ -39,15 +39,30 @@ final class SoftAuthenticator: @unchecked Sendable {
 
     deinit {
         try? input.close()
-        process.waitUntilExit()
+        // Reaped on a thread of its own: blocking calls on Swift's cooperative pool (two threads
+        // here) would stall every server the test process runs.
+        let process = self.process
+        LastByteRace.onOwnThread { process.waitUntilExit() }
     }
 
-    /// Sends one command and returns its answer; an `error` answer throws.
-    func call(_ command: [String: Any]) throws -> [String: Any] {
-        lock.lock()
-        defer { lock.unlock() }
+    /// Sends one command and returns its answer; an `error` answer throws. The pipe is read on
+    /// a thread of its own, never on the cooperative pool.
+    func call(_ command: [String: Any]) async throws -> [String: Any] {
         var line = try JSONSerialization.data(withJSONObject: command)
         line.append(0x0a)
+        let request = line
+        let answerLine: Data = try await withCheckedThrowingContinuation { continuation in
+            LastByteRace.onOwnThread { continuation.resume(with: Result { try self.exchange(request) }) }
+        }
+        let answer = try #require(try JSONSerialization.jsonObject(with: answerLine) as? [String: Any])
+        if let error = answer["error"] as? String { throw ProcessError("authenticator: \(error)") }
+        return answer
+    }
+
+    /// Writes one line and reads one line back (blocking).
+    private func exchange(_ line: Data) throws -> Data {
+        lock.lock()
+        defer { lock.unlock() }
         try input.write(contentsOf: line)
         while !buffer.contains(0x0a) {
             let chunk = output.availableData
@@ -55,33 +70,31 @@ final class SoftAuthenticator: @unchecked Sendable {
             buffer.append(chunk)
         }
         let end = buffer.firstIndex(of: 0x0a)!
-        let answerLine = buffer[buffer.startIndex..<end]
+        let answer = Data(buffer[buffer.startIndex..<end])
         buffer = Data(buffer[buffer.index(after: end)...])
-        let answer = try #require(try JSONSerialization.jsonObject(with: answerLine) as? [String: Any])
-        if let error = answer["error"] as? String { throw ProcessError("authenticator: \(error)") }
         return answer
     }
 
     /// A registration answer to `options` from `origin`, as the device `device` makes it.
     func create(
         _ device: String, options: PasskeyCreationOptions, origin: String, synced: Bool = false, tamper: [String: Any] = [:]
-    ) throws -> [String: Any] {
+    ) async throws -> [String: Any] {
         try #require(
-            try call([
+            try await call([
                 "cmd": "create", "device": device, "options": Self.object(options), "origin": origin, "synced": synced, "tamper": tamper,
             ])["credential"] as? [String: Any])
     }
 
     /// An assertion answer to `options` from `origin`.
-    func get(_ device: String, options: PasskeyRequestOptions, origin: String, tamper: [String: Any] = [:]) throws -> [String: Any] {
+    func get(_ device: String, options: PasskeyRequestOptions, origin: String, tamper: [String: Any] = [:]) async throws -> [String: Any] {
         try #require(
-            try call(["cmd": "get", "device": device, "options": Self.object(options), "origin": origin, "tamper": tamper])["credential"]
+            try await call(["cmd": "get", "device": device, "options": Self.object(options), "origin": origin, "tamper": tamper])["credential"]
                 as? [String: Any])
     }
 
     /// The device's newest credential: id, COSE key, counter, user handle.
-    func credential(_ device: String) throws -> [String: Any] {
-        try call(["cmd": "credential", "device": device])
+    func credential(_ device: String) async throws -> [String: Any] {
+        try await call(["cmd": "credential", "device": device])
     }
 
     static func object(_ value: some Encodable) throws -> Any {

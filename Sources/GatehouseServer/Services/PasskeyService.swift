@@ -92,9 +92,9 @@ struct PasskeyService: Sendable {
             credential = try assertions.ceremony.verifyRegistration(
                 credentialID: Array(rawID), clientDataJSON: Array(clientData), attestationObject: Array(attestation),
                 expecting: assertions.expectation(challenge))
-        } catch let failure as PasskeyFailure {
-            try await unitOfWork.audit(.passkeyAdded, .failure, user: signedIn?.user.id, client: client, details: ["reason": failure.rawValue])
-            throw PasskeyAssertions.invalidCredential(failure)
+        } catch {
+            try await unitOfWork.audit(.passkeyAdded, .failure, user: signedIn?.user.id, client: client, details: ["reason": error.rawValue])
+            throw PasskeyAssertions.invalidCredential(error)
         }
         let now = clock.now
         let passkey = Passkey(

@@ -71,8 +71,8 @@ struct PasskeyAssertions: Sendable {
             verified = try ceremony.verifyAssertion(
                 clientDataJSON: Array(clientData), authenticatorData: Array(authenticatorData), signature: Array(signature),
                 credential: passkey.stored, expecting: expectation(challenge))
-        } catch let failure as PasskeyFailure {
-            throw Self.invalidCredential(failure, status: 401)
+        } catch {
+            throw Self.invalidCredential(error, status: 401)
         }
         // Compare-and-set on the counter: of two answers verified at once, one moves it.
         let now = clock.now
