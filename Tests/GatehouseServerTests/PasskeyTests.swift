@@ -390,8 +390,17 @@ struct PasskeyTests {
             let details = try #require(((json["applinks"] as? [String: Any])?["details"] as? [[String: Any]])?.first)
             #expect(details["appIDs"] as? [String] == ["ABCDE12345.test.gatehouse.app"])
             #expect((details["components"] as? [[String: String]])?.contains { $0["/"] == "/auth/magic-link" } == true)
+            // Handz opens its app by a custom scheme, which a password manager cannot follow.
             let endpoints = try await client.execute(uri: "/.well-known/passkey-endpoints", method: .get)
-            #expect(endpoints.status == .ok)
+            #expect(endpoints.status == .ok && endpoints.text == "{}", "\(endpoints.text)")
+        }
+        try await TestApp.run(.sqlite, adjust: { config in
+            Self.configure(&config)
+            config.preset.app.openAppURL = "https://app.gatehouse.test/open"
+        }) { client, _ in
+            let endpoints = try await client.execute(uri: "/.well-known/passkey-endpoints", method: .get)
+            let json = try #require(try JSONSerialization.jsonObject(with: Data(endpoints.text.utf8)) as? [String: String])
+            #expect(json == ["enroll": "https://app.gatehouse.test/open", "manage": "https://app.gatehouse.test/open"])
         }
     }
 
