@@ -149,8 +149,23 @@ struct PasskeyTests {
             let options = try await flow.signInOptions(email: "pia@example.com")
             let held = try await flow.device.credential("laptop")
             #expect(options.options.allowCredentials.map(\.id) == [held["credential_id"] as? String])
+            // An unknown address, and an account without passkeys, get one id no device holds:
+            // the same each time for the address, another for another address, shaped like a
+            // platform passkey's. Signing with it finds no credential.
             let unknown = try await flow.signInOptions(email: "nobody@example.com")
-            #expect(unknown.options.allowCredentials.isEmpty)
+            let decoy = try #require(unknown.options.allowCredentials.first)
+            #expect(unknown.options.allowCredentials.count == 1 && decoy.transports == ["internal", "hybrid"])
+            #expect(Data(base64URLEncoded: decoy.id)?.count == 20)
+            #expect(try await flow.signInOptions(email: "NoBody@example.com").options.allowCredentials == [decoy])
+            let passwordOnly = try await flow.api.signup("pw.only@example.com", "correct horse battery staple")
+            #expect(passwordOnly.status == .created, "\(passwordOnly.text)")
+            let other = try await flow.signInOptions(email: "pw.only@example.com").options.allowCredentials
+            #expect(other.count == 1 && other != [decoy] && other.first?.transports == decoy.transports)
+            var anyPasskey = unknown.options
+            anyPasskey.allowCredentials = []
+            let guessed = try await flow.verifySignIn(
+                unknown.challengeID, try await flow.device.get("laptop", options: anyPasskey, origin: Self.webOrigin, tamper: ["credential_id": decoy.id]))
+            #expect(guessed.status == .unauthorized && guessed.error?.reasons == ["unknown_credential"], "\(guessed.text)")
             // A synced passkey (BE and BS set) sends 0 every time; that is allowed.
             for _ in 0..<2 {
                 let again = try await flow.signInOptions(email: "pia@example.com")

@@ -97,6 +97,7 @@ struct UseCases {
         testMail = TestMailService(unitOfWork: unitOfWork)
         passkeys = PasskeyService(
             store: store, unitOfWork: unitOfWork, gate: gate, sessions: issuer, lifecycle: lifecycle, assertions: assertions,
-            credentials: credentials, throttle: throttle, mail: accountMail, preset: preset, clock: clock)
+            credentials: credentials, throttle: throttle, mail: accountMail, preset: preset, clock: clock,
+            decoyKey: infra.chainKey)
     }
 }

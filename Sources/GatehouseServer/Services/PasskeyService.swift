@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import GatehouseCore
 import GatehouseStore
@@ -18,6 +19,8 @@ struct PasskeyService: Sendable {
     let mail: AccountMail
     let preset: Preset
     let clock: any WallClock
+    /// Keys the decoy credential ids of addresses without passkeys.
+    let decoyKey: RefreshChainKey
 
     /// ES256 only: what every platform authenticator offers, and all the ceremony checks.
     private static let algorithms = [PasskeyCreationOptions.Parameters(type: "public-key", alg: -7)]
@@ -159,11 +162,15 @@ struct PasskeyService: Sendable {
         var user: UserID?
         var allow: [PasskeyDescriptor] = []
         if let email {
-            // An unknown address gets the same shape as an account without passkeys.
-            if let found = try await store.user(normalizedEmail: EmailAddress.normalize(email)), !found.isDisabled {
+            let normalized = EmailAddress.normalize(email)
+            if let found = try await store.user(normalizedEmail: normalized), !found.isDisabled {
                 user = found.id
                 allow = try await store.passkeys(of: found.id).map(Self.descriptor)
             }
+            // An unknown address, or an account without passkeys, is answered with one credential
+            // id that no device holds: the same for the same address every time, and shaped like
+            // a platform passkey's, so the answer does not tell which addresses have accounts.
+            if allow.isEmpty { allow = [try decoy(for: normalized)] }
         }
         let challenge = try await assertions.open(.authentication, user: user)
         return PasskeyRequestChallenge(
@@ -235,6 +242,15 @@ struct PasskeyService: Sendable {
             id: passkey.id.uuidString.lowercased(), name: passkey.name, createdAt: passkey.createdAt.rfc3339,
             lastUsedAt: passkey.lastUsedAt?.rfc3339, backedUp: passkey.backedUp)
     }
+
+    /// 20 bytes keyed by the server's secret and the address (no device holds the id).
+    private func decoy(for normalizedEmail: String) throws -> PasskeyDescriptor {
+        let mac = HMAC<SHA256>.authenticationCode(for: Data(normalizedEmail.utf8), using: try decoyKey.derived("gatehouse passkey decoy"))
+        return PasskeyDescriptor(id: Data(mac.prefix(20)).base64URLEncoded, transports: Self.platformTransports)
+    }
+
+    /// What an iOS platform passkey reports, and so what the SDK sends at registration.
+    static let platformTransports = ["internal", "hybrid"]
 
     static func descriptor(_ passkey: Passkey) -> PasskeyDescriptor {
         PasskeyDescriptor(id: Data(passkey.credentialID).base64URLEncoded, transports: passkey.transports.isEmpty ? nil : passkey.transports)
