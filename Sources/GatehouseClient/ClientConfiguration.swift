@@ -119,4 +119,9 @@ extension ErrorCode {
     /// SDK-local: a gate was asked for before the preset's configuration was ever loaded, and it
     /// cannot be loaded now.
     public static let configurationUnavailable: ErrorCode = "configuration_unavailable"
+    /// SDK-local: the person closed the device's passkey sheet; nothing was sent. Show nothing.
+    public static let passkeyCancelled: ErrorCode = "passkey_cancelled"
+    /// SDK-local: the device could not make or use a passkey (none saved for this app, no
+    /// passcode set, the association file not yet fetched); nothing was sent.
+    public static let passkeyUnavailable: ErrorCode = "passkey_unavailable"
 }

@@ -117,7 +117,63 @@ public enum PasskeyRegistrationOutcome: Sendable, Equatable {
     case signedUp(SignInResult)
 }
 
+/// The device's half of a passkey ceremony. In an iOS app it presents
+/// `ASAuthorizationController` with `ASAuthorizationPlatformPublicKeyCredentialProvider`
+/// (docs/sdk.md shows one in full); the flow models and `signInWithPasskey(using:email:)` and
+/// `addPasskey(using:email:name:)` call it between the server's options and its verification.
+/// Throw `CancellationError` when the person closed the sheet (`ASAuthorizationError.canceled`);
+/// any other error means the device could not do it. Both run on the main actor, where
+/// `ASAuthorizationController` lives.
+public protocol PasskeyAuthenticator: Sendable {
+    /// Makes a passkey for these options and returns its raw fields.
+    @MainActor func register(_ options: PasskeyRegistrationOptions) async throws -> PasskeyRegistration
+    /// Signs these options' challenge with a passkey the person picks.
+    @MainActor func signIn(_ options: PasskeySignInOptions) async throws -> PasskeyAssertion
+}
+
 extension Gatehouse {
+    // MARK: Passkeys, whole ceremonies
+
+    /// Options, the device, verification: a passkey sign-in in one call. Without `email` the
+    /// device offers the passkeys it holds for this app.
+    @discardableResult
+    public func signInWithPasskey(using device: some PasskeyAuthenticator, email: String? = nil) async throws(GatehouseClientError)
+        -> SignInResult
+    {
+        let options = try await passkeySignInOptions(email: email)
+        let assertion: PasskeyAssertion
+        do {
+            assertion = try await device.signIn(options)
+        } catch {
+            throw deviceFailure(error)
+        }
+        return try await signInWithPasskey(options, assertion: assertion)
+    }
+
+    /// Options, the device, verification: a passkey for the signed-in account (an anonymous one
+    /// is upgraded and keeps its id), or, signed out, a new account with a passkey only.
+    @discardableResult
+    public func addPasskey(using device: some PasskeyAuthenticator, email: String? = nil, name: String? = nil)
+        async throws(GatehouseClientError) -> PasskeyRegistrationOutcome
+    {
+        let options = try await passkeyRegistrationOptions(email: email)
+        let credential: PasskeyRegistration
+        do {
+            credential = try await device.register(options)
+        } catch {
+            throw deviceFailure(error)
+        }
+        return try await registerPasskey(options, credential: credential, name: name)
+    }
+
+    private func deviceFailure(_ error: any Error) -> GatehouseClientError {
+        if error is CancellationError {
+            return GatehouseClientError(code: .passkeyCancelled, message: text("passkey.cancelled", "Cancelled."))
+        }
+        return GatehouseClientError(
+            code: .passkeyUnavailable, message: text("passkey.unavailable", "This device couldn't use a passkey. Try again, or sign in another way."))
+    }
+
     // MARK: Passkeys
 
     /// `POST /v1/passkeys/registration/options`. Signed in: a passkey for this account (a

@@ -65,6 +65,30 @@ public final class AuthCoordinator {
         return buttons
     }
 
+    /// "Sign in with a passkey", when the preset enables passkeys: shown beside the welcome
+    /// gate's buttons (which stay CH07 §8.1's set) and on the log-in screen.
+    public var passkeyButton: GateAction? {
+        methods.contains("passkey") ? GateAction(id: "passkey", label: copy["welcome.passkey"] ?? "Sign in with a passkey") : nil
+    }
+    /// Why the last passkey sign-in failed, in the preset's words; nil after a cancelled sheet.
+    public private(set) var passkeyError: String?
+
+    /// The passkey button: the device signs the server's challenge with a passkey the person
+    /// picks (no address needed), and a signed-in person goes to the app. True when signed in.
+    public func signInWithPasskey(using device: some PasskeyAuthenticator) async -> Bool {
+        guard passkeyButton != nil, !isOffline else { return false }
+        do throws(GatehouseClientError) {
+            try await client.signInWithPasskey(using: device)
+            passkeyError = nil
+            didSignIn()
+            return true
+        } catch {
+            passkeyError = error.code == .passkeyCancelled ? nil : error.message
+            if error.isNetworkFailure { isOffline = true }
+            return false
+        }
+    }
+
     /// At launch: a session goes to the app, none to the welcome gate, an expired one to the
     /// welcome gate with the last provider highlighted.
     public func start() async {

@@ -26,6 +26,32 @@ public final class MagicLinkOnboarding {
 
     public init(client: Gatehouse) { self.client = client }
 
+    /// "Sign in with a passkey" on the address step, when the preset enables passkeys (`start()`
+    /// reads it): a returning person signs in without waiting for a mail.
+    public private(set) var passkeyLabel: String?
+
+    /// Reads the preset: whether passkeys are offered, and in which words.
+    public func start() async {
+        var configuration = try? await client.loadConfiguration()
+        if configuration == nil { configuration = await client.configurationSnapshot }
+        let enabled = configuration?.signInMethods.contains("passkey") ?? false
+        passkeyLabel = enabled ? await client.text("welcome.passkey", "Sign in with a passkey") : nil
+    }
+
+    /// The passkey button; true when signed in (then the step is `.signedIn`).
+    public func signInWithPasskey(using device: some PasskeyAuthenticator) async -> Bool {
+        guard passkeyLabel != nil, !isWorking else { return false }
+        isWorking = true
+        defer { isWorking = false }
+        do throws(GatehouseClientError) {
+            await finish(try await client.signInWithPasskey(using: device))
+            return true
+        } catch {
+            errorMessage = error.code == .passkeyCancelled ? nil : error.message
+            return false
+        }
+    }
+
     public var canSend: Bool { EmailAddress.isValid(email.trimmingCharacters(in: .whitespaces)) && !isWorking }
     public var canSubmitCode: Bool { step == .sent && code.count == 6 && code.allSatisfy(\.isNumber) && !isWorking }
 
