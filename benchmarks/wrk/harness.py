@@ -34,11 +34,16 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-ALL_SCENARIOS = ["me", "refresh", "login", "signup", "handles", "check", "spend", "jwks", "me_with_logins", "connections"]
+ALL_SCENARIOS = ["me", "refresh", "login", "signup", "handles", "check", "spend", "jwks", "me_with_logins", "connections",
+                 "passkey_options", "passkey"]
 CHECK_ACTION = os.environ.get("BENCH_CHECK_ACTION", "practice_saved_flow")
 IDLE_CONNECTIONS = int(os.environ.get("BENCH_IDLE_CONNECTIONS", "1000"))
 LOGIN_NEIGHBOURS = 8  # the concurrent logins of me_with_logins
 TOKEN_MAX_AGE = 600  # seconds; access tokens live 900 s in Handz, re-sign in before that
+RP_ID = "bench.gatehouse.test"  # the passkeys' relying party; answers come from its native origin
+# Prepared passkey assertions per second of the `passkey` run: above what two cores verify.
+PASSKEY_RATE = int(os.environ.get("BENCH_PASSKEY_RATE", "1500"))
+BENCH_PYTHON = os.environ.get("BENCH_PYTHON", os.path.join(REPO, ".build-venv", "bin", "python"))
 
 
 def log(message):
@@ -123,6 +128,7 @@ class Server:
             GATEHOUSE_IP_LIMITS="off",
             GATEHOUSE_LOG_LEVEL="warning",
             GATEHOUSE_PRESET="handz",
+            GATEHOUSE_PASSKEY_RP_ID=RP_ID,
             GATEHOUSE_ADMIN_KEY=secrets.token_urlsafe(32),
         )
         self.stdout = open(os.path.join(self.workdir, "server.out"), "w")
@@ -287,6 +293,8 @@ EXPECTED = {
     "check": ("POST /v1/entitlements/check", {200}),
     "spend": ("POST /v1/credits/practice/spend", {200, 403}),
     "jwks": ("GET /.well-known/jwks.json", {200}),
+    "passkey_options": ("POST /v1/passkeys/authentication/options", {200}),
+    "passkey": ("POST /v1/passkeys/authentication/verify", {200}),
 }
 
 
@@ -314,7 +322,8 @@ def figures(name, raw, threads, connections, expected, monitor=None, requests_fo
         "unexpected_statuses": unexpected,
         "socket_errors": socket_errors,
         "unexpected_total": unexpected + sum(socket_errors.values()) + raw["extra"].get("slot_reused_after_loss", 0)
-                            + raw["extra"].get("unmatched_answers", 0) + raw["extra"].get("duplicate_tokens_sent", 0),
+                            + raw["extra"].get("unmatched_answers", 0) + raw["extra"].get("duplicate_tokens_sent", 0)
+                            + raw["extra"].get("bodies_exhausted", 0) + raw["extra"].get("answers_without_session", 0),
         "counters": raw["extra"],
         "load_average_1m_before": LOAD_BEFORE.get(name),
     }
@@ -441,6 +450,27 @@ def idle_connections(server, count):
     return result
 
 
+def passkey_sign_ins(server, threads, connections, seconds, accounts_file, workdir):
+    """The second half of passkey sign-ins: passkeys.py signs `connections` accounts up with a
+    passkey and prepares assertions over fresh challenges (more than the run can use), then wrk
+    sends each once. The preparation (options, signing) is not timed; `passkey_options` times
+    the first half."""
+    bodies = os.path.join(workdir, "passkey-bodies.jsonl")
+    count = PASSKEY_RATE * seconds
+    log(f"passkey: signing up {connections} passkey accounts and preparing {count} assertions ({BENCH_PYTHON})")
+    prepared = subprocess.run([BENCH_PYTHON, os.path.join(HERE, "passkeys.py"), "--port", str(server.port), "--rp-id", RP_ID,
+                               "--accounts", str(connections), "--assertions", str(count), "--out", bodies],
+                              capture_output=True, text=True, timeout=600)
+    if prepared.returncode != 0:
+        raise RuntimeError(f"passkeys.py failed: {prepared.stderr[-2000:]}")
+    preparation = json.loads(prepared.stdout.strip().splitlines()[-1])
+    log(f"passkey: {preparation}")
+    os.environ["WRK_PASSKEY_BODIES"] = bodies
+    result = run_scenario(server, "passkey", "passkey.lua", threads, connections, seconds, accounts_file, workdir)
+    result["preparation"] = preparation
+    return result
+
+
 def command_db(args):
     try:
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -502,6 +532,8 @@ def command_db(args):
                 results[name] = me_with_logins(server, threads, connections, args.seconds, accounts_file, workdir)
             elif name == "connections":
                 results[name] = idle_connections(server, IDLE_CONNECTIONS)
+            elif name == "passkey":
+                results[name] = passkey_sign_ins(server, threads, connections, args.seconds, accounts_file, workdir)
             else:
                 results[name] = run_scenario(server, name, f"{name}.lua", threads, connections, args.seconds, accounts_file, workdir)
         part["server_vmhwm_mib"] = mib(proc_status(server.process.pid, "VmHWM"))
