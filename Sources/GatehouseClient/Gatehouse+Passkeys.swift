@@ -156,14 +156,29 @@ extension Gatehouse {
     public func addPasskey(using device: some PasskeyAuthenticator, email: String? = nil, name: String? = nil)
         async throws(GatehouseClientError) -> PasskeyRegistrationOutcome
     {
-        let options = try await passkeyRegistrationOptions(email: email)
+        try await register(using: device, email: email, name: name, auth: .optional)
+    }
+
+    /// A passkey for the signed-in account only: `not_signed_in` without a session, never a new
+    /// account (an expired session must not turn "add a passkey" into a sign-up).
+    func addPasskeyToAccount(using device: some PasskeyAuthenticator, name: String?) async throws(GatehouseClientError) -> PasskeyPayload {
+        guard case .added(let passkey) = try await register(using: device, email: nil, name: name, auth: .required) else {
+            throw Self.invalidResponse
+        }
+        return passkey
+    }
+
+    private func register(using device: some PasskeyAuthenticator, email: String?, name: String?, auth: Auth)
+        async throws(GatehouseClientError) -> PasskeyRegistrationOutcome
+    {
+        let options = try await registrationOptions(email: email, auth: auth)
         let credential: PasskeyRegistration
         do {
             credential = try await device.register(options)
         } catch {
             throw deviceFailure(error)
         }
-        return try await registerPasskey(options, credential: credential, name: name)
+        return try await registerPasskey(options, credential: credential, name: name, auth: auth)
     }
 
     private func deviceFailure(_ error: any Error) -> GatehouseClientError {
@@ -180,7 +195,11 @@ extension Gatehouse {
     /// sign-in in the last five minutes, or an anonymous account). Signed out: a passkey
     /// sign-up, with `email` if the app asks for one.
     public func passkeyRegistrationOptions(email: String? = nil) async throws(GatehouseClientError) -> PasskeyRegistrationOptions {
-        let answer = try await call(Endpoints.passkeyRegistrationOptions, body: PasskeyOptionsRequest(email: email), auth: .optional)
+        try await registrationOptions(email: email, auth: .optional)
+    }
+
+    private func registrationOptions(email: String?, auth: Auth) async throws(GatehouseClientError) -> PasskeyRegistrationOptions {
+        let answer = try await call(Endpoints.passkeyRegistrationOptions, body: PasskeyOptionsRequest(email: email), auth: auth)
         let options = answer.options
         return PasskeyRegistrationOptions(
             challengeID: answer.challengeID, relyingPartyID: options.rp.id, challenge: try Self.bytes(options.challenge),
@@ -194,6 +213,12 @@ extension Gatehouse {
     public func registerPasskey(_ options: PasskeyRegistrationOptions, credential: PasskeyRegistration, name: String? = nil)
         async throws(GatehouseClientError) -> PasskeyRegistrationOutcome
     {
+        try await registerPasskey(options, credential: credential, name: name, auth: .optional)
+    }
+
+    private func registerPasskey(_ options: PasskeyRegistrationOptions, credential: PasskeyRegistration, name: String?, auth: Auth)
+        async throws(GatehouseClientError) -> PasskeyRegistrationOutcome
+    {
         let id = credential.credentialID.base64URLEncoded
         let body = PasskeyRegistrationRequest(
             challengeID: options.challengeID,
@@ -204,7 +229,7 @@ extension Gatehouse {
                     attestationObject: credential.attestationObject.base64URLEncoded, transports: ["internal", "hybrid"]),
                 authenticatorAttachment: "platform"),
             name: name)
-        let answer = try await call(Endpoints.verifyPasskeyRegistration, body: body, auth: .optional)
+        let answer = try await call(Endpoints.verifyPasskeyRegistration, body: body, auth: auth)
         if let user = answer.user, let session = answer.session {
             try begin(session, user: user, provider: .passkey)
             return .signedUp(SignInResult(user: user, created: true))

@@ -92,7 +92,12 @@ struct PasskeyModelTests {
             #expect(!later.isOffered && later.passkeys.map(\.name) == ["iPhone"])
 
             // Signed out, then back in from the welcome gate with the passkey (no address typed).
+            // The offer adds to an account only: signed out it never makes a new one.
             await gate.signOut()
+            let signedOut = PasskeyEnrollment(client: app)
+            #expect(!(await signedOut.add(using: sheet)))
+            #expect(signedOut.errorMessage == "Please sign in first." && signedOut.passkeys.isEmpty)
+            #expect(await app.state.user == nil)
             #expect(await !(gate.signInWithPasskey(using: sheet.when(.cancelled))))
             #expect(gate.root == .welcome && gate.passkeyError == nil)
             #expect(await gate.signInWithPasskey(using: sheet))

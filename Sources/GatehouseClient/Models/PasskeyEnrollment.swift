@@ -55,12 +55,8 @@ public final class PasskeyEnrollment {
         isWorking = true
         defer { isWorking = false }
         do throws(GatehouseClientError) {
-            guard case .added(let passkey) = try await client.addPasskey(using: device, name: name) else {
-                // Signed out while the sheet was up: the server made a new account instead.
-                passkeys = (try? await client.passkeys()) ?? []
-                return false
-            }
-            passkeys.append(passkey)
+            // Only ever to this account: signed out, `not_signed_in`, never a new account.
+            passkeys.append(try await client.addPasskeyToAccount(using: device, name: name))
             errorMessage = nil
             needsReauthentication = false
             notice = copy["passkey.added"] ?? "Passkey added. Next time, sign in with it."
