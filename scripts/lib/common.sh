@@ -59,15 +59,17 @@ ensure_postgres() {
 
 # What the test suite needs: a PostgreSQL server, openssl, Chromium with chromedriver (the hosted
 # pages are driven in a real browser), libfaketime (a server with a skewed clock), slowhttptest
-# (slow clients), nginx (the cluster test's load balancer) and Python 3 with aiosmtpd (a real
+# (slow clients), nginx (the cluster test's load balancer), oathtool, zbarimg and rsvg-convert (TOTP
+# codes and QR images read by other tools) and Python 3 with aiosmtpd (a real
 # SMTP server for the mail tests), Selenium and Schemathesis, in a virtual environment under
 # .build-venv.
 ensure_test_deps() {
   ensure_build_deps
   if is_debian; then
-    apt_need postgresql python3 python3-venv openssl chromium chromium-driver faketime slowhttptest nginx
+    apt_need postgresql python3 python3-venv openssl chromium chromium-driver faketime slowhttptest nginx \
+      oathtool zbar-tools librsvg2-bin
   elif is_macos; then
-    brew_need postgresql@16 python@3 openssl libfaketime slowhttptest nginx
+    brew_need postgresql@16 python@3 openssl libfaketime slowhttptest nginx oath-toolkit zbar librsvg
     export PATH="$(brew --prefix postgresql@16)/bin:$PATH"
   fi
   ensure_browser_deps
@@ -78,11 +80,11 @@ ensure_test_deps() {
 # The Python packages of .build-venv, pinned (Tests/support/smtp_sink.py and browser.py; the OpenAPI
 # validator; Schemathesis for Tests/fuzz; Tests/support/webauthn_authenticator.py, the software
 # passkey authenticator, uses soft-webauthn and checks with webauthn (py_webauthn), and builds
-# tampered bytes with cbor2 and cryptography). soft-webauthn 0.1.4 needs fido2 < 2, and every
+# tampered bytes with cbor2 and cryptography; pyotp computes TOTP codes beside Gatehouse's). soft-webauthn 0.1.4 needs fido2 < 2, and every
 # fido2 1.x needs cryptography < 45, while webauthn 3.x needs cryptography >= 49 (2.8.0: >= 46):
 # webauthn 2.7.1 is the newest that installs beside soft-webauthn.
 VENV_PACKAGES=('aiosmtpd==1.4.6' 'selenium==4.27.1' 'openapi-spec-validator==0.9.0' 'schemathesis==4.32.5'
-  'soft-webauthn==0.1.4' 'webauthn==2.7.1' 'fido2==1.2.0' 'cbor2==5.9.0' 'cryptography==44.0.3')
+  'soft-webauthn==0.1.4' 'webauthn==2.7.1' 'fido2==1.2.0' 'cbor2==5.9.0' 'cryptography==44.0.3' 'pyotp==2.9.0')
 
 # Creates .build-venv, or completes it, unless it already holds VENV_PACKAGES at their versions.
 ensure_venv() {
