@@ -181,6 +181,13 @@ extension Gatehouse {
         return try await registerPasskey(options, credential: credential, name: name, auth: auth)
     }
 
+    /// Whether the preset enables passkeys: its configuration loaded now, or else the last one
+    /// known (offline); false when none was ever loaded.
+    func offersPasskeys() async -> Bool {
+        let configuration = (try? await loadConfiguration()) ?? configurationCache
+        return configuration?.signInMethods.contains("passkey") ?? false
+    }
+
     private func deviceFailure(_ error: any Error) -> GatehouseClientError {
         if error is CancellationError {
             return GatehouseClientError(code: .passkeyCancelled, message: text("passkey.cancelled", "Cancelled."))

@@ -224,14 +224,7 @@ def register(process, results, device, name, user_id=b"alice-user-id", synced=Fa
         return None, None
     credential = answer["credential"]
     ok, verified = rp_verify_registration(credential, options, **(verify or {}))
-    outcome = "accepted" if ok else f"rejected: {verified}"
-    good = ok == expect and (ok or for_reason(verified, reason))
-    if good and extra is not None:
-        extra_ok, extra_detail = extra(credential, verified if ok else None)
-        good = extra_ok
-        outcome += f"; {extra_detail}"
-    results.check(name, good, outcome)
-    return credential, (verified if ok else None)
+    return judge(results, name, credential, ok, verified, expect, reason, extra)
 
 
 def sign_in(process, results, device, name, public_key, stored_count, allow=(), tamper=None,
@@ -247,6 +240,12 @@ def sign_in(process, results, device, name, public_key, stored_count, allow=(), 
     credential = answer["credential"]
     ok, verified = rp_verify_authentication(credential, options, public_key, stored_count,
                                             **(verify or {}))
+    return judge(results, name, credential, ok, verified, expect, reason, extra)
+
+
+def judge(results, name, credential, ok, verified, expect, reason, extra):
+    """Records whether py_webauthn's verdict is the expected one (a refusal for `reason`), and
+    then `extra`'s check; returns the credential and the verification (or None)."""
     outcome = "accepted" if ok else f"rejected: {verified}"
     good = ok == expect and (ok or for_reason(verified, reason))
     if good and extra is not None:

@@ -32,10 +32,7 @@ public final class MagicLinkOnboarding {
 
     /// Reads the preset: whether passkeys are offered, and in which words.
     public func start() async {
-        var configuration = try? await client.loadConfiguration()
-        if configuration == nil { configuration = await client.configurationSnapshot }
-        let enabled = configuration?.signInMethods.contains("passkey") ?? false
-        passkeyLabel = enabled ? await client.text("welcome.passkey", "Sign in with a passkey") : nil
+        passkeyLabel = await client.offersPasskeys() ? await client.text("welcome.passkey", "Sign in with a passkey") : nil
     }
 
     /// The passkey button; true when signed in (then the step is `.signedIn`).

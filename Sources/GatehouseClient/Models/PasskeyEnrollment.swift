@@ -27,9 +27,7 @@ public final class PasskeyEnrollment {
 
     /// Reads whether the preset enables passkeys and, when signed in, the account's passkeys.
     public func load() async {
-        var configuration = try? await client.loadConfiguration()
-        if configuration == nil { configuration = await client.configurationSnapshot }
-        enabled = configuration?.signInMethods.contains("passkey") ?? false
+        enabled = await client.offersPasskeys()
         copy = await client.copy
         if enabled, await client.state.user != nil, let list = try? await client.passkeys() {
             passkeys = list
