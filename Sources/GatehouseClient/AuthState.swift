@@ -8,6 +8,10 @@ public enum AuthState: Sendable, Equatable {
     case signedOut(SignOutReason?)
     /// `offline` while the session could not be confirmed with the server (it is kept).
     case signedIn(UserPayload, offline: Bool)
+    /// A sign-in proved its first factor and waits for the second: show the code screen for
+    /// the challenge's factors, then `completeSignIn(factorID:code:)` or
+    /// `completeSignIn(recoveryCode:)`; `cancelSecondFactor()` goes back.
+    case secondFactorRequired(MFAChallengePayload)
 
     public var user: UserPayload? {
         if case .signedIn(let user, _) = self { return user }
@@ -39,6 +43,8 @@ public enum AuthEvent: Sendable, Equatable {
     case tokenRefreshed
     case userUpdated(UserPayload)
     case entitlementsChanged(EntitlementsPayload)
+    /// A sign-in needs its second factor (`AuthState.secondFactorRequired`).
+    case secondFactorRequired(MFAChallengePayload)
 }
 
 /// How `restore()` ended.

@@ -45,7 +45,8 @@ extension Gatehouse {
     /// `POST /v1/auth/signup`.
     @discardableResult
     public func signUp(email: String, password: String) async throws(GatehouseClientError) -> SignInResult {
-        let response = try await call(Endpoints.signUp, body: EmailPasswordRequest(email: email, password: password), auth: .none)
+        let answer = try await call(Endpoints.signUp, body: EmailPasswordRequest(email: email, password: password), auth: .none)
+        let response = try session(of: answer, provider: .email)
         try begin(response.session, user: response.user, provider: .email)
         return SignInResult(user: response.user, created: true)
     }
@@ -53,7 +54,8 @@ extension Gatehouse {
     /// `POST /v1/auth/login`.
     @discardableResult
     public func signIn(email: String, password: String) async throws(GatehouseClientError) -> SignInResult {
-        let response = try await call(Endpoints.logIn, body: EmailPasswordRequest(email: email, password: password), auth: .none)
+        let answer = try await call(Endpoints.logIn, body: EmailPasswordRequest(email: email, password: password), auth: .none)
+        let response = try session(of: answer, provider: .email)
         try begin(response.session, user: response.user, provider: .email)
         return SignInResult(user: response.user, created: false)
     }
@@ -84,7 +86,7 @@ extension Gatehouse {
         idToken: String, rawNonce: String?, fullName: PersonName? = nil, authorizationCode: String? = nil
     ) async throws(GatehouseClientError) -> SignInResult {
         let body = ProviderSignInRequest(idToken: idToken, rawNonce: rawNonce, fullName: fullName, authorizationCode: authorizationCode)
-        let response = try await call(Endpoints.signInWithApple, body: body, auth: .none)
+        let response = try session(of: try await call(Endpoints.signInWithApple, body: body, auth: .none), provider: .apple)
         try begin(response.session, user: response.user, provider: .apple)
         storage.set(Self.subject(ofIDToken: idToken).map { Data($0.utf8) }, forKey: "apple_user_id")
         return SignInResult(user: response.user, created: response.created)
@@ -93,7 +95,8 @@ extension Gatehouse {
     /// `POST /v1/auth/google` with the id token from Google Sign-In.
     @discardableResult
     public func signInWithGoogle(idToken: String, rawNonce: String? = nil) async throws(GatehouseClientError) -> SignInResult {
-        let response = try await call(Endpoints.signInWithGoogle, body: ProviderSignInRequest(idToken: idToken, rawNonce: rawNonce), auth: .none)
+        let answer = try await call(Endpoints.signInWithGoogle, body: ProviderSignInRequest(idToken: idToken, rawNonce: rawNonce), auth: .none)
+        let response = try session(of: answer, provider: .google)
         try begin(response.session, user: response.user, provider: .google)
         return SignInResult(user: response.user, created: response.created)
     }
@@ -134,7 +137,7 @@ extension Gatehouse {
     }
 
     private func magicLink(_ body: MagicLinkVerifyRequest) async throws(GatehouseClientError) -> SignInResult {
-        let response = try await call(Endpoints.verifyMagicLink, body: body, auth: .none)
+        let response = try session(of: try await call(Endpoints.verifyMagicLink, body: body, auth: .none), provider: .magicLink)
         try begin(response.session, user: response.user, provider: .magicLink)
         return SignInResult(user: response.user, created: response.created)
     }

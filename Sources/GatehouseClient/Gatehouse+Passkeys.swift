@@ -263,7 +263,8 @@ extension Gatehouse {
     public func signInWithPasskey(_ options: PasskeySignInOptions, assertion: PasskeyAssertion) async throws(GatehouseClientError)
         -> SignInResult
     {
-        let response = try await call(Endpoints.verifyPasskeyAuthentication, body: assertion.request(options.challengeID), auth: .none)
+        let answer = try await call(Endpoints.verifyPasskeyAuthentication, body: assertion.request(options.challengeID), auth: .none)
+        let response = try session(of: answer, provider: .passkey)
         try begin(response.session, user: response.user, provider: .passkey)
         return SignInResult(user: response.user, created: false)
     }

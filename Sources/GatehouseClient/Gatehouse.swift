@@ -61,6 +61,8 @@ public actor Gatehouse {
     public internal(set) var isOffline = false
     var analyticsFlush: Task<Void, Never>?
     private var savedSessionLoaded = false
+    /// A sign-in waiting for its second factor, and the way it came in.
+    var pendingChallenge: (challenge: MFAChallengePayload, provider: SignInProvider)?
 
     public init(
         configuration: ClientConfiguration, tokenStore: any TokenStore, storage: any ClientStorage,
@@ -215,6 +217,7 @@ public actor Gatehouse {
         accessExpiry = clock.uptime() + TimeInterval(session.expiresIn)
         isOffline = false
         if entitlementCache?.userID != user.id { entitlementCache = nil }
+        pendingChallenge = nil
         markSignedIn(user, offline: false)
     }
 
@@ -242,6 +245,15 @@ public actor Gatehouse {
         } else if before != user {
             emit(.userUpdated(user))
         }
+    }
+
+    /// A sign-in answered with a challenge: kept until completed or cancelled. The state shows
+    /// it only when nobody is signed in here (a signed-in person stays so meanwhile).
+    func markSecondFactorRequired(_ challenge: MFAChallengePayload, provider: SignInProvider) {
+        pendingChallenge = (challenge, provider)
+        guard state.user == nil else { return }
+        state = .secondFactorRequired(challenge)
+        emit(.secondFactorRequired(challenge))
     }
 
     /// Signed out: announced when the state changes.

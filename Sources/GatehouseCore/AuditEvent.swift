@@ -65,6 +65,18 @@ extension AuditEvent {
         public static let passkeyRemoved: Name = "passkey_removed"
         /// A passkey sign-in or proof that failed (`reason`).
         public static let passkeyAssertion: Name = "passkey_assertion"
+        /// A second factor enrolled, confirmed or removed (`factor_id`, `by` for an admin's).
+        public static let mfaFactorAdded: Name = "mfa_factor_added"
+        public static let mfaFactorConfirmed: Name = "mfa_factor_confirmed"
+        public static let mfaFactorRemoved: Name = "mfa_factor_removed"
+        /// A sign-in asked for its second factor.
+        public static let mfaChallenge: Name = "mfa_challenge"
+        /// A second-factor code tried at sign-in, at a step-up or at confirmation (`method`,
+        /// `reason` on failure).
+        public static let mfaVerify: Name = "mfa_verify"
+        /// A recovery code was used (`remaining`), or a new set was made.
+        public static let recoveryCodeUsed: Name = "recovery_code_used"
+        public static let recoveryCodesRegenerated: Name = "recovery_codes_regenerated"
         public static let accountMerged: Name = "account_merged"
         /// The password proof before a deletion (a failed or locked attempt).
         public static let deleteAccount: Name = "delete_account"

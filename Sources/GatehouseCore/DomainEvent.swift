@@ -51,6 +51,9 @@ extension DomainEvent {
         public static let passkeyAdded: Kind = "passkey.added"
         /// A passkey was removed from an account (`passkey_id`).
         public static let passkeyRemoved: Kind = "passkey.removed"
+        /// A second factor was confirmed or removed (`factor_id`).
+        public static let mfaFactorAdded: Kind = "mfa.factor_added"
+        public static let mfaFactorRemoved: Kind = "mfa.factor_removed"
         /// A client analytics event (`POST /v1/events`); its name is in `data`.
         public static let analytics: Kind = "analytics"
     }

@@ -15,11 +15,16 @@ public struct EntitlementInput: Sendable, Equatable {
     public var subscriptions: [SubscriptionRecord]
     /// Credits spent in the current period, by name.
     public var creditsSpent: [String: Int]
+    /// How the caller's session was signed in; nil when unknown (a guest, or a decision made
+    /// without a session), which `mfa` and `recent_sign_in` rules refuse.
+    public var assurance: Assurance?
 
     public init(
         userID: UserID?, emailVerified: Bool = false, accountCreatedAt: Date? = nil, planOverride: String? = nil,
-        trialStartedAt: Date? = nil, subscriptions: [SubscriptionRecord] = [], creditsSpent: [String: Int] = [:]
+        trialStartedAt: Date? = nil, subscriptions: [SubscriptionRecord] = [], creditsSpent: [String: Int] = [:],
+        assurance: Assurance? = nil
     ) {
+        self.assurance = assurance
         self.userID = userID
         self.emailVerified = emailVerified
         self.accountCreatedAt = accountCreatedAt
@@ -193,6 +198,11 @@ public struct EntitlementEngine: Sendable {
             case .sumCap:
                 guard let limit = plan.limits[rule.limit ?? ""] ?? nil, let used = context[rule.context ?? ""] else { continue }
                 if used + (context[rule.add ?? ""] ?? 0) > limit { return refuse(rule) }
+            case .mfa:
+                if (input.assurance?.level ?? .aal1) < .aal2 { return refuse(rule) }
+            case .recentSignIn:
+                let window = TimeInterval((rule.withinMinutes ?? 0) * 60)
+                guard let at = input.assurance?.authenticatedAt, now.timeIntervalSince(at) < window else { return refuse(rule) }
             case .credit:
                 if let unless = rule.unless, plan.capabilities[unless] == true { continue }
                 let name = rule.credit ?? ""
@@ -213,11 +223,15 @@ public struct EntitlementEngine: Sendable {
     /// `email_verified`): what an app's own backend decides offline (`GatehouseVerifier`).
     /// Credits are not in the token, so a credit rule answers as if none were spent; spending
     /// goes through Gatehouse.
-    public func decide(_ action: String, context: [String: Int], plan: String, emailVerified: Bool, at now: Date) -> GateDecision? {
+    /// `assurance` comes from the token's `aal` and `amr`.
+    public func decide(
+        _ action: String, context: [String: Int], plan: String, emailVerified: Bool, assurance: Assurance? = nil, at now: Date
+    ) -> GateDecision? {
         let state = PlanState(known: plan)
         let input =
             state == nil || state == .guest
-            ? EntitlementInput.guest : EntitlementInput(userID: .random(), emailVerified: emailVerified, planOverride: plan)
+            ? EntitlementInput.guest
+            : EntitlementInput(userID: .random(), emailVerified: emailVerified, planOverride: plan, assurance: assurance)
         return decide(action, context: context, input: input, at: now)
     }
 
@@ -294,6 +308,8 @@ extension GateRule.Kind {
         case .sumCap: ("cap", "usage_limit_reached", "You've reached your plan's limit.", ["not_now"])
         case .softCap: ("soft_cap", "usage_limit_reached", "You've reached the limit.", ["not_now"])
         case .credit: ("paywall", "credits_exhausted", "This is a Pro feature.", ["upgrade", "not_now"])
+        case .mfa: ("step_up", "mfa_required", "Confirm it's you with your authenticator app to continue.", ["verify_mfa"])
+        case .recentSignIn: ("step_up", "reauthentication_required", "Sign in again to continue.", ["sign_in_again"])
         }
     }
 }

@@ -55,8 +55,19 @@ public struct EntitlementSettings: Sendable, Equatable, PresetSection {
     /// `planState`).
     public func plan(_ state: String) -> PlanSettings { plan(PlanState(rawValue: state)) }
 
+    /// The server's own actions a preset may put behind a step-up: deleting the account,
+    /// changing the password, adding an email address, exporting the account's data. Only
+    /// `mfa` and `recent_sign_in` rules may gate them (the person's own data and account are
+    /// never behind a paywall).
+    public static let serverActions: Set = ["account.delete", "account.change_password", "account.change_email", "account.export"]
+
     func problems() -> [String] {
         var problems: [String] = []
+        for name in Self.serverActions.sorted() {
+            if let rules = actions[name]?.rules, rules.contains(where: { $0.kind != .mfa && $0.kind != .recentSignIn }) {
+                problems.append("'entitlements.actions.\(name)' may only hold mfa and recent_sign_in rules")
+            }
+        }
         for state in PlanState.all where plans[state] == nil {
             problems.append("'entitlements.plans' must define '\(state)'")
         }
@@ -233,6 +244,12 @@ public struct GateRule: Sendable, Equatable, PresetCodable {
         /// When the plan lacks `unless` (e.g. `can_practice`), one `credit` is needed: allowed
         /// with a notice while some remain, refused once none do.
         case credit
+        /// Refused unless the session has verified a second factor (`aal2`): reason
+        /// `mfa_required`, answered by a step-up.
+        case mfa
+        /// Refused unless the last sign-in (or step-up) was within `within_minutes`: reason
+        /// `reauthentication_required`.
+        case recentSignIn = "recent_sign_in"
 
         /// Refuses a kind this version does not know, naming the ones it does.
         public init(from decoder: any Decoder) throws {
@@ -267,12 +284,15 @@ public struct GateRule: Sendable, Equatable, PresetCodable {
     /// For `credit`: the reason, message and secondary of the allowed-with-notice answer.
     public var noticeReason: String?
     public var notice: String?
+    /// For `recent_sign_in`: how old the last sign-in or step-up may be.
+    public var withinMinutes: Int?
 
     public init(
         kind: Kind, capability: String? = nil, limit: String? = nil, context: String? = nil, add: String? = nil, credit: String? = nil,
         unless: String? = nil, gate: String? = nil, reason: String? = nil, message: String? = nil, secondary: String? = nil,
-        actions: [String]? = nil, warnAt: Double? = nil, noticeReason: String? = nil, notice: String? = nil
+        actions: [String]? = nil, warnAt: Double? = nil, noticeReason: String? = nil, notice: String? = nil, withinMinutes: Int? = nil
     ) {
+        self.withinMinutes = withinMinutes
         self.kind = kind
         self.capability = capability
         self.limit = limit
@@ -295,7 +315,7 @@ public struct GateRule: Sendable, Equatable, PresetCodable {
             .decodedFirst("kind", \.kind), .key("capability", \.capability), .key("limit", \.limit), .key("context", \.context), .key("add", \.add),
             .key("credit", \.credit), .key("unless", \.unless), .key("gate", \.gate), .key("reason", \.reason), .key("message", \.message),
             .key("secondary", \.secondary), .key("actions", \.actions), .key("warn_at", \.warnAt), .key("notice_reason", \.noticeReason),
-            .key("notice", \.notice),
+            .key("notice", \.notice), .key("within_minutes", \.withinMinutes),
         ]
     }
 
@@ -310,7 +330,9 @@ public struct GateRule: Sendable, Equatable, PresetCodable {
             if limit == nil || context == nil { return "a \(kind.rawValue) rule needs 'limit' and 'context'" }
             if kind == .sumCap, add == nil { return "a sum_cap rule needs 'add'" }
         case .credit where credit == nil: return "a credit rule needs 'credit'"
-        case .account, .verification, .writable, .capability, .credit: break
+        case .recentSignIn where !(1...10_080).contains(withinMinutes ?? 0):
+            return "a recent_sign_in rule needs 'within_minutes' between 1 and 10080"
+        case .account, .verification, .writable, .capability, .credit, .mfa, .recentSignIn: break
         }
         return nil
     }

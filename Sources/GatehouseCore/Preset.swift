@@ -24,6 +24,8 @@ public struct Preset: Sendable, Equatable, PresetCodable {
     public var entitlements = EntitlementSettings()
     /// Passkey ceremonies' rules (on when `sign_in_methods.passkey` is).
     public var passkeys = PasskeySettings()
+    /// Second factors (TOTP and recovery codes) and their sign-in challenges.
+    public var mfa = MFASettings()
     /// User-facing strings (error messages, banners, prompts), by key.
     public var copy: [String: String] = [:]
 
@@ -34,7 +36,8 @@ public struct Preset: Sendable, Equatable, PresetCodable {
             .decodedFirst("name", \.name), .key("app", \.app), .key("sign_in_methods", \.signInMethods), .key("password_policy", \.passwordPolicy),
             .key("tokens", \.tokens), .key("enumeration_protection", \.enumerationProtection), .key("verification", \.verification),
             .key("email", \.email), .key("throttling", \.throttling), .key("handles", \.handles), .key("privacy", \.privacy),
-            .key("entitlements", \.entitlements), .key("passkeys", \.passkeys), .key("copy", \.copy),
+            .key("entitlements", \.entitlements), .key("passkeys", \.passkeys), .key("mfa", \.mfa),
+            .key("copy", \.copy),
         ]
     }
 
@@ -98,6 +101,9 @@ public struct Preset: Sendable, Equatable, PresetCodable {
         check(
             ["required", "preferred"].contains(passkeys.userVerification), "'passkeys.user_verification' must be 'required' or 'preferred'")
         check((60...600).contains(passkeys.challengeTTLSeconds), "'passkeys.challenge_ttl_seconds' must be between 60 and 600")
+        check((60...900).contains(mfa.challengeTTLSeconds), "'mfa.challenge_ttl_seconds' must be between 60 and 900")
+        check((1...10).contains(mfa.attemptsPerChallenge), "'mfa.attempts_per_challenge' must be between 1 and 10")
+        check(mfa.issuer.map { !$0.isEmpty && $0.count <= 64 && !$0.contains(":") } ?? true, "'mfa.issuer' must be 1 to 64 characters without ':'")
         check(signInMethods.enabled.count > 0, "'sign_in_methods' must turn on at least one method")
         problems += entitlements.problems()
         return problems

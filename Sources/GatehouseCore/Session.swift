@@ -17,12 +17,26 @@ public struct Session: Sendable, Equatable {
     /// As the preset's privacy setting keeps them.
     public var userAgent: String?
     public var ipAddress: String?
+    /// The access token's first `amr` method (`password`, `magic_link`, `apple`, …); nil on
+    /// sessions from before it was stored, which fall back to the provider's.
+    public var method: String?
+    /// `aal2` once a second factor was verified (at sign-in or by a step-up), or when a
+    /// passkey counted as two.
+    public var assurance: AssuranceLevel
+    /// The second factor verified (`totp`, `recovery_code`) and when.
+    public var secondFactor: String?
+    public var secondFactorAt: Date?
 
     public init(
         id: SessionID = .random(), userID: UserID, provider: Provider, createdAt: Date, lastActiveAt: Date? = nil,
         expiresAt: Date? = nil, revokedAt: Date? = nil, revokedReason: String? = nil, userAgent: String? = nil,
-        ipAddress: String? = nil
+        ipAddress: String? = nil, method: String? = nil, assurance: AssuranceLevel = .aal1, secondFactor: String? = nil,
+        secondFactorAt: Date? = nil
     ) {
+        self.method = method
+        self.assurance = assurance
+        self.secondFactor = secondFactor
+        self.secondFactorAt = secondFactorAt
         self.id = id
         self.userID = userID
         self.provider = provider
@@ -37,13 +51,28 @@ public struct Session: Sendable, Equatable {
 
     public var isRevoked: Bool { revokedAt != nil }
 
+    /// The methods of the access token's `amr`, each with its time: the sign-in's, then the
+    /// second factor's.
+    public var authenticationMethods: [(method: String, at: Date)] {
+        var methods: [(method: String, at: Date)] = []
+        if let first = method ?? provider.authenticationMethod { methods.append((first, createdAt)) }
+        if let secondFactor, let secondFactorAt { methods.append((secondFactor, secondFactorAt)) }
+        return methods
+    }
+
+    /// What gates see: the level, and the last time a factor was proved.
+    public var assuranceState: Assurance {
+        Assurance(level: assurance, authenticatedAt: max(createdAt, secondFactorAt ?? createdAt))
+    }
+
     /// How long after its sign-in a session proves a recent sign-in by itself (deleting the
     /// account, adding a passkey).
     public static let recentSignInSeconds: TimeInterval = 300
 
-    /// Whether the sign-in that opened this session was recent enough at `now`.
+    /// Whether the sign-in that opened this session, or a second factor verified since, was
+    /// recent enough at `now`.
     public func isRecentSignIn(at now: Date) -> Bool {
-        now.timeIntervalSince(createdAt) < Self.recentSignInSeconds
+        now.timeIntervalSince(assuranceState.authenticatedAt) < Self.recentSignInSeconds
     }
 
     /// Whether the session may still be used at `now` under `settings`.

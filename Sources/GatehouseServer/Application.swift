@@ -139,6 +139,7 @@ func makeRouter(_ infra: Infrastructure, _ useCases: UseCases) -> Router<Gatehou
         input: input
     ).register(on: router)
     PasskeysController(passkeys: u.passkeys, authenticator: u.authenticator, input: input).register(on: router, signedIn: signedIn)
+    MFAController(mfa: u.mfa, authenticator: u.authenticator, input: input).register(on: router, signedIn: signedIn)
     WellKnownController(relyingParty: config.relyingParty, preset: preset).register(on: router)
     SessionsController(sessions: u.sessions, input: input).register(on: router, signedIn: signedIn)
     PasswordController(passwords: u.passwords, reset: u.reset, input: input).register(on: router, signedIn: signedIn)
@@ -160,7 +161,7 @@ func makeRouter(_ infra: Infrastructure, _ useCases: UseCases) -> Router<Gatehou
         DevController(store: infra.store).register(on: router)
     }
     AdminController(
-        users: u.users, keys: infra.keys, adminKey: infra.adminKey, testMail: u.testMail, bodyLimit: config.maxBodyBytes,
+        users: u.users, mfa: u.mfa, keys: infra.keys, adminKey: infra.adminKey, testMail: u.testMail, bodyLimit: config.maxBodyBytes,
         retiredKeyPublishSeconds: KeyRing.retiredKeyPublishSeconds(
             accessTokenTTLSeconds: preset.tokens.accessTokenTTLSeconds, leewaySeconds: preset.tokens.leewaySeconds)
     ).register(on: router)

@@ -3,17 +3,34 @@ import GatehouseCore
 
 extension SQLStore {
     private static let sessionColumns =
-        "id, user_id, provider, created_at, last_active_at, expires_at, revoked_at, revoked_reason, user_agent, ip_address"
+        "id, user_id, provider, created_at, last_active_at, expires_at, revoked_at, revoked_reason, user_agent, ip_address, method, assurance, second_factor, second_factor_at"
 
     public func insertSession(_ session: Session) async throws(StoreError) {
         try await executor.query(
-            "INSERT INTO sessions (\(Self.sessionColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO sessions (\(Self.sessionColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 .text(session.id.description), .text(session.userID.description), .text(session.provider.rawValue),
                 .integer(session.createdAt.unixSeconds), .integer(session.lastActiveAt.unixSeconds),
                 SQLValue(session.expiresAt?.unixSeconds), SQLValue(session.revokedAt?.unixSeconds),
-                SQLValue(session.revokedReason), SQLValue(session.userAgent), SQLValue(session.ipAddress),
+                SQLValue(session.revokedReason), SQLValue(session.userAgent), SQLValue(session.ipAddress), SQLValue(session.method),
+                .text(session.assurance.rawValue), SQLValue(session.secondFactor), SQLValue(session.secondFactorAt?.unixSeconds),
             ])
+    }
+
+    public func stepUpSession(_ id: SessionID, factor: String, at date: Date) async throws(StoreError) -> Bool {
+        try await !executor.query(
+            """
+            UPDATE sessions SET assurance = 'aal2', second_factor = ?, second_factor_at = ?
+            WHERE id = ? AND revoked_at IS NULL RETURNING id
+            """,
+            [.text(factor), .integer(date.unixSeconds), .text(id.description)]
+        ).isEmpty
+    }
+
+    public func retireRefreshTokens(of session: SessionID, at date: Date) async throws(StoreError) {
+        try await executor.query(
+            "UPDATE refresh_tokens SET rotated_at = ? WHERE session_id = ? AND rotated_at IS NULL",
+            [.integer(date.unixSeconds), .text(session.description)])
     }
 
     public func session(id: SessionID) async throws(StoreError) -> Session? {
@@ -86,7 +103,9 @@ extension SQLStore {
             expiresAt: try row.optionalInt("expires_at").map(Date.init(unixSeconds:)),
             revokedAt: try row.optionalInt("revoked_at").map(Date.init(unixSeconds:)),
             revokedReason: try row.optionalString("revoked_reason"), userAgent: try row.optionalString("user_agent"),
-            ipAddress: try row.optionalString("ip_address"))
+            ipAddress: try row.optionalString("ip_address"), method: try row.optionalString("method"),
+            assurance: AssuranceLevel(rawValue: try row.string("assurance")), secondFactor: try row.optionalString("second_factor"),
+            secondFactorAt: try row.optionalInt("second_factor_at").map(Date.init(unixSeconds:)))
     }
 
     // MARK: Refresh tokens

@@ -87,6 +87,7 @@ public struct PurgeCounts: Sendable, Equatable {
     public var usageRows = 0
     /// Passkey ceremonies never finished, once expired (`purgePasskeyChallenges`).
     public var passkeyChallenges = 0
+    public var mfaChallenges = 0
     public init() {}
 }
 

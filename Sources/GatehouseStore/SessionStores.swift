@@ -10,6 +10,12 @@ public protocol SessionStore: Sendable {
     /// Whether the user has had any session, and any from `userAgent` (`nil` matches `nil`).
     func sessionHistory(of userID: UserID, userAgent: String?) async throws(StoreError) -> (any: Bool, fromAgent: Bool)
     func touchSession(_ id: SessionID, at date: Date) async throws(StoreError)
+    /// Raises a live session to `aal2` with the second factor just verified; false when the
+    /// session is gone or revoked.
+    func stepUpSession(_ id: SessionID, factor: String, at date: Date) async throws(StoreError) -> Bool
+    /// Marks every unrotated refresh token of the session rotated (a step-up hands out a new
+    /// chain, so a token from before it cannot be rotated again).
+    func retireRefreshTokens(of session: SessionID, at date: Date) async throws(StoreError)
     /// Revokes one session; false when it was already revoked or does not exist.
     func revokeSession(_ id: SessionID, reason: String, at date: Date) async throws(StoreError) -> Bool
     /// Revokes every live session of a user except `keeping`; returns the ones it revoked.

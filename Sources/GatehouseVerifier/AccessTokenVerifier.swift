@@ -14,6 +14,16 @@ public struct GatehouseUser: Sendable, Equatable {
     public var isAnonymous: Bool
     public var emailVerified: Bool
     public var expiresAt: Date
+    /// `aal1`, or `aal2` once the session verified a second factor.
+    public var assuranceLevel: AssuranceLevel = .aal1
+    /// The token's `amr`: how and when each factor was proved.
+    public var authenticationMethods: [AuthenticationMethodReference] = []
+
+    /// What gates see: the level and the latest factor's time (nil without an `amr`).
+    public var assurance: Assurance? {
+        guard let latest = authenticationMethods.map(\.timestamp).max() else { return nil }
+        return Assurance(level: assuranceLevel, authenticatedAt: Date(timeIntervalSince1970: TimeInterval(latest)))
+    }
 
     /// The plan at `now`: the token's, or `free` once `plan_expires_at` has passed.
     public func plan(at now: Date) -> String {
@@ -111,7 +121,8 @@ public actor AccessTokenVerifier {
             userID: claims.sub, sessionID: claims.sid, plan: claims.plan ?? "free",
             planExpiresAt: claims.planExpiresAt.map { Date(timeIntervalSince1970: TimeInterval($0)) },
             isAnonymous: claims.isAnonymous ?? false, emailVerified: claims.emailVerified ?? false,
-            expiresAt: Date(timeIntervalSince1970: TimeInterval(claims.exp)))
+            expiresAt: Date(timeIntervalSince1970: TimeInterval(claims.exp)),
+            assuranceLevel: claims.aal.map(AssuranceLevel.init(rawValue:)) ?? .aal1, authenticationMethods: claims.amr ?? [])
     }
 
     /// The key for `kid`: from the cache while it is fresh, else after one (shared) fetch.

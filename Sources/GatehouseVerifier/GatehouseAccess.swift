@@ -57,7 +57,8 @@ public struct GatehouseAccess: Sendable {
     public func decide(_ action: String, for user: GatehouseUser, context: [String: Int] = [:]) async throws -> GateDecision {
         let engine = try await rules.current()
         let now = clock.now
-        guard let decision = engine.decide(action, context: context, plan: user.plan(at: now), emailVerified: user.emailVerified, at: now)
+        guard let decision = engine.decide(
+                action, context: context, plan: user.plan(at: now), emailVerified: user.emailVerified, assurance: user.assurance, at: now)
         else { throw UnknownAction(action: action) }
         return decision
     }

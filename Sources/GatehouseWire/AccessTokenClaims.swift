@@ -14,11 +14,14 @@ public struct AccessTokenClaims: Codable, Sendable, Equatable {
     public var emailVerified: Bool?
     public var planExpiresAt: Int64?
     /// How the session's holder signed in (RFC 8176's idea, the contract's shape): methods
-    /// `passkey`, `apple`, `google`, `anonymous`, … with the Unix time of each.
+    /// `password`, `magic_link`, `apple`, `google`, `anonymous`, `passkey`, then `totp` or
+    /// `recovery_code`, each with its Unix time.
     public var amr: [AuthenticationMethodReference]?
+    /// `aal1` (one factor) or `aal2` (a second factor verified, at sign-in or by a step-up).
+    public var aal: String?
 
     public enum CodingKeys: String, CodingKey {
-        case iss, aud, sub, sid, iat, nbf, exp, plan, amr
+        case iss, aud, sub, sid, iat, nbf, exp, plan, amr, aal
         case isAnonymous = "is_anonymous"
         case emailVerified = "email_verified"
         case planExpiresAt = "plan_expires_at"
@@ -26,8 +29,9 @@ public struct AccessTokenClaims: Codable, Sendable, Equatable {
 
     public init(
         iss: String, aud: String, sub: String, sid: String, iat: Int64?, nbf: Int64?, exp: Int64, isAnonymous: Bool?, plan: String?,
-        emailVerified: Bool?, planExpiresAt: Int64?, amr: [AuthenticationMethodReference]? = nil
+        emailVerified: Bool?, planExpiresAt: Int64?, amr: [AuthenticationMethodReference]? = nil, aal: String? = nil
     ) {
+        self.aal = aal
         self.iss = iss
         self.aud = aud
         self.sub = sub

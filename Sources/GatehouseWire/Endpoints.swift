@@ -19,15 +19,15 @@ public enum Endpoints {
 
     // MARK: Sign-up and sign-in
 
-    public static let signUp = Endpoint<EmailPasswordRequest, AuthResponse>(.post, "/v1/auth/signup")
-    public static let logIn = Endpoint<EmailPasswordRequest, AuthResponse>(.post, "/v1/auth/login")
+    public static let signUp = Endpoint<EmailPasswordRequest, SignInAnswer<AuthResponse>>(.post, "/v1/auth/signup")
+    public static let logIn = Endpoint<EmailPasswordRequest, SignInAnswer<AuthResponse>>(.post, "/v1/auth/login")
     /// Takes an `Idempotency-Key` header.
     public static let signInAnonymously = Endpoint<NoBody, AnonymousResponse>(.post, "/v1/auth/anonymous")
-    public static let signInWithApple = Endpoint<ProviderSignInRequest, SignInResponse>(.post, "/v1/auth/apple")
-    public static let signInWithGoogle = Endpoint<ProviderSignInRequest, SignInResponse>(.post, "/v1/auth/google")
+    public static let signInWithApple = Endpoint<ProviderSignInRequest, SignInAnswer<SignInResponse>>(.post, "/v1/auth/apple")
+    public static let signInWithGoogle = Endpoint<ProviderSignInRequest, SignInAnswer<SignInResponse>>(.post, "/v1/auth/google")
     /// Mails a link and a 6-digit code (202).
     public static let sendMagicLink = Endpoint<MagicLinkRequest, NoContent>(.post, "/v1/auth/magic-link")
-    public static let verifyMagicLink = Endpoint<MagicLinkVerifyRequest, SignInResponse>(.post, "/v1/auth/magic-link/verify")
+    public static let verifyMagicLink = Endpoint<MagicLinkVerifyRequest, SignInAnswer<SignInResponse>>(.post, "/v1/auth/magic-link/verify")
     public static let refresh = Endpoint<RefreshRequest, SessionResponse>(.post, "/v1/auth/refresh")
 
     // MARK: Passkeys
@@ -42,12 +42,27 @@ public enum Endpoints {
     /// `email` for a sign-in by address; none for a discoverable one.
     public static let passkeyAuthenticationOptions = Endpoint<PasskeyOptionsRequest, PasskeyRequestChallenge>(
         .post, "/v1/passkeys/authentication/options")
-    public static let verifyPasskeyAuthentication = Endpoint<PasskeyAssertionRequest, AuthResponse>(
+    public static let verifyPasskeyAuthentication = Endpoint<PasskeyAssertionRequest, SignInAnswer<AuthResponse>>(
         .post, "/v1/passkeys/authentication/verify")
     public static let passkeys = Endpoint<NoBody, PasskeysResponse>(.get, "/v1/passkeys")
     public static let renamePasskey = Endpoint<PasskeyRenameRequest, PasskeyResponse>(.patch, "/v1/passkeys/{id}")
     /// Never the account's last way in (409 `last_identity`).
     public static let deletePasskey = Endpoint<NoBody, NoContent>(.delete, "/v1/passkeys/{id}")
+
+    // MARK: Second factors
+
+    /// Enrolls a TOTP factor (unverified until confirmed): a sign-in in the last 5 minutes, and
+    /// `aal2` once the account has a factor.
+    public static let enrollMFAFactor = Endpoint<MFAEnrollRequest, MFAEnrollment>(.post, "/v1/mfa/factors")
+    /// The first code; the account's first factor also answers its recovery codes.
+    public static let confirmMFAFactor = Endpoint<MFACodeRequest, MFAConfirmResponse>(.post, "/v1/mfa/factors/{id}/confirm")
+    public static let mfaFactors = Endpoint<NoBody, MFAFactorsResponse>(.get, "/v1/mfa/factors")
+    public static let renameMFAFactor = Endpoint<MFARenameRequest, MFAFactorResponse>(.patch, "/v1/mfa/factors/{id}")
+    public static let deleteMFAFactor = Endpoint<NoBody, NoContent>(.delete, "/v1/mfa/factors/{id}")
+    /// Ten new recovery codes; the old ones die.
+    public static let regenerateRecoveryCodes = Endpoint<NoBody, RecoveryCodesResponse>(.post, "/v1/mfa/recovery-codes")
+    /// Completes a sign-in's challenge, or (Bearer, no `challenge_id`) steps the session up.
+    public static let verifyMFA = Endpoint<MFAVerifyRequest, MFAVerifyResponse>(.post, "/v1/auth/mfa/verify")
 
     // MARK: Email and password
 
@@ -134,6 +149,11 @@ public enum Endpoints {
     public static let adminEnableUser = Endpoint<NoBody, AdminUser>(.post, "/admin/v1/users/{id}/enable")
     public static let adminDeleteUser = Endpoint<NoBody, NoContent>(.delete, "/admin/v1/users/{id}")
     public static let adminSetPlan = Endpoint<PlanOverrideRequest, AdminUser>(.put, "/admin/v1/users/{id}/plan")
+    /// A user's second factors, for support (no secrets).
+    public static let adminMFAFactors = Endpoint<NoBody, MFAFactorsResponse>(.get, "/admin/v1/users/{id}/mfa/factors")
+    /// Removes one factor (audited, mailed to the user): the recovery path when every factor and
+    /// recovery code is lost. With no confirmed factor left, the recovery codes go too.
+    public static let adminDeleteMFAFactor = Endpoint<NoBody, NoContent>(.delete, "/admin/v1/users/{id}/mfa/factors/{factor}")
     public static let adminEvents = Endpoint<NoBody, EventList>(.get, "/admin/v1/events")
     public static let adminAudit = Endpoint<NoBody, AuditList>(.get, "/admin/v1/audit")
     /// 202 with the queued mail's id.
@@ -150,6 +170,8 @@ public enum Endpoints {
         sendMagicLink.erased, verifyMagicLink.erased, refresh.erased,
         passkeyRegistrationOptions.erased, verifyPasskeyRegistration.erased, passkeyAuthenticationOptions.erased,
         verifyPasskeyAuthentication.erased, passkeys.erased, renamePasskey.erased, deletePasskey.erased,
+        enrollMFAFactor.erased, confirmMFAFactor.erased, mfaFactors.erased, renameMFAFactor.erased, deleteMFAFactor.erased,
+        regenerateRecoveryCodes.erased, verifyMFA.erased,
         resendVerification.erased, verifyEmail.erased, forgotPassword.erased, resetPassword.erased, changePassword.erased,
         logOut.erased, sessions.erased, revokeSession.erased,
         linkEmail.erased, linkApple.erased, linkGoogle.erased,
@@ -161,6 +183,6 @@ public enum Endpoints {
         resendLinkForm.erased,
         devOutbox.erased,
         adminUsers.erased, adminUser.erased, adminDisableUser.erased, adminEnableUser.erased, adminDeleteUser.erased,
-        adminSetPlan.erased, adminEvents.erased, adminAudit.erased, adminTestMail.erased, adminKeys.erased, adminRotateKeys.erased,
+        adminSetPlan.erased, adminMFAFactors.erased, adminDeleteMFAFactor.erased, adminEvents.erased, adminAudit.erased, adminTestMail.erased, adminKeys.erased, adminRotateKeys.erased,
     ]
 }

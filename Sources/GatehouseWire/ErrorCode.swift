@@ -73,6 +73,14 @@ extension ErrorCode {
     public static let challengeInvalid: ErrorCode = "challenge_invalid"
     /// A credential id registered already.
     public static let credentialInUse: ErrorCode = "credential_in_use"
+
+    // Second factors.
+    /// A TOTP or recovery code that is wrong, expired or used already.
+    public static let invalidCode: ErrorCode = "invalid_code"
+    /// The account has the most factors it may have (10).
+    public static let tooManyFactors: ErrorCode = "too_many_factors"
+    /// The action needs a session that verified a second factor (`aal2`): a step-up.
+    public static let mfaRequired: ErrorCode = "mfa_required"
 }
 
 extension ErrorCode {
@@ -93,6 +101,7 @@ extension ErrorCode {
         .invalidHandle: 422, .handleTaken: 409, .invalidDisplayName: 422, .invalidAvatarURL: 422, .invalidChoice: 422,
         .unknownAction: 400, .trialAlreadyUsed: 409, .invalidSignedPayload: 400, .planRequired: 403, .subscriptionInUse: 409,
         .invalidCredential: 400, .challengeInvalid: 400, .credentialInUse: 409,
+        .invalidCode: 400, .tooManyFactors: 409, .mfaRequired: 403,
     ]
 
     /// The status this code answers with unless the server names another (only

@@ -195,14 +195,21 @@ public struct AccountExport: Codable, Sendable, Hashable {
     public var passkeys: [PasskeyPayload]
     /// Passkey ceremonies opened for the account and not finished yet.
     public var passkeyChallenges: [ExportedPasskeyChallenge]
+    public var mfaFactors: [MFAFactorPayload]
+    public var mfaRecoveryCodes: [ExportedRecoveryCode]
+    public var mfaChallenges: [ExportedMFAChallenge]
 
     public init(
         exportedAt: String, users: UserPayload, planOverride: String?, identities: [IdentityPayload], sessions: [SessionInfo],
         emailTokens: [ExportedLink], auditLog: [AuditEntry], events: [EventEntry], idempotencyKeys: [String],
         creditLedger: [ExportedCreditSpend], subscriptions: [ExportedSubscription], entitlements: EntitlementsPayload,
         usageRecords: [ExportedUsage] = [], usageMeters: [ExportedUsageCount] = [], passkeys: [PasskeyPayload] = [],
-        passkeyChallenges: [ExportedPasskeyChallenge] = []
+        passkeyChallenges: [ExportedPasskeyChallenge] = [], mfaFactors: [MFAFactorPayload] = [],
+        mfaRecoveryCodes: [ExportedRecoveryCode] = [], mfaChallenges: [ExportedMFAChallenge] = []
     ) {
+        self.mfaFactors = mfaFactors
+        self.mfaRecoveryCodes = mfaRecoveryCodes
+        self.mfaChallenges = mfaChallenges
         self.exportedAt = exportedAt
         self.users = users
         self.planOverride = planOverride
@@ -236,6 +243,40 @@ public struct AccountExport: Codable, Sendable, Hashable {
         case usageMeters = "usage_meters"
         case passkeys
         case passkeyChallenges = "passkey_challenges"
+        case mfaFactors = "mfa_factors"
+        case mfaRecoveryCodes = "mfa_recovery_codes"
+        case mfaChallenges = "mfa_challenges"
+    }
+}
+
+/// A recovery code in an export: its times only, never the code or its hash.
+public struct ExportedRecoveryCode: Codable, Sendable, Hashable {
+    public var createdAt: String
+    public var usedAt: String?
+    public init(createdAt: String, usedAt: String?) {
+        self.createdAt = createdAt
+        self.usedAt = usedAt
+    }
+    enum CodingKeys: String, CodingKey {
+        case createdAt = "created_at"
+        case usedAt = "used_at"
+    }
+}
+
+/// A sign-in's second-factor challenge in an export.
+public struct ExportedMFAChallenge: Codable, Sendable, Hashable {
+    public var createdAt: String
+    public var expiresAt: String
+    public var attempts: Int
+    public init(createdAt: String, expiresAt: String, attempts: Int) {
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+        self.attempts = attempts
+    }
+    enum CodingKeys: String, CodingKey {
+        case attempts
+        case createdAt = "created_at"
+        case expiresAt = "expires_at"
     }
 }
 

@@ -32,6 +32,23 @@ extension GateRow: CustomTestStringConvertible {
         #expect(row.mismatches(decision).isEmpty, "\(row.name): \(row.mismatches(decision))")
     }
 
+    /// Step-up rules: `mfa` wants `aal2`; `recent_sign_in` wants the last factor within its
+    /// minutes; neither passes without knowing how the session signed in.
+    @Test func stepUpRulesReadTheSessionsAssurance() throws {
+        var settings = EntitlementSettings()
+        settings.actions["wire_money"] = ActionSettings(rules: [GateRule(kind: .mfa), GateRule(kind: .recentSignIn, withinMinutes: 10)])
+        let engine = EntitlementEngine(settings: settings, copy: ["gate.mfa": "Enter your code."])
+        func decide(_ assurance: Assurance?) -> GateDecision? {
+            engine.decide("wire_money", context: [:], input: EntitlementInput(userID: .random(), assurance: assurance), at: Self.now)
+        }
+        let aal1 = decide(Assurance(level: .aal1, authenticatedAt: Self.now))
+        #expect(aal1?.allowed == false && aal1?.reasonCode == "mfa_required" && aal1?.gate == "step_up" && aal1?.message == "Enter your code.")
+        #expect(decide(nil)?.reasonCode == "mfa_required")
+        #expect(decide(Assurance(level: .aal2, authenticatedAt: Self.now.addingTimeInterval(-599)))?.allowed == true)
+        let stale = decide(Assurance(level: .aal2, authenticatedAt: Self.now.addingTimeInterval(-600)))
+        #expect(stale?.allowed == false && stale?.reasonCode == "reauthentication_required")
+    }
+
     @Test func everySeedPresetCoversTheContractsActions() throws {
         let handz = [
             "create_flow", "add_node", "save_flow", "edit_flow", "save_move", "practice_saved_flow", "practice_inbox_item", "accept_import",

@@ -77,6 +77,18 @@ import Testing
         #expect(preset.problems().isEmpty)
     }
 
+    /// The server's own actions take step-up rules only: the person's account and data are
+    /// never behind a paywall; a `recent_sign_in` rule says how recent.
+    @Test func serverActionsTakeStepUpRulesOnly() throws {
+        var preset = Preset(name: "x")
+        preset.entitlements.actions["account.export"] = ActionSettings(rules: [GateRule(kind: .capability, capability: "can_export")])
+        #expect(preset.problems() == ["'entitlements.actions.account.export' may only hold mfa and recent_sign_in rules"])
+        preset.entitlements.actions["account.export"] = ActionSettings(rules: [GateRule(kind: .mfa), GateRule(kind: .recentSignIn)])
+        #expect(preset.problems() == ["'entitlements.actions.account.export.rules[1]': a recent_sign_in rule needs 'within_minutes' between 1 and 10080"])
+        preset.entitlements.actions["account.export"]?.rules[1].withinMinutes = 10
+        #expect(preset.problems().isEmpty)
+    }
+
     /// A usage meter must fill a cap rule of a real action, over an hour, a day or a month.
     @Test func aMeterMustFillACapRule() throws {
         var preset = Preset(name: "x")
@@ -100,7 +112,7 @@ import Testing
             try decode(#"{"name": "x", "entitlements": {"actions": {"a": {"rules": [{"kind": "account"}, {"kind": "quota"}]}}}}"#)
         } throws: { error in
             "\(error)".contains(
-                "'entitlements.actions.a.rules[1].kind': unknown kind 'quota' (expected one of: account, cap, capability, credit, rank, soft_cap, sum_cap, verification, writable)"
+                "'entitlements.actions.a.rules[1].kind': unknown kind 'quota' (expected one of: account, cap, capability, credit, mfa, rank, recent_sign_in, soft_cap, sum_cap, verification, writable)"
             )
         }
     }

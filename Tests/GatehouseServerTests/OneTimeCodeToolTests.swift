@@ -55,19 +55,24 @@ struct OneTimeCodeToolTests {
         var text = count <= uri.utf8.count ? String(uri.prefix(count)) : uri + "&x="
         while text.utf8.count < count { text += String(text.utf8.count % 10) }
         let code = try QRCode(encoding: text)
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-qr-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let svg = directory.appendingPathComponent("code.svg")
-        let png = directory.appendingPathComponent("code.png")
-        try code.svg().write(to: svg, atomically: true, encoding: .utf8)
-        try await Command.run(try #require(Self.tool("rsvg-convert")), ["-o", png.path, svg.path])
-        let read = try await Command.run(try #require(Self.tool("zbarimg")), ["--nodbus", "--quiet", "--raw", png.path])
-        #expect(read.trimmingCharacters(in: .newlines) == text, "version \(code.version), mask \(code.mask)")
+        #expect(try await OneTimeCodeTools.readQR(svg: code.svg()) == text, "version \(code.version), mask \(code.mask)")
     }
 }
 
 enum OneTimeCodeTools {
+    /// What zbarimg reads from `svg` rendered to PNG by rsvg-convert.
+    static func readQR(svg: String) async throws -> String {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-qr-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let svgFile = directory.appendingPathComponent("code.svg")
+        let png = directory.appendingPathComponent("code.png")
+        try svg.write(to: svgFile, atomically: true, encoding: .utf8)
+        try await Command.run(try #require(tool("rsvg-convert")), ["-o", png.path, svgFile.path])
+        let read = try await Command.run(try #require(tool("zbarimg")), ["--nodbus", "--quiet", "--raw", png.path])
+        return read.trimmingCharacters(in: .newlines)
+    }
+
     static var available: Bool {
         SMTPSink.python != nil && ["oathtool", "zbarimg", "rsvg-convert"].allSatisfy { tool($0) != nil }
     }

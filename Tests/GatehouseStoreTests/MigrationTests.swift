@@ -35,6 +35,7 @@ import Testing
         Shipped(version: 12, name: "replay_guards", sqlite: "8ee879597b61b16f", postgres: "34a532fd3c9ab362"),
         Shipped(version: 13, name: "usage_meters", sqlite: "c9e6d70c39d86759", postgres: "1f3790d77247d58c"),
         Shipped(version: 14, name: "passkeys", sqlite: "7fbb92b5343c498c", postgres: "18fafb86b6944a1"),
+        Shipped(version: 15, name: "second_factors", sqlite: "d8db1892b9abd5fc", postgres: "ea5a3c23618b479"),
     ]
 
     @Test(arguments: [SQLDialect.sqlite, .postgres])

@@ -80,11 +80,13 @@ ensure_test_deps() {
 # The Python packages of .build-venv, pinned (Tests/support/smtp_sink.py and browser.py; the OpenAPI
 # validator; Schemathesis for Tests/fuzz; Tests/support/webauthn_authenticator.py, the software
 # passkey authenticator, uses soft-webauthn and checks with webauthn (py_webauthn), and builds
-# tampered bytes with cbor2 and cryptography; pyotp computes TOTP codes beside Gatehouse's). soft-webauthn 0.1.4 needs fido2 < 2, and every
+# tampered bytes with cbor2 and cryptography; pyotp computes TOTP codes beside Gatehouse's; PyJWT
+# reads the access tokens' aal and amr as an independent JWT library). soft-webauthn 0.1.4 needs fido2 < 2, and every
 # fido2 1.x needs cryptography < 45, while webauthn 3.x needs cryptography >= 49 (2.8.0: >= 46):
 # webauthn 2.7.1 is the newest that installs beside soft-webauthn.
 VENV_PACKAGES=('aiosmtpd==1.4.6' 'selenium==4.27.1' 'openapi-spec-validator==0.9.0' 'schemathesis==4.32.5'
-  'soft-webauthn==0.1.4' 'webauthn==2.7.1' 'fido2==1.2.0' 'cbor2==5.9.0' 'cryptography==44.0.3' 'pyotp==2.9.0')
+  'soft-webauthn==0.1.4' 'webauthn==2.7.1' 'fido2==1.2.0' 'cbor2==5.9.0' 'cryptography==44.0.3' 'pyotp==2.9.0'
+  'PyJWT==2.10.1')
 
 # Creates .build-venv, or completes it, unless it already holds VENV_PACKAGES at their versions.
 ensure_venv() {

@@ -24,6 +24,7 @@ struct UseCases {
     let users: UserAdminService
     let testMail: TestMailService
     let passkeys: PasskeyService
+    let mfa: MFAService
     let lifecycle: AccountLifecycle
 
     init(_ infra: Infrastructure) {
@@ -40,7 +41,7 @@ struct UseCases {
             hasher: infra.hasher, policy: PasswordPolicy(settings: preset.passwordPolicy, blocklist: infra.blocklist, copy: preset.copy),
             breached: BreachedPasswordChecker(client: infra.httpClient, baseURL: config.breachedPasswordsURL, logger: infra.logger),
             throttle: throttle, preset: preset, audits: unitOfWork)
-        let issuer = SessionIssuer(tokens: infra.tokens, mail: accountMail, settings: preset.tokens)
+        let issuer = SessionIssuer(tokens: infra.tokens, mail: accountMail, settings: preset.tokens, mfa: preset.mfa)
         let lifecycle = AccountLifecycle(handles: preset.handles)
         let merges = MergeTokens(chainKey: infra.chainKey, clock: clock)
         let codes = MagicCodes(store: store, links: infra.links, preset: preset, clock: clock)
@@ -57,6 +58,7 @@ struct UseCases {
         // The preset's own "open the app" address is trusted like an allowlist entry.
         let redirects = RedirectPolicy(allowlist: config.redirectAllowlist + [preset.app.openAppURL].compactMap { $0 })
 
+        let stepUp = StepUpGate(engine: infra.engine, store: store, clock: clock)
         let assertions = PasskeyAssertions(
             store: store, ceremony: WebAuthnCeremony(crypto: SwiftCryptoPasskeys()), relyingParty: config.relyingParty,
             settings: preset.passkeys, clock: clock)
@@ -65,7 +67,7 @@ struct UseCases {
         authenticator = Authenticator(tokens: infra.tokens, store: store, preset: preset, clock: clock)
         entitlements = EntitlementService(store: store, unitOfWork: unitOfWork, engine: infra.engine, clock: clock)
         passwords = PasswordService(
-            store: store, unitOfWork: unitOfWork, throttle: throttle, gate: gate, credentials: credentials, sessions: issuer,
+            store: store, unitOfWork: unitOfWork, throttle: throttle, stepUp: stepUp, gate: gate, credentials: credentials, sessions: issuer,
             lifecycle: lifecycle, mail: accountMail, preset: preset, clock: clock)
         sessions = SessionService(store: store, unitOfWork: unitOfWork, sessions: issuer, tokens: infra.tokens, preset: preset, clock: clock)
         verification = EmailVerificationService(store: store, unitOfWork: unitOfWork, mail: accountMail, preset: preset, clock: clock)
@@ -79,14 +81,14 @@ struct UseCases {
         providers = ProviderSignInService(
             store: store, unitOfWork: unitOfWork, gate: gate, credentials: credentials, sessions: issuer, lifecycle: lifecycle,
             mail: accountMail, throttle: throttle, verifiers: verifiers, preset: preset,
-            appleTokens: infra.appleTokens != nil, merges: merges)
+            appleTokens: infra.appleTokens != nil, merges: merges, stepUp: stepUp)
         profiles = ProfileService(
             store: store, unitOfWork: unitOfWork, gate: gate, sessions: issuer, lifecycle: lifecycle, throttle: throttle,
             entitlements: entitlements, merges: merges, preset: preset, clock: clock)
         account = AccountService(
             store: store, unitOfWork: unitOfWork, credentials: credentials, lifecycle: lifecycle, verifiers: verifiers, codes: codes,
-            passkeys: assertions, preset: preset, clock: clock)
-        export = ExportService(store: store, entitlements: entitlements, clock: clock)
+            passkeys: assertions, stepUp: stepUp, preset: preset, clock: clock)
+        export = ExportService(store: store, entitlements: entitlements, stepUp: stepUp, clock: clock)
         usage = UsageService(store: store, unitOfWork: unitOfWork, entitlements: entitlements, engine: infra.engine, clock: clock)
         analytics = AnalyticsService(unitOfWork: unitOfWork, throttle: throttle, clock: clock)
         purchases = PurchaseService(
@@ -99,5 +101,8 @@ struct UseCases {
             store: store, unitOfWork: unitOfWork, gate: gate, sessions: issuer, lifecycle: lifecycle, assertions: assertions,
             credentials: credentials, throttle: throttle, mail: accountMail, preset: preset, clock: clock,
             decoyKey: infra.chainKey)
+        mfa = MFAService(
+            store: store, unitOfWork: unitOfWork, sessions: issuer, throttle: throttle, sealer: infra.sealer, codeKey: infra.chainKey,
+            mail: accountMail, preset: preset, clock: clock)
     }
 }

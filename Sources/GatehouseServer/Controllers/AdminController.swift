@@ -7,6 +7,7 @@ import Hummingbird
 /// `/admin/v1`: operator calls, behind the admin key.
 struct AdminController {
     let users: UserAdminService
+    let mfa: MFAService
     let keys: KeyRing
     let adminKey: AdminKey
     let testMail: TestMailService
@@ -41,6 +42,13 @@ struct AdminController {
         admin.on(Endpoints.adminSetPlan) { request, context in
             let body = try await request.decodeJSON(PlanOverrideRequest.self, limit: self.bodyLimit)
             return try JSONBody.response(try await self.users.setPlanOverride(try context.parameters.require("id"), plan: body.plan))
+        }
+        admin.on(Endpoints.adminMFAFactors) { _, context in
+            try JSONBody.response(try await self.mfa.adminFactors(try context.parameters.require("id")))
+        }
+        admin.on(Endpoints.adminDeleteMFAFactor) { _, context in
+            try await self.mfa.adminRemove(try context.parameters.require("id"), factor: try context.parameters.require("factor"))
+            return JSONBody.empty()
         }
         admin.on(Endpoints.adminEvents) { request, _ in
             let query = request.uri.queryParameters

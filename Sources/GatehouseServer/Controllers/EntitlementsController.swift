@@ -29,8 +29,9 @@ struct EntitlementsController {
 
     @Sendable func check(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
         let body = try await input.body(EntitlementCheckRequest.self, request)
-        let user = try await request.optionalUser(authenticator)
-        return try JSONBody.response(try await entitlements.check(user, action: body.action, context: body.context ?? [:]), headers: noStore)
+        let signedIn = try await request.optionalSignedIn(authenticator)
+        return try JSONBody.response(
+            try await entitlements.check(signedIn, action: body.action, context: body.context ?? [:]), headers: noStore)
     }
 
     @Sendable func spend(_ request: Request, context: AuthenticatedContext) async throws -> Response {

@@ -28,7 +28,8 @@ struct SignInController {
         let result = try await passwords.signup(
             email: body.email, password: body.password, client: input.client(request, context),
             idempotencyKey: try request.idempotencyKey, captchaToken: body.captchaToken)
-        return try JSONBody.response(result, status: .created, headers: noStore)
+        // 201 for the account made (or a replay of it); a replay meeting a second factor is 200.
+        return try JSONBody.response(result, status: result.challenge == nil ? .created : .ok, headers: noStore)
     }
 
     @Sendable func login(_ request: Request, context: GatehouseRequestContext) async throws -> Response {

@@ -26,6 +26,8 @@ public struct GatehouseRequestContext: RequestContext {
 public struct SignedIn: Sendable {
     public var identity: AccessIdentity
     public var user: User
+    /// The live session the token belongs to (its assurance level, its sign-in time).
+    public var session: Session
 }
 
 extension GatehouseRequestContext {

@@ -34,6 +34,14 @@ struct AccountMail: Sendable {
         try await work.enqueueMail(message.outbox(kind: "password_changed", to: email, at: work.now))
     }
 
+    /// A security notice about the account's second factors (`mfa_factor_added`,
+    /// `mfa_factor_removed`, `recovery_code_used`), to a verified address only.
+    func queueSecurityNotice(_ work: Work, user: User, kind: String, values: [String: String]) async throws {
+        guard user.emailVerified, let email = user.email.map(EmailAddress.deliverable) else { return }
+        let message = templates.mail(kind, values: values.merging(["time": Self.humanTime(work.now)]) { mine, _ in mine })
+        try await work.enqueueMail(message.outbox(kind: kind, to: email, at: work.now))
+    }
+
     /// "New sign-in", when the account signs in from a device (user agent) none of its earlier
     /// sessions used. The first sign-in of an account sends nothing.
     func queueNewSignInIfNew(_ work: Work, user: User, client: ClientInfo) async throws {

@@ -58,7 +58,7 @@ struct Templates: Sendable {
     }
 
     /// A mail of `kind` (`verification`, `password_reset`, `magic_link`, `password_changed`,
-    /// `new_sign_in`), its copy from the preset's `mail.<kind>.*` strings.
+    /// `new_sign_in`, `mfa_factor_added`, `mfa_factor_removed`, `recovery_code_used`), its copy from the preset's `mail.<kind>.*` strings.
     func mail(_ kind: String, link: URL? = nil, code: String? = nil, values: [String: String] = [:]) -> Mail {
         let defaults = Self.mailDefaults[kind] ?? [:]
         func copy(_ part: String) -> String {
@@ -116,6 +116,24 @@ struct Templates: Sendable {
             "heading": "New sign-in",
             "body": "Your {app} account was signed in to on {time} from a device it had not used before:\n\n{device}",
             "footer": "If this was you, there is nothing to do. If not, change your password now.",
+        ],
+        "mfa_factor_added": [
+            "subject": "Two-step sign-in is on for your {app} account",
+            "heading": "An authenticator app was added",
+            "body": "The authenticator app \"{factor}\" was added to your {app} account on {time}. Signing in now asks for its code.",
+            "footer": "If this was not you, reset your password and contact support right away.",
+        ],
+        "mfa_factor_removed": [
+            "subject": "An authenticator app was removed from your {app} account",
+            "heading": "An authenticator app was removed",
+            "body": "The authenticator app \"{factor}\" was removed from your {app} account on {time}{by}.",
+            "footer": "If you did not ask for this, reset your password and contact support right away.",
+        ],
+        "recovery_code_used": [
+            "subject": "A recovery code was used for your {app} account",
+            "heading": "A recovery code was used",
+            "body": "A recovery code was used to sign in to your {app} account on {time}. {remaining} unused codes are left.",
+            "footer": "If this was not you, reset your password and make new recovery codes right away.",
         ],
     ]
 

@@ -12,6 +12,7 @@ struct AccountService: Sendable {
     let verifiers: ProviderVerifiers
     let codes: MagicCodes
     let passkeys: PasskeyAssertions
+    let stepUp: StepUpGate
     let preset: Preset
     let clock: any WallClock
 
@@ -20,6 +21,7 @@ struct AccountService: Sendable {
     /// Apple's token; keeps an audit row without personal data.
     func delete(_ signedIn: SignedIn, _ request: DeleteAccountRequest, client: ClientInfo) async throws {
         let user = signedIn.user
+        try await stepUp.require(StepUpGate.deleteAccount, signedIn)
         try await requireProof(signedIn, request, client: client)
         try await unitOfWork.run { work in
             guard try await lifecycle.delete(work, user.id, reason: "user_request") else { throw GatehouseError.unauthorized() }

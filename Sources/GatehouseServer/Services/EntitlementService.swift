@@ -27,13 +27,17 @@ struct EntitlementService: Sendable {
         engine.snapshot(try await input(for: user), at: clock.now)
     }
 
-    /// `POST /v1/entitlements/check`.
-    func check(_ user: User?, action: String, context: [String: Int]) async throws -> GateDecision {
-        guard let decision = engine.decide(action, context: context, input: try await input(for: user), at: clock.now) else {
+    /// `POST /v1/entitlements/check`: the caller's session tells `mfa` and `recent_sign_in`
+    /// rules how it was signed in.
+    func check(_ signedIn: SignedIn?, action: String, context: [String: Int]) async throws -> GateDecision {
+        var input = try await input(for: signedIn?.user)
+        input.assurance = signedIn?.session.assuranceState
+        guard let decision = engine.decide(action, context: context, input: input, at: clock.now) else {
             throw unknownAction(action)
         }
         return decision
     }
+
 
     /// `POST /v1/credits/{name}/spend`: atomic and idempotent. One user's spends take turns (a
     /// row lock on PostgreSQL, the single writer on SQLite), so concurrent spends can never take
@@ -120,14 +124,24 @@ struct EntitlementService: Sendable {
     }
 
     func refused(_ decision: GateDecision) -> GatehouseError {
+        decision.refusal
+    }
+}
+
+extension GateDecision {
+    /// A refused decision as the 403 that carries it under `details`: `mfa_required` or
+    /// `reauthentication_required` for a step-up gate (so a client can tell it from a paywall),
+    /// `plan_required` otherwise.
+    var refusal: GatehouseError {
         var details: [String: JSONValue] = [:]
-        if let data = try? JSONEncoder().encode(decision), let value = try? JSONDecoder().decode(JSONValue.self, from: data),
+        if let data = try? JSONEncoder().encode(self), let value = try? JSONDecoder().decode(JSONValue.self, from: data),
             case .object(let object) = value
         {
             details = object
         }
-        return GatehouseError(
-            status: 403, code: .planRequired, message: decision.message ?? "This is not part of your plan.", details: details)
+        // A step-up gate answers with its own code, so a client can tell it from a paywall.
+        let code = reasonCode.map(ErrorCode.init(rawValue:)).flatMap { [.mfaRequired, .reauthenticationRequired].contains($0) ? $0 : nil }
+        return GatehouseError(status: 403, code: code ?? .planRequired, message: message ?? "This is not part of your plan.", details: details)
     }
 }
 

@@ -7,11 +7,14 @@ import GatehouseWire
 /// holds their data.
 struct ExportService: Sendable {
     let store: any UserStore & SessionStore & AuditStore & AccountStore & EntitlementStore & SubscriptionStore & UsageStore & PasskeyStore
+        & MFAStore
     let entitlements: EntitlementService
+    let stepUp: StepUpGate
     let clock: any WallClock
 
     /// `GET /v1/me/export`: everything stored about the person.
     func export(_ signedIn: SignedIn) async throws -> AccountExport {
+        try await stepUp.require(StepUpGate.exportData, signedIn)
         let user = signedIn.user
         let identities = try await store.identities(of: user.id)
         let sessions = try await store.sessions(of: user.id)
@@ -61,6 +64,13 @@ struct ExportService: Sendable {
             passkeys: try await store.passkeys(of: user.id).map(PasskeyService.payload),
             passkeyChallenges: try await store.passkeyChallenges(of: user.id).map {
                 ExportedPasskeyChallenge(ceremony: $0.ceremony.rawValue, createdAt: $0.createdAt.rfc3339, expiresAt: $0.expiresAt.rfc3339)
+            },
+            mfaFactors: try await store.mfaFactors(of: user.id).map(MFAService.payload),
+            mfaRecoveryCodes: try await store.recoveryCodeTimes(of: user.id).map {
+                ExportedRecoveryCode(createdAt: $0.createdAt.rfc3339, usedAt: $0.usedAt?.rfc3339)
+            },
+            mfaChallenges: try await store.mfaChallenges(of: user.id).map {
+                ExportedMFAChallenge(createdAt: $0.createdAt.rfc3339, expiresAt: $0.expiresAt.rfc3339, attempts: $0.attempts)
             })
     }
 }

@@ -41,7 +41,7 @@ struct MagicLinkService: Sendable {
     }
 
     /// `POST /v1/auth/magic-link/verify`: the link's token, or the address and the code.
-    func verify(token: String?, email: String?, code: String?, client: ClientInfo) async throws -> SignInResponse {
+    func verify(token: String?, email: String?, code: String?, client: ClientInfo) async throws -> SignInAnswer<SignInResponse> {
         try gate.requireMethod(preset.signInMethods.magicLink)
         let now = clock.now
         let record: EmailToken
@@ -60,25 +60,29 @@ struct MagicLinkService: Sendable {
         if let anonymous = record.upgradeUserID, try await store.user(id: anonymous)?.isAnonymous == true {
             return try await upgrade(anonymous, record: record, client: client)
         }
-        let (response, created) = try await lifecycle.withTemporaryHandle { handle in
-            try await unitOfWork.run(client: client) { work -> (AuthResponse, Bool) in
+        let (outcome, created) = try await lifecycle.withTemporaryHandle { handle in
+            try await unitOfWork.run(client: client) { work -> (SignInOutcome, Bool) in
                 guard try await work.tx.useEmailToken(hash: record.hash, at: now) else { throw GatehouseError.tokenInvalid(preset) }
                 let (user, created) = try await signInUser(work, record: record, handle: handle)
-                let response = try await sessions.signIn(work, user, provider: .email, event: created ? .signup : .login)
-                return (response, created)
+                let outcome = try await sessions.signIn(
+                    work, user, provider: .email, method: Self.method, event: created ? .signup : .login)
+                return (outcome, created)
             }
         }
         // The inbox owner got in without the password: a lockout kept up by someone guessing it
         // ends here (finding 11).
         try await throttle.clearAccount(record.normalizedEmail)
-        return SignInResponse(user: response.user, session: response.session, created: created)
+        return outcome.answer { SignInResponse(user: $0.user, session: $0.session, created: created) }
     }
+
+    /// The `amr` method of a magic link's (or its code's) sessions.
+    static let method = "magic_link"
 
     /// A magic link asked for by a signed-in anonymous account: the address joins that account
     /// (same id, data kept, `user.upgraded`), or, when the address has an account already,
     /// 409 `identity_in_use` with a merge token.
-    private func upgrade(_ anonymous: UserID, record: EmailToken, client: ClientInfo) async throws -> SignInResponse {
-        let response = try await unitOfWork.run(client: client) { work -> AuthResponse in
+    private func upgrade(_ anonymous: UserID, record: EmailToken, client: ClientInfo) async throws -> SignInAnswer<SignInResponse> {
+        let outcome = try await unitOfWork.run(client: client) { work -> SignInOutcome in
             let (tx, now) = (work.tx, work.now)
             guard try await tx.useEmailToken(hash: record.hash, at: now), var user = try await tx.user(id: anonymous) else {
                 throw GatehouseError.tokenInvalid(preset)
@@ -94,9 +98,9 @@ struct MagicLinkService: Sendable {
             user.normalizedEmail = record.normalizedEmail
             user.emailVerifiedAt = now
             user.isAnonymous = false
-            return try await sessions.signIn(work, user, provider: .email, event: .login)
+            return try await sessions.signIn(work, user, provider: .email, method: Self.method, event: .login)
         }
-        return SignInResponse(user: response.user, session: response.session, created: false)
+        return outcome.answer { SignInResponse(user: $0.user, session: $0.session, created: false) }
     }
 
     /// The account a magic link signs in to, made when there is none. An existing account whose

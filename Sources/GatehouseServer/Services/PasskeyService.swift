@@ -140,7 +140,7 @@ struct PasskeyService: Sendable {
                 if email != nil, preset.verification.sendOnSignup {
                     try await mail.queueVerification(work, user: user)
                 }
-                return try await sessions.signIn(work, user, provider: .passkey, event: .signup)
+                return try await sessions.signIn(work, user, provider: .passkey, event: .signup).requireSession()
             }
         }
     }
@@ -183,11 +183,11 @@ struct PasskeyService: Sendable {
 
     /// `POST /v1/passkeys/authentication/verify`: a session like any other sign-in's, with
     /// `amr` saying `passkey`.
-    func signIn(_ request: PasskeyAssertionRequest, client: ClientInfo) async throws -> AuthResponse {
+    func signIn(_ request: PasskeyAssertionRequest, client: ClientInfo) async throws -> SignInAnswer<AuthResponse> {
         try gate.requireMethod(preset.signInMethods.passkey)
-        let passkey: Passkey
+        let (passkey, userVerified): (Passkey, Bool)
         do {
-            passkey = try await assertions.verify(request)
+            (passkey, userVerified) = try await assertions.verify(request)
         } catch let error as GatehouseError where error.code == .invalidCredential {
             try await unitOfWork.audit(.passkeyAssertion, .failure, client: client, details: ["reason": error.reasons?.first ?? ""])
             throw error
@@ -195,7 +195,7 @@ struct PasskeyService: Sendable {
         return try await unitOfWork.run(client: client) { work in
             guard let user = try await work.tx.user(id: passkey.userID) else { throw PasskeyAssertions.unknownCredential }
             guard !user.isDisabled else { throw GatehouseError.accountDisabled(preset) }
-            return try await sessions.signIn(work, user, provider: .passkey, event: .login)
+            return try await sessions.signIn(work, user, provider: .passkey, event: .login, userVerified: userVerified).answer
         }
     }
 
@@ -258,12 +258,7 @@ struct PasskeyService: Sendable {
 
     /// 1–64 characters without control characters; "Passkey" when none is given.
     static func passkeyName(_ name: String?) throws -> String {
-        guard let name else { return "Passkey" }
-        let trimmed = name.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard (1...64).contains(trimmed.count), !trimmed.unicodeScalars.contains(where: { CharacterSet.controlCharacters.contains($0) }) else {
-            throw GatehouseError.invalidRequest("A passkey's name is 1 to 64 characters long.")
-        }
-        return trimmed
+        try itemName(name, fallback: "Passkey", what: "A passkey's")
     }
 
     /// The transports WebAuthn names, at most six, as the authenticator reported them.

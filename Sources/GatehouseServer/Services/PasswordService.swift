@@ -8,6 +8,7 @@ struct PasswordService: Sendable {
     let store: any UserStore & AccountStore
     let unitOfWork: UnitOfWork
     let throttle: ThrottleService
+    let stepUp: StepUpGate
     let gate: SignInGate
     let credentials: Credentials
     let sessions: SessionIssuer
@@ -20,7 +21,7 @@ struct PasswordService: Sendable {
 
     func signup(
         email: String, password: String, client: ClientInfo, idempotencyKey: String? = nil, captchaToken: String? = nil
-    ) async throws -> AuthResponse {
+    ) async throws -> SignInAnswer<AuthResponse> {
         try gate.requireMethod(preset.signInMethods.emailPassword)
         let keyHash = idempotencyKey.map(StoredSecret.hash)
         if let keyHash, let earlier = try await store.idempotentUser(scope: "signup", keyHash: keyHash, since: clock.now.addingTimeInterval(-86_400)) {
@@ -53,7 +54,7 @@ struct PasswordService: Sendable {
                         passwordChangedAt: now, createdAt: now)
                     let identity = Identity(userID: user.id, provider: .email, subject: normalized, email: address, createdAt: now)
                     try await lifecycle.create(work, user, identity: identity, provider: .email)
-                    let (session, refresh) = try await sessions.start(work, user: user, provider: .email)
+                    let (session, refresh) = try await sessions.start(work, user: user, provider: .email, method: Self.method)
                     try await work.audit(.signup, user: user.id, session: session.id, details: ["provider": "email"])
                     if preset.verification.sendOnSignup {
                         // In the same transaction: a crash after commit still sends it.
@@ -62,9 +63,10 @@ struct PasswordService: Sendable {
                     if let keyHash {
                         try await work.tx.insertIdempotencyKey(scope: "signup", keyHash: keyHash, userID: user.id, sessionID: session.id, at: now)
                     }
-                    return AuthResponse(
-                        user: user.payload(identities: [identity]),
-                        session: try await sessions.payload(user, session: session, refreshToken: refresh, in: work.tx))
+                    return .signedIn(
+                        AuthResponse(
+                            user: user.payload(identities: [identity]),
+                            session: try await sessions.payload(user, session: session, refreshToken: refresh, in: work.tx)))
                 }
             }
         } catch let error as StoreError where error.uniqueKey != nil && error.uniqueKey != .handle {
@@ -73,7 +75,10 @@ struct PasswordService: Sendable {
         }
     }
 
-    func login(email: String, password: String, client: ClientInfo, captchaToken: String? = nil) async throws -> AuthResponse {
+    /// The `amr` method of a password's sessions.
+    static let method = "password"
+
+    func login(email: String, password: String, client: ClientInfo, captchaToken: String? = nil) async throws -> SignInAnswer<AuthResponse> {
         try gate.requireMethod(preset.signInMethods.emailPassword)
         try await throttle.limitIP("login", client: client, limit: preset.throttling.loginPerIPPerMinute, windowSeconds: 60)
         try await gate.requireCaptchaIfNeeded(client, token: captchaToken)
@@ -92,7 +97,7 @@ struct PasswordService: Sendable {
             try await store.updatePassword(user.id, hash: try await credentials.hash(password), changedAt: nil, now: clock.now)
         }
         return try await unitOfWork.run(client: client) { work in
-            try await sessions.signIn(work, user, provider: .email, event: .login)
+            try await sessions.signIn(work, user, provider: .email, method: Self.method, event: .login).answer
         }
     }
 
@@ -102,6 +107,7 @@ struct PasswordService: Sendable {
         _ signedIn: SignedIn, current: String, new: String, signOutOthers: Bool, client: ClientInfo
     ) async throws -> UserResponse {
         let (identity, user) = (signedIn.identity, signedIn.user)
+        try await stepUp.require(StepUpGate.changePassword, signedIn)
         let key = user.normalizedEmail ?? user.id.description
         let verification = try await credentials.checkAttempt(
             current, against: user.passwordHash, account: key, userID: user.id, client: client, event: "password_change")

@@ -62,7 +62,8 @@ struct ProfileService: Sendable {
                     message: "This Idempotency-Key belongs to a start that can no longer be repeated. Send a new key.")
             }
             let response = try await unitOfWork.run(client: client) { work in
-                try await sessions.signIn(work, user, provider: .anonymous, event: .login)
+                // An anonymous account cannot hold a second factor (enrolling needs an address).
+                try await sessions.signIn(work, user, provider: .anonymous, event: .login).requireSession()
             }
             return AnonymousResponse(user: response.user, session: response.session, nameSuggestions: user.nameSuggestions ?? [])
         }
@@ -76,7 +77,7 @@ struct ProfileService: Sendable {
                         work, user, identity: Identity(userID: user.id, provider: .anonymous, subject: user.id.description, createdAt: now),
                         provider: .anonymous)
                     try await tx.setNameSuggestions(user.id, names, now: now)
-                    let response = try await sessions.signIn(work, user, provider: .anonymous, event: .signup)
+                    let response = try await sessions.signIn(work, user, provider: .anonymous, event: .signup).requireSession()
                     if let keyHash, let session = SessionID(response.session.sessionID) {
                         try await tx.insertIdempotencyKey(scope: "anonymous", keyHash: keyHash, userID: user.id, sessionID: session, at: now)
                     }

@@ -24,14 +24,15 @@ struct ProviderSignInService: Sendable {
     /// Exchanges Apple's authorization code in the background (when Apple credentials are set).
     let appleTokens: Bool
     let merges: MergeTokens
+    let stepUp: StepUpGate
 
-    func signIn(_ provider: Provider, _ request: ProviderSignInRequest, client: ClientInfo) async throws -> SignInResponse {
+    func signIn(_ provider: Provider, _ request: ProviderSignInRequest, client: ClientInfo) async throws -> SignInAnswer<SignInResponse> {
         try gate.requireMethod(provider == .apple ? preset.signInMethods.apple : preset.signInMethods.google)
         let person = try await verifiers.verifier(provider).verify(request.idToken, rawNonce: request.rawNonce)
         let displayName = Self.displayName(request.fullName) ?? person.name
         let avatar = provider == .google ? person.picture : nil
-        let (response, created) = try await lifecycle.withTemporaryHandle { handle in
-            try await unitOfWork.run(client: client) { work -> (AuthResponse, Bool) in
+        let (outcome, created, userID) = try await lifecycle.withTemporaryHandle { handle in
+            try await unitOfWork.run(client: client) { work -> (SignInOutcome, Bool, UserID) in
                 let (tx, now) = (work.tx, work.now)
                 // A returning person: the identity decides, whatever the address says.
                 if let identity = try await tx.identity(provider: provider, subject: person.subject) {
@@ -41,7 +42,7 @@ struct ProviderSignInService: Sendable {
                     if let email = person.email, email != identity.email || person.isPrivateRelay != identity.isPrivateRelay {
                         try await tx.updateIdentity(identity.id, email: email, isPrivateRelay: person.isPrivateRelay)
                     }
-                    return (try await sessions.signIn(work, user, provider: provider, event: .login), false)
+                    return (try await sessions.signIn(work, user, provider: provider, event: .login), false, user.id)
                 }
                 let address = person.email.flatMap { EmailAddress.isValid($0) ? $0 : nil }
                 if let address, let existing = try await tx.user(normalizedEmail: EmailAddress.normalize(address)) {
@@ -53,7 +54,7 @@ struct ProviderSignInService: Sendable {
                     try await tx.fillProfile(existing.id, displayName: displayName, avatarURL: avatar, now: now)
                     try await audit(work, .identityLinked, user: existing.id, provider: provider, how: "verified email")
                     let user = try await tx.user(id: existing.id) ?? existing
-                    return (try await sessions.signIn(work, user, provider: provider, event: .login), false)
+                    return (try await sessions.signIn(work, user, provider: provider, event: .login), false, user.id)
                 }
                 // An address the provider does not vouch for never becomes the account's (finding
                 // 13): it stays on the identity only, so it cannot squat the inbox owner's account.
@@ -67,17 +68,17 @@ struct ProviderSignInService: Sendable {
                     identity: Identity(userID: user.id, provider: provider, subject: person.subject, email: address,
                                        isPrivateRelay: person.isPrivateRelay, createdAt: now),
                     provider: provider)
-                return (try await sessions.signIn(work, user, provider: provider, event: .signup), true)
+                return (try await sessions.signIn(work, user, provider: provider, event: .signup), true, user.id)
             }
         }
         if let code = request.authorizationCode, provider == .apple, appleTokens {
             // Apple's refresh token, for revoking it at deletion; fetched off the request's path.
             try await unitOfWork.run { work in
                 try await work.enqueueJob(
-                    kind: "apple_exchange", payload: ["user_id": response.user.id, "subject": person.subject, "code": code])
+                    kind: "apple_exchange", payload: ["user_id": userID.description, "subject": person.subject, "code": code])
             }
         }
-        return SignInResponse(user: response.user, session: response.session, created: created)
+        return outcome.answer { SignInResponse(user: $0.user, session: $0.session, created: created) }
     }
 
     // MARK: Linking
@@ -135,6 +136,7 @@ struct ProviderSignInService: Sendable {
     /// `POST /v1/auth/identities/email`: adds an email and password to the signed-in account.
     func linkEmail(_ signedIn: SignedIn, email: String, password: String, client: ClientInfo) async throws -> UserResponse {
         try gate.requireMethod(preset.signInMethods.emailPassword)
+        try await stepUp.require(StepUpGate.changeEmail, signedIn)
         let user = signedIn.user
         // What a sign-up costs, before anything says whether the address is taken (finding 8):
         // the per-IP sign-up limit, a canonical address, and the password policy.

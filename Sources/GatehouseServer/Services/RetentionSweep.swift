@@ -9,7 +9,7 @@ import ServiceLifecycle
 /// their client address and user agent), plus rate-limit windows older than two days and App
 /// Store notification ids older than 30 days (Apple retries for three days at most).
 final class RetentionSweep: PeriodicSweep {
-    let store: any RetentionStore & UsageStore & PasskeyStore
+    let store: any RetentionStore & UsageStore & PasskeyStore & MFAStore
     let days: Int
     /// A session idle this long is over (the refresh token lifetime).
     let idleSeconds: Int
@@ -37,6 +37,7 @@ final class RetentionSweep: PeriodicSweep {
             counts.usageRows = try await store.purgeUsage(before: now.addingTimeInterval(-62 * 86_400))
             // An expired challenge can no longer be used: it goes at once (it may hold a sign-up's address).
             counts.passkeyChallenges = try await store.purgePasskeyChallenges(before: now)
+            counts.mfaChallenges = try await store.purgeMFAChallenges(before: now)
             if counts != PurgeCounts() {
                 logger.info(
                     "retention sweep",
@@ -44,7 +45,7 @@ final class RetentionSweep: PeriodicSweep {
                         "audit_rows": "\(counts.auditRows)", "sessions": "\(counts.sessions)", "sessions_cleared": "\(counts.sessionsCleared)",
                         "rate_limit_windows": "\(counts.rateLimitWindows)", "notifications": "\(counts.notifications)",
                         "message_ids": "\(counts.messageIDs)", "usage_rows": "\(counts.usageRows)",
-                        "passkey_challenges": "\(counts.passkeyChallenges)",
+                        "passkey_challenges": "\(counts.passkeyChallenges)", "mfa_challenges": "\(counts.mfaChallenges)",
                     ])
             }
             return counts

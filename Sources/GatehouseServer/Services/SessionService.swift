@@ -125,11 +125,12 @@ struct Authenticator: Sendable {
     /// The signed-in caller of a Bearer token.
     func signedIn(token: String) async throws -> SignedIn {
         let identity = try await tokens.verify(token)
-        return SignedIn(identity: identity, user: try await user(identity))
+        let (user, session) = try await live(identity)
+        return SignedIn(identity: identity, user: user, session: session)
     }
 
-    /// The user behind a verified access token whose session is still live.
-    func user(_ identity: AccessIdentity) async throws -> User {
+    /// The user behind a verified access token whose session is still live, and the session.
+    func live(_ identity: AccessIdentity) async throws -> (User, Session) {
         guard let session = try await store.session(id: identity.sessionID), session.userID == identity.userID,
             let user = try await store.user(id: identity.userID)
         else {
@@ -140,6 +141,6 @@ struct Authenticator: Sendable {
         guard session.isLive(at: clock.now, settings: preset.tokens) else {
             throw GatehouseError.unauthorized("Your session has ended. Please sign in again.")
         }
-        return user
+        return (user, session)
     }
 }

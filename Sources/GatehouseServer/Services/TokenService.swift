@@ -59,7 +59,8 @@ public struct TokenService: Sendable {
             iss: issuer, aud: audience, sub: user.id.description, sid: session.id.description, iat: now.unixSeconds,
             nbf: now.unixSeconds, exp: expires, isAnonymous: user.isAnonymous, plan: engine.planState(input, at: now),
             emailVerified: user.emailVerified, planExpiresAt: engine.planExpiry(input, at: now)?.unixSeconds,
-            amr: session.provider.authenticationMethod.map { [AuthenticationMethodReference(method: $0, timestamp: session.createdAt.unixSeconds)] })
+            amr: session.authenticationMethods.map { AuthenticationMethodReference(method: $0.method, timestamp: $0.at.unixSeconds) },
+            aal: session.assurance.rawValue)
         guard let collection = keys.collection, let kid = keys.activeKID else {
             throw GatehouseError.internalError(nil)
         }

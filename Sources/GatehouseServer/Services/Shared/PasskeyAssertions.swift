@@ -47,9 +47,10 @@ struct PasskeyAssertions: Sendable {
     }
 
     /// Verifies an assertion on challenge `request.challengeID` and returns the passkey it
-    /// came from, its counter and backup state stored. `owner`, when given, is the account
+    /// came from, its counter and backup state stored, and whether the authenticator verified
+    /// the user (a sign-in may count that as a second factor). `owner`, when given, is the account
     /// the passkey must belong to. Failures are 401 `invalid_credential` with the reason.
-    func verify(_ request: PasskeyAssertionRequest, owner: UserID? = nil) async throws -> Passkey {
+    func verify(_ request: PasskeyAssertionRequest, owner: UserID? = nil) async throws -> (passkey: Passkey, userVerified: Bool) {
         let response = request.credential.response
         guard let rawID = Data(base64URLEncoded: request.credential.rawId), let clientData = Data(base64URLEncoded: response.clientDataJSON),
             let authenticatorData = Data(base64URLEncoded: response.authenticatorData),
@@ -83,7 +84,7 @@ struct PasskeyAssertions: Sendable {
         passkey.signCount = verified.signCount
         passkey.backedUp = verified.backedUp
         passkey.lastUsedAt = now
-        return passkey
+        return (passkey, verified.userVerified)
     }
 
     /// The WebAuthn user handle of an account: its id's text as UTF-8 (never personal data).

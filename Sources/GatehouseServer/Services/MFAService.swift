@@ -1,0 +1,363 @@
+import Crypto
+import Foundation
+import GatehouseCore
+import GatehouseStore
+import GatehouseWire
+
+/// Second factors: enrolling and confirming a TOTP authenticator, recovery codes, completing a
+/// sign-in's challenge, and stepping a signed-in session up to `aal2`.
+///
+/// Every code is checked under the account's lockout (an attempt reserved before the check, the
+/// preset's doubling waits) and, at sign-in, the challenge's own attempts (reserved in one
+/// statement). What a code proves is then taken once inside the transaction that opens or
+/// raises the session: the TOTP step by compare-and-set, the recovery code by a conditional
+/// update, the challenge by a conditional update; of any number of parallel tries one wins.
+struct MFAService: Sendable {
+    let store: any GatehouseStore
+    let unitOfWork: UnitOfWork
+    let sessions: SessionIssuer
+    let throttle: ThrottleService
+    let sealer: SecretSealer
+    /// Keys the recovery codes' hashes.
+    let codeKey: RefreshChainKey
+    let mail: AccountMail
+    let preset: Preset
+    let clock: any WallClock
+
+    // MARK: Enrolling
+
+    /// `POST /v1/mfa/factors`: an unverified TOTP factor with its secret, key URI and QR code.
+    func enroll(_ signedIn: SignedIn, _ request: MFAEnrollRequest, client: ClientInfo) async throws -> MFAEnrollment {
+        try requireEnabled()
+        guard request.type == MFAFactor.totp else { throw GatehouseError.invalidRequest("The only factor type is 'totp'.") }
+        let user = signedIn.user
+        guard !user.isAnonymous else {
+            throw GatehouseError(.forbidden, preset.text("error.mfa_anonymous", "Create an account before adding two-step sign-in."))
+        }
+        let factors = try await store.mfaFactors(of: user.id)
+        try requireSecondLevel(signedIn, factors: factors)
+        guard signedIn.session.isRecentSignIn(at: clock.now) else {
+            throw GatehouseError(
+                .reauthenticationRequired, preset.text("error.mfa_reauthentication_required", "To add two-step sign-in, sign in again first."))
+        }
+        let name = try Self.factorName(request.name)
+        let secret = Self.randomBytes(TOTP.secretLength)
+        let sealed = try sealer.seal(secret)
+        let factor = MFAFactor(userID: user.id, name: name, secret: sealed.bytes, encryption: sealed.encryption, createdAt: clock.now)
+        try await unitOfWork.run(client: client) { work in
+            // Parallel enrollments of one account take turns on its row, so the cap holds.
+            try await work.tx.lockUser(user.id)
+            guard try await work.tx.mfaFactors(of: user.id).count < MFAFactor.maximumPerAccount else {
+                throw GatehouseError(
+                    .tooManyFactors, "This account has \(MFAFactor.maximumPerAccount) authenticator apps already. Remove one to add another.")
+            }
+            try await work.tx.insertMFAFactor(factor)
+            try await work.audit(.mfaFactorAdded, user: user.id, details: ["factor_id": Self.id(factor)])
+        }
+        let issuer = preset.mfa.issuer ?? preset.app.name
+        let uri = TOTP.uri(secret: secret, issuer: issuer, account: user.email ?? user.handle ?? user.id.description)
+        return MFAEnrollment(
+            id: Self.id(factor), type: factor.type, name: name, status: "unverified",
+            totp: TOTPEnrollment(secret: Base32.encode(secret), uri: uri, qrSVG: try QRCode(encoding: uri).svg()))
+    }
+
+    /// `POST /v1/mfa/factors/{id}/confirm`: the first code makes the factor count. The account's
+    /// first factor answers ten recovery codes, and this session, having just proved it, is
+    /// raised to `aal2`.
+    func confirm(_ signedIn: SignedIn, id: String, code: String, client: ClientInfo) async throws -> MFAConfirmResponse {
+        try requireEnabled()
+        let user = signedIn.user
+        let factors = try await store.mfaFactors(of: user.id)
+        guard let uuid = UUID(uuidString: id), let factor = factors.first(where: { $0.id == uuid }) else { throw Self.notFound }
+        guard !factor.isConfirmed else { throw GatehouseError.invalidRequest("This authenticator app is confirmed already.") }
+        let reservation = try await reserve(user.id, client: client)
+        guard let step = try totp(factor).step(matching: code, at: clock.now) else {
+            try await failed(reservation, user: user.id, client: client, stage: "confirm")
+            throw invalidCode
+        }
+        let codes = factors.contains(where: \.isConfirmed) ? nil : RecoveryCodes.generate(random: Self.randomBytes)
+        let confirmed = try await unitOfWork.run(client: client) { work -> MFAFactor in
+            let (tx, now) = (work.tx, work.now)
+            guard try await tx.confirmMFAFactor(uuid, of: user.id, step: step, at: now) else { throw invalidCode }
+            if let codes { try await tx.replaceRecoveryCodes(of: user.id, hashes: try codes.map(hash), at: now) }
+            _ = try await tx.stepUpSession(signedIn.session.id, factor: MFAFactor.totp, at: now)
+            try await work.audit(.mfaFactorConfirmed, user: user.id, session: signedIn.session.id, details: ["factor_id": id.lowercased()])
+            try await work.record(.mfaFactorAdded, user: user.id, data: ["factor_id": id.lowercased()])
+            try await mail.queueSecurityNotice(work, user: user, kind: "mfa_factor_added", values: ["factor": factor.name])
+            var confirmed = factor
+            confirmed.confirmedAt = now
+            confirmed.lastUsedStep = step
+            return confirmed
+        }
+        try await throttle.clearAccount(Self.throttleKey(user.id))
+        return MFAConfirmResponse(factor: Self.payload(confirmed), recoveryCodes: codes)
+    }
+
+    // MARK: Managing
+
+    func list(_ signedIn: SignedIn) async throws -> MFAFactorsResponse {
+        let factors = try await store.mfaFactors(of: signedIn.user.id)
+        try requireSecondLevel(signedIn, factors: factors)
+        return MFAFactorsResponse(factors: factors.map(Self.payload))
+    }
+
+    func rename(_ signedIn: SignedIn, id: String, name: String) async throws -> MFAFactorResponse {
+        let factors = try await store.mfaFactors(of: signedIn.user.id)
+        try requireSecondLevel(signedIn, factors: factors)
+        let name = try Self.factorName(name)
+        guard let uuid = UUID(uuidString: id), var factor = factors.first(where: { $0.id == uuid }),
+            try await store.renameMFAFactor(uuid, of: signedIn.user.id, name: name)
+        else { throw Self.notFound }
+        factor.name = name
+        return MFAFactorResponse(factor: Self.payload(factor))
+    }
+
+    /// `DELETE /v1/mfa/factors/{id}`: with the last confirmed factor the recovery codes go too.
+    func delete(_ signedIn: SignedIn, id: String, client: ClientInfo) async throws {
+        let factors = try await store.mfaFactors(of: signedIn.user.id)
+        try requireSecondLevel(signedIn, factors: factors)
+        guard let uuid = UUID(uuidString: id) else { throw Self.notFound }
+        try await remove(signedIn.user, factor: uuid, by: nil, client: client)
+    }
+
+    /// Removes a factor (the owner's call, or an admin's when `by` says so): audited, and
+    /// mailed when it was confirmed.
+    func remove(_ user: User, factor id: UUID, by admin: String?, client: ClientInfo?) async throws {
+        try await unitOfWork.run(client: client) { work in
+            let tx = work.tx
+            try await tx.lockUser(user.id)
+            guard let factor = try await tx.mfaFactors(of: user.id).first(where: { $0.id == id }),
+                try await tx.deleteMFAFactor(id, of: user.id)
+            else { throw Self.notFound }
+            if try await !tx.mfaFactors(of: user.id).contains(where: \.isConfirmed) {
+                try await tx.deleteRecoveryCodes(of: user.id)
+            }
+            var details = ["factor_id": Self.id(factor)]
+            details["by"] = admin
+            try await work.audit(.mfaFactorRemoved, user: user.id, details: details)
+            guard factor.isConfirmed else { return }
+            try await work.record(.mfaFactorRemoved, user: user.id, data: ["factor_id": Self.id(factor)])
+            try await mail.queueSecurityNotice(
+                work, user: user, kind: "mfa_factor_removed", values: ["factor": factor.name, "by": admin == nil ? "" : " by support"])
+        }
+    }
+
+    // MARK: Support
+
+    /// `GET /admin/v1/users/{id}/mfa/factors`: a user's factors (never their secrets).
+    func adminFactors(_ reference: String) async throws -> MFAFactorsResponse {
+        let user = try await adminUser(reference)
+        return MFAFactorsResponse(factors: try await store.mfaFactors(of: user.id).map(Self.payload))
+    }
+
+    /// `DELETE /admin/v1/users/{id}/mfa/factors/{factor}`: support's removal, for a person who
+    /// lost every factor and recovery code (after checking who they are); audited with
+    /// `by: operator` and mailed to the user.
+    func adminRemove(_ reference: String, factor: String) async throws {
+        let user = try await adminUser(reference)
+        guard let id = UUID(uuidString: factor) else { throw Self.notFound }
+        try await remove(user, factor: id, by: "operator", client: nil)
+    }
+
+    private func adminUser(_ reference: String) async throws -> User {
+        guard let id = UserID(reference), let user = try await store.user(id: id) else {
+            throw GatehouseError.notFound("No user matches '\(reference)'.")
+        }
+        return user
+    }
+
+    /// `POST /v1/mfa/recovery-codes`: ten new codes; the old ones die.
+    func regenerateRecoveryCodes(_ signedIn: SignedIn, client: ClientInfo) async throws -> RecoveryCodesResponse {
+        let factors = try await store.mfaFactors(of: signedIn.user.id)
+        try requireSecondLevel(signedIn, factors: factors)
+        guard factors.contains(where: \.isConfirmed) else {
+            throw GatehouseError.invalidRequest("Recovery codes come with two-step sign-in: add an authenticator app first.")
+        }
+        let codes = RecoveryCodes.generate(random: Self.randomBytes)
+        let hashes = try codes.map(hash)
+        try await unitOfWork.run(client: client) { work in
+            try await work.tx.replaceRecoveryCodes(of: signedIn.user.id, hashes: hashes, at: work.now)
+            try await work.audit(.recoveryCodesRegenerated, user: signedIn.user.id, session: signedIn.session.id)
+        }
+        return RecoveryCodesResponse(recoveryCodes: codes)
+    }
+
+    /// Managing factors, once the account has a confirmed one, needs a session that proved one.
+    private func requireSecondLevel(_ signedIn: SignedIn, factors: [MFAFactor]) throws {
+        guard factors.contains(where: \.isConfirmed), signedIn.session.assurance < .aal2 else { return }
+        throw GatehouseError(
+            .mfaRequired, preset.text("error.mfa_required", "Confirm it's you with your authenticator app to continue."))
+    }
+
+    // MARK: Verifying
+
+    /// `POST /v1/auth/mfa/verify`: a challenge's id completes that sign-in; without one, a
+    /// Bearer's session is stepped up.
+    func verify(_ request: MFAVerifyRequest, signedIn: SignedIn?, client: ClientInfo) async throws -> MFAVerifyResponse {
+        if let challengeID = request.challengeID {
+            return try await complete(challengeID, request, client: client)
+        }
+        guard let signedIn else { throw Self.challengeInvalid }
+        return try await stepUp(signedIn, request, client: client)
+    }
+
+    private func complete(_ challengeID: String, _ request: MFAVerifyRequest, client: ClientInfo) async throws -> MFAVerifyResponse {
+        let idHash = SessionIssuer.challengeHash(challengeID)
+        let maximum = preset.mfa.attemptsPerChallenge
+        guard let challenge = try await store.reserveMFAChallengeAttempt(idHash: idHash, now: clock.now, maximum: maximum) else {
+            if let spent = try await store.mfaChallenge(idHash: idHash), spent.expiresAt > clock.now, spent.attempts >= maximum {
+                throw tooManyAttempts(retryAfter: nil)
+            }
+            throw Self.challengeInvalid
+        }
+        let proof = try await check(request, user: challenge.userID, client: client)
+        let response = try await unitOfWork.run(client: client) { work -> MFAVerifyResponse in
+            let tx = work.tx
+            guard try await tx.consumeMFAChallenge(idHash: idHash, at: work.now) else { throw Self.challengeInvalid }
+            guard let user = try await tx.user(id: challenge.userID) else { throw Self.challengeInvalid }
+            guard !user.isDisabled else { throw GatehouseError.accountDisabled(preset) }
+            try await take(proof, work, user: user)
+            let auth = try await sessions.open(
+                work, user, provider: challenge.provider, method: challenge.method, event: AuditEvent.Name(rawValue: challenge.event),
+                assurance: .aal2, secondFactor: proof.method)
+            return MFAVerifyResponse(user: auth.user, session: auth.session)
+        }
+        try await throttle.clearAccount(Self.throttleKey(challenge.userID))
+        return response
+    }
+
+    private func stepUp(_ signedIn: SignedIn, _ request: MFAVerifyRequest, client: ClientInfo) async throws -> MFAVerifyResponse {
+        let user = signedIn.user
+        let proof = try await check(request, user: user.id, client: client)
+        let session = try await unitOfWork.run(client: client) { work -> SessionPayload in
+            let (tx, now) = (work.tx, work.now)
+            try await take(proof, work, user: user)
+            guard try await tx.stepUpSession(signedIn.session.id, factor: proof.method, at: now),
+                let session = try await tx.session(id: signedIn.session.id)
+            else { throw GatehouseError.unauthorized("Your session has ended. Please sign in again.") }
+            // The same session with a new refresh chain: tokens from before the step-up retire.
+            try await tx.retireRefreshTokens(of: session.id, at: now)
+            let refresh = try await sessions.newRefreshToken(work, for: session.id)
+            try await work.audit(.mfaVerify, user: user.id, session: session.id, details: ["method": proof.method, "stage": "step_up"])
+            return try await sessions.payload(user, session: session, refreshToken: refresh, in: tx)
+        }
+        try await throttle.clearAccount(Self.throttleKey(user.id))
+        return MFAVerifyResponse(user: nil, session: session)
+    }
+
+    /// What a code proved, still to be taken once.
+    private enum Proof {
+        case totp(factor: UUID, step: Int64)
+        case recoveryCode(hash: [UInt8])
+
+        var method: String {
+            switch self {
+            case .totp: MFAFactor.totp
+            case .recoveryCode: "recovery_code"
+            }
+        }
+    }
+
+    /// Checks the code under the account's lockout: 429 while locked; a wrong one is counted,
+    /// audited and answered 400 `invalid_code`.
+    private func check(_ request: MFAVerifyRequest, user: UserID, client: ClientInfo) async throws -> Proof {
+        let reservation = try await reserve(user, client: client)
+        if let typed = request.recoveryCode {
+            if let normalized = RecoveryCodes.normalize(typed) { return .recoveryCode(hash: try hash(normalized)) }
+        } else if let factorID = request.factorID.flatMap(UUID.init(uuidString:)), let code = request.code,
+            let factor = try await store.mfaFactors(of: user).first(where: { $0.id == factorID && $0.isConfirmed }),
+            let step = try totp(factor).step(matching: code, at: clock.now)
+        {
+            return .totp(factor: factorID, step: step)
+        }
+        try await failed(reservation, user: user, client: client, stage: "verify")
+        throw invalidCode
+    }
+
+    /// Takes the proof once, inside the transaction that uses it: a TOTP step only later than
+    /// the last one taken, a recovery code only unused (then audited and mailed).
+    private func take(_ proof: Proof, _ work: Work, user: User) async throws {
+        switch proof {
+        case .totp(let factor, let step):
+            guard try await work.tx.useMFAStep(factor, of: user.id, step: step, at: work.now) else { throw invalidCode }
+        case .recoveryCode(let hash):
+            guard try await work.tx.useRecoveryCode(of: user.id, hash: hash, at: work.now) else { throw invalidCode }
+            let remaining = try await work.tx.unusedRecoveryCodes(of: user.id)
+            try await work.audit(.recoveryCodeUsed, user: user.id, details: ["remaining": String(remaining)])
+            try await mail.queueSecurityNotice(work, user: user, kind: "recovery_code_used", values: ["remaining": String(remaining)])
+        }
+    }
+
+    private func reserve(_ user: UserID, client: ClientInfo) async throws -> AttemptReservation {
+        do {
+            return try await throttle.reserveAttempt(Self.throttleKey(user))
+        } catch let error as GatehouseError where error.code == .tooManyAttempts {
+            try await unitOfWork.audit(.mfaVerify, .locked, user: user, client: client, details: ["reason": "account locked"])
+            throw tooManyAttempts(retryAfter: error.retryAfter)
+        }
+    }
+
+    private func failed(_ reservation: AttemptReservation, user: UserID, client: ClientInfo, stage: String) async throws {
+        let wait = try await throttle.failed(reservation, client: client)
+        try await unitOfWork.audit(.mfaVerify, .failure, user: user, client: client, details: ["reason": "invalid code", "stage": stage])
+        if let wait {
+            try await unitOfWork.audit(.lockout, .locked, user: user, client: client, details: ["retry_after": String(wait), "stage": "mfa"])
+        }
+    }
+
+    // MARK: Parts
+
+    private func requireEnabled() throws {
+        guard preset.mfa.enabled else {
+            throw GatehouseError(.methodDisabled, "Two-step sign-in is not available for this app.")
+        }
+    }
+
+    private func totp(_ factor: MFAFactor) throws -> TOTP {
+        let secret = try sealer.open(factor.secret, encryption: factor.encryption, what: "a second factor's secret")
+        return TOTP(secret: Array(secret)) { key, message in
+            Array(HMAC<Insecure.SHA1>.authenticationCode(for: message, using: SymmetricKey(data: key)))
+        }
+    }
+
+    /// HMAC-SHA256 of the code's 16 characters under a key derived from the server's secret.
+    private func hash(_ normalizedCode: String) throws -> [UInt8] {
+        let code = RecoveryCodes.normalize(normalizedCode) ?? normalizedCode
+        return Array(HMAC<SHA256>.authenticationCode(for: Data(code.utf8), using: try codeKey.derived("gatehouse recovery codes")))
+    }
+
+    private var invalidCode: GatehouseError {
+        GatehouseError(.invalidCode, preset.text("error.invalid_code", "That code is not right. Check your authenticator app and try again."))
+    }
+
+    private func tooManyAttempts(retryAfter: Int?) -> GatehouseError {
+        GatehouseError(
+            .tooManyAttempts,
+            preset.text("error.mfa_too_many_attempts", "Too many wrong codes. Please wait a few minutes, then sign in again."),
+            retryAfter: retryAfter)
+    }
+
+    static let challengeInvalid = GatehouseError(.challengeInvalid, "This sign-in has expired or was completed already. Please sign in again.")
+    static let notFound = GatehouseError.notFound("This account has no such authenticator app.")
+
+    /// The lockout key of an account's second-factor codes (apart from its password's).
+    static func throttleKey(_ user: UserID) -> String { "mfa:\(user)" }
+
+    static func id(_ factor: MFAFactor) -> String { factor.id.uuidString.lowercased() }
+
+    static func randomBytes(_ count: Int) -> [UInt8] {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+    }
+
+    static func payload(_ factor: MFAFactor) -> MFAFactorPayload {
+        MFAFactorPayload(
+            id: id(factor), type: factor.type, name: factor.name, status: factor.isConfirmed ? "verified" : "unverified",
+            createdAt: factor.createdAt.rfc3339, lastUsedAt: factor.lastUsedAt?.rfc3339)
+    }
+
+    /// 1–64 characters without control characters; "Authenticator app" when none is given.
+    static func factorName(_ name: String?) throws -> String {
+        try itemName(name, fallback: "Authenticator app", what: "An authenticator app's")
+    }
+}

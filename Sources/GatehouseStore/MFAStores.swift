@@ -1,0 +1,43 @@
+import Foundation
+import GatehouseCore
+
+/// Second factors, recovery codes and the challenges of sign-ins waiting for a second factor.
+/// Every single-use step is one conditional statement: of parallel callers one wins.
+public protocol MFAStore: Sendable {
+    func insertMFAFactor(_ factor: MFAFactor) async throws(StoreError)
+    /// The account's factors, oldest first.
+    func mfaFactors(of userID: UserID) async throws(StoreError) -> [MFAFactor]
+    /// Confirms an unconfirmed factor of the user with the step of its first code; false when
+    /// there is no such factor or another call confirmed it first.
+    func confirmMFAFactor(_ id: UUID, of userID: UserID, step: Int64, at date: Date) async throws(StoreError) -> Bool
+    /// Takes `step` for a confirmed factor only when it is later than the last step taken
+    /// (compare-and-set): false for a code used already, by this call or a parallel one.
+    func useMFAStep(_ id: UUID, of userID: UserID, step: Int64, at date: Date) async throws(StoreError) -> Bool
+    /// False when the user has no factor with this id.
+    func renameMFAFactor(_ id: UUID, of userID: UserID, name: String) async throws(StoreError) -> Bool
+    /// False when the user has no factor with this id.
+    func deleteMFAFactor(_ id: UUID, of userID: UserID) async throws(StoreError) -> Bool
+
+    /// Replaces every recovery code of the user with these hashes (the old ones die).
+    func replaceRecoveryCodes(of userID: UserID, hashes: [[UInt8]], at date: Date) async throws(StoreError)
+    /// Takes an unused code in one statement: false when unknown or used (by anyone, however
+    /// many try at once).
+    func useRecoveryCode(of userID: UserID, hash: [UInt8], at date: Date) async throws(StoreError) -> Bool
+    /// Codes not used yet.
+    func unusedRecoveryCodes(of userID: UserID) async throws(StoreError) -> Int
+    func deleteRecoveryCodes(of userID: UserID) async throws(StoreError)
+    /// When each of the user's recovery codes was made and used (the account's export).
+    func recoveryCodeTimes(of userID: UserID) async throws(StoreError) -> [(createdAt: Date, usedAt: Date?)]
+    /// The user's challenges, oldest first (the account's export).
+    func mfaChallenges(of userID: UserID) async throws(StoreError) -> [MFAChallenge]
+
+    func insertMFAChallenge(_ challenge: MFAChallenge) async throws(StoreError)
+    /// Reserves one attempt on a live, unconsumed challenge that has attempts left, in one
+    /// statement; nil otherwise.
+    func reserveMFAChallengeAttempt(idHash: [UInt8], now: Date, maximum: Int) async throws(StoreError) -> MFAChallenge?
+    func mfaChallenge(idHash: [UInt8]) async throws(StoreError) -> MFAChallenge?
+    /// Takes the challenge once: false when it is consumed or expired already.
+    func consumeMFAChallenge(idHash: [UInt8], at date: Date) async throws(StoreError) -> Bool
+    /// Deletes the challenges that expired before `date`; how many.
+    func purgeMFAChallenges(before date: Date) async throws(StoreError) -> Int
+}

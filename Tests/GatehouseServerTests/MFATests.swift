@@ -1,0 +1,367 @@
+import Foundation
+import GatehouseClient
+import GatehouseCore
+import GatehouseServer
+import GatehouseTestSupport
+import GatehouseVerifier
+import GatehouseWire
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Testing
+
+/// Second factors end to end over HTTP on both databases, with other people's tools on the
+/// other side: pyotp computes the codes from the secret the server hands out, oathtool checks
+/// pyotp, zbar reads the QR code back to the key URI, and PyJWT (an independent JWT library)
+/// reads `aal` and `amr` from the access tokens against the server's published key.
+@Suite(.requires(OneTimeCodeTools.available && MFAFlow.hasPyJWT, "pyotp and PyJWT in GATEHOUSE_TEST_PYTHON, oathtool, zbarimg, rsvg-convert"))
+struct MFATests {
+    static func configure(_ config: inout GatehouseConfig) {
+        config.ipLimits = false
+        config.httpIdleTimeoutSeconds = 600
+    }
+
+    /// Enroll → confirm → sign out → sign in → challenge → code → `aal2`; ±1 step accepted, ±2
+    /// refused, a code never twice, each recovery code once.
+    @Test(arguments: Backend.available)
+    func enrollConfirmAndSignInWithASecondFactor(_ backend: Backend) async throws {
+        let clock = ManualClock(Date())
+        try await TestApp.run(backend, clock: clock, setup: .live, adjust: Self.configure) { client, config in
+            let flow = MFAFlow(api: AuthClient(client: client), clock: clock)
+            let session = try await flow.api.account("two.step@example.com").session
+
+            let enrolled = try await flow.enroll(session.accessToken, name: "Phone")
+            #expect(enrolled.status == "unverified" && enrolled.name == "Phone" && enrolled.type == "totp")
+            #expect(enrolled.totp.uri.hasPrefix("otpauth://totp/Gatehouse:two.step%40example.com?secret=\(enrolled.totp.secret)&issuer=Gatehouse"))
+            #expect(try await OneTimeCodeTools.readQR(svg: enrolled.totp.qrSVG) == enrolled.totp.uri)
+            // oathtool agrees with pyotp on the code the authenticator app shows now.
+            let now = try await flow.code(enrolled.totp.secret)
+            let oathtool = try await Command.run(
+                try #require(OneTimeCodeTools.tool("oathtool")),
+                ["--totp", "-b", "--now", "@\(Int64(clock.now.timeIntervalSince1970))", enrolled.totp.secret])
+            #expect(oathtool.trimmingCharacters(in: .whitespacesAndNewlines) == now)
+
+            // Not counted until a first code confirms it: sign-in asks for nothing yet.
+            #expect(try await flow.api.login("two.step@example.com").json(SignInAnswer<AuthResponse>.self).signedIn != nil)
+            let wrong = try await flow.api.post("/v1/mfa/factors/\(enrolled.id)/confirm", #"{"code": "\#(flow.wrong(now))"}"#, token: session.accessToken)
+            #expect(wrong.status == .badRequest && wrong.error?.code == .invalidCode)
+            let confirmed = try await flow.api.post("/v1/mfa/factors/\(enrolled.id)/confirm", #"{"code": "\#(now)"}"#, token: session.accessToken)
+            #expect(confirmed.status == .ok, "\(confirmed.text)")
+            let confirmation = try confirmed.json(MFAConfirmResponse.self)
+            #expect(confirmation.factor.status == "verified")
+            let recovery = try #require(confirmation.recoveryCodes)
+            #expect(recovery.count == 10 && Set(recovery).count == 10)
+            #expect(recovery.allSatisfy { $0.range(of: #"^[a-z2-7]{4}(-[a-z2-7]{4}){3}$"#, options: .regularExpression) != nil })
+
+            // A sign-in now answers a challenge and no session.
+            clock.advance(by: 120)
+            let login = try await flow.api.login("two.step@example.com")
+            #expect(login.status == .ok)
+            let body = try #require(try JSONSerialization.jsonObject(with: Data(login.body.readableBytesView)) as? [String: Any])
+            #expect(Set(body.keys) == ["mfa"])
+            let challenge = try #require(try login.json(SignInAnswer<AuthResponse>.self).challenge)
+            #expect(challenge.factors == [MFAFactorSummary(id: enrolled.id, type: "totp", name: "Phone")])
+
+            // Two steps ahead is refused; one step behind is accepted.
+            let ahead = try await flow.verify(challenge.challengeID, factor: enrolled.id, code: try await flow.code(enrolled.totp.secret, steps: 2))
+            #expect(ahead.status == .badRequest && ahead.error?.code == .invalidCode, "\(ahead.text)")
+            let behindCode = try await flow.code(enrolled.totp.secret, steps: -1)
+            let behind = try await flow.verify(challenge.challengeID, factor: enrolled.id, code: behindCode)
+            #expect(behind.status == .ok, "\(behind.text)")
+            let signedIn = try behind.json(MFAVerifyResponse.self)
+            #expect(signedIn.user?.email == "two.step@example.com")
+            let claims = try await flow.claims(signedIn.session.accessToken)
+            #expect(claims["aal"] as? String == "aal2")
+            #expect((claims["amr"] as? [[String: Any]])?.compactMap { $0["method"] as? String } == ["password", "totp"])
+            // The challenge is spent.
+            #expect(try await flow.verify(challenge.challengeID, factor: enrolled.id, code: now).error?.code == .challengeInvalid)
+
+            // The same code on a new challenge is refused (its step was taken); the next step's works.
+            let again = try await flow.challenge("two.step@example.com")
+            #expect(try await flow.verify(again, factor: enrolled.id, code: behindCode).error?.code == .invalidCode)
+            let current = try await flow.verify(again, factor: enrolled.id, code: try await flow.code(enrolled.totp.secret))
+            #expect(current.status == .ok, "\(current.text)")
+
+            // Each recovery code once, in any spelling; its use is audited.
+            let first = try await flow.verify(try await flow.challenge("two.step@example.com"), recoveryCode: recovery[0].uppercased())
+            #expect(first.status == .ok, "\(first.text)")
+            let recovered = try await flow.claims(try first.json(MFAVerifyResponse.self).session.accessToken)
+            #expect((recovered["amr"] as? [[String: Any]])?.compactMap { $0["method"] as? String } == ["password", "recovery_code"])
+            let reused = try await flow.verify(try await flow.challenge("two.step@example.com"), recoveryCode: recovery[0])
+            #expect(reused.status == .badRequest && reused.error?.code == .invalidCode)
+            let second = try await flow.verify(
+                try await flow.challenge("two.step@example.com"), recoveryCode: recovery[1].replacingOccurrences(of: "-", with: ""))
+            #expect(second.status == .ok, "\(second.text)")
+            let audit = try await flow.api.client.execute(
+                uri: "/admin/v1/audit?limit=500", method: .get, headers: TestApp.adminHeaders)
+            #expect(audit.text.contains(#""remaining":"8""#), "\(audit.text)")
+        }
+    }
+
+    /// Issue 22: 30 verifications of one code released together (each on a challenge of its
+    /// own, so only the code's single use stands between them) succeed once.
+    @Test(arguments: Backend.available)
+    func thirtyParallelVerificationsOfOneCodeSucceedOnce(_ backend: Backend) async throws {
+        let clock = ManualClock(Date())
+        try await TestApp.run(backend, clock: clock, setup: .live, adjust: Self.configure) { client, _ in
+            let flow = MFAFlow(api: AuthClient(client: client), clock: clock)
+            let (factor, secret, _) = try await flow.enrolledAccount("racer@example.com")
+            clock.advance(by: 60)
+            var challenges: [String] = []
+            for _ in 0..<30 { challenges.append(try await flow.challenge("racer@example.com")) }
+            let code = try await flow.code(secret)
+            let requests = challenges.map {
+                LastByteRace.request(
+                    "POST", "/v1/auth/mfa/verify", json: #"{"challenge_id": "\#($0)", "factor_id": "\#(factor)", "code": "\#(code)"}"#)
+            }
+            let answers = try await BurstGate.exclusive { try await LastByteRace.send(port: try #require(client.port), requests) }
+            #expect(answers.filter { $0.status == 200 }.count == 1, "\(answers.map(\.status))")
+            // The rest: the code was taken, or the account's lockout stopped them first.
+            #expect(answers.allSatisfy { $0.status == 200 || $0.error?.code == .invalidCode || $0.error?.code == .tooManyAttempts })
+        }
+    }
+
+    /// Wrong codes: a challenge dies after the preset's attempts, and the account locks with the
+    /// lockout's doubling waits, both in the preset's words (changed here, and seen).
+    @Test func bruteForceLocksOutWithThePresetsCopy() async throws {
+        let clock = ManualClock(Date())
+        let words = "Slow down: too many wrong codes for this account."
+        try await TestApp.run(
+            .sqlite, clock: clock, setup: .live,
+            adjust: {
+                Self.configure(&$0)
+                $0.preset.copy["error.mfa_too_many_attempts"] = words
+                $0.preset.mfa.attemptsPerChallenge = 3
+            }
+        ) { client, _ in
+            let flow = MFAFlow(api: AuthClient(client: client), clock: clock)
+            let (factor, secret, _) = try await flow.enrolledAccount("guessed@example.com")
+            clock.advance(by: 60)
+            let wrong = flow.wrong(try await flow.code(secret))
+            let challenge = try await flow.challenge("guessed@example.com")
+            for _ in 0..<3 { #expect(try await flow.verify(challenge, factor: factor, code: wrong).error?.code == .invalidCode) }
+            let spent = try await flow.verify(challenge, factor: factor, code: try await flow.code(secret))
+            #expect(spent.status == .tooManyRequests && spent.error?.message == words, "\(spent.text)")
+
+            // Five failures on the account (the default threshold) lock it: even the right code waits.
+            let next = try await flow.challenge("guessed@example.com")
+            for _ in 0..<2 { #expect(try await flow.verify(next, factor: factor, code: wrong).error?.code == .invalidCode) }
+            let third = try await flow.challenge("guessed@example.com")
+            let locked = try await flow.verify(third, factor: factor, code: try await flow.code(secret))
+            #expect(locked.status == .tooManyRequests && locked.error?.message == words, "\(locked.text)")
+            #expect(locked.error?.retryAfter == 30)
+            clock.advance(by: 31)
+            let after = try await flow.verify(third, factor: factor, code: try await flow.code(secret))
+            #expect(after.status == .ok, "\(after.text)")
+        }
+    }
+
+    /// A gate requiring `aal2` refuses an `aal1` session with `mfa_required` (the app's own
+    /// action through the check and the verifier, the server's export route) and allows it
+    /// after a step-up of the same session.
+    @Test func stepUpOpensAGateThatRequiresASecondFactor() async throws {
+        let clock = ManualClock(Date())
+        try await TestApp.run(
+            .sqlite, clock: clock, setup: .live,
+            adjust: {
+                Self.configure(&$0)
+                $0.preset.entitlements.actions["view_records"] = ActionSettings(rules: [GateRule(kind: .account), GateRule(kind: .mfa)])
+                $0.preset.entitlements.actions["account.export"] = ActionSettings(rules: [GateRule(kind: .mfa, message: "Confirm with your app.")])
+            }
+        ) { client, config in
+            let flow = MFAFlow(api: AuthClient(client: client), clock: clock)
+            let account = try await flow.api.account("records@example.com")
+            // Another device signed in before the factor existed: its session stays aal1.
+            let aal1 = try await flow.api.login("records@example.com").json(AuthResponse.self).session
+            let enrolled = try await flow.enroll(account.session.accessToken)
+            try await flow.confirm(enrolled, token: account.session.accessToken)
+            let (factor, secret) = (enrolled.id, enrolled.totp.secret)
+            clock.advance(by: 60)
+            #expect(try await flow.claims(aal1.accessToken)["aal"] as? String == "aal1")
+
+            let check = try await flow.api.post("/v1/entitlements/check", #"{"action": "view_records"}"#, token: aal1.accessToken)
+            let decision = try check.json(GateDecision.self)
+            #expect(!decision.allowed && decision.reasonCode == "mfa_required" && decision.gate == "step_up")
+            let export = try await flow.api.get("/v1/me/export", token: aal1.accessToken)
+            #expect(export.status == .forbidden && export.error?.code == .mfaRequired && export.error?.message == "Confirm with your app.")
+            // The app's backend, offline from the token: GatehouseVerifier refuses it too.
+            let port = try #require(client.port)
+            let access = GatehouseAccess(baseURL: URL(string: "http://127.0.0.1:\(port)")!, audience: config.audience, issuer: config.issuer, clock: clock)
+            let verified = try await access.tokens.verify(aal1.accessToken)
+            #expect(verified.assuranceLevel == .aal1)
+            #expect(try await access.decide("view_records", for: verified).reasonCode == "mfa_required")
+
+            // Managing factors needs aal2 too.
+            #expect(try await flow.api.get("/v1/mfa/factors", token: aal1.accessToken).error?.code == .mfaRequired)
+
+            // Step up in place: the same session id, new tokens at aal2.
+            let stepUp = try await flow.api.post(
+                "/v1/auth/mfa/verify", #"{"factor_id": "\#(factor)", "code": "\#(try await flow.code(secret))"}"#, token: aal1.accessToken)
+            #expect(stepUp.status == .ok, "\(stepUp.text)")
+            let raised = try stepUp.json(MFAVerifyResponse.self)
+            #expect(raised.user == nil && raised.session.sessionID == aal1.sessionID && raised.session.refreshToken != aal1.refreshToken)
+            let claims = try await flow.claims(raised.session.accessToken)
+            #expect(claims["aal"] as? String == "aal2" && claims["sid"] as? String == aal1.sessionID)
+            let allowed = try await flow.api.post("/v1/entitlements/check", #"{"action": "view_records"}"#, token: raised.session.accessToken)
+            #expect(try allowed.json(GateDecision.self).allowed)
+            #expect(try await flow.api.get("/v1/me/export", token: raised.session.accessToken).status == .ok)
+            let raisedUser = try await access.tokens.verify(raised.session.accessToken)
+            #expect(raisedUser.assuranceLevel == .aal2 && raisedUser.authenticationMethods.map(\.method) == ["password", "totp"])
+            #expect(try await access.decide("view_records", for: raisedUser).allowed)
+            // The refresh token from before the step-up was retired; the new one keeps aal2.
+            let refreshed = try await flow.api.refresh(raised.session.refreshToken)
+            #expect(try await flow.claims(try refreshed.json(SessionResponse.self).session.accessToken)["aal"] as? String == "aal2")
+        }
+    }
+
+    /// The SDK: enrolling and confirming, then a sign-in that waits in its own state for the
+    /// code and completes with it; another device's older session steps up in place.
+    @Test func theSDKWaitsForTheSecondFactorInItsOwnState() async throws {
+        let clock = ManualClock(Date())
+        try await TestApp.run(.sqlite, clock: clock, setup: .live, adjust: Self.configure) { server, _ in
+            let flow = MFAFlow(api: AuthClient(client: server), clock: clock)
+            let port = try #require(server.port)
+            let (phone, tablet) = (try TestDevice(), try TestDevice())
+            defer { phone.remove(); tablet.remove() }
+            let app = try phone.launch(port: port)
+            let other = try tablet.launch(port: port)
+            try await app.signUp(email: "sdk.mfa@example.com", password: "correct horse battery")
+            try await other.signIn(email: "sdk.mfa@example.com", password: "correct horse battery")
+
+            let enrollment = try await app.enrollTOTP(name: "Phone")
+            #expect(enrollment.totp.uri.contains("secret=\(enrollment.totp.secret)"))
+            let confirmation = try await app.confirmFactor(id: enrollment.id, code: try await flow.code(enrollment.totp.secret))
+            #expect(confirmation.recoveryCodes?.count == 10)
+            try await app.signOut()
+
+            clock.advance(by: 60)
+            await #expect(throws: GatehouseClientError.self) { try await app.signIn(email: "sdk.mfa@example.com", password: "correct horse battery") }
+            guard case .secondFactorRequired(let challenge) = await app.state else {
+                Issue.record("the state is \(await app.state)")
+                return
+            }
+            let pending = await app.pendingSecondFactor
+            #expect(challenge.factors.map(\.name) == ["Phone"] && pending == challenge)
+            let wrong = await #expect(throws: GatehouseClientError.self) {
+                try await app.completeSignIn(code: flow.wrong(try await flow.code(enrollment.totp.secret)))
+            }
+            #expect(wrong?.code == .invalidCode && wrong?.message == "That code is not right. Check your authenticator app and try again.")
+            let result = try await app.completeSignIn(code: try await flow.code(enrollment.totp.secret))
+            let state = await app.state
+            #expect(result.user.email == "sdk.mfa@example.com" && state.user?.email == "sdk.mfa@example.com")
+            #expect(try await app.mfaFactors().map(\.status) == ["verified"])
+
+            // The tablet's session predates the factor: managing factors asks it to step up.
+            let refused = await #expect(throws: GatehouseClientError.self) { try await other.mfaFactors() }
+            #expect(refused?.code == .mfaRequired)
+            clock.advance(by: 30)
+            try await other.stepUp(factorID: enrollment.id, code: try await flow.code(enrollment.totp.secret))
+            #expect(try await other.mfaFactors().count == 1)
+        }
+    }
+
+    /// Removing a factor needs aal2; support can list and remove a user's factors, audited and
+    /// mailed, after which sign-in asks for no second factor.
+    @Test func supportRemovesALostFactor() async throws {
+        let clock = ManualClock(Date())
+        try await TestApp.run(.sqlite, clock: clock, setup: .live, adjust: Self.configure) { client, _ in
+            let flow = MFAFlow(api: AuthClient(client: client), clock: clock)
+            let (factor, _, user) = try await flow.enrolledAccount("lost.phone@example.com")
+            let listed = try await flow.api.client.execute(
+                uri: "/admin/v1/users/\(user)/mfa/factors", method: .get, headers: TestApp.adminHeaders)
+            let factors = try listed.json(MFAFactorsResponse.self).factors
+            #expect(factors.map(\.id) == [factor] && !listed.text.contains("secret"))
+            let removed = try await flow.api.client.execute(
+                uri: "/admin/v1/users/\(user)/mfa/factors/\(factor)", method: .delete, headers: TestApp.adminHeaders)
+            #expect(removed.status == .noContent)
+            #expect(try await flow.api.login("lost.phone@example.com").json(SignInAnswer<AuthResponse>.self).signedIn != nil)
+            let audit = try await flow.api.client.execute(uri: "/admin/v1/audit?limit=500", method: .get, headers: TestApp.adminHeaders)
+            #expect(audit.text.contains(#""by":"operator""#), "\(audit.text)")
+        }
+    }
+}
+
+/// The calls of the tests above, with pyotp as the authenticator app.
+struct MFAFlow {
+    let api: AuthClient
+    let clock: ManualClock
+
+    static var hasPyJWT: Bool {
+        guard let python = SMTPSink.python else { return false }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: python)
+        process.arguments = ["-c", "import jwt"]
+        do {
+            try process.run()
+            process.waitUntilExit()
+            return process.terminationStatus == 0
+        } catch {
+            return false
+        }
+    }
+
+    static func python(_ program: String, _ arguments: [String]) async throws -> String {
+        try await Command.run(try #require(SMTPSink.python), ["-c", program] + arguments).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// pyotp's code for `secret` at the clock's time, `steps` periods away.
+    func code(_ secret: String, steps: Int = 0) async throws -> String {
+        let time = Int64(clock.now.timeIntervalSince1970) + Int64(steps) * 30
+        return try await Self.python("import sys, pyotp; print(pyotp.TOTP(sys.argv[1]).at(int(sys.argv[2])))", [secret, String(time)])
+    }
+
+    /// A six-digit code that is not `code`.
+    func wrong(_ code: String) -> String {
+        String(format: "%06d", ((Int(code) ?? 0) + 500_000) % 1_000_000)
+    }
+
+    /// The access token's claims as PyJWT reads them, checked with the server's published key.
+    func claims(_ token: String) async throws -> [String: Any] {
+        let jwks = try await api.client.execute(uri: "/.well-known/jwks.json", method: .get).text
+        let program = """
+            import sys, json, jwt
+            keys = json.loads(sys.argv[1])["keys"]
+            kid = jwt.get_unverified_header(sys.argv[2])["kid"]
+            key = jwt.PyJWK(next(k for k in keys if k["kid"] == kid)).key
+            print(json.dumps(jwt.decode(sys.argv[2], key, algorithms=["ES256"], options={"verify_aud": False, "verify_exp": False, "verify_iat": False, "verify_nbf": False})))
+            """
+        let text = try await Self.python(program, [jwks, token])
+        return try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+    }
+
+    func enroll(_ token: String, name: String? = nil) async throws -> MFAEnrollment {
+        let body = name.map { #"{"type": "totp", "name": "\#($0)"}"# } ?? #"{"type": "totp"}"#
+        let response = try await api.post("/v1/mfa/factors", body, token: token)
+        #expect(response.status == .created, "\(response.text)")
+        return try response.json(MFAEnrollment.self)
+    }
+
+    /// A new account with a confirmed TOTP factor: the factor's id, its base32 secret, the user id.
+    func enrolledAccount(_ email: String) async throws -> (factor: String, secret: String, user: String) {
+        let account = try await api.account(email)
+        let enrolled = try await enroll(account.session.accessToken)
+        try await confirm(enrolled, token: account.session.accessToken)
+        return (enrolled.id, enrolled.totp.secret, account.user.id)
+    }
+
+    func confirm(_ enrolled: MFAEnrollment, token: String) async throws {
+        let confirmed = try await api.post(
+            "/v1/mfa/factors/\(enrolled.id)/confirm", #"{"code": "\#(try await code(enrolled.totp.secret))"}"#, token: token)
+        #expect(confirmed.status == .ok, "\(confirmed.text)")
+    }
+
+    /// A password sign-in's challenge id.
+    func challenge(_ email: String) async throws -> String {
+        let login = try await api.login(email)
+        #expect(login.status == .ok, "\(login.text)")
+        return try #require(try login.json(SignInAnswer<AuthResponse>.self).challenge).challengeID
+    }
+
+    func verify(_ challenge: String, factor: String, code: String) async throws -> TestResponse {
+        try await api.post("/v1/auth/mfa/verify", #"{"challenge_id": "\#(challenge)", "factor_id": "\#(factor)", "code": "\#(code)"}"#)
+    }
+
+    func verify(_ challenge: String, recoveryCode: String) async throws -> TestResponse {
+        try await api.post("/v1/auth/mfa/verify", #"{"challenge_id": "\#(challenge)", "recovery_code": "\#(recoveryCode)"}"#)
+    }
+}
