@@ -45,7 +45,11 @@ public struct AdminKey: Sendable {
 
 /// `bytes` random bytes from the system CSPRNG, base64url-encoded.
 func randomToken(bytes count: Int) -> String {
+    Data(randomBytes(count)).base64URLEncoded
+}
+
+/// `count` random bytes from the system CSPRNG.
+func randomBytes(_ count: Int) -> [UInt8] {
     var generator = SystemRandomNumberGenerator()
-    let bytes = (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
-    return Data(bytes).base64URLEncoded
+    return (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
 }

@@ -41,7 +41,7 @@ struct MFAService: Sendable {
                 .reauthenticationRequired, preset.text("error.mfa_reauthentication_required", "To add two-step sign-in, sign in again first."))
         }
         let name = try Self.factorName(request.name)
-        let secret = Self.randomBytes(TOTP.secretLength)
+        let secret = randomBytes(TOTP.secretLength)
         let sealed = try sealer.seal(secret)
         let factor = MFAFactor(userID: user.id, name: name, secret: sealed.bytes, encryption: sealed.encryption, createdAt: clock.now)
         try await unitOfWork.run(client: client) { work in
@@ -75,10 +75,15 @@ struct MFAService: Sendable {
             try await failed(reservation, user: user.id, client: client, stage: "confirm")
             throw invalidCode
         }
-        let codes = factors.contains(where: \.isConfirmed) ? nil : RecoveryCodes.generate(random: Self.randomBytes)
-        let confirmed = try await unitOfWork.run(client: client) { work -> MFAFactor in
+        let fresh = RecoveryCodes.generate(random: randomBytes)
+        let (confirmed, codes) = try await unitOfWork.run(client: client) { work -> (MFAFactor, [String]?) in
             let (tx, now) = (work.tx, work.now)
+            // Whether this is the account's first factor is decided under its row lock, so two
+            // factors confirmed at once cannot both hand out (and replace) recovery codes.
+            try await tx.lockUser(user.id)
+            let first = try await !tx.mfaFactors(of: user.id).contains(where: \.isConfirmed)
             guard try await tx.confirmMFAFactor(uuid, of: user.id, step: step, at: now) else { throw invalidCode }
+            let codes = first ? fresh : nil
             if let codes { try await tx.replaceRecoveryCodes(of: user.id, hashes: try codes.map(hash), at: now) }
             _ = try await tx.stepUpSession(signedIn.session.id, factor: MFAFactor.totp, at: now)
             try await work.audit(.mfaFactorConfirmed, user: user.id, session: signedIn.session.id, details: ["factor_id": id.lowercased()])
@@ -87,7 +92,7 @@ struct MFAService: Sendable {
             var confirmed = factor
             confirmed.confirmedAt = now
             confirmed.lastUsedStep = step
-            return confirmed
+            return (confirmed, codes)
         }
         try await throttle.clearAccount(Self.throttleKey(user.id))
         return MFAConfirmResponse(factor: Self.payload(confirmed), recoveryCodes: codes)
@@ -173,7 +178,7 @@ struct MFAService: Sendable {
         guard factors.contains(where: \.isConfirmed) else {
             throw GatehouseError.invalidRequest("Recovery codes come with two-step sign-in: add an authenticator app first.")
         }
-        let codes = RecoveryCodes.generate(random: Self.randomBytes)
+        let codes = RecoveryCodes.generate(random: randomBytes)
         let hashes = try codes.map(hash)
         try await unitOfWork.run(client: client) { work in
             try await work.tx.replaceRecoveryCodes(of: signedIn.user.id, hashes: hashes, at: work.now)
@@ -344,11 +349,6 @@ struct MFAService: Sendable {
     static func throttleKey(_ user: UserID) -> String { "mfa:\(user)" }
 
     static func id(_ factor: MFAFactor) -> String { factor.id.uuidString.lowercased() }
-
-    static func randomBytes(_ count: Int) -> [UInt8] {
-        var generator = SystemRandomNumberGenerator()
-        return (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
-    }
 
     static func payload(_ factor: MFAFactor) -> MFAFactorPayload {
         MFAFactorPayload(
