@@ -156,6 +156,38 @@ import Testing
         }
     }
 
+    /// A failed key fetch is tried again 5 s later, then after 10, 20 and 40 s, then once a
+    /// minute: one failure (a blip while the server starts) does not shut sign-in for a minute,
+    /// and a key server that stays down is asked a handful of times, never once per sign-in.
+    @Test func aFailedKeyFetchIsRetriedAfterAShortGrowingPause() async throws {
+        let clock = ManualClock()
+        try await ProviderSignInTests.run(.sqlite, clock: clock, before: { _, google in google.setDown(true) }) { api, _, google, _ in
+            func signIn(_ label: String) async throws -> HTTPResponse.Status {
+                try await api.post("/v1/auth/google", ProviderSignInTests.body(try google.token(sub: "retry-\(label)", now: clock.now))).status
+            }
+            let first = try await signIn("first")
+            #expect(first == .serviceUnavailable)
+            let start = google.fetches
+            #expect(start == 1)
+            // (seconds to move the clock by, fetches since the first). The background prefetch
+            // may be the one to fetch once the clock has moved; the count is the same either way.
+            let steps: [(TimeInterval, Int)] = [
+                (0, 0), (4, 0), (1.5, 1), (9, 1), (1.5, 2), (18, 2), (2.5, 3), (38, 3), (2.5, 4), (58, 4), (2.5, 5), (58, 5), (2.5, 6),
+            ]
+            for (step, (advance, fetches)) in steps.enumerated() {
+                clock.advance(by: advance)
+                let status = try await signIn("down-\(step)")
+                #expect(status == .serviceUnavailable)
+                #expect(google.fetches - start == fetches, "step \(step)")
+            }
+            // Back up: the next sign-in after the pause fetches and succeeds.
+            google.setDown(false)
+            clock.advance(by: 61)
+            let up = try await signIn("up")
+            #expect(up == .ok)
+        }
+    }
+
     /// Finding 16: an id_token for several audiences needs `azp` naming ours.
     @Test func severalAudiencesNeedOurAuthorisedParty() async throws {
         try await ProviderSignInTests.run(.sqlite) { api, _, google, _ in

@@ -12,7 +12,9 @@ import ServiceLifecycle
 /// as long as the response's `Cache-Control: max-age` says (an hour when it says nothing, a day
 /// at most). A token signed with a key not in the cache causes one refetch, at most once a
 /// minute; concurrent callers share one fetch. When a fetch fails and no usable key is cached,
-/// the caller gets 503 `provider_unavailable`. Failed fetches count against the minute too.
+/// the caller gets 503 `provider_unavailable`. After a failed fetch the next may start 5 s later,
+/// then 10, 20 and 40 s, then once a minute: a key server that keeps failing sees few requests,
+/// and one that failed once (a blip while the server starts) does not shut sign-in for a minute.
 actor ProviderKeySet {
     let url: URL
     let client: HTTPClient
@@ -21,11 +23,21 @@ actor ProviderKeySet {
     private var keys: [String: JWTKeyCollection] = [:]
     private var expiresAt: Date?
     private var lastFetch: Date?
-    private var lastFailed = false
+    private var failures = 0
     private var inFlight: Task<Void, any Error>?
 
     static let refetchInterval: TimeInterval = 60
+    static let firstRetry: TimeInterval = 5
     static let fetchTimeout: TimeAmount = .seconds(5)
+
+    /// How long after the last fetch the next may start: a minute after one that worked (an
+    /// unknown `kid` refetches no sooner), 5 s after a failure, doubling up to a minute.
+    private var retryInterval: TimeInterval {
+        failures == 0 ? Self.refetchInterval : min(Self.refetchInterval, Self.firstRetry * Double(1 << min(failures - 1, 4)))
+    }
+
+    /// When the next fetch may start.
+    var nextAttempt: Date { lastFetch.map { $0.addingTimeInterval(retryInterval) } ?? clock.now }
 
     init(url: URL, client: HTTPClient, clock: any WallClock, logger: Logger) {
         self.url = url
@@ -44,9 +56,9 @@ actor ProviderKeySet {
         let now = clock.now
         let fresh = expiresAt.map { now < $0 } ?? false
         if fresh, let key = keys[kid] { return .key(key) }
-        // At most one fetch a minute, failed ones included (finding 15): made-up `kid`s, or a key
+        // Fetches are spaced out, failed ones included (finding 15): made-up `kid`s, or a key
         // server that keeps failing, must not turn each sign-in into an outbound request.
-        let mayFetch = lastFetch.map { now.timeIntervalSince($0) >= Self.refetchInterval } ?? true
+        let mayFetch = now >= nextAttempt
         if !mayFetch, let inFlight {
             // A fetch is under way (the background prefetch, say): its answer is the one to use.
             _ = try? await inFlight.value
@@ -60,18 +72,23 @@ actor ProviderKeySet {
                 if let key = keys[kid] { return .key(key) }
                 throw unavailable(error)
             }
-        } else if keys.isEmpty, lastFailed {
-            // The last fetch failed less than a minute ago and nothing is cached: still down.
+        } else if keys.isEmpty, failures > 0 {
+            // The last fetch failed moments ago and nothing is cached: still down.
             throw unavailable(nil)
         }
         return keys[kid].map(Lookup.key) ?? .unknownKey
     }
 
-    /// Fetches the keys unless the cache is fresh; returns when they should be fetched again.
+    /// Fetches the keys unless the cache is fresh or a failed fetch is being backed off from;
+    /// returns when to look again (a minute before the cache expires, a minute from now at the
+    /// soonest, or when the back-off ends).
     func prefetch() async throws -> Date {
-        if let expiresAt, clock.now < expiresAt, !keys.isEmpty { return expiresAt }
+        let now = clock.now
+        if let expiresAt, now < expiresAt, !keys.isEmpty { return max(now.addingTimeInterval(60), expiresAt.addingTimeInterval(-60)) }
+        if failures > 0, now < nextAttempt { return nextAttempt }
         try await refresh()
-        return expiresAt ?? clock.now.addingTimeInterval(3_600)
+        let expiry = expiresAt ?? now.addingTimeInterval(3_600)
+        return max(clock.now.addingTimeInterval(60), expiry.addingTimeInterval(-60))
     }
 
     private func unavailable(_ error: (any Error)?) -> GatehouseError {
@@ -92,9 +109,9 @@ actor ProviderKeySet {
         lastFetch = clock.now
         do {
             try await load()
-            lastFailed = false
+            failures = 0
         } catch {
-            lastFailed = true
+            failures += 1
             throw error
         }
     }
@@ -143,14 +160,14 @@ struct ProviderKeysService: Service {
                 for keys in keySets {
                     group.addTask {
                         while !Task.isCancelled {
-                            var wait: TimeInterval = 60
+                            let next: Date
                             do {
-                                let expiry = try await keys.prefetch()
-                                wait = max(60, expiry.timeIntervalSince(clock.now) - 60)
+                                next = try await keys.prefetch()
                             } catch {
                                 logger.warning("could not prefetch provider keys", metadata: ["url": "\(keys.url)", "cause": "\(error)"])
+                                next = await keys.nextAttempt
                             }
-                            try await Task.sleep(for: .seconds(wait))
+                            try await Task.sleep(for: .seconds(max(1, next.timeIntervalSince(clock.now))))
                         }
                     }
                 }
