@@ -130,7 +130,8 @@ extension Gatehouse {
         guard plan != "guest", let user = sessionUser else { return .guest }
         var spent: [String: Int] = [:]
         for (name, balance) in snapshot?.credits ?? [:] { spent[name] = max(0, balance.granted - balance.remaining) }
-        return EntitlementInput(userID: UserID(user.id) ?? .random(), emailVerified: user.emailVerified, planOverride: plan, creditsSpent: spent)
+        return EntitlementInput(
+            userID: UserID(user.id) ?? .random(), emailVerified: user.emailVerified, planOverride: plan, creditsSpent: spent, assurance: assurance)
     }
 
     /// The gate decision for `action` now, on the device, with the same engine and rules as the

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseCore
 import GatehouseWire
 
 extension ErrorCode {
@@ -73,6 +74,18 @@ extension Gatehouse {
 
     // MARK: Step-up
 
+    /// How the current session proved who it is, as its access token says (`aal` and the latest
+    /// time in `amr`): what `decide` gives gates with `mfa` and `recent_sign_in` rules. Read
+    /// from the token without checking its signature, for the screens only; the server and
+    /// `GatehouseVerifier` check the token. Nil before the session has an access token.
+    public var assurance: Assurance? {
+        guard let accessToken, case let parts = accessToken.split(separator: ".", omittingEmptySubsequences: false), parts.count == 3,
+            let payload = Data(base64URLEncoded: String(parts[1])),
+            let claims = try? JSONDecoder().decode(AccessTokenClaims.self, from: payload)
+        else { return nil }
+        return Assurance(aal: claims.aal, amr: claims.amr ?? [])
+    }
+
     /// Raises the signed-in session to `aal2` with a code from an authenticator app: the same
     /// session, new tokens. Answers what a gate refused with `mfa_required`.
     public func stepUp(factorID: String, code: String) async throws(GatehouseClientError) {
@@ -82,6 +95,20 @@ extension Gatehouse {
     /// Raises the signed-in session to `aal2` with a recovery code.
     public func stepUp(recoveryCode: String) async throws(GatehouseClientError) {
         try await stepUp(MFAVerifyRequest(recoveryCode: recoveryCode))
+    }
+
+    /// The authenticator apps a step-up can use: the account's confirmed factors. A session
+    /// at `aal1` may not list factors, but the server's `mfa_required` refusal names them
+    /// (`details.factors`); this reads them from either.
+    public func stepUpFactors() async throws(GatehouseClientError) -> [MFAFactorSummary] {
+        do {
+            return try await mfaFactors().filter { $0.status == "verified" }.map { MFAFactorSummary(id: $0.id, type: $0.type, name: $0.name) }
+        } catch where error.code == .mfaRequired {
+            guard let named = error.details?["factors"], let data = try? JSONEncoder().encode(named),
+                let factors = try? JSONDecoder().decode([MFAFactorSummary].self, from: data)
+            else { throw GatehouseClientError(code: .invalidResponse, message: "The server did not say which factors to use.") }
+            return factors
+        }
     }
 
     private func stepUp(_ request: MFAVerifyRequest) async throws(GatehouseClientError) {
@@ -103,9 +130,13 @@ extension Gatehouse {
     }
 
     /// `POST /v1/mfa/factors/{id}/confirm`: the first code. The account's first factor answers
-    /// its ten recovery codes (show them once) and raises this session to `aal2`.
+    /// its ten recovery codes (show them once). The code proved the factor, so the server raises
+    /// this session to `aal2`; the tokens are refreshed at once to say so (`assurance`).
     public func confirmFactor(id: String, code: String) async throws(GatehouseClientError) -> MFAConfirmResponse {
-        try await call(Endpoints.confirmMFAFactor, id, body: MFACodeRequest(code: code), auth: .required)
+        let response = try await call(Endpoints.confirmMFAFactor, id, body: MFACodeRequest(code: code), auth: .required)
+        // Failing (offline), the next refresh brings `aal2` instead.
+        _ = await refresh(replacing: accessToken)
+        return response
     }
 
     /// `GET /v1/mfa/factors`.

@@ -121,6 +121,15 @@ public struct Assurance: Sendable, Equatable {
     }
 }
 
+extension Assurance {
+    /// What an access token's `aal` and `amr` say: the level (`aal1` when absent) and the latest
+    /// factor's time; nil without an `amr`.
+    public init?(aal: String?, amr: [AuthenticationMethodReference]) {
+        guard let latest = amr.map(\.timestamp).max() else { return nil }
+        self.init(level: aal.map(AssuranceLevel.init(rawValue:)) ?? .aal1, authenticatedAt: Date(timeIntervalSince1970: TimeInterval(latest)))
+    }
+}
+
 /// Recovery codes: ten single-use codes of 16 base32 characters (80 bits each), shown once in
 /// groups of four (`abcd-efgh-ijkl-mnop`) and stored only as keyed hashes.
 public enum RecoveryCodes {

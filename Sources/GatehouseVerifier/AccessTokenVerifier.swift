@@ -20,10 +20,7 @@ public struct GatehouseUser: Sendable, Equatable {
     public var authenticationMethods: [AuthenticationMethodReference] = []
 
     /// What gates see: the level and the latest factor's time (nil without an `amr`).
-    public var assurance: Assurance? {
-        guard let latest = authenticationMethods.map(\.timestamp).max() else { return nil }
-        return Assurance(level: assuranceLevel, authenticatedAt: Date(timeIntervalSince1970: TimeInterval(latest)))
-    }
+    public var assurance: Assurance? { Assurance(aal: assuranceLevel.rawValue, amr: authenticationMethods) }
 
     /// The plan at `now`: the token's, or `free` once `plan_expires_at` has passed.
     public func plan(at now: Date) -> String {

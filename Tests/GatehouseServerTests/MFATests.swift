@@ -95,6 +95,11 @@ struct MFATests {
             let audit = try await flow.api.client.execute(
                 uri: "/admin/v1/audit?limit=500", method: .get, headers: TestApp.adminHeaders)
             #expect(audit.text.contains(#""remaining":"8""#), "\(audit.text)")
+            // Every refused code is an audited failure: the wrong first code, the code two steps
+            // ahead, and the two refused only inside the transaction that would have taken them
+            // (the replayed step, the used recovery code).
+            let failures = try audit.json(AuditList.self).events.filter { $0.event == "mfa_verify" && $0.outcome == "failure" }
+            #expect(failures.map { $0.details["stage"] ?? "" }.sorted() == ["confirm", "verify", "verify", "verify"], "\(failures)")
         }
     }
 
@@ -258,6 +263,107 @@ struct MFATests {
             try await other.stepUp(factorID: enrollment.id, code: try await flow.code(enrollment.totp.secret))
             #expect(try await other.mfaFactors().count == 1)
         }
+    }
+
+    /// The SDK's step-up prompt: a gate refused on the device for want of a second factor or of
+    /// a recent sign-in leads to the code field (the factors named by the server's refusal,
+    /// since an `aal1` session may not list them), the preset's words, a wrong code refused,
+    /// the right one stepping the session up so that the same gate opens on the device and on
+    /// the server; an account without an authenticator app is sent to set one up, or to sign
+    /// in again.
+    @Test func theStepUpPromptAnswersARefusedGate() async throws {
+        let clock = ManualClock(Date())
+        try await TestApp.run(
+            .sqlite, clock: clock, setup: .live,
+            adjust: {
+                Self.configure(&$0)
+                $0.preset.entitlements.actions["view_records"] = ActionSettings(rules: [
+                    GateRule(kind: .account), GateRule(kind: .mfa, message: "Confirm with your app to see your records."),
+                ])
+                $0.preset.entitlements.actions["edit_plan"] = ActionSettings(rules: [GateRule(kind: .recentSignIn, withinMinutes: 5)])
+                $0.preset.copy["mfa.step_up_title"] = "Quick check"
+            }
+        ) { server, _ in
+            try await Self.stepUpPrompts(server, clock)
+        }
+    }
+
+    @MainActor static func stepUpPrompts(_ server: any TestClientProtocol, _ clock: ManualClock) async throws {
+        let flow = MFAFlow(api: AuthClient(client: server), clock: clock)
+        let port = try #require(server.port)
+        let (phone, tablet, laptop) = (try TestDevice(), try TestDevice(), try TestDevice())
+        defer { phone.remove(); tablet.remove(); laptop.remove() }
+        let app = try phone.launch(port: port)
+        let other = try tablet.launch(port: port)
+        try await app.signUp(email: "prompt@example.com", password: "correct horse battery")
+        try await other.signIn(email: "prompt@example.com", password: "correct horse battery")
+
+        // No authenticator app yet: the prompt sends the person to set one up.
+        let first = try await app.decide("view_records")
+        #expect(!first.allowed && first.reasonCode == "mfa_required")
+        let setUp = try #require(StepUpPrompt(client: app, decision: first))
+        await setUp.load()
+        #expect(setUp.route == .enrollFactor && setUp.message == "Confirm with your app to see your records.")
+        #expect(setUp.title == "Quick check" && setUp.guidance == "Set up an authenticator app to continue.")
+        // Confirming the first factor raises this session; the device's tokens say so at once.
+        let enrollment = try await app.enrollTOTP(name: "Phone")
+        _ = try await app.confirmFactor(id: enrollment.id, code: try await flow.code(enrollment.totp.secret))
+        #expect(await app.assurance?.level == .aal2)
+        #expect(try await app.decide("view_records").allowed)
+
+        // The tablet's session predates the factor. A call it may not make gives a prompt;
+        // other refusals, and allowed decisions, do not.
+        clock.advance(by: 30)
+        let listing = await #expect(throws: GatehouseClientError.self) { try await other.mfaFactors() }
+        let listingError = try #require(listing)
+        let fromCall = try #require(StepUpPrompt(client: other, error: listingError))
+        #expect(fromCall.reason == .secondFactor && fromCall.message == "Confirm it's you with your authenticator app to continue.")
+        let wrongCode = await #expect(throws: GatehouseClientError.self) { try await other.stepUp(factorID: enrollment.id, code: "000000") }
+        let wrongError = try #require(wrongCode)
+        #expect(wrongError.code == .invalidCode && StepUpPrompt(client: other, error: wrongError) == nil)
+        #expect(StepUpPrompt(client: app, decision: try await app.decide("view_records")) == nil)
+        // Refused on the device, then the prompt.
+        let refused = try await other.decide("view_records")
+        #expect(!refused.allowed && refused.gate == "step_up")
+        #expect(try await other.check("view_records").reasonCode == "mfa_required")
+        let prompt = try #require(StepUpPrompt(client: other, decision: refused))
+        #expect(prompt.reason == .secondFactor && prompt.route == .loading && !prompt.isVerifyEnabled)
+        await prompt.load()
+        #expect(prompt.route == .code && prompt.factors.map(\.name) == ["Phone"] && prompt.factorID == enrollment.id)
+        #expect(prompt.title == "Quick check" && prompt.codeLabel == "6-digit code" && prompt.verifyLabel == "Verify")
+        prompt.code = "12 34"
+        #expect(!prompt.isVerifyEnabled)
+        prompt.code = flow.wrong(try await flow.code(enrollment.totp.secret))
+        #expect(await prompt.verify() == false)
+        #expect(prompt.errorMessage == "That code is not right. Check your authenticator app and try again." && prompt.code.isEmpty)
+        let right = try await flow.code(enrollment.totp.secret)
+        prompt.code = String(right.prefix(3)) + " " + String(right.suffix(3))
+        #expect(await prompt.verify() && prompt.isComplete && prompt.errorMessage == nil)
+        #expect(await other.assurance?.level == .aal2)
+        #expect(try await other.decide("view_records").allowed)
+        #expect(try await other.check("view_records").allowed)
+
+        // Ten minutes on, an action wanting a sign-in within five: a code answers it too.
+        clock.advance(by: 600)
+        tablet.clock.advance(by: 600)
+        let stale = try await other.decide("edit_plan")
+        #expect(!stale.allowed && stale.reasonCode == "reauthentication_required")
+        let again = try #require(StepUpPrompt(client: other, decision: stale))
+        await again.load()
+        #expect(again.reason == .recentSignIn && again.route == .code)
+        again.code = try await flow.code(enrollment.totp.secret)
+        #expect(await again.verify())
+        #expect(try await other.decide("edit_plan").allowed)
+
+        // An account without an authenticator app, signed in long ago: sign in again.
+        laptop.clock.advance(by: clock.now.timeIntervalSince(laptop.clock.now()))  // the laptop keeps the server's time
+        let plain = try laptop.launch(port: port)
+        try await plain.signUp(email: "plain@example.com", password: "correct horse battery")
+        clock.advance(by: 600)
+        laptop.clock.advance(by: 600)
+        let old = try #require(StepUpPrompt(client: plain, decision: try await plain.decide("edit_plan")))
+        await old.load()
+        #expect(old.route == .signInAgain && old.guidance == "Sign out, then sign in again to continue.")
     }
 
     /// Removing a factor needs aal2; support can list and remove a user's factors, audited and

@@ -441,6 +441,51 @@ struct PasskeyTests {
         }
     }
 
+    /// Issue 22: a passkey sign-in of an account with an authenticator app is asked for its code
+    /// like any other, unless the preset's `mfa.passkey_counts_as_two_factors` says a passkey
+    /// with user verification (which the server requires) is two factors in one: then it opens
+    /// an `aal2` session at once, and a gate that wants a second factor lets it through.
+    @Test(.requires(OneTimeCodeTools.available && MFAFlow.hasPyJWT, "pyotp, oathtool, PyJWT"), arguments: [false, true])
+    func aPasskeyCountsAsTwoFactorsOnlyWhenThePresetSaysSo(_ twoInOne: Bool) async throws {
+        let clock = ManualClock(Date())
+        try await TestApp.run(
+            .sqlite, clock: clock, setup: .live,
+            adjust: {
+                Self.configure(&$0)
+                $0.preset.mfa.passkeyCountsAsTwoFactors = twoInOne
+                $0.preset.entitlements.actions["view_records"] = ActionSettings(rules: [GateRule(kind: .account), GateRule(kind: .mfa)])
+            }
+        ) { client, _ in
+            let flow = try Self.flow(client)
+            let codes = MFAFlow(api: flow.api, clock: clock)
+            let account = try await flow.signUp("phone")
+            let enrolled = try await codes.enroll(account.session.accessToken)
+            try await codes.confirm(enrolled, token: account.session.accessToken)
+            clock.advance(by: 60)
+
+            let answer = try await flow.signIn("phone")
+            #expect(answer.status == .ok, "\(answer.text)")
+            let signedIn: AuthResponse
+            if twoInOne {
+                signedIn = try #require(try answer.json(SignInAnswer<AuthResponse>.self).signedIn, "\(answer.text)")
+                let claims = try await codes.claims(signedIn.session.accessToken)
+                #expect(claims["aal"] as? String == "aal2")
+                #expect((claims["amr"] as? [[String: Any]])?.compactMap { $0["method"] as? String } == ["passkey"])
+            } else {
+                let challenge = try #require(try answer.json(SignInAnswer<AuthResponse>.self).challenge, "\(answer.text)")
+                #expect(challenge.factors.map(\.id) == [enrolled.id])
+                let completed = try await codes.verify(challenge.challengeID, factor: enrolled.id, code: try await codes.code(enrolled.totp.secret))
+                #expect(completed.status == .ok, "\(completed.text)")
+                signedIn = try completed.json(AuthResponse.self)
+                let claims = try await codes.claims(signedIn.session.accessToken)
+                #expect(claims["aal"] as? String == "aal2")
+                #expect((claims["amr"] as? [[String: Any]])?.compactMap { $0["method"] as? String } == ["passkey", "totp"])
+            }
+            let check = try await flow.api.post("/v1/entitlements/check", #"{"action": "view_records"}"#, token: signedIn.session.accessToken)
+            #expect(try check.json(GateDecision.self).allowed)
+        }
+    }
+
     /// A new access token for `account`'s session (same session, so no fresh sign-in).
     static func refreshed(_ flow: Flow, _ account: AuthResponse) async throws -> String {
         let response = try await flow.api.refresh(account.session.refreshToken)

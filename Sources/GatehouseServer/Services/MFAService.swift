@@ -76,23 +76,25 @@ struct MFAService: Sendable {
             throw invalidCode
         }
         let fresh = RecoveryCodes.generate(random: randomBytes)
-        let (confirmed, codes) = try await unitOfWork.run(client: client) { work -> (MFAFactor, [String]?) in
-            let (tx, now) = (work.tx, work.now)
-            // Whether this is the account's first factor is decided under its row lock, so two
-            // factors confirmed at once cannot both hand out (and replace) recovery codes.
-            try await tx.lockUser(user.id)
-            let first = try await !tx.mfaFactors(of: user.id).contains(where: \.isConfirmed)
-            guard try await tx.confirmMFAFactor(uuid, of: user.id, step: step, at: now) else { throw invalidCode }
-            let codes = first ? fresh : nil
-            if let codes { try await tx.replaceRecoveryCodes(of: user.id, hashes: try codes.map(hash), at: now) }
-            _ = try await tx.stepUpSession(signedIn.session.id, factor: MFAFactor.totp, at: now)
-            try await work.audit(.mfaFactorConfirmed, user: user.id, session: signedIn.session.id, details: ["factor_id": id.lowercased()])
-            try await work.record(.mfaFactorAdded, user: user.id, data: ["factor_id": id.lowercased()])
-            try await mail.queueSecurityNotice(work, user: user, kind: "mfa_factor_added", values: ["factor": factor.name])
-            var confirmed = factor
-            confirmed.confirmedAt = now
-            confirmed.lastUsedStep = step
-            return (confirmed, codes)
+        let (confirmed, codes) = try await taking(reservation, user: user.id, client: client, stage: "confirm") {
+            try await unitOfWork.run(client: client) { work -> (MFAFactor, [String]?) in
+                let (tx, now) = (work.tx, work.now)
+                // Whether this is the account's first factor is decided under its row lock, so two
+                // factors confirmed at once cannot both hand out (and replace) recovery codes.
+                try await tx.lockUser(user.id)
+                let first = try await !tx.mfaFactors(of: user.id).contains(where: \.isConfirmed)
+                guard try await tx.confirmMFAFactor(uuid, of: user.id, step: step, at: now) else { throw invalidCode }
+                let codes = first ? fresh : nil
+                if let codes { try await tx.replaceRecoveryCodes(of: user.id, hashes: try codes.map(hash), at: now) }
+                _ = try await tx.stepUpSession(signedIn.session.id, factor: MFAFactor.totp, at: now)
+                try await work.audit(.mfaFactorConfirmed, user: user.id, session: signedIn.session.id, details: ["factor_id": id.lowercased()])
+                try await work.record(.mfaFactorAdded, user: user.id, data: ["factor_id": id.lowercased()])
+                try await mail.queueSecurityNotice(work, user: user, kind: "mfa_factor_added", values: ["factor": factor.name])
+                var confirmed = factor
+                confirmed.confirmedAt = now
+                confirmed.lastUsedStep = step
+                return (confirmed, codes)
+            }
         }
         try await throttle.clearAccount(Self.throttleKey(user.id))
         return MFAConfirmResponse(factor: Self.payload(confirmed), recoveryCodes: codes)
@@ -188,10 +190,18 @@ struct MFAService: Sendable {
     }
 
     /// Managing factors, once the account has a confirmed one, needs a session that proved one.
+    /// The refusal names the confirmed factors (`details.factors`, as a challenge does), so that
+    /// a session at `aal1` can step up with one of them.
     private func requireSecondLevel(_ signedIn: SignedIn, factors: [MFAFactor]) throws {
-        guard factors.contains(where: \.isConfirmed), signedIn.session.assurance < .aal2 else { return }
+        let confirmed = factors.filter(\.isConfirmed)
+        guard !confirmed.isEmpty, signedIn.session.assurance < .aal2 else { return }
+        let named: [JSONValue] = confirmed.map { factor in
+            let summary = Self.summary(factor)
+            return .object(["id": .string(summary.id), "type": .string(summary.type), "name": .string(summary.name)])
+        }
         throw GatehouseError(
-            .mfaRequired, preset.text("error.mfa_required", "Confirm it's you with your authenticator app to continue."))
+            .mfaRequired, preset.text("error.mfa_required", "Confirm it's you with your authenticator app to continue."),
+            details: ["factors": .array(named)])
     }
 
     // MARK: Verifying
@@ -215,17 +225,19 @@ struct MFAService: Sendable {
             }
             throw Self.challengeInvalid
         }
-        let proof = try await check(request, user: challenge.userID, client: client)
-        let response = try await unitOfWork.run(client: client) { work -> MFAVerifyResponse in
-            let tx = work.tx
-            guard try await tx.consumeMFAChallenge(idHash: idHash, at: work.now) else { throw Self.challengeInvalid }
-            guard let user = try await tx.user(id: challenge.userID) else { throw Self.challengeInvalid }
-            guard !user.isDisabled else { throw GatehouseError.accountDisabled(preset) }
-            try await take(proof, work, user: user)
-            let auth = try await sessions.open(
-                work, user, provider: challenge.provider, method: challenge.method, event: AuditEvent.Name(rawValue: challenge.event),
-                assurance: .aal2, secondFactor: proof.method)
-            return MFAVerifyResponse(user: auth.user, session: auth.session)
+        let (proof, reservation) = try await check(request, user: challenge.userID, client: client)
+        let response = try await taking(reservation, user: challenge.userID, client: client, stage: "verify") {
+            try await unitOfWork.run(client: client) { work -> MFAVerifyResponse in
+                let tx = work.tx
+                guard try await tx.consumeMFAChallenge(idHash: idHash, at: work.now) else { throw Self.challengeInvalid }
+                guard let user = try await tx.user(id: challenge.userID) else { throw Self.challengeInvalid }
+                guard !user.isDisabled else { throw GatehouseError.accountDisabled(preset) }
+                try await take(proof, work, user: user)
+                let auth = try await sessions.open(
+                    work, user, provider: challenge.provider, method: challenge.method, event: AuditEvent.Name(rawValue: challenge.event),
+                    assurance: .aal2, secondFactor: proof.method)
+                return MFAVerifyResponse(user: auth.user, session: auth.session)
+            }
         }
         try await throttle.clearAccount(Self.throttleKey(challenge.userID))
         return response
@@ -233,18 +245,20 @@ struct MFAService: Sendable {
 
     private func stepUp(_ signedIn: SignedIn, _ request: MFAVerifyRequest, client: ClientInfo) async throws -> MFAVerifyResponse {
         let user = signedIn.user
-        let proof = try await check(request, user: user.id, client: client)
-        let session = try await unitOfWork.run(client: client) { work -> SessionPayload in
-            let (tx, now) = (work.tx, work.now)
-            try await take(proof, work, user: user)
-            guard try await tx.stepUpSession(signedIn.session.id, factor: proof.method, at: now),
-                let session = try await tx.session(id: signedIn.session.id)
-            else { throw GatehouseError.unauthorized("Your session has ended. Please sign in again.") }
-            // The same session with a new refresh chain: tokens from before the step-up retire.
-            try await tx.retireRefreshTokens(of: session.id, at: now)
-            let refresh = try await sessions.newRefreshToken(work, for: session.id)
-            try await work.audit(.mfaVerify, user: user.id, session: session.id, details: ["method": proof.method, "stage": "step_up"])
-            return try await sessions.payload(user, session: session, refreshToken: refresh, in: tx)
+        let (proof, reservation) = try await check(request, user: user.id, client: client)
+        let session = try await taking(reservation, user: user.id, client: client, stage: "step_up") {
+            try await unitOfWork.run(client: client) { work -> SessionPayload in
+                let (tx, now) = (work.tx, work.now)
+                try await take(proof, work, user: user)
+                guard try await tx.stepUpSession(signedIn.session.id, factor: proof.method, at: now),
+                    let session = try await tx.session(id: signedIn.session.id)
+                else { throw GatehouseError.unauthorized("Your session has ended. Please sign in again.") }
+                // The same session with a new refresh chain: tokens from before the step-up retire.
+                try await tx.retireRefreshTokens(of: session.id, at: now)
+                let refresh = try await sessions.newRefreshToken(work, for: session.id)
+                try await work.audit(.mfaVerify, user: user.id, session: session.id, details: ["method": proof.method, "stage": "step_up"])
+                return try await sessions.payload(user, session: session, refreshToken: refresh, in: tx)
+            }
         }
         try await throttle.clearAccount(Self.throttleKey(user.id))
         return MFAVerifyResponse(user: nil, session: session)
@@ -265,15 +279,15 @@ struct MFAService: Sendable {
 
     /// Checks the code under the account's lockout: 429 while locked; a wrong one is counted,
     /// audited and answered 400 `invalid_code`.
-    private func check(_ request: MFAVerifyRequest, user: UserID, client: ClientInfo) async throws -> Proof {
+    private func check(_ request: MFAVerifyRequest, user: UserID, client: ClientInfo) async throws -> (Proof, AttemptReservation) {
         let reservation = try await reserve(user, client: client)
         if let typed = request.recoveryCode {
-            if let normalized = RecoveryCodes.normalize(typed) { return .recoveryCode(hash: try hash(normalized)) }
+            if let normalized = RecoveryCodes.normalize(typed) { return (.recoveryCode(hash: try hash(normalized)), reservation) }
         } else if let factorID = request.factorID.flatMap(UUID.init(uuidString:)), let code = request.code,
             let factor = try await store.mfaFactors(of: user).first(where: { $0.id == factorID && $0.isConfirmed }),
             let step = try totp(factor).step(matching: code, at: clock.now)
         {
-            return .totp(factor: factorID, step: step)
+            return (.totp(factor: factorID, step: step), reservation)
         }
         try await failed(reservation, user: user, client: client, stage: "verify")
         throw invalidCode
@@ -299,6 +313,20 @@ struct MFAService: Sendable {
         } catch let error as GatehouseError where error.code == .tooManyAttempts {
             try await unitOfWork.audit(.mfaVerify, .locked, user: user, client: client, details: ["reason": "account locked"])
             throw tooManyAttempts(retryAfter: error.retryAfter)
+        }
+    }
+
+    /// Runs the transaction that takes a checked code. A code the transaction finds taken
+    /// already (replayed, or sent twice at once) is a failed attempt like a wrong one: it was
+    /// counted when reserved, and is audited here once the transaction has rolled back.
+    private func taking<T: Sendable>(
+        _ reservation: AttemptReservation, user: UserID, client: ClientInfo, stage: String, _ body: () async throws -> T
+    ) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as GatehouseError where error.code == .invalidCode {
+            try await failed(reservation, user: user, client: client, stage: stage)
+            throw error
         }
     }
 
@@ -349,6 +377,11 @@ struct MFAService: Sendable {
     static func throttleKey(_ user: UserID) -> String { "mfa:\(user)" }
 
     static func id(_ factor: MFAFactor) -> String { factor.id.uuidString.lowercased() }
+
+    /// What a challenge or a step-up refusal says of a factor: no secret, no times.
+    static func summary(_ factor: MFAFactor) -> MFAFactorSummary {
+        MFAFactorSummary(id: id(factor), type: factor.type, name: factor.name)
+    }
 
     static func payload(_ factor: MFAFactor) -> MFAFactorPayload {
         MFAFactorPayload(

@@ -86,7 +86,7 @@ struct SessionIssuer: Sendable {
                 createdAt: work.now, expiresAt: expires))
         try await work.audit(.mfaChallenge, user: user.id, details: ["provider": provider.rawValue])
         return MFAChallengePayload(
-            challengeID: id, factors: factors.map { MFAFactorSummary(id: $0.id.uuidString.lowercased(), type: $0.type, name: $0.name) },
+            challengeID: id, factors: factors.map(MFAService.summary),
             expiresAt: expires.rfc3339)
     }
 

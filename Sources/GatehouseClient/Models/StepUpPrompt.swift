@@ -1,0 +1,147 @@
+import Foundation
+import GatehouseCore
+import GatehouseWire
+import Observation
+
+/// The prompt that answers a refusal for want of a stronger sign-in: a gate's decision (from
+/// `decide` or `check`) or a call's error with `mfa_required` or `reauthentication_required`.
+///
+/// With an authenticator app on the account it asks for a code (or a recovery code) and steps
+/// the session up in place: the same session, new tokens at `aal2` with a fresh sign-in time,
+/// which answers both reasons. Without one, `mfa_required` leads to turning one on
+/// (`route == .enrollFactor`) and `reauthentication_required` to signing in again
+/// (`.signInAgain`), which the app's own screens do.
+@MainActor @Observable
+public final class StepUpPrompt {
+    /// Why the action was refused.
+    public enum Reason: String, Sendable {
+        /// `mfa_required`: the session has not proved a second factor.
+        case secondFactor = "mfa_required"
+        /// `reauthentication_required`: the last sign-in is too old for the action.
+        case recentSignIn = "reauthentication_required"
+    }
+
+    /// What the prompt shows.
+    public enum Route: Sendable, Equatable {
+        /// Until `load()` has found the account's factors.
+        case loading
+        /// The code field (`code`, `factorID`, `usesRecoveryCode`) and Verify.
+        case code
+        /// The account has no authenticator app: set one up (`Gatehouse.enrollTOTP`), which
+        /// raises the session once confirmed.
+        case enrollFactor
+        /// The account has no authenticator app: only signing in again answers.
+        case signInAgain
+    }
+
+    public let reason: Reason
+    /// The refusal's words: the gate's message from the preset, or the server's error message.
+    public let message: String
+    public private(set) var route: Route = .loading
+    /// The authenticator apps a code may come from.
+    public private(set) var factors: [MFAFactorSummary] = []
+    /// The factor the code is from; the first after `load()`.
+    public var factorID: String?
+    /// What the person typed: six digits, or a recovery code when `usesRecoveryCode`.
+    public var code = ""
+    public var usesRecoveryCode = false {
+        didSet { if oldValue != usesRecoveryCode { code = "" } }
+    }
+    public private(set) var isWorking = false
+    /// The server's refusal of the last code, in the preset's words.
+    public private(set) var errorMessage: String?
+    /// Seconds to wait after too many wrong codes.
+    public private(set) var retryAfter: Int?
+    /// Set once the session was stepped up: retry the refused action.
+    public private(set) var isComplete = false
+
+    private let client: Gatehouse
+    private var copy: [String: String] = [:]
+
+    /// A prompt for a refused gate decision; nil when the decision is not a step-up refusal.
+    public init?(client: Gatehouse, decision: GateDecision) {
+        guard !decision.allowed, let reason = decision.reasonCode.flatMap(Reason.init(rawValue:)) else { return nil }
+        self.client = client
+        self.reason = reason
+        self.message = decision.message ?? ""
+    }
+
+    /// A prompt for a refused call; nil when the error is not `mfa_required` or
+    /// `reauthentication_required`.
+    public init?(client: Gatehouse, error: GatehouseClientError) {
+        guard let reason = Reason(rawValue: error.code.rawValue) else { return nil }
+        self.client = client
+        self.reason = reason
+        self.message = error.message
+    }
+
+    /// Finds the account's authenticator apps and picks the route.
+    public func load() async {
+        copy = await client.copy
+        do throws(GatehouseClientError) {
+            factors = try await client.stepUpFactors()
+            if factorID == nil || !factors.contains(where: { $0.id == factorID }) { factorID = factors.first?.id }
+            route = !factors.isEmpty ? .code : reason == .secondFactor ? .enrollFactor : .signInAgain
+        } catch {
+            errorMessage = error.message
+        }
+    }
+
+    public var title: String { copy["mfa.step_up_title"] ?? "Confirm it's you" }
+    public var codeLabel: String {
+        usesRecoveryCode ? copy["mfa.recovery_code_label"] ?? "Recovery code" : copy["mfa.code_label"] ?? "6-digit code"
+    }
+    /// The switch between the app's code and a recovery code.
+    public var switchLabel: String {
+        usesRecoveryCode
+            ? copy["mfa.use_app"] ?? "Use your authenticator app" : copy["mfa.use_recovery_code"] ?? "Use a recovery code instead"
+    }
+    public var verifyLabel: String { copy["mfa.verify"] ?? "Verify" }
+    public var cancelLabel: String { copy["mfa.cancel"] ?? "Cancel" }
+    /// What `.enrollFactor` and `.signInAgain` say under the message.
+    public var guidance: String {
+        switch route {
+        case .enrollFactor: copy["mfa.enroll_required"] ?? "Set up an authenticator app to continue."
+        case .signInAgain: copy["mfa.sign_in_again"] ?? "Sign out, then sign in again to continue."
+        case .loading, .code: ""
+        }
+    }
+
+    /// Verify is on once the field holds six digits (or a whole recovery code) and nothing is
+    /// under way.
+    public var isVerifyEnabled: Bool {
+        guard route == .code, !isWorking, !isComplete else { return false }
+        if usesRecoveryCode { return RecoveryCodes.normalize(code) != nil }
+        return factorID != nil && Self.digits(code).count == 6
+    }
+
+    /// Sends the code; true when the session was stepped up. A refused code empties the field
+    /// and says why (`errorMessage`, and `retryAfter` when locked out).
+    @discardableResult
+    public func verify() async -> Bool {
+        guard isVerifyEnabled else { return false }
+        isWorking = true
+        defer { isWorking = false }
+        do throws(GatehouseClientError) {
+            if usesRecoveryCode {
+                try await client.stepUp(recoveryCode: code)
+            } else if let factorID {
+                try await client.stepUp(factorID: factorID, code: Self.digits(code))
+            }
+            isComplete = true
+            errorMessage = nil
+            retryAfter = nil
+        } catch {
+            errorMessage = error.message
+            retryAfter = error.retryAfter
+        }
+        code = ""
+        return isComplete
+    }
+
+    /// The digits of a code as typed (authenticator apps show `123 456`).
+    private static func digits(_ typed: String) -> String {
+        let kept = typed.filter { $0 != " " }
+        return kept.allSatisfy { $0.isASCII && $0.isNumber } ? kept : ""
+    }
+}
