@@ -142,6 +142,13 @@ struct MFATests {
             let flow = MFAFlow(api: AuthClient(client: client), clock: clock)
             let (factor, secret, _) = try await flow.enrolledAccount("guessed@example.com")
             clock.advance(by: 60)
+            // Without the password nothing says a factor exists: the same refusal as an account
+            // without one, with no challenge.
+            _ = try await flow.api.account("unguarded@example.com")
+            let guarded = try await flow.api.login("guessed@example.com", "not the password")
+            let unguarded = try await flow.api.login("unguarded@example.com", "not the password")
+            #expect(guarded.status == .unauthorized && guarded.status == unguarded.status && guarded.text == unguarded.text)
+            #expect(!guarded.text.contains("mfa") && !guarded.text.contains("challenge"))
             let wrong = flow.wrong(try await flow.code(secret))
             let challenge = try await flow.challenge("guessed@example.com")
             for _ in 0..<3 { #expect(try await flow.verify(challenge, factor: factor, code: wrong).error?.code == .invalidCode) }
