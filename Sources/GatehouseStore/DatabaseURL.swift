@@ -34,13 +34,14 @@ public enum DatabaseURL: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// Opens the database. For PostgreSQL, a pool of at most `poolSize` connections that still has
-    /// to be run (see `PostgresDatabase`).
-    public func open(logger: Logger, poolSize: Int = 20) async throws(StoreError) -> any SQLDatabase {
+    /// to be run (see `PostgresDatabase`), sending named prepared statements unless
+    /// `preparedStatements` is false.
+    public func open(logger: Logger, poolSize: Int = 20, preparedStatements: Bool = true) async throws(StoreError) -> any SQLDatabase {
         switch self {
         case .sqlite(let path):
             return try await SQLiteDatabase.open(path: path, logger: logger)
         case .postgres(let url):
-            return try PostgresDatabase(url: url, maximumConnections: poolSize, logger: logger)
+            return try PostgresDatabase(url: url, maximumConnections: poolSize, preparedStatements: preparedStatements, logger: logger)
         }
     }
 }

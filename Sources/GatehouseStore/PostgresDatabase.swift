@@ -17,13 +17,16 @@ public final class PostgresDatabase: SQLDatabase {
     public let dialect = SQLDialect.postgres
     private let client: PostgresClient
     private let logger: Logger
+    /// Whether queries go as named prepared statements (`PreparedStatements`); off for a
+    /// connection pooler that cannot keep them (PgBouncer in transaction mode before 1.21).
+    private let prepared: Bool
     /// The URL with its password masked, for messages.
     public let redactedURL: String
 
     /// The pool as a service, to run in the application's service group.
     public var service: some Service { client }
 
-    public init(url: String, maximumConnections: Int = 20, logger: Logger) throws(StoreError) {
+    public init(url: String, maximumConnections: Int = 20, preparedStatements: Bool = true, logger: Logger) throws(StoreError) {
         let parsed = try PostgresURL(url)
         var configuration = PostgresClient.Configuration(
             host: parsed.host, port: parsed.port, username: parsed.username, password: parsed.password,
@@ -32,6 +35,7 @@ public final class PostgresDatabase: SQLDatabase {
         configuration.options.connectTimeout = .seconds(5)
         client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.logger = logger
+        prepared = preparedStatements
         redactedURL = parsed.redacted
     }
 
@@ -50,10 +54,10 @@ public final class PostgresDatabase: SQLDatabase {
 
     @discardableResult
     public func query(_ sql: String, _ binds: [SQLValue]) async throws(StoreError) -> [SQLRow] {
-        let logger = self.logger
+        let (logger, prepared) = (self.logger, self.prepared)
         do {
             return try await withLease { connection in
-                try await Self.collect(try await connection.query(Self.makeQuery(sql, binds), logger: logger))
+                try await Self.run(sql, binds, on: connection, logger: logger, prepared: prepared, inTransaction: false)
             }
         } catch {
             throw Self.map(error)
@@ -62,10 +66,10 @@ public final class PostgresDatabase: SQLDatabase {
 
     public func transaction<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) async throws -> T) async throws -> T {
         do {
-            let logger = self.logger
+            let (logger, prepared) = (self.logger, self.prepared)
             return try await withLease { connection in
                 try await connection.withTransaction(logger: logger) { connection in
-                    try await body(PostgresTransaction(connection: connection, logger: logger))
+                    try await body(PostgresTransaction(connection: connection, logger: logger, prepared: prepared))
                 }
             }
         } catch let error as PostgresTransactionError {
@@ -148,7 +152,30 @@ public final class PostgresDatabase: SQLDatabase {
 
     public func shutdown() async {}
 
-    fileprivate static func makeQuery(_ sql: String, _ binds: [SQLValue]) -> PostgresQuery {
+    /// Runs one statement on `connection`: named and prepared when `prepared` lets it (see
+    /// `PreparedStatements`), else unnamed. A prepared form PostgreSQL will no longer run (the
+    /// table changed under a running node) is dropped for good; outside a transaction the
+    /// statement is then sent again unnamed, inside one the error stands (the transaction is
+    /// aborted already).
+    fileprivate static func run(
+        _ sql: String, _ binds: [SQLValue], on connection: PostgresConnection, logger: Logger, prepared: Bool, inTransaction: Bool
+    ) async throws -> [SQLRow] {
+        let statement = prepared ? PreparedStatements.statement(sql, binds) : (slot: nil, sql: numberPlaceholders(sql))
+        let bindings = makeBindings(binds)
+        guard let slot = statement.slot else {
+            return try await collect(try await connection.query(PostgresQuery(unsafeSQL: statement.sql, binds: bindings), logger: logger))
+        }
+        do {
+            return try await collect(try await PreparedStatements.execute(slot: slot, bindings: bindings, on: connection, logger: logger))
+        } catch where PreparedStatements.isStalePreparation(error) {
+            logger.notice("a prepared statement went stale; sending it unnamed from now on", metadata: ["error": "\(String(reflecting: error))"])
+            PreparedStatements.stopPreparing(sql, binds)
+            if inTransaction { throw error }
+            return try await collect(try await connection.query(PostgresQuery(unsafeSQL: statement.sql, binds: bindings), logger: logger))
+        }
+    }
+
+    private static func makeBindings(_ binds: [SQLValue]) -> PostgresBindings {
         var bindings = PostgresBindings(capacity: binds.count)
         for value in binds {
             switch value {
@@ -159,7 +186,7 @@ public final class PostgresDatabase: SQLDatabase {
             case .blob(let bytes): bindings.append(ByteBuffer(bytes: bytes))
             }
         }
-        return PostgresQuery(unsafeSQL: numberPlaceholders(sql), binds: bindings)
+        return bindings
     }
 
     /// Turns `?` placeholders into PostgreSQL's `$1, $2, …`.
@@ -178,7 +205,7 @@ public final class PostgresDatabase: SQLDatabase {
         return result
     }
 
-    fileprivate static func collect(_ rows: PostgresRowSequence) async throws -> [SQLRow] {
+    fileprivate static func collect<Rows: AsyncSequence>(_ rows: Rows) async throws -> [SQLRow] where Rows.Element == PostgresRow {
         var result: [SQLRow] = []
         for try await row in rows {
             var columns: [String: SQLValue] = [:]
@@ -315,12 +342,12 @@ private final class PendingLease<T: Sendable>: Sendable {
 private struct PostgresTransaction: SQLExecutor {
     let connection: PostgresConnection
     let logger: Logger
+    let prepared: Bool
     var dialect: SQLDialect { .postgres }
 
     func query(_ sql: String, _ binds: [SQLValue]) async throws(StoreError) -> [SQLRow] {
         do {
-            let rows = try await connection.query(PostgresDatabase.makeQuery(sql, binds), logger: logger)
-            return try await PostgresDatabase.collect(rows)
+            return try await PostgresDatabase.run(sql, binds, on: connection, logger: logger, prepared: prepared, inTransaction: true)
         } catch {
             throw PostgresDatabase.map(error)
         }

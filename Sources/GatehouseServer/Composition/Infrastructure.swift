@@ -56,7 +56,7 @@ struct Infrastructure {
         } ?? AppStoreJWSVerifier.appleRoots()
         let smtpCA = try config.smtpCAFile.map { try String(contentsOfFile: $0, encoding: .utf8) }
 
-        database = try await config.database.open(logger: logger, poolSize: config.databasePoolSize)
+        database = try await config.database.open(logger: logger, poolSize: config.databasePoolSize, preparedStatements: config.databasePreparedStatements)
         let store = SQLStore(database: database)
         self.store = store
         keys = KeyRing(store: store, clock: clock, secretKey: config.secretKey, logger: logger)

@@ -10,7 +10,7 @@ extension GatehouseConfig {
     /// The settings a config file may hold (under `gatehouse`), each also an environment
     /// variable `GATEHOUSE_<NAME>`.
     static let knownKeys: [String] = [
-        "host", "port", "database_url", "database_pool_size", "preset", "public_url", "environment", "smtp_url", "admin_key",
+        "host", "port", "database_url", "database_pool_size", "database_prepared_statements", "preset", "public_url", "environment", "smtp_url", "admin_key",
         "admin_key_file", "secret_key", "apple_audiences", "google_audiences", "apple_jwks_url",
         "google_jwks_url", "appstore_root_certs", "appstore_bundle_id", "appstore_environments", "captcha_verify_url", "captcha_secret", "tls_cert_file", "tls_key_file", "redirect_allowlist",
         "trusted_proxies", "ip_limits", "webhook_url", "webhook_secret", "max_body_bytes", "http_idle_timeout_seconds", "max_connections", "max_connections_per_ip", "log_level",
@@ -54,6 +54,13 @@ extension GatehouseConfig {
         }
         if let size = settings.int("database_pool_size", range: 2...500, meaning: "a number of connections from 2 to 500") {
             config.databasePoolSize = size
+        }
+        if let value = settings.string("database_prepared_statements") {
+            switch value.lowercased() {
+            case "on", "true", "1", "yes": config.databasePreparedStatements = true
+            case "off", "false", "0", "no": config.databasePreparedStatements = false
+            default: settings.problem("database_prepared_statements", "'\(value)' is not on or off")
+            }
         }
         if let level = settings.string("log_level") {
             if let parsed = Logger.Level(rawValue: level.lowercased()) {

@@ -77,6 +77,9 @@ public struct GatehouseConfig: Sendable {
     /// PostgreSQL connections each node may open (PostgreSQL's `max_connections` must exceed the
     /// sum over all nodes, see docs/scaling.md).
     public var databasePoolSize = 20
+    /// PostgreSQL: queries as named prepared statements, parsed and planned once per connection.
+    /// Off for a connection pooler that cannot keep them (PgBouncer in transaction mode before 1.21).
+    public var databasePreparedStatements = true
     /// A connection that sends nothing for this long (a request's head included, so a client
     /// trickling its headers in) is closed.
     public var httpIdleTimeoutSeconds = 30
