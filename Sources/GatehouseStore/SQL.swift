@@ -33,6 +33,14 @@ public struct SQLRow: Sendable {
         self.columns = columns
     }
 
+    /// The columns whose names start with `prefix`, without it (one table's part of a join).
+    func unprefixed(_ prefix: String) -> SQLRow {
+        var columns: [String: SQLValue] = [:]
+        columns.reserveCapacity(self.columns.count)
+        for (name, value) in self.columns where name.hasPrefix(prefix) { columns[String(name.dropFirst(prefix.count))] = value }
+        return SQLRow(columns: columns)
+    }
+
     func value(_ name: String) throws(StoreError) -> SQLValue {
         guard let value = columns[name] else {
             throw StoreError.decoding("no column '\(name)' in result")

@@ -4,6 +4,13 @@ import GatehouseCore
 extension SQLStore {
     private static let sessionColumns =
         "id, user_id, provider, created_at, last_active_at, expires_at, revoked_at, revoked_reason, user_agent, ip_address, method, assurance, second_factor, second_factor_at"
+    /// A session's columns as `s_…` and its account's as `u_…`, for reading both in one query.
+    private static let sessionAndUserColumns: String = {
+        func names(_ list: String) -> [String] { list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) } }
+        let session = names(sessionColumns).map { "s.\($0) AS s_\($0)" }
+        let user = names(userColumns).map { "u.\($0) AS u_\($0)" }
+        return (session + user).joined(separator: ", ")
+    }()
 
     public func insertSession(_ session: Session) async throws(StoreError) {
         try await executor.query(
@@ -36,6 +43,13 @@ extension SQLStore {
     public func session(id: SessionID) async throws(StoreError) -> Session? {
         try await executor.query("SELECT \(Self.sessionColumns) FROM sessions WHERE id = ?", [.text(id.description)])
             .first.map(Self.session(from:))
+    }
+
+    public func sessionAndUser(id: SessionID) async throws(StoreError) -> (session: Session, user: User)? {
+        let rows = try await executor.query(
+            "SELECT \(Self.sessionAndUserColumns) FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id = ?", [.text(id.description)])
+        guard let row = rows.first else { return nil }
+        return (try Self.session(from: row.unprefixed("s_")), try Self.user(from: row.unprefixed("u_")))
     }
 
     public func sessions(of userID: UserID) async throws(StoreError) -> [Session] {

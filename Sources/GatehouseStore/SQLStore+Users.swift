@@ -2,7 +2,7 @@ import Foundation
 import GatehouseCore
 
 extension SQLStore {
-    private static let userColumns = """
+    static let userColumns = """
         id, email, email_normalized, email_verified_at, is_anonymous, display_name, handle, avatar_url, \
         onboarding_complete, password_hash, password_changed_at, disabled_at, disabled_reason, created_at, updated_at, \
         name_suggestions, plan_override, trial_started_at

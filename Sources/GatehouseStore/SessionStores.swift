@@ -5,6 +5,8 @@ import GatehouseCore
 public protocol SessionStore: Sendable {
     func insertSession(_ session: Session) async throws(StoreError)
     func session(id: SessionID) async throws(StoreError) -> Session?
+    /// A session and its account, read together (one query: every Bearer request needs both).
+    func sessionAndUser(id: SessionID) async throws(StoreError) -> (session: Session, user: User)?
     /// Live and ended sessions of a user, newest first.
     func sessions(of userID: UserID) async throws(StoreError) -> [Session]
     /// Whether the user has had any session, and any from `userAgent` (`nil` matches `nil`).

@@ -38,6 +38,28 @@ import Testing
         }
     }
 
+    /// The one read every Bearer request makes: the session and its account together, exactly
+    /// as the two reads of each would give them.
+    @Test(arguments: Backend.available)
+    func aSessionIsReadWithItsAccount(_ backend: Backend) async throws {
+        try await withStore(backend) { store in
+            var owner = User(id: .random(), createdAt: Date(unixSeconds: 1_800_000_000))
+            owner.email = "joined@example.com"
+            owner.displayName = "Joined"
+            owner.planOverride = "pro"
+            try await store.insertUser(owner)
+            let session = Session(
+                userID: owner.id, provider: "email", createdAt: Date(unixSeconds: 1_800_000_100), userAgent: "UA", ipAddress: "10.0.0.1")
+            try await store.insertSession(session)
+            let both = try #require(try await store.sessionAndUser(id: session.id))
+            let (alone, itsUser) = (try await store.session(id: session.id), try await store.user(id: owner.id))
+            #expect(both.session == session && both.session == alone)
+            #expect(both.user == owner && both.user == itsUser)
+            let missing = try await store.sessionAndUser(id: .random())
+            #expect(missing == nil)
+        }
+    }
+
     @Test(arguments: Backend.available)
     func refreshTokensAreFoundByHashAndRotateOnce(_ backend: Backend) async throws {
         try await withStore(backend) { store in

@@ -131,9 +131,7 @@ struct Authenticator: Sendable {
 
     /// The user behind a verified access token whose session is still live, and the session.
     func live(_ identity: AccessIdentity) async throws -> (User, Session) {
-        guard let session = try await store.session(id: identity.sessionID), session.userID == identity.userID,
-            let user = try await store.user(id: identity.userID)
-        else {
+        guard let (session, user) = try await store.sessionAndUser(id: identity.sessionID), session.userID == identity.userID else {
             throw GatehouseError.unauthorized("Your session has ended. Please sign in again.")
         }
         // A disabled account's sessions are revoked too; say why rather than just "ended".
