@@ -55,13 +55,7 @@ extension GatehouseConfig {
         if let size = settings.int("database_pool_size", range: 2...500, meaning: "a number of connections from 2 to 500") {
             config.databasePoolSize = size
         }
-        if let value = settings.string("database_prepared_statements") {
-            switch value.lowercased() {
-            case "on", "true", "1", "yes": config.databasePreparedStatements = true
-            case "off", "false", "0", "no": config.databasePreparedStatements = false
-            default: settings.problem("database_prepared_statements", "'\(value)' is not on or off")
-            }
-        }
+        if let prepared = settings.onOff("database_prepared_statements") { config.databasePreparedStatements = prepared }
         if let level = settings.string("log_level") {
             if let parsed = Logger.Level(rawValue: level.lowercased()) {
                 config.logLevel = parsed
@@ -193,13 +187,7 @@ extension GatehouseConfig {
             }
             config.trustedProxies = list
         }
-        if let value = settings.string("ip_limits") {
-            switch value.lowercased() {
-            case "on", "true", "1", "yes": config.ipLimits = true
-            case "off", "false", "0", "no": config.ipLimits = false
-            default: settings.problem("ip_limits", "'\(value)' is not on or off")
-            }
-        }
+        if let limits = settings.onOff("ip_limits") { config.ipLimits = limits }
         if let url = settings.url("webhook_url", schemes: ["http", "https"]) { config.webhookURL = url }
         config.webhookSecret = settings.string("webhook_secret")
         if config.webhookURL != nil, config.webhookSecret == nil {
@@ -318,6 +306,18 @@ private struct Settings {
 
     func list(_ name: String) -> [String]? {
         string(name).map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } }
+    }
+
+    /// `on`/`off` (or true/false, 1/0, yes/no).
+    mutating func onOff(_ name: String) -> Bool? {
+        guard let value = string(name) else { return nil }
+        switch value.lowercased() {
+        case "on", "true", "1", "yes": return true
+        case "off", "false", "0", "no": return false
+        default:
+            problem(name, "'\(value)' is not on or off")
+            return nil
+        }
     }
 
     mutating func int(_ name: String, range: ClosedRange<Int>, meaning: String) -> Int? {
