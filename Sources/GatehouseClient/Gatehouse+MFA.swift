@@ -104,9 +104,9 @@ extension Gatehouse {
         do {
             return try await mfaFactors().filter { $0.status == "verified" }.map { MFAFactorSummary(id: $0.id, type: $0.type, name: $0.name) }
         } catch where error.code == .mfaRequired {
-            guard let named = error.details?["factors"], let data = try? JSONEncoder().encode(named),
-                let factors = try? JSONDecoder().decode([MFAFactorSummary].self, from: data)
-            else { throw GatehouseClientError(code: .invalidResponse, message: "The server did not say which factors to use.") }
+            guard let factors = error.details?["factors"]?.decoded(as: [MFAFactorSummary].self) else {
+                throw GatehouseClientError(code: .invalidResponse, message: "The server did not say which factors to use.")
+            }
             return factors
         }
     }

@@ -118,9 +118,7 @@ public struct GatehouseRefusal: HTTPResponseError, Equatable {
     public func response(from request: Request, context: some RequestContext) throws -> Response { response }
 
     static func json(_ decision: GateDecision) -> [String: JSONValue]? {
-        guard let data = try? JSONEncoder().encode(decision), case .object(let object)? = try? JSONDecoder().decode(JSONValue.self, from: data)
-        else { return nil }
-        return object
+        JSONValue(encoding: decision)?.objectValue
     }
 }
 

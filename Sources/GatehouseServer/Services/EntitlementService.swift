@@ -133,12 +133,7 @@ extension GateDecision {
     /// `reauthentication_required` for a step-up gate (so a client can tell it from a paywall),
     /// `plan_required` otherwise.
     var refusal: GatehouseError {
-        var details: [String: JSONValue] = [:]
-        if let data = try? JSONEncoder().encode(self), let value = try? JSONDecoder().decode(JSONValue.self, from: data),
-            case .object(let object) = value
-        {
-            details = object
-        }
+        let details = JSONValue(encoding: self)?.objectValue ?? [:]
         // A step-up gate answers with its own code, so a client can tell it from a paywall.
         let code = reasonCode.map(ErrorCode.init(rawValue:)).flatMap { [.mfaRequired, .reauthenticationRequired].contains($0) ? $0 : nil }
         return GatehouseError(status: 403, code: code ?? .planRequired, message: message ?? "This is not part of your plan.", details: details)

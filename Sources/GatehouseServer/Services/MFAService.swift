@@ -195,13 +195,9 @@ struct MFAService: Sendable {
     private func requireSecondLevel(_ signedIn: SignedIn, factors: [MFAFactor]) throws {
         let confirmed = factors.filter(\.isConfirmed)
         guard !confirmed.isEmpty, signedIn.session.assurance < .aal2 else { return }
-        let named: [JSONValue] = confirmed.map { factor in
-            let summary = Self.summary(factor)
-            return .object(["id": .string(summary.id), "type": .string(summary.type), "name": .string(summary.name)])
-        }
         throw GatehouseError(
             .mfaRequired, preset.text("error.mfa_required", "Confirm it's you with your authenticator app to continue."),
-            details: ["factors": .array(named)])
+            details: ["factors": JSONValue(encoding: confirmed.map(Self.summary)) ?? .array([])])
     }
 
     // MARK: Verifying
