@@ -72,6 +72,7 @@ public func buildApplication(
     ]
     if let postgres = database as? PostgresDatabase {
         services.insert(postgres.service, at: 0)
+        if let cache = infra.sessionCache { services.append(SessionCacheFeed(database: postgres, cache: cache)) }
     }
     let cleanup = config.preset.privacy.anonymousCleanupDays.map {
         AnonymousCleanup(store: store, unitOfWork: infra.unitOfWork, lifecycle: useCases.lifecycle, days: $0, clock: clock, logger: logger)
@@ -221,5 +222,21 @@ struct DatabaseShutdownService: Service {
     func run() async throws {
         try? await gracefulShutdown()
         await database.shutdown()
+    }
+}
+
+/// Keeps this node's `SessionCache` in step with PostgreSQL's change announcements until the
+/// server stops.
+struct SessionCacheFeed: Service {
+    let database: PostgresDatabase
+    let cache: SessionCache
+
+    func run() async throws {
+        let (database, cache) = (self.database, self.cache)
+        let feed = Task { await database.feedSessionChanges(into: cache) }
+        try? await gracefulShutdown()
+        // Cancelled, not awaited: nothing the listener does matters once the server stops, and
+        // a shutdown must not wait on its connection.
+        feed.cancel()
     }
 }

@@ -38,8 +38,9 @@ public struct Migration: Sendable {
 /// A file's name is `NNNN_name.sql`: four digits (the version, from 1, without gaps) and a
 /// name of lower-case letters, digits and underscores. Its text is statements, each ending
 /// with `;` at the end of a line (spaces may follow it); a statement is exactly its lines from
-/// its first to that `;` (which is left out), so it holds no other `;`. Blank lines and `--`
-/// comment lines between statements are not part of any statement.
+/// its first to that `;` (which is left out), so it holds no other `;`, except between a
+/// pair of `$$` (a PostgreSQL function's body), where `;` is part of the text. Blank lines and
+/// `--` comment lines between statements are not part of any statement.
 public enum Migrations {
     /// The shipped migrations of `dialect`, in order of version.
     public static func all(for dialect: SQLDialect) -> [Migration] {
@@ -126,6 +127,8 @@ public enum Migrations {
         var statements: [String] = []
         var current: [Substring] = []
         var firstLine = 0
+        // Inside a `$$ … $$` body, where `;` belongs to the text.
+        var quoted = false
         if let index = text.unicodeScalars.firstIndex(of: "\r") {
             let line = text.unicodeScalars[..<index].filter { $0 == "\n" }.count + 1
             throw MigrationFileError.syntax(file: file, line: line, "a carriage return (lines must end with LF alone)")
@@ -140,9 +143,12 @@ public enum Migrations {
             }
             var body = line
             while let last = body.last, last == " " || last == "\t" { body = body.dropLast() }
-            let ends = body.last == ";"
+            let dollars = body.split(separator: "$$", omittingEmptySubsequences: false).count - 1
+            let touchesBody = quoted || dollars > 0
+            if dollars % 2 == 1 { quoted.toggle() }
+            let ends = body.last == ";" && !quoted
             if ends { body = body.dropLast() }
-            if body.contains(";") { throw MigrationFileError.syntax(file: file, line: number, "';' inside a statement") }
+            if !touchesBody, body.contains(";") { throw MigrationFileError.syntax(file: file, line: number, "';' inside a statement") }
             current.append(ends ? body : line)
             guard ends else { continue }
             let statement = current.joined(separator: "\n")
@@ -150,6 +156,7 @@ public enum Migrations {
             statements.append(statement)
             current = []
         }
+        if quoted { throw MigrationFileError.syntax(file: file, line: firstLine, "a '$$' body without its closing '$$'") }
         if !current.isEmpty { throw MigrationFileError.syntax(file: file, line: firstLine, "a statement without its closing ';'") }
         if statements.isEmpty { throw MigrationFileError.syntax(file: file, line: 1, "no statements") }
         return statements

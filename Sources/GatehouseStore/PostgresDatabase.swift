@@ -152,6 +152,52 @@ public final class PostgresDatabase: SQLDatabase {
 
     public func shutdown() async {}
 
+    /// Keeps `cache` in step with the database until cancelled: listens on
+    /// ``SessionCache/channel`` on one of the pool's connections, kept for as long as it works,
+    /// applies each announcement, and sends a heartbeat every
+    /// ``SessionCache/Settings/heartbeatInterval`` on the same connection. When the connection
+    /// fails, the cache stops serving and empties (`restart`) until a new one hears its first
+    /// heartbeat; reconnection is tried every second.
+    public func feedSessionChanges(into cache: SessionCache) async {
+        let (client, logger) = (self.client, self.logger)
+        while !Task.isCancelled {
+            cache.restart()
+            do {
+                try await client.withConnection { connection in
+                    try await connection.listen(on: SessionCache.channel) { notifications in
+                        try await withThrowingTaskGroup(of: Void.self) { group in
+                            group.addTask {
+                                while !Task.isCancelled {
+                                    let payload = cache.heartbeat()
+                                    let rows = try await connection.query("SELECT pg_notify(\(SessionCache.channel), \(payload))", logger: logger)
+                                    for try await _ in rows {}
+                                    try await Task.sleep(for: cache.settings.heartbeatInterval)
+                                }
+                            }
+                            group.addTask {
+                                for try await notification in notifications { cache.apply(notification.payload) }
+                                throw StoreError.unavailable("the session change listener's connection closed")
+                            }
+                            try await group.next()
+                            group.cancelAll()
+                        }
+                    }
+                }
+            } catch {
+                // Changes may be missed from now on: stop serving copies at once.
+                cache.restart()
+                if Task.isCancelled { break }
+                logger.warning(
+                    "session cache: the change listener failed; cached sessions are not served until it is back",
+                    metadata: ["error": "\(Self.map(error))"])
+            }
+            try? await Task.sleep(for: .seconds(1))
+        }
+        cache.restart()
+        let counts = cache.counts
+        logger.info("session cache: stopped", metadata: ["served": "\(counts.hits)", "read": "\(counts.misses)"])
+    }
+
     /// Runs one statement on `connection`: named and prepared when `prepared` lets it (see
     /// `PreparedStatements`), else unnamed. A prepared form PostgreSQL will no longer run (the
     /// table changed under a running node) is dropped for good; outside a transaction the
@@ -391,3 +437,4 @@ struct PostgresURL {
         redacted = masked.string ?? "postgres://\(host)"
     }
 }
+

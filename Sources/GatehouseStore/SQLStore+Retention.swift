@@ -4,6 +4,7 @@ import GatehouseCore
 extension SQLStore {
     public func purge(cutoff: Date, idleBefore: Date, windowsBefore: Date, notificationsBefore: Date) async throws(StoreError) -> PurgeCounts {
         var counts = PurgeCounts()
+        defer { changed(.everything) }
         let old = SQLValue.integer(cutoff.unixSeconds)
         counts.auditRows = try await executor.query("DELETE FROM audit_log WHERE created_at < ? RETURNING seq", [old]).count
         counts.sessions = try await executor.query(

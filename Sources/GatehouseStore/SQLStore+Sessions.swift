@@ -25,7 +25,8 @@ extension SQLStore {
     }
 
     public func stepUpSession(_ id: SessionID, factor: String, at date: Date) async throws(StoreError) -> Bool {
-        try await !executor.query(
+        defer { changed(.session(id)) }
+        return try await !executor.query(
             """
             UPDATE sessions SET assurance = 'aal2', second_factor = ?, second_factor_at = ?
             WHERE id = ? AND revoked_at IS NULL RETURNING id
@@ -46,10 +47,22 @@ extension SQLStore {
     }
 
     public func sessionAndUser(id: SessionID) async throws(StoreError) -> (session: Session, user: User)? {
+        // Taken before the read: a change dropped meanwhile keeps this copy out of the cache.
+        let ticket = isTransaction ? nil : sessionCache?.ticket()
         let rows = try await executor.query(
             "SELECT \(Self.sessionAndUserColumns) FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id = ?", [.text(id.description)])
         guard let row = rows.first else { return nil }
-        return (try Self.session(from: row.unprefixed("s_")), try Self.user(from: row.unprefixed("u_")))
+        let session = try Self.session(from: row.unprefixed("s_"))
+        let user = try Self.user(from: row.unprefixed("u_"))
+        // Only a pair that can authenticate is kept; a refusal is always read afresh.
+        if let ticket, let sessionCache, !session.isRevoked, !user.isDisabled {
+            sessionCache.keep(session, user, ticket: ticket)
+        }
+        return (session, user)
+    }
+
+    public func cachedSessionAndUser(id: SessionID) -> (session: Session, user: User)? {
+        isTransaction ? nil : sessionCache?.lookup(id)
     }
 
     public func sessions(of userID: UserID) async throws(StoreError) -> [Session] {
@@ -66,6 +79,7 @@ extension SQLStore {
     }
 
     public func revokeSession(_ id: SessionID, reason: String, at date: Date) async throws(StoreError) -> Bool {
+        defer { changed(.session(id)) }
         let rows = try await executor.query(
             "UPDATE sessions SET revoked_at = ?, revoked_reason = ? WHERE id = ? AND revoked_at IS NULL RETURNING id",
             [.integer(date.unixSeconds), .text(reason), .text(id.description)])
@@ -73,6 +87,7 @@ extension SQLStore {
     }
 
     public func revokeSessions(of userID: UserID, keeping: SessionID?, reason: String, at date: Date) async throws(StoreError) -> [SessionID] {
+        defer { changed(.user(userID)) }
         let rows = try await executor.query(
             """
             UPDATE sessions SET revoked_at = ?, revoked_reason = ?
@@ -98,6 +113,7 @@ extension SQLStore {
     }
 
     public func revokeSessions(of userID: UserID, provider: String, reason: String, at date: Date) async throws(StoreError) -> [SessionID] {
+        defer { changed(.user(userID)) }
         let rows = try await executor.query(
             """
             UPDATE sessions SET revoked_at = ?, revoked_reason = ?

@@ -60,6 +60,7 @@ extension SQLStore {
     }
 
     public func setDisabled(_ id: UserID, at date: Date?, reason: String?, now: Date) async throws(StoreError) -> Bool {
+        defer { changed(.user(id)) }
         let rows = try await executor.query(
             "UPDATE users SET disabled_at = ?, disabled_reason = ?, updated_at = ? WHERE id = ? RETURNING id",
             [SQLValue(date?.unixSeconds), SQLValue(date == nil ? nil : reason), .integer(now.unixSeconds), .text(id.description)])
@@ -67,6 +68,7 @@ extension SQLStore {
     }
 
     public func deleteUser(_ id: UserID) async throws(StoreError) -> Bool {
+        defer { changed(.user(id)) }
         let rows = try await executor.query("DELETE FROM users WHERE id = ? RETURNING email", [.text(id.description)])
         guard let row = rows.first else { return false }
         try await executor.query(
@@ -95,6 +97,7 @@ extension SQLStore {
     // MARK: Password and address
 
     public func updatePassword(_ id: UserID, hash: String?, changedAt: Date?, now: Date) async throws(StoreError) {
+        defer { changed(.user(id)) }
         if let changedAt {
             try await executor.query(
                 "UPDATE users SET password_hash = ?, password_changed_at = ?, updated_at = ? WHERE id = ?",
@@ -110,12 +113,14 @@ extension SQLStore {
     public func updateEmail(
         _ id: UserID, email: String?, normalizedEmail: String?, verifiedAt: Date?, now: Date
     ) async throws(StoreError) {
+        defer { changed(.user(id)) }
         try await executor.query(
             "UPDATE users SET email = ?, email_normalized = ?, email_verified_at = ?, updated_at = ? WHERE id = ?",
             [SQLValue(email), SQLValue(normalizedEmail), SQLValue(verifiedAt?.unixSeconds), .integer(now.unixSeconds), .text(id.description)])
     }
 
     public func markEmailVerified(_ id: UserID, normalizedEmail: String, at date: Date) async throws(StoreError) -> Bool {
+        defer { changed(.user(id)) }
         let rows = try await executor.query(
             """
             UPDATE users SET email_verified_at = COALESCE(email_verified_at, ?), updated_at = ?
@@ -129,6 +134,7 @@ extension SQLStore {
     public func updateProfile(
         _ id: UserID, displayName: String?, handle: String?, avatarURL: String?, onboardingComplete: Bool, now: Date
     ) async throws(StoreError) {
+        defer { changed(.user(id)) }
         try await executor.query(
             """
             UPDATE users SET display_name = ?, handle = ?, avatar_url = ?, onboarding_complete = ?, updated_at = ? WHERE id = ?
@@ -140,6 +146,7 @@ extension SQLStore {
     }
 
     public func fillProfile(_ id: UserID, displayName: String?, avatarURL: String?, now: Date) async throws(StoreError) {
+        defer { changed(.user(id)) }
         try await executor.query(
             """
             UPDATE users SET display_name = COALESCE(display_name, ?), avatar_url = COALESCE(avatar_url, ?), updated_at = ?
@@ -148,12 +155,14 @@ extension SQLStore {
     }
 
     public func setNameSuggestions(_ id: UserID, _ names: [String]?, now: Date) async throws(StoreError) {
+        defer { changed(.user(id)) }
         try await executor.query(
             "UPDATE users SET name_suggestions = ?, updated_at = ? WHERE id = ?",
             [SQLValue(Self.encodeNames(names)), .integer(now.unixSeconds), .text(id.description)])
     }
 
     public func markUpgraded(_ id: UserID, now: Date) async throws(StoreError) {
+        defer { changed(.user(id)) }
         try await executor.query(
             "UPDATE users SET is_anonymous = 0, name_suggestions = NULL, updated_at = ? WHERE id = ?",
             [.integer(now.unixSeconds), .text(id.description)])
@@ -162,12 +171,14 @@ extension SQLStore {
     // MARK: Plan and trial
 
     public func setPlanOverride(_ id: UserID, _ plan: String?, now: Date) async throws(StoreError) {
+        defer { changed(.user(id)) }
         try await executor.query(
             "UPDATE users SET plan_override = ?, updated_at = ? WHERE id = ?", [SQLValue(plan), .integer(now.unixSeconds), .text(id.description)])
     }
 
     public func startTrial(_ id: UserID, at date: Date) async throws(StoreError) -> Bool {
-        !(try await executor.query(
+        defer { changed(.user(id)) }
+        return !(try await executor.query(
             "UPDATE users SET trial_started_at = ?, updated_at = ? WHERE id = ? AND trial_started_at IS NULL RETURNING id",
             [.integer(date.unixSeconds), .integer(date.unixSeconds), .text(id.description)]).isEmpty)
     }

@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseCore
+import Synchronization
 
 /// The store over either database. The statements are portable SQL; where the dialects
 /// differ, the statement is chosen by `dialect`.
@@ -7,18 +8,40 @@ public struct SQLStore: GatehouseStore {
     let executor: any SQLExecutor
     /// Set when this store runs on the whole database rather than inside a transaction.
     private let database: (any SQLDatabase)?
+    /// This node's copies of sessions and accounts (PostgreSQL); nil reads the database each time.
+    let sessionCache: SessionCache?
+    /// Inside a transaction: the changes to drop from `sessionCache` once it has ended.
+    private let pendingChanges: PendingChanges?
 
     /// True inside `transaction`.
     var isTransaction: Bool { database == nil }
 
-    public init(database: any SQLDatabase) {
+    /// A store over `database`; with `sessionCache`, token-authenticated reads of a session may
+    /// be answered from it (see `SessionCache` for when), and this store's own changes to
+    /// sessions and accounts drop its copies.
+    public init(database: any SQLDatabase, sessionCache: SessionCache? = nil) {
         self.executor = database
         self.database = database
+        self.sessionCache = sessionCache
+        self.pendingChanges = nil
     }
 
-    private init(transaction executor: any SQLExecutor) {
+    private init(transaction executor: any SQLExecutor, sessionCache: SessionCache?, pendingChanges: PendingChanges?) {
         self.executor = executor
         self.database = nil
+        self.sessionCache = sessionCache
+        self.pendingChanges = pendingChanges
+    }
+
+    /// Notes that `change` was written: outside a transaction its copies go now (the statement
+    /// has committed), inside one when the transaction ends.
+    func changed(_ change: SessionCache.Change) {
+        guard let sessionCache else { return }
+        if let pendingChanges {
+            pendingChanges.append(change)
+        } else {
+            sessionCache.drop(change)
+        }
     }
 
     public var dialect: SQLDialect { executor.dialect }
@@ -28,8 +51,17 @@ public struct SQLStore: GatehouseStore {
             // Already inside a transaction: join it.
             return try await body(self)
         }
+        guard let sessionCache else {
+            return try await database.transaction { executor in
+                try await body(SQLStore(transaction: executor, sessionCache: nil, pendingChanges: nil))
+            }
+        }
+        // Drop what the transaction changed once it has ended, committed or not: dropping a
+        // copy is always safe, and a commit whose answer was lost may still have landed.
+        let changes = PendingChanges()
+        defer { for change in changes.taken() { sessionCache.drop(change) } }
         return try await database.transaction { executor in
-            try await body(SQLStore(transaction: executor))
+            try await body(SQLStore(transaction: executor, sessionCache: sessionCache, pendingChanges: changes))
         }
     }
 
@@ -38,6 +70,22 @@ public struct SQLStore: GatehouseStore {
             try await database.ping()
         } else {
             try await executor.query("SELECT 1 AS ok")
+        }
+    }
+}
+
+/// The changes a transaction made to sessions and accounts, dropped from the cache when it ends.
+final class PendingChanges: Sendable {
+    private let changes = Mutex<[SessionCache.Change]>([])
+
+    func append(_ change: SessionCache.Change) {
+        changes.withLock { $0.append(change) }
+    }
+
+    func taken() -> [SessionCache.Change] {
+        changes.withLock { changes in
+            defer { changes = [] }
+            return changes
         }
     }
 }

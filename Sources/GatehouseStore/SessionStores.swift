@@ -7,6 +7,9 @@ public protocol SessionStore: Sendable {
     func session(id: SessionID) async throws(StoreError) -> Session?
     /// A session and its account, read together (one query: every Bearer request needs both).
     func sessionAndUser(id: SessionID) async throws(StoreError) -> (session: Session, user: User)?
+    /// This node's recent copy of a session and its account, when one may be served
+    /// (`SessionCache`); nil sends the caller to ``sessionAndUser(id:)``.
+    func cachedSessionAndUser(id: SessionID) -> (session: Session, user: User)?
     /// Live and ended sessions of a user, newest first.
     func sessions(of userID: UserID) async throws(StoreError) -> [Session]
     /// Whether the user has had any session, and any from `userAgent` (`nil` matches `nil`).

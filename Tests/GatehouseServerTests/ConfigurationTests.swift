@@ -18,9 +18,9 @@ import Testing
         #expect(config.publicURL.absoluteString == "http://127.0.0.1:8080")
         #expect(config.issuer == "http://127.0.0.1:8080")
         #expect(config.maxBodyBytes == 65_536 && config.ipLimits)
-        #expect(config.databasePreparedStatements)
-        let unprepared = try await load(["GATEHOUSE_DATABASE_PREPARED_STATEMENTS": "off", "GATEHOUSE_IP_LIMITS": "no"])
-        #expect(!unprepared.databasePreparedStatements && !unprepared.ipLimits)
+        #expect(config.databasePreparedStatements && config.sessionCache)
+        let unprepared = try await load(["GATEHOUSE_DATABASE_PREPARED_STATEMENTS": "off", "GATEHOUSE_IP_LIMITS": "no", "GATEHOUSE_SESSION_CACHE": "off"])
+        #expect(!unprepared.databasePreparedStatements && !unprepared.ipLimits && !unprepared.sessionCache)
     }
 
     @Test func everyProblemIsReportedAtOnceNamingItsVariable() async {
@@ -30,11 +30,12 @@ import Testing
                 "GATEHOUSE_PRESET": "/nonexistent/preset.json", "GATEHOUSE_ADMIN_KEY": "short",
                 "GATEHOUSE_IP_LIMITS": "maybe", "GATEHOUSE_TRUSTED_PROXIES": "10.0.0.0/8,not-an-ip",
                 "GATEHOUSE_PUBLIC_URL": "ftp://x", "GATEHOUSE_DATABASE_PREPARED_STATEMENTS": "sometimes",
+                "GATEHOUSE_SESSION_CACHE": "later",
             ])
         } throws: { error in
             guard let problems = (error as? ConfigurationError)?.problems else { return false }
             let names = ["GATEHOUSE_PORT", "GATEHOUSE_DATABASE_URL", "GATEHOUSE_PRESET", "GATEHOUSE_ADMIN_KEY",
-                         "GATEHOUSE_IP_LIMITS", "GATEHOUSE_TRUSTED_PROXIES", "GATEHOUSE_PUBLIC_URL", "GATEHOUSE_DATABASE_PREPARED_STATEMENTS"]
+                         "GATEHOUSE_IP_LIMITS", "GATEHOUSE_TRUSTED_PROXIES", "GATEHOUSE_PUBLIC_URL", "GATEHOUSE_DATABASE_PREPARED_STATEMENTS", "GATEHOUSE_SESSION_CACHE"]
             return problems.count == names.count && names.allSatisfy { name in problems.contains { $0.hasPrefix(name + ":") } }
                 && problems.allSatisfy { !$0.contains("\n") }
         }

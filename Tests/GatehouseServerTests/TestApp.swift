@@ -29,6 +29,11 @@ enum TestApp {
         // No test reaches the internet; the breached-password check has its own tests with a
         // local range server.
         config.preset.passwordPolicy.breachedCheck = false
+        // Every PostgreSQL app would otherwise hold a listening connection and send five
+        // heartbeats a second, a hundred apps at once under the parallel suite. The cache is
+        // tested where it is the subject: SessionCacheTests (two nodes), SessionCacheStoreTests
+        // and the cluster test, whose nodes run with it on as in production.
+        config.sessionCache = false
         return config
     }
 

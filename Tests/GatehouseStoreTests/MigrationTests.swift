@@ -36,6 +36,7 @@ import Testing
         Shipped(version: 13, name: "usage_meters", sqlite: "c9e6d70c39d86759", postgres: "1f3790d77247d58c"),
         Shipped(version: 14, name: "passkeys", sqlite: "7fbb92b5343c498c", postgres: "18fafb86b6944a1"),
         Shipped(version: 15, name: "second_factors", sqlite: "d8db1892b9abd5fc", postgres: "ea5a3c23618b479"),
+        Shipped(version: 16, name: "session_change_notices", sqlite: "72d14ae7c77fe736", postgres: "28ab0c1b263ccfb9"),
     ]
 
     @Test(arguments: [SQLDialect.sqlite, .postgres])
@@ -124,6 +125,25 @@ import Testing
         #expect(try Migrations.statements("SELECT 1;\n\n", file: "f") == ["SELECT 1"])
     }
 
+    @Test func aFunctionBodyBetweenDollarQuotesKeepsItsSemicolons() throws {
+        let text = """
+            CREATE FUNCTION f() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                PERFORM 1;
+                RETURN NULL;
+            END
+            $$;
+            CREATE TRIGGER t AFTER DELETE ON t FOR EACH ROW EXECUTE FUNCTION f();
+            """
+        #expect(
+            try Migrations.statements(text, file: "f") == [
+                "CREATE FUNCTION f() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n    PERFORM 1;\n    RETURN NULL;\nEND\n$$",
+                "CREATE TRIGGER t AFTER DELETE ON t FOR EACH ROW EXECUTE FUNCTION f()",
+            ])
+        // A body on one line, too.
+        #expect(try Migrations.statements("DO $$ BEGIN PERFORM 1; END $$;\n", file: "f") == ["DO $$ BEGIN PERFORM 1; END $$"])
+    }
+
     @Test func malformedTextIsRefused() {
         let cases: [(String, MigrationFileError)] = [
             ("CREATE TABLE t (a TEXT);\nCREATE TABLE u (\n    a TEXT\n)\n", .syntax(file: "f", line: 2, "a statement without its closing ';'")),
@@ -133,6 +153,7 @@ import Testing
             ("SELECT 1;\r\nSELECT 2;\r\n", .syntax(file: "f", line: 1, "a carriage return (lines must end with LF alone)")),
             ("-- nothing but a comment\n\n", .syntax(file: "f", line: 1, "no statements")),
             ("", .syntax(file: "f", line: 1, "no statements")),
+            ("SELECT 1;\nDO $$ BEGIN\n  PERFORM 1;\nEND;\n", .syntax(file: "f", line: 2, "a '$$' body without its closing '$$'")),
         ]
         for (text, error) in cases {
             #expect(throws: error, "\(text.debugDescription)") { try Migrations.statements(text, file: "f") }

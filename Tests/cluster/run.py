@@ -30,6 +30,10 @@ skipped) in front of them. Then checks, across nodes:
   k. usage meter race: 30 uses of a verified Free account's `share_links` meter (3 a day) released
      together over the three nodes with the service key count exactly 3 (403 plan_required
      share_limit_reached for the rest; one counter row holding 3);
+  l. revocation reaches every node: while each node serves a session's /v1/me (from its session
+     cache), a sign-out on node 1, and then an account disabled on node 2, are refused (401, 403)
+     by every request on every node begun more than 0.5 s after the change answered, and no node
+     accepts the token again after refusing it;
 and that SIGTERM stops every remaining node within 15 seconds. Then, on a second cluster with the
 `default` preset (magic links and anonymous starts are off in handz):
 
@@ -71,7 +75,10 @@ SERVICE_KEY = "cluster-service-key-" + secrets.token_hex(8)
 # The preset of the second cluster (magic links and anonymous starts are off in handz).
 ALL_METHODS_PRESET = "default"
 PASSWORD = "correct horse battery staple"
-# Each node's PostgreSQL pool (PostgresDatabase's default `maximumConnections`).
+# How stale a node's cached session may be (SessionCache.Settings.stalenessBound, docs/scaling.md).
+SESSION_CACHE_BOUND = 0.5
+# Each node's PostgreSQL pool (PostgresDatabase's default `maximumConnections`; the session
+# cache's listener keeps one of them).
 POOL_PER_NODE = 20
 
 
@@ -747,6 +754,80 @@ class Checks:
                 f"replay on node 2 after {late:.1f} s (interval {interval} s) -> 401 session_revoked; "
                 f"successor on node 3 -> 401 {after.code}; access token on node 1 -> 401")
 
+    # l. A revocation reaches every node's session cache within the bound docs/scaling.md states.
+    def revocation_reaches_every_node(self):
+        def watch(token, revoke):
+            """Polls GET /v1/me with `token` on every node from before `revoke` runs until 1.5 s
+            after it has answered; per node, the polls' (start relative to that answer, status)."""
+            stop = threading.Event()
+            polls = {node.name: [] for node in self.cluster.nodes}
+            answered = [None]
+
+            def poll(node):
+                while not stop.is_set():
+                    began = time.monotonic()
+                    status = call(node.url, "GET", "/v1/me", token=token).status
+                    polls[node.name].append((began, status))
+
+            threads = [threading.Thread(target=poll, args=(node,)) for node in self.cluster.nodes]
+            for thread in threads:
+                thread.start()
+            try:
+                time.sleep(0.3)  # every node has read the session by now, and keeps it
+                started = time.monotonic()
+                revoke()
+                answered[0] = time.monotonic()
+                time.sleep(1.5)
+            finally:
+                stop.set()
+                for thread in threads:
+                    thread.join()
+            # Polls begun 50 ms or more before the change was sent saw the session live.
+            settled = started - answered[0] - 0.05
+            return settled, {name: [(began - answered[0], status) for began, status in rows] for name, rows in polls.items()}
+
+        def judge(what, watched, refused):
+            settled, polls = watched
+            late = 0.0
+            seen = 0.0  # when the last node's first refused request began
+            for name, rows in polls.items():
+                before = [status for offset, status in rows if offset < settled]
+                require(before and all(status == 200 for status in before),
+                        f"{what}: {name} did not serve the live session before the change ({before[-5:]!r})")
+                after = [(offset, status) for offset, status in rows if offset >= 0]
+                require(after and after[-1][1] == refused,
+                        f"{what}: {name} still answers {after[-1][1] if after else None} 1.5 s after the change")
+                accepted = [offset for offset, status in after if status == 200]
+                first_refusal = next(offset for offset, status in after if status == refused)
+                seen = max(seen, first_refusal)
+                if accepted:
+                    late = max(late, accepted[-1])
+                    require(accepted[-1] < first_refusal,
+                            f"{what}: {name} accepted the token again after refusing it")
+                require(all(status in (200, refused) for _, status in after),
+                        f"{what}: {name} answered {sorted({status for _, status in after})}")
+            require(late <= SESSION_CACHE_BOUND,
+                    f"{what}: a request begun {late * 1000:.0f} ms after the change was still served "
+                    f"(bound {SESSION_CACHE_BOUND * 1000:.0f} ms)")
+            return late, seen, sum(len(rows) for rows in polls.values())
+
+        _, account = self.new_account(self.a, "revoked")
+        token = account["session"]["access_token"]
+        polls = watch(token, lambda: require(
+            call(self.a.url, "POST", "/v1/auth/logout", {}, token=token).status == 204, "sign-out on node 1"))
+        signed_out, signed_out_seen, count = judge("sign-out", polls, 401)
+
+        _, other = self.new_account(self.b, "disabled")
+        disabled_token = other["session"]["access_token"]
+        polls = watch(disabled_token, lambda: require(
+            call(self.b.url, "POST", f"/admin/v1/users/{other['user']['id']}/disable", {"reason": "cluster"},
+                 token=self.cluster.admin_key).status == 200, "disable on node 2"))
+        disabled, disabled_seen, more = judge("disable", polls, 403)
+        return (f"sign-out on node 1: refused by every node in requests begun {signed_out_seen * 1000:.0f} ms after its "
+                f"answer, the last served began {signed_out * 1000:.0f} ms after; account disabled on node 2: refused "
+                f"from {disabled_seen * 1000:.0f} ms, last served {disabled * 1000:.0f} ms; bound {SESSION_CACHE_BOUND * 1000:.0f} ms; "
+                f"{count + more} polls over the three nodes, none served after a refusal")
+
     # b. Login throttling counts across nodes.
     def login_throttling(self):
         email, _ = self.new_account(self.c, "throttle")
@@ -1188,6 +1269,10 @@ def run_checks(binary):
         current = "d. credits never overspend"
         t = time.monotonic()
         report(current, f"{checks.credits()}; {time.monotonic() - t:.1f} s")
+
+        current = "l. revocation reaches every node"
+        t = time.monotonic()
+        report(current, f"{checks.revocation_reaches_every_node()}; {time.monotonic() - t:.1f} s")
 
         current = "f. client address through nginx"
         report(current, checks.client_address())

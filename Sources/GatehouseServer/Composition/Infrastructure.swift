@@ -38,6 +38,8 @@ struct Infrastructure {
     let unitOfWork: UnitOfWork
     let appleTokens: AppleTokenClient?
     let appleKeys: ProviderKeySet
+    /// This node's copies of sessions (PostgreSQL with `GATEHOUSE_SESSION_CACHE` on).
+    let sessionCache: SessionCache?
     let googleKeys: ProviderKeySet
 
     init(config: GatehouseConfig, dependencies: AppDependencies, logger: Logger) async throws {
@@ -57,7 +59,9 @@ struct Infrastructure {
         let smtpCA = try config.smtpCAFile.map { try String(contentsOfFile: $0, encoding: .utf8) }
 
         database = try await config.database.open(logger: logger, poolSize: config.databasePoolSize, preparedStatements: config.databasePreparedStatements)
-        let store = SQLStore(database: database)
+        // PostgreSQL only: SQLite is one node reading a local file, with no round trip to save.
+        sessionCache = config.sessionCache && database is PostgresDatabase ? SessionCache() : nil
+        let store = SQLStore(database: database, sessionCache: sessionCache)
         self.store = store
         keys = KeyRing(store: store, clock: clock, secretKey: config.secretKey, logger: logger)
         chainKey = RefreshChainKey()

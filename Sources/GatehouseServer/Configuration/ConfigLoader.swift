@@ -56,6 +56,7 @@ extension GatehouseConfig {
             config.databasePoolSize = size
         }
         if let prepared = settings.onOff("database_prepared_statements") { config.databasePreparedStatements = prepared }
+        if let cache = settings.onOff("session_cache") { config.sessionCache = cache }
         if let level = settings.string("log_level") {
             if let parsed = Logger.Level(rawValue: level.lowercased()) {
                 config.logLevel = parsed

@@ -80,6 +80,10 @@ public struct GatehouseConfig: Sendable {
     /// PostgreSQL: queries as named prepared statements, parsed and planned once per connection.
     /// Off for a connection pooler that cannot keep them (PgBouncer in transaction mode before 1.21).
     public var databasePreparedStatements = true
+    /// PostgreSQL: each node keeps recent sessions in memory for token-authenticated reads,
+    /// dropped across nodes by LISTEN/NOTIFY (`SessionCache`; bound in docs/scaling.md). SQLite,
+    /// one node on a local file, always reads the database.
+    public var sessionCache = true
     /// A connection that sends nothing for this long (a request's head included, so a client
     /// trickling its headers in) is closed.
     public var httpIdleTimeoutSeconds = 30

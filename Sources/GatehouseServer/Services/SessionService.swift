@@ -130,7 +130,14 @@ struct Authenticator: Sendable {
     }
 
     /// The user behind a verified access token whose session is still live, and the session.
+    /// A copy this node holds (PostgreSQL's `SessionCache`) answers when it passes every check
+    /// below; anything it would refuse is read afresh, so a refusal never rests on a copy.
     func live(_ identity: AccessIdentity) async throws -> (User, Session) {
+        if let (session, user) = store.cachedSessionAndUser(id: identity.sessionID), session.userID == identity.userID, !user.isDisabled,
+            session.isLive(at: clock.now, settings: preset.tokens)
+        {
+            return (user, session)
+        }
         guard let (session, user) = try await store.sessionAndUser(id: identity.sessionID), session.userID == identity.userID else {
             throw GatehouseError.unauthorized("Your session has ended. Please sign in again.")
         }

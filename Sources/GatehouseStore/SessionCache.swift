@@ -1,0 +1,213 @@
+import Foundation
+import GatehouseCore
+import Synchronization
+
+/// A node's short-lived copy of the sessions (and their accounts) that access tokens name, so
+/// that a token-authenticated read does not ask the database each time.
+///
+/// A copy is served only while two things hold, which together bound how stale it can be:
+/// - **Changes are being heard.** PostgreSQL announces every change to a session or an account
+///   when it commits (migration 16's triggers, channel ``channel``); the node's listener
+///   (`PostgresDatabase.feedSessionChanges`) drops the copies it names. The listener also sends
+///   itself a heartbeat every ``heartbeatInterval``; PostgreSQL delivers announcements in commit
+///   order, so when a heartbeat comes back, every change committed before it was sent has been
+///   applied. Copies are served only while the newest returned heartbeat was sent less than
+///   ``stalenessBound`` ago: a change committed longer ago than that has been applied, whatever
+///   happened to the connection. Without a listener (SQLite, the CLI), nothing is served.
+/// - **The copy is young.** A copy older than ``timeToLive`` is read again (a safety net for
+///   a change made where no trigger fires).
+///
+/// Changes this node makes itself are dropped when their transaction commits (`SQLStore`), so
+/// a client sees its own sign-out at once on the node that took it. A read that began before a
+/// drop is not kept (the epoch check), so a copy read just before a change cannot outlive it.
+public final class SessionCache: Sendable {
+    /// The channel the triggers announce on.
+    public static let channel = "gatehouse_sessions"
+
+    public struct Settings: Sendable {
+        /// How long a copy is served at most.
+        public var timeToLive: Duration
+        /// How often the listener sends itself a heartbeat.
+        public var heartbeatInterval: Duration
+        /// Copies are served only while the newest returned heartbeat is younger than this.
+        public var stalenessBound: Duration
+        /// Copies held at most; past it, new reads are not kept until old ones expire.
+        public var capacity: Int
+
+        public init(
+            timeToLive: Duration = .seconds(5), heartbeatInterval: Duration = .milliseconds(200),
+            stalenessBound: Duration = .milliseconds(500), capacity: Int = 20_000
+        ) {
+            self.timeToLive = timeToLive
+            self.heartbeatInterval = heartbeatInterval
+            self.stalenessBound = stalenessBound
+            self.capacity = capacity
+        }
+    }
+
+    /// What a change announcement names.
+    public enum Change: Sendable, Equatable {
+        case session(SessionID)
+        case user(UserID)
+        /// Many rows at once (retention, imports): every copy goes.
+        case everything
+    }
+
+    /// Taken before a database read whose result may be kept; see ``keep(_:_:ticket:)``.
+    public struct Ticket: Sendable {
+        fileprivate let epoch: UInt64
+    }
+
+    fileprivate struct Entry {
+        var session: Session
+        var user: User
+        var storedAt: ContinuousClock.Instant
+    }
+
+    fileprivate struct State {
+        var entries: [SessionID: Entry] = [:]
+        var byUser: [UserID: Set<SessionID>] = [:]
+        /// Moves on every drop; a read that began under an older epoch is not kept.
+        var epoch: UInt64 = 0
+        /// When the newest heartbeat that came back was sent; nil while none has (not listening).
+        var heardThrough: ContinuousClock.Instant?
+        /// Heartbeats sent and not yet back, by number.
+        var pending: [UInt64: ContinuousClock.Instant] = [:]
+        var nextHeartbeat: UInt64 = 0
+        var hits = 0
+        var misses = 0
+    }
+
+    public let settings: Settings
+    /// Tells this node's heartbeats from other nodes' on the shared channel.
+    let node = UUID().uuidString.lowercased()
+    private let state = Mutex(State())
+    /// The monotonic clock the bounds are measured on (a test's own clock in tests).
+    private let now: @Sendable () -> ContinuousClock.Instant
+
+    public init(settings: Settings = Settings(), now: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }) {
+        self.settings = settings
+        self.now = now
+    }
+
+    // MARK: Reading
+
+    /// The kept copy of session `id` and its account, if one may be served now.
+    public func lookup(_ id: SessionID) -> (session: Session, user: User)? {
+        let now = self.now()
+        return state.withLock { state in
+            guard let heard = state.heardThrough, now - heard < settings.stalenessBound,
+                let entry = state.entries[id], now - entry.storedAt < settings.timeToLive
+            else {
+                state.misses += 1
+                return nil
+            }
+            state.hits += 1
+            return (entry.session, entry.user)
+        }
+    }
+
+    /// Take before reading a session from the database; pass to ``keep(_:_:ticket:)``.
+    public func ticket() -> Ticket {
+        state.withLock { Ticket(epoch: $0.epoch) }
+    }
+
+    /// Keeps a copy read from the database, unless something was dropped since `ticket` was
+    /// taken (the copy may predate that change) or the cache is not listening.
+    public func keep(_ session: Session, _ user: User, ticket: Ticket) {
+        let now = self.now()
+        state.withLock { state in
+            guard state.heardThrough != nil, state.epoch == ticket.epoch else { return }
+            if state.entries[session.id] == nil, state.entries.count >= settings.capacity {
+                state.removeExpired(before: now - settings.timeToLive)
+                guard state.entries.count < settings.capacity else { return }
+            }
+            state.entries[session.id] = Entry(session: session, user: user, storedAt: now)
+            state.byUser[user.id, default: []].insert(session.id)
+        }
+    }
+
+    // MARK: Dropping
+
+    /// Drops the copies `change` names.
+    public func drop(_ change: Change) {
+        state.withLock { state in
+            state.epoch &+= 1
+            switch change {
+            case .session(let id):
+                state.remove(id)
+            case .user(let id):
+                for session in state.byUser[id] ?? [] { state.remove(session) }
+            case .everything:
+                state.entries.removeAll()
+                state.byUser.removeAll()
+            }
+        }
+    }
+
+    // MARK: The listener's side
+
+    /// A heartbeat's payload, to send on ``channel``; its sending time is noted.
+    func heartbeat() -> String {
+        let now = self.now()
+        let number = state.withLock { state in
+            let number = state.nextHeartbeat
+            state.nextHeartbeat += 1
+            state.pending[number] = now
+            // Heartbeats that never came back (a pooler that does not carry LISTEN) are forgotten.
+            if state.pending.count > 64 { state.pending = state.pending.filter { $0.key + 64 > number } }
+            return number
+        }
+        return "h:\(node):\(number)"
+    }
+
+    /// Applies one announcement from ``channel``: a change, or a heartbeat (this node's moves
+    /// ``heardThrough``; other nodes' are ignored).
+    func apply(_ payload: String) {
+        if payload.hasPrefix("s:"), let id = SessionID(String(payload.dropFirst(2))) {
+            drop(.session(id))
+        } else if payload.hasPrefix("u:"), let id = UserID(String(payload.dropFirst(2))) {
+            drop(.user(id))
+        } else if payload.hasPrefix("h:") {
+            let parts = payload.split(separator: ":")
+            guard parts.count == 3, parts[1] == node, let number = UInt64(parts[2]) else { return }
+            state.withLock { state in
+                guard let sent = state.pending[number] else { return }
+                state.pending = state.pending.filter { $0.key > number }
+                state.heardThrough = max(state.heardThrough ?? sent, sent)
+            }
+        } else {
+            // Not a form this version knows: drop everything rather than miss a change.
+            drop(.everything)
+        }
+    }
+
+    /// The listener is (re)connected or lost: nothing is served until a heartbeat sent on the
+    /// new connection comes back, and every copy goes (changes may have been missed).
+    func restart() {
+        state.withLock { state in
+            state.epoch &+= 1
+            state.entries.removeAll()
+            state.byUser.removeAll()
+            state.pending.removeAll()
+            state.heardThrough = nil
+        }
+    }
+
+    /// Copies served and reads that went to the database, since start.
+    public var counts: (hits: Int, misses: Int, held: Int) {
+        state.withLock { ($0.hits, $0.misses, $0.entries.count) }
+    }
+}
+
+extension SessionCache.State {
+    fileprivate mutating func remove(_ id: SessionID) {
+        guard let entry = entries.removeValue(forKey: id) else { return }
+        byUser[entry.user.id]?.remove(id)
+        if byUser[entry.user.id]?.isEmpty == true { byUser[entry.user.id] = nil }
+    }
+
+    fileprivate mutating func removeExpired(before cutoff: ContinuousClock.Instant) {
+        for (id, entry) in entries where entry.storedAt < cutoff { remove(id) }
+    }
+}
