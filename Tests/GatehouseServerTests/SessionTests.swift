@@ -258,6 +258,24 @@ import Testing
             ], header: ["alg": "ES256", "typ": "at+jwt", "kid": kid], key: key)
     }
 
+    /// The `Authorization` header as RFC 9110 allows it: the scheme in any case, spaces and tabs
+    /// around the token; nothing but whitespace is no token.
+    @Test func theBearerHeaderIsReadAsHTTPAllows() async throws {
+        try await TestApp.run(.sqlite) { client, _ in
+            let account = try await AuthClient(client: client).account("header@example.com")
+            let token = account.session.accessToken
+            func me(_ authorization: String) async throws -> HTTPResponse.Status {
+                try await client.execute(uri: "/v1/me", method: .get, headers: [.authorization: authorization]).status
+            }
+            #expect(try await me("Bearer \(token)") == .ok)
+            #expect(try await me("bearer \(token)") == .ok)
+            #expect(try await me("BEARER  \t\(token) \t ") == .ok)
+            #expect(try await me("Bearer \t ") == .unauthorized)
+            #expect(try await me("Bearer \(token)x") == .unauthorized)
+            #expect(try await me("Basic \(token)") == .unauthorized)
+        }
+    }
+
     @Test(arguments: Backend.available)
     func forgedAndMisusedTokensAreRefused(_ backend: Backend) async throws {
         try await TestApp.run(backend) { client, config in
