@@ -131,6 +131,10 @@ class Server:
             GATEHOUSE_PASSKEY_RP_ID=RP_ID,
             GATEHOUSE_ADMIN_KEY=secrets.token_urlsafe(32),
         )
+        # One setting changed for an A/B run, e.g. BENCH_SERVER_ENV="GATEHOUSE_SESSION_CACHE=off".
+        for setting in os.environ.get("BENCH_SERVER_ENV", "").split():
+            key, _, value = setting.partition("=")
+            env[key] = value
         self.stdout = open(os.path.join(self.workdir, "server.out"), "w")
         self.stderr = open(os.path.join(self.workdir, "server.err"), "w")
         started = time.monotonic()
