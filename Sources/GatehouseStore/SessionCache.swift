@@ -49,7 +49,7 @@ public final class SessionCache: Sendable {
     public enum Change: Sendable, Equatable {
         case session(SessionID)
         case user(UserID)
-        /// Many rows at once (retention, imports): every copy goes.
+        /// Many rows at once (the retention sweep): every copy goes.
         case everything
     }
 
@@ -139,8 +139,7 @@ public final class SessionCache: Sendable {
             case .user(let id):
                 for session in state.byUser[id] ?? [] { state.remove(session) }
             case .everything:
-                state.entries.removeAll()
-                state.byUser.removeAll()
+                state.removeAll()
             }
         }
     }
@@ -187,8 +186,7 @@ public final class SessionCache: Sendable {
     func restart() {
         state.withLock { state in
             state.epoch &+= 1
-            state.entries.removeAll()
-            state.byUser.removeAll()
+            state.removeAll()
             state.pending.removeAll()
             state.heardThrough = nil
         }
@@ -205,6 +203,11 @@ extension SessionCache.State {
         guard let entry = entries.removeValue(forKey: id) else { return }
         byUser[entry.user.id]?.remove(id)
         if byUser[entry.user.id]?.isEmpty == true { byUser[entry.user.id] = nil }
+    }
+
+    fileprivate mutating func removeAll() {
+        entries.removeAll()
+        byUser.removeAll()
     }
 
     fileprivate mutating func removeExpired(before cutoff: ContinuousClock.Instant) {

@@ -130,15 +130,18 @@ struct Authenticator: Sendable {
     }
 
     /// The user behind a verified access token whose session is still live, and the session.
-    /// A copy this node holds (PostgreSQL's `SessionCache`) answers when it passes every check
-    /// below; anything it would refuse is read afresh, so a refusal never rests on a copy.
+    /// A copy this node holds (PostgreSQL's `SessionCache`) answers when it passes the same
+    /// checks (`accept`); anything it would refuse is read afresh, so a refusal never rests on a copy.
     func live(_ identity: AccessIdentity) async throws -> (User, Session) {
-        if let (session, user) = store.cachedSessionAndUser(id: identity.sessionID), session.userID == identity.userID, !user.isDisabled,
-            session.isLive(at: clock.now, settings: preset.tokens)
-        {
-            return (user, session)
+        if let cached = store.cachedSessionAndUser(id: identity.sessionID), let accepted = try? accept(cached, for: identity) {
+            return accepted
         }
-        guard let (session, user) = try await store.sessionAndUser(id: identity.sessionID), session.userID == identity.userID else {
+        return try accept(try await store.sessionAndUser(id: identity.sessionID), for: identity)
+    }
+
+    /// The account and session of `identity` when that session can still authenticate.
+    private func accept(_ found: (session: Session, user: User)?, for identity: AccessIdentity) throws -> (User, Session) {
+        guard let (session, user) = found, session.userID == identity.userID else {
             throw GatehouseError.unauthorized("Your session has ended. Please sign in again.")
         }
         // A disabled account's sessions are revoked too; say why rather than just "ended".
