@@ -81,12 +81,14 @@ ensure_test_deps() {
 # validator; Schemathesis for Tests/fuzz; Tests/support/webauthn_authenticator.py, the software
 # passkey authenticator, uses soft-webauthn and checks with webauthn (py_webauthn), and builds
 # tampered bytes with cbor2 and cryptography; pyotp computes TOTP codes beside Gatehouse's; PyJWT
-# reads the access tokens' aal and amr as an independent JWT library). soft-webauthn 0.1.4 needs fido2 < 2, and every
+# reads the access tokens' aal and amr as an independent JWT library; supabase-auth and gotrue are
+# Supabase's own Python clients, run unchanged against /auth/v1; firebase-scrypt and bcrypt make
+# the password hashes Firebase and Supabase export, for the import tests). soft-webauthn 0.1.4 needs fido2 < 2, and every
 # fido2 1.x needs cryptography < 45, while webauthn 3.x needs cryptography >= 49 (2.8.0: >= 46):
 # webauthn 2.7.1 is the newest that installs beside soft-webauthn.
 VENV_PACKAGES=('aiosmtpd==1.4.6' 'selenium==4.27.1' 'openapi-spec-validator==0.9.0' 'schemathesis==4.32.5'
   'soft-webauthn==0.1.4' 'webauthn==2.7.1' 'fido2==1.2.0' 'cbor2==5.9.0' 'cryptography==44.0.3' 'pyotp==2.9.0'
-  'PyJWT==2.10.1')
+  'PyJWT==2.10.1' 'supabase-auth==2.34.1' 'gotrue==2.12.4' 'firebase-scrypt==0.1.0' 'bcrypt==5.0.0')
 
 # Creates .build-venv, or completes it, unless it already holds VENV_PACKAGES at their versions.
 ensure_venv() {
