@@ -125,10 +125,10 @@ func makeRouter(_ infra: Infrastructure, _ useCases: UseCases) -> Router<Gatehou
     let router = Router(context: GatehouseRequestContext.self)
     router.add(middleware: RequestIDMiddleware())
     router.add(middleware: SecurityHeadersMiddleware(hsts: config.publicURL.scheme == "https"))
-    router.add(
-        middleware: ErrorMiddleware(
-            internalMessage: preset.text("error.internal", "Something went wrong on our end. Please try again in a few minutes."),
-            aborted: AbortedRequests(logger: infra.logger)))
+    let errors = ErrorMiddleware(
+        internalMessage: preset.text("error.internal", "Something went wrong on our end. Please try again in a few minutes."),
+        aborted: AbortedRequests(logger: infra.logger))
+    router.add(middleware: errors)
     router.add(middleware: BodyLimitMiddleware(limit: config.maxBodyBytes))
     let signedIn = router.group().add(middleware: AccessTokenMiddleware(authenticator: u.authenticator))
         .group(context: AuthenticatedContext.self)
@@ -160,6 +160,16 @@ func makeRouter(_ infra: Infrastructure, _ useCases: UseCases) -> Router<Gatehou
     ).register(on: router)
     if config.isDevelopment {
         DevController(store: infra.store).register(on: router)
+    }
+    if let anonKey = config.supabaseAnonKey {
+        SupabaseController(
+            compat: SupabaseCompatService(
+                store: infra.store, authenticator: u.authenticator, passwords: u.passwords, sessions: u.sessions, reset: u.reset,
+                magicLinks: u.magicLinks, providers: u.providers, profiles: u.profiles, users: u.users),
+            authenticator: u.authenticator, keys: infra.keys, methods: preset.signInMethods,
+            anonKey: AdminKey(key: anonKey, file: nil, generated: false),
+            serviceRoleKey: config.supabaseServiceRoleKey.map { AdminKey(key: $0, file: nil, generated: false) }, errors: errors, input: input
+        ).register(on: router)
     }
     AdminController(
         users: u.users, mfa: u.mfa, keys: infra.keys, adminKey: infra.adminKey, testMail: u.testMail, bodyLimit: config.maxBodyBytes,

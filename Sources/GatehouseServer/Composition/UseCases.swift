@@ -73,7 +73,7 @@ struct UseCases {
         verification = EmailVerificationService(store: store, unitOfWork: unitOfWork, mail: accountMail, preset: preset, clock: clock)
         reset = PasswordResetService(
             store: store, unitOfWork: unitOfWork, gate: gate, credentials: credentials, requests: requests, lifecycle: lifecycle,
-            mail: accountMail, throttle: throttle, preset: preset, clock: clock)
+            mail: accountMail, throttle: throttle, sessions: issuer, preset: preset, clock: clock)
         magicLinks = MagicLinkService(
             store: store, unitOfWork: unitOfWork, gate: gate, requests: requests, codes: codes, sessions: issuer, lifecycle: lifecycle,
             mail: accountMail, merges: merges, redirects: redirects, throttle: throttle, preset: preset, clock: clock)

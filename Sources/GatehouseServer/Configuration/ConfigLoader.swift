@@ -17,10 +17,10 @@ extension GatehouseConfig {
         "log_format", "argon2_memory_kib", "argon2_iterations", "argon2_parallelism", "hash_threads",
         "breached_passwords_url", "token_audience", "smtp_ca_file", "mail_from", "apple_team_id", "apple_key_id",
         "apple_private_key_file", "apple_client_id", "apple_token_url", "apple_revoke_url", "service_key",
-        "passkey_rp_id", "passkey_origins", "apple_app_ids",
+        "passkey_rp_id", "passkey_origins", "apple_app_ids", "supabase_anon_key", "supabase_service_role_key",
     ]
 
-    static let secretKeys: Set<String> = ["admin_key", "service_key", "secret_key", "webhook_secret", "smtp_url", "captcha_secret"]
+    static let secretKeys: Set<String> = ["admin_key", "service_key", "supabase_service_role_key", "secret_key", "webhook_secret", "smtp_url", "captcha_secret"]
 
     /// Reads and validates the configuration from `environment` (normally the process's) and
     /// the file it names. Reports every problem at once.
@@ -112,6 +112,22 @@ extension GatehouseConfig {
         if let key = settings.string("service_key") {
             if key.count >= 24 { config.serviceKey = key } else {
                 settings.problem("service_key", "must be at least 24 characters long")
+            }
+        }
+        if let key = settings.string("supabase_anon_key") {
+            if key.count >= 16 { config.supabaseAnonKey = key } else {
+                settings.problem("supabase_anon_key", "must be at least 16 characters long")
+            }
+        }
+        if let key = settings.string("supabase_service_role_key") {
+            if key.count < 24 {
+                settings.problem("supabase_service_role_key", "must be at least 24 characters long")
+            } else if config.supabaseAnonKey == nil {
+                settings.problem("supabase_service_role_key", "needs GATEHOUSE_SUPABASE_ANON_KEY too: /auth/v1 is served only with both")
+            } else if key == config.supabaseAnonKey {
+                settings.problem("supabase_service_role_key", "must differ from the anon key, which apps ship in the clear")
+            } else {
+                config.supabaseServiceRoleKey = key
             }
         }
         if let key = settings.string("secret_key") {

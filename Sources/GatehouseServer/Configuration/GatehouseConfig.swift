@@ -37,6 +37,11 @@ public struct GatehouseConfig: Sendable {
     /// What the app's own backends present to `POST /v1/usage/{meter}`; unset, that call
     /// answers 401 to everyone.
     public var serviceKey: String?
+    /// Supabase's publishable (anon) key that apps send as `apikey`: set, `/auth/v1` (Supabase
+    /// Auth's API) is served; unset, it is not.
+    public var supabaseAnonKey: String?
+    /// Supabase's service role key: `/auth/v1/admin/users` answers to it (24+ characters).
+    public var supabaseServiceRoleKey: String?
     /// Encrypts signing keys at rest when set.
     public var secretKey: String?
     public var appleAudiences: [String] = []
@@ -143,6 +148,7 @@ public struct GatehouseConfig: Sendable {
             "admin_key": adminKey == nil ? "file \(adminKeyFile)" : "<redacted>",
             "secret_key": secretKey == nil ? "unset (signing keys stored unencrypted)" : "<redacted>",
             "ip_limits": ipLimits ? "on" : "off", "max_body_bytes": String(maxBodyBytes),
+            "supabase_auth": supabaseAnonKey == nil ? "off" : (supabaseServiceRoleKey == nil ? "on, no admin routes" : "on, with admin routes"),
         ]
     }
 

@@ -60,14 +60,7 @@ struct ErrorMiddleware: RouterMiddleware {
                 ErrorBody(error: GatehouseError.invalidRequest("The request body did not arrive.").payload), status: .badRequest,
                 headers: [.cacheControl: "no-store"])
         } catch {
-            let mapped = map(error)
-            if mapped.status >= 500 {
-                context.logger.error(
-                    "request failed",
-                    metadata: ["error_code": .string(mapped.code.rawValue), "cause": .string(String(describing: mapped.underlying ?? error))])
-            } else if let underlying = mapped.underlying {
-                context.logger.debug("request refused", metadata: ["error_code": .string(mapped.code.rawValue), "cause": .string("\(underlying)")])
-            }
+            let mapped = mapAndLog(error, logger: context.logger)
             var headers: HTTPFields = [:]
             if let retryAfter = mapped.retryAfter { headers[.retryAfter] = String(retryAfter) }
             headers[.cacheControl] = "no-store"
@@ -76,7 +69,22 @@ struct ErrorMiddleware: RouterMiddleware {
         }
     }
 
-    private func map(_ error: any Error) -> GatehouseError {
+    /// `map`, with the cause logged: at error level for a failure of ours, at debug for a refusal.
+    func mapAndLog(_ error: any Error, logger: Logger) -> GatehouseError {
+        let mapped = map(error)
+        if mapped.status >= 500 {
+            logger.error(
+                "request failed",
+                metadata: ["error_code": .string(mapped.code.rawValue), "cause": .string(String(describing: mapped.underlying ?? error))])
+        } else if let underlying = mapped.underlying {
+            logger.debug("request refused", metadata: ["error_code": .string(mapped.code.rawValue), "cause": .string("\(underlying)")])
+        }
+        return mapped
+    }
+
+    /// Any error as the one error type: store and router errors get their contract codes, the
+    /// rest become `internal_error` (the cause kept for the log).
+    func map(_ error: any Error) -> GatehouseError {
         switch error {
         case let error as GatehouseError:
             return error

@@ -90,6 +90,13 @@ public final class PasswordHasher: Sendable {
         }
     }
 
+    /// True for a hash `verify` can check: Argon2id, or bcrypt made elsewhere.
+    public static func isVerifiable(_ hash: String) -> Bool {
+        if hash.hasPrefix("$argon2id$") { return Argon2Parameters(phc: hash) != nil }
+        let bcrypt = ["$2a$", "$2b$", "$2y$"].contains { hash.hasPrefix($0) }
+        return bcrypt && hash.utf8.count == 60
+    }
+
     /// Stops the pool's threads.
     public func shutdown() async {
         try? await pool.shutdownGracefully()

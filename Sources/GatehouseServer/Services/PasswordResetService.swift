@@ -14,6 +14,7 @@ struct PasswordResetService: Sendable {
     let lifecycle: AccountLifecycle
     let mail: AccountMail
     let throttle: ThrottleService
+    let sessions: SessionIssuer
     let preset: Preset
     let clock: any WallClock
 
@@ -32,12 +33,41 @@ struct PasswordResetService: Sendable {
         }
     }
 
-    /// `POST /v1/auth/password/reset` and the hosted form: sets the new password, ends every
-    /// session, verifies the address (the link proved the inbox) and mails a notice.
-    func reset(token: String, password: String, client: ClientInfo) async throws {
+    /// `POST /auth/v1/verify` with `type: recovery` (GoTrue's flow): the reset link, used once,
+    /// signs its inbox's owner in as a magic link would (it proves the same thing), and the
+    /// password is then set with `PUT /auth/v1/user` within `recoveryWindow`. Everything else a
+    /// reset does at the link (verifying the address, retiring the other reset links, clearing
+    /// the lockout) happens here; the sessions end when the new password is set.
+    func redeem(token: String, client: ClientInfo) async throws -> SignInAnswer<AuthResponse> {
         try gate.requireMethod(preset.signInMethods.emailPassword)
         let hash = StoredSecret.hash(token)
-        let now = clock.now
+        let record = try await validRecord(hash: hash, at: clock.now)
+        let outcome = try await unitOfWork.run(client: client) { work -> SignInOutcome in
+            let (tx, now) = (work.tx, work.now)
+            guard try await tx.useEmailToken(hash: hash, at: now), var user = try await tx.user(id: record.user.id), !user.isDisabled else {
+                throw GatehouseError.usedResetLink(preset)
+            }
+            if !user.emailVerified, let normalized = user.normalizedEmail {
+                try await lifecycle.endWhatCameBeforeProof(work, user, removePassword: false)
+                _ = try await tx.markEmailVerified(user.id, normalizedEmail: normalized, at: now)
+                user.emailVerifiedAt = now
+            }
+            try await tx.retireEmailTokens(userID: user.id, normalizedEmail: nil, purpose: .passwordReset, at: now)
+            return try await sessions.signIn(work, user, provider: .email, method: Self.linkMethod, event: .login)
+        }
+        if let normalized = record.user.normalizedEmail { try await throttle.clearAccount(normalized) }
+        return outcome.answer
+    }
+
+    /// The `amr` method of a session a reset link opened: the link proves the inbox, as a magic
+    /// link does.
+    static let linkMethod = MagicLinkService.method
+    /// How long after a reset link signed a session in that session may set the password
+    /// without the old one.
+    static let recoveryWindow: TimeInterval = 600
+
+    /// The reset link's record and account when the link can still be used.
+    private func validRecord(hash: [UInt8], at now: Date) async throws -> (record: EmailToken, user: User) {
         guard let record = try await store.emailToken(hash: hash), record.purpose == .passwordReset, let userID = record.userID,
             let user = try await store.user(id: userID), !user.isDisabled
         else {
@@ -53,6 +83,17 @@ struct PasswordResetService: Sendable {
         case .valid:
             guard record.matchesPassword(of: user) else { throw GatehouseError.usedResetLink(preset) }
         }
+        return (record, user)
+    }
+
+    /// `POST /v1/auth/password/reset` and the hosted form: sets the new password, ends every
+    /// session, verifies the address (the link proved the inbox) and mails a notice.
+    func reset(token: String, password: String, client: ClientInfo) async throws {
+        try gate.requireMethod(preset.signInMethods.emailPassword)
+        let hash = StoredSecret.hash(token)
+        let now = clock.now
+        let (_, user) = try await validRecord(hash: hash, at: now)
+        let userID = user.id
         // The policy first, so that a weak password leaves the link usable for another try.
         try await credentials.checkStrength(password, email: user.normalizedEmail ?? "")
         let newHash = try await credentials.hash(password)

@@ -130,4 +130,95 @@ struct PasswordService: Sendable {
         }
         return UserResponse(user: user.payload(identities: try await store.identities(of: user.id)))
     }
+
+    /// `PUT /auth/v1/user` with a password and no current one (GoTrue's recovery flow): allowed
+    /// only to a session a reset or magic link opened within `PasswordResetService.recoveryWindow`,
+    /// the proof of the inbox standing in for the old password. Ends every other session, as a
+    /// reset does.
+    func setPasswordAfterLink(_ signedIn: SignedIn, new: String, client: ClientInfo) async throws -> UserResponse {
+        let (identity, user, session) = (signedIn.identity, signedIn.user, signedIn.session)
+        guard session.method == PasswordResetService.linkMethod,
+            clock.now.timeIntervalSince(session.createdAt) <= PasswordResetService.recoveryWindow
+        else {
+            throw GatehouseError(
+                status: 400, code: .reauthenticationRequired,
+                message: "Send the current password too, or set the password from a reset link.")
+        }
+        try await stepUp.require(StepUpGate.changePassword, signedIn)
+        try await credentials.checkStrength(new, email: user.normalizedEmail ?? "")
+        let hash = try await credentials.hash(new)
+        try await unitOfWork.run(client: client) { work in
+            let (tx, now) = (work.tx, work.now)
+            try await tx.updatePassword(user.id, hash: hash, changedAt: now, now: now)
+            try await tx.retireEmailTokens(userID: user.id, normalizedEmail: nil, purpose: .passwordReset, at: now)
+            let revoked = try await tx.revokeSessions(of: user.id, keeping: identity.sessionID, reason: "password_reset", at: now)
+            try await tx.deleteIdempotencyKeys(of: user.id)
+            try await work.audit(.passwordReset, user: user.id, session: identity.sessionID, details: ["sessions_revoked": String(revoked.count)])
+            try await mail.queuePasswordChanged(work, user: user)
+        }
+        if let normalized = user.normalizedEmail { try await throttle.clearAccount(normalized) }
+        var updated = user
+        updated.passwordHash = hash
+        return UserResponse(user: updated.payload(identities: try await store.identities(of: user.id)))
+    }
+
+    // MARK: Accounts made by an operator
+
+    /// An email account made by an operator (`POST /auth/v1/admin/users`): with a password (the
+    /// policy applies), a hash made elsewhere (bcrypt or Argon2id, checked at the first sign-in and
+    /// then replaced), or neither (a magic link or reset signs in). No session is opened.
+    func createByOperator(
+        email: String, password: String?, passwordHash: String?, emailConfirmed: Bool, displayName: String?
+    ) async throws -> User {
+        let address = email.trimmingCharacters(in: .whitespacesAndNewlines).precomposedStringWithCanonicalMapping
+        guard EmailAddress.isValid(address), EmailAddress.isCanonical(address) else { throw GatehouseError.invalidEmail(preset) }
+        let normalized = EmailAddress.normalize(address)
+        let hash: String?
+        if let password {
+            try await credentials.checkStrength(password, email: normalized)
+            hash = try await credentials.hash(password)
+        } else if let passwordHash {
+            guard PasswordHasher.isVerifiable(passwordHash) else {
+                throw GatehouseError.invalidRequest("password_hash must be a bcrypt ($2a$, $2b$, $2y$) or Argon2id hash.")
+            }
+            hash = passwordHash
+        } else {
+            hash = nil
+        }
+        if try await store.user(normalizedEmail: normalized) != nil { throw GatehouseError.emailInUse(preset) }
+        do {
+            return try await lifecycle.withTemporaryHandle { handle in
+                try await unitOfWork.run { work in
+                    let now = work.now
+                    var user = User(
+                        id: .random(), email: address, normalizedEmail: normalized, emailVerifiedAt: emailConfirmed ? now : nil,
+                        displayName: displayName, handle: handle, passwordHash: hash, passwordChangedAt: hash == nil ? nil : now,
+                        createdAt: now)
+                    user.onboardingComplete = false
+                    let identity = Identity(userID: user.id, provider: .email, subject: normalized, email: address, createdAt: now)
+                    try await lifecycle.create(work, user, identity: identity, provider: .email)
+                    try await work.audit(.signup, user: user.id, details: ["provider": "email", "by": "operator"])
+                    return user
+                }
+            }
+        } catch let error as StoreError where error.uniqueKey != nil && error.uniqueKey != .handle {
+            throw GatehouseError.emailInUse(preset)
+        }
+    }
+
+    /// A password set by an operator (`PUT /auth/v1/admin/users/{id}`): the policy applies, every
+    /// session ends and the owner is told by mail.
+    func setByOperator(_ user: User, password: String) async throws {
+        try await credentials.checkStrength(password, email: user.normalizedEmail ?? "")
+        let hash = try await credentials.hash(password)
+        try await unitOfWork.run { work in
+            let (tx, now) = (work.tx, work.now)
+            try await tx.updatePassword(user.id, hash: hash, changedAt: now, now: now)
+            try await tx.retireEmailTokens(userID: user.id, normalizedEmail: nil, purpose: .passwordReset, at: now)
+            _ = try await tx.revokeSessions(of: user.id, keeping: nil, reason: "password_set_by_operator", at: now)
+            try await tx.deleteIdempotencyKeys(of: user.id)
+            try await work.audit(.passwordChange, user: user.id, details: ["by": "operator"])
+            try await mail.queuePasswordChanged(work, user: user)
+        }
+    }
 }

@@ -115,7 +115,12 @@ struct ProfileService: Sendable {
 
     /// `PATCH /v1/me`.
     func patch(_ signedIn: SignedIn, _ patch: ProfilePatch) async throws -> UserResponse {
-        let user = signedIn.user
+        try await self.patch(user: signedIn.user, patch)
+    }
+
+    /// The same change made to `user` by whoever may (the user, or an operator through
+    /// `/auth/v1/admin/users`).
+    func patch(user: User, _ patch: ProfilePatch) async throws -> UserResponse {
         var displayName = user.displayName
         var handle = user.handle
         var avatar = user.avatarURL

@@ -1,0 +1,219 @@
+import Foundation
+import GatehouseCore
+import GatehouseWire
+
+// The bodies of `/auth/v1` in Supabase Auth's (GoTrue's) own shape, so that supabase-swift,
+// supabase-js and supabase-py read them unchanged. Built from Gatehouse's one user model; the
+// differences in what they carry are listed in docs/supabase-compat.md.
+
+/// GoTrue's user object.
+struct GoTrueUser: Encodable, Sendable {
+    var id: String
+    var aud: String
+    var role: String
+    var email: String
+    var phone: String
+    var emailConfirmedAt: String?
+    var confirmedAt: String?
+    var lastSignInAt: String?
+    var appMetadata: [String: JSONValue]
+    var userMetadata: [String: JSONValue]
+    var identities: [GoTrueIdentity]
+    var createdAt: String
+    var updatedAt: String
+    var bannedUntil: String?
+    var isAnonymous: Bool
+
+    enum CodingKeys: String, CodingKey {
+        case id, aud, role, email, phone, identities
+        case emailConfirmedAt = "email_confirmed_at", confirmedAt = "confirmed_at", lastSignInAt = "last_sign_in_at"
+        case appMetadata = "app_metadata", userMetadata = "user_metadata", createdAt = "created_at", updatedAt = "updated_at"
+        case bannedUntil = "banned_until", isAnonymous = "is_anonymous"
+    }
+
+    /// The audience and role GoTrue gives every signed-in user.
+    static let audience = "authenticated"
+
+    init(_ user: User, identities: [Identity], lastSignInAt: Date?) {
+        id = user.id.description
+        aud = Self.audience
+        role = Self.audience
+        email = user.email ?? ""
+        phone = ""
+        emailConfirmedAt = user.emailVerifiedAt.map(GoTrueTime.format)
+        confirmedAt = emailConfirmedAt
+        self.lastSignInAt = lastSignInAt.map(GoTrueTime.format)
+        let providers = identities.map { GoTrueIdentity.providerName($0.provider) }
+        appMetadata = [
+            "provider": .string(providers.first ?? (user.isAnonymous ? "anonymous" : "email")),
+            "providers": .array(Self.unique(providers).map(JSONValue.string)),
+        ]
+        userMetadata = GoTrueMetadata.userMetadata(of: user)
+        self.identities = identities.filter { $0.provider != .anonymous }.map(GoTrueIdentity.init)
+        createdAt = GoTrueTime.format(user.createdAt)
+        updatedAt = GoTrueTime.format(user.updatedAt)
+        // GoTrue's way of saying "disabled": banned until far in the future.
+        bannedUntil = user.disabledAt.map { _ in GoTrueTime.format(GoTrueTime.bannedForever) }
+        isAnonymous = user.isAnonymous
+    }
+
+    private static func unique(_ names: [String]) -> [String] {
+        var seen = Set<String>()
+        return names.filter { seen.insert($0).inserted }
+    }
+}
+
+/// One of a user's identities, as GoTrue lists them (`id` is the provider's subject and
+/// `identity_id` the row's own id: GoTrue's names, kept for its clients).
+struct GoTrueIdentity: Encodable, Sendable {
+    var identityID: String
+    var id: String
+    var userID: String
+    var provider: String
+    var identityData: [String: JSONValue]
+    var email: String?
+    var createdAt: String
+    var updatedAt: String
+    var lastSignInAt: String?
+
+    enum CodingKeys: String, CodingKey {
+        case id, provider, email
+        case identityID = "identity_id", userID = "user_id", identityData = "identity_data", createdAt = "created_at"
+        case updatedAt = "updated_at", lastSignInAt = "last_sign_in_at"
+    }
+
+    init(_ identity: Identity) {
+        identityID = identity.id.uuidString.lowercased()
+        id = identity.subject
+        userID = identity.userID.description
+        provider = Self.providerName(identity.provider)
+        var data: [String: JSONValue] = ["sub": .string(identity.subject)]
+        if let email = identity.email { data["email"] = .string(email) }
+        data["email_verified"] = .bool(identity.provider != .email || identity.email != nil)
+        identityData = data
+        email = identity.email
+        createdAt = GoTrueTime.format(identity.createdAt)
+        updatedAt = createdAt
+        lastSignInAt = nil
+    }
+
+    /// GoTrue's provider names: Gatehouse's, except that an address proved by a link is still
+    /// the `email` provider.
+    static func providerName(_ provider: Provider) -> String {
+        provider == .magicLink ? "email" : provider.rawValue
+    }
+}
+
+/// A session in GoTrue's shape: the tokens at the top level, with the user beside them.
+struct GoTrueSession: Encodable, Sendable {
+    var accessToken: String
+    var tokenType: String
+    var expiresIn: Int
+    var expiresAt: Int64
+    var refreshToken: String
+    var user: GoTrueUser
+
+    enum CodingKeys: String, CodingKey {
+        case user
+        case accessToken = "access_token", tokenType = "token_type", expiresIn = "expires_in", expiresAt = "expires_at"
+        case refreshToken = "refresh_token"
+    }
+
+    init(_ session: SessionPayload, user: GoTrueUser) {
+        accessToken = session.accessToken
+        tokenType = "bearer"
+        expiresIn = session.expiresIn
+        expiresAt = session.expiresAt
+        refreshToken = session.refreshToken
+        self.user = user
+    }
+}
+
+/// `GET /auth/v1/admin/users`: one page, with GoTrue's `aud` beside it.
+struct GoTrueUserList: Encodable, Sendable {
+    var users: [GoTrueUser]
+    var aud: String
+}
+
+/// `GET /auth/v1/settings`: which ways in this server offers.
+struct GoTrueSettings: Encodable, Sendable {
+    var external: [String: Bool]
+    var disableSignup: Bool
+    var mailerAutoconfirm: Bool
+    var phoneAutoconfirm: Bool
+    var smsProvider: String
+    var samlEnabled: Bool
+    var passkeysEnabled: Bool
+
+    enum CodingKeys: String, CodingKey {
+        case external
+        case disableSignup = "disable_signup", mailerAutoconfirm = "mailer_autoconfirm", phoneAutoconfirm = "phone_autoconfirm"
+        case smsProvider = "sms_provider", samlEnabled = "saml_enabled", passkeysEnabled = "passkeys_enabled"
+    }
+
+    init(_ methods: SignInMethods) {
+        external = [
+            "email": methods.emailPassword || methods.magicLink, "anonymous_users": methods.anonymous, "apple": methods.apple,
+            "google": methods.google, "phone": false,
+        ]
+        disableSignup = false
+        // Gatehouse signs a new account in at once and verifies the address beside it.
+        mailerAutoconfirm = true
+        phoneAutoconfirm = false
+        smsProvider = ""
+        samlEnabled = false
+        passkeysEnabled = methods.passkey
+    }
+}
+
+/// The metadata GoTrue keeps as free JSON, mapped onto Gatehouse's profile fields: only these
+/// keys are kept (docs/supabase-compat.md).
+enum GoTrueMetadata {
+    static let displayNameKeys = ["display_name", "full_name", "name"]
+
+    static func userMetadata(of user: User) -> [String: JSONValue] {
+        var metadata: [String: JSONValue] = [:]
+        if let name = user.displayName {
+            metadata["display_name"] = .string(name)
+            metadata["full_name"] = .string(name)
+        }
+        if let avatar = user.avatarURL { metadata["avatar_url"] = .string(avatar) }
+        if let handle = user.handle { metadata["handle"] = .string(handle) }
+        if let email = user.email { metadata["email"] = .string(email) }
+        metadata["email_verified"] = .bool(user.emailVerified)
+        return metadata
+    }
+
+    /// The profile change a `data` (or `user_metadata`) object asks for; `nil` when it names
+    /// none of the mapped keys.
+    static func patch(from data: [String: JSONValue]?) -> ProfilePatch? {
+        guard let data else { return nil }
+        var patch = ProfilePatch()
+        var touched = false
+        for key in displayNameKeys {
+            if case .string(let name)? = data[key] {
+                patch.displayName = name
+                touched = true
+                break
+            }
+        }
+        if let avatar = data["avatar_url"] {
+            if case .string(let url) = avatar { patch.avatarURL = url }
+            patch.setsAvatarURL = true
+            touched = true
+        }
+        if case .string(let handle)? = data["handle"] {
+            patch.handle = handle
+            touched = true
+        }
+        return touched ? patch : nil
+    }
+}
+
+/// GoTrue's timestamps: RFC 3339, UTC (the contract's own format).
+enum GoTrueTime {
+    static func format(_ date: Date) -> String { date.rfc3339 }
+
+    /// What a disabled account is banned until (GoTrue's "forever" is a date far ahead).
+    static let bannedForever = Date(timeIntervalSince1970: 32_503_680_000)  // 3000-01-01
+}

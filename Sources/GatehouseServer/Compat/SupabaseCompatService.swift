@@ -1,0 +1,315 @@
+import Foundation
+import GatehouseCore
+import GatehouseStore
+import GatehouseWire
+
+/// `/auth/v1`, Supabase Auth's API, on Gatehouse's own use cases: every call here ends in the
+/// service the native API uses (same accounts, sessions, throttles, preset and audit), and only
+/// the shapes differ. What GoTrue does that Gatehouse's policy does not is in
+/// docs/supabase-compat.md.
+struct SupabaseCompatService: Sendable {
+    let store: any UserStore & SessionStore
+    let authenticator: Authenticator
+    let passwords: PasswordService
+    let sessions: SessionService
+    let reset: PasswordResetService
+    let magicLinks: MagicLinkService
+    let providers: ProviderSignInService
+    let profiles: ProfileService
+    let users: UserAdminService
+
+    // MARK: Ways in
+
+    /// `POST /signup`: with an address and a password, an email account; with neither, an
+    /// anonymous one (GoTrue's `signInAnonymously`).
+    func signup(_ body: GoTrueSignup, client: ClientInfo) async throws -> GoTrueSession {
+        guard let email = body.email, !email.isEmpty else {
+            guard body.password == nil else { throw GatehouseError.invalidRequest("An email address is needed with a password.") }
+            let answer = try await profiles.anonymous(client: client, idempotencyKey: nil)
+            return try await session(answer.session, applying: body.data)
+        }
+        guard let password = body.password else { throw GatehouseError.invalidRequest("A password is needed to sign up.") }
+        let answer = try await passwords.signup(email: email, password: password, client: client, captchaToken: body.captchaToken)
+        return try await session(try signedIn(answer).session, applying: body.data)
+    }
+
+    /// `POST /token?grant_type=password`.
+    func passwordGrant(email: String, password: String, captchaToken: String?, client: ClientInfo) async throws -> GoTrueSession {
+        let answer = try await passwords.login(email: email, password: password, client: client, captchaToken: captchaToken)
+        return try await session(try signedIn(answer).session)
+    }
+
+    /// `POST /token?grant_type=refresh_token`: the native rotation, reuse detection included.
+    /// A token of a session that has ended is GoTrue's `refresh_token_not_found` (GoTrue deletes
+    /// a session's refresh tokens when it ends), not the access path's `session_not_found`.
+    func refreshGrant(_ token: String, client: ClientInfo) async throws -> GoTrueSession {
+        do {
+            return try await session(try await sessions.refresh(token, client: client).session)
+        } catch var error as GatehouseError where error.code == .sessionRevoked {
+            error.code = .invalidRefreshToken
+            throw error
+        }
+    }
+
+    /// `POST /token?grant_type=id_token`: Sign in with Apple or Google with the provider's token.
+    func idTokenGrant(provider name: String, idToken: String, nonce: String?, client: ClientInfo) async throws -> GoTrueSession {
+        let provider: Provider
+        switch name {
+        case "apple": provider = .apple
+        case "google": provider = .google
+        default: throw GatehouseError.invalidRequest("The provider must be apple or google.")
+        }
+        let answer = try await providers.signIn(provider, ProviderSignInRequest(idToken: idToken, rawNonce: nonce), client: client)
+        return try await session(try signedIn(answer).session)
+    }
+
+    /// `POST /otp`: a magic link and its 6-digit code, to the address.
+    func otp(email: String, redirectTo: String?, client: ClientInfo) async throws {
+        try await magicLinks.request(email: email, redirectTo: redirectTo, client: client)
+    }
+
+    /// `POST /verify` and `GET /verify`: a magic link's token or code (`magiclink`, `email`), or a
+    /// reset link (`recovery`), for a session.
+    func verify(type: String, token: String?, tokenHash: String?, email: String?, client: ClientInfo) async throws -> GoTrueSession {
+        switch type {
+        case "magiclink", "email":
+            let answer = try await magicLinks.verify(token: tokenHash, email: email, code: token, client: client)
+            return try await session(try signedIn(answer).session)
+        case "recovery":
+            guard let link = tokenHash ?? token, !link.isEmpty else {
+                throw GatehouseError.invalidRequest("Send the reset link's token as token_hash.")
+            }
+            return try await session(try signedIn(try await reset.redeem(token: link, client: client)).session)
+        default:
+            throw GatehouseError.invalidRequest("The type must be magiclink, email or recovery.")
+        }
+    }
+
+    /// `POST /recover`: a password reset mail, under the preset's enumeration protection.
+    func recover(email: String, client: ClientInfo) async throws {
+        try await reset.forgot(email: email, client: client)
+    }
+
+    // MARK: The signed-in user
+
+    func user(_ signedIn: SignedIn) async throws -> GoTrueUser {
+        try await goTrueUser(signedIn.user)
+    }
+
+    /// `PUT /user`: profile metadata; an address and a password for an anonymous account (its
+    /// upgrade, same id); a new password with the current one, or after a reset link.
+    func updateUser(_ signedIn: SignedIn, _ body: GoTrueUserUpdate, client: ClientInfo) async throws -> GoTrueUser {
+        var signedIn = signedIn
+        if let email = body.email {
+            guard signedIn.user.isAnonymous, let password = body.password else {
+                throw GatehouseError(
+                    status: 400, code: .invalidRequest,
+                    message: "An address can be added to an anonymous account with a password; other address changes are not offered here.")
+            }
+            _ = try await providers.linkEmail(signedIn, email: email, password: password, client: client)
+        } else if let password = body.password {
+            if let current = body.currentPassword {
+                _ = try await passwords.changePassword(signedIn, current: current, new: password, signOutOthers: false, client: client)
+            } else {
+                _ = try await passwords.setPasswordAfterLink(signedIn, new: password, client: client)
+            }
+        }
+        if let patch = GoTrueMetadata.patch(from: body.data) {
+            if let fresh = try await store.user(id: signedIn.user.id) { signedIn.user = fresh }
+            _ = try await profiles.patch(signedIn, patch)
+        }
+        return try await goTrueUser(id: signedIn.user.id)
+    }
+
+    func logout(_ signedIn: SignedIn, scope: String?, client: ClientInfo) async throws {
+        try await sessions.logout(signedIn.identity, scope: SignOutScope(rawValue: scope ?? "global"), client: client)
+    }
+
+    // MARK: The operator's calls (service role key)
+
+    /// `GET /admin/users?page=&per_page=`: GoTrue counts pages from 1; Gatehouse's list walks
+    /// its cursor to the page asked for.
+    func listUsers(page: Int, perPage: Int) async throws -> GoTrueUserList {
+        guard page >= 1, (1...200).contains(perPage) else {
+            throw GatehouseError.invalidRequest("page must be 1 or more and per_page 1 to 200.")
+        }
+        var cursor: String?
+        var listed: AdminUserList?
+        for _ in 1...page {
+            if listed != nil, cursor == nil { return GoTrueUserList(users: [], aud: GoTrueUser.audience) }
+            listed = try await users.list(search: nil, cursor: cursor, limit: perPage)
+            cursor = listed?.nextCursor
+        }
+        var found: [GoTrueUser] = []
+        for entry in listed?.users ?? [] {
+            if let id = UserID(entry.user.id) { found.append(try await goTrueUser(id: id)) }
+        }
+        return GoTrueUserList(users: found, aud: GoTrueUser.audience)
+    }
+
+    func createUser(_ body: GoTrueAdminUser) async throws -> GoTrueUser {
+        guard let email = body.email else { throw GatehouseError.invalidRequest("An email address is needed.") }
+        let name = GoTrueMetadata.patch(from: body.userMetadata)?.displayName
+        let user = try await passwords.createByOperator(
+            email: email, password: body.password, passwordHash: body.passwordHash, emailConfirmed: body.emailConfirm ?? false,
+            displayName: name)
+        return try await goTrueUser(user)
+    }
+
+    func getUser(_ id: String) async throws -> GoTrueUser {
+        try await goTrueUser(id: try userID(id))
+    }
+
+    /// `PUT /admin/users/{id}`: a password, a ban (`ban_duration`, `none` lifts it), metadata.
+    func updateUser(_ id: String, _ body: GoTrueAdminUser) async throws -> GoTrueUser {
+        let userID = try userID(id)
+        guard let user = try await store.user(id: userID) else { throw Self.noUser }
+        if let password = body.password { try await passwords.setByOperator(user, password: password) }
+        if let ban = body.banDuration {
+            if ban == "none" {
+                _ = try await users.enable(id)
+            } else {
+                _ = try await users.disable(id, reason: "banned with ban_duration \(ban)")
+            }
+        }
+        if let patch = GoTrueMetadata.patch(from: body.userMetadata), let fresh = try await store.user(id: userID) {
+            _ = try await profiles.patch(user: fresh, patch)
+        }
+        return try await goTrueUser(id: userID)
+    }
+
+    func deleteUser(_ id: String) async throws {
+        _ = try userID(id)
+        try await users.delete(id)
+    }
+
+    // MARK: Shapes
+
+    private static let noUser = GatehouseError(status: 404, code: .notFound, message: "User not found")
+
+    private func userID(_ text: String) throws -> UserID {
+        guard let id = UserID(text) else { throw Self.noUser }
+        return id
+    }
+
+    /// A sign-in's session, or, for an account with a second factor, GoTrue's refusal: Gatehouse
+    /// opens no session before the factor (docs/supabase-compat.md).
+    private func signedIn<Signed>(_ answer: SignInAnswer<Signed>) throws -> Signed {
+        switch answer {
+        case .signedIn(let signed): return signed
+        case .mfaRequired:
+            throw GatehouseError(
+                status: 403, code: .mfaRequired,
+                message: "This account has a second factor: sign in through /v1/auth/login and /v1/auth/mfa/verify.")
+        }
+    }
+
+    /// The GoTrue session of a native one, with the user read fresh (so metadata applied after
+    /// the sign-in shows).
+    private func session(_ session: SessionPayload, applying data: [String: JSONValue]? = nil) async throws -> GoTrueSession {
+        let signedIn = try await authenticator.signedIn(token: session.accessToken)
+        if let patch = GoTrueMetadata.patch(from: data) {
+            _ = try await profiles.patch(signedIn, patch)
+        }
+        return GoTrueSession(session, user: try await goTrueUser(id: signedIn.user.id))
+    }
+
+    private func goTrueUser(id: UserID) async throws -> GoTrueUser {
+        guard let user = try await store.user(id: id) else { throw Self.noUser }
+        return try await goTrueUser(user)
+    }
+
+    private func goTrueUser(_ user: User) async throws -> GoTrueUser {
+        let identities = try await store.identities(of: user.id)
+        let lastSignIn = try await store.sessions(of: user.id).map(\.createdAt).max()
+        return GoTrueUser(user, identities: identities, lastSignInAt: lastSignIn)
+    }
+}
+
+// MARK: Request bodies
+
+/// `POST /signup`.
+struct GoTrueSignup: Decodable, Sendable {
+    var email: String?
+    var password: String?
+    var data: [String: JSONValue]?
+    var security: GoTrueSecurity?
+    var captchaToken: String? { security?.captchaToken }
+
+    enum CodingKeys: String, CodingKey {
+        case email, password, data
+        case security = "gotrue_meta_security"
+    }
+}
+
+/// GoTrue's CAPTCHA carrier.
+struct GoTrueSecurity: Decodable, Sendable {
+    var captchaToken: String?
+    enum CodingKeys: String, CodingKey { case captchaToken = "captcha_token" }
+}
+
+/// `POST /token`'s body for each grant.
+struct GoTrueTokenRequest: Decodable, Sendable {
+    var email: String?
+    var password: String?
+    var refreshToken: String?
+    var provider: String?
+    var idToken: String?
+    var nonce: String?
+    var security: GoTrueSecurity?
+
+    enum CodingKeys: String, CodingKey {
+        case email, password, provider, nonce
+        case refreshToken = "refresh_token", idToken = "id_token", security = "gotrue_meta_security"
+    }
+}
+
+/// `PUT /user`.
+struct GoTrueUserUpdate: Decodable, Sendable {
+    var email: String?
+    var password: String?
+    var currentPassword: String?
+    var data: [String: JSONValue]?
+
+    enum CodingKeys: String, CodingKey {
+        case email, password, data
+        case currentPassword = "current_password"
+    }
+}
+
+/// `POST /otp`, `POST /recover`.
+struct GoTrueEmailRequest: Decodable, Sendable {
+    var email: String?
+    var security: GoTrueSecurity?
+    enum CodingKeys: String, CodingKey {
+        case email
+        case security = "gotrue_meta_security"
+    }
+}
+
+/// `POST /verify`.
+struct GoTrueVerifyRequest: Decodable, Sendable {
+    var type: String
+    var token: String?
+    var tokenHash: String?
+    var email: String?
+    enum CodingKeys: String, CodingKey {
+        case type, token, email
+        case tokenHash = "token_hash"
+    }
+}
+
+/// `POST` and `PUT /admin/users…`.
+struct GoTrueAdminUser: Decodable, Sendable {
+    var email: String?
+    var password: String?
+    var passwordHash: String?
+    var emailConfirm: Bool?
+    var userMetadata: [String: JSONValue]?
+    var banDuration: String?
+
+    enum CodingKeys: String, CodingKey {
+        case email, password
+        case passwordHash = "password_hash", emailConfirm = "email_confirm", userMetadata = "user_metadata", banDuration = "ban_duration"
+    }
+}

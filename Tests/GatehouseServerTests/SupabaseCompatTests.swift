@@ -1,0 +1,85 @@
+import Foundation
+import GatehouseServer
+import GatehouseTestSupport
+import GatehouseWire
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Testing
+
+/// `/auth/v1` driven by Supabase's own Python clients, unchanged (issue 24): sign-up, password
+/// sign-in, refresh, the user, anonymous sign-in and its upgrade, each sign-out scope, a
+/// recovery from a real mail, a one-time code, and the admin calls. The script asserts each
+/// answer and prints one line a step; the test needs every step and the final line.
+@Suite struct SupabaseCompatTests {
+    static let anonKey = "sb_publishable_test_key_0123456789"
+    static let serviceRoleKey = "sb_secret_test_service_role_key_0123456789"
+
+    static var script: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("support/supabase_client_check.py")
+    }
+
+    static func configure(_ sink: SMTPSink) -> (inout GatehouseConfig) -> Void {
+        { config in
+            config.smtpURL = "smtp://127.0.0.1:\(sink.port)"
+            config.supabaseAnonKey = anonKey
+            config.supabaseServiceRoleKey = serviceRoleKey
+        }
+    }
+
+    static let steps = [
+        "api key, settings and keys", "sign up, refusals, sign in", "refresh, read and update the user",
+        "tokens from one surface work on the other", "anonymous sign-in and its upgrade", "sign out: others, local, global",
+        "recover a password from the mail", "one-time code", "admin: create, list, get, update, ban, bcrypt hash, delete",
+        "a refresh raced within the reuse interval",
+    ]
+
+    @Test(.requires(SMTPSink.python != nil, "GATEHOUSE_TEST_PYTHON"), arguments: Backend.available, ["supabase_auth", "gotrue"])
+    func supabasesOwnClientWorksUnchanged(_ backend: Backend, _ library: String) async throws {
+        let sink = try await SMTPSink()
+        defer { sink.stop() }
+        try await TestApp.run(backend, preset: "default", setup: .live, adjust: Self.configure(sink)) { client, _ in
+            let output = try await Command.run(
+                try #require(SMTPSink.python),
+                [Self.script.path, "--url", "http://127.0.0.1:\(try #require(client.port))", "--anon", Self.anonKey,
+                 "--service", Self.serviceRoleKey, "--maildir", sink.maildir.path,
+                 "--reset-path", Endpoints.resetPasswordPage.path.template, "--library", library])
+            for step in Self.steps { #expect(output.contains("ok: \(step)\n"), "missing step: \(step)\n\(output)") }
+            #expect(output.contains("ALL OK"), "\(output)")
+        }
+    }
+
+    @Test func withoutTheAnonKeyNothingIsServedAtAuthV1() async throws {
+        try await TestApp.run(.sqlite, preset: "default") { client, _ in
+            let response = try await client.execute(uri: "/auth/v1/settings", method: .get, headers: [HTTPField.Name("apikey")!: "x"])
+            #expect(response.status == .notFound)
+        }
+    }
+
+    @Test func errorsComeInGoTruesTwoShapes() async throws {
+        try await TestApp.run(.sqlite, preset: "default", adjust: { $0.supabaseAnonKey = Self.anonKey }) { client, _ in
+            let apikey = HTTPField.Name("apikey")!
+            let body = ByteBuffer(string: #"{"email": "nobody@example.com", "password": "Wrong-password-1"}"#)
+            let json: HTTPFields = [apikey: Self.anonKey, .contentType: "application/json"]
+            let legacy = try await client.execute(uri: "/auth/v1/token?grant_type=password", method: .post, headers: json, body: body)
+            #expect(legacy.status == .badRequest)
+            let legacyBody = try JSONSerialization.jsonObject(with: Data(buffer: legacy.body)) as? [String: Any]
+            #expect(legacyBody?["code"] as? Int == 400)
+            #expect(legacyBody?["error_code"] as? String == "invalid_credentials")
+            #expect(legacyBody?["msg"] as? String != nil)
+            #expect(legacy.headers[HTTPField.Name("x-sb-error-code")!] == "invalid_credentials")
+            var versionedHeaders = json
+            versionedHeaders[HTTPField.Name("X-Supabase-Api-Version")!] = "2024-01-01"
+            let versioned = try await client.execute(
+                uri: "/auth/v1/token?grant_type=password", method: .post, headers: versionedHeaders, body: body)
+            let versionedBody = try JSONSerialization.jsonObject(with: Data(buffer: versioned.body)) as? [String: Any]
+            #expect(versioned.status == .badRequest && versionedBody?["code"] as? String == "invalid_credentials")
+            #expect(versioned.headers[HTTPField.Name("X-Supabase-Api-Version")!] == "2024-01-01")
+            // No service role key configured: no admin routes.
+            let admin = try await client.execute(
+                uri: "/auth/v1/admin/users", method: .get, headers: [apikey: Self.anonKey, .authorization: "Bearer \(Self.anonKey)"])
+            #expect(admin.status == .notFound)
+        }
+    }
+}
