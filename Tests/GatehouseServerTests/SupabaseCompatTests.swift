@@ -82,4 +82,29 @@ import Testing
             #expect(admin.status == .notFound)
         }
     }
+
+    /// A reset link redeemed as a recovery session is single use under a race: twelve
+    /// `POST /auth/v1/verify` released together (the last-byte technique) give exactly one session.
+    @Test(.requires(SMTPSink.python != nil, "GATEHOUSE_TEST_PYTHON"), arguments: Backend.available)
+    func aRecoveryLinkRacedTwelveTimesOpensOneSession(_ backend: Backend) async throws {
+        let sink = try await SMTPSink()
+        defer { sink.stop() }
+        try await TestApp.run(backend, preset: "default", setup: .live, adjust: Self.configure(sink)) { client, _ in
+            let api = AuthClient(client: client)
+            let account = try await api.account("Rae.Race@Example.com")
+            let apikey: HTTPFields = [HTTPField.Name("apikey")!: Self.anonKey]
+            #expect(try await api.post("/auth/v1/recover", #"{"email": "rae.race@example.com"}"#, headers: apikey).status == .ok)
+            let mail = try await sink.waitForMail { $0.parts["text/plain"]?.contains(Endpoints.resetPasswordPage.path.template) == true }
+            let token = try EmailFlowTests.token(in: mail, path: Endpoints.resetPasswordPage.path.template)
+            let request = LastByteRace.request(
+                "POST", "/auth/v1/verify", json: #"{"type": "recovery", "token_hash": "\#(token)"}"#, headers: ["apikey": Self.anonKey])
+            let answers = try await BurstGate.exclusive {
+                try await LastByteRace.send(port: try #require(client.port), request, copies: 12)
+            }
+            let opened = answers.filter { $0.status == 200 }
+            #expect(opened.count == 1, "\(answers.map(\.status))")
+            #expect(opened.first?.json?["user"].flatMap { ($0 as? [String: Any])?["id"] as? String } == account.user.id)
+            #expect(answers.filter { $0.status == 403 && $0.json?["error_code"] as? String == "otp_expired" }.count == 11)
+        }
+    }
 }
