@@ -48,9 +48,12 @@ struct PasswordResetService: Sendable {
                 throw GatehouseError.usedResetLink(preset)
             }
             if !user.emailVerified, let normalized = user.normalizedEmail {
-                try await lifecycle.endWhatCameBeforeProof(work, user, removePassword: false)
+                // The first proof of the address: a password set before it may be a pre-hijacker's,
+                // and no new one comes with this link, so it goes (as at a magic link).
+                try await lifecycle.endWhatCameBeforeProof(work, user, removePassword: true)
                 _ = try await tx.markEmailVerified(user.id, normalizedEmail: normalized, at: now)
                 user.emailVerifiedAt = now
+                user.passwordHash = nil
             }
             try await tx.retireEmailTokens(userID: user.id, normalizedEmail: nil, purpose: .passwordReset, at: now)
             return try await sessions.signIn(work, user, provider: .email, method: Self.linkMethod, event: .login)
