@@ -204,13 +204,14 @@ struct SupabaseCompatService: Sendable {
         }
     }
 
-    /// The GoTrue session of a native one, with the user read fresh (so metadata applied after
-    /// the sign-in shows).
+    /// The GoTrue session of a native one; the user is read again only when metadata was applied
+    /// after the sign-in.
     private func session(_ session: SessionPayload, applying data: [String: JSONValue]? = nil) async throws -> GoTrueSession {
         let signedIn = try await authenticator.signedIn(token: session.accessToken)
-        if let patch = GoTrueMetadata.patch(from: data) {
-            _ = try await profiles.patch(signedIn, patch)
+        guard let patch = GoTrueMetadata.patch(from: data) else {
+            return GoTrueSession(session, user: try await goTrueUser(signedIn.user))
         }
+        _ = try await profiles.patch(signedIn, patch)
         return GoTrueSession(session, user: try await goTrueUser(id: signedIn.user.id))
     }
 

@@ -120,8 +120,8 @@ struct SupabaseController {
 
     /// The user of the request's access token (`Authorization: Bearer …`).
     private func signedIn(_ request: Request) async throws -> SignedIn {
-        guard let token = request.bearerToken else { throw GatehouseError.unauthorized() }
-        return try await authenticator.signedIn(token: token)
+        guard let signedIn = try await request.optionalSignedIn(authenticator) else { throw GatehouseError.unauthorized() }
+        return signedIn
     }
 
     private static func required(_ value: String?, _ name: String) throws -> String {
@@ -206,11 +206,12 @@ struct GoTrueError: Sendable {
     ]
 
     init(_ error: GatehouseError) {
-        let name = Self.names[error.code]
+        // A link or code that expired is `token_expired` at 400 in Gatehouse (401 is an access
+        // token's): GoTrue answers it as it answers an invalid link.
+        let linkExpired = error.code == .tokenExpired && error.status == 400
+        let name = Self.names[linkExpired ? .tokenInvalid : error.code]
         code = name?.0 ?? error.code.rawValue
-        // A link or code that expired is `token_expired` at 400 in Gatehouse, `otp_expired` here.
-        if error.code == .tokenExpired, error.status == 400 { code = "otp_expired" }
-        status = code == "otp_expired" ? 403 : (name?.1 ?? error.status)
+        status = name?.1 ?? error.status
         message = error.message
         reasons = error.reasons
     }

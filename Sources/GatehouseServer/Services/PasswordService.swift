@@ -148,13 +148,8 @@ struct PasswordService: Sendable {
         try await credentials.checkStrength(new, email: user.normalizedEmail ?? "")
         let hash = try await credentials.hash(new)
         try await unitOfWork.run(client: client) { work in
-            let (tx, now) = (work.tx, work.now)
-            try await tx.updatePassword(user.id, hash: hash, changedAt: now, now: now)
-            try await tx.retireEmailTokens(userID: user.id, normalizedEmail: nil, purpose: .passwordReset, at: now)
-            let revoked = try await tx.revokeSessions(of: user.id, keeping: identity.sessionID, reason: "password_reset", at: now)
-            try await tx.deleteIdempotencyKeys(of: user.id)
-            try await work.audit(.passwordReset, user: user.id, session: identity.sessionID, details: ["sessions_revoked": String(revoked.count)])
-            try await mail.queuePasswordChanged(work, user: user)
+            let revoked = try await replacePassword(work, of: user, with: hash, keeping: identity.sessionID, reason: "password_reset")
+            try await work.audit(.passwordReset, user: user.id, session: identity.sessionID, details: ["sessions_revoked": String(revoked)])
         }
         if let normalized = user.normalizedEmail { try await throttle.clearAccount(normalized) }
         var updated = user
@@ -170,8 +165,7 @@ struct PasswordService: Sendable {
     func createByOperator(
         email: String, password: String?, passwordHash: String?, emailConfirmed: Bool, displayName: String?
     ) async throws -> User {
-        let address = email.trimmingCharacters(in: .whitespacesAndNewlines).precomposedStringWithCanonicalMapping
-        guard EmailAddress.isValid(address), EmailAddress.isCanonical(address) else { throw GatehouseError.invalidEmail(preset) }
+        let address = try credentials.canonicalAddress(email)
         let normalized = EmailAddress.normalize(address)
         let hash: String?
         if let password {
@@ -212,13 +206,23 @@ struct PasswordService: Sendable {
         try await credentials.checkStrength(password, email: user.normalizedEmail ?? "")
         let hash = try await credentials.hash(password)
         try await unitOfWork.run { work in
-            let (tx, now) = (work.tx, work.now)
-            try await tx.updatePassword(user.id, hash: hash, changedAt: now, now: now)
-            try await tx.retireEmailTokens(userID: user.id, normalizedEmail: nil, purpose: .passwordReset, at: now)
-            _ = try await tx.revokeSessions(of: user.id, keeping: nil, reason: "password_set_by_operator", at: now)
-            try await tx.deleteIdempotencyKeys(of: user.id)
+            _ = try await replacePassword(work, of: user, with: hash, keeping: nil, reason: "password_set_by_operator")
             try await work.audit(.passwordChange, user: user.id, details: ["by": "operator"])
-            try await mail.queuePasswordChanged(work, user: user)
         }
+    }
+
+    /// A password set without the old one (after a link, or by an operator): the new hash, the
+    /// reset links made under the old one retired, the other sessions and the sign-up replays
+    /// ended, the owner told by mail. Answers how many sessions ended.
+    private func replacePassword(
+        _ work: Work, of user: User, with hash: String, keeping session: SessionID?, reason: String
+    ) async throws -> Int {
+        let (tx, now) = (work.tx, work.now)
+        try await tx.updatePassword(user.id, hash: hash, changedAt: now, now: now)
+        try await tx.retireEmailTokens(userID: user.id, normalizedEmail: nil, purpose: .passwordReset, at: now)
+        let revoked = try await tx.revokeSessions(of: user.id, keeping: session, reason: reason, at: now)
+        try await tx.deleteIdempotencyKeys(of: user.id)
+        try await mail.queuePasswordChanged(work, user: user)
+        return revoked.count
     }
 }
