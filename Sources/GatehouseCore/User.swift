@@ -53,6 +53,9 @@ public struct User: Sendable, Equatable {
     public var planOverride: String?
     /// When the account's one trial began (`nil`: never).
     public var trialStartedAt: Date?
+    /// The last sign-in an import brought from another system (this server's own sign-ins
+    /// are its sessions).
+    public var lastSignInAt: Date?
 
     public init(
         id: UserID, email: String? = nil, normalizedEmail: String? = nil, emailVerifiedAt: Date? = nil,

@@ -16,6 +16,9 @@ public protocol UserStore: Sendable {
     func identities(of userID: UserID) async throws(StoreError) -> [Identity]
     /// Replaces the password hash (after a change, a reset or a re-hash); `nil` removes it.
     func updatePassword(_ id: UserID, hash: String?, changedAt: Date?, now: Date) async throws(StoreError)
+    /// Replaces the hash with one of the same password under today's algorithm, only while the
+    /// stored hash is still `old` (a reset or change in between wins); false when it was not.
+    func rehashPassword(_ id: UserID, from old: String, to new: String, now: Date) async throws(StoreError) -> Bool
     /// Marks the email verified (now) when it is still `normalizedEmail`; false otherwise.
     func markEmailVerified(_ id: UserID, normalizedEmail: String, at date: Date) async throws(StoreError) -> Bool
     /// The identity a provider knows as `subject`.

@@ -5,14 +5,14 @@ extension SQLStore {
     static let userColumns = """
         id, email, email_normalized, email_verified_at, is_anonymous, display_name, handle, avatar_url, \
         onboarding_complete, password_hash, password_changed_at, disabled_at, disabled_reason, created_at, updated_at, \
-        name_suggestions, plan_override, trial_started_at
+        name_suggestions, plan_override, trial_started_at, last_sign_in_at
         """
 
     // MARK: Accounts
 
     public func insertUser(_ user: User) async throws(StoreError) {
         try await executor.query(
-            "INSERT INTO users (\(Self.userColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO users (\(Self.userColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 .text(user.id.description), SQLValue(user.email), SQLValue(user.normalizedEmail),
                 SQLValue(user.emailVerifiedAt?.unixSeconds), SQLValue(user.isAnonymous),
@@ -21,7 +21,7 @@ extension SQLStore {
                 SQLValue(user.passwordChangedAt?.unixSeconds), SQLValue(user.disabledAt?.unixSeconds),
                 SQLValue(user.disabledReason), .integer(user.createdAt.unixSeconds),
                 .integer(user.updatedAt.unixSeconds), SQLValue(Self.encodeNames(user.nameSuggestions)), SQLValue(user.planOverride),
-                SQLValue(user.trialStartedAt?.unixSeconds),
+                SQLValue(user.trialStartedAt?.unixSeconds), SQLValue(user.lastSignInAt?.unixSeconds),
             ])
     }
 
@@ -108,6 +108,14 @@ extension SQLStore {
                 "UPDATE users SET password_hash = ?, updated_at = ? WHERE id = ?",
                 [SQLValue(hash), .integer(now.unixSeconds), .text(id.description)])
         }
+    }
+
+    public func rehashPassword(_ id: UserID, from old: String, to new: String, now: Date) async throws(StoreError) -> Bool {
+        defer { changed(.user(id)) }
+        return try await !executor.query(
+            "UPDATE users SET password_hash = ?, updated_at = ? WHERE id = ? AND password_hash = ? RETURNING id",
+            [.text(new), .integer(now.unixSeconds), .text(id.description), .text(old)]
+        ).isEmpty
     }
 
     public func updateEmail(
@@ -213,6 +221,7 @@ extension SQLStore {
         }
         user.planOverride = try row.optionalString("plan_override")
         user.trialStartedAt = try row.optionalInt("trial_started_at").map(Date.init(unixSeconds:))
+        user.lastSignInAt = try row.optionalInt("last_sign_in_at").map(Date.init(unixSeconds:))
         return user
     }
 

@@ -92,9 +92,10 @@ struct PasswordService: Sendable {
             try await unitOfWork.audit(.login, .failure, user: user.id, client: client, details: ["reason": "account disabled"])
             throw GatehouseError.accountDisabled(preset)
         }
-        if verification.needsRehash {
-            // Imported bcrypt, or Argon2id under older parameters: upgrade while the password is at hand.
-            try await store.updatePassword(user.id, hash: try await credentials.hash(password), changedAt: nil, now: clock.now)
+        if verification.needsRehash, let old = user.passwordHash {
+            // Imported bcrypt or Firebase scrypt, or Argon2id under older parameters: upgrade while
+            // the password is at hand, unless a reset or change replaced the hash meanwhile.
+            _ = try await store.rehashPassword(user.id, from: old, to: try await credentials.hash(password), now: clock.now)
         }
         return try await unitOfWork.run(client: client) { work in
             try await sessions.signIn(work, user, provider: .email, method: Self.method, event: .login).answer
