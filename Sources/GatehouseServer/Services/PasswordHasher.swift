@@ -37,16 +37,24 @@ public struct Argon2Parameters: Sendable, Equatable {
 /// burst of logins cannot starve database calls either.
 ///
 /// Hashes are PHC strings: Argon2id for everything Gatehouse makes; bcrypt (`$2a$`, `$2b$`,
-/// `$2y$`) is verified for accounts imported from elsewhere and replaced at the next login.
+/// `$2y$`) and Firebase's modified scrypt (`FirebaseScrypt`) are verified for accounts imported
+/// from elsewhere and replaced at the next login.
 public final class PasswordHasher: Sendable {
     public let parameters: Argon2Parameters
     private let pool: NIOThreadPool
     /// A hash of a random password, verified when an email is unknown so that the answer
     /// takes the same work as for a real account.
     private let decoy: String
+    /// The imported Firebase projects' parameters (nil: no Firebase hash verifies).
+    private let firebaseKeys: FirebaseHashKeys?
 
-    public init(parameters: Argon2Parameters = Argon2Parameters(), threads: Int = System.coreCount) throws {
+    public convenience init(parameters: Argon2Parameters = Argon2Parameters(), threads: Int = System.coreCount) throws {
+        try self.init(parameters: parameters, threads: threads, firebaseKeys: nil)
+    }
+
+    init(parameters: Argon2Parameters, threads: Int, firebaseKeys: FirebaseHashKeys?) throws {
         self.parameters = parameters
+        self.firebaseKeys = firebaseKeys
         // Made first: bad parameters fail here, before any thread is started.
         decoy = try Self.argon2id(Array(UUID().uuidString.utf8), parameters: parameters)
         pool = NIOThreadPool(numberOfThreads: max(1, threads))
@@ -75,6 +83,15 @@ public final class PasswordHasher: Sendable {
         let parameters = self.parameters
         let target = hash ?? decoy
         let known = hash != nil
+        if let firebase = FirebaseScrypt.decode(target) {
+            guard let project = try await firebaseKeys?.parameters(keyID: firebase.keyID) else {
+                return Verification(matches: false, needsRehash: false)
+            }
+            return try await pool.runIfActive {
+                let computed = try FirebaseScrypt.hash(Array(password.utf8), salt: firebase.salt, parameters: project)
+                return Verification(matches: constantTimeEquals(computed, firebase.hash) && known, needsRehash: true)
+            }
+        }
         return try await pool.runIfActive {
             let bytes = Array(password.utf8)
             if target.hasPrefix("$argon2id$") {
