@@ -172,7 +172,7 @@ func makeRouter(_ infra: Infrastructure, _ useCases: UseCases) -> Router<Gatehou
         ).register(on: router)
     }
     AdminController(
-        users: u.users, mfa: u.mfa, keys: infra.keys, adminKey: infra.adminKey, testMail: u.testMail, bodyLimit: config.maxBodyBytes,
+        users: u.users, imports: u.imports, mfa: u.mfa, keys: infra.keys, adminKey: infra.adminKey, testMail: u.testMail, bodyLimit: config.maxBodyBytes,
         retiredKeyPublishSeconds: KeyRing.retiredKeyPublishSeconds(
             accessTokenTTLSeconds: preset.tokens.accessTokenTTLSeconds, leewaySeconds: preset.tokens.leewaySeconds)
     ).register(on: router)

@@ -13,7 +13,13 @@ public enum Operator {
     ) async throws -> T {
         var logger = makeLogger(config)
         logger.logLevel = .warning
-        let database = try await config.database.open(logger: logger)
+        return try await withDatabase(config.database, logger: logger, poolSize: 20, body)
+    }
+
+    static func withDatabase<T: Sendable>(
+        _ url: DatabaseURL, logger: Logger, poolSize: Int, _ body: @escaping @Sendable (any SQLDatabase) async throws -> T
+    ) async throws -> T {
+        let database = try await url.open(logger: logger, poolSize: poolSize)
         let work: @Sendable () async throws -> T = {
             try await database.ping()
             return try await body(database)
@@ -76,15 +82,78 @@ public enum Operator {
 
     public static func users<T: Sendable>(_ config: GatehouseConfig, _ body: @escaping @Sendable (UserAdminService) async throws -> T) async throws -> T {
         try await withStore(config) { store in
-            // Jobs are only queued here; a running server's worker delivers them.
-            let jobs = JobWorker(
-                store: store, sealer: SecretSealer(secret: config.secretKey), clock: SystemClock(), logger: Logger(label: "gatehouse"),
-                handlers: [:])
-            let events = EventRecorder(jobs: jobs, webhookConfigured: config.webhookURL != nil, clock: SystemClock())
-            let unitOfWork = UnitOfWork(
-                store: store, events: events, mail: nil, jobs: jobs, privacy: config.preset.privacy, clock: SystemClock())
-            return try await body(
-                UserAdminService(store: store, unitOfWork: unitOfWork, lifecycle: AccountLifecycle(handles: config.preset.handles), clock: SystemClock()))
+            try await body(
+                UserAdminService(
+                    store: store, unitOfWork: unitOfWork(config, store), lifecycle: AccountLifecycle(handles: config.preset.handles),
+                    clock: SystemClock()))
+        }
+    }
+
+    /// Writes as a request would, except that jobs and webhooks are only queued: a running
+    /// server's worker delivers them.
+    static func unitOfWork(_ config: GatehouseConfig, _ store: SQLStore) -> UnitOfWork {
+        let jobs = JobWorker(
+            store: store, sealer: SecretSealer(secret: config.secretKey), clock: SystemClock(), logger: Logger(label: "gatehouse"),
+            handlers: [:])
+        let events = EventRecorder(
+            jobs: jobs, webhookConfigured: config.webhookURL != nil, clock: SystemClock(),
+            trialStartsAtSignup: config.preset.entitlements.trial.startsAtSignup)
+        return UnitOfWork(store: store, events: events, mail: nil, jobs: jobs, privacy: config.preset.privacy, clock: SystemClock())
+    }
+
+    static func imports<T: Sendable>(_ config: GatehouseConfig, _ body: @escaping @Sendable (ImportService) async throws -> T) async throws -> T {
+        try await withStore(config) { store in
+            try await body(
+                ImportService(
+                    store: store, unitOfWork: unitOfWork(config, store), lifecycle: AccountLifecycle(handles: config.preset.handles),
+                    firebaseKeys: FirebaseHashKeys(store: store, sealer: SecretSealer(secret: config.secretKey)), clock: SystemClock()))
+        }
+    }
+
+    /// `gatehouse import firebase FILE`: the whole file, in order.
+    public static func importFirebase(_ config: GatehouseConfig, file: String, hashConfig: FirebaseHashConfig?) async throws -> ImportReport {
+        let data = try Data(contentsOf: URL(fileURLWithPath: file))
+        let rows: [ImportRow]
+        do {
+            rows = try FirebaseExport.rows(data, now: Date(), id: ImportService.firebaseID)
+        } catch {
+            throw GatehouseError.invalidRequest("\(file): \(error.description)")
+        }
+        return try await imports(config) { try await $0.firebase(rows, hashConfig: hashConfig) }
+    }
+
+    /// `gatehouse import supabase --from URL`: `auth.users` a page at a time; `progress` hears
+    /// the running totals after each page.
+    public static func importSupabase(
+        _ config: GatehouseConfig, from source: String, pageSize: Int = 500, progress: @escaping @Sendable (ImportReport, Int) -> Void = { _, _ in }
+    ) async throws -> ImportReport {
+        guard case .success(let url) = DatabaseURL.parse(source), case .postgres = url else {
+            throw GatehouseError.invalidRequest("--from must be a postgres:// URL of the Supabase database.")
+        }
+        let logger = {
+            var logger = makeLogger(config)
+            logger.logLevel = .warning
+            return logger
+        }()
+        return try await imports(config) { service in
+            try await withDatabase(url, logger: logger, poolSize: 2) { database in
+                let reader = try await SupabaseAuthSource(database: database)
+                let total = try await reader.count()
+                var report = ImportReport()
+                var offset = 0
+                while offset < total {
+                    let page = try await reader.page(offset: offset, limit: pageSize)
+                    if page.users.isEmpty { break }
+                    let rows = SupabaseExport.rows(page.users, identities: page.identities, firstRow: offset + 1, now: Date())
+                    let part = try await service.write(rows, source: "supabase", firebaseKeyID: nil)
+                    report.imported += part.imported
+                    report.unchanged += part.unchanged
+                    report.refused += part.refused
+                    offset += page.users.count
+                    progress(report, total)
+                }
+                return report
+            }
         }
     }
 

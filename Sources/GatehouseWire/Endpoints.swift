@@ -160,6 +160,8 @@ public enum Endpoints {
     public static let adminTestMail = Endpoint<MailTestRequest, MailQueued>(.post, "/admin/v1/mail/test")
     public static let adminKeys = Endpoint<NoBody, JSONWebKeySet>(.get, "/admin/v1/keys")
     public static let adminRotateKeys = Endpoint<NoBody, JSONWebKeySet>(.post, "/admin/v1/keys/rotate")
+    public static let adminImportFirebase = Endpoint<FirebaseImportRequest, ImportReport>(.post, "/admin/v1/imports/firebase")
+    public static let adminImportSupabase = Endpoint<SupabaseImportRequest, ImportReport>(.post, "/admin/v1/imports/supabase")
 
     /// Every route above once, in the order declared (`applePurchaseRestoreHint` is
     /// `applePurchase`). `OpenAPITests` holds this list, the router's routes and
@@ -184,5 +186,6 @@ public enum Endpoints {
         devOutbox.erased,
         adminUsers.erased, adminUser.erased, adminDisableUser.erased, adminEnableUser.erased, adminDeleteUser.erased,
         adminSetPlan.erased, adminMFAFactors.erased, adminDeleteMFAFactor.erased, adminEvents.erased, adminAudit.erased, adminTestMail.erased, adminKeys.erased, adminRotateKeys.erased,
+        adminImportFirebase.erased, adminImportSupabase.erased,
     ]
 }

@@ -28,6 +28,8 @@ struct Infrastructure {
     let chainKey: RefreshChainKey
     let sealer: SecretSealer
     let hasher: PasswordHasher
+    /// The Firebase projects' hash parameters imported accounts are verified with.
+    let firebaseKeys: FirebaseHashKeys
     let httpClient: HTTPClient
     let links: EmailLinks
     let engine: EntitlementEngine
@@ -66,7 +68,8 @@ struct Infrastructure {
         keys = KeyRing(store: store, clock: clock, secretKey: config.secretKey, logger: logger)
         chainKey = RefreshChainKey()
         sealer = SecretSealer(secret: config.secretKey)
-        hasher = try PasswordHasher(parameters: config.argon2, threads: config.hashThreads)
+        firebaseKeys = FirebaseHashKeys(store: store, sealer: sealer)
+        hasher = try PasswordHasher(parameters: config.argon2, threads: config.hashThreads, firebaseKeys: firebaseKeys)
         httpClient = HTTPClient(eventLoopGroupProvider: .singleton)
         links = EmailLinks(publicURL: config.publicURL, chainKey: chainKey)
         engine = EntitlementEngine(settings: preset.entitlements, copy: preset.copy)

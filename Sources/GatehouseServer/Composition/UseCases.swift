@@ -22,6 +22,7 @@ struct UseCases {
     let analytics: AnalyticsService
     let purchases: PurchaseService
     let users: UserAdminService
+    let imports: ImportService
     let testMail: TestMailService
     let passkeys: PasskeyService
     let mfa: MFAService
@@ -96,6 +97,7 @@ struct UseCases {
             bundleID: config.appStoreBundleID ?? config.appleAudiences.first, environments: config.appStoreEnvironments,
             entitlements: entitlements, engine: infra.engine, unitOfWork: unitOfWork, clock: clock, logger: infra.logger)
         users = UserAdminService(store: store, unitOfWork: unitOfWork, lifecycle: lifecycle, clock: clock)
+        imports = ImportService(store: store, unitOfWork: unitOfWork, lifecycle: lifecycle, firebaseKeys: infra.firebaseKeys, clock: clock)
         testMail = TestMailService(unitOfWork: unitOfWork)
         passkeys = PasskeyService(
             store: store, unitOfWork: unitOfWork, gate: gate, sessions: issuer, lifecycle: lifecycle, assertions: assertions,

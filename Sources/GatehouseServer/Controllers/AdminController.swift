@@ -7,6 +7,7 @@ import Hummingbird
 /// `/admin/v1`: operator calls, behind the admin key.
 struct AdminController {
     let users: UserAdminService
+    let imports: ImportService
     let mfa: MFAService
     let keys: KeyRing
     let adminKey: AdminKey
@@ -73,6 +74,14 @@ struct AdminController {
             let body = try await request.decodeJSON(MailTestRequest.self, limit: self.bodyLimit)
             let id = try await self.testMail.send(to: body.to)
             return try JSONBody.response(MailQueued(id: id.uuidString.lowercased()), status: .accepted)
+        }
+        admin.on(Endpoints.adminImportFirebase) { request, _ in
+            let body = try await request.decodeJSON(FirebaseImportRequest.self, limit: self.bodyLimit)
+            return try JSONBody.response(try await self.imports.firebase(body))
+        }
+        admin.on(Endpoints.adminImportSupabase) { request, _ in
+            let body = try await request.decodeJSON(SupabaseImportRequest.self, limit: self.bodyLimit)
+            return try JSONBody.response(try await self.imports.supabase(body))
         }
         admin.on(Endpoints.adminKeys) { _, _ in
             try JSONBody.response(self.keys.jwks)
