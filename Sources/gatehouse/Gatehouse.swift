@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import GatehouseServer
+import GatehouseWire
 
 @main
 struct Gatehouse: AsyncParsableCommand {
@@ -11,7 +12,7 @@ struct Gatehouse: AsyncParsableCommand {
             Configuration comes from GATEHOUSE_* environment variables (see README.md); with none \
             at all, `gatehouse serve` runs on 127.0.0.1:8080 with ./gatehouse.sqlite.
             """,
-        subcommands: [Serve.self, Migrate.self, Keys.self, Users.self],
+        subcommands: [Serve.self, Migrate.self, Keys.self, Users.self, Import.self],
         defaultSubcommand: nil)
 }
 
@@ -185,6 +186,66 @@ struct Users: AsyncParsableCommand {
         func run() async throws {
             try await withConfiguration { config in
                 print(Operator.line(try await Operator.users(config) { try await $0.enable(user) }))
+            }
+        }
+    }
+}
+
+struct Import: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Import accounts from Firebase Auth or Supabase Auth (docs/migrate-from-firebase.md, docs/migrate-from-supabase.md).",
+        discussion: """
+            Each account is written whole or not at all; an account imported before is left as it is, so \
+            a run can be repeated or resumed. Rows that cannot be imported are listed with their number.
+            """,
+        subcommands: [Firebase.self, Supabase.self])
+
+    /// Prints the report; exit code 2 when any row was refused.
+    static func finish(_ report: ImportReport) throws {
+        for refusal in report.refused {
+            printError("row \(refusal.row)\(refusal.sourceID.map { " (\($0))" } ?? ""): \(refusal.reason)")
+        }
+        say("imported \(report.imported), unchanged \(report.unchanged), refused \(report.refused.count)")
+        if !report.refused.isEmpty { throw ExitCode(2) }
+    }
+
+    struct Firebase: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Import the users of `firebase auth:export FILE --format=json`; passwords keep working.")
+        @Argument(help: "The JSON file firebase auth:export wrote.") var file: String
+        @Option(help: "base64_signer_key of the project's password hash parameters.") var signerKey: String?
+        @Option(help: "base64_salt_separator of the project's password hash parameters.") var saltSeparator: String?
+        @Option(help: "rounds of the project's password hash parameters.") var rounds: Int?
+        @Option(help: "mem_cost of the project's password hash parameters.") var memCost: Int?
+
+        func validate() throws {
+            let given = [signerKey != nil, saltSeparator != nil, rounds != nil, memCost != nil]
+            if given.contains(true), given.contains(false) {
+                throw ValidationError("--signer-key, --salt-separator, --rounds and --mem-cost go together.")
+            }
+        }
+
+        func run() async throws {
+            let hashConfig = signerKey.map {
+                FirebaseHashConfig(signerKey: $0, saltSeparator: saltSeparator ?? "", rounds: rounds ?? 0, memCost: memCost ?? 0)
+            }
+            try await withConfiguration { config in
+                try Import.finish(try await Operator.importFirebase(config, file: file, hashConfig: hashConfig))
+            }
+        }
+    }
+
+    struct Supabase: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Import auth.users and auth.identities from a Supabase project's PostgreSQL database (read-only).")
+        @Option(help: "The Supabase database, postgres://USER:PASSWORD@HOST:PORT/postgres.") var from: String
+
+        func run() async throws {
+            try await withConfiguration { config in
+                let report = try await Operator.importSupabase(config, from: from) { report, total in
+                    say("\(report.imported + report.unchanged + report.refused.count) of \(total) rows read")
+                }
+                try Import.finish(report)
             }
         }
     }
