@@ -165,7 +165,10 @@ func makeRouter(_ infra: Infrastructure, _ useCases: UseCases) -> Router<Gatehou
         SupabaseController(
             compat: SupabaseCompatService(
                 store: infra.store, authenticator: u.authenticator, passwords: u.passwords, sessions: u.sessions, reset: u.reset,
-                magicLinks: u.magicLinks, providers: u.providers, profiles: u.profiles, users: u.users),
+                magicLinks: u.magicLinks, providers: u.providers, profiles: u.profiles, users: u.users, mfa: u.mfa,
+                verification: u.verification, codes: GoTrueCodes(chainKey: infra.chainKey, clock: infra.clock),
+                redirects: RedirectPolicy(allowlist: config.redirectAllowlist + [preset.app.openAppURL].compactMap { $0 }),
+                siteURL: preset.app.openAppURL ?? config.publicURL.absoluteString, preset: preset, clock: infra.clock),
             authenticator: u.authenticator, keys: infra.keys, methods: preset.signInMethods,
             anonKey: AdminKey(key: anonKey, file: nil, generated: false),
             serviceRoleKey: config.supabaseServiceRoleKey.map { AdminKey(key: $0, file: nil, generated: false) }, errors: errors, input: input

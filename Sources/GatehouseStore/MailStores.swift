@@ -37,4 +37,11 @@ public protocol EmailTokenStore: Sendable {
     func reserveCodeAttempt(hash: [UInt8], limit: Int, now: Date) async throws(StoreError) -> Int?
     /// When a user's tokens of `purpose` were made, since `date` (for resend limits).
     func emailTokenTimes(userID: UserID, purpose: EmailTokenPurpose, since date: Date) async throws(StoreError) -> [Date]
+    /// Keeps the PKCE code challenge sent with a link's request (the newest one per address
+    /// and purpose).
+    func savePKCERequest(normalizedEmail: String, purpose: EmailTokenPurpose, challenge: String, method: String, expiresAt: Date)
+        async throws(StoreError)
+    /// Takes (deletes) the address's challenge for `purpose`, once; nil when there is none or it expired.
+    func takePKCERequest(normalizedEmail: String, purpose: EmailTokenPurpose, now: Date) async throws(StoreError)
+        -> (challenge: String, method: String)?
 }

@@ -96,3 +96,27 @@ extension SQLStore {
             upgradeUserID: try row.optionalString("upgrade_user_id").flatMap(UserID.init))
     }
 }
+
+extension SQLStore {
+    public func savePKCERequest(normalizedEmail: String, purpose: EmailTokenPurpose, challenge: String, method: String, expiresAt: Date)
+        async throws(StoreError)
+    {
+        try await executor.query(
+            """
+            INSERT INTO pkce_requests (email_normalized, purpose, challenge, method, expires_at) VALUES (?, ?, ?, ?, ?)
+            ON CONFLICT (email_normalized, purpose) DO UPDATE SET challenge = excluded.challenge, method = excluded.method,
+            expires_at = excluded.expires_at
+            """,
+            [.text(normalizedEmail), .text(purpose.rawValue), .text(challenge), .text(method), .integer(expiresAt.unixSeconds)])
+    }
+
+    public func takePKCERequest(normalizedEmail: String, purpose: EmailTokenPurpose, now: Date) async throws(StoreError)
+        -> (challenge: String, method: String)?
+    {
+        let rows = try await executor.query(
+            "DELETE FROM pkce_requests WHERE email_normalized = ? AND purpose = ? RETURNING challenge, method, expires_at",
+            [.text(normalizedEmail), .text(purpose.rawValue)])
+        guard let row = rows.first, try row.int("expires_at") > now.unixSeconds else { return nil }
+        return (try row.string("challenge"), try row.string("method"))
+    }
+}

@@ -25,14 +25,19 @@ import Testing
             config.smtpURL = "smtp://127.0.0.1:\(sink.port)"
             config.supabaseAnonKey = anonKey
             config.supabaseServiceRoleKey = serviceRoleKey
+            config.redirectAllowlist = [appURL]
         }
     }
+
+    /// Where `GET /auth/v1/verify` may send the browser in these tests.
+    static let appURL = "https://app.example.com/welcome"
 
     static let steps = [
         "api key, settings and keys", "sign up, refusals, sign in", "refresh, read and update the user",
         "tokens from one surface work on the other", "anonymous sign-in and its upgrade", "sign out: others, local, global",
         "recover a password from the mail", "one-time code", "admin: create, list, get, update, ban, bcrypt hash, delete",
-        "a refresh raced within the reuse interval",
+        "second factor: enroll, challenge, verify, step up, unenroll", "a magic link followed in a browser (implicit flow)",
+        "a magic link in the PKCE flow", "resend", "a refresh raced within the reuse interval",
     ]
 
     @Test(.requires(SMTPSink.python != nil, "GATEHOUSE_TEST_PYTHON"), arguments: Backend.available, ["supabase_auth", "gotrue"])
@@ -44,7 +49,8 @@ import Testing
                 try #require(SMTPSink.python),
                 [Self.script.path, "--url", "http://127.0.0.1:\(try #require(client.port))", "--anon", Self.anonKey,
                  "--service", Self.serviceRoleKey, "--maildir", sink.maildir.path,
-                 "--reset-path", Endpoints.resetPasswordPage.path.template, "--library", library])
+                 "--reset-path", Endpoints.resetPasswordPage.path.template, "--magic-path", Endpoints.magicLinkPage.path.template,
+                 "--app-url", Self.appURL, "--library", library])
             for step in Self.steps { #expect(output.contains("ok: \(step)\n"), "missing step: \(step)\n\(output)") }
             #expect(output.contains("ALL OK"), "\(output)")
         }

@@ -3,24 +3,30 @@ against a live Gatehouse's /auth/v1. Every step asserts what the client hands ba
 failure exits non-zero with its step. Mail is read from the SMTP sink's maildir.
 
 Usage: supabase_client_check.py --url http://127.0.0.1:PORT --anon KEY --service KEY
-       --maildir DIR --reset-path /auth/reset-password --library supabase_auth|gotrue
+       --maildir DIR --reset-path /auth/reset-password --magic-path /auth/magic-link
+       --app-url https://app.example.com/welcome --library supabase_auth|gotrue
+(--app-url is on the server's redirect allowlist.)
 """
 import argparse
+import base64
 import email
+import hashlib
 import importlib
 import mailbox
 import re
+import secrets
 import sys
 import time
 import uuid
 
 import bcrypt
 import httpx
+import pyotp
 
 
 def main():
     parser = argparse.ArgumentParser()
-    for name in ("url", "anon", "service", "maildir", "reset-path", "library"):
+    for name in ("url", "anon", "service", "maildir", "reset-path", "magic-path", "app-url", "library"):
         parser.add_argument("--" + name, required=True)
     options = parser.parse_args()
     lib = importlib.import_module(options.library)
@@ -199,6 +205,92 @@ def main():
     outsider = lib.SyncGoTrueAdminAPI(url=auth_url, headers={"apikey": options.anon, "Authorization": "Bearer " + options.anon})
     refused(lambda: outsider.list_users(), "no_authorization", 401)
     step("admin: create, list, get, update, ban, bcrypt hash, delete")
+
+    # A second factor: enrolled, challenged and verified with pyotp's code, the session then
+    # at aal2; a used code refused; a verified factor steps the session up again; removed.
+    fay = f"fay.{tag}@example.com"
+    factor_client = client()
+    factor_client.sign_up({"email": fay, "password": password})
+    enrolled = factor_client.mfa.enroll({"factor_type": "totp", "friendly_name": "Fay's phone"})
+    assert enrolled.totp.qr_code.startswith("data:image/svg+xml;utf-8,<svg"), enrolled.totp.qr_code[:80]
+    assert enrolled.totp.uri.startswith("otpauth://totp/") and enrolled.friendly_name == "Fay's phone"
+    totp = pyotp.TOTP(enrolled.totp.secret)
+    assert factor_client.mfa.get_authenticator_assurance_level().current_level == "aal1"
+    challenge = factor_client.mfa.challenge({"factor_id": enrolled.id})
+    wrong = "000000" if totp.now() != "000000" else "111111"
+    refused(lambda: factor_client.mfa.verify({"factor_id": enrolled.id, "challenge_id": challenge.id, "code": wrong}),
+            "mfa_verification_failed", 422)
+    refused(lambda: factor_client.mfa.verify({"factor_id": enrolled.id, "challenge_id": challenge.id[:-4] + "AAAA", "code": totp.now()}),
+            "mfa_challenge_expired", 400)
+    verified = factor_client.mfa.verify({"factor_id": enrolled.id, "challenge_id": challenge.id, "code": totp.now()})
+    assert verified.access_token and verified.user.email == fay
+    assert factor_client.mfa.get_authenticator_assurance_level().current_level == "aal2"
+    assert [f.id for f in factor_client.mfa.list_factors().totp] == [enrolled.id]
+    later = totp.at(time.time() + 30)
+    stepped = factor_client.mfa.challenge_and_verify({"factor_id": enrolled.id, "code": later})
+    assert stepped.access_token != verified.access_token
+    refused(lambda: factor_client.mfa.challenge_and_verify({"factor_id": enrolled.id, "code": later}), "mfa_verification_failed", 422)
+    # Gatehouse opens no session before the second factor (docs/supabase-compat.md, difference 5).
+    refused(lambda: client().sign_in_with_password({"email": fay, "password": password}), "insufficient_aal", 403)
+    factor_client.mfa.unenroll({"factor_id": enrolled.id})
+    assert client().sign_in_with_password({"email": fay, "password": password}).user.email == fay
+    step("second factor: enroll, challenge, verify, step up, unenroll")
+
+    # A magic link followed in a browser (GET /verify, no apikey): the implicit flow lands on
+    # the app with the session in the fragment; the link works once.
+    hal = f"hal.{tag}@example.com"
+    before = seen(hal)
+    client().sign_in_with_otp({"email": hal, "options": {"email_redirect_to": options.app_url}})
+    link = mail_match(hal, before, re.escape(options.magic_path) + r"\?token=([A-Za-z0-9_-]+)")
+    followed = httpx.get(auth_url + "/verify", params={"token": link, "type": "magiclink", "redirect_to": options.app_url})
+    assert followed.status_code == 303, followed.text
+    landing, _, fragment = followed.headers["location"].partition("#")
+    assert landing == options.app_url, followed.headers["location"]
+    values = dict(pair.split("=", 1) for pair in fragment.split("&"))
+    assert values["token_type"] == "bearer" and values["type"] == "magiclink"
+    assert client().get_user(values["access_token"]).user.email == hal
+    assert client().refresh_session(values["refresh_token"]).session.access_token
+    again = httpx.get(auth_url + "/verify", params={"token": link, "type": "magiclink", "redirect_to": options.app_url})
+    assert again.status_code == 303 and "error_code=otp_expired" in again.headers["location"], again.headers
+    elsewhere_to = httpx.get(auth_url + "/verify", params={"token": link, "type": "magiclink", "redirect_to": "https://evil.example.net/"})
+    assert not elsewhere_to.headers["location"].startswith("https://evil.example.net"), elsewhere_to.headers
+    step("a magic link followed in a browser (implicit flow)")
+
+    # The PKCE flow (supabase-swift's default): the link lands on the app with ?code=, which
+    # only the client holding the verifier exchanges for the session.
+    ida = f"ida.{tag}@example.com"
+    pkce = lib.SyncGoTrueClient(url=auth_url, headers={"apikey": options.anon}, auto_refresh_token=False,
+                                persist_session=False, flow_type="pkce")
+    before = seen(ida)
+    verifier = None
+    if options.library == "supabase_auth":
+        pkce.sign_in_with_otp({"email": ida, "options": {"email_redirect_to": options.app_url}})
+    else:
+        # The older gotrue package sends a challenge with OAuth redirects only: send one as
+        # supabase-swift does, with a verifier of our own.
+        verifier = secrets.token_urlsafe(48)
+        challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
+        answer = httpx.post(auth_url + "/otp", params={"redirect_to": options.app_url}, headers={"apikey": options.anon},
+                            json={"email": ida, "code_challenge": challenge, "code_challenge_method": "s256"})
+        assert answer.status_code == 200, answer.text
+    link = mail_match(ida, before, re.escape(options.magic_path) + r"\?token=([A-Za-z0-9_-]+)")
+    followed = httpx.get(auth_url + "/verify", params={"token": link, "type": "magiclink", "redirect_to": options.app_url})
+    assert followed.status_code == 303 and followed.headers["location"].startswith(options.app_url + "?code="), followed.headers
+    auth_code = followed.headers["location"].split("?code=", 1)[1]
+    refused(lambda: client().exchange_code_for_session({"auth_code": auth_code, "code_verifier": "x" * 43}), "bad_code_verifier", 400)
+    exchanged = pkce.exchange_code_for_session({"auth_code": auth_code, "code_verifier": verifier} if verifier else {"auth_code": auth_code})
+    assert exchanged.user.email == ida and exchanged.session.access_token
+    assert pkce.get_user(exchanged.session.access_token).user.email == ida
+    refused(lambda: client().exchange_code_for_session({"auth_code": auth_code[:-6] + "AAAAAA", "code_verifier": "y" * 43}),
+            "flow_state_not_found", 404)
+    step("a magic link in the PKCE flow")
+
+    # Resending the confirmation: the same answer whether or not the address has an account.
+    assert httpx.post(auth_url + "/resend", headers={"apikey": options.anon},
+                      json={"type": "signup", "email": f"nobody.{tag}@example.com"}).status_code == 200
+    refused(lambda: client().resend({"type": "signup", "email": "not-an-address"}), "email_address_invalid", 400)
+    client().resend({"type": "signup", "email": fay})
+    step("resend")
 
     # A refresh token presented again within the reuse interval (two app launches racing) gets
     # the same successor, as GoTrue's does.

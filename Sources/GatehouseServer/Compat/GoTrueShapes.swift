@@ -23,9 +23,12 @@ struct GoTrueUser: Encodable, Sendable {
     var updatedAt: String
     var bannedUntil: String?
     var isAnonymous: Bool
+    /// The account's second factors; absent when it has none, as in GoTrue.
+    var factors: [GoTrueFactor]?
 
     enum CodingKeys: String, CodingKey {
         case id, aud, role, email, phone, identities
+        case factors
         case emailConfirmedAt = "email_confirmed_at", confirmedAt = "confirmed_at", lastSignInAt = "last_sign_in_at"
         case appMetadata = "app_metadata", userMetadata = "user_metadata", createdAt = "created_at", updatedAt = "updated_at"
         case bannedUntil = "banned_until", isAnonymous = "is_anonymous"
@@ -60,6 +63,72 @@ struct GoTrueUser: Encodable, Sendable {
     private static func unique(_ names: [String]) -> [String] {
         var seen = Set<String>()
         return names.filter { seen.insert($0).inserted }
+    }
+}
+
+/// A second factor as GoTrue lists it on the user (`factors`).
+struct GoTrueFactor: Encodable, Sendable {
+    var id: String
+    var friendlyName: String
+    var factorType: String
+    var status: String
+    var createdAt: String
+    var updatedAt: String
+
+    enum CodingKeys: String, CodingKey {
+        case id, status
+        case friendlyName = "friendly_name", factorType = "factor_type", createdAt = "created_at", updatedAt = "updated_at"
+    }
+
+    init(_ factor: MFAFactor) {
+        id = factor.id.uuidString.lowercased()
+        friendlyName = factor.name
+        factorType = factor.type
+        status = factor.isConfirmed ? "verified" : "unverified"
+        createdAt = GoTrueTime.format(factor.createdAt)
+        updatedAt = GoTrueTime.format(factor.lastUsedAt ?? factor.confirmedAt ?? factor.createdAt)
+    }
+}
+
+/// `POST /factors`'s answer: the new factor with what an authenticator app needs.
+struct GoTrueEnrollment: Encodable, Sendable {
+    var id: String
+    var type: String
+    var friendlyName: String
+    var totp: TOTP
+
+    struct TOTP: Encodable, Sendable {
+        /// The QR code as GoTrue gives it: the SVG document (clients make it a data URL).
+        var qrCode: String
+        var secret: String
+        var uri: String
+        enum CodingKeys: String, CodingKey {
+            case secret, uri
+            case qrCode = "qr_code"
+        }
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, type, totp
+        case friendlyName = "friendly_name"
+    }
+
+    init(_ enrollment: MFAEnrollment) {
+        id = enrollment.id
+        type = enrollment.type
+        friendlyName = enrollment.name
+        totp = TOTP(qrCode: enrollment.totp.qrSVG, secret: enrollment.totp.secret, uri: enrollment.totp.uri)
+    }
+}
+
+/// `POST /factors/{id}/challenge`'s answer.
+struct GoTrueChallenge: Encodable, Sendable {
+    var id: String
+    var type: String
+    var expiresAt: Int64
+    enum CodingKeys: String, CodingKey {
+        case id, type
+        case expiresAt = "expires_at"
     }
 }
 

@@ -8,7 +8,7 @@ import GatehouseWire
 /// the shapes differ. What GoTrue does that Gatehouse's policy does not is in
 /// docs/supabase-compat.md.
 struct SupabaseCompatService: Sendable {
-    let store: any UserStore & SessionStore
+    let store: any GatehouseStore
     let authenticator: Authenticator
     let passwords: PasswordService
     let sessions: SessionService
@@ -17,6 +17,14 @@ struct SupabaseCompatService: Sendable {
     let providers: ProviderSignInService
     let profiles: ProfileService
     let users: UserAdminService
+    let mfa: MFAService
+    let verification: EmailVerificationService
+    let codes: GoTrueCodes
+    /// Where `GET /verify` may send the browser (`redirect_to`), and where it goes without one.
+    let redirects: RedirectPolicy
+    let siteURL: String
+    let preset: Preset
+    let clock: any WallClock
 
     // MARK: Ways in
 
@@ -63,9 +71,11 @@ struct SupabaseCompatService: Sendable {
         return try await session(try signedIn(answer).session)
     }
 
-    /// `POST /otp`: a magic link and its 6-digit code, to the address.
-    func otp(email: String, redirectTo: String?, client: ClientInfo) async throws {
+    /// `POST /otp`: a magic link and its 6-digit code, to the address; with a PKCE challenge,
+    /// following the link (`GET /verify`) answers an auth code instead of tokens.
+    func otp(email: String, redirectTo: String?, pkce: (challenge: String, method: String)?, client: ClientInfo) async throws {
         try await magicLinks.request(email: email, redirectTo: redirectTo, client: client)
+        try await savePKCE(pkce, email: email, purpose: .magicLink)
     }
 
     /// `POST /verify` and `GET /verify`: a magic link's token or code (`magiclink`, `email`), or a
@@ -86,8 +96,9 @@ struct SupabaseCompatService: Sendable {
     }
 
     /// `POST /recover`: a password reset mail, under the preset's enumeration protection.
-    func recover(email: String, client: ClientInfo) async throws {
+    func recover(email: String, pkce: (challenge: String, method: String)?, client: ClientInfo) async throws {
         try await reset.forgot(email: email, client: client)
+        try await savePKCE(pkce, email: email, purpose: .passwordReset)
     }
 
     // MARK: The signed-in user
@@ -206,7 +217,7 @@ struct SupabaseCompatService: Sendable {
 
     /// The GoTrue session of a native one; the user is read again only when metadata was applied
     /// after the sign-in.
-    private func session(_ session: SessionPayload, applying data: [String: JSONValue]? = nil) async throws -> GoTrueSession {
+    func session(_ session: SessionPayload, applying data: [String: JSONValue]? = nil) async throws -> GoTrueSession {
         let signedIn = try await authenticator.signedIn(token: session.accessToken)
         guard let patch = GoTrueMetadata.patch(from: data) else {
             return GoTrueSession(session, user: try await goTrueUser(signedIn.user))
@@ -220,10 +231,14 @@ struct SupabaseCompatService: Sendable {
         return try await goTrueUser(user)
     }
 
-    private func goTrueUser(_ user: User) async throws -> GoTrueUser {
+    func goTrueUser(_ user: User) async throws -> GoTrueUser {
         let identities = try await store.identities(of: user.id)
-        let lastSignIn = try await store.sessions(of: user.id).map(\.createdAt).max()
-        return GoTrueUser(user, identities: identities, lastSignInAt: lastSignIn)
+        // This server's own sign-ins are its sessions; an imported account's earlier one is kept on it.
+        let lastSignIn = (try await store.sessions(of: user.id).map(\.createdAt) + [user.lastSignInAt].compactMap { $0 }).max()
+        var shaped = GoTrueUser(user, identities: identities, lastSignInAt: lastSignIn)
+        let factors = try await store.mfaFactors(of: user.id).map(GoTrueFactor.init)
+        shaped.factors = factors.isEmpty ? nil : factors
+        return shaped
     }
 }
 
@@ -257,11 +272,14 @@ struct GoTrueTokenRequest: Decodable, Sendable {
     var provider: String?
     var idToken: String?
     var nonce: String?
+    var authCode: String?
+    var codeVerifier: String?
     var security: GoTrueSecurity?
 
     enum CodingKeys: String, CodingKey {
         case email, password, provider, nonce
         case refreshToken = "refresh_token", idToken = "id_token", security = "gotrue_meta_security"
+        case authCode = "auth_code", codeVerifier = "code_verifier"
     }
 }
 
@@ -278,13 +296,43 @@ struct GoTrueUserUpdate: Decodable, Sendable {
     }
 }
 
-/// `POST /otp`, `POST /recover`.
+/// `POST /otp`, `POST /recover`, `POST /resend`.
 struct GoTrueEmailRequest: Decodable, Sendable {
     var email: String?
+    var type: String?
     var security: GoTrueSecurity?
+    var codeChallenge: String?
+    var codeChallengeMethod: String?
     enum CodingKeys: String, CodingKey {
-        case email
-        case security = "gotrue_meta_security"
+        case email, type
+        case security = "gotrue_meta_security", codeChallenge = "code_challenge", codeChallengeMethod = "code_challenge_method"
+    }
+
+    /// The PKCE challenge sent, checked; nil when none was.
+    func pkce() throws -> (challenge: String, method: String)? {
+        guard let codeChallenge else { return nil }
+        guard GoTrueCodes.isPKCEValue(codeChallenge) else {
+            throw GatehouseError.invalidRequest("code_challenge must be 43 to 128 characters of A-Z, a-z, 0-9, '-', '.', '_', '~'.")
+        }
+        return (codeChallenge, try GoTrueCodes.method(codeChallengeMethod))
+    }
+}
+
+/// `POST /factors`.
+struct GoTrueEnrollRequest: Decodable, Sendable {
+    var factorType: String
+    var friendlyName: String?
+    enum CodingKeys: String, CodingKey {
+        case factorType = "factor_type", friendlyName = "friendly_name"
+    }
+}
+
+/// `POST /factors/{id}/verify`.
+struct GoTrueFactorVerifyRequest: Decodable, Sendable {
+    var challengeID: String
+    var code: String
+    enum CodingKeys: String, CodingKey {
+        case challengeID = "challenge_id", code
     }
 }
 

@@ -21,6 +21,23 @@ struct SupabaseController {
     static let prefix = "auth/v1"
 
     func register(on router: Router<GatehouseRequestContext>) {
+        // Followed from a mail in a browser, which sends no apikey (Supabase's gateway leaves it
+        // open too): every answer, a refusal included, is a redirect.
+        router.group(RouterPath(Self.prefix)).get("verify") { request, context in
+            let query = request.uri.queryParameters
+            let redirectTo = query["redirect_to"].map(String.init)
+            let location: String
+            do {
+                location = try await compat.verifyLink(
+                    token: try Self.required(query["token"].map(String.init), "token"), type: try Self.required(query["type"].map(String.init), "type"),
+                    redirectTo: redirectTo, client: input.client(request, context))
+            } catch {
+                location = compat.verifyFailure(GoTrueError(errors.mapAndLog(error, logger: context.logger)), redirectTo: redirectTo)
+            }
+            var headers = noStore
+            headers[.location] = location
+            return Response(status: .seeOther, headers: headers)
+        }
         let api = router.group(RouterPath(Self.prefix))
             .add(middleware: GoTrueErrorMiddleware(errors: errors))
             .add(middleware: APIKeyMiddleware(keys: [anonKey] + [serviceRoleKey].compactMap { $0 }))
@@ -37,8 +54,13 @@ struct SupabaseController {
             let body = try await input.body(GoTrueEmailRequest.self, request)
             try await compat.otp(
                 email: try Self.required(body.email, "email"), redirectTo: request.uri.queryParameters["redirect_to"].map(String.init),
-                client: input.client(request, context))
+                pkce: try body.pkce(), client: input.client(request, context))
             return try JSONBody.response([String: String]())
+        }
+        api.post("resend") { request, _ in
+            let body = try await input.body(GoTrueEmailRequest.self, request)
+            try await compat.resend(type: try Self.required(body.type, "type"), email: try Self.required(body.email, "email"))
+            return try JSONBody.response(["message_id": String?.none])
         }
         api.post("verify") { request, context in
             let body = try await input.body(GoTrueVerifyRequest.self, request)
@@ -48,7 +70,7 @@ struct SupabaseController {
         }
         api.post("recover") { request, context in
             let body = try await input.body(GoTrueEmailRequest.self, request)
-            try await compat.recover(email: try Self.required(body.email, "email"), client: input.client(request, context))
+            try await compat.recover(email: try Self.required(body.email, "email"), pkce: try body.pkce(), client: input.client(request, context))
             return try JSONBody.response([String: String]())
         }
         api.get("user") { request, _ in
@@ -65,6 +87,27 @@ struct SupabaseController {
             try await compat.logout(
                 signedIn, scope: request.uri.queryParameters["scope"].map(String.init), client: input.client(request, context))
             return JSONBody.empty()
+        }
+        api.post("factors") { request, context in
+            let signedIn = try await signedIn(request)
+            let body = try await input.body(GoTrueEnrollRequest.self, request)
+            return try JSONBody.response(try await compat.enroll(signedIn, body, client: input.client(request, context)), headers: noStore)
+        }
+        api.post("factors/:id/challenge") { request, context in
+            let signedIn = try await signedIn(request)
+            return try JSONBody.response(try await compat.challenge(signedIn, factor: try context.parameters.require("id")), headers: noStore)
+        }
+        api.post("factors/:id/verify") { request, context in
+            let signedIn = try await signedIn(request)
+            let body = try await input.body(GoTrueFactorVerifyRequest.self, request)
+            return try JSONBody.response(
+                try await compat.verifyFactor(signedIn, factor: try context.parameters.require("id"), body, client: input.client(request, context)),
+                headers: noStore)
+        }
+        api.delete("factors/:id") { request, context in
+            let signedIn = try await signedIn(request)
+            return try JSONBody.response(
+                try await compat.unenroll(signedIn, factor: try context.parameters.require("id"), client: input.client(request, context)))
         }
         if let serviceRoleKey { registerAdmin(on: api, key: serviceRoleKey) }
     }
@@ -112,8 +155,12 @@ struct SupabaseController {
             session = try await compat.idTokenGrant(
                 provider: try Self.required(body.provider, "provider"), idToken: try Self.required(body.idToken, "id_token"),
                 nonce: body.nonce, client: client)
+        case "pkce":
+            session = try await compat.pkceGrant(
+                authCode: try Self.required(body.authCode, "auth_code"), verifier: try Self.required(body.codeVerifier, "code_verifier"),
+                client: client)
         default:
-            throw GatehouseError.invalidRequest("grant_type must be password, refresh_token or id_token.")
+            throw GatehouseError.invalidRequest("grant_type must be password, refresh_token, id_token or pkce.")
         }
         return try JSONBody.response(session, headers: noStore)
     }
@@ -203,6 +250,7 @@ struct GoTrueError: Sendable {
         .notFound: ("user_not_found", 404), .payloadTooLarge: ("request_entity_too_large", 413),
         .internalError: ("unexpected_failure", 500), .invalidDisplayName: ("validation_failed", 422),
         .invalidHandle: ("validation_failed", 422), .invalidAvatarURL: ("validation_failed", 422),
+        .invalidCode: ("mfa_verification_failed", 422), .tooManyFactors: ("too_many_enrolled_mfa_factors", 422),
     ]
 
     init(_ error: GatehouseError) {

@@ -65,6 +65,14 @@ struct MFAService: Sendable {
     /// first factor answers ten recovery codes, and this session, having just proved it, is
     /// raised to `aal2`.
     func confirm(_ signedIn: SignedIn, id: String, code: String, client: ClientInfo) async throws -> MFAConfirmResponse {
+        try await confirm(signedIn, id: id, code: code, reissue: false, client: client).response
+    }
+
+    /// As `confirm`; with `reissue`, the raised session also gets a new refresh chain and its
+    /// tokens (`/auth/v1/factors/{id}/verify` answers a session, as GoTrue does).
+    func confirm(
+        _ signedIn: SignedIn, id: String, code: String, reissue: Bool, client: ClientInfo
+    ) async throws -> (response: MFAConfirmResponse, session: SessionPayload?) {
         try requireEnabled()
         let user = signedIn.user
         let factors = try await store.mfaFactors(of: user.id)
@@ -76,8 +84,8 @@ struct MFAService: Sendable {
             throw invalidCode
         }
         let fresh = RecoveryCodes.generate(random: randomBytes)
-        let (confirmed, codes) = try await taking(reservation, user: user.id, client: client, stage: "confirm") {
-            try await unitOfWork.run(client: client) { work -> (MFAFactor, [String]?) in
+        let (confirmed, codes, session) = try await taking(reservation, user: user.id, client: client, stage: "confirm") {
+            try await unitOfWork.run(client: client) { work -> (MFAFactor, [String]?, SessionPayload?) in
                 let (tx, now) = (work.tx, work.now)
                 // Whether this is the account's first factor is decided under its row lock, so two
                 // factors confirmed at once cannot both hand out (and replace) recovery codes.
@@ -87,17 +95,30 @@ struct MFAService: Sendable {
                 let codes = first ? fresh : nil
                 if let codes { try await tx.replaceRecoveryCodes(of: user.id, hashes: try codes.map(hash), at: now) }
                 _ = try await tx.stepUpSession(signedIn.session.id, factor: MFAFactor.totp, at: now)
+                let session = reissue ? try await reissued(work, signedIn) : nil
                 try await work.audit(.mfaFactorConfirmed, user: user.id, session: signedIn.session.id, details: ["factor_id": id.lowercased()])
                 try await work.record(.mfaFactorAdded, user: user.id, data: ["factor_id": id.lowercased()])
                 try await mail.queueSecurityNotice(work, user: user, kind: "mfa_factor_added", values: ["factor": factor.name])
                 var confirmed = factor
                 confirmed.confirmedAt = now
                 confirmed.lastUsedStep = step
-                return (confirmed, codes)
+                return (confirmed, codes, session)
             }
         }
         try await throttle.clearAccount(Self.throttleKey(user.id))
-        return MFAConfirmResponse(factor: Self.payload(confirmed), recoveryCodes: codes)
+        return (MFAConfirmResponse(factor: Self.payload(confirmed), recoveryCodes: codes), session)
+    }
+
+    /// The same session with a new refresh chain, read after its step-up: tokens from before
+    /// it retire.
+    private func reissued(_ work: Work, _ signedIn: SignedIn) async throws -> SessionPayload {
+        let tx = work.tx
+        guard let session = try await tx.session(id: signedIn.session.id) else {
+            throw GatehouseError.unauthorized("Your session has ended. Please sign in again.")
+        }
+        try await tx.retireRefreshTokens(of: session.id, at: work.now)
+        let refresh = try await sessions.newRefreshToken(work, for: session.id)
+        return try await sessions.payload(signedIn.user, session: session, refreshToken: refresh, in: tx)
     }
 
     // MARK: Managing
@@ -246,14 +267,12 @@ struct MFAService: Sendable {
             try await unitOfWork.run(client: client) { work -> SessionPayload in
                 let (tx, now) = (work.tx, work.now)
                 try await take(proof, work, user: user)
-                guard try await tx.stepUpSession(signedIn.session.id, factor: proof.method, at: now),
-                    let session = try await tx.session(id: signedIn.session.id)
-                else { throw GatehouseError.unauthorized("Your session has ended. Please sign in again.") }
-                // The same session with a new refresh chain: tokens from before the step-up retire.
-                try await tx.retireRefreshTokens(of: session.id, at: now)
-                let refresh = try await sessions.newRefreshToken(work, for: session.id)
-                try await work.audit(.mfaVerify, user: user.id, session: session.id, details: ["method": proof.method, "stage": "step_up"])
-                return try await sessions.payload(user, session: session, refreshToken: refresh, in: tx)
+                guard try await tx.stepUpSession(signedIn.session.id, factor: proof.method, at: now) else {
+                    throw GatehouseError.unauthorized("Your session has ended. Please sign in again.")
+                }
+                let payload = try await reissued(work, signedIn)
+                try await work.audit(.mfaVerify, user: user.id, session: signedIn.session.id, details: ["method": proof.method, "stage": "step_up"])
+                return payload
             }
         }
         try await throttle.clearAccount(Self.throttleKey(user.id))
