@@ -34,8 +34,10 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-ALL_SCENARIOS = ["me", "refresh", "login", "signup", "handles", "check", "spend", "jwks", "me_with_logins", "connections",
-                 "passkey_options", "passkey"]
+ALL_SCENARIOS = ["me", "refresh", "supabase_refresh", "login", "signup", "handles", "check", "spend", "jwks", "me_with_logins",
+                 "connections", "passkey_options", "passkey"]
+# The `apikey` of /auth/v1 (the Supabase-compatible surface, served only when it is set).
+SUPABASE_ANON_KEY = "bench-supabase-anon-key-0123456789"
 CHECK_ACTION = os.environ.get("BENCH_CHECK_ACTION", "practice_saved_flow")
 IDLE_CONNECTIONS = int(os.environ.get("BENCH_IDLE_CONNECTIONS", "1000"))
 LOGIN_NEIGHBOURS = 8  # the concurrent logins of me_with_logins
@@ -130,6 +132,7 @@ class Server:
             GATEHOUSE_PRESET="handz",
             GATEHOUSE_PASSKEY_RP_ID=RP_ID,
             GATEHOUSE_ADMIN_KEY=secrets.token_urlsafe(32),
+            GATEHOUSE_SUPABASE_ANON_KEY=SUPABASE_ANON_KEY,
         )
         # One setting changed for an A/B run, e.g. BENCH_SERVER_ENV="GATEHOUSE_SESSION_CACHE=off".
         for setting in os.environ.get("BENCH_SERVER_ENV", "").split():
@@ -233,6 +236,18 @@ def relogin(port, accounts):
         list(pool.map(one, accounts))
 
 
+def new_chains(port, accounts):
+    """A new login session per account whose refresh token starts a fresh chain: each refresh
+    scenario rotates its chains to the end, so the next one cannot reuse them."""
+
+    def one(account):
+        answer = expect(*call(port, "POST", "/v1/auth/login", {"email": account["email"], "password": account["password"]}), 200, "login")
+        account["refresh"] = answer["session"]["refresh_token"]
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=min(16, len(accounts))) as pool:
+        list(pool.map(one, accounts))
+
+
 def write_accounts(path, accounts):
     def lua_list(values):
         for value in values:
@@ -260,7 +275,7 @@ def wrk_command(script, port, threads, connections, seconds):
 def wrk_env(scenario, accounts_file, threads):
     env = dict(os.environ)
     env.update(WRK_ACCOUNTS=accounts_file, WRK_THREADS=str(threads), WRK_RUN_TAG=random_tag(),
-               WRK_SCENARIO=scenario, WRK_CHECK_ACTION=CHECK_ACTION)
+               WRK_SCENARIO=scenario, WRK_CHECK_ACTION=CHECK_ACTION, WRK_SUPABASE_ANON_KEY=SUPABASE_ANON_KEY)
     return env
 
 
@@ -291,6 +306,7 @@ def finish_wrk(process, out, label, seconds):
 EXPECTED = {
     "me": ("GET /v1/me", {200}),
     "refresh": ("POST /v1/auth/refresh", {200}),
+    "supabase_refresh": ("POST /auth/v1/token?grant_type=refresh_token", {200}),
     "login": ("POST /v1/auth/login", {200}),
     "signup": ("POST /v1/auth/signup", {201}),
     "handles": ("GET /v1/handles/{handle}", {200}),
@@ -522,8 +538,15 @@ def command_db(args):
             finish_wrk(process, out, "warm-up", args.warmup)
 
         results = part["scenarios"]
+        chains_used = False
         for name in scenarios:
             fresh_tokens()
+            if name in ("refresh", "supabase_refresh"):
+                if chains_used:
+                    log("new refresh chains for this scenario")
+                    new_chains(server.port, accounts)
+                    write_accounts(accounts_file, accounts)
+                chains_used = True
             if name == "handles":
                 results["handles"] = run_scenario(server, "handles", "handles.lua", threads, connections, args.seconds, accounts_file, workdir)
                 results["handles_1"] = run_scenario(server, "handles_1", "handles.lua", 1, 1, args.seconds, accounts_file, workdir)
