@@ -1,6 +1,6 @@
 import Foundation
 import GatehouseCore
-import GatehouseServer
+@testable import GatehouseServer
 import GatehouseTestSupport
 import GatehouseWire
 import HTTPTypes
@@ -56,9 +56,13 @@ import Testing
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-openapi-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let config = try TestApp.config(url, directory: directory)
+        var config = try TestApp.config(url, directory: directory)
+        // /auth/v1 is served with its keys set, and documented beside the native surface.
+        config.supabaseAnonKey = "openapi-anon-key-0123456789"
+        config.supabaseServiceRoleKey = "openapi-service-role-key-0123456789"
+        let frozen = config
         let app = try await buildApplication(
-            config: config, dependencies: AppDependencies(logger: TestApp.quietLogger, onRoutes: { list in routes.withLock { $0 = list } }))
+            config: frozen, dependencies: AppDependencies(logger: TestApp.quietLogger, onRoutes: { list in routes.withLock { $0 = list } }))
         try await app.test(.router) { client in
             let served = try await client.execute(uri: "/openapi.yaml", method: .get)
             #expect(served.status == .ok && served.headers[.contentType]?.hasPrefix("application/yaml") == true)
@@ -66,7 +70,7 @@ import Testing
             // Hummingbird prints a captured segment as `{name}` (`RouterPath.Element.description`),
             // whether it was registered as `:name` or `{name}`: the OpenAPI spelling the table uses.
             let registered = routes.withLock { $0 }
-            let table = Endpoints.all.map(\.description)
+            let table = Endpoints.all.map(\.description) + SupabaseController.operations
             let documented = Self.documentedOperations(yaml)
             #expect(registered.count > 50 && documented.count > 50)
             #expect(Set(registered).count == registered.count, "the router registers a route twice")

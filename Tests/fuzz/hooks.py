@@ -3,16 +3,32 @@
 User operations get the access token of a real account, signed up through the API; when an
 operation ends that session (logout, password change, deletion) the next 401 makes Schemathesis
 ask for a new one. Admin operations get the admin key.
+
+`/auth/v1` (Supabase compatibility) operations carry `apikey: <anon key>`; those the document
+secures with `bearerAuth` add a fresh account's access token (the tokens work on both surfaces),
+and `/auth/v1/admin/` adds `Authorization: Bearer <service role key>`. `GET /auth/v1/verify`
+declares no security (a browser follows it) and gets none. Without the Supabase keys in the
+environment `/auth/v1` gets no credentials (and the server answers 404 there).
+
+The first provider that matches an operation and returns credentials is the one applied.
 """
 import json
 import os
 import secrets
+import urllib.parse
 import urllib.request
 
 import schemathesis
 
 BASE = os.environ["GATEHOUSE_FUZZ_URL"]
 ADMIN_KEY = os.environ["GATEHOUSE_FUZZ_ADMIN_KEY"]
+SUPABASE_ANON_KEY = os.environ.get("GATEHOUSE_FUZZ_SUPABASE_ANON_KEY")
+SUPABASE_SERVICE_ROLE_KEY = os.environ.get("GATEHOUSE_FUZZ_SUPABASE_SERVICE_ROLE_KEY")
+
+# Operations under these prefixes have providers of their own.
+NATIVE_ADMIN = "^/admin/"
+SUPABASE = "^/auth/v1/"
+SUPABASE_ADMIN = "^/auth/v1/admin/"
 
 
 def _post(path, body):
@@ -26,23 +42,78 @@ def _post(path, body):
         return json.load(response)
 
 
-@schemathesis.auth(refresh_interval=None).apply_to(path_regex="^/admin/")
+def _fresh_access_token():
+    """The access token of a new email account (signed up on the native API)."""
+    email = f"fuzz-{secrets.token_hex(6)}@example.com"
+    answer = _post("/v1/auth/signup", {"email": email, "password": "Fuzz-" + secrets.token_urlsafe(12)})
+    return answer["session"]["access_token"]
+
+
+def _set_headers(case, headers):
+    case.headers = dict(case.headers or {})
+    case.headers.update(headers)
+
+
+def _security_schemes(case):
+    """The names of the security schemes the operation's requirements list."""
+    requirements = case.operation.definition.raw.get("security") or []
+    return {name for requirement in requirements for name in requirement}
+
+
+@schemathesis.auth(refresh_interval=None).apply_to(path_regex=NATIVE_ADMIN)
 class AdminKey:
     def get(self, case, context):
         return ADMIN_KEY
 
     def set(self, case, data, context):
-        case.headers = dict(case.headers or {})
-        case.headers["Authorization"] = f"Bearer {data}"
+        _set_headers(case, {"Authorization": f"Bearer {data}"})
 
 
-@schemathesis.auth(refresh_interval=None).skip_for(path_regex="^/admin/")
-class UserSession:
+@schemathesis.auth(refresh_interval=None).apply_to(path_regex=SUPABASE_ADMIN)
+class SupabaseServiceRole:
     def get(self, case, context):
-        email = f"fuzz-{secrets.token_hex(6)}@example.com"
-        answer = _post("/v1/auth/signup", {"email": email, "password": "Fuzz-" + secrets.token_urlsafe(12)})
-        return answer["session"]["access_token"]
+        if not (SUPABASE_ANON_KEY and SUPABASE_SERVICE_ROLE_KEY):
+            return None
+        return SUPABASE_SERVICE_ROLE_KEY
 
     def set(self, case, data, context):
-        case.headers = dict(case.headers or {})
-        case.headers["Authorization"] = f"Bearer {data}"
+        _set_headers(case, {"apikey": SUPABASE_ANON_KEY, "Authorization": f"Bearer {data}"})
+
+
+@schemathesis.auth(refresh_interval=None).apply_to(path_regex=SUPABASE).skip_for(path_regex=SUPABASE_ADMIN)
+class SupabaseClient:
+    """`apikey`, and a user's access token where the operation is secured with `bearerAuth`."""
+
+    def get(self, case, context):
+        schemes = _security_schemes(case)
+        if not SUPABASE_ANON_KEY or not schemes:
+            return None
+        token = _fresh_access_token() if "bearerAuth" in schemes else None
+        return {"apikey": SUPABASE_ANON_KEY, "token": token}
+
+    def set(self, case, data, context):
+        headers = {"apikey": data["apikey"]}
+        if data["token"] is not None:
+            headers["Authorization"] = f"Bearer {data['token']}"
+        _set_headers(case, headers)
+
+
+@schemathesis.auth(refresh_interval=None).skip_for(path_regex=NATIVE_ADMIN).skip_for(path_regex=SUPABASE)
+class UserSession:
+    def get(self, case, context):
+        return _fresh_access_token()
+
+    def set(self, case, data, context):
+        _set_headers(case, {"Authorization": f"Bearer {data}"})
+
+
+@schemathesis.hook.apply_to(method="GET", path="/auth/v1/verify")
+def filter_failure(context, failure, case, response):
+    """`GET /auth/v1/verify` answers every request with a 303, as GoTrue does: a link with a
+    missing or invalid `token` or `type` is refused by redirecting with `#error=…` in the
+    `Location`, not by a 4xx. Such a redirect is the rejection `negative_data_rejection` asks for."""
+    if "negative_data_rejection" not in getattr(failure, "checks", ()) or response.status_code != 303:
+        return True
+    location = (response.headers.get("location") or [""])[0]
+    fragment = urllib.parse.parse_qs(urllib.parse.urlsplit(location).fragment)
+    return "error" not in fragment

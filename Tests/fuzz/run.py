@@ -52,11 +52,16 @@ def main():
         port = free_port()
         url = f"http://127.0.0.1:{port}"
         admin_key = secrets.token_urlsafe(32)
+        # /auth/v1 (Supabase compatibility) is mounted only with these; two different keys.
+        supabase_anon_key = secrets.token_urlsafe(24)
+        supabase_service_role_key = secrets.token_urlsafe(32)
         environment = dict(
             os.environ,
             GATEHOUSE_PORT=str(port),
             GATEHOUSE_DATABASE_URL=f"sqlite://{directory}/fuzz.sqlite",
             GATEHOUSE_ADMIN_KEY=admin_key,
+            GATEHOUSE_SUPABASE_ANON_KEY=supabase_anon_key,
+            GATEHOUSE_SUPABASE_SERVICE_ROLE_KEY=supabase_service_role_key,
             GATEHOUSE_IP_LIMITS="off",
             GATEHOUSE_LOG_LEVEL="warning",
             # The fuzzer signs up many accounts: a cheap hash keeps it fast (production costs are
@@ -85,6 +90,8 @@ def main():
                 SCHEMATHESIS_HOOKS="hooks",
                 GATEHOUSE_FUZZ_URL=url,
                 GATEHOUSE_FUZZ_ADMIN_KEY=admin_key,
+                GATEHOUSE_FUZZ_SUPABASE_ANON_KEY=supabase_anon_key,
+                GATEHOUSE_FUZZ_SUPABASE_SERVICE_ROLE_KEY=supabase_service_role_key,
             )
             started = time.monotonic()
             result = subprocess.run(command, env=hooks_environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -20,6 +20,16 @@ struct SupabaseController {
 
     static let prefix = "auth/v1"
 
+    /// Every operation this controller serves with both keys set, as `METHOD /path` in
+    /// OpenAPI's spelling: what docs/openapi.yaml and the router are checked against.
+    static let operations = [
+        "GET /auth/v1/verify", "GET /auth/v1/settings", "GET /auth/v1/.well-known/jwks.json", "POST /auth/v1/signup", "POST /auth/v1/token",
+        "POST /auth/v1/otp", "POST /auth/v1/resend", "POST /auth/v1/verify", "POST /auth/v1/recover", "GET /auth/v1/user", "PUT /auth/v1/user",
+        "POST /auth/v1/logout", "POST /auth/v1/factors", "POST /auth/v1/factors/{factor_id}/challenge", "POST /auth/v1/factors/{factor_id}/verify",
+        "DELETE /auth/v1/factors/{factor_id}", "GET /auth/v1/admin/users", "POST /auth/v1/admin/users", "GET /auth/v1/admin/users/{id}",
+        "PUT /auth/v1/admin/users/{id}", "DELETE /auth/v1/admin/users/{id}",
+    ]
+
     func register(on router: Router<GatehouseRequestContext>) {
         // Followed from a mail in a browser, which sends no apikey (Supabase's gateway leaves it
         // open too): every answer, a refusal included, is a redirect.
@@ -93,21 +103,21 @@ struct SupabaseController {
             let body = try await input.body(GoTrueEnrollRequest.self, request)
             return try JSONBody.response(try await compat.enroll(signedIn, body, client: input.client(request, context)), headers: noStore)
         }
-        api.post("factors/:id/challenge") { request, context in
+        api.post("factors/:factor_id/challenge") { request, context in
             let signedIn = try await signedIn(request)
-            return try JSONBody.response(try await compat.challenge(signedIn, factor: try context.parameters.require("id")), headers: noStore)
+            return try JSONBody.response(try await compat.challenge(signedIn, factor: try context.parameters.require("factor_id")), headers: noStore)
         }
-        api.post("factors/:id/verify") { request, context in
+        api.post("factors/:factor_id/verify") { request, context in
             let signedIn = try await signedIn(request)
             let body = try await input.body(GoTrueFactorVerifyRequest.self, request)
             return try JSONBody.response(
-                try await compat.verifyFactor(signedIn, factor: try context.parameters.require("id"), body, client: input.client(request, context)),
+                try await compat.verifyFactor(signedIn, factor: try context.parameters.require("factor_id"), body, client: input.client(request, context)),
                 headers: noStore)
         }
-        api.delete("factors/:id") { request, context in
+        api.delete("factors/:factor_id") { request, context in
             let signedIn = try await signedIn(request)
             return try JSONBody.response(
-                try await compat.unenroll(signedIn, factor: try context.parameters.require("id"), client: input.client(request, context)))
+                try await compat.unenroll(signedIn, factor: try context.parameters.require("factor_id"), client: input.client(request, context)))
         }
         if let serviceRoleKey { registerAdmin(on: api, key: serviceRoleKey) }
     }
