@@ -37,7 +37,7 @@ import Testing
         "tokens from one surface work on the other", "anonymous sign-in and its upgrade", "sign out: others, local, global",
         "recover a password from the mail", "one-time code", "admin: create, list, get, update, ban, bcrypt hash, delete",
         "second factor: enroll, challenge, verify, step up, unenroll", "a magic link followed in a browser (implicit flow)",
-        "a magic link in the PKCE flow", "resend", "a refresh raced within the reuse interval",
+        "a magic link in the PKCE flow", "reauthenticate with a mailed code", "resend", "a refresh raced within the reuse interval",
     ]
 
     @Test(.requires(SMTPSink.python != nil, "GATEHOUSE_TEST_PYTHON"), arguments: Backend.available, ["supabase_auth", "gotrue"])

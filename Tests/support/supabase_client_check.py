@@ -285,6 +285,23 @@ def main():
             "flow_state_not_found", 404)
     step("a magic link in the PKCE flow")
 
+    # Reauthentication: a code by mail, then a new password with that code as the nonce and
+    # without the old password; a wrong code refused; the old password dead afterwards.
+    jo = f"jo.{tag}@example.com"
+    reauth = client()
+    reauth.sign_up({"email": jo, "password": password})
+    before = seen(jo)
+    reauth.reauthenticate()
+    nonce = mail_match(jo, before, r"\b([0-9]{6})\b")
+    newer = "Third-Horse-44-battery"
+    refused(lambda: reauth.update_user({"password": newer, "nonce": "000000" if nonce != "000000" else "111111"}), "otp_expired", 403)
+    refused(lambda: reauth.update_user({"password": newer}), "reauthentication_needed", 400)
+    reauth.update_user({"password": newer, "nonce": nonce})
+    refused(lambda: client().sign_in_with_password({"email": jo, "password": password}), "invalid_credentials")
+    assert client().sign_in_with_password({"email": jo, "password": newer}).user.email == jo
+    refused(lambda: reauth.update_user({"password": "Fourth-Horse-45-staple", "nonce": nonce}), "otp_expired", 403)
+    step("reauthenticate with a mailed code")
+
     # Resending the confirmation: the same answer whether or not the address has an account.
     assert httpx.post(auth_url + "/resend", headers={"apikey": options.anon},
                       json={"type": "signup", "email": f"nobody.{tag}@example.com"}).status_code == 200

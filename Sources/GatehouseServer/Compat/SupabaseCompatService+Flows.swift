@@ -82,6 +82,16 @@ extension SupabaseCompatService {
         }
     }
 
+    /// `GET /reauthenticate`: a 6-digit code to the account's address (the magic-link mail, whose
+    /// code is also what the native API asks before a deletion); `PUT /user` with `password` and
+    /// that code as `nonce` then sets a password without the old one.
+    func reauthenticate(_ signedIn: SignedIn, client: ClientInfo) async throws {
+        guard let email = signedIn.user.email else {
+            throw GatehouseError.invalidRequest("This account has no email address to send a code to.")
+        }
+        try await magicLinks.request(email: email, redirectTo: nil, client: client)
+    }
+
     // MARK: Second factors
 
     /// `POST /factors`: an unverified TOTP factor (Gatehouse's enrolment: its re-sign-in window

@@ -19,6 +19,8 @@ struct SupabaseCompatService: Sendable {
     let users: UserAdminService
     let mfa: MFAService
     let verification: EmailVerificationService
+    /// The 6-digit code of a magic-link mail: `/reauthenticate`'s nonce.
+    let magicCodes: MagicCodes
     let codes: GoTrueCodes
     /// Where `GET /verify` may send the browser (`redirect_to`), and where it goes without one.
     let redirects: RedirectPolicy
@@ -121,6 +123,11 @@ struct SupabaseCompatService: Sendable {
         } else if let password = body.password {
             if let current = body.currentPassword {
                 _ = try await passwords.changePassword(signedIn, current: current, new: password, signOutOthers: false, client: client)
+            } else if let nonce = body.nonce {
+                // The code `/reauthenticate` mailed, used up here as proof of the inbox.
+                guard let email = signedIn.user.email else { throw GatehouseError.invalidRequest("This account has no email address.") }
+                try await magicCodes.consume(email: email, code: nonce)
+                _ = try await passwords.setPasswordAfterLink(signedIn, new: password, proven: true, client: client)
             } else {
                 _ = try await passwords.setPasswordAfterLink(signedIn, new: password, client: client)
             }
@@ -288,10 +295,11 @@ struct GoTrueUserUpdate: Decodable, Sendable {
     var email: String?
     var password: String?
     var currentPassword: String?
+    var nonce: String?
     var data: [String: JSONValue]?
 
     enum CodingKeys: String, CodingKey {
-        case email, password, data
+        case email, password, data, nonce
         case currentPassword = "current_password"
     }
 }

@@ -24,7 +24,7 @@ struct SupabaseController {
     /// OpenAPI's spelling: what docs/openapi.yaml and the router are checked against.
     static let operations = [
         "GET /auth/v1/verify", "GET /auth/v1/settings", "GET /auth/v1/.well-known/jwks.json", "POST /auth/v1/signup", "POST /auth/v1/token",
-        "POST /auth/v1/otp", "POST /auth/v1/resend", "POST /auth/v1/verify", "POST /auth/v1/recover", "GET /auth/v1/user", "PUT /auth/v1/user",
+        "POST /auth/v1/otp", "POST /auth/v1/resend", "GET /auth/v1/reauthenticate", "POST /auth/v1/reauthenticate", "POST /auth/v1/verify", "POST /auth/v1/recover", "GET /auth/v1/user", "PUT /auth/v1/user",
         "POST /auth/v1/logout", "POST /auth/v1/factors", "POST /auth/v1/factors/{factor_id}/challenge", "POST /auth/v1/factors/{factor_id}/verify",
         "DELETE /auth/v1/factors/{factor_id}", "GET /auth/v1/admin/users", "POST /auth/v1/admin/users", "GET /auth/v1/admin/users/{id}",
         "PUT /auth/v1/admin/users/{id}", "DELETE /auth/v1/admin/users/{id}",
@@ -97,6 +97,13 @@ struct SupabaseController {
             try await compat.logout(
                 signedIn, scope: request.uri.queryParameters["scope"].map(String.init), client: input.client(request, context))
             return JSONBody.empty()
+        }
+        // GoTrue's verb is GET; POST is served too.
+        for method in [HTTPRequest.Method.get, .post] {
+            api.on("reauthenticate", method: method) { request, context in
+                try await compat.reauthenticate(try await signedIn(request), client: input.client(request, context))
+                return try JSONBody.response([String: String]())
+            }
         }
         api.post("factors") { request, context in
             let signedIn = try await signedIn(request)

@@ -136,10 +136,14 @@ struct PasswordService: Sendable {
     /// only to a session a reset or magic link opened within `PasswordResetService.recoveryWindow`,
     /// the proof of the inbox standing in for the old password. Ends every other session, as a
     /// reset does.
-    func setPasswordAfterLink(_ signedIn: SignedIn, new: String, client: ClientInfo) async throws -> UserResponse {
+    ///
+    /// `proven`: the caller has just used up a mailed code as the same proof (GoTrue's
+    /// `/reauthenticate` nonce), so any session of the account may set it.
+    func setPasswordAfterLink(_ signedIn: SignedIn, new: String, proven: Bool = false, client: ClientInfo) async throws -> UserResponse {
         let (identity, user, session) = (signedIn.identity, signedIn.user, signedIn.session)
-        guard session.method == PasswordResetService.linkMethod,
-            clock.now.timeIntervalSince(session.createdAt) <= PasswordResetService.recoveryWindow
+        guard proven
+            || (session.method == PasswordResetService.linkMethod
+                && clock.now.timeIntervalSince(session.createdAt) <= PasswordResetService.recoveryWindow)
         else {
             throw GatehouseError(
                 status: 400, code: .reauthenticationRequired,
