@@ -63,24 +63,12 @@ public enum ImportedPassword: Sendable, Equatable {
     case encoded(String)
 }
 
-/// A source row that was not imported, by its 1-based number in the source (array position
-/// for a Firebase file, row order by `created_at, id` for Supabase's `auth.users`).
-public struct ImportProblem: Sendable, Equatable {
-    public var row: Int
-    public var sourceID: String?
-    public var reason: String
-
-    public init(row: Int, sourceID: String?, reason: String) {
-        self.row = row
-        self.sourceID = sourceID
-        self.reason = reason
-    }
-}
-
-/// One source row: an account to write, or why it cannot be.
+/// One source row: an account to write, or why it cannot be. Rows are numbered from 1: the
+/// position in a Firebase file's `users` array, the order `created_at, id` of Supabase's
+/// `auth.users`.
 public enum ImportRow: Sendable, Equatable {
     case account(row: Int, ImportedAccount)
-    case refused(ImportProblem)
+    case refused(ImportRefusal)
 }
 
 /// The project-wide parameters of Firebase's modified scrypt, as the Firebase console shows
@@ -194,11 +182,11 @@ public enum FirebaseExport {
             let number = firstRow + index
             guard let row = value.decoded(as: Row.self) else {
                 let id = value.objectValue?["localId"].flatMap { if case .string(let id) = $0 { id } else { nil } }
-                return .refused(ImportProblem(row: number, sourceID: id, reason: "not a Firebase user record (localId missing or a field of the wrong type)"))
+                return .refused(ImportRefusal(row: number, sourceID: id, reason: "not a Firebase user record (localId missing or a field of the wrong type)"))
             }
             switch account(row, id: id(row.localId), now: now) {
             case .success(let account): return .account(row: number, account)
-            case .failure(let error): return .refused(ImportProblem(row: number, sourceID: row.localId, reason: error.description))
+            case .failure(let error): return .refused(ImportRefusal(row: number, sourceID: row.localId, reason: error.description))
             }
         }
     }
@@ -406,7 +394,7 @@ public enum SupabaseExport {
             let number = firstRow + index
             switch account(user, identities: byUser[user.id.lowercased()] ?? [], now: now) {
             case .success(let account): return .account(row: number, account)
-            case .failure(let error): return .refused(ImportProblem(row: number, sourceID: user.id, reason: error.description))
+            case .failure(let error): return .refused(ImportRefusal(row: number, sourceID: user.id, reason: error.description))
             }
         }
     }

@@ -22,14 +22,16 @@ public struct FirebaseHashConfig: Codable, Sendable, Hashable {
 
 /// `POST /admin/v1/imports/firebase`: a batch of the `users` array `firebase auth:export FILE
 /// --format=json` writes, and the project's hash parameters (needed when any user has a password).
+/// An entry that is not an object makes the request malformed (400); an object that is not a
+/// Firebase user record is a refused row.
 public struct FirebaseImportRequest: Codable, Sendable, Hashable {
     public var hashConfig: FirebaseHashConfig?
-    public var users: [JSONValue]
+    public var users: [[String: JSONValue]]
     /// The number of the batch's first user in the whole export (default 1), so that refusals
     /// name rows of the file.
     public var firstRow: Int?
 
-    public init(hashConfig: FirebaseHashConfig?, users: [JSONValue], firstRow: Int? = nil) {
+    public init(hashConfig: FirebaseHashConfig?, users: [[String: JSONValue]], firstRow: Int? = nil) {
         self.hashConfig = hashConfig
         self.users = users
         self.firstRow = firstRow
@@ -43,11 +45,11 @@ public struct FirebaseImportRequest: Codable, Sendable, Hashable {
 /// `POST /admin/v1/imports/supabase`: a batch of `auth.users` rows and their `auth.identities`
 /// rows as PostgreSQL writes them in JSON (`SELECT json_agg(u) FROM auth.users u`).
 public struct SupabaseImportRequest: Codable, Sendable, Hashable {
-    public var users: [JSONValue]
-    public var identities: [JSONValue]?
+    public var users: [[String: JSONValue]]
+    public var identities: [[String: JSONValue]]?
     public var firstRow: Int?
 
-    public init(users: [JSONValue], identities: [JSONValue]?, firstRow: Int? = nil) {
+    public init(users: [[String: JSONValue]], identities: [[String: JSONValue]]?, firstRow: Int? = nil) {
         self.users = users
         self.identities = identities
         self.firstRow = firstRow

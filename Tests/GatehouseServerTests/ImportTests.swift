@@ -306,6 +306,9 @@ import Testing
             let batch = Self.adminBatch(count: 1)
             #expect(try await api.post(Endpoints.adminImportFirebase.path.template, batch).status == .unauthorized)
             #expect(try await api.post(Endpoints.adminImportFirebase.path.template, batch, token: "wrong-key-0123456789abcdef").status == .unauthorized)
+            // An entry that is not an object is a malformed request, not a row.
+            let notObjects = try await api.post(Endpoints.adminImportSupabase.path.template, #"{"users": [[null, null]]}"#, token: TestApp.adminKey)
+            #expect(notObjects.status == .badRequest && notObjects.error?.code == "invalid_request", "\(notObjects.text)")
             // A password without the project's parameters cannot be verified later: refused whole.
             let withPassword = #"{"users": [{"localId": "p1", "email": "p1@example.com", "passwordHash": "AAAA", "salt": "AAAA"}]}"#
             let refused = try await api.post(Endpoints.adminImportFirebase.path.template, withPassword, token: TestApp.adminKey)

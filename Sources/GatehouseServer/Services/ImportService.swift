@@ -40,7 +40,7 @@ struct ImportService: Sendable {
     }
 
     func firebase(_ request: FirebaseImportRequest) async throws -> ImportReport {
-        let rows = FirebaseExport.rows(users: request.users, firstRow: try Self.firstRow(request.firstRow), now: clock.now, id: Self.firebaseID)
+        let rows = FirebaseExport.rows(users: request.users.map(JSONValue.object), firstRow: try Self.firstRow(request.firstRow), now: clock.now, id: Self.firebaseID)
         return try await firebase(rows, hashConfig: request.hashConfig)
     }
 
@@ -62,18 +62,18 @@ struct ImportService: Sendable {
         let first = try Self.firstRow(request.firstRow)
         var identities: [SupabaseIdentityRow] = []
         for (index, value) in (request.identities ?? []).enumerated() {
-            guard let row = SupabaseExport.identityRow(value) else {
+            guard let row = SupabaseExport.identityRow(.object(value)) else {
                 throw GatehouseError.invalidRequest("identities[\(index)] is not an auth.identities row.")
             }
             identities.append(row)
         }
         var rows: [ImportRow] = []
         for (index, value) in request.users.enumerated() {
-            if let user = SupabaseExport.userRow(value) {
+            if let user = SupabaseExport.userRow(.object(value)) {
                 rows += SupabaseExport.rows([user], identities: identities, firstRow: first + index, now: clock.now)
             } else {
-                let id = value.objectValue?["id"].flatMap { if case .string(let id) = $0 { id } else { nil } }
-                rows.append(.refused(ImportProblem(row: first + index, sourceID: id, reason: "not an auth.users row (id missing or a column of the wrong type)")))
+                let id = value["id"].flatMap { if case .string(let id) = $0 { id } else { nil } }
+                rows.append(.refused(ImportRefusal(row: first + index, sourceID: id, reason: "not an auth.users row (id missing or a column of the wrong type)")))
             }
         }
         return try await write(rows, source: "supabase", firebaseKeyID: nil)
@@ -84,8 +84,8 @@ struct ImportService: Sendable {
         var report = ImportReport()
         for row in rows {
             switch row {
-            case .refused(let problem):
-                report.refused.append(ImportRefusal(row: problem.row, sourceID: problem.sourceID, reason: problem.reason))
+            case .refused(let refusal):
+                report.refused.append(refusal)
             case .account(let number, let account):
                 switch try await write(account, source: source, firebaseKeyID: firebaseKeyID) {
                 case .imported: report.imported += 1
