@@ -129,6 +129,36 @@ function bench.count(name, n)
 end
 
 -- A raw HTTP/1.1 request; `headers` is a list of "Name: value" lines.
+-- A refresh-token chain per slot (refresh.lua, supabase_refresh.lua): `bench.refresh_request`
+-- sends the slot's current token (counting one sent twice: Gatehouse forgives a replay within
+-- its 10 s race window, so the answers alone would not show a bookkeeping bug) and
+-- `bench.refresh_response` keeps the successor each 200 answer carries.
+local sent_tokens = {}
+
+function bench.refresh_request(slot, id, path, headers)
+  if id ~= "X-Request-Id: wrkverify" then
+    if sent_tokens[refresh[slot]] then bench.count("duplicate_tokens_sent") end
+    sent_tokens[refresh[slot]] = true
+  end
+  local lines = { id }
+  for _, line in ipairs(headers or {}) do lines[#lines + 1] = line end
+  return bench.build("POST", path, lines, '{"refresh_token":"' .. refresh[slot] .. '"}')
+end
+
+function bench.refresh_response(slot, status, headers, body)
+  if not slot then return end
+  if status == 200 then
+    local token = body:match('"refresh_token"%s*:%s*"([^"]+)"')
+    if token then
+      refresh[slot] = token
+    else
+      bench.count("answers_without_refresh_token")
+    end
+  else
+    bench.count("chains_broken")
+  end
+end
+
 function bench.build(method, path, headers, body)
   local parts = { method, " ", path, " HTTP/1.1\r\nHost: ", wrk.headers["Host"], "\r\n" }
   for _, line in ipairs(headers or {}) do
