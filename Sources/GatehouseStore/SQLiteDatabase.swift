@@ -34,8 +34,12 @@ public final class SQLiteDatabase: SQLDatabase {
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw .unavailable("cannot open SQLite database at \(path): directory \(directory) does not exist")
         }
+        // Every connection opened is closed again if a later step fails (a file that is not a
+        // database fails at the first pragma): SQLiteNIO requires a close before release.
+        var opened: [SQLiteConnection] = []
         do {
             let writer = try await SQLiteConnection.open(storage: .file(path: path), logger: logger)
+            opened.append(writer)
             for pragma in [
                 "PRAGMA busy_timeout = 5000",
                 "PRAGMA journal_mode = WAL",
@@ -47,6 +51,7 @@ public final class SQLiteDatabase: SQLDatabase {
             var readers: [SQLiteConnection] = []
             for _ in 0..<max(1, readerCount) {
                 let reader = try await SQLiteConnection.open(storage: .file(path: path), logger: logger)
+                opened.append(reader)
                 for pragma in ["PRAGMA busy_timeout = 5000", "PRAGMA foreign_keys = ON", "PRAGMA query_only = 1"] {
                     _ = try await reader.query(pragma, [])
                 }
@@ -54,6 +59,7 @@ public final class SQLiteDatabase: SQLDatabase {
             }
             return SQLiteDatabase(path: path, writer: writer, readers: readers)
         } catch {
+            for connection in opened { try? await connection.close().get() }
             throw .unavailable("cannot open SQLite database at \(path): \(Self.describe(error))")
         }
     }
