@@ -12,7 +12,7 @@ struct Gatehouse: AsyncParsableCommand {
             Configuration comes from GATEHOUSE_* environment variables (see README.md); with none \
             at all, `gatehouse serve` runs on 127.0.0.1:8080 with ./gatehouse.sqlite.
             """,
-        subcommands: [Serve.self, Migrate.self, Keys.self, Users.self, Import.self],
+        subcommands: [Serve.self, Migrate.self, Keys.self, Users.self, Import.self, Backup.self, Restore.self],
         defaultSubcommand: nil)
 }
 
@@ -247,6 +247,34 @@ struct Import: AsyncParsableCommand {
                 }
                 try Import.finish(report)
             }
+        }
+    }
+}
+
+struct Backup: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Write a consistent copy of the SQLite database while the server runs (docs/operations.md).",
+        discussion: "PostgreSQL is backed up with its own tools (pg_dump or a base backup with WAL archiving).")
+    @Argument(help: "The new file to write; it must not exist.") var destination: String
+
+    func run() async throws {
+        try await withConfiguration { config in
+            let result = try await Operator.backup(config, to: destination)
+            say("backed up to \(result.path) (\(result.bytes) bytes, integrity ok)")
+        }
+    }
+}
+
+struct Restore: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Put a backup in place of the SQLite database; stop the server first (docs/operations.md).")
+    @Argument(help: "The backup file `gatehouse backup` wrote.") var source: String
+    @Flag(help: "Replace the existing database; without this flag an existing one is left alone.") var force = false
+
+    func run() async throws {
+        try await withConfiguration { config in
+            let path = try await Operator.restore(config, from: source, force: force)
+            say("restored \(source) to \(path) (integrity ok); start the server")
         }
     }
 }
