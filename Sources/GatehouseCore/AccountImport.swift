@@ -224,7 +224,7 @@ public enum FirebaseExport {
             }
             identities.append(ImportedIdentity(provider: provider, subject: subject, email: info.email))
         }
-        var account = ImportedAccount(
+        let account = ImportedAccount(
             id: id, sourceID: row.localId, email: email,
             emailVerifiedAt: row.emailVerified == true && email != nil ? created : nil,
             displayName: ImportChecks.displayName(row.displayName), avatarURL: ImportChecks.avatarURL(row.photoUrl), password: password,
@@ -233,7 +233,6 @@ public enum FirebaseExport {
             return .failure(
                 ImportFormatError(row.phoneNumber != nil ? "phone sign-in is not supported" : "no email address and no Apple or Google identity"))
         }
-        if account.email == nil { account.emailVerifiedAt = nil }
         return .success(account)
     }
 

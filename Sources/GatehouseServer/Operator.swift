@@ -11,9 +11,14 @@ public enum Operator {
     static func withDatabase<T: Sendable>(
         _ config: GatehouseConfig, _ body: @escaping @Sendable (any SQLDatabase) async throws -> T
     ) async throws -> T {
+        try await withDatabase(config.database, logger: quietLogger(config), poolSize: 20, body)
+    }
+
+    /// The configured logger at `warning`: a command prints its own lines, the log only trouble.
+    static func quietLogger(_ config: GatehouseConfig) -> Logger {
         var logger = makeLogger(config)
         logger.logLevel = .warning
-        return try await withDatabase(config.database, logger: logger, poolSize: 20, body)
+        return logger
     }
 
     static func withDatabase<T: Sendable>(
@@ -130,11 +135,7 @@ public enum Operator {
         guard case .success(let url) = DatabaseURL.parse(source), case .postgres = url else {
             throw GatehouseError.invalidRequest("--from must be a postgres:// URL of the Supabase database.")
         }
-        let logger = {
-            var logger = makeLogger(config)
-            logger.logLevel = .warning
-            return logger
-        }()
+        let logger = quietLogger(config)
         return try await imports(config) { service in
             try await withDatabase(url, logger: logger, poolSize: 2) { database in
                 let reader = try await SupabaseAuthSource(database: database)

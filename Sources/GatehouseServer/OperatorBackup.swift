@@ -95,12 +95,6 @@ extension Operator {
             throw error
         }
     }
-
-    private static func quietLogger(_ config: GatehouseConfig) -> Logger {
-        var logger = makeLogger(config)
-        logger.logLevel = .warning
-        return logger
-    }
 }
 
 /// A refused backup or restore, said in one sentence.
