@@ -1,8 +1,5 @@
 import Foundation
 import Logging
-import NIOCore
-import NIOPosix
-import SQLiteNIO
 import Synchronization
 
 /// The embedded default: one SQLite file in WAL mode with `synchronous=FULL`, so a commit
@@ -11,17 +8,18 @@ import Synchronization
 /// One writer connection, serialised by an async lock (SQLite allows one writer at a time
 /// anyway, and `BEGIN IMMEDIATE` keeps other processes such as the CLI out for the length of
 /// a transaction), and a few read-only connections that WAL lets run beside it. libsqlite3
-/// calls run on NIO's thread pool, never on an event loop.
+/// calls run on NIO's thread pool, never on an event loop; each connection keeps its prepared
+/// statements (`SQLiteConnectionHandle`).
 public final class SQLiteDatabase: SQLDatabase {
     public let dialect = SQLDialect.sqlite
     public let path: String
-    private let writer: SQLiteConnection
+    private let writer: SQLiteConnectionHandle
     private let writerLock = AsyncLock()
-    private let readers: [SQLiteConnection]
+    private let readers: [SQLiteConnectionHandle]
     private let nextReader = Atomic<Int>(0)
     private let closed = Atomic<Bool>(false)
 
-    private init(path: String, writer: SQLiteConnection, readers: [SQLiteConnection]) {
+    private init(path: String, writer: SQLiteConnectionHandle, readers: [SQLiteConnectionHandle]) {
         self.path = path
         self.writer = writer
         self.readers = readers
@@ -35,10 +33,10 @@ public final class SQLiteDatabase: SQLDatabase {
             throw .unavailable("cannot open SQLite database at \(path): directory \(directory) does not exist")
         }
         // Every connection opened is closed again if a later step fails (a file that is not a
-        // database fails at the first pragma): SQLiteNIO requires a close before release.
-        var opened: [SQLiteConnection] = []
+        // database fails at the first pragma).
+        var opened: [SQLiteConnectionHandle] = []
         do {
-            let writer = try await SQLiteConnection.open(storage: .file(path: path), logger: logger)
+            let writer = try await SQLiteConnectionHandle.open(path: path)
             opened.append(writer)
             for pragma in [
                 "PRAGMA busy_timeout = 5000",
@@ -46,20 +44,20 @@ public final class SQLiteDatabase: SQLDatabase {
                 "PRAGMA synchronous = FULL",
                 "PRAGMA foreign_keys = ON",
             ] {
-                _ = try await writer.query(pragma, [])
+                _ = try await writer.run(pragma, [])
             }
-            var readers: [SQLiteConnection] = []
+            var readers: [SQLiteConnectionHandle] = []
             for _ in 0..<max(1, readerCount) {
-                let reader = try await SQLiteConnection.open(storage: .file(path: path), logger: logger)
+                let reader = try await SQLiteConnectionHandle.open(path: path)
                 opened.append(reader)
                 for pragma in ["PRAGMA busy_timeout = 5000", "PRAGMA foreign_keys = ON", "PRAGMA query_only = 1"] {
-                    _ = try await reader.query(pragma, [])
+                    _ = try await reader.run(pragma, [])
                 }
                 readers.append(reader)
             }
             return SQLiteDatabase(path: path, writer: writer, readers: readers)
         } catch {
-            for connection in opened { try? await connection.close().get() }
+            for connection in opened { await connection.close() }
             throw .unavailable("cannot open SQLite database at \(path): \(Self.describe(error))")
         }
     }
@@ -110,19 +108,7 @@ public final class SQLiteDatabase: SQLDatabase {
     public func shutdown() async {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         for connection in readers + [writer] {
-            // The future-based close runs even when this task is already cancelled, as it is
-            // when the service group is tearing down.
-            try? await connection.close().get()
-        }
-    }
-
-    deinit {
-        // A start that failed half-way may drop the database without shutting it down; the
-        // connections still get closed (each close keeps its connection alive until done).
-        guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        for connection in readers + [writer] {
-            // The completion handler holds the connection until it is closed.
-            connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
+            await connection.close()
         }
     }
 
@@ -133,45 +119,26 @@ public final class SQLiteDatabase: SQLDatabase {
     }
 
     @discardableResult
-    fileprivate static func run(_ sql: String, _ binds: [SQLValue], on connection: SQLiteConnection) async throws(StoreError) -> [SQLRow] {
-        let data = binds.map { value -> SQLiteData in
-            switch value {
-            case .null: return .null
-            case .integer(let value): return .integer(SQLiteInt64(value))
-            case .real(let value): return .float(value)
-            case .text(let value): return .text(value)
-            case .blob(let bytes): return .blob(ByteBuffer(bytes: bytes))
-            }
-        }
-        let rows: [SQLiteRow]
+    fileprivate static func run(_ sql: String, _ binds: [SQLValue], on connection: SQLiteConnectionHandle) async throws(StoreError) -> [SQLRow] {
         do {
-            rows = try await connection.query(sql, data)
+            return try await connection.run(sql, binds)
         } catch {
             throw map(error)
-        }
-        return rows.map { row in
-            var columns: [String: SQLValue] = [:]
-            for column in row.columns {
-                switch column.data {
-                case .null: columns[column.name] = .null
-                case .integer(let value): columns[column.name] = .integer(Int64(value))
-                case .float(let value): columns[column.name] = .real(value)
-                case .text(let value): columns[column.name] = .text(value)
-                case .blob(let buffer): columns[column.name] = .blob(Array(buffer.readableBytesView))
-                }
-            }
-            return SQLRow(columns: columns)
         }
     }
 
     private static func map(_ error: any Error) -> StoreError {
-        guard let error = error as? SQLiteError else { return .database(describe(error)) }
-        switch error.reason {
-        case .constraintUniqueFailed, .constraintPrimaryKeyFailed:
+        guard let error = error as? SQLiteConnectionHandle.Failure else { return .database(describe(error)) }
+        switch error.code {
+        case 2067, 1555:  // SQLITE_CONSTRAINT_UNIQUE, SQLITE_CONSTRAINT_PRIMARYKEY
             return .uniqueViolation(error.message)
-        case .busy, .busyTimeout, .locked, .busyInRecovery, .busyInSnapshot:
+        default:
+            break
+        }
+        switch error.primary {
+        case 5, 6:  // SQLITE_BUSY (with its recovery/snapshot/timeout forms), SQLITE_LOCKED
             return .conflict(error.message)
-        case .cantOpen, .ioError, .full, .notADatabase, .corrupt, .readOnly:
+        case 14, 10, 13, 26, 11, 8:  // CANTOPEN, IOERR, FULL, NOTADB, CORRUPT, READONLY
             return .unavailable(error.message)
         default:
             return .database(error.message)
@@ -179,14 +146,14 @@ public final class SQLiteDatabase: SQLDatabase {
     }
 
     private static func describe(_ error: any Error) -> String {
-        if let error = error as? SQLiteError { return error.message }
+        if let error = error as? SQLiteConnectionHandle.Failure { return error.message }
         return "\(error)"
     }
 }
 
 /// The writer connection while a transaction holds it.
 private struct SQLiteTransaction: SQLExecutor {
-    let connection: SQLiteConnection
+    let connection: SQLiteConnectionHandle
     var dialect: SQLDialect { .sqlite }
 
     func query(_ sql: String, _ binds: [SQLValue]) async throws(StoreError) -> [SQLRow] {
