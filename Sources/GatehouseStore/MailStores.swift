@@ -14,6 +14,8 @@ public protocol OutboxStore: Sendable {
     func markMailFailed(_ id: UUID, error: String, nextAttempt: Date?, at date: Date) async throws(StoreError)
     /// Newest first.
     func recentMail(limit: Int) async throws(StoreError) -> [OutboxMessage]
+    /// Mail not yet sent nor given up: due now or waiting for a retry.
+    func pendingMailCount() async throws(StoreError) -> Int
     /// Fills in a queued request's mail (see `OutboxMessage.isRequest`).
     func composeMail(_ id: UUID, recipient: String, subject: String, text: String, html: String?, linkHost: String?) async throws(StoreError)
     /// Ends a queued request that has nothing to send (no such account); forgets the address.

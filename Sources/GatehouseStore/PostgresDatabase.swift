@@ -22,11 +22,15 @@ public final class PostgresDatabase: SQLDatabase {
     private let prepared: Bool
     /// The URL with its password masked, for messages.
     public let redactedURL: String
+    private let observer: (any PoolObserver)?
+    private let leased = Atomic<Int>(0)
 
     /// The pool as a service, to run in the application's service group.
     public var service: some Service { client }
 
-    public init(url: String, maximumConnections: Int = 20, preparedStatements: Bool = true, logger: Logger) throws(StoreError) {
+    public init(
+        url: String, maximumConnections: Int = 20, preparedStatements: Bool = true, logger: Logger, observer: (any PoolObserver)? = nil
+    ) throws(StoreError) {
         let parsed = try PostgresURL(url)
         var configuration = PostgresClient.Configuration(
             host: parsed.host, port: parsed.port, username: parsed.username, password: parsed.password,
@@ -37,6 +41,7 @@ public final class PostgresDatabase: SQLDatabase {
         self.logger = logger
         prepared = preparedStatements
         redactedURL = parsed.redacted
+        self.observer = observer
     }
 
     /// Runs the pool for the length of `body`, for commands that do not start a server.
@@ -101,7 +106,8 @@ public final class PostgresDatabase: SQLDatabase {
     /// ``answerTimeout`` more.
     private func withLease<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         let lease = PendingLease<T>()
-        let client = self.client
+        let (client, observer) = (self.client, self.observer)
+        let asked = ContinuousClock.now
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
                 lease.install(continuation)
@@ -109,6 +115,9 @@ public final class PostgresDatabase: SQLDatabase {
                     do {
                         let value = try await client.withConnection { connection in
                             guard lease.begin() else { throw CancellationError() }
+                            guard let observer else { return try await body(connection) }
+                            observer.leased(waited: ContinuousClock.now - asked, inUse: self.leased.add(1, ordering: .relaxed).newValue)
+                            defer { observer.released(inUse: self.leased.subtract(1, ordering: .relaxed).newValue) }
                             return try await body(connection)
                         }
                         lease.finish(.success(value))

@@ -128,6 +128,15 @@ public protocol SQLDatabase: SQLExecutor {
     func shutdown() async
 }
 
+/// Told when a query or transaction gets its connection and gives it back (the server's pool
+/// metrics). Called on the request's path: keep it cheap.
+public protocol PoolObserver: Sendable {
+    /// A connection was handed out after waiting `waited`; `inUse` are now leased.
+    func leased(waited: Duration, inUse: Int)
+    /// A connection came back; `inUse` are still leased.
+    func released(inUse: Int)
+}
+
 /// Storage failures. Stores never throw HTTP errors; services map these.
 public enum StoreError: Error, Sendable, CustomStringConvertible, Equatable {
     /// A unique constraint refused the write; the associated value is the database's own

@@ -37,6 +37,11 @@ extension SQLStore {
         return try rows.map(Self.outbox(from:)).sorted { $0.createdAt < $1.createdAt }
     }
 
+    public func pendingMailCount() async throws(StoreError) -> Int {
+        let rows = try await executor.query("SELECT COUNT(*) AS pending FROM outbox WHERE status = 'pending'", [])
+        return Int(try rows.first?.int("pending") ?? 0)
+    }
+
     public func markMailSent(_ id: UUID, at date: Date, keepBodies: Bool) async throws(StoreError) {
         let clear = keepBodies ? "" : ", text_body = NULL, html_body = NULL"
         try await executor.query(

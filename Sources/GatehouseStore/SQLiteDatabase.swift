@@ -18,15 +18,20 @@ public final class SQLiteDatabase: SQLDatabase {
     private let readers: [SQLiteConnectionHandle]
     private let nextReader = Atomic<Int>(0)
     private let closed = Atomic<Bool>(false)
+    /// Told when the writer is taken and given back (SQLite's one write connection is its pool).
+    private let observer: (any PoolObserver)?
 
-    private init(path: String, writer: SQLiteConnectionHandle, readers: [SQLiteConnectionHandle]) {
+    private init(path: String, writer: SQLiteConnectionHandle, readers: [SQLiteConnectionHandle], observer: (any PoolObserver)?) {
         self.path = path
         self.writer = writer
         self.readers = readers
+        self.observer = observer
     }
 
     /// Opens (creating when missing) the database file at `path`.
-    public static func open(path: String, readerCount: Int = 2, logger: Logger) async throws(StoreError) -> SQLiteDatabase {
+    public static func open(
+        path: String, readerCount: Int = 2, logger: Logger, observer: (any PoolObserver)? = nil
+    ) async throws(StoreError) -> SQLiteDatabase {
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
@@ -55,7 +60,7 @@ public final class SQLiteDatabase: SQLDatabase {
                 }
                 readers.append(reader)
             }
-            return SQLiteDatabase(path: path, writer: writer, readers: readers)
+            return SQLiteDatabase(path: path, writer: writer, readers: readers, observer: observer)
         } catch {
             for connection in opened { await connection.close() }
             throw .unavailable("cannot open SQLite database at \(path): \(Self.describe(error))")
@@ -68,14 +73,26 @@ public final class SQLiteDatabase: SQLDatabase {
             let index = nextReader.wrappingAdd(1, ordering: .relaxed).oldValue
             return try await Self.run(sql, binds, on: readers[abs(index % readers.count)])
         }
-        await writerLock.lock()
-        defer { writerLock.unlock() }
+        await lockWriter()
+        defer { unlockWriter() }
         return try await Self.run(sql, binds, on: writer)
     }
 
-    public func transaction<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) async throws -> T) async throws -> T {
+    private func lockWriter() async {
+        guard let observer else { return await writerLock.lock() }
+        let asked = ContinuousClock.now
         await writerLock.lock()
-        defer { writerLock.unlock() }
+        observer.leased(waited: ContinuousClock.now - asked, inUse: 1)
+    }
+
+    private func unlockWriter() {
+        observer?.released(inUse: 0)
+        writerLock.unlock()
+    }
+
+    public func transaction<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) async throws -> T) async throws -> T {
+        await lockWriter()
+        defer { unlockWriter() }
         try await Self.run("BEGIN IMMEDIATE", [], on: writer)
         let executor = SQLiteTransaction(connection: writer)
         do {
