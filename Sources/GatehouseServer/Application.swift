@@ -123,6 +123,7 @@ func makeRouter(_ infra: Infrastructure, _ useCases: UseCases) -> Router<Gatehou
     let (config, preset, u) = (infra.config, infra.preset, useCases)
     let input = HTTPInput(resolver: ClientAddressResolver(trustedProxies: config.trustedProxies), bodyLimit: config.maxBodyBytes)
     let router = Router(context: GatehouseRequestContext.self)
+    if infra.metrics.isEnabled { router.add(middleware: MetricsMiddleware(metrics: infra.metrics)) }
     router.add(middleware: RequestIDMiddleware())
     router.add(middleware: SecurityHeadersMiddleware(hsts: config.publicURL.scheme == "https"))
     let errors = ErrorMiddleware(
@@ -175,8 +176,10 @@ func makeRouter(_ infra: Infrastructure, _ useCases: UseCases) -> Router<Gatehou
             serviceRoleKey: config.supabaseServiceRoleKey.map { AdminKey(key: $0, file: nil, generated: false) }, errors: errors, input: input
         ).register(on: router)
     }
+    MetricsController(metrics: infra.metrics, token: config.metricsToken).register(on: router)
     AdminController(
         users: u.users, imports: u.imports, mfa: u.mfa, keys: infra.keys, adminKey: infra.adminKey, testMail: u.testMail, bodyLimit: config.maxBodyBytes,
+        metrics: infra.metrics,
         retiredKeyPublishSeconds: KeyRing.retiredKeyPublishSeconds(
             accessTokenTTLSeconds: preset.tokens.accessTokenTTLSeconds, leewaySeconds: preset.tokens.leewaySeconds)
     ).register(on: router)

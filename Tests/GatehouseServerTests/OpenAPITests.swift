@@ -60,6 +60,8 @@ import Testing
         // /auth/v1 is served with its keys set, and documented beside the native surface.
         config.supabaseAnonKey = "openapi-anon-key-0123456789"
         config.supabaseServiceRoleKey = "openapi-service-role-key-0123456789"
+        // So is GET /metrics, with its token.
+        config.metricsToken = "openapi-metrics-token-0123456789"
         let frozen = config
         let app = try await buildApplication(
             config: frozen, dependencies: AppDependencies(logger: TestApp.quietLogger, onRoutes: { list in routes.withLock { $0 = list } }))
@@ -70,7 +72,7 @@ import Testing
             // Hummingbird prints a captured segment as `{name}` (`RouterPath.Element.description`),
             // whether it was registered as `:name` or `{name}`: the OpenAPI spelling the table uses.
             let registered = routes.withLock { $0 }
-            let table = Endpoints.all.map(\.description) + SupabaseController.operations
+            let table = Endpoints.all.map(\.description) + SupabaseController.operations + MetricsController.operations
             let documented = Self.documentedOperations(yaml)
             #expect(registered.count > 50 && documented.count > 50)
             #expect(Set(registered).count == registered.count, "the router registers a route twice")

@@ -24,11 +24,13 @@ BASE = os.environ["GATEHOUSE_FUZZ_URL"]
 ADMIN_KEY = os.environ["GATEHOUSE_FUZZ_ADMIN_KEY"]
 SUPABASE_ANON_KEY = os.environ.get("GATEHOUSE_FUZZ_SUPABASE_ANON_KEY")
 SUPABASE_SERVICE_ROLE_KEY = os.environ.get("GATEHOUSE_FUZZ_SUPABASE_SERVICE_ROLE_KEY")
+METRICS_TOKEN = os.environ.get("GATEHOUSE_FUZZ_METRICS_TOKEN")
 
 # Operations under these prefixes have providers of their own.
 NATIVE_ADMIN = "^/admin/"
 SUPABASE = "^/auth/v1/"
 SUPABASE_ADMIN = "^/auth/v1/admin/"
+METRICS = "^/metrics$"
 
 
 def _post(path, body):
@@ -98,7 +100,18 @@ class SupabaseClient:
         _set_headers(case, headers)
 
 
-@schemathesis.auth(refresh_interval=None).skip_for(path_regex=NATIVE_ADMIN).skip_for(path_regex=SUPABASE)
+@schemathesis.auth(refresh_interval=None).apply_to(path_regex=METRICS)
+class MetricsToken:
+    def get(self, case, context):
+        return METRICS_TOKEN
+
+    def set(self, case, data, context):
+        _set_headers(case, {"Authorization": f"Bearer {data}"})
+
+
+@schemathesis.auth(refresh_interval=None).skip_for(path_regex=NATIVE_ADMIN).skip_for(path_regex=SUPABASE).skip_for(
+    path_regex=METRICS
+)
 class UserSession:
     def get(self, case, context):
         return _fresh_access_token()

@@ -55,6 +55,8 @@ def main():
         # /auth/v1 (Supabase compatibility) is mounted only with these; two different keys.
         supabase_anon_key = secrets.token_urlsafe(24)
         supabase_service_role_key = secrets.token_urlsafe(32)
+        # GET /metrics is served with its bearer token set.
+        metrics_token = secrets.token_urlsafe(32)
         environment = dict(
             os.environ,
             GATEHOUSE_PORT=str(port),
@@ -62,6 +64,7 @@ def main():
             GATEHOUSE_ADMIN_KEY=admin_key,
             GATEHOUSE_SUPABASE_ANON_KEY=supabase_anon_key,
             GATEHOUSE_SUPABASE_SERVICE_ROLE_KEY=supabase_service_role_key,
+            GATEHOUSE_METRICS_TOKEN=metrics_token,
             GATEHOUSE_IP_LIMITS="off",
             GATEHOUSE_LOG_LEVEL="warning",
             # The fuzzer signs up many accounts: a cheap hash keeps it fast (production costs are
@@ -92,6 +95,7 @@ def main():
                 GATEHOUSE_FUZZ_ADMIN_KEY=admin_key,
                 GATEHOUSE_FUZZ_SUPABASE_ANON_KEY=supabase_anon_key,
                 GATEHOUSE_FUZZ_SUPABASE_SERVICE_ROLE_KEY=supabase_service_role_key,
+                GATEHOUSE_FUZZ_METRICS_TOKEN=metrics_token,
             )
             started = time.monotonic()
             result = subprocess.run(command, env=hooks_environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -60,16 +60,16 @@ ensure_postgres() {
 # What the test suite needs: a PostgreSQL server, openssl, Chromium with chromedriver (the hosted
 # pages are driven in a real browser), libfaketime (a server with a skewed clock), slowhttptest
 # (slow clients), nginx (the cluster test's load balancer), oathtool, zbarimg and rsvg-convert (TOTP
-# codes and QR images read by other tools) and Python 3 with aiosmtpd (a real
-# SMTP server for the mail tests), Selenium and Schemathesis, in a virtual environment under
-# .build-venv.
+# codes and QR images read by other tools), Prometheus (scrapes /metrics in the metrics tests) and
+# Python 3 with aiosmtpd (a real SMTP server for the mail tests), Selenium and Schemathesis, in a
+# virtual environment under .build-venv.
 ensure_test_deps() {
   ensure_build_deps
   if is_debian; then
     apt_need postgresql python3 python3-venv openssl chromium chromium-driver faketime slowhttptest nginx \
-      oathtool zbar-tools librsvg2-bin
+      oathtool zbar-tools librsvg2-bin prometheus
   elif is_macos; then
-    brew_need postgresql@16 python@3 openssl libfaketime slowhttptest nginx oath-toolkit zbar librsvg
+    brew_need postgresql@16 python@3 openssl libfaketime slowhttptest nginx oath-toolkit zbar librsvg prometheus
     export PATH="$(brew --prefix postgresql@16)/bin:$PATH"
   fi
   ensure_browser_deps

@@ -43,6 +43,8 @@ struct Infrastructure {
     /// This node's copies of sessions (PostgreSQL with `GATEHOUSE_SESSION_CACHE` on).
     let sessionCache: SessionCache?
     let googleKeys: ProviderKeySet
+    /// `GET /metrics`'s series (`ServerMetrics.off` unless configured).
+    let metrics: ServerMetrics
 
     init(config: GatehouseConfig, dependencies: AppDependencies, logger: Logger) async throws {
         let preset = config.preset
@@ -60,7 +62,11 @@ struct Infrastructure {
         } ?? AppStoreJWSVerifier.appleRoots()
         let smtpCA = try config.smtpCAFile.map { try String(contentsOfFile: $0, encoding: .utf8) }
 
-        database = try await config.database.open(logger: logger, poolSize: config.databasePoolSize, preparedStatements: config.databasePreparedStatements)
+        let metrics = config.metricsEnabled ? ServerMetrics(enabled: true) : ServerMetrics.off
+        self.metrics = metrics
+        database = try await config.database.open(
+            logger: logger, poolSize: config.databasePoolSize, preparedStatements: config.databasePreparedStatements,
+            observer: metrics.isEnabled ? metrics : nil)
         // PostgreSQL only: SQLite is one node reading a local file, with no round trip to save.
         sessionCache = config.sessionCache && database is PostgresDatabase ? SessionCache() : nil
         let store = SQLStore(database: database, sessionCache: sessionCache)
@@ -69,7 +75,11 @@ struct Infrastructure {
         chainKey = RefreshChainKey()
         sealer = SecretSealer(secret: config.secretKey)
         firebaseKeys = FirebaseHashKeys(store: store, sealer: sealer)
-        hasher = try PasswordHasher(parameters: config.argon2, threads: config.hashThreads, firebaseKeys: firebaseKeys)
+        var timed: (@Sendable (String, Duration) -> Void)?
+        if metrics.isEnabled {
+            timed = { operation, duration in metrics.passwordHash(operation, duration: duration) }
+        }
+        hasher = try PasswordHasher(parameters: config.argon2, threads: config.hashThreads, firebaseKeys: firebaseKeys, timed: timed)
         httpClient = HTTPClient(eventLoopGroupProvider: .singleton)
         links = EmailLinks(publicURL: config.publicURL, chainKey: chainKey)
         engine = EntitlementEngine(settings: preset.entitlements, copy: preset.copy)
@@ -90,7 +100,7 @@ struct Infrastructure {
         mailWorker = MailWorker(
             store: store, transport: transport,
             composer: MailRequestComposer(store: store, templates: templates, links: links, preset: preset, clock: clock), clock: clock,
-            logger: logger)
+            logger: logger, metrics: metrics)
         if let credentials = config.appleCredentials {
             // The key was parsed when the configuration was read, so this does not fail here.
             appleTokens = try await AppleTokenClient(credentials: credentials, client: httpClient, clock: clock)
@@ -99,14 +109,24 @@ struct Infrastructure {
         }
         var jobHandlers = AppleJobs(tokens: appleTokens, store: store, sealer: sealer, clock: clock, logger: logger).handlers
         if let url = config.webhookURL, let secret = config.webhookSecret {
-            jobHandlers[WebhookSender.jobKind] = WebhookSender(url: url, secret: secret, client: httpClient, clock: clock).deliver
+            let sender = WebhookSender(url: url, secret: secret, client: httpClient, clock: clock)
+            jobHandlers[WebhookSender.jobKind] = { job, payload in
+                do {
+                    try await sender.deliver(job, payload)
+                    metrics.webhookDelivery("delivered")
+                } catch {
+                    metrics.webhookDelivery("failed")
+                    throw error
+                }
+            }
         }
         // Webhooks are retried for about a day (backoff capped at an hour) before they are given up.
         jobs = JobWorker(
             store: store, sealer: sealer, clock: clock, logger: logger, handlers: jobHandlers, maximumAttempts: [WebhookSender.jobKind: 30])
         let events = EventRecorder(
             jobs: jobs, webhookConfigured: config.webhookURL != nil, clock: clock, trialStartsAtSignup: preset.entitlements.trial.startsAtSignup)
-        unitOfWork = UnitOfWork(store: store, events: events, mail: mailWorker, jobs: jobs, privacy: preset.privacy, clock: clock)
+        unitOfWork = UnitOfWork(
+            store: store, events: events, mail: mailWorker, jobs: jobs, privacy: preset.privacy, clock: clock, metrics: metrics)
         appleKeys = ProviderKeySet(url: config.appleJWKSURL, client: httpClient, clock: clock, logger: logger)
         googleKeys = ProviderKeySet(url: config.googleJWKSURL, client: httpClient, clock: clock, logger: logger)
         if preset.throttling.captchaAfterIPFailures != nil, config.captchaVerifyURL == nil {

@@ -57,6 +57,12 @@ extension GatehouseConfig {
         }
         if let prepared = settings.onOff("database_prepared_statements") { config.databasePreparedStatements = prepared }
         if let cache = settings.onOff("session_cache") { config.sessionCache = cache }
+        if let metrics = settings.onOff("metrics") { config.metrics = metrics }
+        if let token = settings.string("metrics_token") {
+            if token.count >= 24 { config.metricsToken = token } else {
+                settings.problem("metrics_token", "must be at least 24 characters long")
+            }
+        }
         if let level = settings.string("log_level") {
             if let parsed = Logger.Level(rawValue: level.lowercased()) {
                 config.logLevel = parsed

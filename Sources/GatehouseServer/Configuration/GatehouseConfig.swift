@@ -89,6 +89,11 @@ public struct GatehouseConfig: Sendable {
     /// dropped across nodes by LISTEN/NOTIFY (`SessionCache`; bound in docs/scaling.md). SQLite,
     /// one node on a local file, always reads the database.
     public var sessionCache = true
+    /// `GET /metrics` (Prometheus text) is served: `GATEHOUSE_METRICS=on`, or a token set.
+    public var metrics = false
+    /// When set, `GET /metrics` asks for `Authorization: Bearer <token>` (24+ characters).
+    public var metricsToken: String?
+    public var metricsEnabled: Bool { metrics || metricsToken != nil }
     /// A connection that sends nothing for this long (a request's head included, so a client
     /// trickling its headers in) is closed.
     public var httpIdleTimeoutSeconds = 30
@@ -149,6 +154,7 @@ public struct GatehouseConfig: Sendable {
             "secret_key": secretKey == nil ? "unset (signing keys stored unencrypted)" : "<redacted>",
             "ip_limits": ipLimits ? "on" : "off", "max_body_bytes": String(maxBodyBytes),
             "supabase_auth": supabaseAnonKey == nil ? "off" : (supabaseServiceRoleKey == nil ? "on, no admin routes" : "on, with admin routes"),
+            "metrics": metricsToken != nil ? "on, bearer token" : (metrics ? "on, no token" : "off"),
         ]
     }
 

@@ -13,6 +13,7 @@ struct AdminController {
     let adminKey: AdminKey
     let testMail: TestMailService
     let bodyLimit: Int
+    let metrics: ServerMetrics
     /// How long a retired signing key stays published: the longest access-token life plus leeway.
     let retiredKeyPublishSeconds: Int
 
@@ -88,6 +89,7 @@ struct AdminController {
         }
         admin.on(Endpoints.adminRotateKeys) { _, _ in
             try await self.keys.rotate(keepPublishedFor: self.retiredKeyPublishSeconds)
+            self.metrics.keyRotation()
             return try JSONBody.response(self.keys.jwks)
         }
     }

@@ -153,3 +153,31 @@ extension HTTPField.Name {
     static let referrerPolicy = HTTPField.Name("Referrer-Policy")!
     static let strictTransportSecurity = HTTPField.Name("Strict-Transport-Security")!
 }
+
+/// Counts every answered request and times it for `GET /metrics`, by the route's template (the
+/// raw path could hold ids and tokens). Outermost, so it sees the status the client gets.
+struct MetricsMiddleware: RouterMiddleware {
+    typealias Context = GatehouseRequestContext
+    let metrics: ServerMetrics
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let started = ContinuousClock.now
+        let status: Int
+        do {
+            let response = try await next(request, context)
+            status = response.status.code
+            record(request, context, status: status, started: started)
+            return response
+        } catch {
+            status = (error as? any HTTPResponseError)?.status.code ?? 500
+            record(request, context, status: status, started: started)
+            throw error
+        }
+    }
+
+    private func record(_ request: Request, _ context: Context, status: Int, started: ContinuousClock.Instant) {
+        // Unmatched paths share one series rather than one per probe.
+        let route = context.endpointPath ?? "unmatched"
+        metrics.request(method: request.method.rawValue, route: route, status: status, duration: ContinuousClock.now - started)
+    }
+}

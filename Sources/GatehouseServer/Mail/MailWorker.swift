@@ -15,6 +15,7 @@ final class MailWorker: Service, Sendable {
     let composer: MailRequestComposer
     let clock: any WallClock
     let logger: Logger
+    let metrics: ServerMetrics
     private let loop: WakeLoop
     /// How long a claim keeps other workers off a mail: longer than one delivery may take
     /// (`SMTPTransport`'s deadline), short enough that a crashed node's mail goes out soon.
@@ -22,13 +23,14 @@ final class MailWorker: Service, Sendable {
 
     init(
         store: any OutboxStore, transport: any MailTransport, composer: MailRequestComposer, clock: any WallClock, logger: Logger,
-        pollInterval: Duration = .seconds(2)
+        metrics: ServerMetrics = .off, pollInterval: Duration = .seconds(2)
     ) {
         self.store = store
         self.transport = transport
         self.composer = composer
         self.clock = clock
         self.logger = logger
+        self.metrics = metrics
         loop = WakeLoop(pollInterval: pollInterval)
     }
 
@@ -45,6 +47,14 @@ final class MailWorker: Service, Sendable {
     @discardableResult
     func deliverDue() async -> Int {
         var handled = 0
+        // The queue's depth as each pass ends (every poll and every wake-up).
+        defer {
+            if metrics.isEnabled {
+                Task { [store, metrics] in
+                    if let pending = try? await store.pendingMailCount() { metrics.mailQueueDepth(pending) }
+                }
+            }
+        }
         while !Task.isCancelled {
             let batch: [OutboxMessage]
             do {
@@ -65,14 +75,18 @@ final class MailWorker: Service, Sendable {
 
     private func deliver(_ claimed: OutboxMessage) async {
         var message = claimed
+        var delivered = false
         do {
             if message.isRequest {
                 guard let composed = try await composer.compose(message) else { return }
                 message = composed
             }
             try await transport.deliver(message)
+            delivered = true
+            metrics.mailSent()
             try await store.markMailSent(message.id, at: clock.now, keepBodies: transport.keepsBodies)
         } catch {
+            if !delivered { metrics.mailFailed() }
             let attempts = message.attempts + 1
             let next = MailRetryPolicy.nextAttempt(after: attempts, now: clock.now)
             logger.warning(

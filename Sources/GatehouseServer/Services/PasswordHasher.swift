@@ -47,14 +47,19 @@ public final class PasswordHasher: Sendable {
     private let decoy: String
     /// The imported Firebase projects' parameters (nil: no Firebase hash verifies).
     private let firebaseKeys: FirebaseHashKeys?
+    /// Told how long each hash (`hash`) or check (`verify`) took on its thread (the metrics).
+    private let timed: (@Sendable (String, Duration) -> Void)?
 
     public convenience init(parameters: Argon2Parameters = Argon2Parameters(), threads: Int = System.coreCount) throws {
         try self.init(parameters: parameters, threads: threads, firebaseKeys: nil)
     }
 
-    init(parameters: Argon2Parameters, threads: Int, firebaseKeys: FirebaseHashKeys?) throws {
+    init(
+        parameters: Argon2Parameters, threads: Int, firebaseKeys: FirebaseHashKeys?, timed: (@Sendable (String, Duration) -> Void)? = nil
+    ) throws {
         self.parameters = parameters
         self.firebaseKeys = firebaseKeys
+        self.timed = timed
         // Made first: bad parameters fail here, before any thread is started.
         decoy = try Self.argon2id(Array(UUID().uuidString.utf8), parameters: parameters)
         pool = NIOThreadPool(numberOfThreads: max(1, threads))
@@ -63,8 +68,12 @@ public final class PasswordHasher: Sendable {
 
     /// A new Argon2id hash of `password`.
     public func hash(_ password: String) async throws -> String {
-        let parameters = self.parameters
-        return try await pool.runIfActive { try Self.argon2id(Array(password.utf8), parameters: parameters) }
+        let (parameters, timed) = (self.parameters, self.timed)
+        return try await pool.runIfActive {
+            let started = ContinuousClock.now
+            defer { timed?("hash", ContinuousClock.now - started) }
+            return try Self.argon2id(Array(password.utf8), parameters: parameters)
+        }
     }
 
     public struct Verification: Sendable {
@@ -80,7 +89,7 @@ public final class PasswordHasher: Sendable {
         guard password.utf8.count <= PasswordPolicy.maximumBytes else {
             return Verification(matches: false, needsRehash: false)
         }
-        let parameters = self.parameters
+        let (parameters, timed) = (self.parameters, self.timed)
         let target = hash ?? decoy
         let known = hash != nil
         if let firebase = FirebaseScrypt.decode(target) {
@@ -88,11 +97,15 @@ public final class PasswordHasher: Sendable {
                 return Verification(matches: false, needsRehash: false)
             }
             return try await pool.runIfActive {
+                let started = ContinuousClock.now
+                defer { timed?("verify", ContinuousClock.now - started) }
                 let computed = try FirebaseScrypt.hash(Array(password.utf8), salt: firebase.salt, parameters: project)
                 return Verification(matches: constantTimeEquals(computed, firebase.hash) && known, needsRehash: true)
             }
         }
         return try await pool.runIfActive {
+            let started = ContinuousClock.now
+            defer { timed?("verify", ContinuousClock.now - started) }
             let bytes = Array(password.utf8)
             if target.hasPrefix("$argon2id$") {
                 let matches = argon2id_verify(target, bytes, bytes.count) == ARGON2_OK.rawValue

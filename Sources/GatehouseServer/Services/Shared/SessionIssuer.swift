@@ -69,6 +69,7 @@ struct SessionIssuer: Sendable {
         var details = ["provider": provider.rawValue, "aal": assurance.rawValue]
         details["second_factor"] = secondFactor
         try await work.audit(event, user: user.id, session: session.id, details: details)
+        work.queued.signal(.signIn(method: method))
         return AuthResponse(
             user: user.payload(identities: try await work.tx.identities(of: user.id)),
             session: try await payload(user, session: session, refreshToken: refresh, in: work.tx))

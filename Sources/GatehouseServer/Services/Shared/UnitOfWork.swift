@@ -15,6 +15,9 @@ struct UnitOfWork: Sendable {
     let jobs: JobWorker
     let privacy: PrivacySettings
     let clock: any WallClock
+    /// Sign-ins, failures, lockouts and refresh reuse are counted here, from the audit rows:
+    /// a transaction's once it has committed.
+    var metrics: ServerMetrics = .off
 
     /// Runs `body` in one transaction. `client` is the caller as the request saw it (nil for
     /// work no request caused); audit rows get it as the privacy settings keep it.
@@ -28,6 +31,7 @@ struct UnitOfWork: Sendable {
             try await body(Work(tx: tx, now: now, client: kept, events: events, jobs: jobs, queued: queued))
         }
         let (mailQueued, jobsQueued) = queued.flags
+        for signal in queued.signals { signal.count(in: metrics) }
         if mailQueued { mail?.wake() }
         if jobsQueued { jobs.wake() }
         return result
@@ -40,6 +44,7 @@ struct UnitOfWork: Sendable {
         details: [String: String] = [:]
     ) async throws {
         let kept = client.stored(under: privacy)
+        Signal.of(event, outcome, details: details)?.count(in: metrics)
         try await store.insertAudit(
             AuditEvent(createdAt: clock.now, event: event, outcome: outcome, userID: user, sessionID: session,
                        ipAddress: kept.ip, userAgent: kept.userAgent, details: details))
@@ -47,10 +52,51 @@ struct UnitOfWork: Sendable {
 
     /// What a transaction queued, read after it commits.
     final class Queued: Sendable {
-        private let state = Mutex((mail: false, jobs: false))
+        private let state = Mutex((mail: false, jobs: false, signals: [Signal]()))
         var flags: (Bool, Bool) { state.withLock { ($0.mail, $0.jobs) } }
+        var signals: [Signal] { state.withLock { $0.signals } }
         func mail() { state.withLock { $0.mail = true } }
         func jobs() { state.withLock { $0.jobs = true } }
+        func signal(_ signal: Signal) { state.withLock { $0.signals.append(signal) } }
+    }
+
+    /// What an audit row counts for the metrics.
+    enum Signal: Sendable {
+        case signIn(method: String)
+        case failure(method: String, reason: String)
+        case lockout
+        case refreshReuse
+
+        /// Sign-in audit events and the method each names.
+        static let signInMethods: [AuditEvent.Name: String] = [
+            .login: "password", .passkeyAssertion: "passkey", .mfaVerify: "second_factor",
+        ]
+
+        /// The signal of an audit row, if it is one: a refused sign-in (reason in snake case), a
+        /// lockout, a refresh token's reuse. (Sessions opened are signalled by `SessionIssuer`.)
+        static func of(_ event: AuditEvent.Name, _ outcome: AuditEvent.Outcome, details: [String: String]) -> Signal? {
+            switch event {
+            case .lockout: return .lockout
+            case .refreshReuseDetected: return .refreshReuse
+            default: break
+            }
+            guard let method = signInMethods[event], outcome == .failure || outcome == .locked else { return nil }
+            let reason = outcome == .locked ? "account_locked" : (details["reason"] ?? "refused")
+            return .failure(method: method, reason: snakeCase(reason))
+        }
+
+        static func snakeCase(_ text: String) -> String {
+            String(text.lowercased().map { $0.isLetter || $0.isNumber ? $0 : "_" })
+        }
+
+        func count(in metrics: ServerMetrics) {
+            switch self {
+            case .signIn(let method): metrics.signIn(method: method)
+            case .failure(let method, let reason): metrics.signInFailure(method: method, reason: reason)
+            case .lockout: metrics.lockout()
+            case .refreshReuse: metrics.refreshReuseDetected()
+            }
+        }
     }
 }
 
@@ -72,6 +118,7 @@ struct Work: Sendable {
         withClient: Bool = true
     ) async throws {
         let client = withClient ? client : nil
+        if let signal = UnitOfWork.Signal.of(event, outcome, details: details) { queued.signal(signal) }
         try await tx.insertAudit(
             AuditEvent(createdAt: now, event: event, outcome: outcome, userID: user, sessionID: session,
                        ipAddress: client?.ip, userAgent: client?.userAgent, details: details))

@@ -1,0 +1,136 @@
+import CoreMetrics
+import Foundation
+import GatehouseStore
+import Prometheus
+
+/// The server's signals for Prometheus (`GET /metrics`), made with swift-metrics handlers from
+/// this server's own registry: nothing is bootstrapped process-wide, so servers in one process
+/// (the tests) never share counts, and with metrics off every call goes to swift-metrics' no-op
+/// handler.
+///
+/// Every metric has one fixed set of label names (Prometheus refuses a family whose series
+/// disagree). The names and labels are listed in docs/operations.md and used by
+/// docs/grafana/gatehouse.json.
+final class ServerMetrics: Sendable {
+    /// Where the series live; nil when metrics are off.
+    let registry: PrometheusCollectorRegistry?
+    private let factory: any MetricsFactory
+
+    /// Metrics off: every signal is dropped.
+    static let off = ServerMetrics(enabled: false)
+
+    init(enabled: Bool) {
+        if enabled {
+            let registry = PrometheusCollectorRegistry()
+            var factory = PrometheusMetricsFactory(registry: registry)
+            // Password hashing takes tens of milliseconds; requests a few. Finer buckets below 5 ms.
+            factory.defaultDurationHistogramBuckets = [
+                .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(25),
+                .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .milliseconds(2500),
+                .seconds(5),
+            ]
+            self.registry = registry
+            self.factory = factory
+        } else {
+            registry = nil
+            factory = NOOPMetricsHandler.instance
+        }
+    }
+
+    var isEnabled: Bool { registry != nil }
+
+    /// The Prometheus text exposition of every series.
+    func render() -> [UInt8] {
+        var buffer: [UInt8] = []
+        registry?.emit(into: &buffer)
+        return buffer
+    }
+
+    // MARK: HTTP
+
+    /// One answered request: `route` is the router's template (`/v1/credits/{name}/spend`),
+    /// never the raw path, so ids and tokens in paths never become series.
+    func request(method: String, route: String, status: Int, duration: Duration) {
+        Counter(
+            label: "gatehouse_http_requests_total", dimensions: [("method", method), ("route", route), ("status", String(status))],
+            factory: factory
+        ).increment()
+        Timer(label: "gatehouse_http_request_duration_seconds", dimensions: [("method", method), ("route", route)], factory: factory)
+            .record(duration: duration)
+    }
+
+    // MARK: Sign-ins
+
+    /// A session opened (or a second-factor challenge passed) by `method`: `password`,
+    /// `magic_link`, `apple`, `google`, `anonymous`, `passkey`, …
+    func signIn(method: String) {
+        Counter(label: "gatehouse_sign_ins_total", dimensions: [("method", method)], factory: factory).increment()
+    }
+
+    /// A refused sign-in attempt, `reason` in snake case (`invalid_credentials`, `account_locked`).
+    func signInFailure(method: String, reason: String) {
+        Counter(label: "gatehouse_sign_in_failures_total", dimensions: [("method", method), ("reason", reason)], factory: factory)
+            .increment()
+    }
+
+    func lockout() {
+        Counter(label: "gatehouse_lockouts_total", factory: factory).increment()
+    }
+
+    func refreshReuseDetected() {
+        Counter(label: "gatehouse_refresh_reuse_detected_total", factory: factory).increment()
+    }
+
+    /// `operation`: `hash` or `verify`.
+    func passwordHash(_ operation: String, duration: Duration) {
+        Timer(label: "gatehouse_password_hash_duration_seconds", dimensions: [("operation", operation)], factory: factory)
+            .record(duration: duration)
+    }
+
+    // MARK: Mail, webhooks, keys
+
+    func mailSent() {
+        Counter(label: "gatehouse_mail_sent_total", factory: factory).increment()
+    }
+
+    func mailFailed() {
+        Counter(label: "gatehouse_mail_failed_total", factory: factory).increment()
+    }
+
+    /// Mail waiting in the outbox (due or waiting for a retry), as the worker last counted it.
+    func mailQueueDepth(_ count: Int) {
+        Meter(label: "gatehouse_mail_queue_depth", factory: factory).set(count)
+    }
+
+    /// `result`: `delivered` or `failed`.
+    func webhookDelivery(_ result: String) {
+        Counter(label: "gatehouse_webhook_deliveries_total", dimensions: [("result", result)], factory: factory).increment()
+    }
+
+    func keyRotation() {
+        Counter(label: "gatehouse_key_rotations_total", factory: factory).increment()
+    }
+
+    // MARK: Database
+
+    /// Connections (PostgreSQL) or the writer (SQLite) leased right now.
+    func poolInUse(_ count: Int) {
+        Meter(label: "gatehouse_db_pool_in_use", factory: factory).set(count)
+    }
+
+    /// How long a query or transaction waited for its connection.
+    func poolWait(_ duration: Duration) {
+        Timer(label: "gatehouse_db_pool_wait_seconds", factory: factory).record(duration: duration)
+    }
+}
+
+extension ServerMetrics: PoolObserver {
+    func leased(waited: Duration, inUse: Int) {
+        poolWait(waited)
+        poolInUse(inUse)
+    }
+
+    func released(inUse: Int) {
+        poolInUse(inUse)
+    }
+}
