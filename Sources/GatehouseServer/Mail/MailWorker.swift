@@ -47,29 +47,23 @@ final class MailWorker: Service, Sendable {
     @discardableResult
     func deliverDue() async -> Int {
         var handled = 0
-        // The queue's depth as each pass ends (every poll and every wake-up).
-        defer {
-            if metrics.isEnabled {
-                Task { [store, metrics] in
-                    if let pending = try? await store.pendingMailCount() { metrics.mailQueueDepth(pending) }
-                }
-            }
-        }
-        while !Task.isCancelled {
+        passes: while !Task.isCancelled {
             let batch: [OutboxMessage]
             do {
                 // One at a time, so that a lease never has to cover more than one delivery.
                 batch = try await store.claimDueMail(now: clock.now, limit: 1, leaseSeconds: Self.leaseSeconds)
             } catch {
                 logger.warning("could not read the mail outbox", metadata: ["cause": "\(error)"])
-                return handled
+                break passes
             }
-            if batch.isEmpty { return handled }
+            if batch.isEmpty { break passes }
             for message in batch {
                 await deliver(message)
                 handled += 1
             }
         }
+        // The queue's depth as each pass ends (every poll and every wake-up).
+        if metrics.isEnabled, let pending = try? await store.pendingMailCount() { metrics.mailQueueDepth(pending) }
         return handled
     }
 
