@@ -83,6 +83,16 @@ extension AuditEvent {
         public static let accountDeleted: Name = "account_deleted"
         public static let accountDisabled: Name = "account_disabled"
         public static let planOverride: Name = "plan_override"
+        /// A disabled account enabled again by an operator.
+        public static let accountEnabled: Name = "account_enabled"
+        /// Credits given by an operator (`credit`, `amount`, `reason`).
+        public static let creditsGranted: Name = "credits_granted"
+        /// A sign-in to the admin console with the admin key (success or failure).
+        public static let adminSignIn: Name = "admin_sign_in"
+        /// A mail an operator had sent: a reset or magic link, a verification, a test (`kind`).
+        public static let adminMail: Name = "admin_mail"
+        /// The signing key rotated by an operator (`retired_kid`, `kid`).
+        public static let signingKeyRotated: Name = "signing_key_rotated"
         /// A Sign in with Apple server-to-server notification; its type is the outcome.
         public static let appleEvent: Name = "apple_event"
     }

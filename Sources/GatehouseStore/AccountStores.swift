@@ -7,7 +7,8 @@ public protocol UserStore: Sendable {
     func insertUser(_ user: User) async throws(StoreError)
     func user(id: UserID) async throws(StoreError) -> User?
     func user(normalizedEmail: String) async throws(StoreError) -> User?
-    /// Newest first. `search` matches the start of the normalised email or handle, or the exact id.
+    /// Newest first. `search` matches the start of the normalised email or handle, the exact id,
+    /// or a provider's exact subject.
     func users(search: String?, before: UserCursor?, limit: Int) async throws(StoreError) -> [User]
     /// Sets or clears the disabled state; false when no such user exists.
     func setDisabled(_ id: UserID, at date: Date?, reason: String?, now: Date) async throws(StoreError) -> Bool

@@ -23,11 +23,19 @@ extension SQLStore {
     }
 
     public func auditEvents(userID: UserID?, before: Int64?, limit: Int) async throws(StoreError) -> [AuditEvent] {
+        try await auditEvents(userID: userID, event: nil, before: before, limit: limit)
+    }
+
+    public func auditEvents(userID: UserID?, event: String?, before: Int64?, limit: Int) async throws(StoreError) -> [AuditEvent] {
         var conditions: [String] = []
         var binds: [SQLValue] = []
         if let userID {
             conditions.append("user_id = ?")
             binds.append(.text(userID.description))
+        }
+        if let event {
+            conditions.append("event = ?")
+            binds.append(.text(event))
         }
         if let before {
             conditions.append("seq < ?")

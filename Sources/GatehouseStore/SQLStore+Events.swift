@@ -23,8 +23,16 @@ extension SQLStore {
     }
 
     public func events(after: Int64?, userID: UserID?, limit: Int) async throws(StoreError) -> [DomainEvent] {
+        try await events(after: after, type: nil, userID: userID, limit: limit)
+    }
+
+    public func events(after: Int64?, type: String?, userID: UserID?, limit: Int) async throws(StoreError) -> [DomainEvent] {
         var conditions = ["seq > ?"]
         var binds: [SQLValue] = [.integer(after ?? 0)]
+        if let type {
+            conditions.append("type = ?")
+            binds.append(.text(type))
+        }
         if let userID {
             conditions.append("user_id = ?")
             binds.append(.text(userID.description))

@@ -41,13 +41,31 @@ extension SQLStore {
     }
 
     public func users(search: String?, before: UserCursor?, limit: Int) async throws(StoreError) -> [User] {
+        try await users(matching: UserFilter(search: search), before: before, limit: limit)
+    }
+
+    public func users(matching filter: UserFilter, before: UserCursor?, limit: Int) async throws(StoreError) -> [User] {
         var conditions: [String] = []
         var binds: [SQLValue] = []
-        if let search, !search.isEmpty {
+        if let search = filter.search, !search.isEmpty {
             let prefix = Self.escapeLike(search.lowercased()) + "%"
-            conditions.append("(email_normalized LIKE ? ESCAPE '\\' OR handle LIKE ? ESCAPE '\\' OR id = ?)")
-            binds += [.text(prefix), .text(prefix), .text(search.lowercased())]
+            conditions.append(
+                """
+                (email_normalized LIKE ? ESCAPE '\\' OR handle LIKE ? ESCAPE '\\' OR id = ? \
+                OR EXISTS (SELECT 1 FROM identities i WHERE i.user_id = users.id AND i.subject = ?))
+                """)
+            binds += [.text(prefix), .text(prefix), .text(search.lowercased()), .text(search)]
         }
+        if let provider = filter.provider {
+            conditions.append("EXISTS (SELECT 1 FROM identities i WHERE i.user_id = users.id AND i.provider = ?)")
+            binds.append(.text(provider))
+        }
+        if let anonymous = filter.anonymous {
+            conditions.append("is_anonymous = ?")
+            binds.append(SQLValue(anonymous))
+        }
+        if filter.disabledOnly { conditions.append("disabled_at IS NOT NULL") }
+        if filter.unverifiedOnly { conditions.append("email IS NOT NULL AND email_verified_at IS NULL") }
         if let before {
             conditions.append("(created_at < ? OR (created_at = ? AND id < ?))")
             binds += [.integer(before.createdAt), .integer(before.createdAt), .text(before.id)]
@@ -225,7 +243,7 @@ extension SQLStore {
         return user
     }
 
-    private static func escapeLike(_ text: String) -> String {
+    static func escapeLike(_ text: String) -> String {
         var escaped = ""
         for character in text {
             if character == "%" || character == "_" || character == "\\" { escaped.append("\\") }

@@ -2,7 +2,7 @@
 /// implementation that pass the same contract suite.
 public protocol GatehouseStore: UserStore, SigningKeyStore, SessionStore, ThrottleStore, AuditStore, SecretStore, OutboxStore,
     EmailTokenStore, JobStore, AccountStore, EntitlementStore, SubscriptionStore, ReplayStore, RetentionStore, UsageStore,
-    PasskeyStore, MFAStore
+    PasskeyStore, MFAStore, ConsoleStore
 {
     var dialect: SQLDialect { get }
     /// Runs `body` in one transaction against a store bound to it.

@@ -36,41 +36,49 @@ public struct UserAdminService: Sendable {
         try await adminView(try await find(reference))
     }
 
-    public func disable(_ reference: String, reason: String?) async throws -> AdminUser {
+    /// `by` names the operator's tool in the audit row (`operator`: the admin API or the CLI);
+    /// `client` is the operator's browser or caller when there is one.
+    public func disable(_ reference: String, reason: String?, by actor: String = "operator", client: ClientInfo? = nil) async throws -> AdminUser {
         let user = try await find(reference)
         if let reason, reason.count > 500 { throw GatehouseError.invalidRequest("The reason must be at most 500 characters.") }
         let now = clock.now
-        try await unitOfWork.run { work in
+        try await unitOfWork.run(client: client) { work in
             _ = try await work.tx.setDisabled(user.id, at: user.disabledAt ?? now, reason: reason ?? user.disabledReason, now: now)
             // Disabling ends every session, not only the next refresh.
             _ = try await work.tx.revokeSessions(of: user.id, keeping: nil, reason: "account_disabled", at: now)
-            try await work.audit(.accountDisabled, user: user.id)
+            var details = ["by": actor]
+            details["reason"] = reason
+            try await work.audit(.accountDisabled, user: user.id, details: details)
         }
         return try await show(user.id.description)
     }
 
     /// Deletes an account as the operator: no proof asked; Apple's token is revoked and a
     /// `user.deleted` event recorded.
-    public func delete(_ reference: String) async throws {
+    public func delete(_ reference: String, by actor: String = "operator", client: ClientInfo? = nil) async throws {
         let user = try await find(reference)
-        try await unitOfWork.run { work in
+        try await unitOfWork.run(client: client) { work in
             guard try await lifecycle.delete(work, user.id, reason: "operator") else {
                 throw GatehouseError.notFound("No user matches '\(reference)'.")
             }
-            try await work.audit(.accountDeleted, user: user.id, details: ["by": "operator"])
+            try await work.audit(.accountDeleted, user: user.id, details: ["by": actor])
         }
     }
 
     /// Sets or clears the plan override the entitlement engine honours.
-    public func setPlanOverride(_ reference: String, plan: String?) async throws -> AdminUser {
+    public func setPlanOverride(
+        _ reference: String, plan: String?, by actor: String = "operator", reason: String? = nil, client: ClientInfo? = nil
+    ) async throws -> AdminUser {
         let user = try await find(reference)
         // Any state but `guest` (which needs no account).
         if let plan, PlanState(known: plan) == nil || PlanState(known: plan) == .guest {
             throw GatehouseError.invalidRequest("The plan must be free, trial, pro, pro_grace or null.")
         }
-        try await unitOfWork.run { work in
+        try await unitOfWork.run(client: client) { work in
             try await work.tx.setPlanOverride(user.id, plan, now: work.now)
-            try await work.audit(.planOverride, user: user.id, details: ["plan": plan ?? "none"])
+            var details = ["plan": plan ?? "none", "by": actor]
+            details["reason"] = reason
+            try await work.audit(.planOverride, user: user.id, details: details)
             try await work.record(.planChanged, user: user.id, data: ["override": plan ?? "none"])
         }
         return try await show(user.id.description)
@@ -82,9 +90,12 @@ public struct UserAdminService: Sendable {
         return EventList(events: page.map(EventEntry.init), nextCursor: page.last?.sequence.map { String($0) } ?? query.cursorText)
     }
 
-    public func enable(_ reference: String) async throws -> AdminUser {
+    public func enable(_ reference: String, by actor: String = "operator", client: ClientInfo? = nil) async throws -> AdminUser {
         let user = try await find(reference)
-        _ = try await store.setDisabled(user.id, at: nil, reason: nil, now: clock.now)
+        try await unitOfWork.run(client: client) { work in
+            _ = try await work.tx.setDisabled(user.id, at: nil, reason: nil, now: work.now)
+            try await work.audit(.accountEnabled, user: user.id, details: ["by": actor])
+        }
         return try await show(user.id.description)
     }
 

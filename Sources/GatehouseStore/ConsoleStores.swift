@@ -1,0 +1,65 @@
+import Foundation
+import GatehouseCore
+
+/// Which accounts an operator is looking for (the admin console's users page).
+public struct UserFilter: Sendable, Equatable {
+    /// The start of the normalised email or handle, the exact id, or a provider's exact subject.
+    public var search: String?
+    /// Only accounts with an identity of this provider (`email`, `apple`, `google`).
+    public var provider: String?
+    /// Only anonymous accounts (`true`) or only named ones (`false`).
+    public var anonymous: Bool?
+    public var disabledOnly: Bool
+    /// Only accounts with an address that was never verified.
+    public var unverifiedOnly: Bool
+
+    public init(search: String? = nil, provider: String? = nil, anonymous: Bool? = nil, disabledOnly: Bool = false, unverifiedOnly: Bool = false) {
+        self.search = search
+        self.provider = provider
+        self.anonymous = anonymous
+        self.disabledOnly = disabledOnly
+        self.unverifiedOnly = unverifiedOnly
+    }
+}
+
+/// One UTC day of activity: what the overview charts draw.
+public struct DailyActivity: Sendable, Equatable {
+    /// Days since 1970-01-01 (UTC).
+    public var day: Int64
+    /// Accounts created.
+    public var signUps = 0
+    /// Sessions opened, every way in (a sign-up's first session included).
+    public var signIns = 0
+    /// Refused sign-ins: password, passkey and second-factor attempts that failed or met a lock.
+    public var failures = 0
+    public var lockouts = 0
+    /// Distinct accounts whose sessions were opened or refreshed that day.
+    public var activeUsers = 0
+
+    public init(day: Int64) { self.day = day }
+}
+
+/// The outbox by state.
+public struct MailCounts: Sendable, Equatable {
+    public var pending = 0
+    public var sent = 0
+    public var failed = 0
+    public var dropped = 0
+    /// Mail that needed more than one attempt (sent, failed or still pending).
+    public var retried = 0
+    public init() {}
+}
+
+/// What the admin console reads beyond the other stores: filtered user pages, per-day
+/// activity, the outbox by state, filtered audit and event pages.
+public protocol ConsoleStore: Sendable {
+    /// Newest first, as `users(search:before:limit:)`, narrowed by `filter`.
+    func users(matching filter: UserFilter, before: UserCursor?, limit: Int) async throws(StoreError) -> [User]
+    /// One entry per day from `firstDay` through `lastDay` (days since 1970-01-01, UTC), zeros included.
+    func dailyActivity(from firstDay: Int64, through lastDay: Int64) async throws(StoreError) -> [DailyActivity]
+    func mailCounts() async throws(StoreError) -> MailCounts
+    /// Newest first, narrowed to one event name when `event` is set.
+    func auditEvents(userID: UserID?, event: String?, before: Int64?, limit: Int) async throws(StoreError) -> [AuditEvent]
+    /// Oldest first after `after`, narrowed to one type when `type` is set.
+    func events(after: Int64?, type: String?, userID: UserID?, limit: Int) async throws(StoreError) -> [DomainEvent]
+}
