@@ -177,6 +177,11 @@ func makeRouter(_ infra: Infrastructure, _ useCases: UseCases) -> Router<Gatehou
         ).register(on: router)
     }
     MetricsController(metrics: infra.metrics, token: config.metricsToken).register(on: router)
+    ConsoleController(
+        console: u.console, adminKey: infra.adminKey,
+        cookies: ConsoleCookies(key: infra.adminKey.consoleKey, lifetime: 1800, https: config.publicURL.scheme == "https"),
+        views: infra.consoleViews, resolver: input.resolver, throttle: infra.throttle, clock: infra.clock, bodyLimit: config.maxBodyBytes
+    ).register(on: router)
     AdminController(
         users: u.users, imports: u.imports, mfa: u.mfa, keys: infra.keys, adminKey: infra.adminKey, testMail: u.testMail, bodyLimit: config.maxBodyBytes,
         metrics: infra.metrics,

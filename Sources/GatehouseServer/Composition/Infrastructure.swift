@@ -20,6 +20,7 @@ struct Infrastructure {
     let adminKey: AdminKey
     let blocklist: Set<String>
     let templates: Templates
+    let consoleViews: ConsoleViews
     let openAPI: [UInt8]
     let appStoreRoots: [Certificate]
     let database: any SQLDatabase
@@ -56,6 +57,7 @@ struct Infrastructure {
         adminKey = try AdminKey.load(configured: config.adminKey, path: config.adminKeyFile)
         blocklist = try CommonPasswords.load()
         templates = try Templates(preset: preset)
+        consoleViews = try ConsoleViews(preset: preset)
         openAPI = try OpenAPIDocument.load()
         appStoreRoots = try config.appStoreRootCerts.map {
             try AppStoreJWSVerifier.certificates(pem: try String(contentsOfFile: $0, encoding: .utf8))

@@ -27,6 +27,7 @@ struct UseCases {
     let passkeys: PasskeyService
     let mfa: MFAService
     let lifecycle: AccountLifecycle
+    let console: ConsoleService
 
     init(_ infra: Infrastructure) {
         let (config, preset, store, clock, unitOfWork, throttle) = (
@@ -106,5 +107,10 @@ struct UseCases {
         mfa = MFAService(
             store: store, unitOfWork: unitOfWork, sessions: issuer, throttle: throttle, sealer: infra.sealer, codeKey: infra.chainKey,
             mail: accountMail, preset: preset, clock: clock)
+        console = ConsoleService(
+            store: store, unitOfWork: unitOfWork, users: users, entitlements: entitlements, engine: infra.engine, mail: accountMail,
+            keys: infra.keys, testMail: testMail, metrics: infra.metrics, preset: preset, clock: clock,
+            retiredKeyPublishSeconds: KeyRing.retiredKeyPublishSeconds(
+                accessTokenTTLSeconds: preset.tokens.accessTokenTTLSeconds, leewaySeconds: preset.tokens.leewaySeconds))
     }
 }

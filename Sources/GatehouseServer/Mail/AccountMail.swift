@@ -68,11 +68,7 @@ struct AccountMail: Sendable {
     }
 
     static func humanTime(_ date: Date) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "d MMMM yyyy 'at' HH:mm 'UTC'"
-        return formatter.string(from: date)
+        utcFormat(date, "d MMMM yyyy 'at' HH:mm 'UTC'")
     }
 }
 

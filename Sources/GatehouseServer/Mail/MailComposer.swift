@@ -74,11 +74,7 @@ struct MailComposer: Sendable {
     }
 
     static func rfc5322(_ date: Date) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss '+0000'"
-        return formatter.string(from: date)
+        utcFormat(date, "EEE, dd MMM yyyy HH:mm:ss '+0000'")
     }
 
     /// SMTP transparency (RFC 5321 §4.5.2): a line that starts with a dot gets another.

@@ -11,8 +11,14 @@ struct Templates: Sendable {
     let preset: Preset
 
     init(preset: Preset) throws {
+        self.library = try Self.library(["mail.html", "mail.txt", "page.html"])
+        self.preset = preset
+    }
+
+    /// The named templates of `Resources/templates` (`<name>.mustache`), parsed.
+    static func library(_ names: [String]) throws -> MustacheLibrary {
         var library = MustacheLibrary()
-        for name in ["mail.html", "mail.txt", "page.html"] {
+        for name in names {
             guard let url = Bundle.module.url(forResource: name, withExtension: "mustache", subdirectory: "Resources/templates") else {
                 throw TemplateError("the template \(name) is missing from this build")
             }
@@ -28,8 +34,7 @@ struct Templates: Sendable {
                 throw TemplateError("template \(name) does not parse: \(error)")
             }
         }
-        self.library = library
-        self.preset = preset
+        return library
     }
 
     // MARK: Copy

@@ -41,6 +41,12 @@ public struct AdminKey: Sendable {
     public func matches(_ presented: String) -> Bool {
         constantTimeEquals(digest, StoredSecret.hash(presented))
     }
+
+    /// The key the admin console signs its session cookies and CSRF tokens with: derived from
+    /// the admin key, so a new admin key ends every console session.
+    var consoleKey: SymmetricKey {
+        SymmetricKey(data: HMAC<SHA256>.authenticationCode(for: Data("gatehouse admin console v1".utf8), using: SymmetricKey(data: digest)))
+    }
 }
 
 /// `bytes` random bytes from the system CSPRNG, base64url-encoded.

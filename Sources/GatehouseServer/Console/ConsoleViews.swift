@@ -1,0 +1,327 @@
+import Foundation
+import GatehouseCore
+import GatehouseStore
+import GatehouseWire
+import Hummingbird
+import Mustache
+
+/// The console's pages as mustache contexts for `Resources/templates/admin.html.mustache`.
+/// Each page is one section of the layout (`<main data-page="…">`, which the browser tests read).
+struct ConsoleViews: Sendable {
+    let library: MustacheLibrary
+    let preset: Preset
+
+    init(preset: Preset) throws {
+        library = try Templates.library(["admin.html"])
+        self.preset = preset
+    }
+
+    struct Page {
+        /// `data-page` and the section of the template.
+        var name: String
+        var title: String
+        var values: [String: Any] = [:]
+        /// A key of `notices`.
+        var notice: String?
+        var error: (code: String, message: String)?
+        var signedIn = true
+    }
+
+    /// What a `?notice=` may say after an action.
+    static let notices: [String: String] = [
+        "signed_in": "Signed in. The session lasts 30 minutes.", "session_revoked": "The session was revoked.",
+        "sessions_revoked": "Every session was revoked.", "plan_set": "The plan override was saved.",
+        "credits_granted": "The credits were granted.", "disabled": "The account was disabled and its sessions ended.",
+        "enabled": "The account was enabled.", "reset_sent": "A password reset link was queued.",
+        "magic_link_sent": "A sign-in link was queued.", "verification_sent": "A verification link was queued.",
+        "user_deleted": "The account was deleted.", "keys_rotated": "The signing key was rotated.",
+        "test_mail_queued": "The test mail was queued.",
+    ]
+
+    func render(_ page: Page, csrf: String?, nonce: String) -> String {
+        var context: [String: Any] = [
+            "app_name": preset.app.name, "brand_color": preset.app.brandColor, "nonce": nonce, "page": page.name,
+            "title": page.title, "csrf": csrf ?? "", "signed_in": page.signedIn && csrf != nil,
+            "nav": [
+                ("overview", "Overview", "/admin"), ("users", "Users", "/admin/users"), ("audit", "Audit log", "/admin/audit"),
+                ("events", "Events", "/admin/events"), ("keys", "Signing keys", "/admin/keys"), ("mail", "Mail", "/admin/mail"),
+                ("preset", "Preset", "/admin/preset"),
+            ].map { ["name": $0.0, "label": $0.1, "href": $0.2, "current": $0.0 == page.name || ($0.0 == "users" && page.name == "user")] },
+        ]
+        context[page.name.replacingOccurrences(of: "-", with: "_") + "_page"] = Self.compact(page.values)
+        if let code = page.notice, let message = Self.notices[code] {
+            context["notice"] = ["code": code, "message": message]
+        }
+        if let error = page.error { context["error"] = ["code": error.code, "message": error.message] }
+        return library.render(context, withTemplate: "admin.html") ?? ""
+    }
+
+    // MARK: Pages
+
+    func signIn(token: String, error: (code: String, message: String)?) -> Page {
+        Page(name: "sign-in", title: "Sign in", values: ["token": token], error: error, signedIn: false)
+    }
+
+    func forbidden() -> Page {
+        Page(
+            name: "forbidden", title: "Form refused",
+            values: ["message": "This form could not be checked (it came without its token or from another page). Open the page again and retry."])
+    }
+
+    func notFound(_ message: String) -> Page {
+        Page(name: "not-found", title: "Not found", values: ["message": message])
+    }
+
+    func overview(_ overview: ConsoleService.Overview) -> Page {
+        let labels = overview.days.map { Self.dayLabel($0.day) }
+        func chart(_ title: String, _ path: KeyPath<DailyActivity, Int>, _ color: String) -> [String: Any] {
+            let values = overview.days.map { $0[keyPath: path] }
+            return [
+                "title": title, "total": values.reduce(0, +), "today": values.last ?? 0,
+                "svg": ConsoleCharts.bars(title: "\(title) per day, last \(overview.days.count) days", labels: labels, values: values, color: color),
+            ]
+        }
+        let conversion = overview.trialsStarted == 0 ? "–" : "\(Int((Double(overview.trialsConverted) * 100 / Double(overview.trialsStarted)).rounded())) %"
+        return Page(
+            name: "overview", title: "Overview",
+            values: [
+                "days": overview.days.count,
+                "charts": [
+                    chart("Sign-ups", \.signUps, "#2563eb"), chart("Sign-ins", \.signIns, "#0891b2"),
+                    chart("Failed sign-ins", \.failures, "#dc2626"), chart("Lockouts", \.lockouts, "#b45309"),
+                    chart("Active users", \.activeUsers, "#16a34a"),
+                ],
+                "plan_mix": ConsoleCharts.shares(title: "Plan mix", parts: overview.planMix.map { ($0.state, $0.count) }, color: preset.app.brandColor),
+                "sampled": overview.sampled, "trials_started": overview.trialsStarted, "trials_converted": overview.trialsConverted,
+                "conversion": conversion, "mail_pending": overview.mail.pending, "mail_failed": overview.mail.failed,
+            ])
+    }
+
+    /// The users page's query: search, filters and cursor, as the form sends them.
+    struct UsersQuery {
+        var filter = UserFilter()
+        var plan: String?
+        var cursor: String?
+
+        init(_ query: Hummingbird.Parameters) {
+            func value(_ name: String) -> String? {
+                query[Substring(name)].map(String.init).map { $0.trimmingCharacters(in: .whitespaces) }.flatMap { $0.isEmpty ? nil : $0 }
+            }
+            filter.search = value("q")
+            filter.provider = value("provider")
+            filter.anonymous = value("anonymous").map { $0 != "0" }
+            filter.disabledOnly = value("disabled") != nil
+            filter.unverifiedOnly = value("unverified") != nil
+            plan = value("plan")
+            cursor = value("after")
+        }
+
+        /// The query again, for the next page's link.
+        func link(after cursor: String) -> String {
+            var items = [URLQueryItem]()
+            if let search = filter.search { items.append(.init(name: "q", value: search)) }
+            if let plan { items.append(.init(name: "plan", value: plan)) }
+            if let provider = filter.provider { items.append(.init(name: "provider", value: provider)) }
+            if filter.anonymous == true { items.append(.init(name: "anonymous", value: "1")) }
+            if filter.disabledOnly { items.append(.init(name: "disabled", value: "1")) }
+            if filter.unverifiedOnly { items.append(.init(name: "unverified", value: "1")) }
+            items.append(.init(name: "after", value: cursor))
+            var components = URLComponents()
+            components.path = "/admin/users"
+            components.queryItems = items
+            return components.string ?? "/admin/users"
+        }
+    }
+
+    func users(_ page: ConsoleService.UserPage, query: UsersQuery) -> Page {
+        let plans = [""] + PlanState.all.filter { $0 != .guest }.map(\.rawValue)
+        let providers = ["", "email", "apple", "google", "anonymous"]
+        return Page(
+            name: "users", title: "Users",
+            values: [
+                "q": query.filter.search ?? "",
+                "plans": plans.map { ["value": $0, "label": $0.isEmpty ? "Any plan" : $0, "selected": $0 == (query.plan ?? "")] },
+                "providers": providers.map {
+                    ["value": $0, "label": $0.isEmpty ? "Any provider" : $0, "selected": $0 == (query.filter.provider ?? "")]
+                },
+                "anonymous": query.filter.anonymous == true, "disabled": query.filter.disabledOnly,
+                "unverified": query.filter.unverifiedOnly,
+                "rows": page.rows.map { row in
+                    [
+                        "id": row.user.id.description, "email": row.user.email ?? "", "handle": row.user.handle ?? "",
+                        "name": row.user.displayName ?? "", "plan_state": row.planState, "providers": row.providers.joined(separator: ", "),
+                        "anonymous": row.user.isAnonymous, "disabled": row.user.isDisabled,
+                        "unverified": row.user.email != nil && !row.user.emailVerified, "created": Self.time(row.user.createdAt),
+                    ] as [String: Any]
+                },
+                "empty": page.rows.isEmpty, "next": page.next.map(query.link(after:)) ?? "",
+                "scan_note": query.plan != nil, "scanned": page.scanned,
+            ])
+    }
+
+    func user(_ detail: ConsoleService.UserDetail, live: (Session) -> Bool, credits: [String]) -> Page {
+        let user = detail.user
+        let overrideValue = user.planOverride ?? ""
+        let plans = [""] + PlanState.all.filter { $0 != .guest }.map(\.rawValue)
+        let sessions: [[String: Any]] = detail.sessions.map { session in
+            let state = session.isRevoked ? "revoked" : (live(session) ? "active" : "expired")
+            return [
+                "id": session.id.description, "state": state, "active": state == "active", "provider": session.provider.rawValue,
+                "method": session.method ?? "", "created": Self.time(session.createdAt), "last_active": Self.time(session.lastActiveAt),
+                "agent": session.userAgent ?? "", "ip": session.ipAddress ?? "", "reason": session.revokedReason ?? "",
+            ]
+        }
+        let balances: [[String: Any]] = detail.entitlements.credits.sorted { $0.key < $1.key }.map {
+            ["name": $0.key, "remaining": $0.value.remaining, "granted": $0.value.granted, "resets": $0.value.resetsAt ?? ""]
+        }
+        return Page(
+            name: "user", title: user.email ?? user.displayName ?? user.id.description,
+            values: [
+                "id": user.id.description, "email": user.email ?? "", "has_email": user.email != nil,
+                "verified": user.emailVerified, "unverified": user.email != nil && !user.emailVerified,
+                "display_name": user.displayName ?? "", "handle": user.handle ?? "", "anonymous": user.isAnonymous,
+                "created": Self.time(user.createdAt), "disabled": user.isDisabled, "disabled_text": user.isDisabled ? "true" : "false",
+                "disabled_reason": user.disabledReason ?? "", "plan_state": detail.entitlements.planState,
+                "plan_override": user.planOverride ?? "none", "trial_ends": detail.entitlements.trial.map { $0.endsAt } ?? "",
+                "confirm_text": ConsoleService.confirmationText(user),
+                "plans": plans.map { ["value": $0, "label": $0.isEmpty ? "No override" : $0, "selected": $0 == overrideValue] },
+                "identities": detail.identities.map {
+                    ["provider": $0.provider.rawValue, "subject": $0.subject, "email": $0.email ?? "", "relay": $0.isPrivateRelay] as [String: Any]
+                },
+                "passkeys": detail.passkeys.map {
+                    [
+                        "name": $0.name, "created": Self.time($0.createdAt), "last_used": $0.lastUsedAt.map(Self.time) ?? "never",
+                        "synced": $0.backedUp ? "yes" : "no",
+                    ]
+                },
+                "factors": detail.factors.map {
+                    ["name": $0.name, "type": $0.type, "confirmed": $0.confirmedAt.map(Self.time) ?? "not confirmed"]
+                },
+                "sessions": sessions, "has_live_sessions": sessions.contains { $0["active"] as? Bool == true },
+                "balances": balances, "credit_names": credits, "has_credit_names": !credits.isEmpty,
+                "purchases": detail.subscriptions.map {
+                    [
+                        "product": $0.productID, "status": $0.status.rawValue, "expires": $0.expiresAt.map(Self.time) ?? "",
+                        "environment": $0.environment, "transaction": $0.originalTransactionID,
+                    ]
+                },
+                "ledger": detail.ledger.prefix(50).map {
+                    [
+                        "credit": $0.credit, "amount": $0.amount < 0 ? "+\(-$0.amount)" : "−\($0.amount)", "action": $0.action,
+                        "subject": $0.subject ?? "", "at": Self.time($0.createdAt),
+                    ]
+                },
+                "audit": detail.audit.map(Self.auditRow), "events": detail.events.map(Self.eventRow),
+            ])
+    }
+
+    func audit(_ rows: [AuditEvent], user: UserID?, event: String?) -> Page {
+        let page = Array(rows.prefix(50))
+        var next = ""
+        if rows.count > 50, let last = page.last?.sequence {
+            next = Self.link("/admin/audit", ["user_id": user?.description, "event": event, "before": String(last)])
+        }
+        return Page(
+            name: "audit", title: "Audit log",
+            values: [
+                "rows": page.map(Self.auditRow), "empty": page.isEmpty, "next": next, "user_id": user?.description ?? "", "event": event ?? "",
+            ])
+    }
+
+    func events(_ rows: [DomainEvent], user: UserID?, type: String?) -> Page {
+        let page = Array(rows.prefix(50))
+        var next = ""
+        if rows.count > 50, let last = page.last?.sequence {
+            next = Self.link("/admin/events", ["user_id": user?.description, "type": type, "after": String(last)])
+        }
+        return Page(
+            name: "events", title: "Events",
+            values: [
+                "rows": page.map(Self.eventRow), "empty": page.isEmpty, "next": next, "user_id": user?.description ?? "", "type": type ?? "",
+            ])
+    }
+
+    func keys(_ keys: [SigningKeyRecord], active: String?) -> Page {
+        Page(
+            name: "keys", title: "Signing keys",
+            values: [
+                "rows": keys.sorted { $0.createdAt > $1.createdAt }.map {
+                    [
+                        "kid": $0.kid, "algorithm": $0.algorithm, "status": $0.status, "created": Self.time($0.createdAt),
+                        "retired": $0.retiredAt.map(Self.time) ?? "", "published_until": $0.publishUntil.map(Self.time) ?? "",
+                        "sealed": $0.encryption == "none" ? "no" : "yes", "signing": $0.kid == active,
+                    ] as [String: Any]
+                }
+            ])
+    }
+
+    func mail(_ counts: MailCounts, recent: [OutboxMessage]) -> Page {
+        Page(
+            name: "mail", title: "Mail",
+            values: [
+                "pending": counts.pending, "sent": counts.sent, "failed": counts.failed, "dropped": counts.dropped, "retried": counts.retried,
+                "rows": recent.map {
+                    [
+                        "kind": $0.kind, "recipient": $0.recipient, "status": $0.status, "attempts": $0.attempts,
+                        "created": Self.time($0.createdAt), "error": $0.lastError ?? "",
+                    ] as [String: Any]
+                },
+            ])
+    }
+
+    func preset(_ preset: Preset) throws -> Page {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        let json = String(decoding: try encoder.encode(preset), as: UTF8.self)
+        return Page(name: "preset", title: "Preset", values: ["name": preset.app.name, "json": json])
+    }
+
+    // MARK: Rows and formats
+
+    /// Drops empty strings, nested too: mustache renders a section for any string, so an empty
+    /// one must be absent to read as "none".
+    static func compact(_ values: [String: Any]) -> [String: Any] {
+        var result: [String: Any] = [:]
+        for (key, value) in values {
+            switch value {
+            case let text as String where text.isEmpty: continue
+            case let nested as [String: Any]: result[key] = compact(nested)
+            case let rows as [[String: Any]]: result[key] = rows.map(compact)
+            default: result[key] = value
+            }
+        }
+        return result
+    }
+
+    static func auditRow(_ event: AuditEvent) -> [String: Any] {
+        [
+            "at": time(event.createdAt), "event": event.event.rawValue, "outcome": event.outcome.rawValue,
+            "user_id": event.userID?.description ?? "", "ip": event.ipAddress ?? "",
+            "details": event.details.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "),
+            "failed": event.outcome != .success,
+        ]
+    }
+
+    static func eventRow(_ event: DomainEvent) -> [String: Any] {
+        [
+            "at": time(event.createdAt), "type": event.type.rawValue, "user_id": event.userID?.description ?? "",
+            "data": event.data.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "),
+            "sequence": event.sequence.map(String.init) ?? "",
+        ]
+    }
+
+    static func time(_ date: Date) -> String {
+        utcFormat(date, "yyyy-MM-dd HH:mm 'UTC'")
+    }
+
+    static func dayLabel(_ day: Int64) -> String {
+        utcFormat(Date(unixSeconds: day * 86_400), "MMM d")
+    }
+
+    static func link(_ path: String, _ query: [String: String?]) -> String {
+        var components = URLComponents()
+        components.path = path
+        components.queryItems = query.sorted { $0.key < $1.key }.compactMap { item in item.value.map { URLQueryItem(name: item.key, value: $0) } }
+        return components.string ?? path
+    }
+}

@@ -1,0 +1,303 @@
+import Foundation
+import GatehouseCore
+import GatehouseStore
+import GatehouseTestSupport
+import GatehouseWire
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import Testing
+
+@testable import GatehouseServer
+
+/// The admin console at `/admin` (issue 25): an operator in headless Chromium (Selenium,
+/// `Tests/support/browser.py admin`) against the real binary, and its locks through HTTP.
+@Suite struct ConsoleTests {
+    static var browser: String? { ProcessInfo.processInfo.environment["GATEHOUSE_TEST_BROWSER"] }
+    static let password = "correct horse battery"
+
+    /// Signs in with a wrong key and then the right one, finds a user by email, revokes one of
+    /// its sessions (whose refresh then fails), overrides its plan (its `/v1/entitlements`
+    /// changes), posts a form without its CSRF token (refused), deletes another user after a
+    /// wrong and then the right typed confirmation; the cookie's flags as the browser keeps them.
+    @Test(.requires(SMTPSink.python != nil && browser != nil, "GATEHOUSE_TEST_PYTHON and GATEHOUSE_TEST_BROWSER"))
+    func anOperatorWorksInTheConsole() async throws {
+        let server = try ServerProcess(environment: [
+            "GATEHOUSE_PORT": "0", "GATEHOUSE_ADMIN_KEY": TestApp.adminKey, "GATEHOUSE_PRESET": "handz", "GATEHOUSE_LOG_LEVEL": "warning",
+        ])
+        let base = try await server.baseURL()
+        func post(_ path: String, _ body: [String: String], token: String? = nil) async throws -> HTTP.Reply {
+            var headers = ["Content-Type": "application/json"]
+            if let token { headers["Authorization"] = "Bearer \(token)" }
+            return try await HTTP.request(
+                base.appendingPathComponent(path), method: "POST", headers: headers, body: try JSONSerialization.data(withJSONObject: body))
+        }
+        func get(_ path: String, token: String) async throws -> HTTP.Reply {
+            try await HTTP.request(URL(string: path, relativeTo: base)!, headers: ["Authorization": "Bearer \(token)"])
+        }
+        let ada = "ada.console@example.com", bo = "bo.console@example.com"
+        let first = try #require(try? await post("v1/auth/signup", ["email": ada, "password": Self.password]).json(AuthResponse.self))
+        let second = try await post("v1/auth/login", ["email": ada, "password": Self.password]).json(AuthResponse.self)
+        #expect(try await post("v1/auth/signup", ["email": bo, "password": Self.password]).status == 201)
+        let sessions = try await get("v1/auth/sessions", token: second.session.accessToken).json(SessionsResponse.self)
+        let revoked = try #require(sessions.sessions.first { !$0.current }).id
+        #expect(try await get("v1/entitlements", token: second.session.accessToken).json(EntitlementsPayload.self).planState == "free")
+
+        let shots = ProcessInfo.processInfo.environment["GATEHOUSE_CONSOLE_SCREENSHOTS"].map(URL.init(fileURLWithPath:))
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-console-\(UUID().uuidString)")
+        let output = try EmailProcessTests.run(
+            try #require(SMTPSink.python),
+            [
+                try #require(Self.browser), "admin", "--url", base.absoluteString.trimmingCharacters(in: CharacterSet(charactersIn: "/")),
+                "--key", TestApp.adminKey, "--wrong-key", "not-the-admin-key-0123456789", "--email", ada, "--revoke-session", revoked,
+                "--plan", "pro", "--delete-email", bo, "--screenshots", shots.path,
+            ])
+        #expect(output.status == 0, "\(output.text)")
+        let lines = Set(output.text.split(separator: "\n").map(String.init))
+        for line in [
+            "wrong key refused", "cookie httpOnly=True secure=True sameSite=Strict", "found user \(first.user.id)", "session revoked",
+            "plan set pro", "form without csrf refused", "wrong confirmation refused", "user deleted", "no csp violations", "OK",
+        ] {
+            #expect(lines.contains(line), "missing '\(line)' in:\n\(output.text)")
+        }
+        for name in ["admin-sign-in", "admin-overview", "admin-users", "admin-user", "admin-user-phone", "admin-keys"] {
+            let size = (try? FileManager.default.attributesOfItem(atPath: shots.appendingPathComponent("\(name).png").path)[.size] as? Int) ?? 0
+            #expect(size > 10_000, "\(name).png")
+        }
+
+        // The revoked session's refresh fails; the other session sees the new plan.
+        let refresh = try await post("v1/auth/refresh", ["refresh_token": first.session.refreshToken])
+        #expect(refresh.status == 401, "\(refresh.text)")
+        #expect(try await get("v1/entitlements", token: second.session.accessToken).json(EntitlementsPayload.self).planState == "pro")
+        // The deleted user is gone; the other one was not disabled by the refused form.
+        #expect(try await post("v1/auth/login", ["email": bo, "password": Self.password]).status == 401)
+        #expect(try await post("v1/auth/login", ["email": ada, "password": Self.password]).status == 200)
+
+        // Every action is in the trail with the console as its actor.
+        let trail = try await get("admin/v1/audit?limit=200", token: TestApp.adminKey).json(AuditList.self).events
+        func row(_ event: String, _ outcome: String = "success", user: String? = nil) -> AuditEntry? {
+            trail.first { $0.event == event && $0.outcome == outcome && (user == nil || $0.userID == user) }
+        }
+        #expect(row("admin_sign_in", "failure")?.details["by"] == "admin_console")
+        #expect(row("admin_sign_in")?.details["by"] == "admin_console")
+        let plan = row("plan_override", user: first.user.id)
+        #expect(plan?.details == ["by": "admin_console", "plan": "pro", "reason": "browser check"])
+        #expect(row("session_revoked", user: first.user.id)?.sessionID == revoked)
+        #expect(row("session_revoked", user: first.user.id)?.details["by"] == "admin_console")
+        #expect(row("account_deleted")?.details["by"] == "admin_console")
+        #expect(row("account_disabled") == nil)
+        server.signal(SIGTERM)
+        _ = try await server.exitStatus()
+    }
+
+    // MARK: Through HTTP
+
+    /// A signed-in console: the session cookie's value, the CSRF token of its forms.
+    struct Console {
+        let client: any TestClientProtocol
+        var cookie: String
+        var csrf: String
+
+        static func signIn(_ client: any TestClientProtocol, key: String = TestApp.adminKey) async throws -> (TestResponse, Console?) {
+            let page = try await client.execute(uri: "/admin", method: .get)
+            #expect(page.status == .ok && page.text.contains(#"data-page="sign-in""#))
+            let pre = try #require(ConsoleTests.cookie(page, "gatehouse_admin_pre"))
+            let token = try #require(ConsoleTests.field(page.text, "csrf_token"))
+            let response = try await client.execute(
+                uri: "/admin/sign-in", method: .post,
+                headers: [.contentType: "application/x-www-form-urlencoded", .cookie: "gatehouse_admin_pre=\(pre)"],
+                body: ByteBuffer(string: "csrf_token=\(token)&key=\(key.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)"))
+            guard response.status == .seeOther, let session = ConsoleTests.cookie(response, "gatehouse_admin") else { return (response, nil) }
+            var console = Console(client: client, cookie: session, csrf: "")
+            let overview = try await console.get("/admin")
+            console.csrf = try #require(ConsoleTests.field(overview.text, "csrf_token"))
+            return (response, console)
+        }
+
+        func get(_ uri: String) async throws -> TestResponse {
+            try await client.execute(uri: uri, method: .get, headers: [.cookie: "gatehouse_admin=\(cookie)"])
+        }
+
+        /// A form POST; `csrf: nil` leaves the token out.
+        func post(_ uri: String, _ fields: [String: String], csrf: String?? = .none, headers extra: HTTPFields = [:]) async throws -> TestResponse {
+            var all = fields
+            if let token = csrf ?? self.csrf { all["csrf_token"] = token }
+            let body = all.sorted { $0.key < $1.key }.map {
+                "\($0.key)=\($0.value.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)"
+            }.joined(separator: "&")
+            var headers: HTTPFields = [.contentType: "application/x-www-form-urlencoded", .cookie: "gatehouse_admin=\(cookie)"]
+            for field in extra { headers.append(field) }
+            return try await client.execute(uri: uri, method: .post, headers: headers, body: ByteBuffer(string: body))
+        }
+    }
+
+    /// The value of a cookie the response sets.
+    static func cookie(_ response: TestResponse, _ name: String) -> String? {
+        response.headers[values: .setCookie].lazy.compactMap { header -> String? in
+            guard header.hasPrefix("\(name)=") else { return nil }
+            return String(header.dropFirst(name.count + 1).prefix { $0 != ";" })
+        }.first
+    }
+
+    /// The value of the first hidden input named `name`.
+    static func field(_ html: String, _ name: String) -> String? {
+        guard let range = html.range(of: #"name="\#(name)" value=""#) else { return nil }
+        return String(html[range.upperBound...].prefix { $0 != "\"" })
+    }
+
+    /// The wrong key is refused (401) and audited; the cookie is HttpOnly, Secure, SameSite=Strict,
+    /// lasts 30 minutes and is scoped to `/admin`; the pages carry a CSP that allows no script.
+    @Test(arguments: Backend.available)
+    func theKeyTheCookieAndThePolicy(_ backend: Backend) async throws {
+        // A clock that stands still keeps the attempts in one five-minute window.
+        try await TestApp.run(backend, clock: ManualClock(Date())) { client, _ in
+            let (wrong, none) = try await Console.signIn(client, key: "not-the-admin-key-0123456789")
+            #expect(wrong.status == .unauthorized && none == nil)
+            #expect(wrong.text.contains(#"data-error="wrong_key""#))
+            // Without the sign-in form's cookie the key is not even looked at.
+            let bare = try await client.execute(
+                uri: "/admin/sign-in", method: .post, headers: [.contentType: "application/x-www-form-urlencoded"],
+                body: ByteBuffer(string: "key=\(TestApp.adminKey)"))
+            #expect(bare.status == .forbidden && bare.text.contains(#"data-page="forbidden""#))
+            #expect(Self.cookie(bare, "gatehouse_admin") == nil)
+
+            let (right, console) = try await Console.signIn(client)
+            #expect(right.status == .seeOther && right.headers[.location] == "/admin?notice=signed_in")
+            let header = try #require(right.headers[values: .setCookie].first { $0.hasPrefix("gatehouse_admin=") })
+            #expect(header.hasSuffix("; Path=/admin; Max-Age=1800; HttpOnly; Secure; SameSite=Strict"))
+            let signedIn = try #require(console)
+            let overview = try await signedIn.get("/admin")
+            #expect(overview.status == .ok && overview.text.contains(#"data-page="overview""#))
+            let policy = try #require(overview.headers[.contentSecurityPolicy])
+            #expect(policy.hasPrefix("default-src 'none'; style-src 'nonce-") && !policy.contains("script-src"))
+            #expect(policy.hasSuffix("; img-src data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"))
+            #expect(!overview.text.contains("<script"))
+            #expect(overview.headers[.cacheControl] == "no-store")
+            // Anything else in the cookie is a stranger.
+            var forged = try #require(console)
+            forged.cookie = String(forged.cookie.dropLast()) + (forged.cookie.hasSuffix("A") ? "B" : "A")
+            #expect(try await forged.get("/admin/users").text.contains(#"data-page="sign-in""#))
+            let audit = try await client.execute(uri: "/admin/v1/audit?limit=10", method: .get, headers: TestApp.adminHeaders)
+            let rows = try audit.json(AuditList.self).events.filter { $0.event == "admin_sign_in" }
+            #expect(rows.map(\.outcome) == ["success", "failure"])
+            // Ten attempts per address in five minutes, the right key's included; then 429.
+            for _ in 3...10 { #expect(try await Console.signIn(client, key: "guess-0123456789-abcdefghij").0.status == .unauthorized) }
+            let limited = try await Console.signIn(client)
+            #expect(limited.0.status == .tooManyRequests && limited.1 == nil)
+            #expect(limited.0.text.contains(#"data-error="rate_limited""#))
+        }
+    }
+
+    /// A form without its token, with another session's token, or from another origin changes
+    /// nothing (403); with its own token it works. The session ends after 30 minutes.
+    @Test(arguments: Backend.available)
+    func everyFormNeedsItsSessionsToken(_ backend: Backend) async throws {
+        let clock = ManualClock(Date())
+        try await TestApp.run(backend, clock: clock) { client, _ in
+            let auth = AuthClient(client: client)
+            let user = try await auth.account("csrf.console@example.com").user.id
+            let (_, signedIn) = try await Console.signIn(client)
+            let console = try #require(signedIn)
+            let (_, other) = try await Console.signIn(client)
+            let path = "/admin/users/\(user)/disable"
+            func disabled() async throws -> Bool {
+                try await client.execute(uri: "/admin/v1/users/\(user)", method: .get, headers: TestApp.adminHeaders).json(AdminUser.self).disabled
+            }
+            let missing = try await console.post(path, ["reason": "no token"], csrf: .some(nil))
+            #expect(missing.status == .forbidden && missing.text.contains(#"data-page="forbidden""#))
+            let foreign = try await console.post(path, ["reason": "another session's token"], csrf: .some(try #require(other).csrf))
+            #expect(foreign.status == .forbidden)
+            let crossSite = try await console.post(path, ["reason": "from elsewhere"], headers: [.origin: "https://evil.example"])
+            #expect(crossSite.status == .forbidden)
+            #expect(try await disabled() == false)
+
+            let done = try await console.post(path, ["reason": "checked"])
+            #expect(done.status == .seeOther && done.headers[.location] == "/admin/users/\(user)?notice=disabled")
+            #expect(try await disabled() == true)
+            let page = try await console.get("/admin/users/\(user)?notice=disabled")
+            #expect(page.text.contains(#"data-notice="disabled""#) && page.text.contains(#"data-disabled="true""#))
+
+            clock.advance(by: 1_801)
+            let expired = try await console.post("/admin/users/\(user)/enable", [:])
+            #expect(expired.status == .unauthorized && expired.text.contains(#"data-page="sign-in""#))
+            #expect(try await disabled() == true)
+        }
+    }
+
+    /// Search by email prefix, handle, id and provider subject; the filters; the plan filter runs
+    /// the engine; grants and the typed confirmations; the overview counts what happened.
+    @Test(arguments: Backend.available)
+    func searchFiltersActionsAndTheOverview(_ backend: Backend) async throws {
+        let clock = ManualClock(Date())
+        try await TestApp.run(backend, preset: "handz", clock: clock) { client, config in
+            let auth = AuthClient(client: client)
+            let ada = try await auth.account("ada.search@example.com").user.id
+            let bo = try await auth.account("bo.search@example.com").user.id
+            for _ in 0..<3 { #expect(try await auth.login("bo.search@example.com", "wrong password here").status == .unauthorized) }
+            try await TestApp.withStore(config) { store in
+                try await store.insertUser(User(id: UserID(UUID()), isAnonymous: true, createdAt: clock.now))
+                try await store.insertIdentity(
+                    Identity(userID: try #require(UserID(bo)), provider: .apple, subject: "001234.apple-subject.0042", email: nil, createdAt: clock.now))
+            }
+            let (_, signedIn) = try await Console.signIn(client)
+            let console = try #require(signedIn)
+            func ids(_ query: String) async throws -> [String] {
+                let page = try await console.get("/admin/users?\(query)").text
+                return page.components(separatedBy: #"<tr data-user-id=""#).dropFirst().map { String($0.prefix { $0 != "\"" }) }
+            }
+            #expect(try await ids("q=ada.sea") == [ada])
+            #expect(try await ids("q=\(bo)") == [bo])
+            #expect(try await ids("q=001234.apple-subject.0042") == [bo])
+            #expect(try await ids("provider=apple") == [bo])
+            #expect(try await ids("anonymous=1").count == 1)
+            #expect(Set(try await ids("unverified=1")) == [bo, ada])
+            #expect(try await ids("disabled=1") == [])
+            #expect(try await console.post("/admin/users/\(ada)/plan", ["plan": "pro", "reason": "support ticket 7"]).status == .seeOther)
+            #expect(try await ids("plan=pro") == [ada])
+            #expect(try await ids("plan=free&unverified=1") == [bo])
+
+            // Credits: handz grants monthly practice credits; a grant raises what is left.
+            let before = try await console.get("/admin/users/\(bo)").text
+            let credit = try #require(before.range(of: #"data-credit=""#).map { String(before[$0.upperBound...].prefix { $0 != "\"" }) })
+            let granted = try await console.post("/admin/users/\(bo)/credits", ["credit": credit, "amount": "5", "reason": "apology"])
+            #expect(granted.status == .seeOther)
+            let login = try await auth.login("bo.search@example.com")
+            let balances = try await auth.get("/v1/entitlements", token: try login.json(AuthResponse.self).session.accessToken)
+                .json(EntitlementsPayload.self).credits
+            let balance = try #require(balances[credit])
+            #expect(balance.remaining == balance.granted + 5)
+            let noReason = try await console.post("/admin/users/\(bo)/credits", ["credit": credit, "amount": "5", "reason": " "])
+            #expect(noReason.status == .badRequest && noReason.text.contains(#"data-error="invalid_request""#))
+
+            // Typed confirmations.
+            let wrong = try await console.post("/admin/users/\(bo)/delete", ["confirm": "bo.search@example.co"])
+            #expect(wrong.status == .unprocessableContent && wrong.text.contains(#"data-error="confirmation_mismatch""#))
+            let keysBefore = try await client.execute(uri: "/admin/v1/keys", method: .get, headers: TestApp.adminHeaders).json(JSONWebKeySet.self)
+            #expect(try await console.post("/admin/keys/rotate", ["confirm": "yes"]).status == .unprocessableContent)
+            #expect(try await console.post("/admin/keys/rotate", ["confirm": "rotate"]).status == .seeOther)
+            let keysAfter = try await client.execute(uri: "/admin/v1/keys", method: .get, headers: TestApp.adminHeaders).json(JSONWebKeySet.self)
+            #expect(keysAfter.keys.count == keysBefore.keys.count + 1)
+
+            // The overview: today's bars count what this test did.
+            let overview = try await console.get("/admin").text
+            func total(_ chart: String) -> Int? {
+                guard let range = overview.range(of: #"data-chart="\#(chart)" data-total=""#) else { return nil }
+                return Int(overview[range.upperBound...].prefix { $0 != "\"" })
+            }
+            #expect(total("Sign-ups") == 3)
+            #expect(total("Failed sign-ins") == 3)
+            #expect(total("Lockouts") == 0)
+            #expect(total("Sign-ins") == 3)
+            #expect(total("Active users") == 2)
+            #expect(overview.contains("<svg class=\"chart\""))
+            // Every page of the console answers.
+            for page in ["/admin/audit?event=plan_override", "/admin/events", "/admin/keys", "/admin/mail", "/admin/preset"] {
+                let response = try await console.get(page)
+                #expect(response.status == .ok, "\(page)")
+            }
+            #expect(try await console.get("/admin/audit?event=plan_override").text.contains("reason=support ticket 7"))
+            #expect(try await console.get("/admin/users/\(UUID().uuidString.lowercased())").status == .notFound)
+        }
+    }
+}
