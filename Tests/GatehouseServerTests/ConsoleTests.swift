@@ -270,6 +270,23 @@ import Testing
             let noReason = try await console.post("/admin/users/\(bo)/credits", ["credit": credit, "amount": "5", "reason": " "])
             #expect(noReason.status == .badRequest && noReason.text.contains(#"data-error="invalid_request""#))
 
+            // Mail an operator sends: queued in the outbox for the address; a method the app does
+            // not offer (Handz has no magic links) is refused and queues nothing.
+            let page = try await console.get("/admin/users/\(bo)").text
+            #expect(page.contains(#"id="send-reset""#) && page.contains(#"id="resend-verification""#))
+            #expect(!page.contains(#"id="send-magic-link""#))
+            let reset = try await console.post("/admin/users/\(bo)/mail", ["kind": "password_reset"])
+            #expect(reset.headers[.location] == "/admin/users/\(bo)?notice=reset_sent")
+            let verification = try await console.post("/admin/users/\(bo)/mail", ["kind": "verification"])
+            #expect(verification.headers[.location] == "/admin/users/\(bo)?notice=verification_sent")
+            let magic = try await console.post("/admin/users/\(bo)/mail", ["kind": "magic_link"])
+            #expect(magic.status == .badRequest && magic.text.contains("This app does not offer sign-in links."))
+            let outbox = try await TestApp.withStore(config) { store in try await store.recentMail(limit: 50) }
+            let queued = outbox.filter { $0.recipient == "bo.search@example.com" }.map(\.kind)
+            #expect(queued.filter { $0 == "password_reset" }.count == 1)
+            #expect(queued.filter { $0 == "verification" }.count == 2)
+            #expect(!queued.contains("magic_link"))
+
             // Typed confirmations.
             let wrong = try await console.post("/admin/users/\(bo)/delete", ["confirm": "bo.search@example.co"])
             #expect(wrong.status == .unprocessableContent && wrong.text.contains(#"data-error="confirmation_mismatch""#))

@@ -178,6 +178,8 @@ struct ConsoleViews: Sendable {
             name: "user", title: user.email ?? user.displayName ?? user.id.description,
             values: [
                 "id": user.id.description, "email": user.email ?? "", "has_email": user.email != nil,
+                "offers_reset": user.email != nil && preset.signInMethods.emailPassword,
+                "offers_magic_link": user.email != nil && preset.signInMethods.magicLink,
                 "verified": user.emailVerified, "unverified": user.email != nil && !user.emailVerified,
                 "display_name": user.displayName ?? "", "handle": user.handle ?? "", "anonymous": user.isAnonymous,
                 "created": Self.time(user.createdAt), "disabled": user.isDisabled, "disabled_text": user.isDisabled ? "true" : "false",

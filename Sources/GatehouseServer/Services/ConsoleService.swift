@@ -220,6 +220,10 @@ struct ConsoleService: Sendable {
                 }
                 try await mail.queueVerification(work, user: user)
             case "password_reset", "magic_link":
+                // Only the ways in this app offers: a link to a method it turned off would not work.
+                guard kind == "magic_link" ? preset.signInMethods.magicLink : preset.signInMethods.emailPassword else {
+                    throw GatehouseError.invalidRequest("This app does not offer \(kind == "magic_link" ? "sign-in links" : "passwords").")
+                }
                 try await mail.queueRequest(work, kind: kind, email: email)
             default:
                 throw GatehouseError.invalidRequest("Unknown mail '\(kind)'.")
