@@ -36,7 +36,7 @@ struct ConsoleController {
 
     func register(on router: Router<GatehouseRequestContext>) {
         router.get("/admin") { request, context in
-            try await page(request, context) { _ in views.overview(try await console.overview()) }
+            try await page(request, context) { views.overview(try await console.overview()) }
         }
         router.post("/admin/sign-in") { request, context in try await signIn(request, context) }
         router.post("/admin/sign-out") { request, context in
@@ -47,13 +47,13 @@ struct ConsoleController {
             }
         }
         router.get("/admin/users") { request, context in
-            try await page(request, context) { _ in
+            try await page(request, context) {
                 let query = ConsoleViews.UsersQuery(request.uri.queryParameters)
                 return views.users(try await console.users(query.filter, planState: query.plan, cursor: query.cursor), query: query)
             }
         }
         router.get("/admin/users/{id}") { request, context in
-            try await page(request, context) { _ in try await userPage(try context.parameters.require("id")) }
+            try await page(request, context) { try await userPage(try context.parameters.require("id")) }
         }
         userAction(router, "sessions/{session}/revoke", notice: "session_revoked") { id, _, context, client in
             try await console.revokeSession(id, session: try context.parameters.require("session"), client: client)
@@ -84,7 +84,7 @@ struct ConsoleController {
             try await console.delete(id, confirmation: form["confirm"] ?? "", client: client)
         }
         router.get("/admin/audit") { request, context in
-            try await page(request, context) { _ in
+            try await page(request, context) {
                 let query = request.uri.queryParameters
                 let user = try Self.userID(query["user_id"].map(String.init))
                 let event = query["event"].map(String.init).flatMap { $0.isEmpty ? nil : $0 }
@@ -94,7 +94,7 @@ struct ConsoleController {
             }
         }
         router.get("/admin/events") { request, context in
-            try await page(request, context) { _ in
+            try await page(request, context) {
                 let query = request.uri.queryParameters
                 let user = try Self.userID(query["user_id"].map(String.init))
                 let type = query["type"].map(String.init).flatMap { $0.isEmpty ? nil : $0 }
@@ -104,7 +104,7 @@ struct ConsoleController {
             }
         }
         router.get("/admin/keys") { request, context in
-            try await page(request, context) { _ in views.keys(try await console.store.allSigningKeys(), active: console.keys.activeKID) }
+            try await page(request, context) { views.keys(try await console.store.allSigningKeys(), active: console.keys.activeKID) }
         }
         router.post("/admin/keys/rotate") { request, context in
             try await action(request, context, onError: { views.keys(try await console.store.allSigningKeys(), active: console.keys.activeKID) }) {
@@ -114,7 +114,7 @@ struct ConsoleController {
             }
         }
         router.get("/admin/mail") { request, context in
-            try await page(request, context) { _ in try await mailPage() }
+            try await page(request, context) { try await mailPage() }
         }
         router.post("/admin/mail/test") { request, context in
             try await action(request, context, onError: { try await mailPage() }) { form, client in
@@ -123,7 +123,7 @@ struct ConsoleController {
             }
         }
         router.get("/admin/preset") { request, context in
-            try await page(request, context) { _ in try views.preset(console.preset) }
+            try await page(request, context) { try views.preset(console.preset) }
         }
     }
 
@@ -137,12 +137,10 @@ struct ConsoleController {
         views.mail(try await console.store.mailCounts(), recent: try await console.store.recentMail(limit: 30))
     }
 
-    typealias UserActionBody = @Sendable (String, [String: String], GatehouseRequestContext, ClientInfo) async throws -> Void
-
     /// A user action: `POST /admin/users/{id}/<path>`, then `notice` on the user's page (or on `location`).
     private func userAction(
         _ router: Router<GatehouseRequestContext>, _ path: String, notice: String, then location: String? = nil,
-        _ run: @escaping UserActionBody
+        _ run: @escaping @Sendable (String, [String: String], GatehouseRequestContext, ClientInfo) async throws -> Void
     ) {
         userAction(router, path, then: location) { id, form, context, client in
             try await run(id, form, context, client)
@@ -186,9 +184,8 @@ struct ConsoleController {
             return signInPage(error: ("wrong_key", "That is not the admin key."), status: .unauthorized)
         }
         try await console.recordSignIn(succeeded: true, client: client)
-        let (_, cookie) = cookies.newSession(now: clock.now)
         var response = redirect("/admin", notice: "signed_in")
-        response.headers.append(HTTPField(name: .setCookie, value: cookie))
+        response.headers.append(HTTPField(name: .setCookie, value: cookies.newSession(now: clock.now)))
         return response
     }
 
@@ -203,7 +200,7 @@ struct ConsoleController {
 
     /// A signed-in GET page (the sign-in page when there is no live session).
     private func page(
-        _ request: Request, _ context: GatehouseRequestContext, _ build: (ConsoleCookies.Session) async throws -> ConsoleViews.Page
+        _ request: Request, _ context: GatehouseRequestContext, _ build: () async throws -> ConsoleViews.Page
     ) async throws -> Response {
         guard let session = cookies.session(request.cookies[cookies.sessionName]?.value, now: clock.now) else {
             return signInPage()
@@ -211,7 +208,7 @@ struct ConsoleController {
         var page: ConsoleViews.Page
         var status = HTTPResponse.Status.ok
         do {
-            page = try await build(session)
+            page = try await build()
         } catch let error as GatehouseError where error.status == 404 {
             page = views.notFound(error.message)
             status = .notFound

@@ -18,14 +18,14 @@ struct ConsoleCookies: Sendable {
     private var path: String { https ? "/" : "/admin" }
 
     struct Session: Sendable {
+        /// What the session's CSRF token is a MAC of.
         var nonce: String
-        var expires: Int64
     }
 
-    func newSession(now: Date) -> (session: Session, cookie: String) {
-        let session = Session(nonce: randomToken(bytes: 24), expires: now.unixSeconds + Int64(lifetime))
-        let value = "\(session.expires).\(session.nonce).\(mac("session", "\(session.expires).\(session.nonce)"))"
-        return (session, setCookie(sessionName, value, maxAge: lifetime))
+    /// The `Set-Cookie` value of a new session.
+    func newSession(now: Date) -> String {
+        let signed = "\(now.unixSeconds + Int64(lifetime)).\(randomToken(bytes: 24))"
+        return setCookie(sessionName, "\(signed).\(mac("session", signed))", maxAge: lifetime)
     }
 
     /// The session the request's cookie carries, when its MAC holds and it has not expired.
@@ -36,7 +36,7 @@ struct ConsoleCookies: Sendable {
             constantTimeEquals(Array(parts[2].utf8), Array(mac("session", "\(parts[0]).\(parts[1])").utf8)),
             now.unixSeconds < expires
         else { return nil }
-        return Session(nonce: parts[1], expires: expires)
+        return Session(nonce: parts[1])
     }
 
     func csrf(for session: Session) -> String { mac("csrf", session.nonce) }

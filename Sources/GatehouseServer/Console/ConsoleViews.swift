@@ -24,7 +24,6 @@ struct ConsoleViews: Sendable {
         /// A key of `notices`.
         var notice: String?
         var error: (code: String, message: String)?
-        var signedIn = true
     }
 
     /// What a `?notice=` may say after an action.
@@ -41,7 +40,7 @@ struct ConsoleViews: Sendable {
     func render(_ page: Page, csrf: String?, nonce: String) -> String {
         var context: [String: Any] = [
             "app_name": preset.app.name, "brand_color": preset.app.brandColor, "nonce": nonce, "page": page.name,
-            "title": page.title, "csrf": csrf ?? "", "signed_in": page.signedIn && csrf != nil,
+            "title": page.title, "csrf": csrf ?? "", "signed_in": csrf != nil,
             "nav": [
                 ("overview", "Overview", "/admin"), ("users", "Users", "/admin/users"), ("audit", "Audit log", "/admin/audit"),
                 ("events", "Events", "/admin/events"), ("keys", "Signing keys", "/admin/keys"), ("mail", "Mail", "/admin/mail"),
@@ -59,7 +58,7 @@ struct ConsoleViews: Sendable {
     // MARK: Pages
 
     func signIn(token: String, error: (code: String, message: String)?) -> Page {
-        Page(name: "sign-in", title: "Sign in", values: ["token": token], error: error, signedIn: false)
+        Page(name: "sign-in", title: "Sign in", values: ["token": token], error: error)
     }
 
     func forbidden() -> Page {
@@ -118,32 +117,30 @@ struct ConsoleViews: Sendable {
 
         /// The query again, for the next page's link.
         func link(after cursor: String) -> String {
-            var items = [URLQueryItem]()
-            if let search = filter.search { items.append(.init(name: "q", value: search)) }
-            if let plan { items.append(.init(name: "plan", value: plan)) }
-            if let provider = filter.provider { items.append(.init(name: "provider", value: provider)) }
-            if filter.anonymous == true { items.append(.init(name: "anonymous", value: "1")) }
-            if filter.disabledOnly { items.append(.init(name: "disabled", value: "1")) }
-            if filter.unverifiedOnly { items.append(.init(name: "unverified", value: "1")) }
-            items.append(.init(name: "after", value: cursor))
-            var components = URLComponents()
-            components.path = "/admin/users"
-            components.queryItems = items
-            return components.string ?? "/admin/users"
+            ConsoleViews.link(
+                "/admin/users",
+                [
+                    "q": filter.search, "plan": plan, "provider": filter.provider, "anonymous": filter.anonymous == true ? "1" : nil,
+                    "disabled": filter.disabledOnly ? "1" : nil, "unverified": filter.unverifiedOnly ? "1" : nil, "after": cursor,
+                ])
         }
     }
 
+    /// The plan states an account can have (or be overridden to).
+    static let accountPlans = PlanState.all.filter { $0 != .guest }.map(\.rawValue)
+
+    /// A `<select>`'s options: "" (labelled `none`) then `values`, with `selected` marked.
+    static func options(_ values: [String], none: String, selected: String?) -> [[String: Any]] {
+        ([""] + values).map { ["value": $0, "label": $0.isEmpty ? none : $0, "selected": $0 == (selected ?? "")] }
+    }
+
     func users(_ page: ConsoleService.UserPage, query: UsersQuery) -> Page {
-        let plans = [""] + PlanState.all.filter { $0 != .guest }.map(\.rawValue)
-        let providers = ["", "email", "apple", "google", "anonymous"]
-        return Page(
+        Page(
             name: "users", title: "Users",
             values: [
                 "q": query.filter.search ?? "",
-                "plans": plans.map { ["value": $0, "label": $0.isEmpty ? "Any plan" : $0, "selected": $0 == (query.plan ?? "")] },
-                "providers": providers.map {
-                    ["value": $0, "label": $0.isEmpty ? "Any provider" : $0, "selected": $0 == (query.filter.provider ?? "")]
-                },
+                "plans": Self.options(Self.accountPlans, none: "Any plan", selected: query.plan),
+                "providers": Self.options(["email", "apple", "google", "anonymous"], none: "Any provider", selected: query.filter.provider),
                 "anonymous": query.filter.anonymous == true, "disabled": query.filter.disabledOnly,
                 "unverified": query.filter.unverifiedOnly,
                 "rows": page.rows.map { row in
@@ -161,8 +158,6 @@ struct ConsoleViews: Sendable {
 
     func user(_ detail: ConsoleService.UserDetail, live: (Session) -> Bool, credits: [String]) -> Page {
         let user = detail.user
-        let overrideValue = user.planOverride ?? ""
-        let plans = [""] + PlanState.all.filter { $0 != .guest }.map(\.rawValue)
         let sessions: [[String: Any]] = detail.sessions.map { session in
             let state = session.isRevoked ? "revoked" : (live(session) ? "active" : "expired")
             return [
@@ -186,7 +181,7 @@ struct ConsoleViews: Sendable {
                 "disabled_reason": user.disabledReason ?? "", "plan_state": detail.entitlements.planState,
                 "plan_override": user.planOverride ?? "none", "trial_ends": detail.entitlements.trial.map { $0.endsAt } ?? "",
                 "confirm_text": ConsoleService.confirmationText(user),
-                "plans": plans.map { ["value": $0, "label": $0.isEmpty ? "No override" : $0, "selected": $0 == overrideValue] },
+                "plans": Self.options(Self.accountPlans, none: "No override", selected: user.planOverride),
                 "identities": detail.identities.map {
                     ["provider": $0.provider.rawValue, "subject": $0.subject, "email": $0.email ?? "", "relay": $0.isPrivateRelay] as [String: Any]
                 },

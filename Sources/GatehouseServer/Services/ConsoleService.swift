@@ -50,7 +50,7 @@ struct ConsoleService: Sendable {
         while sampled < Self.planScanLimit {
             let page = try await store.users(matching: UserFilter(), before: cursor, limit: 200)
             for user in page {
-                let state = engine.planState(try await engine.storedInput(for: user, in: store), at: now)
+                let state = try await planState(of: user, at: now)
                 mix[state, default: 0] += 1
                 if user.trialStartedAt != nil {
                     started += 1
@@ -103,7 +103,7 @@ struct ConsoleService: Sendable {
             for user in page {
                 scanned += 1
                 before = UserCursor(createdAt: user.createdAt.unixSeconds, id: user.id.description)
-                let state = engine.planState(try await engine.storedInput(for: user, in: store), at: now)
+                let state = try await self.planState(of: user, at: now)
                 guard planState == nil || state == planState else { continue }
                 if rows.count == size {
                     // One more match than the page holds: there is a next page, starting after the last row.
@@ -141,6 +141,11 @@ struct ConsoleService: Sendable {
             ledger: try await store.creditLedger(of: user.id).sorted { $0.createdAt > $1.createdAt },
             audit: try await store.auditEvents(userID: user.id, event: nil, before: nil, limit: 50),
             events: try await store.events(after: nil, type: nil, userID: user.id, limit: 50))
+    }
+
+    /// The entitlement engine's plan state of `user` now (no credit sums: the state needs none).
+    private func planState(of user: User, at now: Date) async throws -> String {
+        engine.planState(try await engine.storedInput(for: user, in: store), at: now)
     }
 
     /// The sessions an account has that still work.
@@ -188,7 +193,7 @@ struct ConsoleService: Sendable {
         guard (1...10_000).contains(amount) else { throw GatehouseError.invalidRequest("Grant between 1 and 10000 credits.") }
         try await unitOfWork.run(client: client) { work in
             try await work.tx.lockUser(user.id)
-            let input = try await entitlements.input(for: user, in: work.tx)
+            let input = try await engine.storedInput(for: user, in: work.tx)
             try await work.tx.insertCreditSpend(
                 CreditSpend(
                     userID: user.id, credit: credit, amount: -amount, action: "admin_grant", subject: reason,
