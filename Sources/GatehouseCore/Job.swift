@@ -10,10 +10,12 @@ public struct Job: Sendable, Equatable {
     public var attempts: Int
     public var nextAttemptAt: Date
     public var createdAt: Date
+    /// The trace context of the request that queued it (opaque text; nil with traces off).
+    public var traceContext: String?
 
     public init(
         id: UUID = UUID(), kind: String, payload: [UInt8], encryption: String, attempts: Int = 0, nextAttemptAt: Date? = nil,
-        createdAt: Date
+        createdAt: Date, traceContext: String? = nil
     ) {
         self.id = id
         self.kind = kind
@@ -22,5 +24,6 @@ public struct Job: Sendable, Equatable {
         self.attempts = attempts
         self.nextAttemptAt = nextAttemptAt ?? createdAt
         self.createdAt = createdAt
+        self.traceContext = traceContext
     }
 }

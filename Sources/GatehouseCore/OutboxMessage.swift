@@ -25,6 +25,8 @@ public struct OutboxMessage: Sendable, Equatable {
     /// A queued request (a forgot-password or magic-link request) whose mail the worker
     /// composes when it picks it up; its parameters, e.g. `redirect_to`.
     public var payload: [String: String]?
+    /// The trace context of the request that queued it (opaque text; nil with traces off).
+    public var traceContext: String?
 
     /// True while this is a request with no mail composed yet.
     public var isRequest: Bool { textBody == nil && payload != nil && status == "pending" }
@@ -32,7 +34,7 @@ public struct OutboxMessage: Sendable, Equatable {
     public init(
         id: UUID = UUID(), createdAt: Date, kind: String, recipient: String, subject: String, textBody: String?,
         htmlBody: String?, linkHost: String? = nil, status: String = "pending", attempts: Int = 0, nextAttemptAt: Date? = nil,
-        lastError: String? = nil, sentAt: Date? = nil, payload: [String: String]? = nil
+        lastError: String? = nil, sentAt: Date? = nil, payload: [String: String]? = nil, traceContext: String? = nil
     ) {
         self.id = id
         self.createdAt = createdAt
@@ -48,6 +50,7 @@ public struct OutboxMessage: Sendable, Equatable {
         self.lastError = lastError
         self.sentAt = sentAt
         self.payload = payload
+        self.traceContext = traceContext
     }
 }
 

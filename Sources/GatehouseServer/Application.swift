@@ -8,6 +8,7 @@ import HummingbirdCore
 import HummingbirdTLS
 import Logging
 import ServiceLifecycle
+import Tracing
 
 /// What a test or embedding program may replace; everything else comes from the config.
 public struct AppDependencies: Sendable {
@@ -19,23 +20,32 @@ public struct AppDependencies: Sendable {
     /// Called once with every route the router serves (`GET /v1/me`, `POST /v1/credits/{name}/spend`),
     /// e.g. to check them against `openapi.yaml`.
     public var onRoutes: (@Sendable ([String]) -> Void)?
+    /// Receives every span instead of the OTLP exporter (e.g. `InMemoryTracer`); nil: spans are
+    /// exported when `OTEL_EXPORTER_OTLP_ENDPOINT` is set, else none are made.
+    public var tracer: (any Tracer)?
 
     public init(
         clock: any WallClock = SystemClock(), logger: Logger? = nil, onListening: (@Sendable (Int) async -> Void)? = nil,
-        onRoutes: (@Sendable ([String]) -> Void)? = nil
+        onRoutes: (@Sendable ([String]) -> Void)? = nil, tracer: (any Tracer)? = nil
     ) {
         self.clock = clock
         self.logger = logger
         self.onListening = onListening
         self.onRoutes = onRoutes
+        self.tracer = tracer
     }
 }
 
-/// The logger the server and CLI use for `config`.
+/// The logger the server and CLI use for `config`. A line written while a request is handled
+/// carries its `request_id` (and `trace_id`/`span_id` with traces on), whichever logger wrote it.
 public func makeLogger(_ config: GatehouseConfig, label: String = "gatehouse") -> Logger {
     let level = config.logLevel
     let json = config.logFormat == "json"
-    return Logger(label: label) { label in JSONLogHandler(label: label, level: level, json: json) }
+    return Logger(label: label) { label in
+        var handler = JSONLogHandler(label: label, level: level, json: json)
+        handler.metadataProvider = Telemetry.logMetadata
+        return handler
+    }
 }
 
 /// The composition root, shared by `main` and every test: the infrastructure, the use cases,
@@ -56,7 +66,8 @@ public func buildApplication(
             idleTimeout: .seconds(Int64(config.httpIdleTimeoutSeconds))))
     let server: HTTPServerBuilder = try config.tlsConfiguration().map { try .tls(http1, tlsConfiguration: $0) } ?? http1
     let scheme = config.tlsCertificateFile == nil ? "http" : "https"
-    let infra = try await Infrastructure(config: config, dependencies: dependencies, logger: logger)
+    let telemetry = try Telemetry.make(config: config, dependencies: dependencies, logger: logger)
+    let infra = try await Infrastructure(config: config, dependencies: dependencies, telemetry: telemetry, logger: logger)
     let useCases = UseCases(infra)
     let router = makeRouter(infra, useCases)
     dependencies.onRoutes?(
@@ -70,10 +81,13 @@ public func buildApplication(
         KeyRefreshService(keys: keys, logger: logger), DatabaseShutdownService(database: database),
         PasswordHasherService(hasher: infra.hasher), HTTPClientService(client: infra.httpClient), mailWorker, jobs,
     ]
+    if infra.untracedHTTPClient !== infra.httpClient { services.append(HTTPClientService(client: infra.untracedHTTPClient)) }
     if let postgres = database as? PostgresDatabase {
         services.insert(postgres.service, at: 0)
         if let cache = infra.sessionCache { services.append(SessionCacheFeed(database: postgres, cache: cache)) }
     }
+    // First, so that it stops last: the spans of the others' shutdown are still exported.
+    if let exporter = telemetry.service { services.insert(exporter, at: 0) }
     let cleanup = config.preset.privacy.anonymousCleanupDays.map {
         AnonymousCleanup(store: store, unitOfWork: infra.unitOfWork, lifecycle: useCases.lifecycle, days: $0, clock: clock, logger: logger)
     }
@@ -124,7 +138,7 @@ func makeRouter(_ infra: Infrastructure, _ useCases: UseCases) -> Router<Gatehou
     let input = HTTPInput(resolver: ClientAddressResolver(trustedProxies: config.trustedProxies), bodyLimit: config.maxBodyBytes)
     let router = Router(context: GatehouseRequestContext.self)
     if infra.metrics.isEnabled { router.add(middleware: MetricsMiddleware(metrics: infra.metrics)) }
-    router.add(middleware: RequestIDMiddleware())
+    router.add(middleware: RequestIDMiddleware(tracer: infra.telemetry.tracer))
     router.add(middleware: SecurityHeadersMiddleware(hsts: config.publicURL.scheme == "https"))
     let errors = ErrorMiddleware(
         internalMessage: preset.text("error.internal", "Something went wrong on our end. Please try again in a few minutes."),

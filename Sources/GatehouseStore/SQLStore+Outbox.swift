@@ -4,18 +4,18 @@ import GatehouseCore
 extension SQLStore {
     private static let outboxColumns = """
         id, created_at, kind, recipient, subject, text_body, html_body, link_host, status, attempts, next_attempt_at, \
-        last_error, sent_at, payload
+        last_error, sent_at, payload, trace_context
         """
 
     public func enqueueMail(_ message: OutboxMessage) async throws(StoreError) {
         try await executor.query(
-            "INSERT INTO outbox (\(Self.outboxColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO outbox (\(Self.outboxColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 .text(message.id.uuidString.lowercased()), .integer(message.createdAt.unixSeconds), .text(message.kind),
                 .text(message.recipient), .text(message.subject), SQLValue(message.textBody), SQLValue(message.htmlBody),
                 SQLValue(message.linkHost), .text(message.status), .integer(Int64(message.attempts)),
                 .integer(message.nextAttemptAt.unixSeconds), SQLValue(message.lastError), SQLValue(message.sentAt?.unixSeconds),
-                SQLValue(try Self.encodePayload(message.payload)),
+                SQLValue(try Self.encodePayload(message.payload)), SQLValue(message.traceContext),
             ])
     }
 
@@ -111,6 +111,6 @@ extension SQLStore {
             htmlBody: try row.optionalString("html_body"), linkHost: try row.optionalString("link_host"), status: try row.string("status"),
             attempts: Int(try row.int("attempts")), nextAttemptAt: Date(unixSeconds: try row.int("next_attempt_at")),
             lastError: try row.optionalString("last_error"), sentAt: try row.optionalInt("sent_at").map(Date.init(unixSeconds:)),
-            payload: try decodePayload(try row.optionalString("payload")))
+            payload: try decodePayload(try row.optionalString("payload")), traceContext: try row.optionalString("trace_context"))
     }
 }

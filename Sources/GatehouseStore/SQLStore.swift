@@ -1,6 +1,7 @@
 import Foundation
 import GatehouseCore
 import Synchronization
+import Tracing
 
 /// The store over either database. The statements are portable SQL; where the dialects
 /// differ, the statement is chosen by `dialect`.
@@ -12,18 +13,21 @@ public struct SQLStore: GatehouseStore {
     let sessionCache: SessionCache?
     /// Inside a transaction: the changes to drop from `sessionCache` once it has ended.
     private let pendingChanges: PendingChanges?
+    /// Each transaction is a `db.transaction` span of it (nil: traces are off).
+    let tracer: (any Tracer)?
 
     /// True inside `transaction`.
     var isTransaction: Bool { database == nil }
 
     /// A store over `database`; with `sessionCache`, token-authenticated reads of a session may
     /// be answered from it (see `SessionCache` for when), and this store's own changes to
-    /// sessions and accounts drop its copies.
-    public init(database: any SQLDatabase, sessionCache: SessionCache? = nil) {
+    /// sessions and accounts drop its copies. With `tracer`, each transaction is a span.
+    public init(database: any SQLDatabase, sessionCache: SessionCache? = nil, tracer: (any Tracer)? = nil) {
         self.executor = database
         self.database = database
         self.sessionCache = sessionCache
         self.pendingChanges = nil
+        self.tracer = tracer
     }
 
     private init(transaction executor: any SQLExecutor, sessionCache: SessionCache?, pendingChanges: PendingChanges?) {
@@ -31,6 +35,7 @@ public struct SQLStore: GatehouseStore {
         self.database = nil
         self.sessionCache = sessionCache
         self.pendingChanges = pendingChanges
+        self.tracer = nil
     }
 
     /// Notes that `change` was written: outside a transaction its copies go now (the statement
@@ -51,6 +56,16 @@ public struct SQLStore: GatehouseStore {
             // Already inside a transaction: join it.
             return try await body(self)
         }
+        // The span covers the wait for the writer or a pooled connection, then the work.
+        let system = dialect == .postgres ? "postgresql" : "sqlite"
+        return try await traced(tracer, "db.transaction", kind: .client, attributes: ["db.system.name": .string(system)]) {
+            try await run(body, on: database)
+        }
+    }
+
+    private func run<T: Sendable>(
+        _ body: @escaping @Sendable (any GatehouseStore) async throws -> T, on database: any SQLDatabase
+    ) async throws -> T {
         guard let sessionCache else {
             return try await database.transaction { executor in
                 try await body(SQLStore(transaction: executor, sessionCache: nil, pendingChanges: nil))

@@ -57,6 +57,9 @@ import Testing
         let right = try await BackupTests.post(base, "/v1/auth/login", ["email": "metrics@example.com", "password": Self.password])
         #expect(right.status == 200)
 
+        // A path no route matches is counted under one label, not as sent.
+        #expect(try await HTTP.request(base.appendingPathComponent("/no/such/path")).status == 404)
+
         // The token guards the page.
         #expect(try await Self.scrape(base, bearer: nil).status == 401)
         #expect(try await Self.scrape(base, bearer: "metrics-token-0123456789-wrong!").status == 401)
@@ -70,6 +73,8 @@ import Testing
         #expect(samples[#"gatehouse_http_requests_total{method="POST",route="/v1/auth/login",status="401"}"#] == 3)
         #expect(samples[#"gatehouse_http_requests_total{method="POST",route="/v1/auth/login",status="200"}"#] == 1)
         #expect(samples[#"gatehouse_http_request_duration_seconds_count{method="POST",route="/v1/auth/signup"}"#] == 1)
+        #expect(samples[#"gatehouse_http_requests_total{method="GET",route="unmatched",status="404"}"#] == 1)
+        #expect(!page.text.contains("/no/such/path"))
         // One hash at sign-up, four checks at the logins.
         #expect(samples[#"gatehouse_password_hash_duration_seconds_count{operation="hash"}"#] == 1)
         #expect(samples[#"gatehouse_password_hash_duration_seconds_count{operation="verify"}"#] == 4)

@@ -9,6 +9,7 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import Testing
+import Tracing
 
 /// Builds the real application (`buildApplication`) on a fresh database of `backend` and
 /// drives it through HTTP.
@@ -47,7 +48,7 @@ enum TestApp {
     /// Runs `body` against a freshly built app; `adjust` may change the configuration first.
     static func run(
         _ backend: Backend, preset: String = "default", clock: any WallClock = SystemClock(),
-        setup: TestingSetup = .router, adjust: (inout GatehouseConfig) -> Void = { _ in },
+        setup: TestingSetup = .router, tracer: (any Tracer)? = nil, adjust: (inout GatehouseConfig) -> Void = { _ in },
         _ body: @escaping @Sendable (any TestClientProtocol, GatehouseConfig) async throws -> Void
     ) async throws {
         let (url, cleanup) = try await TestDatabase.make(backend)
@@ -58,7 +59,7 @@ enum TestApp {
         adjust(&config)
         let frozen = config
         do {
-            let app = try await buildApplication(config: frozen, dependencies: AppDependencies(clock: clock, logger: quietLogger))
+            let app = try await buildApplication(config: frozen, dependencies: AppDependencies(clock: clock, logger: quietLogger, tracer: tracer))
             try await app.test(setup) { client in try await body(client, frozen) }
         } catch {
             await cleanup()

@@ -37,6 +37,9 @@ import Testing
         Shipped(version: 14, name: "passkeys", sqlite: "7fbb92b5343c498c", postgres: "18fafb86b6944a1"),
         Shipped(version: 15, name: "second_factors", sqlite: "d8db1892b9abd5fc", postgres: "ea5a3c23618b479"),
         Shipped(version: 16, name: "session_change_notices", sqlite: "72d14ae7c77fe736", postgres: "28ab0c1b263ccfb9"),
+        Shipped(version: 17, name: "imported_accounts", sqlite: "bbaa076e498b3bd", postgres: "bbaa076e498b3bd"),
+        Shipped(version: 18, name: "pkce_requests", sqlite: "69b0abdba5a19b1b", postgres: "69b0abdba5a19b1b"),
+        Shipped(version: 19, name: "trace_context", sqlite: "8349d1ea0f7e5522", postgres: "8349d1ea0f7e5522"),
     ]
 
     @Test(arguments: [SQLDialect.sqlite, .postgres])

@@ -3,6 +3,7 @@ import Foundation
 import GatehouseCore
 import GatehouseStore
 import Logging
+import Tracing
 import X509
 
 /// What the use cases stand on, built once from the configuration: the database and its store,
@@ -32,6 +33,10 @@ struct Infrastructure {
     /// The Firebase projects' hash parameters imported accounts are verified with.
     let firebaseKeys: FirebaseHashKeys
     let httpClient: HTTPClient
+    /// For requests whose URL is not for traces: the breached-password check names five hex
+    /// digits of the password's SHA-1 in its path. The same client as `httpClient` when traces
+    /// are off.
+    let untracedHTTPClient: HTTPClient
     let links: EmailLinks
     let engine: EntitlementEngine
     let tokens: TokenService
@@ -46,8 +51,10 @@ struct Infrastructure {
     let googleKeys: ProviderKeySet
     /// `GET /metrics`'s series (`ServerMetrics.off` unless configured).
     let metrics: ServerMetrics
+    /// Traces (`Telemetry.off` unless configured).
+    let telemetry: Telemetry
 
-    init(config: GatehouseConfig, dependencies: AppDependencies, logger: Logger) async throws {
+    init(config: GatehouseConfig, dependencies: AppDependencies, telemetry: Telemetry = .off, logger: Logger) async throws {
         let preset = config.preset
         let clock = dependencies.clock
         self.config = config
@@ -66,12 +73,14 @@ struct Infrastructure {
 
         let metrics = config.metricsEnabled ? ServerMetrics(enabled: true) : ServerMetrics.off
         self.metrics = metrics
+        self.telemetry = telemetry
+        let tracer = telemetry.tracer
         database = try await config.database.open(
             logger: logger, poolSize: config.databasePoolSize, preparedStatements: config.databasePreparedStatements,
             observer: metrics.isEnabled ? metrics : nil)
         // PostgreSQL only: SQLite is one node reading a local file, with no round trip to save.
         sessionCache = config.sessionCache && database is PostgresDatabase ? SessionCache() : nil
-        let store = SQLStore(database: database, sessionCache: sessionCache)
+        let store = SQLStore(database: database, sessionCache: sessionCache, tracer: tracer)
         self.store = store
         keys = KeyRing(store: store, clock: clock, secretKey: config.secretKey, logger: logger)
         chainKey = RefreshChainKey()
@@ -81,8 +90,19 @@ struct Infrastructure {
         if metrics.isEnabled {
             timed = { operation, duration in metrics.passwordHash(operation, duration: duration) }
         }
-        hasher = try PasswordHasher(parameters: config.argon2, threads: config.hashThreads, firebaseKeys: firebaseKeys, timed: timed)
-        httpClient = HTTPClient(eventLoopGroupProvider: .singleton)
+        hasher = try PasswordHasher(
+            parameters: config.argon2, threads: config.hashThreads, firebaseKeys: firebaseKeys, timed: timed, tracer: tracer)
+        // With traces on, every outbound request is a client span and carries `traceparent`.
+        var httpConfiguration = HTTPClient.Configuration()
+        httpConfiguration.tracing.tracer = tracer
+        httpClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfiguration)
+        if tracer == nil {
+            untracedHTTPClient = httpClient
+        } else {
+            var untraced = HTTPClient.Configuration()
+            untraced.tracing.tracer = nil
+            untracedHTTPClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: untraced)
+        }
         links = EmailLinks(publicURL: config.publicURL, chainKey: chainKey)
         engine = EntitlementEngine(settings: preset.entitlements, copy: preset.copy)
         tokens = TokenService(
@@ -95,14 +115,15 @@ struct Infrastructure {
         let transport: any MailTransport
         if let url = config.smtpURL, let settings = SMTPSettings(url: url, trustedCertificates: smtpCA) {
             transport = SMTPTransport(
-                settings: settings, composer: MailComposer(from: config.sender, domain: config.publicURL.host ?? "localhost"), clock: clock)
+                settings: settings, composer: MailComposer(from: config.sender, domain: config.publicURL.host ?? "localhost"), clock: clock,
+                tracer: tracer)
         } else {
             transport = DevOutboxTransport(logger: logger)
         }
         mailWorker = MailWorker(
             store: store, transport: transport,
             composer: MailRequestComposer(store: store, templates: templates, links: links, preset: preset, clock: clock), clock: clock,
-            logger: logger, metrics: metrics)
+            logger: logger, metrics: metrics, telemetry: telemetry)
         if let credentials = config.appleCredentials {
             // The key was parsed when the configuration was read, so this does not fail here.
             appleTokens = try await AppleTokenClient(credentials: credentials, client: httpClient, clock: clock)
@@ -111,7 +132,7 @@ struct Infrastructure {
         }
         var jobHandlers = AppleJobs(tokens: appleTokens, store: store, sealer: sealer, clock: clock, logger: logger).handlers
         if let url = config.webhookURL, let secret = config.webhookSecret {
-            let sender = WebhookSender(url: url, secret: secret, client: httpClient, clock: clock)
+            let sender = WebhookSender(url: url, secret: secret, client: httpClient, clock: clock, tracer: tracer)
             jobHandlers[WebhookSender.jobKind] = { job, payload in
                 do {
                     try await sender.deliver(job, payload)
@@ -124,13 +145,15 @@ struct Infrastructure {
         }
         // Webhooks are retried for about a day (backoff capped at an hour) before they are given up.
         jobs = JobWorker(
-            store: store, sealer: sealer, clock: clock, logger: logger, handlers: jobHandlers, maximumAttempts: [WebhookSender.jobKind: 30])
+            store: store, sealer: sealer, clock: clock, logger: logger, handlers: jobHandlers, maximumAttempts: [WebhookSender.jobKind: 30],
+            telemetry: telemetry)
         let events = EventRecorder(
             jobs: jobs, webhookConfigured: config.webhookURL != nil, clock: clock, trialStartsAtSignup: preset.entitlements.trial.startsAtSignup)
         unitOfWork = UnitOfWork(
-            store: store, events: events, mail: mailWorker, jobs: jobs, privacy: preset.privacy, clock: clock, metrics: metrics)
-        appleKeys = ProviderKeySet(url: config.appleJWKSURL, client: httpClient, clock: clock, logger: logger)
-        googleKeys = ProviderKeySet(url: config.googleJWKSURL, client: httpClient, clock: clock, logger: logger)
+            store: store, events: events, mail: mailWorker, jobs: jobs, privacy: preset.privacy, clock: clock, metrics: metrics,
+            telemetry: telemetry)
+        appleKeys = ProviderKeySet(url: config.appleJWKSURL, client: httpClient, clock: clock, logger: logger, tracer: tracer)
+        googleKeys = ProviderKeySet(url: config.googleJWKSURL, client: httpClient, clock: clock, logger: logger, tracer: tracer)
         if preset.throttling.captchaAfterIPFailures != nil, config.captchaVerifyURL == nil {
             logger.warning(
                 "the preset asks for a CAPTCHA after repeated failed logins, but GATEHOUSE_CAPTCHA_VERIFY_URL is not set: no CAPTCHA is asked for")

@@ -41,7 +41,7 @@ struct UseCases {
             })
         let credentials = Credentials(
             hasher: infra.hasher, policy: PasswordPolicy(settings: preset.passwordPolicy, blocklist: infra.blocklist, copy: preset.copy),
-            breached: BreachedPasswordChecker(client: infra.httpClient, baseURL: config.breachedPasswordsURL, logger: infra.logger),
+            breached: BreachedPasswordChecker(client: infra.untracedHTTPClient, baseURL: config.breachedPasswordsURL, logger: infra.logger),
             throttle: throttle, preset: preset, audits: unitOfWork)
         let issuer = SessionIssuer(tokens: infra.tokens, mail: accountMail, settings: preset.tokens, mfa: preset.mfa)
         let lifecycle = AccountLifecycle(handles: preset.handles)

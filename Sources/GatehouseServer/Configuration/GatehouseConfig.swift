@@ -94,6 +94,11 @@ public struct GatehouseConfig: Sendable {
     /// When set, `GET /metrics` asks for `Authorization: Bearer <token>` (24+ characters).
     public var metricsToken: String?
     public var metricsEnabled: Bool { metrics || metricsToken != nil }
+    /// Where spans are exported by OTLP/HTTP (protobuf); nil: traces are off. From
+    /// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` as given, or `OTEL_EXPORTER_OTLP_ENDPOINT` + `/v1/traces`.
+    public var tracesEndpoint: String?
+    /// The `service.name` of the spans (`OTEL_SERVICE_NAME`).
+    public var tracesServiceName = "gatehouse"
     /// A connection that sends nothing for this long (a request's head included, so a client
     /// trickling its headers in) is closed.
     public var httpIdleTimeoutSeconds = 30
@@ -155,6 +160,7 @@ public struct GatehouseConfig: Sendable {
             "ip_limits": ipLimits ? "on" : "off", "max_body_bytes": String(maxBodyBytes),
             "supabase_auth": supabaseAnonKey == nil ? "off" : (supabaseServiceRoleKey == nil ? "on, no admin routes" : "on, with admin routes"),
             "metrics": metricsToken != nil ? "on, bearer token" : (metrics ? "on, no token" : "off"),
+            "traces": tracesEndpoint.map { "otlp \(Self.redactURL($0))" } ?? "off",
         ]
     }
 

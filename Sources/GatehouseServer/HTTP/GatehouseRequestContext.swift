@@ -31,6 +31,13 @@ public struct SignedIn: Sendable {
 }
 
 extension GatehouseRequestContext {
+    /// The template of the route that answered (`/v1/credits/{name}/spend`), once the router has
+    /// matched; nil for a path no route matches (the router's own "NotFound" marker).
+    var routeTemplate: String? {
+        guard let path = endpointPath, path.hasPrefix("/") else { return nil }
+        return path
+    }
+
     /// Set by `AccessTokenMiddleware` once the bearer token and its session check out.
     public var signedIn: SignedIn? {
         get { storage.signedIn }

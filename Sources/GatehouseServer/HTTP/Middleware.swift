@@ -5,12 +5,20 @@ import GatehouseWire
 import HTTPTypes
 import Hummingbird
 import Logging
+import Tracing
 
 /// Gives every request an id (the caller's `X-Request-Id` when it is a sane token, else a new
-/// one), puts it in the logger and on the response, and writes one access-log line. The
+/// one), puts it in the logger, in the task's instrumentation context (so every log line and
+/// span of the request carries it) and on the response, and writes one access-log line. The
 /// path is logged without its query string, where a link token could sit.
+///
+/// With traces on, the request is a server span named `METHOD /route/{template}`, a child of the
+/// caller's W3C `traceparent` when one came; a 5xx answer marks it failed. Its attributes are
+/// the method, the route template and the status: never the path as sent (a handle or an id
+/// may sit in it), the query string or a header's value.
 struct RequestIDMiddleware: RouterMiddleware {
     typealias Context = GatehouseRequestContext
+    var tracer: (any Tracer)? = nil
 
     /// 8–128 ASCII letters, digits, `-` and `_`: safe to echo and to log.
     static func isSafeID(_ text: String) -> Bool {
@@ -27,6 +35,41 @@ struct RequestIDMiddleware: RouterMiddleware {
         }
         context.requestID = id
         context.logger[metadataKey: "request_id"] = .string(id)
+        var instrumentation = InstrumentationContext.current ?? .topLevel
+        instrumentation.requestID = id
+        guard let tracer else {
+            return try await InstrumentationContext.$current.withValue(instrumentation) {
+                try await respond(request, context, id: id, next: next)
+            }
+        }
+        tracer.extract(request.headers, into: &instrumentation, using: HTTPFieldsExtractor())
+        let method = request.method.rawValue
+        let span = tracer.startSpan(method, context: instrumentation, ofKind: .server)
+        defer { span.end() }
+        span.attributes["http.request.method"] = method
+        let response: Response
+        do {
+            response = try await InstrumentationContext.$current.withValue(span.context) {
+                try await respond(request, context, id: id, next: next)
+            }
+        } catch {
+            span.recordError(error)
+            span.setStatus(SpanStatus(code: .error))
+            throw error
+        }
+        // The router has matched by now; an unmatched path keeps the bare method.
+        if let route = context.routeTemplate {
+            span.operationName = "\(method) \(route)"
+            span.attributes["http.route"] = route
+        }
+        span.attributes["http.response.status_code"] = Int(response.status.code)
+        if response.status.code >= 500 { span.setStatus(SpanStatus(code: .error)) }
+        return response
+    }
+
+    private func respond(
+        _ request: Request, _ context: Context, id: String, next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
         let started = ContinuousClock.now
         context.logger.debug("request received", metadata: ["method": .string(request.method.rawValue), "path": .string(request.uri.path)])
         var response = try await next(request, context)
@@ -40,6 +83,13 @@ struct RequestIDMiddleware: RouterMiddleware {
         fields["duration_ms"] = .stringConvertible((milliseconds * 100).rounded() / 100)
         context.logger.info("request", metadata: fields)
         return response
+    }
+}
+
+/// Reads `traceparent` and `tracestate` from a request's header fields.
+struct HTTPFieldsExtractor: Extractor {
+    func extract(key: String, from carrier: HTTPFields) -> String? {
+        HTTPField.Name(key).flatMap { carrier[$0] }
     }
 }
 
@@ -177,7 +227,7 @@ struct MetricsMiddleware: RouterMiddleware {
 
     private func record(_ request: Request, _ context: Context, status: Int, started: ContinuousClock.Instant) {
         // Unmatched paths share one series rather than one per probe.
-        let route = context.endpointPath ?? "unmatched"
+        let route = context.routeTemplate ?? "unmatched"
         metrics.request(method: request.method.rawValue, route: route, status: status, duration: ContinuousClock.now - started)
     }
 }

@@ -16,6 +16,8 @@ final class MailWorker: Service, Sendable {
     let clock: any WallClock
     let logger: Logger
     let metrics: ServerMetrics
+    /// Each mail is sent in the trace of the request that queued it (with traces on).
+    let telemetry: Telemetry
     private let loop: WakeLoop
     /// How long a claim keeps other workers off a mail: longer than one delivery may take
     /// (`SMTPTransport`'s deadline), short enough that a crashed node's mail goes out soon.
@@ -23,8 +25,9 @@ final class MailWorker: Service, Sendable {
 
     init(
         store: any OutboxStore, transport: any MailTransport, composer: MailRequestComposer, clock: any WallClock, logger: Logger,
-        metrics: ServerMetrics = .off, pollInterval: Duration = .seconds(2)
+        metrics: ServerMetrics = .off, telemetry: Telemetry = .off, pollInterval: Duration = .seconds(2)
     ) {
+        self.telemetry = telemetry
         self.store = store
         self.transport = transport
         self.composer = composer
@@ -58,7 +61,7 @@ final class MailWorker: Service, Sendable {
             }
             if batch.isEmpty { break passes }
             for message in batch {
-                await deliver(message)
+                await telemetry.restoring(message.traceContext) { await deliver(message) }
                 handled += 1
             }
         }
@@ -78,6 +81,8 @@ final class MailWorker: Service, Sendable {
             try await transport.deliver(message)
             delivered = true
             metrics.mailSent()
+            // The kind and attempt only: never the address or a link.
+            logger.info("mail sent", metadata: ["mail_id": "\(message.id)", "kind": "\(message.kind)", "attempt": "\(message.attempts + 1)"])
             try await store.markMailSent(message.id, at: clock.now, keepBodies: transport.keepsBodies)
         } catch {
             if !delivered { metrics.mailFailed() }

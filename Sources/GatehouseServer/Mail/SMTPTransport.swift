@@ -1,9 +1,11 @@
 import Foundation
 import GatehouseCore
+import GatehouseStore
 import NIOCore
 import NIOExtras
 import NIOPosix
 import NIOSSL
+import Tracing
 
 /// Hands a mail to something that delivers it.
 public protocol MailTransport: Sendable {
@@ -45,9 +47,19 @@ struct SMTPTransport: MailTransport {
     let settings: SMTPSettings
     let composer: MailComposer
     let clock: any WallClock
+    /// Each delivery is an `smtp.send` span (nil: traces are off).
+    var tracer: (any Tracer)? = nil
     var keepsBodies: Bool { false }
 
     func deliver(_ message: OutboxMessage) async throws {
+        // The server and the mail's kind; never the address or the contents.
+        let attributes: SpanAttributes = [
+            "server.address": .string(settings.host), "server.port": .int64(Int64(settings.port)), "gatehouse.mail.kind": .string(message.kind),
+        ]
+        try await traced(tracer, "smtp.send", kind: .client, attributes: attributes) { try await send(message) }
+    }
+
+    private func send(_ message: OutboxMessage) async throws {
         let tls = try makeTLSContext()
         let host = settings.host
         let implicit = settings.implicitTLS

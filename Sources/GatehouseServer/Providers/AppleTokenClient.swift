@@ -137,10 +137,10 @@ extension JobWorker {
     /// deletion); inside the caller's transaction.
     /// True when a job was queued (Gatehouse held a token).
     @discardableResult
-    func queueAppleRevocation(_ tx: any GatehouseStore, user: UserID) async throws -> Bool {
+    func queueAppleRevocation(_ tx: any GatehouseStore, user: UserID, traceContext: String? = nil) async throws -> Bool {
         guard let stored = try await tx.providerToken(of: user, provider: .apple) else { return false }
         let token = try sealer.open(stored.value, encryption: stored.encryption, what: "Apple's refresh token")
-        try await enqueue(tx, kind: "apple_revoke", payload: ["token": String(decoding: token, as: UTF8.self)])
+        try await enqueue(tx, kind: "apple_revoke", payload: ["token": String(decoding: token, as: UTF8.self)], traceContext: traceContext)
         return true
     }
 }

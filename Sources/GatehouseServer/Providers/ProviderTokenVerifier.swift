@@ -6,7 +6,9 @@ import GatehouseWire
 import JWTKit
 import Logging
 import NIOCore
+import GatehouseStore
 import ServiceLifecycle
+import Tracing
 
 /// A provider's public signing keys (Apple's or Google's JWKS), fetched over HTTP and cached for
 /// as long as the response's `Cache-Control: max-age` says (an hour when it says nothing, a day
@@ -20,6 +22,8 @@ actor ProviderKeySet {
     let client: HTTPClient
     let clock: any WallClock
     let logger: Logger
+    /// Each fetch is a `provider.keys.fetch` span (nil: traces are off).
+    let tracer: (any Tracer)?
     private var keys: [String: JWTKeyCollection] = [:]
     private var expiresAt: Date?
     private var lastFetch: Date?
@@ -39,7 +43,8 @@ actor ProviderKeySet {
     /// When the next fetch may start.
     var nextAttempt: Date { lastFetch.map { $0.addingTimeInterval(retryInterval) } ?? clock.now }
 
-    init(url: URL, client: HTTPClient, clock: any WallClock, logger: Logger) {
+    init(url: URL, client: HTTPClient, clock: any WallClock, logger: Logger, tracer: (any Tracer)? = nil) {
+        self.tracer = tracer
         self.url = url
         self.client = client
         self.clock = clock
@@ -108,7 +113,7 @@ actor ProviderKeySet {
     private func fetch() async throws {
         lastFetch = clock.now
         do {
-            try await load()
+            try await traced(tracer, "provider.keys.fetch", attributes: ["url.full": .string(url.absoluteString)]) { try await load() }
             failures = 0
         } catch {
             failures += 1

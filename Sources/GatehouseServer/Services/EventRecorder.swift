@@ -12,16 +12,20 @@ struct EventRecorder: Sendable {
     var trialStartsAtSignup = false
 
     /// Inside the caller's transaction (a `Work`'s); true when a webhook delivery was queued,
-    /// so the job worker is woken after the commit.
-    func record(_ tx: any GatehouseStore, _ type: DomainEvent.Kind, user: UserID?, data: [String: String] = [:]) async throws -> Bool {
-        try await append(tx, type, user: user, data: data)
+    /// so the job worker is woken after the commit. `traceContext` goes with the delivery.
+    func record(
+        _ tx: any GatehouseStore, _ type: DomainEvent.Kind, user: UserID?, data: [String: String] = [:], traceContext: String? = nil
+    ) async throws -> Bool {
+        try await append(tx, type, user: user, data: data, traceContext: traceContext)
         if type == .userCreated, trialStartsAtSignup {
-            try await append(tx, .trialStarted, user: user, data: ["at": "signup"])
+            try await append(tx, .trialStarted, user: user, data: ["at": "signup"], traceContext: traceContext)
         }
         return webhookConfigured
     }
 
-    private func append(_ tx: any GatehouseStore, _ type: DomainEvent.Kind, user: UserID?, data: [String: String]) async throws {
+    private func append(
+        _ tx: any GatehouseStore, _ type: DomainEvent.Kind, user: UserID?, data: [String: String], traceContext: String?
+    ) async throws {
         let event = DomainEvent(type: type, userID: user, data: data, createdAt: clock.now)
         try await tx.insertEvent(event)
         if webhookConfigured {
@@ -29,7 +33,7 @@ struct EventRecorder: Sendable {
                 tx, kind: WebhookSender.jobKind,
                 payload: WebhookSender.Event(
                     id: event.id.uuidString.lowercased(), type: type.rawValue, userID: user?.description, createdAt: event.createdAt.rfc3339,
-                    data: data))
+                    data: data), traceContext: traceContext)
         }
     }
 }

@@ -18,13 +18,16 @@ final class JobWorker: Service, Sendable {
     let handlers: [String: Handler]
     /// Attempts before a job is given up, by kind (default 8: about ten minutes of retries).
     let maximumAttempts: [String: Int]
+    /// Each job runs in the trace of the request that queued it (with traces on).
+    let telemetry: Telemetry
     private let loop = WakeLoop(pollInterval: .seconds(2))
     static let leaseSeconds = 60
 
     init(
         store: any JobStore, sealer: SecretSealer, clock: any WallClock, logger: Logger, handlers: [String: Handler],
-        maximumAttempts: [String: Int] = [:]
+        maximumAttempts: [String: Int] = [:], telemetry: Telemetry = .off
     ) {
+        self.telemetry = telemetry
         self.store = store
         self.sealer = sealer
         self.clock = clock
@@ -34,9 +37,11 @@ final class JobWorker: Service, Sendable {
     }
 
     /// Queues a job inside the caller's transaction; call `wake()` after the commit.
-    func enqueue(_ tx: any GatehouseStore, kind: String, payload: some Encodable) async throws {
+    /// `traceContext` (the request's, with traces on) makes the job's run part of its trace.
+    func enqueue(_ tx: any GatehouseStore, kind: String, payload: some Encodable, traceContext: String? = nil) async throws {
         let sealed = try sealer.seal(try JSONEncoder().encode(payload))
-        try await tx.enqueueJob(Job(kind: kind, payload: sealed.bytes, encryption: sealed.encryption, createdAt: clock.now))
+        try await tx.enqueueJob(
+            Job(kind: kind, payload: sealed.bytes, encryption: sealed.encryption, createdAt: clock.now, traceContext: traceContext))
     }
 
     func wake() { loop.wake() }
@@ -57,7 +62,7 @@ final class JobWorker: Service, Sendable {
                 return
             }
             guard let job else { return }
-            await run(job)
+            await telemetry.restoring(job.traceContext) { await run(job) }
         }
     }
 

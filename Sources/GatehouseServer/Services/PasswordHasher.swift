@@ -4,7 +4,9 @@ import GatehouseCore
 import HummingbirdBcrypt
 import NIOCore
 import NIOPosix
+import GatehouseStore
 import ServiceLifecycle
+import Tracing
 
 /// Argon2id parameters (RFC 9106 / OWASP: m=19 MiB, t=2, p=1 by default).
 public struct Argon2Parameters: Sendable, Equatable {
@@ -49,14 +51,19 @@ public final class PasswordHasher: Sendable {
     private let firebaseKeys: FirebaseHashKeys?
     /// Told how long each hash (`hash`) or check (`verify`) took on its thread (the metrics).
     private let timed: (@Sendable (String, Duration) -> Void)?
+    /// Each hash and check is a `password.hash` or `password.verify` span, from the queue for a
+    /// thread to the answer (nil: traces are off).
+    private let tracer: (any Tracer)?
 
     public convenience init(parameters: Argon2Parameters = Argon2Parameters(), threads: Int = System.coreCount) throws {
         try self.init(parameters: parameters, threads: threads, firebaseKeys: nil)
     }
 
     init(
-        parameters: Argon2Parameters, threads: Int, firebaseKeys: FirebaseHashKeys?, timed: (@Sendable (String, Duration) -> Void)? = nil
+        parameters: Argon2Parameters, threads: Int, firebaseKeys: FirebaseHashKeys?, timed: (@Sendable (String, Duration) -> Void)? = nil,
+        tracer: (any Tracer)? = nil
     ) throws {
+        self.tracer = tracer
         self.parameters = parameters
         self.firebaseKeys = firebaseKeys
         self.timed = timed
@@ -69,10 +76,12 @@ public final class PasswordHasher: Sendable {
     /// A new Argon2id hash of `password`.
     public func hash(_ password: String) async throws -> String {
         let (parameters, timed) = (self.parameters, self.timed)
-        return try await pool.runIfActive {
-            let started = ContinuousClock.now
-            defer { timed?("hash", ContinuousClock.now - started) }
-            return try Self.argon2id(Array(password.utf8), parameters: parameters)
+        return try await traced(tracer, "password.hash", attributes: ["gatehouse.hash.algorithm": .string("argon2id")]) {
+            try await pool.runIfActive {
+                let started = ContinuousClock.now
+                defer { timed?("hash", ContinuousClock.now - started) }
+                return try Self.argon2id(Array(password.utf8), parameters: parameters)
+            }
         }
     }
 
@@ -89,9 +98,14 @@ public final class PasswordHasher: Sendable {
         guard password.utf8.count <= PasswordPolicy.maximumBytes else {
             return Verification(matches: false, needsRehash: false)
         }
-        let (parameters, timed) = (self.parameters, self.timed)
         let target = hash ?? decoy
-        let known = hash != nil
+        return try await traced(tracer, "password.verify", attributes: ["gatehouse.hash.algorithm": .string(Self.algorithm(of: target))]) {
+            try await check(password, against: target, known: hash != nil)
+        }
+    }
+
+    private func check(_ password: String, against target: String, known: Bool) async throws -> Verification {
+        let (parameters, timed) = (self.parameters, self.timed)
         if let firebase = FirebaseScrypt.decode(target) {
             guard let project = try await firebaseKeys?.parameters(keyID: firebase.keyID) else {
                 return Verification(matches: false, needsRehash: false)
@@ -118,6 +132,13 @@ public final class PasswordHasher: Sendable {
             }
             return Verification(matches: false, needsRehash: false)
         }
+    }
+
+    /// What made `hash`, for the span (never the hash itself).
+    static func algorithm(of hash: String) -> String {
+        if hash.hasPrefix("$argon2id$") { return "argon2id" }
+        if hash.hasPrefix("$2") { return "bcrypt" }
+        return FirebaseScrypt.decode(hash) == nil ? "unknown" : "firebase_scrypt"
     }
 
     /// True for a hash `verify` can check: Argon2id, or bcrypt made elsewhere.

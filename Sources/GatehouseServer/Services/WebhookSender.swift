@@ -2,7 +2,9 @@ import AsyncHTTPClient
 import Crypto
 import Foundation
 import GatehouseCore
+import GatehouseStore
 import NIOCore
+import Tracing
 
 /// Delivers events to `GATEHOUSE_WEBHOOK_URL`: a JSON body signed with HMAC-SHA256 under
 /// `GATEHOUSE_WEBHOOK_SECRET`, `Gatehouse-Signature: t=<unix>,v1=<hex>`, where the signature
@@ -14,6 +16,9 @@ struct WebhookSender: Sendable {
     let secret: String
     let client: HTTPClient
     let clock: any WallClock
+    /// Each delivery is a `webhook.send` span (nil: traces are off); the HTTP client's span,
+    /// and the `traceparent` it sends, are its children.
+    var tracer: (any Tracer)? = nil
 
     /// A queued delivery: the event as the feed has it.
     struct Event: Codable, Sendable {
@@ -26,6 +31,14 @@ struct WebhookSender: Sendable {
 
     @Sendable func deliver(_ job: Job, _ payload: Data) async throws {
         let event = try JSONDecoder().decode(Event.self, from: payload)
+        let attributes: SpanAttributes = [
+            "gatehouse.event.id": .string(event.id), "gatehouse.event.type": .string(event.type),
+            "gatehouse.job.attempt": .int64(Int64(job.attempts + 1)),
+        ]
+        try await traced(tracer, "webhook.send", kind: .producer, attributes: attributes) { try await post(event) }
+    }
+
+    private func post(_ event: Event) async throws {
         let sentAt = clock.now.unixSeconds
         let body: [String: Any] = [
             "id": event.id, "type": event.type, "data": event.data, "created_at": event.createdAt, "sent_at": sentAt,

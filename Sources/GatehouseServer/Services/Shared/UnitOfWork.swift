@@ -18,6 +18,9 @@ struct UnitOfWork: Sendable {
     /// Sign-ins, failures, lockouts and refresh reuse are counted here, from the audit rows:
     /// a transaction's once it has committed.
     var metrics: ServerMetrics = .off
+    /// With traces on, mail and jobs are queued with the request's trace context, so the
+    /// worker's span joins the request's trace.
+    var telemetry: Telemetry = .off
 
     /// Runs `body` in one transaction. `client` is the caller as the request saw it (nil for
     /// work no request caused); audit rows get it as the privacy settings keep it.
@@ -27,8 +30,10 @@ struct UnitOfWork: Sendable {
         // The request's time, read before waiting for the database: a refresh queued behind a
         // busy writer is judged by when it came (its reuse window), not by when it got a turn.
         let now = clock.now
+        // Read before the transaction's own span starts: queued work hangs off the request.
+        let origin = telemetry.carried()
         let result = try await store.transaction { tx in
-            try await body(Work(tx: tx, now: now, client: kept, events: events, jobs: jobs, queued: queued))
+            try await body(Work(tx: tx, now: now, client: kept, events: events, jobs: jobs, queued: queued, traceContext: origin))
         }
         let (mailQueued, jobsQueued) = queued.flags
         for signal in queued.signals { signal.count(in: metrics) }
@@ -110,6 +115,8 @@ struct Work: Sendable {
     let events: EventRecorder
     let jobs: JobWorker
     let queued: UnitOfWork.Queued
+    /// The request's trace context, stored with queued mail and jobs (nil with traces off).
+    var traceContext: String? = nil
 
     /// An audit row with the request's client (`withClient: false` keeps it out, e.g. for the
     /// row that outlives a deleted account).
@@ -126,22 +133,24 @@ struct Work: Sendable {
 
     /// A domain event for the feed and, when one is configured, the webhook.
     func record(_ type: DomainEvent.Kind, user: UserID?, data: [String: String] = [:]) async throws {
-        if try await events.record(tx, type, user: user, data: data) { queued.jobs() }
+        if try await events.record(tx, type, user: user, data: data, traceContext: traceContext) { queued.jobs() }
     }
 
     /// A durable background job, run after the commit.
     func enqueueJob(kind: String, payload: some Encodable) async throws {
-        try await jobs.enqueue(tx, kind: kind, payload: payload)
+        try await jobs.enqueue(tx, kind: kind, payload: payload, traceContext: traceContext)
         queued.jobs()
     }
 
     /// Queues Apple's token revocation for the user, when Gatehouse holds one.
     func queueAppleRevocation(of user: UserID) async throws {
-        if try await jobs.queueAppleRevocation(tx, user: user) { queued.jobs() }
+        if try await jobs.queueAppleRevocation(tx, user: user, traceContext: traceContext) { queued.jobs() }
     }
 
     /// Writes a message to the outbox; the mail worker is woken after the commit.
     func enqueueMail(_ message: OutboxMessage) async throws {
+        var message = message
+        message.traceContext = message.traceContext ?? traceContext
         try await tx.enqueueMail(message)
         queued.mail()
     }
