@@ -57,8 +57,10 @@ import Testing
         let right = try await BackupTests.post(base, "/v1/auth/login", ["email": "metrics@example.com", "password": Self.password])
         #expect(right.status == 200)
 
-        // A path no route matches is counted under one label, not as sent.
+        // A path no route matches is counted under one label, not as sent; so is a method
+        // outside the standard ones (a client may send any token).
         #expect(try await HTTP.request(base.appendingPathComponent("/no/such/path")).status == 404)
+        _ = try await HTTP.request(base.appendingPathComponent("/v1/me"), method: "PROPFIND")
 
         // The token guards the page.
         #expect(try await Self.scrape(base, bearer: nil).status == 401)
@@ -74,7 +76,8 @@ import Testing
         #expect(samples[#"gatehouse_http_requests_total{method="POST",route="/v1/auth/login",status="200"}"#] == 1)
         #expect(samples[#"gatehouse_http_request_duration_seconds_count{method="POST",route="/v1/auth/signup"}"#] == 1)
         #expect(samples[#"gatehouse_http_requests_total{method="GET",route="unmatched",status="404"}"#] == 1)
-        #expect(!page.text.contains("/no/such/path"))
+        #expect(!page.text.contains("/no/such/path") && !page.text.contains("PROPFIND"))
+        #expect(samples.keys.contains { $0.hasPrefix(#"gatehouse_http_requests_total{method="_OTHER","#) }, "\(page.text)")
         // One hash at sign-up, four checks at the logins.
         #expect(samples[#"gatehouse_password_hash_duration_seconds_count{operation="hash"}"#] == 1)
         #expect(samples[#"gatehouse_password_hash_duration_seconds_count{operation="verify"}"#] == 4)

@@ -43,26 +43,28 @@ struct RequestIDMiddleware: RouterMiddleware {
             }
         }
         tracer.extract(request.headers, into: &instrumentation, using: HTTPFieldsExtractor())
-        let method = request.method.rawValue
+        let method = request.method.label
         let span = tracer.startSpan(method, context: instrumentation, ofKind: .server)
         defer { span.end() }
-        span.attributes["http.request.method"] = method
         let response: Response
         do {
             response = try await InstrumentationContext.$current.withValue(span.context) {
                 try await respond(request, context, id: id, next: next)
             }
         } catch {
+            span.attributes["http.request.method"] = method
             span.recordError(error)
             span.setStatus(SpanStatus(code: .error))
             throw error
         }
         // The router has matched by now; an unmatched path keeps the bare method.
-        if let route = context.routeTemplate {
-            span.operationName = "\(method) \(route)"
-            span.attributes["http.route"] = route
+        let route = context.routeTemplate
+        if let route { span.operationName = "\(method) \(route)" }
+        span.updateAttributes { attributes in
+            attributes["http.request.method"] = method
+            attributes["http.route"] = route
+            attributes["http.response.status_code"] = Int(response.status.code)
         }
-        span.attributes["http.response.status_code"] = Int(response.status.code)
         if response.status.code >= 500 { span.setStatus(SpanStatus(code: .error)) }
         return response
     }
@@ -83,6 +85,17 @@ struct RequestIDMiddleware: RouterMiddleware {
         fields["duration_ms"] = .stringConvertible((milliseconds * 100).rounded() / 100)
         context.logger.info("request", metadata: fields)
         return response
+    }
+}
+
+extension HTTPRequest.Method {
+    /// The method for a metric's label or a span's name: the standard ones by name, any other
+    /// (a client may send any token) as `_OTHER`, so no client can add series.
+    var label: String {
+        switch self {
+        case .get, .head, .post, .put, .patch, .delete, .options: return rawValue
+        default: return "_OTHER"
+        }
     }
 }
 
@@ -228,6 +241,6 @@ struct MetricsMiddleware: RouterMiddleware {
     private func record(_ request: Request, _ context: Context, status: Int, started: ContinuousClock.Instant) {
         // Unmatched paths share one series rather than one per probe.
         let route = context.routeTemplate ?? "unmatched"
-        metrics.request(method: request.method.rawValue, route: route, status: status, duration: ContinuousClock.now - started)
+        metrics.request(method: request.method.label, route: route, status: status, duration: ContinuousClock.now - started)
     }
 }

@@ -2,6 +2,7 @@ import CoreMetrics
 import Foundation
 import GatehouseStore
 import Prometheus
+import Synchronization
 
 /// The server's signals for Prometheus (`GET /metrics`), made with swift-metrics handlers from
 /// this server's own registry: nothing is bootstrapped process-wide, so servers in one process
@@ -15,6 +16,24 @@ final class ServerMetrics: Sendable {
     /// Where the series live; nil when metrics are off.
     let registry: PrometheusCollectorRegistry?
     private let factory: any MetricsFactory
+    /// Made once: finding a series in the registry (its lock, the label list) costs more than
+    /// counting in it, and these are counted on every request or query.
+    private let poolWaitTimer: CoreMetrics.Timer
+    private let poolInUseMeter: CoreMetrics.Meter
+    private let requestSeries = Mutex(RequestSeries())
+
+    /// The request series made so far, by their labels. Bounded: methods outside the standard
+    /// ones share one label (`HTTPRequest.Method.label`), and routes are the router's templates.
+    private struct RequestSeries {
+        var counters: [RequestLabels: CoreMetrics.Counter] = [:]
+        var timers: [RequestLabels: CoreMetrics.Timer] = [:]
+    }
+
+    private struct RequestLabels: Hashable {
+        var method: String
+        var route: String
+        var status: Int
+    }
 
     /// Metrics off: every signal is dropped.
     static let off = ServerMetrics(enabled: false)
@@ -35,6 +54,8 @@ final class ServerMetrics: Sendable {
             registry = nil
             factory = NOOPMetricsHandler.instance
         }
+        poolWaitTimer = Timer(label: "gatehouse_db_pool_wait_seconds", factory: factory)
+        poolInUseMeter = Meter(label: "gatehouse_db_pool_in_use", factory: factory)
     }
 
     var isEnabled: Bool { registry != nil }
@@ -49,14 +70,25 @@ final class ServerMetrics: Sendable {
     // MARK: HTTP
 
     /// One answered request: `route` is the router's template (`/v1/credits/{name}/spend`),
-    /// never the raw path, so ids and tokens in paths never become series.
+    /// never the raw path, so ids and tokens in paths never become series; `method` is
+    /// `HTTPRequest.Method.label`.
     func request(method: String, route: String, status: Int, duration: Duration) {
-        Counter(
-            label: "gatehouse_http_requests_total", dimensions: [("method", method), ("route", route), ("status", String(status))],
-            factory: factory
-        ).increment()
-        Timer(label: "gatehouse_http_request_duration_seconds", dimensions: [("method", method), ("route", route)], factory: factory)
-            .record(duration: duration)
+        guard isEnabled else { return }
+        let (counter, timer) = requestSeries.withLock { series in
+            let counted = RequestLabels(method: method, route: route, status: status)
+            let timed = RequestLabels(method: method, route: route, status: 0)
+            if let counter = series.counters[counted], let timer = series.timers[timed] { return (counter, timer) }
+            let counter = Counter(
+                label: "gatehouse_http_requests_total", dimensions: [("method", method), ("route", route), ("status", String(status))],
+                factory: factory)
+            let timer = series.timers[timed] ?? Timer(
+                label: "gatehouse_http_request_duration_seconds", dimensions: [("method", method), ("route", route)], factory: factory)
+            series.counters[counted] = counter
+            series.timers[timed] = timer
+            return (counter, timer)
+        }
+        counter.increment()
+        timer.record(duration: duration)
     }
 
     // MARK: Sign-ins
@@ -115,12 +147,12 @@ final class ServerMetrics: Sendable {
 
     /// Connections (PostgreSQL) or the writer (SQLite) leased right now.
     func poolInUse(_ count: Int) {
-        Meter(label: "gatehouse_db_pool_in_use", factory: factory).set(count)
+        poolInUseMeter.set(count)
     }
 
     /// How long a query or transaction waited for its connection.
     func poolWait(_ duration: Duration) {
-        Timer(label: "gatehouse_db_pool_wait_seconds", factory: factory).record(duration: duration)
+        poolWaitTimer.record(duration: duration)
     }
 }
 
