@@ -35,18 +35,9 @@ final class SMTPSink: Sendable {
                           "--tls-key", directory.appendingPathComponent("key.pem").path]
         }
         if let (user, password) = credentials { arguments += ["--user", user, "--password", password] }
-        process = Spawned()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = arguments
-        input = Pipe()
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        // Wait for READY.
-        let line = output.fileHandleForReading.availableData
-        guard String(decoding: line, as: UTF8.self).contains("READY") else { throw ProcessError("the SMTP sink did not start") }
+        let started = try Spawned.helper(python: python, arguments)
+        (process, input) = (started.process, started.input)
+        guard started.firstLine.contains("READY") else { throw ProcessError("the SMTP sink did not start") }
     }
 
     var certificatePath: String { directory.appendingPathComponent("cert.pem").path }

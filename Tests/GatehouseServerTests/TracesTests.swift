@@ -61,16 +61,9 @@ import Tracing
 
         init(python: String, directory: URL) throws {
             file = directory.appendingPathComponent("spans.jsonl")
-            process = Spawned()
-            process.executableURL = URL(fileURLWithPath: python)
-            process.arguments = [TracesTests.receiverScript, "--port", "0", "--out", file.path]
-            input = Pipe()
-            let output = Pipe()
-            process.standardInput = input
-            process.standardOutput = output
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            let line = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
+            let started = try Spawned.helper(python: python, [TracesTests.receiverScript, "--port", "0", "--out", file.path])
+            (process, input) = (started.process, started.input)
+            let line = started.firstLine
             guard line.hasPrefix("listening "), let port = Int(line.dropFirst(10).trimmingCharacters(in: .whitespacesAndNewlines)) else {
                 throw ProcessError("the OTLP receiver did not start: \(line)")
             }
