@@ -126,7 +126,7 @@ struct RequestIDTracer<Base: Tracer>: Tracer {
     }
 }
 
-/// W3C trace context to and from HTTP header fields and stored text.
+/// The trace context into and out of the dictionary stored with queued work (`carried`).
 struct DictionaryInjector: Injector {
     func inject(_ value: String, forKey key: String, into carrier: inout [String: String]) { carrier[key] = value }
 }
