@@ -57,8 +57,9 @@ public struct SQLStore: GatehouseStore {
             return try await body(self)
         }
         // The span covers the wait for the writer or a pooled connection, then the work.
-        let system = dialect == .postgres ? "postgresql" : "sqlite"
-        return try await traced(tracer, "db.transaction", kind: .client, attributes: ["db.system.name": .string(system)]) {
+        return try await traced(
+            tracer, "db.transaction", kind: .client, attributes: ["db.system.name": .string(dialect == .postgres ? "postgresql" : "sqlite")]
+        ) {
             try await run(body, on: database)
         }
     }

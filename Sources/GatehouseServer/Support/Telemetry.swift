@@ -42,10 +42,11 @@ struct Telemetry: Sendable {
 
     private static func withRequestIDs(_ tracer: some Tracer) -> any Tracer { RequestIDTracer(base: tracer) }
 
-    /// The current span and request id as text to store with queued work (an outbox mail, a
-    /// job), so that the worker's span joins the trace of the request that queued it.
-    func carried() -> String? {
-        guard let tracer, let context = InstrumentationContext.current else { return nil }
+    /// The span and request id of `context` (a request's, read when its transaction began) as
+    /// text to store with queued work (an outbox mail, a job), so that the worker's span joins
+    /// the trace of the request that queued it.
+    func carried(_ context: InstrumentationContext?) -> String? {
+        guard let tracer, let context else { return nil }
         var carrier: [String: String] = [:]
         tracer.inject(context, into: &carrier, using: DictionaryInjector())
         if let id = context.requestID { carrier[Self.requestIDKey] = id }

@@ -2,6 +2,7 @@ import Foundation
 import GatehouseCore
 import GatehouseStore
 import Synchronization
+import Tracing
 
 /// The one way a use case writes: a transaction that knows the request's client (as the
 /// preset's privacy settings keep it) and its time, records audit rows and domain events, queues
@@ -30,10 +31,12 @@ struct UnitOfWork: Sendable {
         // The request's time, read before waiting for the database: a refresh queued behind a
         // busy writer is judged by when it came (its reuse window), not by when it got a turn.
         let now = clock.now
-        // Read before the transaction's own span starts: queued work hangs off the request.
-        let origin = telemetry.carried()
-        let result = try await store.transaction { tx in
-            try await body(Work(tx: tx, now: now, client: kept, events: events, jobs: jobs, queued: queued, traceContext: origin))
+        // Read before the transaction's own span starts: queued work hangs off the request. It
+        // is turned into text only if something is queued.
+        let origin = telemetry.tracer == nil ? nil : InstrumentationContext.current
+        let result = try await store.transaction { [telemetry] tx in
+            try await body(
+                Work(tx: tx, now: now, client: kept, events: events, jobs: jobs, queued: queued, telemetry: telemetry, traceOrigin: origin))
         }
         let (mailQueued, jobsQueued) = queued.flags
         for signal in queued.signals { signal.count(in: metrics) }
@@ -115,8 +118,12 @@ struct Work: Sendable {
     let events: EventRecorder
     let jobs: JobWorker
     let queued: UnitOfWork.Queued
-    /// The request's trace context, stored with queued mail and jobs (nil with traces off).
-    var traceContext: String? = nil
+    var telemetry: Telemetry = .off
+    /// The request's context when the transaction began (nil with traces off).
+    var traceOrigin: InstrumentationContext? = nil
+
+    /// The request's trace context as stored with queued mail and jobs (nil with traces off).
+    var traceContext: String? { telemetry.carried(traceOrigin) }
 
     /// An audit row with the request's client (`withClient: false` keeps it out, e.g. for the
     /// row that outlives a deleted account).
