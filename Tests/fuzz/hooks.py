@@ -12,13 +12,31 @@ environment `/auth/v1` gets no credentials (and the server answers 404 there).
 
 The first provider that matches an operation and returns credentials is the one applied.
 """
+import ast
 import json
 import os
 import secrets
+import sys
+import threading
 import urllib.parse
 import urllib.request
 
 import schemathesis
+
+# CPython before 3.11.8 and 3.12.2 keeps one AST recursion counter per interpreter, so two threads
+# in `ast.parse` at once (a collection inside one can switch threads) fail with "SystemError: AST
+# constructor recursion depth mismatch" (python/cpython#106905). Hypothesis parses lambdas' source
+# to describe its filters, from both of Schemathesis's worker threads; CI crashed on it once with
+# 3.11.7. One lock around `ast.parse` keeps the parses apart on the Pythons that need it.
+if sys.version_info < (3, 11, 8) or (3, 12) <= sys.version_info < (3, 12, 2):
+    _ast_parse = ast.parse
+    _ast_parse_lock = threading.Lock()
+
+    def _serialised_ast_parse(*args, **kwargs):
+        with _ast_parse_lock:
+            return _ast_parse(*args, **kwargs)
+
+    ast.parse = _serialised_ast_parse
 
 BASE = os.environ["GATEHOUSE_FUZZ_URL"]
 ADMIN_KEY = os.environ["GATEHOUSE_FUZZ_ADMIN_KEY"]
