@@ -89,6 +89,40 @@ import Testing
         }
     }
 
+    /// A sign-up whose `data` the profile would refuse creates no account, with an address or
+    /// anonymous: before, the account was made and then the profile refused, so the answer was an
+    /// error and the retry met `user_already_exists`.
+    @Test(arguments: Backend.available)
+    func aSignUpWithARefusedProfileCreatesNoAccount(_ backend: Backend) async throws {
+        let keys: (inout GatehouseConfig) -> Void = {
+            $0.supabaseAnonKey = Self.anonKey
+            $0.supabaseServiceRoleKey = Self.serviceRoleKey
+        }
+        try await TestApp.run(backend, preset: "default", adjust: keys) { client, _ in
+            let apikey = HTTPField.Name("apikey")!
+            let json: HTTPFields = [apikey: Self.anonKey, .contentType: "application/json"]
+            func signup(_ body: String) async throws -> (status: HTTPResponse.Status, body: [String: Any]) {
+                let response = try await client.execute(uri: "/auth/v1/signup", method: .post, headers: json, body: ByteBuffer(string: body))
+                return (response.status, (try? JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any]) ?? [:])
+            }
+            let address = #""email": "pat.profile@example.com", "password": "correct horse battery""#
+            let tooLong = try await signup(#"{\#(address), "data": {"display_name": "\#(String(repeating: "n", count: 51))"}}"#)
+            #expect(tooLong.status == .unprocessableContent && tooLong.body["error_code"] as? String == "validation_failed", "\(tooLong)")
+            let plainAvatar = try await signup(#"{"data": {"avatar_url": "http://example.com/pat.png"}}"#)
+            #expect(plainAvatar.status == .unprocessableContent && plainAvatar.body["error_code"] as? String == "validation_failed")
+
+            let list = try await client.execute(
+                uri: "/auth/v1/admin/users", method: .get, headers: [apikey: Self.anonKey, .authorization: "Bearer \(Self.serviceRoleKey)"])
+            let users = (try JSONSerialization.jsonObject(with: Data(buffer: list.body)) as? [String: Any])?["users"] as? [Any]
+            #expect(list.status == .ok && users?.count == 0, "\(String(buffer: list.body))")
+
+            let accepted = try await signup(#"{\#(address), "data": {"display_name": "Pat"}}"#)
+            #expect(accepted.status == .ok, "\(accepted)")
+            let metadata = (accepted.body["user"] as? [String: Any])?["user_metadata"] as? [String: Any]
+            #expect(metadata?["display_name"] as? String == "Pat")
+        }
+    }
+
     /// A reset link redeemed as a recovery session is single use under a race: twelve
     /// `POST /auth/v1/verify` released together (the last-byte technique) give exactly one session.
     @Test(.requires(SMTPSink.python != nil, "GATEHOUSE_TEST_PYTHON"), arguments: Backend.available)

@@ -33,6 +33,8 @@ struct SupabaseCompatService: Sendable {
     /// `POST /signup`: with an address and a password, an email account; with neither, an
     /// anonymous one (GoTrue's `signInAnonymously`).
     func signup(_ body: GoTrueSignup, client: ClientInfo) async throws -> GoTrueSession {
+        // A profile that would be refused refuses the sign-up, before the account exists.
+        if let patch = GoTrueMetadata.patch(from: body.data) { try await profiles.check(patch) }
         guard let email = body.email, !email.isEmpty else {
             guard body.password == nil else { throw GatehouseError.invalidRequest("An email address is needed with a password.") }
             let answer = try await profiles.anonymous(client: client, idempotencyKey: nil)

@@ -124,28 +124,10 @@ struct ProfileService: Sendable {
         var displayName = user.displayName
         var handle = user.handle
         var avatar = user.avatarURL
-        if let requested = patch.displayName {
-            guard let valid = ProfilePolicy.displayName(requested) else {
-                throw GatehouseError(
-                    status: 422, code: .invalidDisplayName,
-                    message: preset.text("error.invalid_display_name", "A name needs 1 to 50 characters."))
-            }
-            displayName = valid
-        }
-        if let requested = patch.handle {
-            guard preset.handles.enabled else { throw GatehouseError.invalidRequest("Handles are not used by this app.") }
-            if let problem = handles.problem(requested) {
-                throw GatehouseError(status: 422, code: .invalidHandle, message: handles.message(for: problem), reasons: [problem])
-            }
-            handle = handles.normalize(requested)
-        }
+        if let requested = patch.displayName { displayName = try validDisplayName(requested) }
+        if let requested = patch.handle { handle = try validHandle(requested) }
         if patch.setsAvatarURL {
-            if let requested = patch.avatarURL {
-                guard ProfilePolicy.isValidAvatarURL(requested) else {
-                    throw GatehouseError(
-                        status: 422, code: .invalidAvatarURL, message: "The avatar must be an https:// address, or null to remove it.")
-                }
-            }
+            try checkAvatarURL(patch.avatarURL)
             avatar = patch.avatarURL
         }
         do {
@@ -158,6 +140,41 @@ struct ProfileService: Sendable {
             throw error
         }
         return try await userResponse(user.id)
+    }
+
+    /// Refuses `patch` as `patch(user:_:)` would, before there is an account to change: for a
+    /// sign-up that sets the profile too (`/auth/v1/signup` with `data`), so that a refused
+    /// profile creates no account. A handle is also refused when it is taken now; two sign-ups
+    /// racing for one free handle both pass here, and the loser's profile change then fails.
+    func check(_ patch: ProfilePatch) async throws {
+        if let requested = patch.displayName { _ = try validDisplayName(requested) }
+        if let requested = patch.handle, try await store.user(handle: try validHandle(requested)) != nil { throw handleTaken }
+        if patch.setsAvatarURL { try checkAvatarURL(patch.avatarURL) }
+    }
+
+    private func validDisplayName(_ requested: String) throws -> String {
+        guard let valid = ProfilePolicy.displayName(requested) else {
+            throw GatehouseError(
+                status: 422, code: .invalidDisplayName, message: preset.text("error.invalid_display_name", "A name needs 1 to 50 characters."))
+        }
+        return valid
+    }
+
+    /// The handle as stored.
+    private func validHandle(_ requested: String) throws -> String {
+        guard preset.handles.enabled else { throw GatehouseError.invalidRequest("Handles are not used by this app.") }
+        if let problem = handles.problem(requested) {
+            throw GatehouseError(status: 422, code: .invalidHandle, message: handles.message(for: problem), reasons: [problem])
+        }
+        return handles.normalize(requested)
+    }
+
+    /// nil removes the avatar.
+    private func checkAvatarURL(_ requested: String?) throws {
+        guard let requested else { return }
+        guard ProfilePolicy.isValidAvatarURL(requested) else {
+            throw GatehouseError(status: 422, code: .invalidAvatarURL, message: "The avatar must be an https:// address, or null to remove it.")
+        }
     }
 
     /// `GET /v1/handles/{handle}`: one indexed lookup, fast enough for as-you-type checks.
