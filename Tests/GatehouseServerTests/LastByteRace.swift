@@ -54,6 +54,23 @@ enum LastByteRace {
         try await send(port: port, Array(repeating: request, count: copies))
     }
 
+    /// Sends `bytes` (a request cut short) and hangs up without reading the answer: a client
+    /// that goes away before its body has arrived.
+    static func hangUp(port: Int, after bytes: [UInt8]) async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            onOwnThread {
+                continuation.resume(
+                    with: Result {
+                        let fd = try connectLoopback(port: port)
+                        defer { close(fd) }
+                        try writeAll(fd, bytes)
+                        // Long enough for the server to have read the head and started on the body.
+                        usleep(200_000)
+                    })
+            }
+        }
+    }
+
     private static func run(port: Int, _ requests: [[UInt8]]) throws -> [Answer] {
         var sockets: [Int32] = []
         defer { for fd in sockets { close(fd) } }

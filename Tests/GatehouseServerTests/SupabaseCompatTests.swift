@@ -123,6 +123,34 @@ import Testing
         }
     }
 
+    /// A client that hangs up before its body has arrived gets a 400 at `/auth/v1` as on the
+    /// native routes, and neither counts as a failure of the server: before, the GoTrue error
+    /// middleware answered it 500 and logged it as an error.
+    @Test func aClientGoneBeforeItsBodyIsNoFailureOnEitherSurface() async throws {
+        let adjust: (inout GatehouseConfig) -> Void = {
+            $0.metrics = true
+            $0.supabaseAnonKey = Self.anonKey
+        }
+        try await TestApp.run(.sqlite, setup: .live, adjust: adjust) { client, _ in
+            let port = try #require(client.port)
+            let body = #"{"email": "gone@example.com", "password": "correct horse battery"}"#
+            for path in ["/v1/auth/signup", "/auth/v1/signup"] {
+                let request = LastByteRace.request("POST", path, json: body, headers: ["apikey": Self.anonKey])
+                try await LastByteRace.hangUp(port: port, after: Array(request.dropLast(20)))
+            }
+            let native = #"gatehouse_http_requests_total{method="POST",route="/v1/auth/signup",status="400"}"#
+            let goTrue = #"gatehouse_http_requests_total{method="POST",route="/auth/v1/signup",status="400"}"#
+            var samples: [String: Double] = [:]
+            for _ in 0..<50 {
+                samples = MetricsTests.samples(try await AuthClient(client: client).get("/metrics", token: nil).text)
+                if samples[native] != nil && samples[goTrue] != nil { break }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            #expect(samples[native] == 1 && samples[goTrue] == 1, "\(samples.keys.sorted())")
+            #expect(!samples.keys.contains { $0.contains(#"status="500""#) }, "\(samples.keys.sorted())")
+        }
+    }
+
     /// A reset link redeemed as a recovery session is single use under a race: twelve
     /// `POST /auth/v1/verify` released together (the last-byte technique) give exactly one session.
     @Test(.requires(SMTPSink.python != nil, "GATEHOUSE_TEST_PYTHON"), arguments: Backend.available)

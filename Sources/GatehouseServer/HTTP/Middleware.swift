@@ -116,12 +116,6 @@ struct ErrorMiddleware: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
             return try await next(request, context)
-        } catch let gone as ClientWentAway {
-            // Nobody is left to read it; the answer only keeps the pipeline's bookkeeping simple.
-            aborted.record(gone.cause, logger: context.logger)
-            return try JSONBody.response(
-                ErrorBody(error: GatehouseError.invalidRequest("The request body did not arrive.").payload), status: .badRequest,
-                headers: [.cacheControl: "no-store"])
         } catch {
             let mapped = mapAndLog(error, logger: context.logger)
             var headers: HTTPFields = [:]
@@ -133,7 +127,13 @@ struct ErrorMiddleware: RouterMiddleware {
     }
 
     /// `map`, with the cause logged: at error level for a failure of ours, at debug for a refusal.
+    /// A client that went away before its body arrived is counted (`AbortedRequests`), not
+    /// logged as a failure; its 400 only keeps the pipeline's bookkeeping simple.
     func mapAndLog(_ error: any Error, logger: Logger) -> GatehouseError {
+        if let gone = error as? ClientWentAway {
+            aborted.record(gone.cause, logger: logger)
+            return .invalidRequest("The request body did not arrive.")
+        }
         let mapped = map(error)
         if mapped.status >= 500 {
             logger.error(
