@@ -123,6 +123,38 @@ import Testing
         }
     }
 
+    /// `POST /otp` with `create_user: false` (supabase-swift's `shouldCreateUser: false`): an
+    /// address with an account is mailed its link; one without gets none (the request is
+    /// dropped in the mail worker), so no account can come of it, and both answers are the same.
+    /// Without the flag an unknown address is mailed a link, which would make its account.
+    @Test(arguments: Backend.available)
+    func anOTPThatMayNotCreateAUserMailsOnlyExistingAccounts(_ backend: Backend) async throws {
+        try await TestApp.run(backend, preset: "default", adjust: { $0.supabaseAnonKey = Self.anonKey }) { client, config in
+            _ = try await AuthClient(client: client).account("kim.known@example.com")
+            let json: HTTPFields = [HTTPField.Name("apikey")!: Self.anonKey, .contentType: "application/json"]
+            func otp(_ email: String, _ extra: String) async throws -> (status: HTTPResponse.Status, body: String) {
+                let response = try await client.execute(
+                    uri: "/auth/v1/otp", method: .post, headers: json, body: ByteBuffer(string: #"{"email": "\#(email)"\#(extra)}"#))
+                return (response.status, String(buffer: response.body))
+            }
+            let unknown = try await otp("una.unknown@example.com", #", "create_user": false"#)
+            let known = try await otp("kim.known@example.com", #", "create_user": false"#)
+            #expect(unknown.status == .ok && known.status == .ok && unknown.body == known.body, "\(unknown) \(known)")
+            let settled = try await EmailFlowTests.outbox(config) { mails in
+                mails.filter { $0.kind == "magic_link" && $0.status != "pending" }.count == 2
+            }
+            let links = settled.filter { $0.kind == "magic_link" }
+            #expect(links.contains { $0.recipient == "kim.known@example.com" && $0.textBody != nil })
+            #expect(links.contains { $0.status == "dropped" && $0.lastError == "no account" })
+            #expect(!links.contains { $0.recipient == "una.unknown@example.com" })
+
+            // Another new address (one address may ask again only after a while).
+            #expect(try await otp("uma.unmade@example.com", "").status == .ok)
+            let mailed = try await EmailFlowTests.outboxMail(config, kind: "magic_link") { $0.recipient == "uma.unmade@example.com" }
+            #expect(mailed.textBody?.isEmpty == false)
+        }
+    }
+
     /// A client that hangs up before its body has arrived gets a 400 at `/auth/v1` as on the
     /// native routes, and neither counts as a failure of the server: before, the GoTrue error
     /// middleware answered it 500 and logged it as an error.

@@ -77,8 +77,10 @@ struct SupabaseCompatService: Sendable {
 
     /// `POST /otp`: a magic link and its 6-digit code, to the address; with a PKCE challenge,
     /// following the link (`GET /verify`) answers an auth code instead of tokens.
-    func otp(email: String, redirectTo: String?, pkce: (challenge: String, method: String)?, client: ClientInfo) async throws {
-        try await magicLinks.request(email: email, redirectTo: redirectTo, client: client)
+    func otp(
+        email: String, createUser: Bool, redirectTo: String?, pkce: (challenge: String, method: String)?, client: ClientInfo
+    ) async throws {
+        try await magicLinks.request(email: email, redirectTo: redirectTo, client: client, existingAccountsOnly: !createUser)
         try await savePKCE(pkce, email: email, purpose: .magicLink)
     }
 
@@ -313,9 +315,13 @@ struct GoTrueEmailRequest: Decodable, Sendable {
     var security: GoTrueSecurity?
     var codeChallenge: String?
     var codeChallengeMethod: String?
+    /// `/otp`: false (supabase-swift's `shouldCreateUser: false`) mails only an address that
+    /// has an account.
+    var createUser: Bool?
     enum CodingKeys: String, CodingKey {
         case email, type
         case security = "gotrue_meta_security", codeChallenge = "code_challenge", codeChallengeMethod = "code_challenge_method"
+        case createUser = "create_user"
     }
 
     /// The PKCE challenge sent, checked; nil when none was.

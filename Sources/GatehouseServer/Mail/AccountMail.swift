@@ -58,10 +58,13 @@ struct AccountMail: Sendable {
     /// Queues a forgot-password or magic-link request for `email`; the mail worker composes it
     /// (or drops it when there is nothing to send). The caller's work is the same whether or
     /// not the address has an account.
-    func queueRequest(_ work: Work, kind: String, email: String, redirectTo: String? = nil, upgrading: UserID? = nil) async throws {
+    func queueRequest(
+        _ work: Work, kind: String, email: String, redirectTo: String? = nil, upgrading: UserID? = nil, existingAccountsOnly: Bool = false
+    ) async throws {
         var payload = ["email": email]
         payload["redirect_to"] = redirectTo
         payload["upgrade_user_id"] = upgrading?.description
+        if existingAccountsOnly { payload[MailRequestComposer.existingAccountsOnlyKey] = "true" }
         try await work.enqueueMail(
             OutboxMessage(
                 createdAt: work.now, kind: kind, recipient: email, subject: kind, textBody: nil, htmlBody: nil, payload: payload))
@@ -74,13 +77,16 @@ struct AccountMail: Sendable {
 
 /// Composes queued requests in the mail worker: looks the address up, makes the link (and
 /// code), and fills the mail in, all in one transaction; or drops the request when the address
-/// has no account (password reset) or a disabled one.
+/// has no account (password reset, or a magic link that may make none) or a disabled one.
 struct MailRequestComposer: Sendable {
     let store: any GatehouseStore
     let templates: Templates
     let links: EmailLinks
     let preset: Preset
     let clock: any WallClock
+
+    /// In a magic link request's payload: mail the link only if the address has an account.
+    static let existingAccountsOnlyKey = "existing_accounts_only"
 
     /// The message with its mail filled in, or `nil` when the request was dropped.
     func compose(_ message: OutboxMessage) async throws -> OutboxMessage? {
@@ -102,6 +108,10 @@ struct MailRequestComposer: Sendable {
                 }
                 composed = try await reset(tx, user: user, now: now)
             case "magic_link":
+                if user == nil, message.payload?[Self.existingAccountsOnlyKey] == "true" {
+                    try await tx.dropMail(message.id, reason: "no account", at: now)
+                    return nil
+                }
                 composed = try await magic(
                     tx, user: user, typed: typed, normalized: normalized, redirectTo: message.payload?["redirect_to"],
                     upgrading: message.payload?["upgrade_user_id"].flatMap(UserID.init), now: now)

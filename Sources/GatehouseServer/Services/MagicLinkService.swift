@@ -22,7 +22,11 @@ struct MagicLinkService: Sendable {
 
     /// `POST /v1/auth/magic-link`: queues a link and code for the address, account or not
     /// (the link signs a new person up).
-    func request(email: String, redirectTo: String?, client: ClientInfo, upgrading: User? = nil) async throws {
+    /// `existingAccountsOnly`: an address without an account gets no mail (the mail worker drops
+    /// the request, so the answer is the same either way), and the link can make no account.
+    func request(
+        email: String, redirectTo: String?, client: ClientInfo, upgrading: User? = nil, existingAccountsOnly: Bool = false
+    ) async throws {
         try gate.requireMethod(preset.signInMethods.magicLink)
         let redirect = try redirectTo.map { candidate in
             guard let allowed = redirects.check(candidate) else {
@@ -36,7 +40,7 @@ struct MagicLinkService: Sendable {
         try await unitOfWork.run { work in
             try await mail.queueRequest(
                 work, kind: "magic_link", email: address, redirectTo: redirect,
-                upgrading: upgrading.flatMap { $0.isAnonymous ? $0.id : nil })
+                upgrading: upgrading.flatMap { $0.isAnonymous ? $0.id : nil }, existingAccountsOnly: existingAccountsOnly)
         }
     }
 
