@@ -10,6 +10,8 @@ public protocol UserStore: Sendable {
     /// Newest first. `search` matches the start of the normalised email or handle, the exact id,
     /// or a provider's exact subject.
     func users(search: String?, before: UserCursor?, limit: Int) async throws(StoreError) -> [User]
+    /// How many accounts there are, anonymous ones included.
+    func userCount() async throws(StoreError) -> Int
     /// Sets or clears the disabled state; false when no such user exists.
     func setDisabled(_ id: UserID, at date: Date?, reason: String?, now: Date) async throws(StoreError) -> Bool
     /// `.uniqueViolation` (`.identity`) when the provider's account is linked already.

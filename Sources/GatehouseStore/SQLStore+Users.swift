@@ -44,6 +44,10 @@ extension SQLStore {
         try await users(matching: UserFilter(search: search), before: before, limit: limit)
     }
 
+    public func userCount() async throws(StoreError) -> Int {
+        Int(try await executor.query("SELECT COUNT(*) AS n FROM users", []).first?.int("n") ?? 0)
+    }
+
     public func users(matching filter: UserFilter, before: UserCursor?, limit: Int) async throws(StoreError) -> [User] {
         var conditions: [String] = []
         var binds: [SQLValue] = []

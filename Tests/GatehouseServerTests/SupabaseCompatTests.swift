@@ -29,6 +29,12 @@ import Testing
         }
     }
 
+    /// Both keys set: `/auth/v1` served, its admin routes too.
+    static func withBothKeys(_ config: inout GatehouseConfig) {
+        config.supabaseAnonKey = anonKey
+        config.supabaseServiceRoleKey = serviceRoleKey
+    }
+
     /// Where `GET /auth/v1/verify` may send the browser in these tests.
     static let appURL = "https://app.example.com/welcome"
 
@@ -94,11 +100,7 @@ import Testing
     /// error and the retry met `user_already_exists`.
     @Test(arguments: Backend.available)
     func aSignUpWithARefusedProfileCreatesNoAccount(_ backend: Backend) async throws {
-        let keys: (inout GatehouseConfig) -> Void = {
-            $0.supabaseAnonKey = Self.anonKey
-            $0.supabaseServiceRoleKey = Self.serviceRoleKey
-        }
-        try await TestApp.run(backend, preset: "default", adjust: keys) { client, _ in
+        try await TestApp.run(backend, preset: "default", adjust: Self.withBothKeys) { client, _ in
             let apikey = HTTPField.Name("apikey")!
             let json: HTTPFields = [apikey: Self.anonKey, .contentType: "application/json"]
             func signup(_ body: String) async throws -> (status: HTTPResponse.Status, body: [String: Any]) {
@@ -152,6 +154,31 @@ import Testing
             #expect(try await otp("uma.unmade@example.com", "").status == .ok)
             let mailed = try await EmailFlowTests.outboxMail(config, kind: "magic_link") { $0.recipient == "uma.unmade@example.com" }
             #expect(mailed.textBody?.isEmpty == false)
+        }
+    }
+
+    /// `GET /admin/users` pages as GoTrue does: `X-Total-Count` and a `Link` header with the
+    /// next page while there is one and the last, `page` first in each (supabase-swift reads
+    /// the number after the first `=`).
+    @Test(arguments: Backend.available)
+    func theAdminListSaysHowManyUsersAndWhereTheNextPageIs(_ backend: Backend) async throws {
+        try await TestApp.run(backend, preset: "default", adjust: Self.withBothKeys) { client, _ in
+            let api = AuthClient(client: client)
+            for name in ["ana", "ben", "cy"] { _ = try await api.account("\(name)@example.com") }
+            let headers: HTTPFields = [HTTPField.Name("apikey")!: Self.anonKey, .authorization: "Bearer \(Self.serviceRoleKey)"]
+            func page(_ number: Int) async throws -> (count: Int?, total: String?, link: String?) {
+                let response = try await client.execute(uri: "/auth/v1/admin/users?per_page=2&page=\(number)", method: .get, headers: headers)
+                #expect(response.status == .ok)
+                let users = (try JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any])?["users"] as? [Any]
+                return (users?.count, response.headers[HTTPField.Name("X-Total-Count")!], response.headers[HTTPField.Name("Link")!])
+            }
+            let first = try await page(1)
+            #expect(first.count == 2 && first.total == "3")
+            #expect(
+                first.link == #"</auth/v1/admin/users?page=2&per_page=2>; rel="next", </auth/v1/admin/users?page=2&per_page=2>; rel="last""#)
+            let second = try await page(2)
+            #expect(second.count == 1 && second.total == "3")
+            #expect(second.link == #"</auth/v1/admin/users?page=2&per_page=2>; rel="last""#)
         }
     }
 

@@ -202,6 +202,17 @@ struct GoTrueSession: Encodable, Sendable {
 struct GoTrueUserList: Encodable, Sendable {
     var users: [GoTrueUser]
     var aud: String
+
+    /// GoTrue's `Link` header for page `page` of `total` items: the next page while there is
+    /// one, and always the last (0 when there are none). `page` is the first query parameter,
+    /// where supabase-swift reads it.
+    static func links(path: String, page: Int, perPage: Int, total: Int) -> String {
+        func link(_ number: Int, _ relation: String) -> String { "<\(path)?page=\(number)&per_page=\(perPage)>; rel=\"\(relation)\"" }
+        var links: [String] = []
+        if page * perPage < total { links.append(link(page + 1, "next")) }
+        links.append(link((total + perPage - 1) / perPage, "last"))
+        return links.joined(separator: ", ")
+    }
 }
 
 /// `GET /auth/v1/settings`: which ways in this server offers.

@@ -150,15 +150,17 @@ struct SupabaseCompatService: Sendable {
     // MARK: The operator's calls (service role key)
 
     /// `GET /admin/users?page=&per_page=`: GoTrue counts pages from 1; Gatehouse's list walks
-    /// its cursor to the page asked for.
-    func listUsers(page: Int, perPage: Int) async throws -> GoTrueUserList {
+    /// its cursor to the page asked for. `total` is every account's count, for GoTrue's
+    /// `X-Total-Count` and `Link` headers (what supabase-swift and supabase-js page with).
+    func listUsers(page: Int, perPage: Int) async throws -> (list: GoTrueUserList, total: Int) {
         guard page >= 1, (1...200).contains(perPage) else {
             throw GatehouseError.invalidRequest("page must be 1 or more and per_page 1 to 200.")
         }
+        let total = try await store.userCount()
         var cursor: String?
         var listed: AdminUserList?
         for _ in 1...page {
-            if listed != nil, cursor == nil { return GoTrueUserList(users: [], aud: GoTrueUser.audience) }
+            if listed != nil, cursor == nil { return (GoTrueUserList(users: [], aud: GoTrueUser.audience), total) }
             listed = try await users.list(search: nil, cursor: cursor, limit: perPage)
             cursor = listed?.nextCursor
         }
@@ -166,7 +168,7 @@ struct SupabaseCompatService: Sendable {
         for entry in listed?.users ?? [] {
             if let id = UserID(entry.user.id) { found.append(try await goTrueUser(id: id)) }
         }
-        return GoTrueUserList(users: found, aud: GoTrueUser.audience)
+        return (GoTrueUserList(users: found, aud: GoTrueUser.audience), total)
     }
 
     func createUser(_ body: GoTrueAdminUser) async throws -> GoTrueUser {

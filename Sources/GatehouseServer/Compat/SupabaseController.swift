@@ -137,7 +137,11 @@ struct SupabaseController {
             else {
                 throw GatehouseError.invalidRequest("page and per_page must be numbers.")
             }
-            return try JSONBody.response(try await compat.listUsers(page: page, perPage: perPage), headers: noStore)
+            let (list, total) = try await compat.listUsers(page: page, perPage: perPage)
+            var headers = noStore
+            headers[.totalCount] = String(total)
+            headers[.link] = GoTrueUserList.links(path: request.uri.path, page: page, perPage: perPage, total: total)
+            return try JSONBody.response(list, headers: headers)
         }
         admin.post { request, _ in
             let body = try await input.body(GoTrueAdminUser.self, request)
@@ -313,4 +317,8 @@ extension HTTPField.Name {
     static let supabaseAPIVersion = Self("X-Supabase-Api-Version")!
     /// GoTrue's error code, repeated as a header.
     static let supabaseErrorCode = Self("x-sb-error-code")!
+    /// How many items all the pages of a list hold.
+    static let totalCount = Self("X-Total-Count")!
+    /// RFC 8288 links; here a list's next and last pages.
+    static let link = Self("Link")!
 }
