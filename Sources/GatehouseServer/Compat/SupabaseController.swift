@@ -63,8 +63,8 @@ struct SupabaseController {
         api.post("otp") { request, context in
             let body = try await input.body(GoTrueEmailRequest.self, request)
             try await compat.otp(
-                email: try Self.required(body.email, "email"), createUser: body.createUser ?? true, redirectTo: request.uri.queryParameters["redirect_to"].map(String.init),
-                pkce: try body.pkce(), client: input.client(request, context))
+                email: try Self.required(body.email, "email"), createUser: body.createUser ?? true,
+                redirectTo: request.uri.queryParameters["redirect_to"].map(String.init), pkce: try body.pkce(), client: input.client(request, context))
             return try JSONBody.response([String: String]())
         }
         api.post("resend") { request, _ in

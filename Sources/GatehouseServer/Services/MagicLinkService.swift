@@ -23,7 +23,7 @@ struct MagicLinkService: Sendable {
     /// `POST /v1/auth/magic-link`: queues a link and code for the address, account or not
     /// (the link signs a new person up).
     /// `existingAccountsOnly`: an address without an account gets no mail (the mail worker drops
-    /// the request, so the answer is the same either way), and the link can make no account.
+    /// the request, so the answer does not depend on it), and so no link makes an account.
     func request(
         email: String, redirectTo: String?, client: ClientInfo, upgrading: User? = nil, existingAccountsOnly: Bool = false
     ) async throws {
