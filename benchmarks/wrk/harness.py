@@ -12,6 +12,12 @@
       Joins the parts with the machine's description, writes FILE and prints Markdown tables,
       the targets of the performance issue marked met / not met. Exits 1 if any scenario had
       unexpected answers or socket errors.
+  harness.py ab --binary PATH --workdir DIR --out FILE --config NAME 'KEY=VALUE ...' --config ...
+                [--rounds N] [--seconds S] [--connections C] [--server-cpus LIST --wrk-cpus LIST] [--perf-dir DIR]
+      GET /v1/me on SQLite under configurations that differ only in the server's settings: one
+      server each, all running, loaded one at a time in short slices taken in rotation; prints
+      each one's req/s and CPU per request against the first with 95 % intervals of the
+      per-round differences, and writes FILE.
 """
 
 import argparse
@@ -114,10 +120,12 @@ def free_port():
 
 
 class Server:
-    def __init__(self, binary, database_url, workdir):
+    def __init__(self, binary, database_url, workdir, settings=None, prefix=()):
         self.binary = binary
         self.database_url = database_url
         self.workdir = workdir
+        self.settings = settings  # KEY=VALUE words; None: BENCH_SERVER_ENV's
+        self.prefix = list(prefix)  # e.g. taskset -c 0
         self.process = None
 
     def start(self):
@@ -135,13 +143,14 @@ class Server:
             GATEHOUSE_SUPABASE_ANON_KEY=SUPABASE_ANON_KEY,
         )
         # One setting changed for an A/B run, e.g. BENCH_SERVER_ENV="GATEHOUSE_SESSION_CACHE=off".
-        for setting in os.environ.get("BENCH_SERVER_ENV", "").split():
+        settings = os.environ.get("BENCH_SERVER_ENV", "").split() if self.settings is None else self.settings
+        for setting in settings:
             key, _, value = setting.partition("=")
             env[key] = value
         self.stdout = open(os.path.join(self.workdir, "server.out"), "w")
         self.stderr = open(os.path.join(self.workdir, "server.err"), "w")
         started = time.monotonic()
-        self.process = subprocess.Popen([self.binary, "serve"], env=env, stdout=self.stdout, stderr=self.stderr)
+        self.process = subprocess.Popen(self.prefix + [self.binary, "serve"], env=env, stdout=self.stdout, stderr=self.stderr)
         while time.monotonic() - started < 60:
             if self.process.poll() is not None:
                 raise RuntimeError(f"gatehouse exited with {self.process.returncode}: {self.tail()}")
@@ -267,8 +276,11 @@ def write_accounts(path, accounts):
 # --- wrk --------------------------------------------------------------------------------------
 
 
+WRK_PREFIX = []  # e.g. taskset -c 1 (harness.py ab --wrk-cpus)
+
+
 def wrk_command(script, port, threads, connections, seconds):
-    return ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--timeout", "10s", "--latency",
+    return WRK_PREFIX + ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--timeout", "10s", "--latency",
             "-s", os.path.join(HERE, script), f"http://127.0.0.1:{port}"]
 
 
@@ -793,6 +805,133 @@ def command_report(args):
     print("\n".join(lines))
     return 1 if failed else 0
 
+# --- A/B ---------------------------------------------------------------------------------------
+
+# Two-sided 95 % quantiles of Student's t, by degrees of freedom (beyond 30: 2.0).
+T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
+       11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110, 18: 2.101, 19: 2.093, 20: 2.086,
+       21: 2.080, 22: 2.074, 23: 2.069, 24: 2.064, 25: 2.060, 26: 2.056, 27: 2.052, 28: 2.048, 29: 2.045, 30: 2.042}
+
+
+def mean_and_interval(values):
+    """The mean and the half-width of its 95 % confidence interval (None with one value)."""
+    mean = sum(values) / len(values)
+    if len(values) < 2:
+        return mean, None
+    variance = sum((value - mean) ** 2 for value in values) / (len(values) - 1)
+    return mean, T95.get(len(values) - 1, 2.0) * (variance / len(values)) ** 0.5
+
+
+def start_receiver():
+    """Tests/support/otlp_receiver.py --count-only on a free port: (process, its base URL). It
+    stands for a collector on another machine, so it shares wrk's CPUs (--wrk-cpus), not the
+    server's."""
+    script = os.path.join(REPO, "Tests", "support", "otlp_receiver.py")
+    process = subprocess.Popen(WRK_PREFIX + [BENCH_PYTHON, script, "--port", "0", "--count-only"], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, text=True)
+    line = process.stdout.readline()
+    if not line.startswith("listening "):
+        raise SystemExit(f"the OTLP receiver did not start: {line!r}")
+    return process, f"http://127.0.0.1:{int(line.split()[1])}"
+
+
+def command_ab(args):
+    """GET /v1/me under configurations that differ only in the server's settings. Every
+    configuration's server runs at once (each on its own SQLite file, signed up and warmed up
+    first), and the load goes to one at a time in short slices, in rotation: slice round r starts
+    with configuration r mod n. On a shared machine whose speed drifts over minutes, slices a few
+    seconds apart see the same machine, so each round's ratio to the first configuration is a
+    fair pair. Reports each configuration's mean req/s and CPU per request, and its difference
+    from the first as the mean of the per-round differences with a 95 % interval."""
+    global WRK_PREFIX
+    configs = [(name, settings.split()) for name, settings in args.config]
+    if len(configs) < 2:
+        raise SystemExit("two configurations at least (--config NAME 'KEY=VALUE ...')")
+    server_prefix = ["taskset", "-c", args.server_cpus] if args.server_cpus else []
+    WRK_PREFIX = ["taskset", "-c", args.wrk_cpus] if args.wrk_cpus else []
+    receiver = None
+    if any(setting == "OTEL_EXPORTER_OTLP_ENDPOINT=receiver" for _, settings in configs for setting in settings):
+        receiver, url = start_receiver()
+        log(f"OTLP receiver (counting only) at {url}")
+        configs = [(name, [f"OTEL_EXPORTER_OTLP_ENDPOINT={url}" if s == "OTEL_EXPORTER_OTLP_ENDPOINT=receiver" else s for s in settings])
+                   for name, settings in configs]
+    threads = min(2, args.connections)
+    connections = args.connections - args.connections % threads
+    runs = []
+    servers = {}
+    try:
+        for index, (name, settings) in enumerate(configs):
+            workdir = os.path.join(args.workdir, f"config-{index}")
+            os.makedirs(workdir)
+            server = Server(args.binary, f"sqlite://{workdir}/bench.sqlite", workdir, settings, server_prefix)
+            servers[name] = server
+            server.start()
+            accounts = seed(server.port, connections, random_tag())
+            server.accounts_file = os.path.join(workdir, "accounts.lua")
+            write_accounts(server.accounts_file, accounts)
+            process, out = start_wrk("me", "me.lua", server.port, threads, connections, args.warmup, server.accounts_file, workdir, "warmup")
+            finish_wrk(process, out, "warm-up", args.warmup)
+        started = time.monotonic()
+        for round_index in range(args.rounds):
+            if time.monotonic() - started > TOKEN_MAX_AGE:
+                raise SystemExit("the rounds outlived the access tokens: fewer rounds or shorter slices")
+            for offset in range(len(configs)):
+                name, settings = configs[(round_index + offset) % len(configs)]
+                server = servers[name]
+                profiler = None
+                if args.perf_dir:  # the server's profile across the slice, less its last second
+                    os.makedirs(args.perf_dir, exist_ok=True)
+                    profiler = subprocess.Popen(
+                        ["perf", "record", "-F", "999", "-e", "cpu-clock", "-g", "-p", str(server.process.pid),
+                         "-o", os.path.join(args.perf_dir, f"{name}-r{round_index + 1}.data"), "--", "sleep", str(max(1, args.seconds - 1))],
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                result = run_scenario(server, f"{name} (round {round_index + 1})", "me.lua", threads, connections, args.seconds,
+                                      server.accounts_file, server.workdir)
+                if profiler:
+                    profiler.wait(60)
+                if result["unexpected_total"]:
+                    raise SystemExit(f"{name}: unexpected answers or socket errors: {result['statuses']} {result['socket_errors']}")
+                runs.append({"round": round_index + 1, "config": name, "settings": settings,
+                             "requests_per_second": result["requests_per_second"],
+                             "cpu_ms_per_request": result["server"]["cpu_seconds_per_1000_requests"],
+                             "latency_ms": result["latency_ms"]})
+    finally:
+        for server in servers.values():
+            server.stop()
+        if receiver:
+            receiver.stdin.close()
+            log(f"OTLP receiver: {receiver.stdout.read().strip()}")
+            receiver.wait(30)
+
+    def value(round_number, name, key):
+        return next(run[key] for run in runs if run["round"] == round_number and run["config"] == name)
+
+    base = configs[0][0]
+    rows = []
+    print(f"| configuration | req/s, mean of {args.rounds} | against {base} (95 % interval) | CPU ms/request | against {base} |")
+    print("|---|---:|---:|---:|---:|")
+    for name, settings in configs:
+        rates = [run["requests_per_second"] for run in runs if run["config"] == name]
+        cpus = [run["cpu_ms_per_request"] for run in runs if run["config"] == name]
+        row = {"config": name, "settings": settings, "requests_per_second": rates, "cpu_ms_per_request": cpus}
+        rate_text = cpu_text = ""
+        if name != base:
+            rounds = range(1, args.rounds + 1)
+            rate_change, rate_interval = mean_and_interval(
+                [value(r, name, "requests_per_second") / value(r, base, "requests_per_second") - 1 for r in rounds])
+            cpu_change, cpu_interval = mean_and_interval(
+                [value(r, name, "cpu_ms_per_request") / value(r, base, "cpu_ms_per_request") - 1 for r in rounds])
+            row.update(rate_change=rate_change, rate_interval=rate_interval, cpu_change=cpu_change, cpu_interval=cpu_interval)
+            rate_text = f"{rate_change * 100:+.1f} %" + (f" ± {rate_interval * 100:.1f}" if rate_interval is not None else "")
+            cpu_text = f"{cpu_change * 100:+.1f} %" + (f" ± {cpu_interval * 100:.1f}" if cpu_interval is not None else "")
+        print(f"| {name} | {sum(rates) / len(rates):,.0f} | {rate_text} | {sum(cpus) / len(cpus):.4f} | {cpu_text} |")
+        rows.append(row)
+    with open(args.out, "w") as handle:
+        json.dump({"machine": machine_info(), "git": git_info(), "binary": file_info(args.binary), "seconds": args.seconds,
+                   "connections": connections, "threads": threads, "server_cpus": args.server_cpus, "wrk_cpus": args.wrk_cpus,
+                   "configurations": rows, "runs": runs}, handle, indent=2)
+    log(f"wrote {args.out}")
+
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -816,9 +955,25 @@ def main():
     report.add_argument("--hash")
     report.add_argument("--binary")
     report.add_argument("parts", nargs="+")
+    ab = commands.add_parser("ab")
+    ab.add_argument("--binary", required=True)
+    ab.add_argument("--seconds", type=int, default=4, help="one slice")
+    ab.add_argument("--connections", type=int, default=64)
+    ab.add_argument("--rounds", type=int, default=20)
+    ab.add_argument("--warmup", type=int, default=2)
+    ab.add_argument("--server-cpus", help="taskset's CPU list for the server")
+    ab.add_argument("--wrk-cpus", help="taskset's CPU list for wrk")
+    ab.add_argument("--config", nargs=2, action="append", required=True, metavar=("NAME", "SETTINGS"),
+                    help="a name and its server settings, 'KEY=VALUE ...'; the first is the baseline. "
+                         "OTEL_EXPORTER_OTLP_ENDPOINT=receiver starts a counting OTLP receiver")
+    ab.add_argument("--perf-dir", help="record each run's server profile (perf record -g) into this folder")
+    ab.add_argument("--workdir", required=True)
+    ab.add_argument("--out", required=True)
     args = parser.parse_args()
     if args.command == "hash":
         command_hash(args)
+    elif args.command == "ab":
+        command_ab(args)
     elif args.command == "db":
         if args.hash and not os.path.exists(args.hash):
             args.hash = None
