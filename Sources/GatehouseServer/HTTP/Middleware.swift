@@ -57,6 +57,8 @@ struct RequestIDMiddleware: RouterMiddleware {
             span.setStatus(SpanStatus(code: .error))
             throw error
         }
+        // A span the sampler dropped records nothing: its name and attributes are not built.
+        guard span.isRecording else { return response }
         // The router has matched by now; an unmatched path keeps the bare method.
         let route = context.routeTemplate
         if let route { span.operationName = "\(method) \(route)" }
