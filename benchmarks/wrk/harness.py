@@ -13,11 +13,12 @@
       the targets of the performance issue marked met / not met. Exits 1 if any scenario had
       unexpected answers or socket errors.
   harness.py ab --binary PATH --workdir DIR --out FILE --config NAME 'KEY=VALUE ...' --config ...
-                [--rounds N] [--seconds S] [--connections C] [--server-cpus LIST --wrk-cpus LIST] [--perf-dir DIR]
-      GET /v1/me on SQLite under configurations that differ only in the server's settings: one
-      server each, all running, loaded one at a time in short slices taken in rotation; prints
-      each one's req/s and CPU per request against the first with 95 % intervals of the
-      per-round differences, and writes FILE.
+                [--rounds N] [--slices K] [--seconds S] [--connections C] [--server-cpus LIST --wrk-cpus LIST]
+                [--perf-dir DIR]
+      GET /v1/me on SQLite under configurations that differ only in the server's settings: each
+      round a new server per configuration, loaded one at a time in short slices taken in
+      rotation; prints each one's req/s and CPU per request against the first with 95 %
+      intervals of the per-round differences, and writes FILE.
 """
 
 import argparse
@@ -836,13 +837,14 @@ def start_receiver():
 
 
 def command_ab(args):
-    """GET /v1/me under configurations that differ only in the server's settings. Every
-    configuration's server runs at once (each on its own SQLite file, signed up and warmed up
-    first), and the load goes to one at a time in short slices, in rotation: slice round r starts
-    with configuration r mod n. On a shared machine whose speed drifts over minutes, slices a few
-    seconds apart see the same machine, so each round's ratio to the first configuration is a
-    fair pair. Reports each configuration's mean req/s and CPU per request, and its difference
-    from the first as the mean of the per-round differences with a 95 % interval."""
+    """GET /v1/me under configurations that differ only in the server's settings. Each round
+    starts a new server for every configuration (each on its own SQLite file, signed up and
+    warmed up), then loads them one at a time in short slices, in rotation, and stops them: on a
+    shared machine whose speed drifts over minutes, slices seconds apart see the same machine,
+    and new processes each round spread what differs between two runs of one binary (memory
+    layout, hash seeds) over the rounds instead of favouring one configuration throughout.
+    Reports each configuration's mean req/s and CPU per request, and its difference from the
+    first as the mean of the per-round differences with a 95 % interval."""
     global WRK_PREFIX
     configs = [(name, settings.split()) for name, settings in args.config]
     if len(configs) < 2:
@@ -858,46 +860,52 @@ def command_ab(args):
     threads = min(2, args.connections)
     connections = args.connections - args.connections % threads
     runs = []
-    servers = {}
     try:
-        for index, (name, settings) in enumerate(configs):
-            workdir = os.path.join(args.workdir, f"config-{index}")
-            os.makedirs(workdir)
-            server = Server(args.binary, f"sqlite://{workdir}/bench.sqlite", workdir, settings, server_prefix)
-            servers[name] = server
-            server.start()
-            accounts = seed(server.port, connections, random_tag())
-            server.accounts_file = os.path.join(workdir, "accounts.lua")
-            write_accounts(server.accounts_file, accounts)
-            process, out = start_wrk("me", "me.lua", server.port, threads, connections, args.warmup, server.accounts_file, workdir, "warmup")
-            finish_wrk(process, out, "warm-up", args.warmup)
-        started = time.monotonic()
         for round_index in range(args.rounds):
-            if time.monotonic() - started > TOKEN_MAX_AGE:
-                raise SystemExit("the rounds outlived the access tokens: fewer rounds or shorter slices")
-            for offset in range(len(configs)):
-                name, settings = configs[(round_index + offset) % len(configs)]
-                server = servers[name]
-                profiler = None
-                if args.perf_dir:  # the server's profile across the slice, less its last second
-                    os.makedirs(args.perf_dir, exist_ok=True)
-                    profiler = subprocess.Popen(
-                        ["perf", "record", "-F", "999", "-e", "cpu-clock", "-g", "-p", str(server.process.pid),
-                         "-o", os.path.join(args.perf_dir, f"{name}-r{round_index + 1}.data"), "--", "sleep", str(max(1, args.seconds - 1))],
-                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                result = run_scenario(server, f"{name} (round {round_index + 1})", "me.lua", threads, connections, args.seconds,
-                                      server.accounts_file, server.workdir)
-                if profiler:
-                    profiler.wait(60)
-                if result["unexpected_total"]:
-                    raise SystemExit(f"{name}: unexpected answers or socket errors: {result['statuses']} {result['socket_errors']}")
+            order = [configs[(round_index + offset) % len(configs)] for offset in range(len(configs))]
+            servers = {}
+            try:
+                for name, settings in order:
+                    workdir = os.path.join(args.workdir, f"r{round_index + 1}-{name}")
+                    os.makedirs(workdir)
+                    server = Server(args.binary, f"sqlite://{workdir}/bench.sqlite", workdir, settings, server_prefix)
+                    servers[name] = server
+                    server.start()
+                    accounts = seed(server.port, connections, random_tag())
+                    server.accounts_file = os.path.join(workdir, "accounts.lua")
+                    write_accounts(server.accounts_file, accounts)
+                    process, out = start_wrk("me", "me.lua", server.port, threads, connections, args.warmup, server.accounts_file,
+                                             workdir, "warmup")
+                    finish_wrk(process, out, "warm-up", args.warmup)
+                slices = {name: [] for name, _ in order}
+                for slice_index in range(args.slices):
+                    for name, settings in order:
+                        server = servers[name]
+                        label = f"{name}-r{round_index + 1}-s{slice_index + 1}"
+                        profiler = None
+                        if args.perf_dir:  # the server's profile across the slice, less its last second
+                            os.makedirs(args.perf_dir, exist_ok=True)
+                            profiler = subprocess.Popen(
+                                ["perf", "record", "-F", "999", "-e", "cpu-clock", "-g", "-p", str(server.process.pid),
+                                 "-o", os.path.join(args.perf_dir, f"{label}.data"), "--", "sleep", str(max(1, args.seconds - 1))],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                        result = run_scenario(server, label, "me.lua", threads, connections, args.seconds, server.accounts_file, server.workdir)
+                        if profiler:
+                            profiler.wait(60)
+                        if result["unexpected_total"]:
+                            raise SystemExit(f"{name}: unexpected answers or socket errors: {result['statuses']} {result['socket_errors']}")
+                        slices[name].append(result)
+            finally:
+                for server in servers.values():
+                    server.stop()
+            for name, settings in order:
+                results = slices[name]
                 runs.append({"round": round_index + 1, "config": name, "settings": settings,
-                             "requests_per_second": result["requests_per_second"],
-                             "cpu_ms_per_request": result["server"]["cpu_seconds_per_1000_requests"],
-                             "latency_ms": result["latency_ms"]})
+                             "requests_per_second": round(sum(r["requests_per_second"] for r in results) / len(results), 1),
+                             "cpu_ms_per_request": round(sum(r["server"]["cpu_seconds_per_1000_requests"] for r in results) / len(results), 4),
+                             "slices": [{"requests_per_second": r["requests_per_second"], "latency_ms": r["latency_ms"],
+                                         "cpu_ms_per_request": r["server"]["cpu_seconds_per_1000_requests"]} for r in results]})
     finally:
-        for server in servers.values():
-            server.stop()
         if receiver:
             receiver.stdin.close()
             log(f"OTLP receiver: {receiver.stdout.read().strip()}")
@@ -928,7 +936,8 @@ def command_ab(args):
         rows.append(row)
     with open(args.out, "w") as handle:
         json.dump({"machine": machine_info(), "git": git_info(), "binary": file_info(args.binary), "seconds": args.seconds,
-                   "connections": connections, "threads": threads, "server_cpus": args.server_cpus, "wrk_cpus": args.wrk_cpus,
+                   "slices": args.slices, "connections": connections, "threads": threads, "server_cpus": args.server_cpus,
+                   "wrk_cpus": args.wrk_cpus,
                    "configurations": rows, "runs": runs}, handle, indent=2)
     log(f"wrote {args.out}")
 
@@ -959,7 +968,8 @@ def main():
     ab.add_argument("--binary", required=True)
     ab.add_argument("--seconds", type=int, default=4, help="one slice")
     ab.add_argument("--connections", type=int, default=64)
-    ab.add_argument("--rounds", type=int, default=20)
+    ab.add_argument("--rounds", type=int, default=12, help="new servers each round")
+    ab.add_argument("--slices", type=int, default=2, help="slices per configuration in a round")
     ab.add_argument("--warmup", type=int, default=2)
     ab.add_argument("--server-cpus", help="taskset's CPU list for the server")
     ab.add_argument("--wrk-cpus", help="taskset's CPU list for wrk")
