@@ -208,69 +208,6 @@ import Tracing
         }
     }
 
-    /// `GATEHOUSE_TRACES_SAMPLE_RATIO=0`: a sign-up that came without a caller's trace is not
-    /// traced at all, nor is the mail or the webhook it queued (no span exported, no
-    /// `traceparent` sent), while a sign-up inside a caller's trace is traced whole, from the
-    /// request to its mail and webhook.
-    @Test(.requires(SMTPSink.python != nil, "GATEHOUSE_TEST_PYTHON (with opentelemetry-proto and aiosmtpd)"))
-    func headSamplingLeavesOutWhatItDoesNotTraceAndKeepsTheCallersTrace() async throws {
-        let python = try #require(SMTPSink.python)
-        let directory = try ServerProcess.makeDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let receiver = try OTLPReceiver(python: python, directory: directory)
-        defer { receiver.stop() }
-        let sink = try await SMTPSink()
-        defer { sink.stop() }
-        try await Self.withHookReceiver { hookPort, traceparents in
-            let database = "sqlite://" + directory.appendingPathComponent("gatehouse.sqlite").path
-            let environment = ServerProcess.environment(
-                database: database,
-                [
-                    "GATEHOUSE_PRESET": "syncwell", "GATEHOUSE_TRACES_SAMPLE_RATIO": "0",
-                    "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:\(receiver.port)", "OTEL_BSP_SCHEDULE_DELAY": "100",
-                    "GATEHOUSE_SMTP_URL": "smtp://127.0.0.1:\(sink.port)", "GATEHOUSE_WEBHOOK_URL": "http://127.0.0.1:\(hookPort)/hook",
-                    "GATEHOUSE_WEBHOOK_SECRET": "whsec-test-secret-0123456789", "GATEHOUSE_IP_LIMITS": "off", "GATEHOUSE_LOG_LEVEL": "info",
-                ])
-            let server = try ServerProcess(["serve"], environment: environment, directory: directory)
-            defer { server.signal(SIGTERM) }
-            let base = try await server.baseURL()
-            #expect(server.standardError.contains("traces started at a ratio of 0.0"), "\(server.standardError)")
-
-            func signUp(_ email: String, headers: [String: String]) async throws {
-                let reply = try await HTTP.request(
-                    base.appendingPathComponent("/v1/auth/signup"), method: "POST", headers: ["Content-Type": "application/json"].merging(headers) { $1 },
-                    body: try JSONSerialization.data(withJSONObject: ["email": email, "password": Self.password]))
-                #expect(reply.status == 201, "\(reply.text)")
-            }
-            // Left out: no caller's trace, and a ratio of 0.
-            try await signUp("untraced@example.com", headers: [:])
-            // Kept: inside the caller's (sampled) trace.
-            let callerTrace = "0af7651916cd43dd8448eb211c80319c"
-            let callerSpan = "b7ad6b7169203331"
-            try await signUp("traced@example.com", headers: ["traceparent": "00-\(callerTrace)-\(callerSpan)-01"])
-            _ = try await sink.waitForMessages(2)
-            for _ in 0..<100 where traceparents().count < 2 { try await Task.sleep(for: .milliseconds(50)) }
-            _ = try await receiver.wait { spans in spans.contains { $0.name == "smtp.send" } && spans.contains { $0.name == "webhook.send" } }
-            // Two more export periods: anything of the first sign-up would have arrived by now.
-            try await Task.sleep(for: .milliseconds(500))
-
-            let spans = receiver.spans
-            #expect(!spans.isEmpty && spans.allSatisfy { $0.traceID == callerTrace }, "\(spans)")
-            #expect(spans.filter { $0.name == "POST /v1/auth/signup" }.count == 1, "\(spans)")
-            #expect(spans.filter { $0.name == "smtp.send" }.count == 1, "\(spans)")
-            #expect(spans.filter { $0.name == "webhook.send" }.count == 1, "\(spans)")
-            let request = try #require(spans.first { $0.name == "POST /v1/auth/signup" })
-            #expect(request.parentSpanID == callerSpan)
-            for name in ["password.hash", "db.transaction", "smtp.send", "webhook.send"] {
-                #expect(spans.contains { $0.name == name && $0.parentSpanID == request.spanID }, "\(name) under the request: \(spans)")
-            }
-            // Each sign-up's user.created webhook: the traced one carries its trace on, the other none.
-            let sent = traceparents()
-            #expect(sent.count == 2 && sent.filter { $0.isEmpty }.count == 1, "\(sent)")
-            #expect(sent.contains { $0.hasPrefix("00-\(callerTrace)-") && $0.hasSuffix("-01") }, "\(sent)")
-        }
-    }
-
     @Test(arguments: Backend.available)
     func theAppsSpansOnEachDatabase(_ backend: Backend) async throws {
         let tracer = InMemoryTracer()
@@ -307,83 +244,6 @@ import Tracing
             let failedSpan = try #require(tracer.finishedSpans.first { $0.kind == .server })
             #expect(failedSpan.status?.code == .error && failedSpan.operationName == "POST /v1/auth/login")
         }
-    }
-
-    /// The head sampler in the app: at 0, a request that came without a caller's trace makes no
-    /// span at all (not its transaction, not its hash), while one inside a caller's trace is
-    /// traced whole; at 0.5, about half of the requests start a trace.
-    @Test(arguments: Backend.available)
-    func theHeadSamplerDecidesBeforeAnySpanExists(_ backend: Backend) async throws {
-        let tracer = InMemoryTracer()
-        try await TestApp.run(backend, tracer: tracer, adjust: { $0.tracesHeadShare = 0 }) { client, _ in
-            let api = AuthClient(client: client)
-            let left = try await api.post("/v1/auth/signup", #"{"email":"left@example.com","password":"\#(Self.password)"}"#)
-            #expect(left.status == .created)
-            #expect(tracer.finishedSpans.isEmpty, "\(tracer.finishedSpans.map(\.operationName))")
-            #expect(try await api.login("left@example.com", Self.password).status == .ok)
-            #expect(tracer.finishedSpans.isEmpty, "\(tracer.finishedSpans.map(\.operationName))")
-
-            // The in-memory tracer's own propagation fields stand for a caller's traceparent.
-            let caller: HTTPFields = [
-                HTTPField.Name(InMemoryTracer.traceIDKey)!: "caller-trace", HTTPField.Name(InMemoryTracer.spanIDKey)!: "caller-span",
-            ]
-            let kept = try await api.post("/v1/auth/signup", #"{"email":"kept@example.com","password":"\#(Self.password)"}"#, headers: caller)
-            #expect(kept.status == .created)
-            let spans = tracer.finishedSpans
-            let request = try #require(spans.first { $0.operationName == "POST /v1/auth/signup" }, "\(spans.map(\.operationName))")
-            #expect(request.traceID == "caller-trace" && request.parentSpanID == "caller-span")
-            #expect(spans.contains { $0.operationName == "password.hash" && $0.parentSpanID == request.spanID })
-            #expect(spans.contains { $0.operationName == "db.transaction" && $0.parentSpanID == request.spanID })
-            #expect(spans.allSatisfy { $0.traceID == "caller-trace" }, "\(spans.map(\.operationName))")
-        }
-
-        let half = InMemoryTracer()
-        try await TestApp.run(backend, tracer: half, adjust: { $0.tracesHeadShare = 0.5 }) { client, _ in
-            let api = AuthClient(client: client)
-            for _ in 0..<200 {
-                let reply = try await api.get("/v1/config", token: nil)
-                #expect(reply.status == .ok)
-            }
-            // Binomial(200, 0.5): the mean is 100 and the spread 7; 50 to 150 is more than seven spreads away.
-            let traced = half.finishedSpans.filter { $0.kind == .server }.count
-            #expect((50...150).contains(traced), "\(traced) of 200 requests traced")
-        }
-    }
-
-    /// Work queued by a request the head sampler left out stays untraced in the worker, whatever
-    /// the worker's own draw would have been; work queued inside a trace joins it.
-    @Test func queuedWorkKeepsItsRequestsDecision() async throws {
-        let base = InMemoryTracer()
-        // Left out, then draws that would start a trace.
-        let draws = Mutex<[Double]>([0.9, 0.1, 0.1])
-        let tracer = GatehouseTracer(base: base, headShare: 0.5, draw: { draws.withLock { $0.isEmpty ? 0 : $0.removeFirst() } })
-        let telemetry = Telemetry(tracer: tracer, service: nil)
-        var request = InstrumentationContext.topLevel
-        request.requestID = Self.requestID
-
-        let leftOut = tracer.startSpan("GET /left", context: request, ofKind: .server)
-        #expect(!leftOut.isRecording && leftOut.context.traceHead == .untraced)
-        let queuedUntraced = try #require(telemetry.carried(leftOut.context))
-        leftOut.end()
-        await telemetry.restoring(queuedUntraced) {
-            await traced(telemetry.tracer, "smtp.send") {
-                #expect(InstrumentationContext.current?.requestID == Self.requestID)
-            }
-        }
-        #expect(base.finishedSpans.isEmpty, "\(base.finishedSpans.map(\.operationName))")
-        #expect(draws.withLock { $0.count } == 2, "the worker drew again")
-
-        let kept = tracer.startSpan("GET /kept", context: request, ofKind: .server)
-        #expect(kept.isRecording && kept.context.traceHead == .traced)
-        let queuedTraced = try #require(telemetry.carried(kept.context))
-        kept.end()
-        await telemetry.restoring(queuedTraced) { await traced(telemetry.tracer, "smtp.send") {} }
-        let spans = base.finishedSpans
-        let send = try #require(spans.first { $0.operationName == "smtp.send" }, "\(spans.map(\.operationName))")
-        let server = try #require(spans.first { $0.operationName == "GET /kept" })
-        #expect(send.traceID == server.traceID && send.parentSpanID == server.spanID)
-        #expect(send.attributes["request_id"]?.toSpanAttribute() == .string(Self.requestID))
-        #expect(draws.withLock { $0.count } == 1, "the traced worker drew")
     }
 
     /// A sign-in whose key is not cached fetches the provider's keys inside the request: the
@@ -434,18 +294,6 @@ import Tracing
         #expect(on.redactedSummary["traces"] == "otlp http://collector:4318/v1/traces")
         let exact = try await GatehouseConfig.load(environment: ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "https://c.example/traces"])
         #expect(exact.tracesEndpoint == "https://c.example/traces")
-        let sampled = try await GatehouseConfig.load(
-            environment: ["OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318", "GATEHOUSE_TRACES_SAMPLE_RATIO": "0.05"])
-        #expect(sampled.tracesHeadShare == 0.05 && on.tracesHeadShare == 1)
-        #expect(sampled.redactedSummary["traces"] == "otlp http://collector:4318/v1/traces, traces started at a ratio of 0.05")
-        for wrong in ["1.5", "-0.1", "half", "nan"] {
-            do throws(ConfigurationError) {
-                _ = try await GatehouseConfig.load(environment: ["GATEHOUSE_TRACES_SAMPLE_RATIO": wrong])
-                Issue.record("\(wrong) was accepted")
-            } catch {
-                #expect(error.problems == ["GATEHOUSE_TRACES_SAMPLE_RATIO: '\(wrong)' is not a probability from 0 to 1 (0.05: one trace in twenty)"])
-            }
-        }
         let disabled = try await GatehouseConfig.load(
             environment: ["OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318", "OTEL_SDK_DISABLED": "true"])
         #expect(disabled.tracesEndpoint == nil)

@@ -18,7 +18,6 @@ extension GatehouseConfig {
         "breached_passwords_url", "token_audience", "smtp_ca_file", "mail_from", "apple_team_id", "apple_key_id",
         "apple_private_key_file", "apple_client_id", "apple_token_url", "apple_revoke_url", "service_key",
         "passkey_rp_id", "passkey_origins", "apple_app_ids", "supabase_anon_key", "supabase_service_role_key",
-        "traces_sample_ratio",
     ]
 
     static let secretKeys: Set<String> = ["admin_key", "service_key", "supabase_service_role_key", "secret_key", "webhook_secret", "smtp_url", "captcha_secret"]
@@ -59,9 +58,6 @@ extension GatehouseConfig {
         if let prepared = settings.onOff("database_prepared_statements") { config.databasePreparedStatements = prepared }
         if let cache = settings.onOff("session_cache") { config.sessionCache = cache }
         if let metrics = settings.onOff("metrics") { config.metrics = metrics }
-        if let share = settings.probability("traces_sample_ratio", meaning: "a probability from 0 to 1 (0.05: one trace in twenty)") {
-            config.tracesHeadShare = share
-        }
         if let token = settings.string("metrics_token") {
             if token.count >= 24 { config.metricsToken = token } else {
                 settings.problem("metrics_token", "must be at least 24 characters long")
@@ -359,7 +355,6 @@ private struct Settings {
         let secret = GatehouseConfig.secretKeys.contains(name)
         if let text = reader.string(forKey: key, isSecret: secret) { return text }
         if let number = reader.int(forKey: key, isSecret: secret) { return String(number) }
-        if let number = reader.double(forKey: key, isSecret: secret) { return String(number) }
         if let flag = reader.bool(forKey: key, isSecret: secret) { return String(flag) }
         if let list = reader.stringArray(forKey: key, isSecret: secret) { return list.joined(separator: ",") }
         return nil
@@ -389,16 +384,6 @@ private struct Settings {
     mutating func int(_ name: String, range: ClosedRange<Int>, meaning: String) -> Int? {
         guard let text = string(name) else { return nil }
         guard let value = Int(text), range.contains(value) else {
-            problem(name, "'\(text)' is not \(meaning)")
-            return nil
-        }
-        return value
-    }
-
-    /// A number from 0 to 1.
-    mutating func probability(_ name: String, meaning: String) -> Double? {
-        guard let text = string(name) else { return nil }
-        guard let value = Double(text), (0...1).contains(value) else {
             problem(name, "'\(text)' is not \(meaning)")
             return nil
         }

@@ -99,11 +99,6 @@ public struct GatehouseConfig: Sendable {
     public var tracesEndpoint: String?
     /// The `service.name` of the spans (`OTEL_SERVICE_NAME`).
     public var tracesServiceName = "gatehouse"
-    /// The probability, from 0 to 1, that work with no trace above it (a request without a
-    /// caller's `traceparent`, a background task) starts a trace (`GATEHOUSE_TRACES_SAMPLE_RATIO`,
-    /// default 1). Decided before any span exists, so work left out costs nothing; work inside
-    /// a trace is left to `OTEL_TRACES_SAMPLER`.
-    public var tracesHeadShare = 1.0
     /// A connection that sends nothing for this long (a request's head included, so a client
     /// trickling its headers in) is closed.
     public var httpIdleTimeoutSeconds = 30
@@ -165,7 +160,7 @@ public struct GatehouseConfig: Sendable {
             "ip_limits": ipLimits ? "on" : "off", "max_body_bytes": String(maxBodyBytes),
             "supabase_auth": supabaseAnonKey == nil ? "off" : (supabaseServiceRoleKey == nil ? "on, no admin routes" : "on, with admin routes"),
             "metrics": metricsToken != nil ? "on, bearer token" : (metrics ? "on, no token" : "off"),
-            "traces": tracesEndpoint.map { "otlp \(Self.redactURL($0))" + (tracesHeadShare < 1 ? ", traces started at a ratio of \(tracesHeadShare)" : "") } ?? "off",
+            "traces": tracesEndpoint.map { "otlp \(Self.redactURL($0))" } ?? "off",
         ]
     }
 
