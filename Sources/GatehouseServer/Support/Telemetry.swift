@@ -107,7 +107,7 @@ struct RequestIDTracer<Base: Tracer>: Tracer {
     ) -> Base.Span {
         let parent = context()
         let span = base.startSpan(operationName, context: parent, ofKind: kind, at: instant(), function: function, file: fileID, line: line)
-        if let id = parent.requestID { span.attributes[Telemetry.requestIDKey] = id }
+        if span.isRecording, let id = parent.requestID { span.attributes[Telemetry.requestIDKey] = id }
         return span
     }
 
