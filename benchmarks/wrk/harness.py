@@ -806,6 +806,7 @@ def command_report(args):
     print("\n".join(lines))
     return 1 if failed else 0
 
+
 # --- A/B ---------------------------------------------------------------------------------------
 
 # Two-sided 95 % quantiles of Student's t, by degrees of freedom (beyond 30: 2.0).
@@ -841,8 +842,9 @@ def command_ab(args):
     starts a new server for every configuration (each on its own SQLite file, signed up and
     warmed up), then loads them one at a time in short slices, in rotation, and stops them: on a
     shared machine whose speed drifts over minutes, slices seconds apart see the same machine,
-    and new processes each round spread what differs between two runs of one binary (memory
-    layout, hash seeds) over the rounds instead of favouring one configuration throughout.
+    and new processes each round spread what differs between two processes of one binary (their
+    memory layout and hash seeds, say) over the rounds instead of favouring one configuration
+    throughout.
     Reports each configuration's mean req/s and CPU per request, and its difference from the
     first as the mean of the per-round differences with a 95 % interval."""
     global WRK_PREFIX
