@@ -881,7 +881,7 @@ def command_ab(args):
                     finish_wrk(process, out, "warm-up", args.warmup)
                 slices = {name: [] for name, _ in order}
                 for slice_index in range(args.slices):
-                    for name, settings in order:
+                    for name, _ in order:
                         server = servers[name]
                         label = f"{name}-r{round_index + 1}-s{slice_index + 1}"
                         profiler = None
@@ -926,14 +926,15 @@ def command_ab(args):
         row = {"config": name, "settings": settings, "requests_per_second": rates, "cpu_ms_per_request": cpus}
         rate_text = cpu_text = ""
         if name != base:
-            rounds = range(1, args.rounds + 1)
-            rate_change, rate_interval = mean_and_interval(
-                [value(r, name, "requests_per_second") / value(r, base, "requests_per_second") - 1 for r in rounds])
-            cpu_change, cpu_interval = mean_and_interval(
-                [value(r, name, "cpu_ms_per_request") / value(r, base, "cpu_ms_per_request") - 1 for r in rounds])
+            def against_base(key):
+                """The mean per-round change of `key` against the baseline, its interval, and both as text."""
+                change, interval = mean_and_interval(
+                    [value(r, name, key) / value(r, base, key) - 1 for r in range(1, args.rounds + 1)])
+                return change, interval, f"{change * 100:+.1f} %" + (f" ± {interval * 100:.1f}" if interval is not None else "")
+
+            rate_change, rate_interval, rate_text = against_base("requests_per_second")
+            cpu_change, cpu_interval, cpu_text = against_base("cpu_ms_per_request")
             row.update(rate_change=rate_change, rate_interval=rate_interval, cpu_change=cpu_change, cpu_interval=cpu_interval)
-            rate_text = f"{rate_change * 100:+.1f} %" + (f" ± {rate_interval * 100:.1f}" if rate_interval is not None else "")
-            cpu_text = f"{cpu_change * 100:+.1f} %" + (f" ± {cpu_interval * 100:.1f}" if cpu_interval is not None else "")
         print(f"| {name} | {sum(rates) / len(rates):,.0f} | {rate_text} | {sum(cpus) / len(cpus):.4f} | {cpu_text} |")
         rows.append(row)
     with open(args.out, "w") as handle:
