@@ -114,7 +114,12 @@ enum ImportChecks {
     static func email(_ text: String?) -> Result<String?, ImportFormatError> {
         guard let text, !text.isEmpty else { return .success(nil) }
         guard EmailAddress.isValid(text) else { return .failure(ImportFormatError("the email address is not valid")) }
-        return .success(text)
+        // The one canonicalisation every stored address goes through: a look-alike (a fullwidth
+        // `ｆｗ@example.com`) would otherwise take the real address's owner's place.
+        guard let canonical = EmailAddress.canonical(text) else {
+            return .failure(ImportFormatError("the email address is not in its canonical form (a look-alike of another address)"))
+        }
+        return .success(canonical)
     }
 
     /// A display name Gatehouse would accept, or none (a name it would refuse is dropped, not fatal).

@@ -80,6 +80,18 @@ extension EmailAddress {
 }
 
 extension EmailAddress {
+    /// The one canonicalisation of an address that is to be stored (sign-up, linking, a passkey
+    /// sign-up, imports, the operators' calls): trimmed and NFC, when it is valid and already in
+    /// its canonical form (`isCanonical`); nil otherwise, so that no path stores a look-alike
+    /// that collides with another person's address.
+    public static func canonical(_ typed: String) -> String? {
+        let address = typed.trimmingCharacters(in: .whitespacesAndNewlines).precomposedStringWithCanonicalMapping
+        guard isValid(address), isCanonical(address) else { return nil }
+        return address
+    }
+}
+
+extension EmailAddress {
     /// The form mail is sent to: the address as typed, but never a compatibility form (an
     /// account stored before `isCanonical` was enforced gets its mail at the NFKC form, the one
     /// its identity key belongs to; finding 7).

@@ -41,6 +41,11 @@ public struct MFAFactor: Sendable, Equatable {
     }
 
     public var isConfirmed: Bool { confirmedAt != nil }
+
+    /// Whether the factor still counts at `now`: confirmed, or enrolled within `ttl` seconds.
+    public func isLive(at now: Date, unconfirmedTTL ttl: Int) -> Bool {
+        isConfirmed || now.timeIntervalSince(createdAt) < TimeInterval(ttl)
+    }
 }
 
 /// A sign-in that proved its first factor and waits for the second: the answer named only by
@@ -85,6 +90,10 @@ public struct MFASettings: Sendable, Equatable, PresetSection {
     public var challengeTTLSeconds = 300
     /// Codes one challenge may be tried with before it dies.
     public var attemptsPerChallenge = 5
+    /// How long an enrolled factor waits for its first code: an unconfirmed one older than this
+    /// cannot be confirmed and is swept, so a factor planted by a stolen session cannot lie
+    /// dormant until the owner's own factor gives that session a reason to use it.
+    public var unconfirmedFactorTTLSeconds = 600
     /// The issuer authenticator apps show; the app's name when unset.
     public var issuer: String?
 
@@ -94,6 +103,7 @@ public struct MFASettings: Sendable, Equatable, PresetSection {
         [
             .key("enabled", \.enabled), .key("passkey_counts_as_two_factors", \.passkeyCountsAsTwoFactors),
             .key("challenge_ttl_seconds", \.challengeTTLSeconds), .key("attempts_per_challenge", \.attemptsPerChallenge),
+            .key("unconfirmed_factor_ttl_seconds", \.unconfirmedFactorTTLSeconds),
             .key("issuer", \.issuer),
         ]
     }

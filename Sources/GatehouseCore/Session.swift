@@ -60,6 +60,28 @@ public struct Session: Sendable, Equatable {
         return methods
     }
 
+    /// The first factor the session was opened with (its `amr`'s first method).
+    public var firstFactor: String { method ?? provider.authenticationMethod ?? provider.rawValue }
+
+    /// The session as an access token minted from it sees it: when the token claims less than
+    /// the session now holds (it was minted before a step-up), the request is judged by the
+    /// token, as `GatehouseVerifier` judges it offline, so the server and the verifier decide
+    /// the same token the same way (issue 39, finding 5).
+    public func limited(by claimed: Assurance?) -> Session {
+        guard let claimed else { return self }
+        let stepUpAfterToken = secondFactorAt.map { claimed.authenticatedAt < $0 } ?? false
+        guard claimed.level < assurance || stepUpAfterToken else { return self }
+        var limited = self
+        limited.assurance = min(claimed.level, assurance)
+        if stepUpAfterToken {
+            // The token's own second factor, if it had one; none when it was minted at aal1.
+            let tokenHadOne = limited.assurance == .aal2 && claimed.authenticatedAt > createdAt
+            limited.secondFactorAt = tokenHadOne ? claimed.authenticatedAt : nil
+            if !tokenHadOne { limited.secondFactor = nil }
+        }
+        return limited
+    }
+
     /// What gates see: the level, and the last time a factor was proved.
     public var assuranceState: Assurance {
         Assurance(level: assurance, authenticatedAt: max(createdAt, secondFactorAt ?? createdAt))

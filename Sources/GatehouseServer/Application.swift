@@ -93,8 +93,8 @@ public func buildApplication(
     }
     if let cleanup { services.append(cleanup) }
     let retention = RetentionSweep(
-        store: store, days: config.preset.privacy.retentionDays, idleSeconds: config.preset.tokens.refreshTokenTTLSeconds, clock: clock,
-        logger: logger)
+        store: store, days: config.preset.privacy.retentionDays, idleSeconds: config.preset.tokens.refreshTokenTTLSeconds,
+        unconfirmedFactorTTLSeconds: config.preset.mfa.unconfirmedFactorTTLSeconds, clock: clock, logger: logger)
     services.append(retention)
     // Only the providers an app is configured for (it has their audiences).
     let configuredKeys =

@@ -17,6 +17,11 @@ public protocol MFAStore: Sendable {
     func renameMFAFactor(_ id: UUID, of userID: UserID, name: String) async throws(StoreError) -> Bool
     /// False when the user has no factor with this id.
     func deleteMFAFactor(_ id: UUID, of userID: UserID) async throws(StoreError) -> Bool
+    /// Every factor of the user, with its recovery codes and open challenges (the owner's proof
+    /// of the inbox ends them); how many factors.
+    func deleteMFA(of userID: UserID) async throws(StoreError) -> Int
+    /// Deletes factors never confirmed and enrolled before `date`; how many.
+    func purgeUnconfirmedMFAFactors(enrolledBefore date: Date) async throws(StoreError) -> Int
 
     /// Replaces every recovery code of the user with these hashes (the old ones die).
     func replaceRecoveryCodes(of userID: UserID, hashes: [[UInt8]], at date: Date) async throws(StoreError)

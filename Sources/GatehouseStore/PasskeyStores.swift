@@ -23,6 +23,12 @@ public protocol PasskeyStore: Sendable {
     func renamePasskey(_ id: UUID, of userID: UserID, name: String) async throws(StoreError) -> Bool
     /// False when the user has no passkey with this id.
     func deletePasskey(_ id: UUID, of userID: UserID) async throws(StoreError) -> Bool
+    /// Every passkey of the user and its open ceremonies (the owner's proof of the inbox ends
+    /// them); how many passkeys.
+    func deletePasskeys(of userID: UserID) async throws(StoreError) -> Int
+    /// The length of the credential id registered last, by anyone: what a decoy id is made to
+    /// look like (nil with no passkey yet).
+    func newestPasskeyCredentialIDLength() async throws(StoreError) -> Int?
     /// Deletes the challenges that expired before `date` (ceremonies never finished); how many.
     func purgePasskeyChallenges(before date: Date) async throws(StoreError) -> Int
 }

@@ -53,6 +53,19 @@ extension SQLStore {
         ).isEmpty
     }
 
+    public func deleteMFA(of userID: UserID) async throws(StoreError) -> Int {
+        let user: [SQLValue] = [.text(userID.description)]
+        try await executor.query("DELETE FROM mfa_recovery_codes WHERE user_id = ?", user)
+        try await executor.query("DELETE FROM mfa_challenges WHERE user_id = ?", user)
+        return try await executor.query("DELETE FROM mfa_factors WHERE user_id = ? RETURNING id", user).count
+    }
+
+    public func purgeUnconfirmedMFAFactors(enrolledBefore date: Date) async throws(StoreError) -> Int {
+        try await executor.query(
+            "DELETE FROM mfa_factors WHERE confirmed_at IS NULL AND created_at < ? RETURNING id", [.integer(date.unixSeconds)]
+        ).count
+    }
+
     static func factor(from row: SQLRow) throws(StoreError) -> MFAFactor {
         guard let id = UUID(uuidString: try row.string("id")), let user = UserID(try row.string("user_id")) else {
             throw StoreError.decoding("second factor has a malformed id")

@@ -88,6 +88,16 @@ extension SQLStore {
         ).isEmpty
     }
 
+    public func deletePasskeys(of userID: UserID) async throws(StoreError) -> Int {
+        try await executor.query("DELETE FROM passkey_challenges WHERE user_id = ?", [.text(userID.description)])
+        return try await executor.query("DELETE FROM passkeys WHERE user_id = ? RETURNING id", [.text(userID.description)]).count
+    }
+
+    public func newestPasskeyCredentialIDLength() async throws(StoreError) -> Int? {
+        try await executor.query("SELECT credential_id FROM passkeys ORDER BY created_at DESC, id LIMIT 1", []).first
+            .map { row throws(StoreError) in try row.bytes("credential_id").count }
+    }
+
     public func purgePasskeyChallenges(before date: Date) async throws(StoreError) -> Int {
         try await executor.query("DELETE FROM passkey_challenges WHERE expires_at < ? RETURNING id", [.integer(date.unixSeconds)]).count
     }

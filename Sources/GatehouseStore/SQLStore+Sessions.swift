@@ -35,6 +35,17 @@ extension SQLStore {
         ).isEmpty
     }
 
+    public func lowerSessions(of userID: UserID) async throws(StoreError) -> Int {
+        defer { changed(.user(userID)) }
+        return try await executor.query(
+            """
+            UPDATE sessions SET assurance = 'aal1', second_factor = NULL, second_factor_at = NULL
+            WHERE user_id = ? AND second_factor IS NOT NULL RETURNING id
+            """,
+            [.text(userID.description)]
+        ).count
+    }
+
     public func retireRefreshTokens(of session: SessionID, at date: Date) async throws(StoreError) {
         try await executor.query(
             "UPDATE refresh_tokens SET rotated_at = ? WHERE session_id = ? AND rotated_at IS NULL",

@@ -88,6 +88,8 @@ public struct PurgeCounts: Sendable, Equatable {
     /// Passkey ceremonies never finished, once expired (`purgePasskeyChallenges`).
     public var passkeyChallenges = 0
     public var mfaChallenges = 0
+    /// Second factors enrolled and never confirmed within the preset's time.
+    public var unconfirmedFactors = 0
     public init() {}
 }
 

@@ -18,6 +18,9 @@ public protocol SessionStore: Sendable {
     /// Raises a live session to `aal2` with the second factor just verified; false when the
     /// session is gone or revoked.
     func stepUpSession(_ id: SessionID, factor: String, at date: Date) async throws(StoreError) -> Bool
+    /// Every session of the user that a second factor raised goes back to `aal1` (its last
+    /// factor was removed); how many.
+    func lowerSessions(of userID: UserID) async throws(StoreError) -> Int
     /// Marks every unrotated refresh token of the session rotated (a step-up hands out a new
     /// chain, so a token from before it cannot be rotated again).
     func retireRefreshTokens(of session: SessionID, at date: Date) async throws(StoreError)

@@ -101,8 +101,8 @@ public struct GatehouseMiddleware<Context: GatehouseUserContext>: RouterMiddlewa
     }
 }
 
-/// A gate that refused: 403 `plan_required` with the decision under `details`, the answer
-/// Gatehouse itself gives. Thrown by `GatehouseAccess.require(_:for:context:)` from a route
+/// A gate that refused: 403 with the decision under `details` and the code Gatehouse itself
+/// gives for it (`GateDecision.refusalCode`: `plan_required`, or a step-up gate's own). Thrown by `GatehouseAccess.require(_:for:context:)` from a route
 /// handler, Hummingbird answers it as that response.
 public struct GatehouseRefusal: HTTPResponseError, Equatable {
     public let decision: GateDecision
@@ -112,7 +112,7 @@ public struct GatehouseRefusal: HTTPResponseError, Equatable {
     public var status: HTTPResponse.Status { .forbidden }
 
     public var response: Response {
-        errorResponse(.forbidden, .planRequired, decision.message ?? "This is not part of your plan.", details: Self.json(decision))
+        errorResponse(.forbidden, decision.refusalCode, decision.message ?? "This is not part of your plan.", details: Self.json(decision))
     }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response { response }

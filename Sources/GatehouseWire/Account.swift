@@ -151,13 +151,21 @@ public struct AdminUser: Codable, Sendable, Hashable {
     public var disabledReason: String?
     /// The account's passkeys.
     public var passkeys: [PasskeyPayload]
+    /// How many of each way in and second factor the account holds, by the catalogue's names
+    /// (`password`, `email_link`, `apple`, `google`, `passkey`, `anonymous`, `totp`,
+    /// `recovery_codes`); null in lists.
+    public var credentials: [String: Int]?
 
-    public init(user: UserPayload, disabled: Bool, disabledAt: String?, disabledReason: String?, passkeys: [PasskeyPayload] = []) {
+    public init(
+        user: UserPayload, disabled: Bool, disabledAt: String?, disabledReason: String?, passkeys: [PasskeyPayload] = [],
+        credentials: [String: Int]? = nil
+    ) {
         self.user = user
         self.disabled = disabled
         self.disabledAt = disabledAt
         self.disabledReason = disabledReason
         self.passkeys = passkeys
+        self.credentials = credentials
     }
 
     enum CodingKeys: String, CodingKey {
@@ -165,7 +173,7 @@ public struct AdminUser: Codable, Sendable, Hashable {
         case disabled
         case disabledAt = "disabled_at"
         case disabledReason = "disabled_reason"
-        case passkeys
+        case passkeys, credentials
     }
 
     public init(from decoder: any Decoder) throws {
@@ -175,6 +183,7 @@ public struct AdminUser: Codable, Sendable, Hashable {
         disabledAt = try container.decodeIfPresent(String.self, forKey: .disabledAt)
         disabledReason = try container.decodeIfPresent(String.self, forKey: .disabledReason)
         passkeys = try container.decodeIfPresent([PasskeyPayload].self, forKey: .passkeys) ?? []
+        credentials = try container.decodeIfPresent([String: Int].self, forKey: .credentials)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -184,6 +193,7 @@ public struct AdminUser: Codable, Sendable, Hashable {
         try container.encode(disabledAt, forKey: .disabledAt)
         try container.encode(disabledReason, forKey: .disabledReason)
         try container.encode(passkeys, forKey: .passkeys)
+        try container.encode(credentials, forKey: .credentials)
     }
 }
 

@@ -517,6 +517,20 @@ public struct GateDecision: Codable, Sendable, Hashable {
     }
 }
 
+extension GateDecision {
+    /// The error code a refusal of this decision answers with, the same from the server and from
+    /// `GatehouseVerifier` (one mapping, so the two never disagree on a token): a step-up gate
+    /// keeps its own reason (`mfa_required`, `reauthentication_required`) so a client can tell it
+    /// from a paywall; everything else is `plan_required`.
+    public var refusalCode: ErrorCode {
+        switch reasonCode.map(ErrorCode.init(rawValue:)) {
+        case .mfaRequired?: .mfaRequired
+        case .reauthenticationRequired?: .reauthenticationRequired
+        default: .planRequired
+        }
+    }
+}
+
 /// `POST /v1/entitlements/check`.
 public struct EntitlementCheckRequest: Codable, Sendable, Hashable {
     public var action: String

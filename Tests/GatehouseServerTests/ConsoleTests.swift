@@ -259,6 +259,11 @@ import Testing
 
             // Credits: handz grants monthly practice credits; a grant raises what is left.
             let before = try await console.get("/admin/users/\(bo)").text
+            // The user page counts every case of the catalogue of ways in (issue 39).
+            for credential in Credential.allCases {
+                let count = [.password, .emailLink, .apple].contains(credential) ? 1 : 0
+                #expect(before.contains(#"data-credential="\#(credential.rawValue)">\#(credential.rawValue) \#(count)<"#), "\(credential)")
+            }
             let credit = try #require(before.range(of: #"data-credit=""#).map { String(before[$0.upperBound...].prefix { $0 != "\"" }) })
             let granted = try await console.post("/admin/users/\(bo)/credits", ["credit": credit, "amount": "5", "reason": "apology"])
             #expect(granted.status == .seeOther)

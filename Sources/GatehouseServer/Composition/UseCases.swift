@@ -100,13 +100,14 @@ struct UseCases {
         users = UserAdminService(store: store, unitOfWork: unitOfWork, lifecycle: lifecycle, clock: clock)
         imports = ImportService(store: store, unitOfWork: unitOfWork, lifecycle: lifecycle, firebaseKeys: infra.firebaseKeys, clock: clock)
         testMail = TestMailService(unitOfWork: unitOfWork)
+        let ownerProof = OwnerProof(preset: preset, clock: clock)
         passkeys = PasskeyService(
             store: store, unitOfWork: unitOfWork, gate: gate, sessions: issuer, lifecycle: lifecycle, assertions: assertions,
-            credentials: credentials, throttle: throttle, mail: accountMail, preset: preset, clock: clock,
+            credentials: credentials, throttle: throttle, ownerProof: ownerProof, mail: accountMail, preset: preset, clock: clock,
             decoyKey: infra.chainKey)
         mfa = MFAService(
-            store: store, unitOfWork: unitOfWork, sessions: issuer, throttle: throttle, sealer: infra.sealer, codeKey: infra.chainKey,
-            mail: accountMail, preset: preset, clock: clock)
+            store: store, unitOfWork: unitOfWork, sessions: issuer, throttle: throttle, ownerProof: ownerProof, sealer: infra.sealer,
+            codeKey: infra.chainKey, mail: accountMail, preset: preset, clock: clock)
         console = ConsoleService(
             store: store, unitOfWork: unitOfWork, users: users, entitlements: entitlements, engine: infra.engine, mail: accountMail,
             keys: infra.keys, testMail: testMail, metrics: infra.metrics, preset: preset, clock: clock,

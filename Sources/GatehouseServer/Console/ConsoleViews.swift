@@ -191,6 +191,7 @@ struct ConsoleViews: Sendable {
                         "synced": $0.backedUp ? "yes" : "no",
                     ]
                 },
+                "ways_in": Credential.allCases.map { ["name": $0.rawValue, "count": detail.credentials[$0]] as [String: Any] },
                 "factors": detail.factors.map {
                     ["name": $0.name, "type": $0.type, "confirmed": $0.confirmedAt.map(Self.time) ?? "not confirmed"]
                 },

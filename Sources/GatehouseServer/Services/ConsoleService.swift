@@ -123,6 +123,8 @@ struct ConsoleService: Sendable {
         var identities: [Identity]
         var passkeys: [Passkey]
         var factors: [MFAFactor]
+        /// What the account holds of each way in and second factor (the catalogue's count).
+        var credentials: CredentialInventory
         var sessions: [Session]
         var entitlements: EntitlementsPayload
         var subscriptions: [SubscriptionRecord]
@@ -135,7 +137,7 @@ struct ConsoleService: Sendable {
         let user = try await find(id)
         return UserDetail(
             user: user, identities: try await store.identities(of: user.id), passkeys: try await store.passkeys(of: user.id),
-            factors: try await store.mfaFactors(of: user.id),
+            factors: try await store.mfaFactors(of: user.id), credentials: try await AccountLifecycle.inventory(of: user.id, in: store),
             sessions: try await store.sessions(of: user.id).sorted { $0.createdAt > $1.createdAt },
             entitlements: try await entitlements.snapshot(user), subscriptions: try await store.subscriptions(of: user.id),
             ledger: try await store.creditLedger(of: user.id).sorted { $0.createdAt > $1.createdAt },

@@ -134,9 +134,7 @@ extension GateDecision {
     /// `plan_required` otherwise.
     var refusal: GatehouseError {
         let details = JSONValue(encoding: self)?.objectValue ?? [:]
-        // A step-up gate answers with its own code, so a client can tell it from a paywall.
-        let code = reasonCode.map(ErrorCode.init(rawValue:)).flatMap { [.mfaRequired, .reauthenticationRequired].contains($0) ? $0 : nil }
-        return GatehouseError(status: 403, code: code ?? .planRequired, message: message ?? "This is not part of your plan.", details: details)
+        return GatehouseError(status: 403, code: refusalCode, message: message ?? "This is not part of your plan.", details: details)
     }
 }
 

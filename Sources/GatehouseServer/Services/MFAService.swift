@@ -17,6 +17,7 @@ struct MFAService: Sendable {
     let unitOfWork: UnitOfWork
     let sessions: SessionIssuer
     let throttle: ThrottleService
+    let ownerProof: OwnerProof
     let sealer: SecretSealer
     /// Keys the recovery codes' hashes.
     let codeKey: RefreshChainKey
@@ -34,12 +35,7 @@ struct MFAService: Sendable {
         guard !user.isAnonymous else {
             throw GatehouseError(.forbidden, preset.text("error.mfa_anonymous", "Create an account before adding two-step sign-in."))
         }
-        let factors = try await store.mfaFactors(of: user.id)
-        try requireSecondLevel(signedIn, factors: factors)
-        guard signedIn.session.isRecentSignIn(at: clock.now) else {
-            throw GatehouseError(
-                .reauthenticationRequired, preset.text("error.mfa_reauthentication_required", "To add two-step sign-in, sign in again first."))
-        }
+        try ownerProof.require(signedIn, changing: .totp, factors: try await liveFactors(of: user.id))
         let name = try Self.factorName(request.name)
         let secret = randomBytes(TOTP.secretLength)
         let sealed = try sealer.seal(secret)
@@ -47,7 +43,7 @@ struct MFAService: Sendable {
         try await unitOfWork.run(client: client) { work in
             // Parallel enrollments of one account take turns on its row, so the cap holds.
             try await work.tx.lockUser(user.id)
-            guard try await work.tx.mfaFactors(of: user.id).count < MFAFactor.maximumPerAccount else {
+            guard try await liveFactors(of: user.id, in: work.tx).count < MFAFactor.maximumPerAccount else {
                 throw GatehouseError(
                     .tooManyFactors, "This account has \(MFAFactor.maximumPerAccount) authenticator apps already. Remove one to add another.")
             }
@@ -75,16 +71,20 @@ struct MFAService: Sendable {
     ) async throws -> (response: MFAConfirmResponse, session: SessionPayload?) {
         try requireEnabled()
         let user = signedIn.user
-        let factors = try await store.mfaFactors(of: user.id)
+        // A factor left unconfirmed past its time is gone (finding 3: a dormant one planted by a
+        // stolen session), and confirming one is a change that needs the owner's proof.
+        let factors = try await liveFactors(of: user.id)
+        try ownerProof.require(signedIn, changing: .totp, factors: factors)
         guard let uuid = UUID(uuidString: id), let factor = factors.first(where: { $0.id == uuid }) else { throw Self.notFound }
         guard !factor.isConfirmed else { throw GatehouseError.invalidRequest("This authenticator app is confirmed already.") }
-        let reservation = try await reserve(user.id, client: client)
+        let throttleKey = Self.throttleKey(user.id, after: signedIn.session.firstFactor)
+        let reservation = try await reserve(throttleKey, user: user.id, client: client)
         guard let step = try totp(factor).step(matching: code, at: clock.now) else {
-            try await failed(reservation, user: user.id, client: client, stage: "confirm")
+            try await failed(reservation, throttleKey, user: user.id, client: client, stage: "confirm")
             throw invalidCode
         }
         let fresh = RecoveryCodes.generate(random: randomBytes)
-        let (confirmed, codes, session) = try await taking(reservation, user: user.id, client: client, stage: "confirm") {
+        let (confirmed, codes, session) = try await taking(reservation, throttleKey, user: user.id, client: client, stage: "confirm") {
             try await unitOfWork.run(client: client) { work -> (MFAFactor, [String]?, SessionPayload?) in
                 let (tx, now) = (work.tx, work.now)
                 // Whether this is the account's first factor is decided under its row lock, so two
@@ -94,7 +94,10 @@ struct MFAService: Sendable {
                 guard try await tx.confirmMFAFactor(uuid, of: user.id, step: step, at: now) else { throw invalidCode }
                 let codes = first ? fresh : nil
                 if let codes { try await tx.replaceRecoveryCodes(of: user.id, hashes: try codes.map(hash), at: now) }
-                _ = try await tx.stepUpSession(signedIn.session.id, factor: MFAFactor.totp, at: now)
+                // The session is raised, but its recent-sign-in clock is not wound forward:
+                // the factor counts from the sign-in it was added under.
+                _ = try await tx.stepUpSession(
+                    signedIn.session.id, factor: MFAFactor.totp, at: signedIn.session.assuranceState.authenticatedAt)
                 let session = reissue ? try await reissued(work, signedIn) : nil
                 try await work.audit(.mfaFactorConfirmed, user: user.id, session: signedIn.session.id, details: ["factor_id": id.lowercased()])
                 try await work.record(.mfaFactorAdded, user: user.id, data: ["factor_id": id.lowercased()])
@@ -105,7 +108,7 @@ struct MFAService: Sendable {
                 return (confirmed, codes, session)
             }
         }
-        try await throttle.clearAccount(Self.throttleKey(user.id))
+        try await throttle.clearAccount(throttleKey)
         return (MFAConfirmResponse(factor: Self.payload(confirmed), recoveryCodes: codes), session)
     }
 
@@ -124,14 +127,14 @@ struct MFAService: Sendable {
     // MARK: Managing
 
     func list(_ signedIn: SignedIn) async throws -> MFAFactorsResponse {
-        let factors = try await store.mfaFactors(of: signedIn.user.id)
-        try requireSecondLevel(signedIn, factors: factors)
+        let factors = try await liveFactors(of: signedIn.user.id)
+        try ownerProof.requireSecondFactor(signedIn, factors: factors)
         return MFAFactorsResponse(factors: factors.map(Self.payload))
     }
 
     func rename(_ signedIn: SignedIn, id: String, name: String) async throws -> MFAFactorResponse {
-        let factors = try await store.mfaFactors(of: signedIn.user.id)
-        try requireSecondLevel(signedIn, factors: factors)
+        let factors = try await liveFactors(of: signedIn.user.id)
+        try ownerProof.requireSecondFactor(signedIn, factors: factors)
         let name = try Self.factorName(name)
         guard let uuid = UUID(uuidString: id), var factor = factors.first(where: { $0.id == uuid }),
             try await store.renameMFAFactor(uuid, of: signedIn.user.id, name: name)
@@ -142,8 +145,7 @@ struct MFAService: Sendable {
 
     /// `DELETE /v1/mfa/factors/{id}`: with the last confirmed factor the recovery codes go too.
     func delete(_ signedIn: SignedIn, id: String, client: ClientInfo) async throws {
-        let factors = try await store.mfaFactors(of: signedIn.user.id)
-        try requireSecondLevel(signedIn, factors: factors)
+        try ownerProof.require(signedIn, changing: .totp, factors: try await liveFactors(of: signedIn.user.id))
         guard let uuid = UUID(uuidString: id) else { throw Self.notFound }
         try await remove(signedIn.user, factor: uuid, by: nil, client: client)
     }
@@ -158,7 +160,9 @@ struct MFAService: Sendable {
                 try await tx.deleteMFAFactor(id, of: user.id)
             else { throw Self.notFound }
             if try await !tx.mfaFactors(of: user.id).contains(where: \.isConfirmed) {
+                // The last one: its codes go, and no session keeps the level it gave (finding 5).
                 try await tx.deleteRecoveryCodes(of: user.id)
+                _ = try await tx.lowerSessions(of: user.id)
             }
             var details = ["factor_id": Self.id(factor)]
             details["by"] = admin
@@ -195,12 +199,17 @@ struct MFAService: Sendable {
     }
 
     /// `POST /v1/mfa/recovery-codes`: ten new codes; the old ones die.
+    /// At most one new set a minute per account, reserved before the codes are made: of
+    /// regenerations sent together one answers its codes and the rest 429, so no screen shows a
+    /// set that a parallel call already replaced.
     func regenerateRecoveryCodes(_ signedIn: SignedIn, client: ClientInfo) async throws -> RecoveryCodesResponse {
-        let factors = try await store.mfaFactors(of: signedIn.user.id)
-        try requireSecondLevel(signedIn, factors: factors)
+        let factors = try await liveFactors(of: signedIn.user.id)
+        try ownerProof.require(signedIn, changing: .recoveryCodes, factors: factors)
         guard factors.contains(where: \.isConfirmed) else {
             throw GatehouseError.invalidRequest("Recovery codes come with two-step sign-in: add an authenticator app first.")
         }
+        try await throttle.limit(
+            "recovery-codes:\(signedIn.user.id)", limit: Self.regenerationsPerMinute, windowSeconds: 60)
         let codes = RecoveryCodes.generate(random: randomBytes)
         let hashes = try codes.map(hash)
         try await unitOfWork.run(client: client) { work in
@@ -208,17 +217,6 @@ struct MFAService: Sendable {
             try await work.audit(.recoveryCodesRegenerated, user: signedIn.user.id, session: signedIn.session.id)
         }
         return RecoveryCodesResponse(recoveryCodes: codes)
-    }
-
-    /// Managing factors, once the account has a confirmed one, needs a session that proved one.
-    /// The refusal names the confirmed factors (`details.factors`, as a challenge does), so that
-    /// a session at `aal1` can step up with one of them.
-    private func requireSecondLevel(_ signedIn: SignedIn, factors: [MFAFactor]) throws {
-        let confirmed = factors.filter(\.isConfirmed)
-        guard !confirmed.isEmpty, signedIn.session.assurance < .aal2 else { return }
-        throw GatehouseError(
-            .mfaRequired, preset.text("error.mfa_required", "Confirm it's you with your authenticator app to continue."),
-            details: ["factors": JSONValue(encoding: confirmed.map(Self.summary)) ?? .array([])])
     }
 
     // MARK: Verifying
@@ -242,8 +240,11 @@ struct MFAService: Sendable {
             }
             throw Self.challengeInvalid
         }
-        let (proof, reservation) = try await check(request, user: challenge.userID, client: client)
-        let response = try await taking(reservation, user: challenge.userID, client: client, stage: "verify") {
+        // Counted apart per first factor: guesses after the password cannot lock the owner who
+        // comes back through the inbox (finding 4).
+        let throttleKey = Self.throttleKey(challenge.userID, after: challenge.method)
+        let (proof, reservation) = try await check(request, user: challenge.userID, throttleKey: throttleKey, client: client)
+        let response = try await taking(reservation, throttleKey, user: challenge.userID, client: client, stage: "verify") {
             try await unitOfWork.run(client: client) { work -> MFAVerifyResponse in
                 let tx = work.tx
                 guard try await tx.consumeMFAChallenge(idHash: idHash, at: work.now) else { throw Self.challengeInvalid }
@@ -256,14 +257,15 @@ struct MFAService: Sendable {
                 return MFAVerifyResponse(user: auth.user, session: auth.session)
             }
         }
-        try await throttle.clearAccount(Self.throttleKey(challenge.userID))
+        if reservation != nil { try await throttle.clearAccount(throttleKey) }
         return response
     }
 
     private func stepUp(_ signedIn: SignedIn, _ request: MFAVerifyRequest, client: ClientInfo) async throws -> MFAVerifyResponse {
         let user = signedIn.user
-        let (proof, reservation) = try await check(request, user: user.id, client: client)
-        let session = try await taking(reservation, user: user.id, client: client, stage: "step_up") {
+        let throttleKey = Self.throttleKey(user.id, after: signedIn.session.firstFactor)
+        let (proof, reservation) = try await check(request, user: user.id, throttleKey: throttleKey, client: client)
+        let session = try await taking(reservation, throttleKey, user: user.id, client: client, stage: "step_up") {
             try await unitOfWork.run(client: client) { work -> SessionPayload in
                 let (tx, now) = (work.tx, work.now)
                 try await take(proof, work, user: user)
@@ -275,7 +277,7 @@ struct MFAService: Sendable {
                 return payload
             }
         }
-        try await throttle.clearAccount(Self.throttleKey(user.id))
+        if reservation != nil { try await throttle.clearAccount(throttleKey) }
         return MFAVerifyResponse(user: nil, session: session)
     }
 
@@ -292,19 +294,27 @@ struct MFAService: Sendable {
         }
     }
 
-    /// Checks the code under the account's lockout: 429 while locked; a wrong one is counted,
-    /// audited and answered 400 `invalid_code`.
-    private func check(_ request: MFAVerifyRequest, user: UserID, client: ClientInfo) async throws -> (Proof, AttemptReservation) {
-        let reservation = try await reserve(user, client: client)
+    /// Checks the code. A TOTP code is checked under the account's lockout for this first factor
+    /// (429 while locked; a wrong one is counted, audited and answered 400 `invalid_code`). A
+    /// recovery code is never refused by that lockout (finding 4: someone with the password alone
+    /// could otherwise lock the owner out of their last resort): it has 80 bits, each is taken once,
+    /// and a sign-in's challenge still allows only its few attempts. A wrong one is audited.
+    private func check(
+        _ request: MFAVerifyRequest, user: UserID, throttleKey: String, client: ClientInfo
+    ) async throws -> (Proof, AttemptReservation?) {
         if let typed = request.recoveryCode {
-            if let normalized = RecoveryCodes.normalize(typed) { return (.recoveryCode(hash: try hash(normalized)), reservation) }
-        } else if let factorID = request.factorID.flatMap(UUID.init(uuidString:)), let code = request.code,
+            if let normalized = RecoveryCodes.normalize(typed) { return (.recoveryCode(hash: try hash(normalized)), nil) }
+            try await failed(nil, throttleKey, user: user, client: client, stage: "verify")
+            throw invalidCode
+        }
+        let reservation = try await reserve(throttleKey, user: user, client: client)
+        if let factorID = request.factorID.flatMap(UUID.init(uuidString:)), let code = request.code,
             let factor = try await store.mfaFactors(of: user).first(where: { $0.id == factorID && $0.isConfirmed }),
             let step = try totp(factor).step(matching: code, at: clock.now)
         {
             return (.totp(factor: factorID, step: step), reservation)
         }
-        try await failed(reservation, user: user, client: client, stage: "verify")
+        try await failed(reservation, throttleKey, user: user, client: client, stage: "verify")
         throw invalidCode
     }
 
@@ -322,9 +332,9 @@ struct MFAService: Sendable {
         }
     }
 
-    private func reserve(_ user: UserID, client: ClientInfo) async throws -> AttemptReservation {
+    private func reserve(_ throttleKey: String, user: UserID, client: ClientInfo) async throws -> AttemptReservation {
         do {
-            return try await throttle.reserveAttempt(Self.throttleKey(user))
+            return try await throttle.reserveAttempt(throttleKey)
         } catch let error as GatehouseError where error.code == .tooManyAttempts {
             try await unitOfWork.audit(.mfaVerify, .locked, user: user, client: client, details: ["reason": "account locked"])
             throw tooManyAttempts(retryAfter: error.retryAfter)
@@ -335,18 +345,23 @@ struct MFAService: Sendable {
     /// already (replayed, or sent twice at once) is a failed attempt like a wrong one: it was
     /// counted when reserved, and is audited here once the transaction has rolled back.
     private func taking<T: Sendable>(
-        _ reservation: AttemptReservation, user: UserID, client: ClientInfo, stage: String, _ body: () async throws -> T
+        _ reservation: AttemptReservation?, _ throttleKey: String, user: UserID, client: ClientInfo, stage: String,
+        _ body: () async throws -> T
     ) async throws -> T {
         do {
             return try await body()
         } catch let error as GatehouseError where error.code == .invalidCode {
-            try await failed(reservation, user: user, client: client, stage: stage)
+            try await failed(reservation, throttleKey, user: user, client: client, stage: stage)
             throw error
         }
     }
 
-    private func failed(_ reservation: AttemptReservation, user: UserID, client: ClientInfo, stage: String) async throws {
-        let wait = try await throttle.failed(reservation, client: client)
+    /// A refused code: audited, and counted on the lockout when it was reserved there.
+    private func failed(
+        _ reservation: AttemptReservation?, _ throttleKey: String, user: UserID, client: ClientInfo, stage: String
+    ) async throws {
+        var wait: Int?
+        if let reservation { wait = try await throttle.failed(reservation, client: client) }
         try await unitOfWork.audit(.mfaVerify, .failure, user: user, client: client, details: ["reason": "invalid code", "stage": stage])
         if let wait {
             try await unitOfWork.audit(.lockout, .locked, user: user, client: client, details: ["retry_after": String(wait), "stage": "mfa"])
@@ -388,15 +403,24 @@ struct MFAService: Sendable {
     static let challengeInvalid = GatehouseError(.challengeInvalid, "This sign-in has expired or was completed already. Please sign in again.")
     static let notFound = GatehouseError.notFound("This account has no such authenticator app.")
 
-    /// The lockout key of an account's second-factor codes (apart from its password's).
-    static func throttleKey(_ user: UserID) -> String { "mfa:\(user)" }
+    /// The lockout key of an account's second-factor codes: apart from its password's, and apart
+    /// per first factor the code follows (`password`, `magic_link`, `apple`, …), so a lockout
+    /// kept up by someone who has only the password does not hold the owner who proves the inbox.
+    static func throttleKey(_ user: UserID, after firstFactor: String) -> String { "mfa:\(user):\(firstFactor)" }
+
+    /// Recovery-code sets one account may make a minute.
+    static let regenerationsPerMinute = 1
+
+    /// The account's factors that still count: confirmed ones, and unconfirmed ones within
+    /// `mfa.unconfirmed_factor_ttl_seconds` of their enrolment.
+    private func liveFactors(of user: UserID, in reader: (any MFAStore)? = nil) async throws -> [MFAFactor] {
+        try await (reader ?? store).mfaFactors(of: user).filter {
+            $0.isLive(at: clock.now, unconfirmedTTL: preset.mfa.unconfirmedFactorTTLSeconds)
+        }
+    }
 
     static func id(_ factor: MFAFactor) -> String { factor.id.uuidString.lowercased() }
 
-    /// What a challenge or a step-up refusal says of a factor: no secret, no times.
-    static func summary(_ factor: MFAFactor) -> MFAFactorSummary {
-        MFAFactorSummary(id: id(factor), type: factor.type, name: factor.name)
-    }
 
     static func payload(_ factor: MFAFactor) -> MFAFactorPayload {
         MFAFactorPayload(

@@ -112,15 +112,9 @@ struct MagicLinkService: Sendable {
     /// pre-hijack): the inbox owner gets it without anything added before this proof.
     private func signInUser(_ work: Work, record: EmailToken, handle: String?) async throws -> (User, created: Bool) {
         let (tx, now) = (work.tx, work.now)
-        if var user = try await tx.user(normalizedEmail: record.normalizedEmail) {
-            guard !user.isDisabled else { throw GatehouseError.accountDisabled(preset) }
-            if !user.emailVerified {
-                try await lifecycle.endWhatCameBeforeProof(work, user, removePassword: true)
-                if user.passwordHash != nil { user.passwordChangedAt = now }
-                user.passwordHash = nil
-                _ = try await tx.markEmailVerified(user.id, normalizedEmail: record.normalizedEmail, at: now)
-                user.emailVerifiedAt = now
-            }
+        if let found = try await tx.user(normalizedEmail: record.normalizedEmail) {
+            guard !found.isDisabled else { throw GatehouseError.accountDisabled(preset) }
+            let user = try await lifecycle.proveInbox(work, found, removePassword: true)
             if try await tx.identities(of: user.id).contains(where: { $0.provider == .email }) == false {
                 try await tx.insertIdentity(
                     Identity(userID: user.id, provider: .email, subject: record.normalizedEmail, email: record.email, createdAt: now))

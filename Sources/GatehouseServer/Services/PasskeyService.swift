@@ -8,7 +8,7 @@ import GatehouseWire
 /// (which upgrades an anonymous one, keeping its id), signing in with one (discoverable or by
 /// address), and listing, renaming and removing them.
 struct PasskeyService: Sendable {
-    let store: any PasskeyStore & UserStore & SessionStore
+    let store: any PasskeyStore & UserStore & SessionStore & MFAStore
     let unitOfWork: UnitOfWork
     let gate: SignInGate
     let sessions: SessionIssuer
@@ -16,6 +16,7 @@ struct PasskeyService: Sendable {
     let assertions: PasskeyAssertions
     let credentials: Credentials
     let throttle: ThrottleService
+    let ownerProof: OwnerProof
     let mail: AccountMail
     let preset: Preset
     let clock: any WallClock
@@ -41,13 +42,8 @@ struct PasskeyService: Sendable {
         var exclude: [PasskeyDescriptor] = []
         if let signedIn {
             let user = signedIn.user
-            if !user.isAnonymous {
-                guard let session = try await store.session(id: signedIn.identity.sessionID), session.isRecentSignIn(at: clock.now) else {
-                    throw GatehouseError(
-                        .reauthenticationRequired,
-                        preset.text("error.passkey_reauthentication_required", "To add a passkey, sign in again first."))
-                }
-            }
+            // A recent sign-in, and the second factor once the account has one (finding 3).
+            try ownerProof.require(signedIn, changing: .passkey, factors: try await store.mfaFactors(of: user.id))
             exclude = try await store.passkeys(of: user.id).map(Self.descriptor)
             userID = user.id
             challenge = try await assertions.open(.registration, user: user.id, session: signedIn.identity.sessionID)
@@ -106,7 +102,7 @@ struct PasskeyService: Sendable {
             transports: Self.transports(response.transports), aaguid: credential.aaguid, name: name, createdAt: now)
         do {
             if let signedIn {
-                try await add(passkey, to: signedIn.user, client: client)
+                try await add(passkey, to: signedIn, client: client)
                 return PasskeyRegistrationResponse(passkey: Self.payload(passkey))
             }
             let auth = try await signUp(passkey, email: challenge.email, client: client)
@@ -118,10 +114,13 @@ struct PasskeyService: Sendable {
         }
     }
 
-    private func add(_ passkey: Passkey, to user: User, client: ClientInfo) async throws {
+    private func add(_ passkey: Passkey, to signedIn: SignedIn, client: ClientInfo) async throws {
+        let user = signedIn.user
         try await unitOfWork.run(client: client) { work in
-            // Parallel registrations and removals of one account take turns on its row.
+            // Parallel registrations and removals of one account take turns on its row, and the
+            // owner's proof is asked again under it (a factor may have been confirmed meanwhile).
             try await work.tx.lockUser(user.id)
+            try ownerProof.require(signedIn, changing: .passkey, factors: try await work.tx.mfaFactors(of: user.id))
             try await work.tx.insertPasskey(passkey)
             try await added(work, passkey)
             if user.isAnonymous { try await lifecycle.upgradeAnonymous(work, user.id, provider: .passkey) }
@@ -170,7 +169,7 @@ struct PasskeyService: Sendable {
             // An unknown address, or an account without passkeys, is answered with one credential
             // id that no device holds: the same for the same address every time, and shaped like
             // a platform passkey's, so the answer does not tell which addresses have accounts.
-            if allow.isEmpty { allow = [try decoy(for: normalized)] }
+            if allow.isEmpty { allow = [try await decoy(for: normalized)] }
         }
         let challenge = try await assertions.open(.authentication, user: user)
         return PasskeyRequestChallenge(
@@ -222,11 +221,8 @@ struct PasskeyService: Sendable {
             try await tx.lockUser(user.id)
             let passkeys = try await tx.passkeys(of: user.id)
             guard passkeys.contains(where: { $0.id == uuid }) else { throw Self.notFound }
-            let otherWaysIn = try await tx.identities(of: user.id).contains { $0.provider != .anonymous }
-            guard passkeys.count > 1 || otherWaysIn else {
-                throw GatehouseError(
-                    .lastIdentity, "This passkey is the only way to sign in to this account, so it cannot be removed.")
-            }
+            try await lifecycle.requireAnotherWayIn(
+                work, user.id, removing: [.passkey: 1], message: "This passkey is the only way to sign in to this account, so it cannot be removed.")
             _ = try await tx.deletePasskey(uuid, of: user.id)
             try await work.audit(.passkeyRemoved, user: user.id, details: ["passkey_id": id.lowercased()])
             try await work.record(.passkeyRemoved, user: user.id, data: ["passkey_id": id.lowercased()])
@@ -243,10 +239,19 @@ struct PasskeyService: Sendable {
             lastUsedAt: passkey.lastUsedAt?.rfc3339, backedUp: passkey.backedUp)
     }
 
-    /// 20 bytes keyed by the server's secret and the address (no device holds the id).
-    private func decoy(for normalizedEmail: String) throws -> PasskeyDescriptor {
-        let mac = HMAC<SHA256>.authenticationCode(for: Data(normalizedEmail.utf8), using: try decoyKey.derived("gatehouse passkey decoy"))
-        return PasskeyDescriptor(id: Data(mac.prefix(20)).base64URLEncoded, transports: Self.platformTransports)
+    /// One id keyed by the server's secret and the address (no device holds it), as long as the
+    /// credential id registered last (32 bytes before any), so that neither the count nor the
+    /// length tells a decoy from an account's passkey (finding 7).
+    private func decoy(for normalizedEmail: String) async throws -> PasskeyDescriptor {
+        let length = min(max(try await store.newestPasskeyCredentialIDLength() ?? 32, 16), 1_023)
+        let key = try decoyKey.derived("gatehouse passkey decoy")
+        var bytes: [UInt8] = []
+        var block: UInt8 = 0
+        while bytes.count < length {
+            bytes += HMAC<SHA256>.authenticationCode(for: Data([block]) + Data(normalizedEmail.utf8), using: key)
+            block &+= 1
+        }
+        return PasskeyDescriptor(id: Data(bytes.prefix(length)).base64URLEncoded, transports: Self.platformTransports)
     }
 
     /// What an iOS platform passkey reports, and so what the SDK sends at registration.

@@ -44,17 +44,12 @@ struct PasswordResetService: Sendable {
         let record = try await validRecord(hash: hash, at: clock.now)
         let outcome = try await unitOfWork.run(client: client) { work -> SignInOutcome in
             let (tx, now) = (work.tx, work.now)
-            guard try await tx.useEmailToken(hash: hash, at: now), var user = try await tx.user(id: record.user.id), !user.isDisabled else {
+            guard try await tx.useEmailToken(hash: hash, at: now), let found = try await tx.user(id: record.user.id), !found.isDisabled else {
                 throw GatehouseError.usedResetLink(preset)
             }
-            if !user.emailVerified, let normalized = user.normalizedEmail {
-                // The first proof of the address: a password set before it may be a pre-hijacker's,
-                // and no new one comes with this link, so it goes (as at a magic link).
-                try await lifecycle.endWhatCameBeforeProof(work, user, removePassword: true)
-                _ = try await tx.markEmailVerified(user.id, normalizedEmail: normalized, at: now)
-                user.emailVerifiedAt = now
-                user.passwordHash = nil
-            }
+            // The first proof of the address: a password set before it may be a pre-hijacker's,
+            // and no new one comes with this link, so it goes (as at a magic link).
+            let user = try await lifecycle.proveInbox(work, found, removePassword: true)
             try await tx.retireEmailTokens(userID: user.id, normalizedEmail: nil, purpose: .passwordReset, at: now)
             return try await sessions.signIn(work, user, provider: .email, method: Self.linkMethod, event: .login)
         }
@@ -103,21 +98,14 @@ struct PasswordResetService: Sendable {
         try await unitOfWork.run(client: client) { work in
             let tx = work.tx
             guard try await tx.useEmailToken(hash: hash, at: now) else { throw GatehouseError.usedResetLink(preset) }
-            if !user.emailVerified {
-                // The first proof of the address: nothing added before it survives (finding 13).
-                try await lifecycle.endWhatCameBeforeProof(work, user, removePassword: false)
-            }
+            // The first proof of the address: nothing added before it survives (finding 13).
+            let proved = try await lifecycle.proveInbox(work, user, removePassword: false)
             try await tx.updatePassword(userID, hash: newHash, changedAt: now, now: now)
             try await tx.retireEmailTokens(userID: userID, normalizedEmail: nil, purpose: .passwordReset, at: now)
-            if let normalized = user.normalizedEmail {
-                _ = try await tx.markEmailVerified(userID, normalizedEmail: normalized, at: now)
-            }
             let revoked = try await tx.revokeSessions(of: userID, keeping: nil, reason: "password_reset", at: now)
             try await tx.deleteIdempotencyKeys(of: userID)
             try await work.audit(.passwordReset, user: userID, details: ["sessions_revoked": String(revoked.count)])
-            var updated = user
-            updated.emailVerifiedAt = user.emailVerifiedAt ?? now
-            try await mail.queuePasswordChanged(work, user: updated)
+            try await mail.queuePasswordChanged(work, user: proved)
         }
         if let normalized = user.normalizedEmail { try await throttle.clearAccount(normalized) }
     }

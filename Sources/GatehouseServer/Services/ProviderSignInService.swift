@@ -44,7 +44,7 @@ struct ProviderSignInService: Sendable {
                     }
                     return (try await sessions.signIn(work, user, provider: provider, event: .login), false, user.id)
                 }
-                let address = person.email.flatMap { EmailAddress.isValid($0) ? $0 : nil }
+                let address = person.email.flatMap(EmailAddress.canonical)
                 if let address, let existing = try await tx.user(normalizedEmail: EmailAddress.normalize(address)) {
                     guard person.emailVerified, existing.emailVerified, !person.isPrivateRelay else { throw linkConfirmationRequired }
                     guard !existing.isDisabled else { throw GatehouseError.accountDisabled(preset) }
@@ -89,7 +89,7 @@ struct ProviderSignInService: Sendable {
         try gate.requireMethod(provider == .apple ? preset.signInMethods.apple : preset.signInMethods.google)
         let person = try await verifiers.verifier(provider).verify(request.idToken, rawNonce: request.rawNonce)
         let user = signedIn.user
-        let address = person.email.flatMap { EmailAddress.isValid($0) ? $0 : nil }
+        let address = person.email.flatMap(EmailAddress.canonical)
         // Linking needs a verified address (finding 13): whoever made an account with an address
         // they never proved must not attach a sign-in of their own to it before the inbox owner
         // turns up. A provider that vouches for that very address proves it.
@@ -198,12 +198,11 @@ struct ProviderSignInService: Sendable {
             guard identities.contains(where: { $0.provider == provider }) else {
                 throw GatehouseError.notFound("This account has no \(provider.displayName) sign-in.")
             }
-            // A passkey is a way in too.
-            let hasPasskey = try await !tx.passkeys(of: user.id).isEmpty
-            guard identities.contains(where: { $0.provider != provider }) || hasPasskey else {
-                throw GatehouseError(
-                    status: 409, code: .lastIdentity, message: "This is the only way to sign in to this account, so it cannot be removed.")
-            }
+            // The email identity carries the password with it.
+            let removed: [Credential: Int] = provider == .email
+                ? [.emailLink: 1, .password: 1] : Credential.identity(provider).map { [$0: 1] } ?? [:]
+            try await lifecycle.requireAnotherWayIn(
+                work, user.id, removing: removed, message: "This is the only way to sign in to this account, so it cannot be removed.")
             if provider == .apple { try await work.queueAppleRevocation(of: user.id) }
             _ = try await tx.deleteIdentities(of: user.id, provider: provider)
             if provider == .email {

@@ -13,14 +13,17 @@ final class RetentionSweep: PeriodicSweep {
     let days: Int
     /// A session idle this long is over (the refresh token lifetime).
     let idleSeconds: Int
+    /// The preset's `mfa.unconfirmed_factor_ttl_seconds`.
+    let unconfirmedFactorTTLSeconds: Int
     let clock: any WallClock
     let logger: Logger
     let loop = WakeLoop(pollInterval: .seconds(3_600))
 
-    init(store: any GatehouseStore, days: Int, idleSeconds: Int, clock: any WallClock, logger: Logger) {
+    init(store: any GatehouseStore, days: Int, idleSeconds: Int, unconfirmedFactorTTLSeconds: Int, clock: any WallClock, logger: Logger) {
         self.store = store
         self.days = days
         self.idleSeconds = idleSeconds
+        self.unconfirmedFactorTTLSeconds = unconfirmedFactorTTLSeconds
         self.clock = clock
         self.logger = logger
     }
@@ -38,6 +41,8 @@ final class RetentionSweep: PeriodicSweep {
             // An expired challenge can no longer be used: it goes at once (it may hold a sign-up's address).
             counts.passkeyChallenges = try await store.purgePasskeyChallenges(before: now)
             counts.mfaChallenges = try await store.purgeMFAChallenges(before: now)
+            counts.unconfirmedFactors = try await store.purgeUnconfirmedMFAFactors(
+                enrolledBefore: now.addingTimeInterval(-Double(unconfirmedFactorTTLSeconds)))
             if counts != PurgeCounts() {
                 logger.info(
                     "retention sweep",

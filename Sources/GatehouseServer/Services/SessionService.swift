@@ -126,7 +126,8 @@ struct Authenticator: Sendable {
     func signedIn(token: String) async throws -> SignedIn {
         let identity = try await tokens.verify(token)
         let (user, session) = try await live(identity)
-        return SignedIn(identity: identity, user: user, session: session)
+        // Judged by what the token claims when that is less than the session holds now.
+        return SignedIn(identity: identity, user: user, session: session.limited(by: identity.claimedAssurance))
     }
 
     /// The user behind a verified access token whose session is still live, and the session.

@@ -18,6 +18,9 @@ public struct AccessIdentity: Sendable, Equatable {
     public var sessionID: SessionID
     public var isAnonymous: Bool
     public var issuedAt: Date
+    /// What the token claims of how its holder signed in (`aal`, the latest `amr` time); nil
+    /// for a token without an `amr`.
+    public var claimedAssurance: Assurance? = nil
 }
 
 /// Issues and verifies tokens: ES256 access tokens (`typ: at+jwt`) and opaque refresh tokens.
@@ -99,7 +102,8 @@ public struct TokenService: Sendable {
             throw GatehouseError(status: 401, code: .tokenExpired, message: "Your session token has expired. Refresh it and try again.")
         }
         return AccessIdentity(
-            userID: userID, sessionID: sessionID, isAnonymous: isAnonymous, issuedAt: Date(unixSeconds: iat))
+            userID: userID, sessionID: sessionID, isAnonymous: isAnonymous, issuedAt: Date(unixSeconds: iat),
+            claimedAssurance: Assurance(aal: claims.aal, amr: claims.amr ?? []))
     }
 
     /// Header (ES256 only, `typ: at+jwt`, a published `kid`) and signature.

@@ -6,7 +6,7 @@ import GatehouseWire
 /// The operator's view of accounts: list, show, disable, enable. Shared by the admin API
 /// and the `gatehouse users` commands.
 public struct UserAdminService: Sendable {
-    let store: any UserStore & AuditStore & AccountStore & PasskeyStore
+    let store: any UserStore & AuditStore & AccountStore & PasskeyStore & MFAStore
     /// Records `user.deleted` and the like (and queues their webhooks and Apple revocations;
     /// the server's job worker delivers them, also when the CLI queued them).
     let unitOfWork: UnitOfWork
@@ -33,7 +33,10 @@ public struct UserAdminService: Sendable {
 
     /// A user by id or by email.
     public func show(_ reference: String) async throws -> AdminUser {
-        try await adminView(try await find(reference))
+        let user = try await find(reference)
+        var view = try await adminView(user)
+        view.credentials = try await AccountLifecycle.inventory(of: user.id, in: store).byName
+        return view
     }
 
     /// `by` names the operator's tool in the audit row (`operator`: the admin API or the CLI);

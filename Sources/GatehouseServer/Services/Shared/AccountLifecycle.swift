@@ -47,32 +47,97 @@ struct AccountLifecycle: Sendable {
     /// deletes the user (its identities, sessions, tokens and links go by cascade) and records
     /// `user.deleted` with `reason`. False when there is no such user.
     func delete(_ work: Work, _ id: UserID, reason: String) async throws -> Bool {
-        try await work.queueAppleRevocation(of: id)
+        for credential in Credential.allCases {
+            switch credential {
+            // Gatehouse may hold a token of Apple's: Apple is told, by a job that outlives the row.
+            case .apple: try await work.queueAppleRevocation(of: id)
+            // Their rows reference the user's and go with it (ON DELETE CASCADE in every migration).
+            case .password, .emailLink, .google, .passkey, .anonymous, .totp, .recoveryCodes: continue
+            }
+        }
         guard try await work.tx.deleteUser(id) else { return false }
         try await work.record(.userDeleted, user: id, data: ["reason": reason])
         return true
     }
 
-    /// The inbox owner proves an address the account never verified (finding 13): whoever set
-    /// the account up with it may not be that person, so every way in added before this proof
-    /// ends: the password (unless the proof sets a new one), every provider identity, every
-    /// session and every Idempotency-Key that could replay a sign-in.
-    func endWhatCameBeforeProof(_ work: Work, _ user: User, removePassword: Bool) async throws {
-        let tx = work.tx
-        if removePassword, user.passwordHash != nil {
-            try await tx.updatePassword(user.id, hash: nil, changedAt: work.now, now: work.now)
+    /// What the account holds of each credential in the catalogue: the input of the last-way-in
+    /// rule (read in the caller's transaction, after it locked the account's row) and what
+    /// operators are shown (the admin API's `credentials`, the console's user page).
+    static func inventory(of userID: UserID, in reader: any UserStore & PasskeyStore & MFAStore) async throws -> CredentialInventory {
+        guard let user = try await reader.user(id: userID) else { return CredentialInventory() }
+        let identities = try await reader.identities(of: userID)
+        var inventory = CredentialInventory()
+        for credential in Credential.allCases {
+            switch credential {
+            case .password:
+                inventory[credential] = user.passwordHash == nil ? 0 : 1
+            case .emailLink, .apple, .google, .anonymous:
+                inventory[credential] = identities.filter { $0.provider == credential.provider }.count
+            case .passkey:
+                inventory[credential] = try await reader.passkeys(of: userID).count
+            case .totp:
+                inventory[credential] = try await reader.mfaFactors(of: userID).filter(\.isConfirmed).count
+            case .recoveryCodes:
+                inventory[credential] = try await reader.unusedRecoveryCodes(of: userID)
+            }
         }
-        var removed: [String] = []
-        for identity in try await tx.identities(of: user.id) where identity.provider != .email && identity.provider != .anonymous {
-            if identity.provider == .apple { try await work.queueAppleRevocation(of: user.id) }
-            _ = try await tx.deleteIdentities(of: user.id, provider: identity.provider)
-            removed.append(identity.provider.rawValue)
+        return inventory
+    }
+
+    /// 409 `last_identity` when removing `removed` would leave the account no way back in.
+    func requireAnotherWayIn(_ work: Work, _ userID: UserID, removing removed: [Credential: Int], message: String) async throws {
+        guard try await Self.inventory(of: userID, in: work.tx).leavesNoWayIn(removing: removed) else { return }
+        throw GatehouseError(status: 409, code: .lastIdentity, message: message)
+    }
+
+    /// The inbox owner's proof of the address (a magic link or its code, a reset link or its
+    /// page, `/auth/v1`'s recovery and one-time code): the one place every proof path goes
+    /// through. When the account never verified the address, whoever set it up may not be that
+    /// person, so every way in and every second factor added before the proof ends, as the
+    /// catalogue (`Credential.atInboxProof`) says, on either surface: the password (unless the
+    /// proof sets a new one), provider identities, passkeys, second factors with their recovery
+    /// codes and open challenges, every session and every Idempotency-Key that could replay a
+    /// sign-in. The address is then verified. Answers the account as it now stands.
+    func proveInbox(_ work: Work, _ user: User, removePassword: Bool) async throws -> User {
+        let tx = work.tx
+        // Parallel additions (a passkey, a factor) take turns on the row with the proof.
+        try await tx.lockUser(user.id)
+        guard var user = try await tx.user(id: user.id) else { return user }
+        guard !user.emailVerified, let normalized = user.normalizedEmail else { return user }
+        var ended: [String] = []
+        for credential in Credential.allCases where credential.atInboxProof == .ended {
+            switch credential {
+            case .password:
+                guard removePassword, user.passwordHash != nil else { continue }
+                try await tx.updatePassword(user.id, hash: nil, changedAt: work.now, now: work.now)
+                user.passwordHash = nil
+                user.passwordChangedAt = work.now
+                ended.append(credential.rawValue)
+            case .apple, .google, .anonymous, .emailLink:
+                guard let provider = credential.provider, provider != .email,
+                    try await tx.identities(of: user.id).contains(where: { $0.provider == provider })
+                else { continue }
+                if provider == .apple { try await work.queueAppleRevocation(of: user.id) }
+                _ = try await tx.deleteIdentities(of: user.id, provider: provider)
+                ended.append(credential.rawValue)
+            case .passkey:
+                if try await tx.deletePasskeys(of: user.id) > 0 { ended.append(credential.rawValue) }
+            case .totp:
+                if try await tx.deleteMFA(of: user.id) > 0 { ended.append(credential.rawValue) }
+            case .recoveryCodes:
+                guard try await tx.unusedRecoveryCodes(of: user.id) > 0 else { continue }
+                try await tx.deleteRecoveryCodes(of: user.id)
+                ended.append(credential.rawValue)
+            }
         }
         let revoked = try await tx.revokeSessions(of: user.id, keeping: nil, reason: "unverified_takeover_guard", at: work.now)
         try await tx.deleteIdempotencyKeys(of: user.id)
+        _ = try await tx.markEmailVerified(user.id, normalizedEmail: normalized, at: work.now)
+        user.emailVerifiedAt = work.now
         try await work.audit(
             .unverifiedAccessRemoved, user: user.id,
-            details: ["sessions_revoked": String(revoked.count), "identities_removed": removed.sorted().joined(separator: ","),
-                      "password_removed": String(removePassword && user.passwordHash != nil)])
+            details: ["sessions_revoked": String(revoked.count), "ended": ended.joined(separator: ","),
+                      "password_removed": String(ended.contains(Credential.password.rawValue))])
+        return user
     }
 }

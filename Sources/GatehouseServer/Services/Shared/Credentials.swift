@@ -64,8 +64,7 @@ struct Credentials: Sendable {
     /// look-alike would be stored and mailed as typed while it collides with the real address).
     /// 400 `invalid_email` otherwise.
     func canonicalAddress(_ email: String) throws -> String {
-        let address = email.trimmingCharacters(in: .whitespacesAndNewlines).precomposedStringWithCanonicalMapping
-        guard EmailAddress.isValid(address), EmailAddress.isCanonical(address) else { throw GatehouseError.invalidEmail(preset) }
+        guard let address = EmailAddress.canonical(email) else { throw GatehouseError.invalidEmail(preset) }
         return address
     }
 }

@@ -87,7 +87,7 @@ struct SessionIssuer: Sendable {
                 createdAt: work.now, expiresAt: expires))
         try await work.audit(.mfaChallenge, user: user.id, details: ["provider": provider.rawValue])
         return MFAChallengePayload(
-            challengeID: id, factors: factors.map(MFAService.summary),
+            challengeID: id, factors: factors.map(OwnerProof.summary),
             expiresAt: expires.rfc3339)
     }
 

@@ -1,0 +1,131 @@
+import Foundation
+
+/// The catalogue of every way into an account and every second factor (issue 39). Each rule
+/// that concerns "all ways in" (what the owner's proof of the inbox ends, what counts as a last
+/// way in, what deletion ends and export carries, what operators are shown, what changing one
+/// needs) switches over it exhaustively, so a new case does not compile until each rule has
+/// decided about it, and `WaysInTests` walks `allCases` through the running server.
+public enum Credential: String, CaseIterable, Sendable, Codable {
+    /// The email identity's password.
+    case password
+    /// The address itself: a magic link or its code, a reset link. It is what the owner's
+    /// proof of the inbox proves, so that proof never ends it.
+    case emailLink = "email_link"
+    /// A Sign in with Apple identity.
+    case apple
+    /// A Google identity.
+    case google
+    /// A passkey (WebAuthn).
+    case passkey
+    /// An anonymous start: the device's session is its only way back in.
+    case anonymous
+    /// A TOTP authenticator app, a second factor once confirmed.
+    case totp
+    /// The ten single-use codes that stand in for a second factor.
+    case recoveryCodes = "recovery_codes"
+
+    /// A way in opens a session by itself; a second factor only completes one.
+    public enum Role: Sendable, Equatable {
+        case wayIn
+        case secondFactor
+    }
+
+    public var role: Role {
+        switch self {
+        case .password, .emailLink, .apple, .google, .passkey, .anonymous: .wayIn
+        case .totp, .recoveryCodes: .secondFactor
+        }
+    }
+
+    /// What the inbox owner's first proof of an address the account never verified does with
+    /// this credential. Whoever set the account up may not be that person, so everything they
+    /// could have added ends; only the address survives, because it is what was proved.
+    public enum AtInboxProof: Sendable, Equatable {
+        /// The proof is of this: it stays.
+        case kept
+        /// It ends (the password is replaced instead when the proof sets a new one).
+        case ended
+    }
+
+    public var atInboxProof: AtInboxProof {
+        switch self {
+        case .emailLink: .kept
+        case .password, .apple, .google, .passkey, .anonymous, .totp, .recoveryCodes: .ended
+        }
+    }
+
+    /// Whether adding, confirming or removing it is a change to how the account is protected,
+    /// which needs a recent sign-in and, once the account has a confirmed second factor, a
+    /// session that proved one (`aal2`): a stolen older session cannot plant or pull one.
+    public var changeNeedsOwnerProof: Bool {
+        switch self {
+        case .passkey, .totp, .recoveryCodes: true
+        // Linking an address, a provider or a password has rules of its own (a verified
+        // address, the provider's proof, the current password).
+        case .password, .emailLink, .apple, .google, .anonymous: false
+        }
+    }
+
+    /// The provider of an identity row that stands for this credential, if it is one.
+    public var provider: Provider? {
+        switch self {
+        case .apple: .apple
+        case .google: .google
+        case .anonymous: .anonymous
+        case .emailLink: .email
+        case .password, .passkey, .totp, .recoveryCodes: nil
+        }
+    }
+
+    /// The credential an identity row of `provider` stands for.
+    public static func identity(_ provider: Provider) -> Credential? {
+        allCases.first { $0.provider == provider }
+    }
+
+    /// The ways in, in the catalogue's order.
+    public static var waysIn: [Credential] { allCases.filter { $0.role == .wayIn } }
+    /// The second factors, in the catalogue's order.
+    public static var secondFactors: [Credential] { allCases.filter { $0.role == .secondFactor } }
+}
+
+/// How many of each credential an account holds (confirmed factors and unused recovery codes
+/// only): the one input of the last-way-in rule and of what operators are shown.
+public struct CredentialInventory: Sendable, Equatable {
+    public var counts: [Credential: Int]
+
+    public init(_ counts: [Credential: Int] = [:]) {
+        self.counts = counts.filter { $0.value > 0 }
+    }
+
+    public subscript(_ credential: Credential) -> Int {
+        get { counts[credential] ?? 0 }
+        set { counts[credential] = newValue > 0 ? newValue : nil }
+    }
+
+    /// The counts by the catalogue's names (`password`, `email_link`, …), every case present.
+    public var byName: [String: Int] {
+        Dictionary(uniqueKeysWithValues: Credential.allCases.map { ($0.rawValue, self[$0]) })
+    }
+
+    /// Whether this credential lets its holder come back after every session ended. An
+    /// anonymous start does not: its session is all it has.
+    public static func letsBackIn(_ credential: Credential) -> Bool {
+        switch credential {
+        case .password, .emailLink, .apple, .google, .passkey: true
+        case .anonymous, .totp, .recoveryCodes: false
+        }
+    }
+
+    /// The ways back in the account has.
+    public var waysBackIn: Int {
+        Credential.waysIn.filter(Self.letsBackIn).reduce(0) { $0 + self[$1] }
+    }
+
+    /// Whether removing `removed` (how many of each) leaves the account without a way back in
+    /// when it has one now: the rule every unlink and removal asks.
+    public func leavesNoWayIn(removing removed: [Credential: Int]) -> Bool {
+        var after = self
+        for (credential, count) in removed { after[credential] = self[credential] - count }
+        return waysBackIn > 0 && after.waysBackIn == 0
+    }
+}
