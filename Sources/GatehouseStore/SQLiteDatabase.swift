@@ -97,12 +97,29 @@ public final class SQLiteDatabase: SQLDatabase {
         let executor = SQLiteTransaction(connection: writer)
         do {
             let result = try await body(executor)
-            try await Self.run("COMMIT", [], on: writer)
+            try await Self.end("COMMIT", on: writer)
             return result
         } catch {
-            _ = try? await Self.run("ROLLBACK", [], on: writer)
+            _ = try? await Self.end("ROLLBACK", on: writer)
             throw error
         }
+    }
+
+    /// Ends the writer's open transaction whatever becomes of the caller. The pool drops a queued
+    /// statement whose task is cancelled (a client that went away, a deadline): a COMMIT or
+    /// ROLLBACK dropped that way left the writer inside the transaction, and every later
+    /// `BEGIN IMMEDIATE` failed with "cannot start a transaction within a transaction" until the
+    /// process restarted. A task of its own is not cancelled with the caller's.
+    private static func end(_ sql: String, on connection: SQLiteConnectionHandle) async throws(StoreError) {
+        let result = await Task { () -> Result<Void, StoreError> in
+            do throws(StoreError) {
+                try await run(sql, [], on: connection)
+                return .success(())
+            } catch {
+                return .failure(error)
+            }
+        }.value
+        try result.get()
     }
 
     /// Probes the writer, since a database that can be read but not written is not healthy:
@@ -113,7 +130,7 @@ public final class SQLiteDatabase: SQLDatabase {
                 await self.writerLock.lock()
                 defer { self.writerLock.unlock() }
                 try await Self.run("BEGIN IMMEDIATE", [], on: self.writer)
-                try await Self.run("ROLLBACK", [], on: self.writer)
+                try await Self.end("ROLLBACK", on: self.writer)
             }
         } catch let error as StoreError {
             throw .unavailable(error.description)

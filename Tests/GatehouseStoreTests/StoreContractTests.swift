@@ -204,6 +204,34 @@ import Testing
         }
     }
 
+    /// A transaction whose caller is cancelled (a client gone, a deadline) leaves the database
+    /// usable: on SQLite its ROLLBACK was dropped from the thread pool's queue with the cancelled
+    /// task, leaving the writer inside the transaction and every later write failing ("cannot
+    /// start a transaction within a transaction"). SQLite's body sees the cancellation and rolls
+    /// back; PostgreSQL's runs on its leased connection to its end, as documented in
+    /// `PostgresDatabase.withLease`.
+    @Test(arguments: Backend.available)
+    func aCancelledTransactionRollsBackAndTheNextOneRuns(_ backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let lost = Self.user("cancelled@x.io")
+            let started = AsyncStream<Void>.makeStream()
+            let task = Task {
+                try await store.transaction { tx in
+                    try await tx.insertUser(lost)
+                    started.continuation.yield()
+                    try await Task.sleep(for: .seconds(2))
+                }
+            }
+            for await _ in started.stream { break }
+            task.cancel()
+            _ = await task.result
+            if backend == .sqlite { #expect(try await store.user(id: lost.id) == nil) }
+            let kept = Self.user("after@x.io")
+            try await store.transaction { tx in try await tx.insertUser(kept) }
+            #expect(try await store.user(id: kept.id) != nil)
+        }
+    }
+
     @Test(arguments: Backend.available)
     func concurrentTransactionsStayWhole(_ backend: Backend) async throws {
         try await withStore(backend) { store in
