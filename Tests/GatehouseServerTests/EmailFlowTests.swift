@@ -288,7 +288,8 @@ import Testing
             // Fifteen minutes, then expired.
             clock.advance(by: 61)
             #expect(try await api.post("/v1/auth/magic-link", #"{"email": "link@example.com"}"#).status == .accepted)
-            let third = try await Self.outboxMail(config, kind: "magic_link", after: second.id)
+            // The third mail, not the first (the helper's `after` excludes only the second).
+            let third = try await Self.outboxMail(config, kind: "magic_link", after: second.id, where: { $0.id != mail.id })
             let thirdCode = try Self.code(in: ReceivedMail(text: third.textBody ?? ""))
             clock.advance(by: 901)
             let late = try await api.post("/v1/auth/magic-link/verify", #"{"email": "link@example.com", "code": "\#(thirdCode)"}"#)
