@@ -113,8 +113,10 @@ struct AccountLifecycle: Sendable {
                 user.passwordHash = nil
                 user.passwordChangedAt = work.now
                 ended.append(credential.rawValue)
-            case .apple, .google, .anonymous, .emailLink:
-                guard let provider = credential.provider, provider != .email,
+            case .emailLink:
+                continue  // `atInboxProof` keeps it: it is what was proved.
+            case .apple, .google, .anonymous:
+                guard let provider = credential.provider,
                     try await tx.identities(of: user.id).contains(where: { $0.provider == provider })
                 else { continue }
                 if provider == .apple { try await work.queueAppleRevocation(of: user.id) }
