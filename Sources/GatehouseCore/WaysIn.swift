@@ -5,7 +5,7 @@ import Foundation
 /// way in, what deletion ends and export carries, what operators are shown, what changing one
 /// needs) switches over it exhaustively, so a new case does not compile until each rule has
 /// decided about it, and `WaysInTests` walks `allCases` through the running server.
-public enum Credential: String, CaseIterable, Sendable, Codable {
+public enum Credential: String, CaseIterable, Sendable {
     /// The email identity's password.
     case password
     /// The address itself: a magic link or its code, a reset link. It is what the owner's
@@ -84,8 +84,6 @@ public enum Credential: String, CaseIterable, Sendable, Codable {
 
     /// The ways in, in the catalogue's order.
     public static var waysIn: [Credential] { allCases.filter { $0.role == .wayIn } }
-    /// The second factors, in the catalogue's order.
-    public static var secondFactors: [Credential] { allCases.filter { $0.role == .secondFactor } }
 }
 
 /// How many of each credential an account holds (confirmed factors and unused recovery codes

@@ -26,8 +26,8 @@ public protocol PasskeyStore: Sendable {
     /// Every passkey of the user and its open ceremonies (the owner's proof of the inbox ends
     /// them); how many passkeys.
     func deletePasskeys(of userID: UserID) async throws(StoreError) -> Int
-    /// The length of the credential id registered last, by anyone: what a decoy id is made to
-    /// look like (nil with no passkey yet).
+    /// The length of a registered credential id (the first by primary key, anyone's): what a
+    /// decoy id is made to look like (nil with no passkey yet).
     func newestPasskeyCredentialIDLength() async throws(StoreError) -> Int?
     /// Deletes the challenges that expired before `date` (ceremonies never finished); how many.
     func purgePasskeyChallenges(before date: Date) async throws(StoreError) -> Int

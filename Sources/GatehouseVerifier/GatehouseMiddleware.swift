@@ -102,7 +102,8 @@ public struct GatehouseMiddleware<Context: GatehouseUserContext>: RouterMiddlewa
 }
 
 /// A gate that refused: 403 with the decision under `details` and the code Gatehouse itself
-/// gives for it (`GateDecision.refusalCode`: `plan_required`, or a step-up gate's own). Thrown by `GatehouseAccess.require(_:for:context:)` from a route
+/// gives for it (`GateDecision.refusalCode`: `plan_required`, or a step-up gate's own). Thrown
+/// by `GatehouseAccess.require(_:for:context:)` from a route
 /// handler, Hummingbird answers it as that response.
 public struct GatehouseRefusal: HTTPResponseError, Equatable {
     public let decision: GateDecision

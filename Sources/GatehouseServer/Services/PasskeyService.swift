@@ -239,9 +239,9 @@ struct PasskeyService: Sendable {
             lastUsedAt: passkey.lastUsedAt?.rfc3339, backedUp: passkey.backedUp)
     }
 
-    /// One id keyed by the server's secret and the address (no device holds it), as long as the
-    /// credential id registered last (32 bytes before any), so that neither the count nor the
-    /// length tells a decoy from an account's passkey (finding 7).
+    /// One id keyed by the server's secret and the address (no device holds it), as long as a
+    /// registered passkey's id (32 bytes before any), so that neither the count nor the length
+    /// tells a decoy from an account's passkey (finding 7).
     private func decoy(for normalizedEmail: String) async throws -> PasskeyDescriptor {
         let length = min(max(try await store.newestPasskeyCredentialIDLength() ?? 32, 16), 1_023)
         let key = try decoyKey.derived("gatehouse passkey decoy")
