@@ -80,11 +80,11 @@ struct MFAService: Sendable {
         let throttleKey = Self.throttleKey(user.id, after: signedIn.session.firstFactor)
         let reservation = try await reserve(throttleKey, user: user.id, client: client)
         guard let step = try totp(factor).step(matching: code, at: clock.now) else {
-            try await failed(reservation, throttleKey, user: user.id, client: client, stage: "confirm")
+            try await failed(reservation, user: user.id, client: client, stage: "confirm")
             throw invalidCode
         }
         let fresh = RecoveryCodes.generate(random: randomBytes)
-        let (confirmed, codes, session) = try await taking(reservation, throttleKey, user: user.id, client: client, stage: "confirm") {
+        let (confirmed, codes, session) = try await taking(reservation, user: user.id, client: client, stage: "confirm") {
             try await unitOfWork.run(client: client) { work -> (MFAFactor, [String]?, SessionPayload?) in
                 let (tx, now) = (work.tx, work.now)
                 // Whether this is the account's first factor is decided under its row lock, so two
@@ -244,7 +244,7 @@ struct MFAService: Sendable {
         // comes back through the inbox (finding 4).
         let throttleKey = Self.throttleKey(challenge.userID, after: challenge.method)
         let (proof, reservation) = try await check(request, user: challenge.userID, throttleKey: throttleKey, client: client)
-        let response = try await taking(reservation, throttleKey, user: challenge.userID, client: client, stage: "verify") {
+        let response = try await taking(reservation, user: challenge.userID, client: client, stage: "verify") {
             try await unitOfWork.run(client: client) { work -> MFAVerifyResponse in
                 let tx = work.tx
                 guard try await tx.consumeMFAChallenge(idHash: idHash, at: work.now) else { throw Self.challengeInvalid }
@@ -265,7 +265,7 @@ struct MFAService: Sendable {
         let user = signedIn.user
         let throttleKey = Self.throttleKey(user.id, after: signedIn.session.firstFactor)
         let (proof, reservation) = try await check(request, user: user.id, throttleKey: throttleKey, client: client)
-        let session = try await taking(reservation, throttleKey, user: user.id, client: client, stage: "step_up") {
+        let session = try await taking(reservation, user: user.id, client: client, stage: "step_up") {
             try await unitOfWork.run(client: client) { work -> SessionPayload in
                 let (tx, now) = (work.tx, work.now)
                 try await take(proof, work, user: user)
@@ -304,7 +304,7 @@ struct MFAService: Sendable {
     ) async throws -> (Proof, AttemptReservation?) {
         if let typed = request.recoveryCode {
             if let normalized = RecoveryCodes.normalize(typed) { return (.recoveryCode(hash: try hash(normalized)), nil) }
-            try await failed(nil, throttleKey, user: user, client: client, stage: "verify")
+            try await failed(nil, user: user, client: client, stage: "verify")
             throw invalidCode
         }
         let reservation = try await reserve(throttleKey, user: user, client: client)
@@ -314,7 +314,7 @@ struct MFAService: Sendable {
         {
             return (.totp(factor: factorID, step: step), reservation)
         }
-        try await failed(reservation, throttleKey, user: user, client: client, stage: "verify")
+        try await failed(reservation, user: user, client: client, stage: "verify")
         throw invalidCode
     }
 
@@ -345,21 +345,18 @@ struct MFAService: Sendable {
     /// already (replayed, or sent twice at once) is a failed attempt like a wrong one: it was
     /// counted when reserved, and is audited here once the transaction has rolled back.
     private func taking<T: Sendable>(
-        _ reservation: AttemptReservation?, _ throttleKey: String, user: UserID, client: ClientInfo, stage: String,
-        _ body: () async throws -> T
+        _ reservation: AttemptReservation?, user: UserID, client: ClientInfo, stage: String, _ body: () async throws -> T
     ) async throws -> T {
         do {
             return try await body()
         } catch let error as GatehouseError where error.code == .invalidCode {
-            try await failed(reservation, throttleKey, user: user, client: client, stage: stage)
+            try await failed(reservation, user: user, client: client, stage: stage)
             throw error
         }
     }
 
     /// A refused code: audited, and counted on the lockout when it was reserved there.
-    private func failed(
-        _ reservation: AttemptReservation?, _ throttleKey: String, user: UserID, client: ClientInfo, stage: String
-    ) async throws {
+    private func failed(_ reservation: AttemptReservation?, user: UserID, client: ClientInfo, stage: String) async throws {
         var wait: Int?
         if let reservation { wait = try await throttle.failed(reservation, client: client) }
         try await unitOfWork.audit(.mfaVerify, .failure, user: user, client: client, details: ["reason": "invalid code", "stage": stage])
