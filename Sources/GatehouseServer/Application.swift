@@ -144,7 +144,7 @@ func makeRouter(_ infra: Infrastructure, _ useCases: UseCases) -> Router<Gatehou
         internalMessage: preset.text("error.internal", "Something went wrong on our end. Please try again in a few minutes."),
         aborted: AbortedRequests(logger: infra.logger))
     router.add(middleware: errors)
-    router.add(middleware: BodyLimitMiddleware(limit: config.maxBodyBytes))
+    router.add(middleware: WholeBodyMiddleware(limit: config.maxBodyBytes, deadline: .seconds(config.httpBodyTimeoutSeconds)))
     let signedIn = router.group().add(middleware: AccessTokenMiddleware(authenticator: u.authenticator))
         .group(context: AuthenticatedContext.self)
 

@@ -22,6 +22,10 @@ public protocol UserStore: Sendable {
     /// Replaces the hash with one of the same password under today's algorithm, only while the
     /// stored hash is still `old` (a reset or change in between wins); false when it was not.
     func rehashPassword(_ id: UserID, from old: String, to new: String, now: Date) async throws(StoreError) -> Bool
+    /// A change of password decided from `old` (the hash the current password was checked
+    /// against): written only while the stored hash is still `old`, in the same statement; false
+    /// when another change, a reset or a re-hash came first.
+    func changePassword(_ id: UserID, from old: String, to new: String, now: Date) async throws(StoreError) -> Bool
     /// Marks the email verified (now) when it is still `normalizedEmail`; false otherwise.
     func markEmailVerified(_ id: UserID, normalizedEmail: String, at date: Date) async throws(StoreError) -> Bool
     /// The identity a provider knows as `subject`.

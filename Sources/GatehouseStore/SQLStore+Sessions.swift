@@ -57,6 +57,17 @@ extension SQLStore {
             .first.map(Self.session(from:))
     }
 
+    public func holdSession(_ id: SessionID, of userID: UserID) async throws(StoreError) -> (session: Session, user: User)? {
+        try await lockUser(userID)
+        let lock = dialect == .postgres ? " FOR SHARE OF s" : ""
+        let rows = try await executor.query(
+            "SELECT \(Self.sessionAndUserColumns) FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id = ?\(lock)",
+            [.text(id.description)])
+        return try rows.first.map { row throws(StoreError) in
+            (try Self.session(from: row.unprefixed("s_")), try Self.user(from: row.unprefixed("u_")))
+        }
+    }
+
     public func sessionAndUser(id: SessionID) async throws(StoreError) -> (session: Session, user: User)? {
         // Taken before the read: a change dropped meanwhile keeps this copy out of the cache.
         let ticket = isTransaction ? nil : sessionCache?.ticket()

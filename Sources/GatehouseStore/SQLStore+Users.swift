@@ -133,10 +133,21 @@ extension SQLStore {
     }
 
     public func rehashPassword(_ id: UserID, from old: String, to new: String, now: Date) async throws(StoreError) -> Bool {
+        try await swapPassword(id, from: old, to: new, changedAt: nil, now: now)
+    }
+
+    public func changePassword(_ id: UserID, from old: String, to new: String, now: Date) async throws(StoreError) -> Bool {
+        try await swapPassword(id, from: old, to: new, changedAt: now, now: now)
+    }
+
+    /// The hash replaced only while it is still `old`; `changedAt` nil keeps the change time (a
+    /// re-hash is not a change).
+    private func swapPassword(_ id: UserID, from old: String, to new: String, changedAt: Date?, now: Date) async throws(StoreError) -> Bool {
         defer { changed(.user(id)) }
         return try await !executor.query(
-            "UPDATE users SET password_hash = ?, updated_at = ? WHERE id = ? AND password_hash = ? RETURNING id",
-            [.text(new), .integer(now.unixSeconds), .text(id.description), .text(old)]
+            "UPDATE users SET password_hash = ?, password_changed_at = COALESCE(?, password_changed_at), updated_at = ? "
+                + "WHERE id = ? AND password_hash = ? RETURNING id",
+            [.text(new), SQLValue(changedAt?.unixSeconds), .integer(now.unixSeconds), .text(id.description), .text(old)]
         ).isEmpty
     }
 

@@ -7,6 +7,10 @@ public protocol SessionStore: Sendable {
     func session(id: SessionID) async throws(StoreError) -> Session?
     /// A session and its account, read together (one query: every Bearer request needs both).
     func sessionAndUser(id: SessionID) async throws(StoreError) -> (session: Session, user: User)?
+    /// Inside a transaction: locks the account's row, then the session's against changes (a
+    /// revocation waits for the commit), and reads both afresh. PostgreSQL row locks; SQLite's
+    /// single writer already holds off every other write.
+    func holdSession(_ id: SessionID, of userID: UserID) async throws(StoreError) -> (session: Session, user: User)?
     /// This node's recent copy of a session and its account, when one may be served
     /// (`SessionCache`); nil sends the caller to ``sessionAndUser(id:)``.
     func cachedSessionAndUser(id: SessionID) -> (session: Session, user: User)?

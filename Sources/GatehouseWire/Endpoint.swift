@@ -92,8 +92,8 @@ public struct PathTemplate: Hashable, Sendable, CustomStringConvertible, Express
     }
 }
 
-/// One route of the server: its method and path, the JSON body it reads (`Body`) and what it
-/// answers (`Response`). Declared once in `Endpoints`; the SDK calls through it and the server's
+/// One route of the server: its method and path, who may call it (`Caller`), the JSON body it
+/// reads (`Body`) and what it answers (`Response`). Declared once in `Endpoints`; the SDK calls through it and the server's
 /// router registers it, so a wrong path, method, body or response type does not compile.
 ///
 /// `Body` is `NoBody` when the request carries none; `Response` is `NoContent` when there is
@@ -102,27 +102,58 @@ public struct PathTemplate: Hashable, Sendable, CustomStringConvertible, Express
 public struct Endpoint<Body: Sendable, Response: Sendable>: Sendable, Hashable, CustomStringConvertible {
     public let method: HTTPMethodName
     public let path: PathTemplate
+    /// Who may call it: the credential the route reads.
+    public let caller: Caller
 
-    public init(_ method: HTTPMethodName, _ path: PathTemplate) {
+    public init(_ method: HTTPMethodName, _ path: PathTemplate, _ caller: Caller) {
         self.method = method
         self.path = path
+        self.caller = caller
     }
 
     /// `METHOD /path/{parameter}`, as `docs/openapi.yaml` lists operations.
     public var description: String { "\(method) \(path)" }
 
     /// The method and path without the types, for lists of routes.
-    public var erased: AnyEndpoint { AnyEndpoint(method: method, path: path) }
+    public var erased: AnyEndpoint { AnyEndpoint(method: method, path: path, caller: caller) }
+}
+
+/// The credential a route reads, declared with it in `Endpoints`. What holds for every route of
+/// a kind is decided here once: a route that reads a session (`session`, `optionalSession`)
+/// has its body read before the session is checked, and every write it makes holds that session
+/// until the commit (docs/architecture.md, "A check holds until its write"); `RouteTableTests`
+/// walks every state-changing one.
+public enum Caller: String, Sendable, Hashable, CaseIterable {
+    /// No credential: sign-up and sign-in, links and codes, webhooks (signed bodies), pages.
+    case anyone
+    /// A Bearer access token of a live session (401 without one).
+    case session
+    /// A Bearer access token when there is one (a guest, a sign-up, a restore hint without).
+    case optionalSession
+    /// The operator's admin key (`/admin/v1`).
+    case adminKey
+    /// The app backend's service key.
+    case serviceKey
+
+    /// Whether the route checks a session when the caller sends one.
+    public var readsSession: Bool {
+        switch self {
+        case .session, .optionalSession: true
+        case .anyone, .adminKey, .serviceKey: false
+        }
+    }
 }
 
 /// An `Endpoint` without its types: what a list of routes holds.
 public struct AnyEndpoint: Hashable, Sendable, CustomStringConvertible, Comparable {
     public let method: HTTPMethodName
     public let path: PathTemplate
+    public let caller: Caller
 
-    public init(method: HTTPMethodName, path: PathTemplate) {
+    public init(method: HTTPMethodName, path: PathTemplate, caller: Caller) {
         self.method = method
         self.path = path
+        self.caller = caller
     }
 
     /// `METHOD /path/{parameter}`, as `docs/openapi.yaml` lists operations.

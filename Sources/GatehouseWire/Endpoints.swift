@@ -5,163 +5,163 @@ public enum Endpoints {
     // MARK: Operations
 
     /// `ok`, or 503 `unavailable` when the database cannot be reached.
-    public static let health = Endpoint<NoBody, HealthResponse>(.get, "/health")
+    public static let health = Endpoint<NoBody, HealthResponse>(.get, "/health", .anyone)
     /// The public keys that verify access tokens.
-    public static let jwks = Endpoint<NoBody, JSONWebKeySet>(.get, "/.well-known/jwks.json")
+    public static let jwks = Endpoint<NoBody, JSONWebKeySet>(.get, "/.well-known/jwks.json", .anyone)
     /// The preset as a device needs it (GatehouseCore's `PublicConfiguration`).
-    public static let configuration = Endpoint<NoBody, OpaqueJSON>(.get, "/v1/config")
+    public static let configuration = Endpoint<NoBody, OpaqueJSON>(.get, "/v1/config", .anyone)
     /// `docs/openapi.yaml`.
-    public static let openAPI = Endpoint<NoBody, YAMLDocument>(.get, "/openapi.yaml")
+    public static let openAPI = Endpoint<NoBody, YAMLDocument>(.get, "/openapi.yaml", .anyone)
     /// `webcredentials` and `applinks` for the configured `GATEHOUSE_APPLE_APP_IDS`.
-    public static let appleAppSiteAssociation = Endpoint<NoBody, OpaqueJSON>(.get, "/.well-known/apple-app-site-association")
+    public static let appleAppSiteAssociation = Endpoint<NoBody, OpaqueJSON>(.get, "/.well-known/apple-app-site-association", .anyone)
     /// W3C's well-known URL for passkey endpoints: where to enroll and manage passkeys.
-    public static let passkeyEndpoints = Endpoint<NoBody, OpaqueJSON>(.get, "/.well-known/passkey-endpoints")
+    public static let passkeyEndpoints = Endpoint<NoBody, OpaqueJSON>(.get, "/.well-known/passkey-endpoints", .anyone)
 
     // MARK: Sign-up and sign-in
 
-    public static let signUp = Endpoint<EmailPasswordRequest, SignInAnswer<AuthResponse>>(.post, "/v1/auth/signup")
-    public static let logIn = Endpoint<EmailPasswordRequest, SignInAnswer<AuthResponse>>(.post, "/v1/auth/login")
+    public static let signUp = Endpoint<EmailPasswordRequest, SignInAnswer<AuthResponse>>(.post, "/v1/auth/signup", .anyone)
+    public static let logIn = Endpoint<EmailPasswordRequest, SignInAnswer<AuthResponse>>(.post, "/v1/auth/login", .anyone)
     /// Takes an `Idempotency-Key` header.
-    public static let signInAnonymously = Endpoint<NoBody, AnonymousResponse>(.post, "/v1/auth/anonymous")
-    public static let signInWithApple = Endpoint<ProviderSignInRequest, SignInAnswer<SignInResponse>>(.post, "/v1/auth/apple")
-    public static let signInWithGoogle = Endpoint<ProviderSignInRequest, SignInAnswer<SignInResponse>>(.post, "/v1/auth/google")
+    public static let signInAnonymously = Endpoint<NoBody, AnonymousResponse>(.post, "/v1/auth/anonymous", .anyone)
+    public static let signInWithApple = Endpoint<ProviderSignInRequest, SignInAnswer<SignInResponse>>(.post, "/v1/auth/apple", .anyone)
+    public static let signInWithGoogle = Endpoint<ProviderSignInRequest, SignInAnswer<SignInResponse>>(.post, "/v1/auth/google", .anyone)
     /// Mails a link and a 6-digit code (202).
-    public static let sendMagicLink = Endpoint<MagicLinkRequest, NoContent>(.post, "/v1/auth/magic-link")
-    public static let verifyMagicLink = Endpoint<MagicLinkVerifyRequest, SignInAnswer<SignInResponse>>(.post, "/v1/auth/magic-link/verify")
-    public static let refresh = Endpoint<RefreshRequest, SessionResponse>(.post, "/v1/auth/refresh")
+    public static let sendMagicLink = Endpoint<MagicLinkRequest, NoContent>(.post, "/v1/auth/magic-link", .optionalSession)
+    public static let verifyMagicLink = Endpoint<MagicLinkVerifyRequest, SignInAnswer<SignInResponse>>(.post, "/v1/auth/magic-link/verify", .anyone)
+    public static let refresh = Endpoint<RefreshRequest, SessionResponse>(.post, "/v1/auth/refresh", .anyone)
 
     // MARK: Passkeys
 
     /// With a Bearer: a passkey for this account (a sign-in in the last 5 minutes, or an
     /// anonymous account, which it upgrades); without: a passkey sign-up.
     public static let passkeyRegistrationOptions = Endpoint<PasskeyOptionsRequest, PasskeyCreationChallenge>(
-        .post, "/v1/passkeys/registration/options")
+        .post, "/v1/passkeys/registration/options", .optionalSession)
     /// 200 `{passkey}` with a Bearer, 201 `{user, session}` for a sign-up.
     public static let verifyPasskeyRegistration = Endpoint<PasskeyRegistrationRequest, PasskeyRegistrationResponse>(
-        .post, "/v1/passkeys/registration/verify")
+        .post, "/v1/passkeys/registration/verify", .optionalSession)
     /// `email` for a sign-in by address; none for a discoverable one.
     public static let passkeyAuthenticationOptions = Endpoint<PasskeyOptionsRequest, PasskeyRequestChallenge>(
-        .post, "/v1/passkeys/authentication/options")
+        .post, "/v1/passkeys/authentication/options", .anyone)
     public static let verifyPasskeyAuthentication = Endpoint<PasskeyAssertionRequest, SignInAnswer<AuthResponse>>(
-        .post, "/v1/passkeys/authentication/verify")
-    public static let passkeys = Endpoint<NoBody, PasskeysResponse>(.get, "/v1/passkeys")
-    public static let renamePasskey = Endpoint<PasskeyRenameRequest, PasskeyResponse>(.patch, "/v1/passkeys/{id}")
+        .post, "/v1/passkeys/authentication/verify", .anyone)
+    public static let passkeys = Endpoint<NoBody, PasskeysResponse>(.get, "/v1/passkeys", .session)
+    public static let renamePasskey = Endpoint<PasskeyRenameRequest, PasskeyResponse>(.patch, "/v1/passkeys/{id}", .session)
     /// Never the account's last way in (409 `last_identity`).
-    public static let deletePasskey = Endpoint<NoBody, NoContent>(.delete, "/v1/passkeys/{id}")
+    public static let deletePasskey = Endpoint<NoBody, NoContent>(.delete, "/v1/passkeys/{id}", .session)
 
     // MARK: Second factors
 
     /// Enrolls a TOTP factor (unverified until confirmed): a sign-in in the last 5 minutes, and
     /// `aal2` once the account has a factor.
-    public static let enrollMFAFactor = Endpoint<MFAEnrollRequest, MFAEnrollment>(.post, "/v1/mfa/factors")
+    public static let enrollMFAFactor = Endpoint<MFAEnrollRequest, MFAEnrollment>(.post, "/v1/mfa/factors", .session)
     /// The first code; the account's first factor also answers its recovery codes.
-    public static let confirmMFAFactor = Endpoint<MFACodeRequest, MFAConfirmResponse>(.post, "/v1/mfa/factors/{id}/confirm")
-    public static let mfaFactors = Endpoint<NoBody, MFAFactorsResponse>(.get, "/v1/mfa/factors")
-    public static let renameMFAFactor = Endpoint<MFARenameRequest, MFAFactorResponse>(.patch, "/v1/mfa/factors/{id}")
-    public static let deleteMFAFactor = Endpoint<NoBody, NoContent>(.delete, "/v1/mfa/factors/{id}")
+    public static let confirmMFAFactor = Endpoint<MFACodeRequest, MFAConfirmResponse>(.post, "/v1/mfa/factors/{id}/confirm", .session)
+    public static let mfaFactors = Endpoint<NoBody, MFAFactorsResponse>(.get, "/v1/mfa/factors", .session)
+    public static let renameMFAFactor = Endpoint<MFARenameRequest, MFAFactorResponse>(.patch, "/v1/mfa/factors/{id}", .session)
+    public static let deleteMFAFactor = Endpoint<NoBody, NoContent>(.delete, "/v1/mfa/factors/{id}", .session)
     /// Ten new recovery codes; the old ones die.
-    public static let regenerateRecoveryCodes = Endpoint<NoBody, RecoveryCodesResponse>(.post, "/v1/mfa/recovery-codes")
+    public static let regenerateRecoveryCodes = Endpoint<NoBody, RecoveryCodesResponse>(.post, "/v1/mfa/recovery-codes", .session)
     /// Completes a sign-in's challenge, or (Bearer, no `challenge_id`) steps the session up.
-    public static let verifyMFA = Endpoint<MFAVerifyRequest, MFAVerifyResponse>(.post, "/v1/auth/mfa/verify")
+    public static let verifyMFA = Endpoint<MFAVerifyRequest, MFAVerifyResponse>(.post, "/v1/auth/mfa/verify", .optionalSession)
 
     // MARK: Email and password
 
     /// Signed in: sends the verification mail again (202).
-    public static let resendVerification = Endpoint<NoBody, NoContent>(.post, "/v1/auth/email/verification")
-    public static let verifyEmail = Endpoint<TokenRequest, UserResponse>(.post, "/v1/auth/email/verify")
+    public static let resendVerification = Endpoint<NoBody, NoContent>(.post, "/v1/auth/email/verification", .session)
+    public static let verifyEmail = Endpoint<TokenRequest, UserResponse>(.post, "/v1/auth/email/verify", .anyone)
     /// 202 whether or not the address has an account.
-    public static let forgotPassword = Endpoint<EmailRequest, NoContent>(.post, "/v1/auth/password/forgot")
-    public static let resetPassword = Endpoint<PasswordResetRequest, NoContent>(.post, "/v1/auth/password/reset")
-    public static let changePassword = Endpoint<PasswordChangeRequest, UserResponse>(.post, "/v1/auth/password/change")
+    public static let forgotPassword = Endpoint<EmailRequest, NoContent>(.post, "/v1/auth/password/forgot", .anyone)
+    public static let resetPassword = Endpoint<PasswordResetRequest, NoContent>(.post, "/v1/auth/password/reset", .anyone)
+    public static let changePassword = Endpoint<PasswordChangeRequest, UserResponse>(.post, "/v1/auth/password/change", .session)
 
     // MARK: Sessions
 
-    public static let logOut = Endpoint<LogoutRequest, NoContent>(.post, "/v1/auth/logout")
-    public static let sessions = Endpoint<NoBody, SessionsResponse>(.get, "/v1/auth/sessions")
-    public static let revokeSession = Endpoint<NoBody, NoContent>(.delete, "/v1/auth/sessions/{id}")
+    public static let logOut = Endpoint<LogoutRequest, NoContent>(.post, "/v1/auth/logout", .session)
+    public static let sessions = Endpoint<NoBody, SessionsResponse>(.get, "/v1/auth/sessions", .session)
+    public static let revokeSession = Endpoint<NoBody, NoContent>(.delete, "/v1/auth/sessions/{id}", .session)
 
     // MARK: Identities
 
-    public static let linkEmail = Endpoint<EmailPasswordRequest, UserResponse>(.post, "/v1/auth/identities/email")
-    public static let linkApple = Endpoint<ProviderSignInRequest, UserResponse>(.post, "/v1/auth/identities/apple")
-    public static let linkGoogle = Endpoint<ProviderSignInRequest, UserResponse>(.post, "/v1/auth/identities/google")
+    public static let linkEmail = Endpoint<EmailPasswordRequest, UserResponse>(.post, "/v1/auth/identities/email", .session)
+    public static let linkApple = Endpoint<ProviderSignInRequest, UserResponse>(.post, "/v1/auth/identities/apple", .session)
+    public static let linkGoogle = Endpoint<ProviderSignInRequest, UserResponse>(.post, "/v1/auth/identities/google", .session)
     /// Any provider. The router also registers the three literal paths below, because it does
     /// not fall back from a literal segment (`email`, taken by the POST routes) to a parameter;
     /// a caller uses this one for all of them.
-    public static let unlinkIdentity = Endpoint<NoBody, NoContent>(.delete, "/v1/auth/identities/{provider}")
-    public static let unlinkEmail = Endpoint<NoBody, NoContent>(.delete, "/v1/auth/identities/email")
-    public static let unlinkApple = Endpoint<NoBody, NoContent>(.delete, "/v1/auth/identities/apple")
-    public static let unlinkGoogle = Endpoint<NoBody, NoContent>(.delete, "/v1/auth/identities/google")
+    public static let unlinkIdentity = Endpoint<NoBody, NoContent>(.delete, "/v1/auth/identities/{provider}", .session)
+    public static let unlinkEmail = Endpoint<NoBody, NoContent>(.delete, "/v1/auth/identities/email", .session)
+    public static let unlinkApple = Endpoint<NoBody, NoContent>(.delete, "/v1/auth/identities/apple", .session)
+    public static let unlinkGoogle = Endpoint<NoBody, NoContent>(.delete, "/v1/auth/identities/google", .session)
     /// Signed in to the account to keep, with the other account's `merge_token`.
-    public static let merge = Endpoint<MergeRequest, UserResponse>(.post, "/v1/auth/merge")
+    public static let merge = Endpoint<MergeRequest, UserResponse>(.post, "/v1/auth/merge", .session)
 
     // MARK: Account
 
-    public static let me = Endpoint<NoBody, MeResponse>(.get, "/v1/me")
-    public static let updateProfile = Endpoint<ProfilePatch, UserResponse>(.patch, "/v1/me")
-    public static let deleteAccount = Endpoint<DeleteAccountRequest, NoContent>(.delete, "/v1/me")
-    public static let chooseAnonymousName = Endpoint<AnonymousNameRequest, UserResponse>(.post, "/v1/me/anonymous-name")
-    public static let exportData = Endpoint<NoBody, AccountExport>(.get, "/v1/me/export")
-    public static let handleAvailability = Endpoint<NoBody, HandleAvailability>(.get, "/v1/handles/{handle}")
+    public static let me = Endpoint<NoBody, MeResponse>(.get, "/v1/me", .session)
+    public static let updateProfile = Endpoint<ProfilePatch, UserResponse>(.patch, "/v1/me", .session)
+    public static let deleteAccount = Endpoint<DeleteAccountRequest, NoContent>(.delete, "/v1/me", .session)
+    public static let chooseAnonymousName = Endpoint<AnonymousNameRequest, UserResponse>(.post, "/v1/me/anonymous-name", .session)
+    public static let exportData = Endpoint<NoBody, AccountExport>(.get, "/v1/me/export", .session)
+    public static let handleAvailability = Endpoint<NoBody, HandleAvailability>(.get, "/v1/handles/{handle}", .anyone)
 
     // MARK: Entitlements, credits, analytics, usage
 
     /// With a token the person's snapshot, without one a guest's.
-    public static let entitlements = Endpoint<NoBody, EntitlementsPayload>(.get, "/v1/entitlements")
-    public static let checkEntitlement = Endpoint<EntitlementCheckRequest, GateDecision>(.post, "/v1/entitlements/check")
-    public static let spendCredit = Endpoint<CreditSpendRequest, CreditSpendResponse>(.post, "/v1/credits/{name}/spend")
-    public static let startTrial = Endpoint<NoBody, EntitlementsPayload>(.post, "/v1/trial/start")
+    public static let entitlements = Endpoint<NoBody, EntitlementsPayload>(.get, "/v1/entitlements", .optionalSession)
+    public static let checkEntitlement = Endpoint<EntitlementCheckRequest, GateDecision>(.post, "/v1/entitlements/check", .optionalSession)
+    public static let spendCredit = Endpoint<CreditSpendRequest, CreditSpendResponse>(.post, "/v1/credits/{name}/spend", .session)
+    public static let startTrial = Endpoint<NoBody, EntitlementsPayload>(.post, "/v1/trial/start", .session)
     /// Client analytics, a token optional (202).
-    public static let events = Endpoint<ClientEventBatch, NoContent>(.post, "/v1/events")
+    public static let events = Endpoint<ClientEventBatch, NoContent>(.post, "/v1/events", .optionalSession)
     /// From an app's backend with the service key.
-    public static let recordUsage = Endpoint<UsageRequest, UsageResponse>(.post, "/v1/usage/{meter}")
+    public static let recordUsage = Endpoint<UsageRequest, UsageResponse>(.post, "/v1/usage/{meter}", .serviceKey)
 
     // MARK: Purchases and Apple's notifications
 
     /// Signed in: the snapshot with the purchase applied.
-    public static let applePurchase = Endpoint<ApplePurchaseRequest, EntitlementsPayload>(.post, "/v1/purchases/apple")
+    public static let applePurchase = Endpoint<ApplePurchaseRequest, EntitlementsPayload>(.post, "/v1/purchases/apple", .optionalSession)
     /// The same route signed out (decision 21) answers whether an account owns the purchase. Not
     /// in `all`: it is `applePurchase` again.
-    public static let applePurchaseRestoreHint = Endpoint<ApplePurchaseRequest, RestoreHint>(applePurchase.method, applePurchase.path)
-    public static let appStoreNotification = Endpoint<AppStoreNotificationRequest, NoContent>(.post, "/v1/webhooks/apple/app-store")
-    public static let appleAccountEvent = Endpoint<AppleEventRequest, NoContent>(.post, "/v1/webhooks/apple/sign-in")
+    public static let applePurchaseRestoreHint = Endpoint<ApplePurchaseRequest, RestoreHint>(applePurchase.method, applePurchase.path, applePurchase.caller)
+    public static let appStoreNotification = Endpoint<AppStoreNotificationRequest, NoContent>(.post, "/v1/webhooks/apple/app-store", .anyone)
+    public static let appleAccountEvent = Endpoint<AppleEventRequest, NoContent>(.post, "/v1/webhooks/apple/sign-in", .anyone)
 
     // MARK: Hosted pages (the links mailed)
 
-    public static let verifyEmailPage = Endpoint<NoBody, HTMLPage>(.get, "/auth/verify-email")
-    public static let verifyEmailForm = Endpoint<FormBody, HTMLPage>(.post, "/auth/verify-email")
-    public static let resetPasswordPage = Endpoint<NoBody, HTMLPage>(.get, "/auth/reset-password")
-    public static let resetPasswordForm = Endpoint<FormBody, HTMLPage>(.post, "/auth/reset-password")
-    public static let magicLinkPage = Endpoint<NoBody, HTMLPage>(.get, "/auth/magic-link")
+    public static let verifyEmailPage = Endpoint<NoBody, HTMLPage>(.get, "/auth/verify-email", .anyone)
+    public static let verifyEmailForm = Endpoint<FormBody, HTMLPage>(.post, "/auth/verify-email", .anyone)
+    public static let resetPasswordPage = Endpoint<NoBody, HTMLPage>(.get, "/auth/reset-password", .anyone)
+    public static let resetPasswordForm = Endpoint<FormBody, HTMLPage>(.post, "/auth/reset-password", .anyone)
+    public static let magicLinkPage = Endpoint<NoBody, HTMLPage>(.get, "/auth/magic-link", .anyone)
     /// An expired link's "send a new one" button.
-    public static let resendLinkForm = Endpoint<FormBody, HTMLPage>(.post, "/auth/resend")
+    public static let resendLinkForm = Endpoint<FormBody, HTMLPage>(.post, "/auth/resend", .anyone)
 
     // MARK: Development
 
     /// Only when `GATEHOUSE_ENV=development`: the mails sent, newest first.
-    public static let devOutbox = Endpoint<NoBody, OutboxList>(.get, "/dev/outbox")
+    public static let devOutbox = Endpoint<NoBody, OutboxList>(.get, "/dev/outbox", .anyone)
 
     // MARK: Admin (the admin key)
 
-    public static let adminUsers = Endpoint<NoBody, AdminUserList>(.get, "/admin/v1/users")
-    public static let adminUser = Endpoint<NoBody, AdminUser>(.get, "/admin/v1/users/{id}")
-    public static let adminDisableUser = Endpoint<DisableUserRequest, AdminUser>(.post, "/admin/v1/users/{id}/disable")
-    public static let adminEnableUser = Endpoint<NoBody, AdminUser>(.post, "/admin/v1/users/{id}/enable")
-    public static let adminDeleteUser = Endpoint<NoBody, NoContent>(.delete, "/admin/v1/users/{id}")
-    public static let adminSetPlan = Endpoint<PlanOverrideRequest, AdminUser>(.put, "/admin/v1/users/{id}/plan")
+    public static let adminUsers = Endpoint<NoBody, AdminUserList>(.get, "/admin/v1/users", .adminKey)
+    public static let adminUser = Endpoint<NoBody, AdminUser>(.get, "/admin/v1/users/{id}", .adminKey)
+    public static let adminDisableUser = Endpoint<DisableUserRequest, AdminUser>(.post, "/admin/v1/users/{id}/disable", .adminKey)
+    public static let adminEnableUser = Endpoint<NoBody, AdminUser>(.post, "/admin/v1/users/{id}/enable", .adminKey)
+    public static let adminDeleteUser = Endpoint<NoBody, NoContent>(.delete, "/admin/v1/users/{id}", .adminKey)
+    public static let adminSetPlan = Endpoint<PlanOverrideRequest, AdminUser>(.put, "/admin/v1/users/{id}/plan", .adminKey)
     /// A user's second factors, for support (no secrets).
-    public static let adminMFAFactors = Endpoint<NoBody, MFAFactorsResponse>(.get, "/admin/v1/users/{id}/mfa/factors")
+    public static let adminMFAFactors = Endpoint<NoBody, MFAFactorsResponse>(.get, "/admin/v1/users/{id}/mfa/factors", .adminKey)
     /// Removes one factor (audited, mailed to the user): the recovery path when every factor and
     /// recovery code is lost. With no confirmed factor left, the recovery codes go too.
-    public static let adminDeleteMFAFactor = Endpoint<NoBody, NoContent>(.delete, "/admin/v1/users/{id}/mfa/factors/{factor}")
-    public static let adminEvents = Endpoint<NoBody, EventList>(.get, "/admin/v1/events")
-    public static let adminAudit = Endpoint<NoBody, AuditList>(.get, "/admin/v1/audit")
+    public static let adminDeleteMFAFactor = Endpoint<NoBody, NoContent>(.delete, "/admin/v1/users/{id}/mfa/factors/{factor}", .adminKey)
+    public static let adminEvents = Endpoint<NoBody, EventList>(.get, "/admin/v1/events", .adminKey)
+    public static let adminAudit = Endpoint<NoBody, AuditList>(.get, "/admin/v1/audit", .adminKey)
     /// 202 with the queued mail's id.
-    public static let adminTestMail = Endpoint<MailTestRequest, MailQueued>(.post, "/admin/v1/mail/test")
-    public static let adminKeys = Endpoint<NoBody, JSONWebKeySet>(.get, "/admin/v1/keys")
-    public static let adminRotateKeys = Endpoint<NoBody, JSONWebKeySet>(.post, "/admin/v1/keys/rotate")
-    public static let adminImportFirebase = Endpoint<FirebaseImportRequest, ImportReport>(.post, "/admin/v1/imports/firebase")
-    public static let adminImportSupabase = Endpoint<SupabaseImportRequest, ImportReport>(.post, "/admin/v1/imports/supabase")
+    public static let adminTestMail = Endpoint<MailTestRequest, MailQueued>(.post, "/admin/v1/mail/test", .adminKey)
+    public static let adminKeys = Endpoint<NoBody, JSONWebKeySet>(.get, "/admin/v1/keys", .adminKey)
+    public static let adminRotateKeys = Endpoint<NoBody, JSONWebKeySet>(.post, "/admin/v1/keys/rotate", .adminKey)
+    public static let adminImportFirebase = Endpoint<FirebaseImportRequest, ImportReport>(.post, "/admin/v1/imports/firebase", .adminKey)
+    public static let adminImportSupabase = Endpoint<SupabaseImportRequest, ImportReport>(.post, "/admin/v1/imports/supabase", .adminKey)
 
     /// Every route above once, in the order declared (`applePurchaseRestoreHint` is
     /// `applePurchase`). `OpenAPITests` holds this list, the router's routes and

@@ -12,6 +12,8 @@ extension ErrorCode {
     // Generic request handling.
     public static let invalidRequest: ErrorCode = "invalid_request"
     public static let payloadTooLarge: ErrorCode = "payload_too_large"
+    /// The request's body did not all arrive within `GATEHOUSE_HTTP_BODY_TIMEOUT_SECONDS`.
+    public static let requestTimeout: ErrorCode = "request_timeout"
     public static let notFound: ErrorCode = "not_found"
     public static let methodNotAllowed: ErrorCode = "method_not_allowed"
     public static let internalError: ErrorCode = "internal_error"
@@ -90,7 +92,7 @@ extension ErrorCode {
     /// `token_expired` (401 for an access token, its default; 400 for a link or code) and
     /// `invalid_credential` (400 at passkey registration, its default; 401 at sign-in).
     public static let defaultStatuses: [ErrorCode: Int] = [
-        .invalidRequest: 400, .payloadTooLarge: 413, .notFound: 404, .methodNotAllowed: 405, .internalError: 500,
+        .invalidRequest: 400, .payloadTooLarge: 413, .requestTimeout: 408, .notFound: 404, .methodNotAllowed: 405, .internalError: 500,
         .serviceUnavailable: 503, .unsupportedMediaType: 415, .methodDisabled: 403, .captchaRequired: 400, .rateLimited: 429,
         .idempotencyKeyReused: 409,
         .unauthorized: 401, .forbidden: 403, .tokenExpired: 401, .invalidEmail: 400, .weakPassword: 422, .emailInUse: 409,

@@ -71,6 +71,58 @@ enum LastByteRace {
         }
     }
 
+    /// Requests sent but their last byte and held there: the server has read their heads and
+    /// all but the end of their bodies. `release()` sends the last bytes together and reads the
+    /// answers, in order.
+    final class Held: Sendable {
+        private let sockets: [Int32]
+        private let lastBytes: [[UInt8]]
+
+        fileprivate init(sockets: [Int32], lastBytes: [[UInt8]]) {
+            self.sockets = sockets
+            self.lastBytes = lastBytes
+        }
+
+        func release() async throws -> [Answer] {
+            let (sockets, lastBytes) = (self.sockets, self.lastBytes)
+            return try await withCheckedThrowingContinuation { continuation in
+                onOwnThread {
+                    continuation.resume(
+                        with: Result {
+                            defer { for fd in sockets { close(fd) } }
+                            for (fd, last) in zip(sockets, lastBytes) { try writeAll(fd, last) }
+                            return try sockets.map { try readAnswer($0) }
+                        })
+                }
+            }
+        }
+    }
+
+    /// Sends each of `requests` but its last byte to 127.0.0.1:`port` and holds them there.
+    static func hold(port: Int, _ requests: [[UInt8]]) async throws -> Held {
+        try await withCheckedThrowingContinuation { continuation in
+            onOwnThread {
+                continuation.resume(
+                    with: Result {
+                        var sockets: [Int32] = []
+                        do {
+                            for request in requests {
+                                let fd = try connectLoopback(port: port)
+                                sockets.append(fd)
+                                try writeAll(fd, request.dropLast())
+                            }
+                        } catch {
+                            for fd in sockets { close(fd) }
+                            throw error
+                        }
+                        // A moment for the server to read every head and every body but its last byte.
+                        usleep(200_000)
+                        return Held(sockets: sockets, lastBytes: requests.map { Array($0.suffix(1)) })
+                    })
+            }
+        }
+    }
+
     private static func run(port: Int, _ requests: [[UInt8]]) throws -> [Answer] {
         var sockets: [Int32] = []
         defer { for fd in sockets { close(fd) } }

@@ -222,6 +222,9 @@ extension GatehouseConfig {
         if let seconds = settings.int("http_idle_timeout_seconds", range: 1...3_600, meaning: "a number of seconds from 1 to 3600") {
             config.httpIdleTimeoutSeconds = seconds
         }
+        if let seconds = settings.int("http_body_timeout_seconds", range: 1...600, meaning: "a number of seconds from 1 to 600") {
+            config.httpBodyTimeoutSeconds = seconds
+        }
         if let count = settings.int("max_connections", range: 16...1_000_000, meaning: "a number of connections from 16 to 1000000") {
             config.maxConnections = count
         }

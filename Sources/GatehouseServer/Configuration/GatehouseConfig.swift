@@ -102,6 +102,9 @@ public struct GatehouseConfig: Sendable {
     /// A connection that sends nothing for this long (a request's head included, so a client
     /// trickling its headers in) is closed.
     public var httpIdleTimeoutSeconds = 30
+    /// A request's whole body must arrive within this long of its head (408 after): a body
+    /// trickled in a byte at a time stays under the idle timeout but not under this.
+    public var httpBodyTimeoutSeconds = 15
     /// Open connections in all; one more is closed as it opens. With `maxBodyBytes` this bounds
     /// what request bodies can hold in memory.
     public var maxConnections = 4_096

@@ -15,8 +15,8 @@ struct AnalyticsController {
     }
 
     @Sendable func record(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
-        let body = try await input.body(ClientEventBatch.self, request)
         let user = try await request.optionalUser(authenticator)
+        let body = try await input.body(ClientEventBatch.self, request)
         try await analytics.record(body, user: user, client: input.client(request, context))
         return JSONBody.empty(.accepted)
     }

@@ -28,8 +28,8 @@ struct EntitlementsController {
     }
 
     @Sendable func check(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
-        let body = try await input.body(EntitlementCheckRequest.self, request)
         let signedIn = try await request.optionalSignedIn(authenticator)
+        let body = try await input.body(EntitlementCheckRequest.self, request)
         return try JSONBody.response(
             try await entitlements.check(signedIn, action: body.action, context: body.context ?? [:]), headers: noStore)
     }

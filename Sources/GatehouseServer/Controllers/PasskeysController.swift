@@ -21,16 +21,16 @@ struct PasskeysController {
     }
 
     @Sendable func registrationOptions(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
-        let body = try await input.body(PasskeyOptionsRequest.self, request)
         let signedIn = try await request.optionalSignedIn(authenticator)
+        let body = try await input.body(PasskeyOptionsRequest.self, request)
         return try JSONBody.response(
             try await passkeys.registrationOptions(signedIn, email: body.email, client: input.client(request, context)), headers: noStore)
     }
 
     /// 200 `{passkey}` for a signed-in account, 201 `{user, session}` for a sign-up.
     @Sendable func verifyRegistration(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
-        let body = try await input.body(PasskeyRegistrationRequest.self, request)
         let signedIn = try await request.optionalSignedIn(authenticator)
+        let body = try await input.body(PasskeyRegistrationRequest.self, request)
         let result = try await passkeys.verifyRegistration(signedIn, body, client: input.client(request, context))
         return try JSONBody.response(result, status: signedIn == nil ? .created : .ok, headers: noStore)
     }

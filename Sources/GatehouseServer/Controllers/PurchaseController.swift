@@ -15,8 +15,8 @@ struct PurchaseController {
 
     /// Signed in: the snapshot with the purchase applied. Without a token: only who owns it.
     @Sendable func purchase(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
-        let body = try await input.body(ApplePurchaseRequest.self, request)
         let user = try await request.optionalUser(authenticator)
+        let body = try await input.body(ApplePurchaseRequest.self, request)
         switch try await purchases.purchase(body, user: user) {
         case .snapshot(let snapshot): return try JSONBody.response(snapshot, headers: noStore)
         case .hint(let hint): return try JSONBody.response(hint, headers: noStore)

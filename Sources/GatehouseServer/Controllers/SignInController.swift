@@ -50,11 +50,11 @@ struct SignInController {
     }
 
     @Sendable func requestMagicLink(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
-        let body = try await input.body(MagicLinkRequest.self, request)
         // Signed in as an anonymous account, the link upgrades that account.
+        let upgrading = try await request.optionalUser(authenticator)
+        let body = try await input.body(MagicLinkRequest.self, request)
         try await magicLinks.request(
-            email: body.email, redirectTo: body.redirectTo, client: input.client(request, context),
-            upgrading: try await request.optionalUser(authenticator))
+            email: body.email, redirectTo: body.redirectTo, client: input.client(request, context), upgrading: upgrading)
         return JSONBody.empty(.accepted)
     }
 

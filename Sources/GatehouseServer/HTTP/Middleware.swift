@@ -182,17 +182,52 @@ struct ErrorMiddleware: RouterMiddleware {
     }
 }
 
-/// Refuses bodies whose declared length is over the limit before any route reads them;
-/// chunked bodies are capped where they are read.
-struct BodyLimitMiddleware: RouterMiddleware {
+/// Reads every request's whole body before anything else looks at the request, so a caller is
+/// authenticated after its body has arrived, never before (finding 1 of issue 40: a request whose
+/// headers passed the token check could hold its body back past a logout, then write). The body
+/// must arrive within `deadline` of the head, however slowly it trickles in (408
+/// `request_timeout`), and within `limit` bytes (413, at once for a declared length over it).
+///
+/// It also opens the request's `WriteCondition`: the session the request later authenticates as,
+/// which every transaction it writes in holds until the commit (`UnitOfWork`).
+struct WholeBodyMiddleware: RouterMiddleware {
     typealias Context = GatehouseRequestContext
     let limit: Int
+    let deadline: Duration
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         if let declared = request.headers[.contentLength].flatMap(Int.init), declared > limit {
             throw GatehouseError.payloadTooLarge(limit: limit)
         }
-        return try await next(request, context)
+        var request = request
+        // HTTP/1.1: without a length or a transfer coding there is no body to wait for.
+        let declared = request.headers[.contentLength].flatMap(Int.init)
+        if declared.map({ $0 > 0 }) ?? (request.headers[.transferEncoding] != nil) {
+            request.body = RequestBody(buffer: try await wholeBody(of: request))
+        }
+        return try await WriteCondition.$current.withValue(WriteCondition()) {
+            try await next(request, context)
+        }
+    }
+
+    /// The body, or 408 once `deadline` has passed; the read is cancelled then, which ends the
+    /// connection.
+    private func wholeBody(of request: Request) async throws -> ByteBuffer {
+        let (limit, deadline) = (self.limit, self.deadline)
+        return try await withThrowingTaskGroup(of: ByteBuffer?.self) { group in
+            group.addTask { try await request.collectBody(limit: limit) }
+            group.addTask {
+                try await Task.sleep(for: deadline)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let body = first else {
+                throw GatehouseError(
+                    status: 408, code: .requestTimeout,
+                    message: "The request body did not arrive in time.")
+            }
+            return body
+        }
     }
 }
 
@@ -217,6 +252,7 @@ extension HTTPField.Name {
     static let xContentTypeOptions = HTTPField.Name("X-Content-Type-Options")!
     static let referrerPolicy = HTTPField.Name("Referrer-Policy")!
     static let strictTransportSecurity = HTTPField.Name("Strict-Transport-Security")!
+    static let transferEncoding = HTTPField.Name("Transfer-Encoding")!
 }
 
 /// Counts every answered request and times it for `GET /metrics`, by the route's template (the

@@ -136,8 +136,9 @@ struct MFAService: Sendable {
         let factors = try await liveFactors(of: signedIn.user.id)
         try ownerProof.requireSecondFactor(signedIn, factors: factors)
         let name = try Self.factorName(name)
+        let userID = signedIn.user.id
         guard let uuid = UUID(uuidString: id), var factor = factors.first(where: { $0.id == uuid }),
-            try await store.renameMFAFactor(uuid, of: signedIn.user.id, name: name)
+            try await unitOfWork.run({ work in try await work.tx.renameMFAFactor(uuid, of: userID, name: name) })
         else { throw Self.notFound }
         factor.name = name
         return MFAFactorResponse(factor: Self.payload(factor))

@@ -206,7 +206,9 @@ struct PasskeyService: Sendable {
 
     func rename(_ signedIn: SignedIn, id: String, name: String) async throws -> PasskeyResponse {
         let name = try Self.passkeyName(name)
-        guard let uuid = UUID(uuidString: id), try await store.renamePasskey(uuid, of: signedIn.user.id, name: name),
+        let userID = signedIn.user.id
+        guard let uuid = UUID(uuidString: id),
+            try await unitOfWork.run({ work in try await work.tx.renamePasskey(uuid, of: userID, name: name) }),
             let passkey = try await store.passkeys(of: signedIn.user.id).first(where: { $0.id == uuid })
         else { throw Self.notFound }
         return PasskeyResponse(passkey: Self.payload(passkey))

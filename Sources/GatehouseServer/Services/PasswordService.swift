@@ -112,25 +112,41 @@ struct PasswordService: Sendable {
         let key = user.normalizedEmail ?? user.id.description
         let verification = try await credentials.checkAttempt(
             current, against: user.passwordHash, account: key, userID: user.id, client: client, event: "password_change")
-        guard user.passwordHash != nil, verification.matches else { throw GatehouseError.invalidCredentials(preset) }
+        guard var verified = user.passwordHash, verification.matches else { throw GatehouseError.invalidCredentials(preset) }
         try await credentials.checkStrength(new, email: user.normalizedEmail ?? "")
         let hash = try await credentials.hash(new)
-        try await unitOfWork.run(client: client) { work in
-            let (tx, now) = (work.tx, work.now)
-            try await tx.updatePassword(user.id, hash: hash, changedAt: now, now: now)
-            // Reset links made under the old password die with it.
-            try await tx.retireEmailTokens(userID: user.id, normalizedEmail: nil, purpose: .passwordReset, at: now)
-            if signOutOthers {
-                _ = try await tx.revokeSessions(of: user.id, keeping: identity.sessionID, reason: "password_change", at: now)
+        // Written only while the stored hash is still the one the current password was checked
+        // against (finding 2 of issue 40: a change in flight undid the owner's). When another
+        // write came first, the current password is checked against what it stored: the same
+        // password (a re-hash, or set again) goes on; another refuses this change.
+        for _ in 0..<Self.changeAttempts {
+            let checked = verified
+            let written = try await unitOfWork.run(client: client) { work -> Bool in
+                let (tx, now) = (work.tx, work.now)
+                guard try await tx.changePassword(user.id, from: checked, to: hash, now: now) else { return false }
+                // Reset links made under the old password die with it.
+                try await tx.retireEmailTokens(userID: user.id, normalizedEmail: nil, purpose: .passwordReset, at: now)
+                if signOutOthers {
+                    _ = try await tx.revokeSessions(of: user.id, keeping: identity.sessionID, reason: "password_change", at: now)
+                }
+                try await work.audit(
+                    .passwordChange, user: user.id, session: identity.sessionID, details: ["signed_out_others": String(signOutOthers)])
+                // A replayed sign-up key would answer the old password no more; drop it anyway.
+                try await tx.deleteIdempotencyKeys(of: user.id)
+                try await mail.queuePasswordChanged(work, user: user)
+                return true
             }
-            try await work.audit(
-                .passwordChange, user: user.id, session: identity.sessionID, details: ["signed_out_others": String(signOutOthers)])
-            // A replayed sign-up key would answer the old password no more; drop it anyway.
-            try await tx.deleteIdempotencyKeys(of: user.id)
-            try await mail.queuePasswordChanged(work, user: user)
+            if written { return UserResponse(user: user.payload(identities: try await store.identities(of: user.id))) }
+            guard let stored = try await store.user(id: user.id)?.passwordHash,
+                try await credentials.hasher.verify(current, against: stored).matches
+            else { throw GatehouseError.invalidCredentials(preset) }
+            verified = stored
         }
-        return UserResponse(user: user.payload(identities: try await store.identities(of: user.id)))
+        throw GatehouseError.serviceUnavailable(StoreError.conflict("the password kept changing during the change"))
     }
+
+    /// How many times a change is tried while other writes of the same password keep landing.
+    static let changeAttempts = 4
 
     /// `PUT /auth/v1/user` with a password and no current one (GoTrue's recovery flow): allowed
     /// only to a session a reset or magic link opened within `PasswordResetService.recoveryWindow`,

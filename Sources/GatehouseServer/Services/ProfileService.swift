@@ -105,9 +105,11 @@ struct ProfileService: Sendable {
             throw GatehouseError(
                 status: 422, code: .invalidChoice, message: preset.text("error.invalid_choice", "Please choose one of the suggested names."))
         }
-        try await store.updateProfile(
-            user.id, displayName: name, handle: user.handle, avatarURL: user.avatarURL, onboardingComplete: user.onboardingComplete,
-            now: clock.now)
+        try await unitOfWork.run { work in
+            try await work.tx.updateProfile(
+                user.id, displayName: name, handle: user.handle, avatarURL: user.avatarURL, onboardingComplete: user.onboardingComplete,
+                now: work.now)
+        }
         return try await userResponse(user.id)
     }
 
@@ -121,23 +123,23 @@ struct ProfileService: Sendable {
     /// The same change made to `user` by whoever may (the user, or an operator through
     /// `/auth/v1/admin/users`).
     func patch(user: User, _ patch: ProfilePatch) async throws -> UserResponse {
-        var displayName = user.displayName
-        var handle = user.handle
-        var avatar = user.avatarURL
-        if let requested = patch.displayName { displayName = try validDisplayName(requested) }
-        if let requested = patch.handle { handle = try validHandle(requested) }
-        if patch.setsAvatarURL {
-            try checkAvatarURL(patch.avatarURL)
-            avatar = patch.avatarURL
-        }
+        let displayName = try patch.displayName.map(validDisplayName)
+        let handle = try patch.handle.map(validHandle)
+        if patch.setsAvatarURL { try checkAvatarURL(patch.avatarURL) }
         do {
-            try await store.updateProfile(
-                user.id, displayName: displayName, handle: handle, avatarURL: avatar,
-                onboardingComplete: patch.onboardingComplete ?? user.onboardingComplete, now: clock.now)
-        } catch {
+            try await unitOfWork.run { work in
+                // What the patch leaves alone is read under the account's lock, not taken from the
+                // request's copy: two patches of different fields both stand.
+                try await work.tx.lockUser(user.id)
+                guard let current = try await work.tx.user(id: user.id) else { throw GatehouseError.unauthorized() }
+                try await work.tx.updateProfile(
+                    user.id, displayName: displayName ?? current.displayName, handle: handle ?? current.handle,
+                    avatarURL: patch.setsAvatarURL ? patch.avatarURL : current.avatarURL,
+                    onboardingComplete: patch.onboardingComplete ?? current.onboardingComplete, now: work.now)
+            }
+        } catch let error as StoreError where error.uniqueKey == .handle {
             // Two people racing for one handle: the database lets exactly one win.
-            if error.uniqueKey == .handle { throw handleTaken }
-            throw error
+            throw handleTaken
         }
         return try await userResponse(user.id)
     }

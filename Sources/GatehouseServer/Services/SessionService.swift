@@ -70,20 +70,21 @@ struct SessionService: Sendable {
     // MARK: Logout and the session list
 
     func logout(_ identity: AccessIdentity, scope: SignOutScope, client: ClientInfo) async throws {
-        let now = clock.now
-        switch scope {
-        case .local:
-            _ = try await store.revokeSession(identity.sessionID, reason: "logout", at: now)
-        case .others:
-            _ = try await store.revokeSessions(of: identity.userID, keeping: identity.sessionID, reason: "logout_others", at: now)
-        case .global:
-            try await unitOfWork.run { work in
-                _ = try await work.tx.revokeSessions(of: identity.userID, keeping: nil, reason: "logout_global", at: now)
-                // Signed out everywhere means no replayed Idempotency-Key signs back in either.
-                try await work.tx.deleteIdempotencyKeys(of: identity.userID)
-            }
-        default:
+        guard SignOutScope.all.contains(scope) else {
             throw GatehouseError.invalidRequest("The scope must be local, others or global.")
+        }
+        try await unitOfWork.run { work in
+            let (tx, now) = (work.tx, work.now)
+            switch scope {
+            case .local:
+                _ = try await tx.revokeSession(identity.sessionID, reason: "logout", at: now)
+            case .others:
+                _ = try await tx.revokeSessions(of: identity.userID, keeping: identity.sessionID, reason: "logout_others", at: now)
+            default:
+                _ = try await tx.revokeSessions(of: identity.userID, keeping: nil, reason: "logout_global", at: now)
+                // Signed out everywhere means no replayed Idempotency-Key signs back in either.
+                try await tx.deleteIdempotencyKeys(of: identity.userID)
+            }
         }
         try await unitOfWork.audit(
             .logout, .success, user: identity.userID, session: identity.sessionID, client: client, details: ["scope": scope.rawValue])
@@ -102,8 +103,10 @@ struct SessionService: Sendable {
         else {
             throw GatehouseError.notFound("No such session.")
         }
-        _ = try await store.revokeSession(sessionID, reason: "revoked_by_user", at: clock.now)
-        try await unitOfWork.audit(.sessionRevoked, .success, user: identity.userID, session: sessionID, client: client)
+        try await unitOfWork.run(client: client) { work in
+            _ = try await work.tx.revokeSession(sessionID, reason: "revoked_by_user", at: work.now)
+            try await work.audit(.sessionRevoked, user: identity.userID, session: sessionID)
+        }
     }
 
     var invalidRefreshToken: GatehouseError {
@@ -122,10 +125,12 @@ struct Authenticator: Sendable {
     let preset: Preset
     let clock: any WallClock
 
-    /// The signed-in caller of a Bearer token.
+    /// The signed-in caller of a Bearer token. The request's `WriteCondition` records the
+    /// session: every write the request makes holds it again (`hold(_:in:)`).
     func signedIn(token: String) async throws -> SignedIn {
         let identity = try await tokens.verify(token)
         let (user, session) = try await live(identity)
+        WriteCondition.current?.record(identity, by: self)
         // Judged by what the token claims when that is less than the session holds now.
         return SignedIn(identity: identity, user: user, session: session.limited(by: identity.claimedAssurance))
     }
@@ -138,6 +143,17 @@ struct Authenticator: Sendable {
             return accepted
         }
         return try accept(try await store.sessionAndUser(id: identity.sessionID), for: identity)
+    }
+
+    /// Inside a write's transaction, before anything is written: the account's row and the
+    /// session's are locked until the commit (PostgreSQL; SQLite's writer already excludes every
+    /// other write), and the session must still authenticate, its token unexpired, as at the
+    /// request's check. A logout, reset or disabling either commits first, and this refuses, or
+    /// waits for this commit.
+    func hold(_ identity: AccessIdentity, in tx: any GatehouseStore) async throws {
+        let found = try await tx.holdSession(identity.sessionID, of: identity.userID)
+        _ = try accept(found, for: identity)
+        guard identity.usableUntil > clock.now else { throw TokenService.expired }
     }
 
     /// The account and session of `identity` when that session can still authenticate.

@@ -21,6 +21,8 @@ public struct AccessIdentity: Sendable, Equatable {
     /// What the token claims of how its holder signed in (`aal`, the latest `amr` time); nil
     /// for a token without an `amr`.
     public var claimedAssurance: Assurance? = nil
+    /// The last moment the token is accepted: its `exp` plus the preset's leeway.
+    public var usableUntil: Date = .distantFuture
 }
 
 /// Issues and verifies tokens: ES256 access tokens (`typ: at+jwt`) and opaque refresh tokens.
@@ -77,6 +79,9 @@ public struct TokenService: Sendable {
 
     /// Checks an access token completely: header (ES256 only, `typ: at+jwt`, a known `kid`),
     /// signature, issuer, audience and times with the preset's leeway.
+    static let expired = GatehouseError(
+        status: 401, code: .tokenExpired, message: "Your session token has expired. Refresh it and try again.")
+
     func verify(_ token: String) async throws -> AccessIdentity {
         let digest = SHA256.hash(data: Data(token.utf8))
         let claims: AccessTokenClaims
@@ -98,12 +103,10 @@ public struct TokenService: Sendable {
         else {
             throw Self.invalid
         }
-        guard claims.exp + leeway > now else {
-            throw GatehouseError(status: 401, code: .tokenExpired, message: "Your session token has expired. Refresh it and try again.")
-        }
+        guard claims.exp + leeway > now else { throw Self.expired }
         return AccessIdentity(
             userID: userID, sessionID: sessionID, isAnonymous: isAnonymous, issuedAt: Date(unixSeconds: iat),
-            claimedAssurance: Assurance(aal: claims.aal, amr: claims.amr ?? []))
+            claimedAssurance: Assurance(aal: claims.aal, amr: claims.amr ?? []), usableUntil: Date(unixSeconds: claims.exp + leeway))
     }
 
     /// Header (ES256 only, `typ: at+jwt`, a published `kid`) and signature.

@@ -25,7 +25,12 @@ struct UnitOfWork: Sendable {
 
     /// Runs `body` in one transaction. `client` is the caller as the request saw it (nil for
     /// work no request caused); audit rows get it as the privacy settings keep it.
+    ///
+    /// A request that authenticated as a session writes only while that session is live: the
+    /// transaction holds it before `body` runs (`WriteCondition`), so a logout, reset or
+    /// disabling that lands while the request was in flight refuses the write.
     func run<T: Sendable>(client: ClientInfo? = nil, _ body: @escaping @Sendable (Work) async throws -> T) async throws -> T {
+        let condition = WriteCondition.current?.session
         let queued = Queued()
         let kept = client?.stored(under: privacy)
         // The request's time, read before waiting for the database: a refresh queued behind a
@@ -35,7 +40,8 @@ struct UnitOfWork: Sendable {
         // is turned into text only if something is queued.
         let origin = telemetry.tracer == nil ? nil : InstrumentationContext.current
         let result = try await store.transaction { [telemetry] tx in
-            try await body(
+            try await condition?.hold(in: tx)
+            return try await body(
                 Work(tx: tx, now: now, client: kept, events: events, jobs: jobs, queued: queued, telemetry: telemetry, traceOrigin: origin))
         }
         let (mailQueued, jobsQueued) = queued.flags

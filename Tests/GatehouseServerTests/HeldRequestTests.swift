@@ -1,0 +1,275 @@
+import Foundation
+import GatehouseCore
+import GatehouseServer
+import GatehouseStore
+import GatehouseTestSupport
+import GatehouseWire
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import Testing
+
+/// Issue 40, finding 1 and 2: a check holds until the write it guards. A request's headers sent
+/// with its body held back, the session revoked, then the body completed: refused. A session
+/// that ends while the request is being worked on (after its body, before its write): the write
+/// is refused inside its transaction. Password changes racing the owner's: the owner's stands.
+/// Each test failed on the code before the fix (the held requests answered 200 and wrote).
+@Suite struct HeldRequestTests {
+    static let password = "correct horse battery"
+    static let supabaseKey = "sb_publishable_test_key_0123456789"
+
+    /// The `/auth/v1` routes that read a session (GoTrue's, beside `Endpoints`).
+    static let supabaseSessionRoutes: [(method: String, path: String)] = [
+        ("PUT", "/auth/v1/user"), ("POST", "/auth/v1/logout"), ("POST", "/auth/v1/reauthenticate"),
+        ("POST", "/auth/v1/factors"), ("POST", "/auth/v1/factors/{factor_id}/challenge"),
+        ("POST", "/auth/v1/factors/{factor_id}/verify"), ("DELETE", "/auth/v1/factors/{factor_id}"),
+    ]
+
+    /// A body each route would take from the attacker (what the findings sent); `{}` elsewhere.
+    static func body(for endpoint: AnyEndpoint) -> String {
+        switch endpoint {
+        case Endpoints.changePassword.erased:
+            #"{"current_password": "\#(password)", "new_password": "attacker picked this one 9"}"#
+        case Endpoints.updateProfile.erased: #"{"display_name": "Attacker"}"#
+        case Endpoints.linkGoogle.erased, Endpoints.linkApple.erased: #"{"id_token": "x"}"#
+        case Endpoints.linkEmail.erased: #"{"email": "attacker@example.com", "password": "attacker picked this one 9"}"#
+        case Endpoints.verifyMFA.erased: #"{"factor_id": "\#(UUID())", "code": "123456"}"#
+        case Endpoints.sendMagicLink.erased: #"{"email": "attacker@example.com"}"#
+        case Endpoints.checkEntitlement.erased: #"{"action": "practice"}"#
+        case Endpoints.events.erased: #"{"events": []}"#
+        case Endpoints.applePurchase.erased: #"{"signed_transaction": "x"}"#
+        default: "{}"
+        }
+    }
+
+    static func path(_ template: PathTemplate) -> String {
+        template.expand(template.parameters.map { $0 == "provider" ? "google" : $0 == "name" ? "practice" : UUID().uuidString })
+    }
+
+    /// Every state-changing route of the route table that reads a session, and the `/auth/v1`
+    /// ones: held with the attacker's token, the owner signs out everywhere from another
+    /// session, the bodies complete: every one answers 401 and nothing was written.
+    @Test(arguments: Backend.available)
+    func everyStateChangingRouteHeldPastALogoutAnswers401(_ backend: Backend) async throws {
+        try await TestApp.run(backend, setup: .live, adjust: { $0.supabaseAnonKey = Self.supabaseKey }) { client, _ in
+            let api = AuthClient(client: client)
+            let port = try #require(client.port)
+            let stolen = try await api.account("held@example.com", Self.password).session.accessToken
+            let owner = try await api.login("held@example.com", Self.password).json(SignInAnswer<AuthResponse>.self)
+            let ownerToken = try #require(owner.signedIn).session.accessToken
+
+            let routes = Endpoints.all.filter { $0.method != .get && $0.caller.readsSession }
+            #expect(routes.count >= 30, "the route table lost its session routes: \(routes)")
+            var requests = routes.map { route in
+                LastByteRace.request(
+                    route.method.rawValue, Self.path(route.path), json: Self.body(for: route),
+                    headers: ["Authorization": "Bearer \(stolen)"])
+            }
+            let names = routes.map(\.description) + Self.supabaseSessionRoutes.map { "\($0.method) \($0.path)" }
+            for route in Self.supabaseSessionRoutes {
+                let path = PathTemplate(route.path)
+                requests.append(
+                    LastByteRace.request(
+                        route.method, Self.path(path), json: route.path == "/auth/v1/user" ? #"{"password": "attacker picked this one 9"}"# : "{}",
+                        headers: ["Authorization": "Bearer \(stolen)", "apikey": Self.supabaseKey]))
+            }
+            let held = try await LastByteRace.hold(port: port, requests)
+            let logout = try await api.post("/v1/auth/logout", #"{"scope": "global"}"#, token: ownerToken)
+            #expect(logout.status == .noContent, "\(logout.text)")
+            let answers = try await held.release()
+            for (name, answer) in zip(names, answers) {
+                #expect(answer.status == 401, "\(name) answered \(answer.status): \(String(decoding: answer.body, as: UTF8.self))")
+            }
+            // Nothing the attacker sent was written: the owner's password still signs in, the
+            // attacker's does not, and the profile is as it was.
+            let again = try await api.login("held@example.com", Self.password)
+            #expect(again.status == .ok, "\(again.text)")
+            #expect(try await api.login("held@example.com", "attacker picked this one 9").status == .unauthorized)
+            let me = try await api.get("/v1/me", token: try again.json(SignInAnswer<AuthResponse>.self).signedIn?.session.accessToken)
+            #expect(try me.json(MeResponse.self).user.displayName != "Attacker")
+        }
+    }
+
+    /// The route table's word is the router's: every `session` route refuses a call without a
+    /// token, and every state-changing `anyone` route ignores one (a session it reads would be
+    /// a `session` or `optionalSession` route, walked above).
+    @Test func theRouteTableSaysWhichRoutesReadASession() async throws {
+        try await TestApp.run(.sqlite, setup: .live) { client, _ in
+            let api = AuthClient(client: client)
+            let revoked = try await api.account("table@example.com", Self.password).session.accessToken
+            #expect(try await api.post("/v1/auth/logout", "{}", token: revoked).status == .noContent)
+            for route in Endpoints.all where route.caller == .session {
+                let answer = try await client.execute(
+                    uri: Self.path(route.path), method: .init(rawValue: route.method.rawValue)!, headers: [.contentType: "application/json"],
+                    body: ByteBuffer(string: Self.body(for: route)))
+                #expect(answer.status == .unauthorized, "\(route) without a token answered \(answer.status)")
+            }
+            for route in Endpoints.all where route.caller == .anyone && route.method != .get {
+                let answer = try await client.execute(
+                    uri: Self.path(route.path), method: .init(rawValue: route.method.rawValue)!,
+                    headers: [.contentType: "application/json", .authorization: "Bearer \(revoked)"], body: ByteBuffer(string: "{}"))
+                #expect(answer.status != .unauthorized || answer.error?.code != .unauthorized, "\(route) read the session: \(answer.text)")
+            }
+        }
+    }
+
+    /// A request whose body arrives after its token expired: refused (the token is checked after
+    /// the body, and again inside the write).
+    @Test(arguments: Backend.available)
+    func aHeldRequestFinishedAfterItsTokenExpiredIsRefused(_ backend: Backend) async throws {
+        let clock = ManualClock(Date())
+        try await TestApp.run(backend, clock: clock, setup: .live) { client, config in
+            let api = AuthClient(client: client)
+            let token = try await api.account("expiry@example.com", Self.password).session.accessToken
+            let held = try await LastByteRace.hold(
+                port: try #require(client.port),
+                [LastByteRace.request("PATCH", "/v1/me", json: #"{"display_name": "Late"}"#, headers: ["Authorization": "Bearer \(token)"])])
+            clock.advance(by: TimeInterval(config.preset.tokens.accessTokenTTLSeconds + config.preset.tokens.leewaySeconds + 15))
+            let answer = try #require(try await held.release().first)
+            #expect(answer.status == 401 && answer.error?.code == .tokenExpired, "\(String(decoding: answer.body, as: UTF8.self))")
+        }
+    }
+
+    /// A body trickled in past `GATEHOUSE_HTTP_BODY_TIMEOUT_SECONDS`: 408 `request_timeout`,
+    /// whatever the idle timeout allows between bytes.
+    @Test func aBodyThatDoesNotArriveInTimeIs408() async throws {
+        try await TestApp.run(.sqlite, setup: .live, adjust: { $0.httpBodyTimeoutSeconds = 1 }) { client, _ in
+            let held = try await LastByteRace.hold(
+                port: try #require(client.port), [LastByteRace.request("POST", "/v1/auth/login", json: #"{"email": "a@example.com", "password": "x"}"#)])
+            try await Task.sleep(for: .milliseconds(1_500))
+            let answer = try #require(try await held.release().first)
+            #expect(answer.status == 408 && answer.error?.code == .requestTimeout, "\(answer.status) \(String(decoding: answer.body, as: UTF8.self))")
+        }
+    }
+
+    /// The window after the body and before the write: a password change waits on the
+    /// breached-password service (a local range server that answers when told), the owner signs
+    /// out everywhere meanwhile, then the range server answers: the change is refused inside its
+    /// transaction and the owner's password still signs in.
+    @Test(arguments: Backend.available)
+    func aSessionEndedWhileTheRequestIsWorkedOnRefusesTheWrite(_ backend: Backend) async throws {
+        let gate = HeldRangeServer.Gate()
+        try await HeldRangeServer.run(gate: gate) { url in
+            try await TestApp.run(backend, setup: .live, adjust: {
+                $0.preset.passwordPolicy.breachedCheck = true
+                $0.breachedPasswordsURL = url
+            }) { client, _ in
+                let api = AuthClient(client: client)
+                // Signing up asks the range server too: let it through.
+                await gate.open()
+                let stolen = try await api.account("window@example.com", Self.password).session.accessToken
+                let owner = try #require(try await api.login("window@example.com", Self.password).json(SignInAnswer<AuthResponse>.self).signedIn)
+                await gate.close()
+                // On a connection of its own: the test client sends one request at a time.
+                async let change = LastByteRace.send(
+                    port: try #require(client.port),
+                    [LastByteRace.request(
+                        "POST", "/v1/auth/password/change",
+                        json: #"{"current_password": "\#(Self.password)", "new_password": "attacker picked this one 9"}"#,
+                        headers: ["Authorization": "Bearer \(stolen)"])])
+                await gate.waitForCaller()
+                #expect(try await api.post("/v1/auth/logout", #"{"scope": "global"}"#, token: owner.session.accessToken).status == .noContent)
+                await gate.open()
+                let answer = try #require(try await change.first)
+                #expect(answer.status == 401, "\(String(decoding: answer.body, as: UTF8.self))")
+                #expect(try await api.login("window@example.com", Self.password).status == .ok)
+                #expect(try await api.login("window@example.com", "attacker picked this one 9").status == .unauthorized)
+            }
+        }
+    }
+
+    /// Finding 2: someone with two sessions and the old password changes it "old → old" from
+    /// both while the owner changes it with `sign_out_other_sessions`, all released on their
+    /// last byte: the owner's change answers 200 and stands (the old password no longer signs
+    /// in); each other change answers 200 (it landed first) or 401. Five rounds (7 of 7 trials
+    /// failed before the fix).
+    @Test(arguments: Backend.available)
+    func passwordChangesRacingTheOwnersDoNotUndoIt(_ backend: Backend) async throws {
+        try await TestApp.run(backend, setup: .live) { client, _ in
+            let api = AuthClient(client: client)
+            let port = try #require(client.port)
+            var current = Self.password
+            _ = try await api.account("race@example.com", current)
+            for round in 1...5 {
+                let sessions = try await (0..<3).asyncMap { _ in
+                    try #require(try await api.login("race@example.com", current).json(SignInAnswer<AuthResponse>.self).signedIn).session.accessToken
+                }
+                let next = "owner's round \(round) password"
+                let owners = LastByteRace.request(
+                    "POST", "/v1/auth/password/change",
+                    json: #"{"current_password": "\#(current)", "new_password": "\#(next)", "sign_out_other_sessions": true}"#,
+                    headers: ["Authorization": "Bearer \(sessions[0])"])
+                let others = (0..<2).map { index in
+                    LastByteRace.request(
+                        "POST", "/v1/auth/password/change", json: #"{"current_password": "\#(current)", "new_password": "\#(current)"}"#,
+                        headers: ["Authorization": "Bearer \(sessions[1 + index])"])
+                }
+                let answers = try await BurstGate.exclusive { try await LastByteRace.send(port: port, [owners] + others) }
+                let statuses = answers.map(\.status)
+                #expect(statuses[0] == 200, "round \(round): the owner's change answered \(statuses[0]): \(String(decoding: answers[0].body, as: UTF8.self))")
+                #expect(statuses.dropFirst().allSatisfy { $0 == 200 || $0 == 401 }, "round \(round): \(statuses)")
+                #expect(try await api.login("race@example.com", current).status == .unauthorized, "round \(round): the old password came back")
+                #expect(try await api.login("race@example.com", next).status == .ok, "round \(round)")
+                current = next
+            }
+        }
+    }
+}
+
+extension Sequence {
+    func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
+        var mapped: [T] = []
+        for element in self { mapped.append(try await transform(element)) }
+        return mapped
+    }
+}
+
+/// A Pwned Passwords range server that answers only while its gate is open: the request it
+/// holds is a password change stopped between its body and its write.
+enum HeldRangeServer {
+    actor Gate {
+        private var isOpen = false
+        private var waiting: [CheckedContinuation<Void, Never>] = []
+        private var callers: [CheckedContinuation<Void, Never>] = []
+        private var called = false
+
+        func open() {
+            isOpen = true
+            waiting.forEach { $0.resume() }
+            waiting = []
+        }
+
+        func close() {
+            isOpen = false
+            called = false
+        }
+
+        /// Called by the server's handler: waits while the gate is closed.
+        func pass() async {
+            called = true
+            callers.forEach { $0.resume() }
+            callers = []
+            if isOpen { return }
+            await withCheckedContinuation { waiting.append($0) }
+        }
+
+        /// Returns once a request has reached the closed gate.
+        func waitForCaller() async {
+            if called { return }
+            await withCheckedContinuation { callers.append($0) }
+        }
+    }
+
+    static func run(gate: Gate, _ body: @escaping @Sendable (String) async throws -> Void) async throws {
+        let router = Router()
+        router.get("/range/:prefix") { _, _ -> String in
+            await gate.pass()
+            return "0000000000000000000000000000000000A:0"
+        }
+        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
+        try await app.test(.live) { client in
+            try await body("http://127.0.0.1:\(client.port!)/range/")
+        }
+    }
+}
