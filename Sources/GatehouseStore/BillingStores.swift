@@ -66,8 +66,9 @@ public struct UsageRecord: Sendable, Equatable {
 
 /// Usage meters the app's backend counts in Gatehouse (`POST /v1/usage/{meter}`).
 public protocol UsageStore: Sendable {
-    /// The use recorded under an idempotency key, if any.
-    func usageRecord(of userID: UserID, meter: String, idempotencyKey: String) async throws(StoreError) -> UsageRecord?
+    /// The use recorded under an idempotency key in the period starting at `periodStart`, if any
+    /// (a key is a use's within its period only).
+    func usageRecord(of userID: UserID, meter: String, periodStart: Date, idempotencyKey: String) async throws(StoreError) -> UsageRecord?
     /// The count of `meter` in the period starting at `periodStart` (0 when nothing was used).
     func usage(of userID: UserID, meter: String, periodStart: Date) async throws(StoreError) -> Int
     /// Inside a transaction: records the use and adds its amount to the period's count in one
@@ -88,8 +89,11 @@ public protocol SubscriptionStore: Sendable {
     /// With `forUpdate`, inside a transaction: holds the row until it ends (PostgreSQL).
     func subscription(originalTransactionID: String, forUpdate: Bool) async throws(StoreError) -> SubscriptionRecord?
     func subscriptions(of userID: UserID) async throws(StoreError) -> [SubscriptionRecord]
-    /// Inserts the record or replaces the stored one, unless the stored one was signed later.
-    func saveSubscription(_ record: SubscriptionRecord) async throws(StoreError)
+    /// Inserts the record or replaces the stored one, unless the stored one was signed later,
+    /// in one statement. The original transaction id is the key: a stored owner is never
+    /// replaced (an unowned row is adopted). Answers the owner as stored afterwards.
+    @discardableResult
+    func saveSubscription(_ record: SubscriptionRecord) async throws(StoreError) -> UserID?
     /// Gives `from`'s subscriptions to `to` (an anonymous account merged into another).
     func moveSubscriptions(from: UserID, to: UserID) async throws(StoreError)
     /// Notes a notification as applied; false when it had been already.

@@ -19,14 +19,19 @@ extension SQLStore {
         ).map(Self.subscription(from:))
     }
 
-    public func saveSubscription(_ record: SubscriptionRecord) async throws(StoreError) {
+    @discardableResult
+    public func saveSubscription(_ record: SubscriptionRecord) async throws(StoreError) -> UserID? {
+        // The original transaction id is the row's key: the first account to store it owns it,
+        // and no later save changes that (an unowned row, from a notification, is adopted).
         let updates = Self.subscriptionColumns.split(separator: ",").dropFirst().map { $0.trimmingCharacters(in: .whitespaces) }
-            .map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
-        try await executor.query(
+            .map { $0 == "user_id" ? "user_id = COALESCE(subscriptions.user_id, excluded.user_id)" : "\($0) = excluded.\($0)" }
+            .joined(separator: ", ")
+        let saved = try await executor.query(
             """
             INSERT INTO subscriptions (\(Self.subscriptionColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (original_transaction_id) DO UPDATE SET \(updates)
             WHERE subscriptions.signed_at <= excluded.signed_at
+            RETURNING user_id
             """,
             [
                 .text(record.originalTransactionID), SQLValue(record.userID?.description), .text(record.productID), .text(record.environment),
@@ -34,6 +39,9 @@ extension SQLStore {
                 SQLValue(record.willRenew), SQLValue(record.introductory), .integer(record.signedAt.unixMilliseconds),
                 .integer(record.updatedAt.unixSeconds),
             ])
+        // Newer facts were stored meanwhile (nothing written): the owner is theirs.
+        if let row = saved.first { return try row.optionalString("user_id").flatMap(UserID.init) }
+        return try await subscription(originalTransactionID: record.originalTransactionID, forUpdate: false)?.userID
     }
 
     public func moveSubscriptions(from: UserID, to: UserID) async throws(StoreError) {

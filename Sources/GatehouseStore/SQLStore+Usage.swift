@@ -2,11 +2,11 @@ import Foundation
 import GatehouseCore
 
 extension SQLStore {
-    public func usageRecord(of userID: UserID, meter: String, idempotencyKey: String) async throws(StoreError) -> UsageRecord? {
+    public func usageRecord(of userID: UserID, meter: String, periodStart: Date, idempotencyKey: String) async throws(StoreError) -> UsageRecord? {
         guard
             let row = try await executor.query(
-                "SELECT amount, period_start, created_at FROM usage_records WHERE user_id = ? AND meter = ? AND idempotency_key = ?",
-                [.text(userID.description), .text(meter), .text(idempotencyKey)]
+                "SELECT amount, period_start, created_at FROM usage_records WHERE user_id = ? AND meter = ? AND period_start = ? AND idempotency_key = ?",
+                [.text(userID.description), .text(meter), .integer(periodStart.unixSeconds), .text(idempotencyKey)]
             ).first
         else { return nil }
         return UsageRecord(

@@ -33,7 +33,7 @@ public enum UniqueKey: Sendable, Hashable, CaseIterable {
         (.identity, "identities.provider, identities.subject", "identities_provider_subject_key"),
         (.idempotencyKey, "idempotency_keys.scope, idempotency_keys.key_hash", "idempotency_keys_pkey"),
         (.creditSpend, "credit_ledger.user_id, credit_ledger.idempotency_key", "credit_ledger_user_id_idempotency_key_key"),
-        (.usageRecord, "usage_records.user_id, usage_records.meter, usage_records.idempotency_key", "usage_records_pkey"),
+        (.usageRecord, "usage_records.user_id, usage_records.meter, usage_records.period_start, usage_records.idempotency_key", "usage_records_pkey"),
         (.passkeyCredential, "passkeys.credential_id", "passkeys_credential_id_key"),
         (.activeSigningKey, "signing_keys.status", "signing_keys_one_active"),
         (.secret, "server_secrets.name", "server_secrets_pkey"),

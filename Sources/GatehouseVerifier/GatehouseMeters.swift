@@ -11,6 +11,8 @@ import NIOCore
 ///
 /// ```swift
 /// let meters = GatehouseMeters(baseURL: URL(string: "https://auth.example.com")!, serviceKey: serviceKey)
+/// // The backend's own id for this use (its request id): never a value from the end user's
+/// // request, which would let one header count every call as the first.
 /// let reading = try await meters.record("ai_chat", user: user.userID, idempotencyKey: requestID)
 /// ```
 public struct GatehouseMeters: Sendable {
@@ -54,7 +56,9 @@ public struct GatehouseMeters: Sendable {
     }
 
     /// Records `amount` uses of `meter` by `user`. Retrying with the same `idempotencyKey`
-    /// answers the same use again and adds nothing.
+    /// within the meter's period answers the same use again and adds nothing, so the key is the
+    /// backend's to choose (say the request id it assigns), never the end user's; Gatehouse
+    /// keeps it per user, meter and period.
     public func record(_ meter: String, user: String, amount: Int = 1, idempotencyKey: String) async throws(Failure) -> Reading {
         guard let path = meter.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) else {
             throw .unavailable("bad meter name")

@@ -75,7 +75,10 @@ public struct GatehouseMiddleware<Context: GatehouseUserContext>: RouterMiddlewa
             if !decision.allowed { return GatehouseRefusal(decision).response }
         }
         if let usage {
-            switch await usage.record(user: user.userID, action: meter ?? action ?? "request", idempotencyKey: request.headers[.idempotencyKey]) {
+            // Every request is a use of its own: the meter's key is one the meter makes, never a
+            // header the end user chose (finding 3 of issue 40: one `Idempotency-Key` on every
+            // call was counted once).
+            switch await usage.record(user: user.userID, action: meter ?? action ?? "request") {
             case .allowed: break
             case .limited(let retryAfter):
                 return errorResponse(
@@ -124,7 +127,6 @@ public struct GatehouseRefusal: HTTPResponseError, Equatable {
 }
 
 extension HTTPField.Name {
-    static let idempotencyKey = Self("Idempotency-Key")!
 }
 
 /// A response in the contract's error shape.

@@ -61,13 +61,14 @@ public actor UsageMeter {
         self.clock = clock
     }
 
-    /// Counts one request of `user` to `action`, unless the limit refuses it. With a
-    /// Gatehouse-held meter, `idempotencyKey` (the request's `Idempotency-Key`) makes a retried
-    /// request count once; without one, every request is a new use.
-    public func record(user: String, action: String, idempotencyKey: String? = nil) async -> Outcome {
+    /// Counts one request of `user` to `action`, unless the limit refuses it. Every call is a
+    /// new use: with a Gatehouse-held meter its idempotency key is one this meter makes for the
+    /// call, so nothing the end user sends (an `Idempotency-Key` header, a replayed request) can
+    /// make a use count as an earlier one.
+    public func record(user: String, action: String) async -> Outcome {
         if let gatehouse, let meter = meters[action] {
             do {
-                let reading = try await gatehouse.record(meter, user: user, idempotencyKey: idempotencyKey ?? UUID().uuidString)
+                let reading = try await gatehouse.record(meter, user: user, idempotencyKey: UUID().uuidString)
                 totals[Key(user: user, action: action), default: 0] += 1
                 return .allowed(remaining: reading.limit.map { max(0, $0 - reading.used) })
             } catch .refused(let decision) {

@@ -150,7 +150,9 @@ import Testing
     }
 
     /// Hannah: two instances of the backend share one AI limit per user through Gatehouse's
-    /// meter; a retried request (same `Idempotency-Key`) counts once, on either instance.
+    /// meter. The end user's `Idempotency-Key` is not the meter's (finding 3 of issue 40: the
+    /// same header on every call was counted once, 25 of 25 answered with a limit of 3): every
+    /// request is a use, and a key replayed after the limit is refused like any other.
     @Test func twoInstancesShareOneAILimit() async throws {
         let clock = ManualClock(Date())
         try await TestApp.run(
@@ -171,12 +173,12 @@ import Testing
                     #expect(try await chat(first).status == .ok)
                     #expect(try await chat(second).status == .ok)
                     #expect(try await chat(first, key: "retry-1").status == .ok)
-                    // The same request retried on the other instance: not a new use.
+                    // The same header on the other instance: a use of its own, the fourth.
                     #expect(try await chat(second, key: "retry-1").status == .ok)
-                    #expect(try await chat(second).status == .ok)
-                    // Four uses in all: the fifth is refused on either instance.
-                    for backend in [first, second] {
-                        let refused = try await chat(backend)
+                    // Four uses in all: the fifth is refused on either instance, with the header
+                    // used before or without one.
+                    for (backend, key) in [(first, nil), (second, nil), (first, "retry-1"), (second, "retry-1")] {
+                        let refused = try await chat(backend, key: key)
                         #expect(refused.status == .forbidden && refused.error?.code == .planRequired, "\(refused.text)")
                         #expect(refused.error?.message == "You've had today's 100 AI chats. They're back tomorrow.")
                         #expect(refused.error?.details?["reason_code"] == .string("usage_limit_reached"))
@@ -188,6 +190,34 @@ import Testing
                     let fresh = try await api.refresh(session.refreshToken).json(SessionResponse.self).session
                     #expect(try await Self.call(second, .post, "/ai/chat", token: fresh.accessToken).status == .ok)
                 }
+            }
+        }
+    }
+
+    /// Finding 3 of issue 40 as found: through the example backend's `/ai/chat` with a limit of
+    /// 3 a day, twelve calls carrying one client `Idempotency-Key`, released on their last byte:
+    /// three answer 200 and nine are refused (before: all twelve answered 200, the meter said 1).
+    @Test func oneClientHeaderOnEveryCallDoesNotLiftTheLimit() async throws {
+        let clock = ManualClock(Date())
+        try await TestApp.run(
+            .sqlite, preset: "hannah", clock: clock, setup: .live,
+            adjust: {
+                $0.serviceKey = Self.serviceKey
+                $0.preset.entitlements.plans["pro"]?.limits["ai_chats_per_day"] = 3
+                ConcurrentLimitTests.patient(&$0)
+            }
+        ) { gatehouse, config in
+            let session = try await VerifierTests.signIn(AuthClient(client: gatehouse), config, "header@example.com").session
+            try await Self.withBackend(gatehousePort: try #require(gatehouse.port), config, routes: [.assistant], clock: clock) { backend in
+                let chat = LastByteRace.request(
+                    "POST", "/ai/chat", json: "{}", headers: ["Authorization": "Bearer \(session.accessToken)", "Idempotency-Key": "same-every-time"])
+                let answers = try await BurstGate.exclusive { try await LastByteRace.send(port: try #require(backend.port), chat, copies: 12) }
+                let statuses = answers.map(\.status)
+                #expect(statuses.count { $0 == 200 } == 3, "\(statuses)")
+                #expect(statuses.count { $0 == 403 } == 9, "\(statuses)")
+                // After the limit, the early key again: refused like any other call.
+                let replay = try await Self.call(backend, .post, "/ai/chat", token: session.accessToken, headers: [HTTPField.Name("Idempotency-Key")!: "same-every-time"])
+                #expect(replay.status == .forbidden && replay.error?.code == .planRequired, "\(replay.text)")
             }
         }
     }
@@ -322,6 +352,13 @@ import Testing
                 try await store.usage(of: try #require(UserID(user)), meter: "search", periodStart: Date(timeIntervalSince1970: 1_799_971_200))
             }
             #expect(stored == 1)
+
+            // A key is a use's within its period: the next UTC day, "k1" is a new use (before:
+            // the earlier answer was replayed, and another amount under it was refused).
+            clock.advance(by: 86_400)
+            let nextDay = try await use(Self.use(user, key: "k1", amount: 2))
+            #expect(nextDay.status == .ok, "\(nextDay.text)")
+            #expect(try nextDay.json(UsageResponse.self) == UsageResponse(used: 2, limit: 100, resetsAt: "2027-01-17T00:00:00Z"))
         }
     }
 }

@@ -217,6 +217,45 @@ import Testing
     }
 }
 
+/// Issue 40, finding 4: one App Store transaction is one account's, by the original
+/// transaction id as a unique key.
+@Suite struct PurchaseOwnershipTests {
+    /// Twelve accounts post one new transaction (no `appAccountToken`), released on their last
+    /// byte: one answers 200 with `pro` and one `purchase.succeeded` is recorded; the other
+    /// eleven answer 409 `subscription_in_use`, and the purchase stays with the first (before:
+    /// 2, 10 and 12 of 12 answered 200, the row went to whoever committed last).
+    @Test(arguments: Backend.available)
+    func twelveAccountsClaimingOneTransactionTogetherGetOne200(_ backend: Backend) async throws {
+        let apple = try FakeAppStore()
+        try await TestApp.run(backend, preset: "handz", setup: .live, adjust: { TestApp.trusting(apple)(&$0); ConcurrentLimitTests.patient(&$0) }) { client, config in
+            let api = AuthClient(client: client)
+            var tokens: [String] = []
+            for index in 0..<12 { tokens.append(try await api.account("claim\(index)@example.com").session.accessToken) }
+            let now = Date()
+            let jws = try apple.sign(
+                FakeAppStore.transaction(
+                    id: "4001", original: "4000", product: AppStoreTests.product, user: nil, purchased: now, expires: now + 30 * 86_400, signed: now))
+            let requests = tokens.map { token in
+                LastByteRace.request("POST", "/v1/purchases/apple", json: #"{"signed_transaction": "\#(jws)"}"#, headers: ["Authorization": "Bearer \(token)"])
+            }
+            let answers = try await BurstGate.exclusive { try await LastByteRace.send(port: try #require(client.port), requests) }
+            let statuses = answers.map(\.status)
+            #expect(statuses.count { $0 == 200 } == 1, "\(statuses)")
+            #expect(answers.filter { $0.status != 200 }.allSatisfy { $0.status == 409 && $0.error?.code == .subscriptionInUse }, "\(statuses)")
+            let winner = try #require(statuses.firstIndex(of: 200))
+            // The purchase is the winner's, and only the winner's plan is pro.
+            for (index, token) in tokens.enumerated() {
+                let plan = try await AppStoreTests.snapshot(api, token).planState
+                #expect((plan == "pro") == (index == winner), "claim\(index): \(plan)")
+            }
+            let succeeded = try await TestApp.withStore(config) { store in
+                try await store.events(after: nil, userID: nil, limit: 1_000).filter { $0.type == .purchaseSucceeded }.count
+            }
+            #expect(succeeded == 1)
+        }
+    }
+}
+
 extension Sequence {
     func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
         var mapped: [T] = []

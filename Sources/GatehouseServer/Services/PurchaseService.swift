@@ -41,12 +41,7 @@ struct PurchaseService: Sendable {
             let tx = work.tx
             let current = try await tx.subscription(originalTransactionID: transaction.originalTransactionId, forUpdate: true)
             if let owner = try await owner(of: transaction, stored: current, in: tx), owner.id != user.id {
-                let hint = try await hint(for: owner, in: tx)
-                var error = GatehouseError(
-                    status: 409, code: .subscriptionInUse,
-                    message: "This purchase belongs to another account. Sign in to that account to use it.")
-                error.details = ["owned_by_account": .bool(true), "sign_in_hint": hint.map(JSONValue.string) ?? .null]
-                throw error
+                throw try await inUse(by: owner, in: tx)
             }
             let before = try await entitlements.input(for: user, in: tx)
             var record =
@@ -58,7 +53,12 @@ struct PurchaseService: Sendable {
                         type: nil, subtype: nil, transaction: transaction, renewal: nil, signedAt: signedAt, to: current, now: now)
                 }
             record.userID = user.id
-            try await tx.saveSubscription(record)
+            // The key decides between accounts claiming a new purchase together (finding 4 of
+            // issue 40: the row read above did not exist yet, so nothing was locked).
+            if let owner = try await tx.saveSubscription(record), owner != user.id {
+                guard let stored = try await tx.user(id: owner) else { throw StoreError.conflict("the purchase's owner went away") }
+                throw try await inUse(by: stored, in: tx)
+            }
             try await noteIntroductoryTrial(work, record: record, transaction: transaction, user: user)
             let isNew = current?.userID == nil || (record.expiresAt ?? .distantPast) > (current?.expiresAt ?? .distantPast)
             if isNew {
@@ -127,6 +127,15 @@ struct PurchaseService: Sendable {
     }
 
     // MARK: Helpers
+
+    /// 409 `subscription_in_use`, with the owner's masked address to sign in with.
+    private func inUse(by owner: User, in tx: any GatehouseStore) async throws -> GatehouseError {
+        let hint = try await hint(for: owner, in: tx)
+        var error = GatehouseError(
+            status: 409, code: .subscriptionInUse, message: "This purchase belongs to another account. Sign in to that account to use it.")
+        error.details = ["owned_by_account": .bool(true), "sign_in_hint": hint.map(JSONValue.string) ?? .null]
+        return error
+    }
 
     /// An introductory offer is the account's one trial (decision 18): `/v1/trial/start` answers
     /// 409 afterwards, and `trial.started` is recorded once.

@@ -34,7 +34,8 @@ struct UsageService: Sendable {
             return try await unitOfWork.run { work -> UsageResponse in
                 let tx = work.tx
                 let input = try await entitlements.input(for: user, in: tx)
-                if let earlier = try await tx.usageRecord(of: user.id, meter: name, idempotencyKey: key) {
+                let window = meter.window(at: now)
+                if let earlier = try await tx.usageRecord(of: user.id, meter: name, periodStart: window.start, idempotencyKey: key) {
                     // A retry of a use already counted: the same answer, nothing added.
                     guard earlier.amount == amount else {
                         throw GatehouseError(
@@ -51,7 +52,6 @@ struct UsageService: Sendable {
                 }
                 guard decision.allowed else { throw entitlements.refused(decision) }
                 let limit = engine.limit(of: meter, input: input, at: now)
-                let window = meter.window(at: now)
                 let record = UsageRecord(userID: user.id, meter: name, amount: amount, idempotencyKey: key, periodStart: window.start, createdAt: now)
                 guard let used = try await tx.addUsage(record, limit: limit) else {
                     // Refused by the limit: the cap rule's own decision for the count this use
