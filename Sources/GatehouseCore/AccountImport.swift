@@ -415,9 +415,8 @@ public enum SupabaseExport {
         }
         var password: ImportedPassword?
         if let hash = user.encryptedPassword, !hash.isEmpty {
-            guard ["$2a$", "$2b$", "$2y$"].contains(where: hash.hasPrefix), hash.utf8.count == 60 else {
-                return .failure(ImportFormatError("encrypted_password is not a bcrypt hash"))
-            }
+            guard hash.hasPrefix("$2") else { return .failure(ImportFormatError("encrypted_password is not a bcrypt hash")) }
+            if let problem = PasswordHashBounds.problem(hash) { return .failure(ImportFormatError("encrypted_password: \(problem)")) }
             guard email != nil else { return .failure(ImportFormatError("a password without an email address")) }
             password = .encoded(hash)
         }

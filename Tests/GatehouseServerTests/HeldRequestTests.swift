@@ -256,6 +256,48 @@ import Testing
     }
 }
 
+/// Issue 40, finding 5: a hash made elsewhere is accepted only within `PasswordHashBounds`,
+/// wherever it comes in, and a stored one over them is never run.
+@Suite struct HashBoundsTests {
+    static let hostileBcrypt = "$2a$31$3THsdJmT/ZC1desV8NpqueGXbSLyQlvN9iKV5wH68bY004l/eTKPS"
+    static let hostileArgon2 = "$argon2id$v=19$m=4194304,t=4294967295,p=1$c29tZXNhbHRzb21lc2FsdA$c29tZWhhc2hzb21laGFzaHNvbWVoYXNoc29tZWhhc2g"
+
+    @Test func hostileHashParametersAreRefusedWhereverAHashComesIn() async throws {
+        try await TestApp.run(.sqlite, preset: "default", adjust: SupabaseCompatTests.withBothKeys) { client, config in
+            let api = AuthClient(client: client)
+            // The Supabase import: each row refused with its reason, the sane one imported.
+            let rows = """
+                {"users": [{"id": "7b0c4b9e-1d1f-4a52-9f3a-1b2c3d4e5f61", "email": "cost@example.com", "encrypted_password": "\(Self.hostileBcrypt)"},
+                           {"id": "7b0c4b9e-1d1f-4a52-9f3a-1b2c3d4e5f62", "email": "sane@example.com",
+                            "encrypted_password": "$2a$04$3THsdJmT/ZC1desV8NpqueGXbSLyQlvN9iKV5wH68bY004l/eTKPS"}],
+                 "identities": []}
+                """
+            let imported = try await api.post(Endpoints.adminImportSupabase.path.template, rows, token: TestApp.adminKey)
+            let report = try imported.json(ImportReport.self)
+            #expect(report.imported == 1)
+            #expect(report.refused == [ImportRefusal(row: 1, sourceID: "7b0c4b9e-1d1f-4a52-9f3a-1b2c3d4e5f61", reason: "encrypted_password: the bcrypt cost (31) is over 14")], "\(imported.text)")
+            // `POST /auth/v1/admin/users`: 400 for either hash.
+            let headers: HTTPFields = [
+                HTTPField.Name("apikey")!: SupabaseCompatTests.anonKey, .authorization: "Bearer \(SupabaseCompatTests.serviceRoleKey)",
+                .contentType: "application/json",
+            ]
+            for (email, hash) in [("argon@example.com", Self.hostileArgon2), ("bcrypt@example.com", Self.hostileBcrypt)] {
+                let created = try await client.execute(
+                    uri: "/auth/v1/admin/users", method: .post, headers: headers,
+                    body: ByteBuffer(string: #"{"email": "\#(email)", "password_hash": "\#(hash)"}"#))
+                #expect(created.status == .badRequest, "\(email): \(created.text)")
+            }
+            // A hostile hash already stored (imported before the bounds) is never run: the
+            // guess is refused at the decoy's cost (run, t = 2³²−1 passes would not answer).
+            try await TestApp.withStore(config) { store in
+                try await store.insertUser(
+                    User(id: .random(), email: "stored@example.com", normalizedEmail: "stored@example.com", passwordHash: Self.hostileArgon2, createdAt: Date()))
+            }
+            #expect(try await api.login("stored@example.com", "any guess").status == .unauthorized)
+        }
+    }
+}
+
 extension Sequence {
     func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
         var mapped: [T] = []

@@ -92,7 +92,7 @@ import Testing
             ("idempotency_keys_pkey", .idempotencyKey),
             ("UNIQUE constraint failed: credit_ledger.user_id, credit_ledger.idempotency_key", .creditSpend),
             ("credit_ledger_user_id_idempotency_key_key", .creditSpend),
-            ("UNIQUE constraint failed: usage_records.user_id, usage_records.meter, usage_records.idempotency_key", .usageRecord),
+            ("UNIQUE constraint failed: usage_records.user_id, usage_records.meter, usage_records.period_start, usage_records.idempotency_key", .usageRecord),
             ("usage_records_pkey", .usageRecord),
             ("UNIQUE constraint failed: signing_keys.status", .activeSigningKey),
             ("signing_keys_one_active", .activeSigningKey),

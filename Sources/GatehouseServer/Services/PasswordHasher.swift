@@ -117,6 +117,10 @@ public final class PasswordHasher: Sendable {
                 return Verification(matches: constantTimeEquals(computed, firebase.hash) && known, needsRehash: true)
             }
         }
+        // A stored hash over the bounds (imported before they were checked) is never run: it
+        // does not match, and costs what the decoy costs.
+        let target = PasswordHashBounds.problem(target) == nil ? target : decoy
+        let known = known && target != decoy
         return try await pool.runIfActive {
             let started = ContinuousClock.now
             defer { timed?("verify", ContinuousClock.now - started) }
@@ -139,13 +143,6 @@ public final class PasswordHasher: Sendable {
         if hash.hasPrefix("$argon2id$") { return "argon2id" }
         if hash.hasPrefix("$2") { return "bcrypt" }
         return FirebaseScrypt.decode(hash) == nil ? "unknown" : "firebase_scrypt"
-    }
-
-    /// True for a hash `verify` can check: Argon2id, or bcrypt made elsewhere.
-    public static func isVerifiable(_ hash: String) -> Bool {
-        if hash.hasPrefix("$argon2id$") { return Argon2Parameters(phc: hash) != nil }
-        let bcrypt = ["$2a$", "$2b$", "$2y$"].contains { hash.hasPrefix($0) }
-        return bcrypt && hash.utf8.count == 60
     }
 
     /// Stops the pool's threads.

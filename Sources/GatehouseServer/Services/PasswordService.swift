@@ -193,8 +193,8 @@ struct PasswordService: Sendable {
             try await credentials.checkStrength(password, email: normalized)
             hash = try await credentials.hash(password)
         } else if let passwordHash {
-            guard PasswordHasher.isVerifiable(passwordHash) else {
-                throw GatehouseError.invalidRequest("password_hash must be a bcrypt ($2a$, $2b$, $2y$) or Argon2id hash.")
+            if let problem = PasswordHashBounds.problem(passwordHash) {
+                throw GatehouseError.invalidRequest("password_hash must be a bcrypt ($2a$, $2b$, $2y$) or Argon2id hash within Gatehouse's bounds: \(problem).")
             }
             hash = passwordHash
         } else {
