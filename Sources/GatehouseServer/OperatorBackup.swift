@@ -32,6 +32,8 @@ extension Operator {
         let logger = quietLogger(config)
         let database = try await SQLiteDatabase.open(path: source, readerCount: 1, logger: logger)
         do {
+            // Made 0600 and empty first: `VACUUM INTO` writes into it and keeps the mode.
+            try OwnerOnlyFile.create(target)
             try await database.query("VACUUM INTO ?", [.text(target)])
             await database.shutdown()
         } catch {
@@ -51,8 +53,10 @@ extension Operator {
 
     /// Puts the backup at `source` in place of the configured database, with the server stopped:
     /// refuses to overwrite an existing database without `force`; checks a copy of the backup
-    /// (`PRAGMA integrity_check`, Gatehouse's migrations table) before anything is replaced, then
-    /// moves the checked copy into place in one rename and drops the old WAL files.
+    /// (`PRAGMA integrity_check`, Gatehouse's migrations table, then, brought up to this
+    /// version's migrations, a schema exactly theirs: no table, view, index or trigger planted
+    /// beside them) before anything is replaced, then moves the checked copy, 0600, into place in
+    /// one rename and drops the old WAL files.
     public static func restore(_ config: GatehouseConfig, from source: String, force: Bool) async throws -> String {
         let target = try sqlitePath(config)
         let backup = URL(fileURLWithPath: source).standardizedFileURL.path
@@ -62,9 +66,10 @@ extension Operator {
             throw OperationError("\(target) exists: stop the server and add --force to replace it with \(backup)")
         }
         let staging = target + ".restoring-\(UUID().uuidString.prefix(8))"
-        try FileManager.default.copyItem(atPath: backup, toPath: staging)
         do {
+            try copyOwnerOnly(backup, to: staging)
             try await checkIntegrity(staging, logger: quietLogger(config))
+            try await checkSchema(staging, logger: quietLogger(config))
             for suffix in ["-wal", "-shm"] {
                 try? FileManager.default.removeItem(atPath: staging + suffix)
                 try? FileManager.default.removeItem(atPath: target + suffix)
@@ -77,6 +82,55 @@ extension Operator {
             throw error
         }
         return target
+    }
+
+    /// Copies `source` into a new file made 0600 before a byte is written to it.
+    static func copyOwnerOnly(_ source: String, to target: String) throws {
+        try OwnerOnlyFile.create(target)
+        guard let input = FileHandle(forReadingAtPath: source), let output = FileHandle(forWritingAtPath: target) else {
+            throw OperationError("cannot copy \(source) to \(target)")
+        }
+        defer {
+            try? input.close()
+            try? output.close()
+        }
+        while let chunk = try input.read(upToCount: 1 << 20), !chunk.isEmpty { try output.write(contentsOf: chunk) }
+    }
+
+    /// Throws unless the database at `path`, migrated to this version, has exactly the schema a
+    /// new database gets from the migrations (finding 6 of issue 40: a restore took a database
+    /// with a trigger planted in it).
+    static func checkSchema(_ path: String, logger: Logger) async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-schema-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let restored = try await schema(of: path, logger: logger)
+        let reference = try await schema(of: directory.appendingPathComponent("reference.sqlite").path, logger: logger)
+        guard restored == reference else {
+            let extra = restored.subtracting(reference).map(\.self).sorted().prefix(3).joined(separator: "; ")
+            let missing = reference.subtracting(restored).map(\.self).sorted().prefix(3).joined(separator: "; ")
+            throw OperationError(
+                "\(path)'s schema is not Gatehouse's: \(extra.isEmpty ? "" : "not in the migrations: \(extra)")"
+                    + "\(missing.isEmpty ? "" : " missing: \(missing)")")
+        }
+    }
+
+    /// Every table, index, view and trigger of the database at `path` once migrated.
+    private static func schema(of path: String, logger: Logger) async throws -> Set<String> {
+        let database = try await SQLiteDatabase.open(path: path, readerCount: 1, logger: logger)
+        do {
+            try await Migrator(database: database).migrate(now: Date().unixSeconds)
+            let rows = try await database.query(
+                "SELECT type, name, tbl_name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'")
+            await database.shutdown()
+            return Set(
+                try rows.map { row in
+                    "\(try row.string("type")) \(try row.string("name")) on \(try row.string("tbl_name")): \(try row.optionalString("sql") ?? "")"
+                })
+        } catch {
+            await database.shutdown()
+            throw error
+        }
     }
 
     /// Throws unless `path` is a sound SQLite file that holds a Gatehouse database.

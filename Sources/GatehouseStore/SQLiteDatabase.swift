@@ -37,6 +37,8 @@ public final class SQLiteDatabase: SQLDatabase {
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw .unavailable("cannot open SQLite database at \(path): directory \(directory) does not exist")
         }
+        // Owner-only before anything is written to it (and its WAL inherits the mode).
+        if path != ":memory:" { try OwnerOnlyFile.restrictDatabase(path) }
         // Every connection opened is closed again if a later step fails (a file that is not a
         // database fails at the first pragma).
         var opened: [SQLiteConnectionHandle] = []

@@ -129,6 +129,48 @@ import Testing
         _ = try await second.exitStatus()
     }
 
+    /// Issue 40, finding 6: the live database, its WAL and every backup are 0600, a restore
+    /// sets 0600 whatever the backup's mode, and a restore refuses a database with a trigger
+    /// planted in it (before: 0644 throughout, and the planted trigger was restored).
+    @Test func filesWithSecretsAreOwnerOnlyAndARestoreRefusesAForeignSchema() async throws {
+        let directory = try ServerProcess.makeDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = directory.appendingPathComponent("gatehouse.sqlite").path
+        let environment = ServerProcess.environment(database: "sqlite://" + database)
+        let server = try ServerProcess(["serve"], environment: environment, directory: directory)
+        _ = try await Self.signUp(try await server.baseURL(), "mode@example.com")
+        #expect(OwnerOnlyFile.permissions(of: database) == 0o600)
+        #expect(OwnerOnlyFile.permissions(of: database + "-wal") == 0o600)
+        let backupFile = directory.appendingPathComponent("backup.sqlite").path
+        let (backedUp, backupOutput) = try await Self.gatehouse(["backup", backupFile], environment, in: directory)
+        #expect(backedUp == 0, "\(backupOutput)")
+        #expect(OwnerOnlyFile.permissions(of: backupFile) == 0o600)
+        server.signal(SIGTERM)
+        _ = try await server.exitStatus()
+
+        // A backup left world-readable by hand still restores 0600.
+        chmod(backupFile, 0o644)
+        let elsewhere = try ServerProcess.makeDirectory()
+        defer { try? FileManager.default.removeItem(at: elsewhere) }
+        let restoredPath = elsewhere.appendingPathComponent("restored.sqlite").path
+        let restoredEnvironment = ServerProcess.environment(database: "sqlite://" + restoredPath)
+        let (restored, restoreOutput) = try await Self.gatehouse(["restore", backupFile], restoredEnvironment, in: elsewhere)
+        #expect(restored == 0, "\(restoreOutput)")
+        #expect(OwnerOnlyFile.permissions(of: restoredPath) == 0o600)
+
+        // A trigger planted in the backup: refused, and the database in place is untouched.
+        let planted = try await SQLiteDatabase.open(path: backupFile, logger: Logger(label: "backup-test"))
+        try await planted.query(
+            "CREATE TRIGGER steal AFTER UPDATE OF password_hash ON users BEGIN INSERT INTO audit_log (id, created_at, event, outcome) VALUES (hex(randomblob(8)), 0, NEW.password_hash, 'x'); END")
+        await planted.shutdown()
+        let (refused, refusedOutput) = try await Self.gatehouse(["restore", backupFile, "--force"], restoredEnvironment, in: elsewhere)
+        #expect(refused == 1 && refusedOutput.contains("schema is not Gatehouse's") && refusedOutput.contains("trigger steal"), "\(refusedOutput)")
+        let kept = try await SQLiteDatabase.open(path: restoredPath, logger: Logger(label: "backup-test"))
+        let triggers = try await kept.query("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+        await kept.shutdown()
+        #expect(triggers.isEmpty)
+    }
+
     @Test(.requires(PrivatePostgres.binaries != nil, "GATEHOUSE_TEST_PG_BINDIR"))
     func thePostgresDrillRestoresADumpIntoANewClusterAndSignsIn() async throws {
         let first = try await PrivatePostgres()
