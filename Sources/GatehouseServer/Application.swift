@@ -145,6 +145,7 @@ func makeRouter(_ infra: Infrastructure, _ useCases: UseCases) -> Router<Gatehou
         aborted: AbortedRequests(logger: infra.logger))
     router.add(middleware: errors)
     router.add(middleware: WholeBodyMiddleware(limit: config.maxBodyBytes, deadline: .seconds(config.httpBodyTimeoutSeconds)))
+    let keyAttempts = OperatorKeyAttempts(throttle: infra.throttle, resolver: input.resolver)
     let signedIn = router.group().add(middleware: AccessTokenMiddleware(authenticator: u.authenticator))
         .group(context: AuthenticatedContext.self)
 
@@ -187,7 +188,8 @@ func makeRouter(_ infra: Infrastructure, _ useCases: UseCases) -> Router<Gatehou
                 siteURL: preset.app.openAppURL ?? config.publicURL.absoluteString, preset: preset, clock: infra.clock),
             authenticator: u.authenticator, keys: infra.keys, methods: preset.signInMethods,
             anonKey: AdminKey(key: anonKey, file: nil, generated: false),
-            serviceRoleKey: config.supabaseServiceRoleKey.map { AdminKey(key: $0, file: nil, generated: false) }, errors: errors, input: input
+            serviceRoleKey: config.supabaseServiceRoleKey.map { AdminKey(key: $0, file: nil, generated: false) }, errors: errors, input: input,
+            keyAttempts: keyAttempts
         ).register(on: router)
     }
     MetricsController(metrics: infra.metrics, token: config.metricsToken).register(on: router)
@@ -197,7 +199,8 @@ func makeRouter(_ infra: Infrastructure, _ useCases: UseCases) -> Router<Gatehou
         views: infra.consoleViews, resolver: input.resolver, throttle: infra.throttle, clock: infra.clock, bodyLimit: config.maxBodyBytes
     ).register(on: router)
     AdminController(
-        users: u.users, imports: u.imports, mfa: u.mfa, keys: infra.keys, adminKey: infra.adminKey, testMail: u.testMail, bodyLimit: config.maxBodyBytes,
+        users: u.users, imports: u.imports, mfa: u.mfa, keys: infra.keys, adminKey: infra.adminKey, keyAttempts: keyAttempts, testMail: u.testMail,
+        bodyLimit: config.maxBodyBytes,
         metrics: infra.metrics,
         retiredKeyPublishSeconds: KeyRing.retiredKeyPublishSeconds(
             accessTokenTTLSeconds: preset.tokens.accessTokenTTLSeconds, leewaySeconds: preset.tokens.leewaySeconds)

@@ -62,4 +62,10 @@ public protocol ConsoleStore: Sendable {
     func auditEvents(userID: UserID?, event: String?, before: Int64?, limit: Int) async throws(StoreError) -> [AuditEvent]
     /// Oldest first after `after`, narrowed to one type when `type` is set.
     func events(after: Int64?, type: String?, userID: UserID?, limit: Int) async throws(StoreError) -> [DomainEvent]
+    /// A console session begins (`hash`: SHA-256 of its nonce); ended ones are dropped.
+    func insertConsoleSession(hash: [UInt8], expiresAt: Date, now: Date) async throws(StoreError)
+    /// Whether the console session is still on (signed in, not signed out, not expired).
+    func consoleSessionIsLive(hash: [UInt8], now: Date) async throws(StoreError) -> Bool
+    /// Signs the console session out.
+    func deleteConsoleSession(hash: [UInt8]) async throws(StoreError)
 }

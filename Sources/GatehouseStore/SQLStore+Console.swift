@@ -2,6 +2,22 @@ import Foundation
 import GatehouseCore
 
 extension SQLStore {
+    public func insertConsoleSession(hash: [UInt8], expiresAt: Date, now: Date) async throws(StoreError) {
+        try await executor.query("DELETE FROM console_sessions WHERE expires_at <= ?", [.integer(now.unixSeconds)])
+        try await executor.query(
+            "INSERT INTO console_sessions (nonce_hash, expires_at) VALUES (?, ?)", [.blob(hash), .integer(expiresAt.unixSeconds)])
+    }
+
+    public func consoleSessionIsLive(hash: [UInt8], now: Date) async throws(StoreError) -> Bool {
+        !(try await executor.query(
+            "SELECT 1 AS live FROM console_sessions WHERE nonce_hash = ? AND expires_at > ?", [.blob(hash), .integer(now.unixSeconds)]
+        ).isEmpty)
+    }
+
+    public func deleteConsoleSession(hash: [UInt8]) async throws(StoreError) {
+        try await executor.query("DELETE FROM console_sessions WHERE nonce_hash = ?", [.blob(hash)])
+    }
+
     public func dailyActivity(from firstDay: Int64, through lastDay: Int64) async throws(StoreError) -> [DailyActivity] {
         guard firstDay <= lastDay else { return [] }
         var days = [Int64: DailyActivity]()

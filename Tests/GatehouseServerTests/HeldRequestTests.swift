@@ -298,6 +298,59 @@ import Testing
     }
 }
 
+/// Issue 40, finding 7: operator sessions end when they end, and wrong operator keys are
+/// throttled per client address.
+@Suite struct OperatorKeyTests {
+    /// A console cookie copied before "Sign out" is refused after it (before: an account was
+    /// disabled with it after the sign-out).
+    @Test(arguments: Backend.available)
+    func aConsoleCookieCopiedBeforeSignOutIsRefusedAfterIt(_ backend: Backend) async throws {
+        try await TestApp.run(backend, clock: ManualClock(Date())) { client, _ in
+            let user = try await AuthClient(client: client).account("operated@example.com").user.id
+            let (_, signedIn) = try await ConsoleTests.Console.signIn(client)
+            let console = try #require(signedIn)
+            let copy = console
+            #expect(try await console.post("/admin/sign-out", [:]).status == .seeOther)
+            let page = try await copy.get("/admin")
+            #expect(page.text.contains(#"data-page="sign-in""#))
+            let disable = try await copy.post("/admin/users/\(user)/disable", ["reason": "after sign-out"])
+            #expect(disable.status == .unauthorized, "\(disable.status)")
+            let admin = try await client.execute(uri: "/admin/v1/users/\(user)", method: .get, headers: TestApp.adminHeaders)
+            #expect(try admin.json(AdminUser.self).disabled == false)
+        }
+    }
+
+    /// Forty wrong admin keys at `/admin/v1` and forty wrong service-role keys at
+    /// `/auth/v1/admin/users` from one address: the first ten answer 401, then 429 with
+    /// `Retry-After`, the right key too while the address is locked out (before: forty 401s).
+    @Test(arguments: Backend.available)
+    func wrongOperatorKeysAreThrottledPerAddress(_ backend: Backend) async throws {
+        try await TestApp.run(backend, clock: ManualClock(Date()), adjust: SupabaseCompatTests.withBothKeys) { client, _ in
+            let apikey = HTTPField.Name("apikey")!
+            let routes: [(uri: String, right: String, extra: HTTPFields)] = [
+                ("/admin/v1/users", TestApp.adminKey, [:]),
+                ("/auth/v1/admin/users", SupabaseCompatTests.serviceRoleKey, [apikey: SupabaseCompatTests.anonKey]),
+            ]
+            for route in routes {
+                var statuses: [Int] = []
+                var retryAfter: String?
+                for index in 0..<40 {
+                    var headers = route.extra
+                    headers[.authorization] = "Bearer wrong-key-\(index)-0123456789abcdef"
+                    let answer = try await client.execute(uri: route.uri, method: .get, headers: headers)
+                    statuses.append(Int(answer.status.code))
+                    retryAfter = retryAfter ?? answer.headers[.retryAfter]
+                }
+                #expect(statuses.prefix(10).allSatisfy { $0 == 401 } && statuses.dropFirst(10).allSatisfy { $0 == 429 }, "\(route.uri): \(statuses)")
+                #expect(retryAfter.flatMap(Int.init).map { $0 > 0 } == true)
+                var headers = route.extra
+                headers[.authorization] = "Bearer \(route.right)"
+                #expect(try await client.execute(uri: route.uri, method: .get, headers: headers).status == .tooManyRequests)
+            }
+        }
+    }
+}
+
 extension Sequence {
     func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
         var mapped: [T] = []

@@ -40,6 +40,7 @@ import Testing
         Shipped(version: 17, name: "imported_accounts", sqlite: "bbaa076e498b3bd", postgres: "bbaa076e498b3bd"),
         Shipped(version: 18, name: "pkce_requests", sqlite: "69b0abdba5a19b1b", postgres: "69b0abdba5a19b1b"),
         Shipped(version: 19, name: "trace_context", sqlite: "8349d1ea0f7e5522", postgres: "8349d1ea0f7e5522"),
+        Shipped(version: 21, name: "console_sessions", sqlite: "404502953ad2879", postgres: "afaa35a847ca5f8a"),
         Shipped(version: 20, name: "usage_by_period", sqlite: "679d60fd70e51203", postgres: "5e05c0b753486649"),
     ]
 

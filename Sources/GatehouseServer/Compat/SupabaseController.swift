@@ -17,6 +17,7 @@ struct SupabaseController {
     let serviceRoleKey: AdminKey?
     let errors: ErrorMiddleware
     let input: HTTPInput
+    let keyAttempts: OperatorKeyAttempts
 
     static let prefix = "auth/v1"
 
@@ -130,7 +131,7 @@ struct SupabaseController {
     }
 
     private func registerAdmin(on api: RouterGroup<GatehouseRequestContext>, key: AdminKey) {
-        let admin = api.group("admin/users").add(middleware: BearerKeyMiddleware(key: key, name: "service role key"))
+        let admin = api.group("admin/users").add(middleware: BearerKeyMiddleware(key: key, name: "service role key", attempts: keyAttempts))
         admin.get { request, _ in
             let query = request.uri.queryParameters
             guard let page = Int(query["page"].map(String.init) ?? "1"), let perPage = Int(query["per_page"].map(String.init) ?? "50")

@@ -40,7 +40,9 @@ struct ConsoleController {
         }
         router.post("/admin/sign-in") { request, context in try await signIn(request, context) }
         router.post("/admin/sign-out") { request, context in
-            try await action(request, context) { _, _ in
+            try await action(request, context) { session, _, _ in
+                // Ended on the server: a copy of the cookie is refused from now on, on every node.
+                try await console.endSession(session)
                 var response = redirect("/admin")
                 response.headers[.setCookie] = cookies.clearSession
                 return response
@@ -108,7 +110,7 @@ struct ConsoleController {
         }
         router.post("/admin/keys/rotate") { request, context in
             try await action(request, context, onError: { views.keys(try await console.store.allSigningKeys(), active: console.keys.activeKID) }) {
-                form, client in
+                _, form, client in
                 try await console.rotateKeys(confirmation: form["confirm"] ?? "", client: client)
                 return redirect("/admin/keys", notice: "keys_rotated")
             }
@@ -117,7 +119,7 @@ struct ConsoleController {
             try await page(request, context) { try await mailPage() }
         }
         router.post("/admin/mail/test") { request, context in
-            try await action(request, context, onError: { try await mailPage() }) { form, client in
+            try await action(request, context, onError: { try await mailPage() }) { _, form, client in
                 try await console.sendTestMail(to: form["to"] ?? "", client: client)
                 return redirect("/admin/mail", notice: "test_mail_queued")
             }
@@ -155,7 +157,7 @@ struct ConsoleController {
     ) {
         router.post(RouterPath("/admin/users/{id}/\(path)")) { request, context in
             let id = try context.parameters.require("id")
-            return try await action(request, context, onError: { try await userPage(id) }) { form, client in
+            return try await action(request, context, onError: { try await userPage(id) }) { _, form, client in
                 let notice = try await run(id, form, context, client)
                 return redirect(location ?? "/admin/users/\(id)", notice: notice)
             }
@@ -184,8 +186,10 @@ struct ConsoleController {
             return signInPage(error: ("wrong_key", "That is not the admin key."), status: .unauthorized)
         }
         try await console.recordSignIn(succeeded: true, client: client)
+        let started = cookies.newSession(now: clock.now)
+        try await console.startSession(started.session)
         var response = redirect("/admin", notice: "signed_in")
-        response.headers.append(HTTPField(name: .setCookie, value: cookies.newSession(now: clock.now)))
+        response.headers.append(HTTPField(name: .setCookie, value: started.header))
         return response
     }
 
@@ -202,9 +206,7 @@ struct ConsoleController {
     private func page(
         _ request: Request, _ context: GatehouseRequestContext, _ build: () async throws -> ConsoleViews.Page
     ) async throws -> Response {
-        guard let session = cookies.session(request.cookies[cookies.sessionName]?.value, now: clock.now) else {
-            return signInPage()
-        }
+        guard let session = try await liveSession(request) else { return signInPage() }
         var page: ConsoleViews.Page
         var status = HTTPResponse.Status.ok
         do {
@@ -224,18 +226,16 @@ struct ConsoleController {
     /// refusal of the action itself answers `onError`'s page with the reason.
     private func action(
         _ request: Request, _ context: GatehouseRequestContext, onError: (() async throws -> ConsoleViews.Page)? = nil,
-        _ run: ([String: String], ClientInfo) async throws -> Response
+        _ run: (ConsoleCookies.Session, [String: String], ClientInfo) async throws -> Response
     ) async throws -> Response {
-        guard let session = cookies.session(request.cookies[cookies.sessionName]?.value, now: clock.now) else {
-            return signInPage(status: .unauthorized)
-        }
+        guard let session = try await liveSession(request) else { return signInPage(status: .unauthorized) }
         let form = try await readForm(request)
         guard PagesController.sameOrigin(request), cookies.checkCSRF(form["csrf_token"], session: session) else {
             return render(views.forbidden(), session: session, status: .forbidden)
         }
         let client = resolver.client(request, context.peerAddress)
         do {
-            return try await run(form, client)
+            return try await run(session, form, client)
         } catch let refusal as ConsoleService.Refusal {
             guard let onError else { throw refusal }
             var page = try await onError()
@@ -247,6 +247,14 @@ struct ConsoleController {
             page.error = (error.code.rawValue, error.message)
             return render(page, session: session, status: HTTPResponse.Status(code: error.status))
         }
+    }
+
+    /// The request's console session: its cookie signed and unexpired, and not signed out.
+    private func liveSession(_ request: Request) async throws -> ConsoleCookies.Session? {
+        guard let session = cookies.session(request.cookies[cookies.sessionName]?.value, now: clock.now),
+            try await console.sessionIsLive(session)
+        else { return nil }
+        return session
     }
 
     private func readForm(_ request: Request) async throws -> [String: String] {

@@ -18,17 +18,24 @@ struct ConsoleCookies: Sendable {
     private var path: String { https ? "/" : "/admin" }
 
     struct Session: Sendable {
-        /// What the session's CSRF token is a MAC of.
+        /// What the session's CSRF token is a MAC of; its SHA-256 is the session's row
+        /// (`console_sessions`), which must exist for the session to count.
         var nonce: String
+        var expiresAt: Date
+
+        var hash: [UInt8] { StoredSecret.hash(nonce) }
     }
 
-    /// The `Set-Cookie` value of a new session.
-    func newSession(now: Date) -> String {
-        let signed = "\(now.unixSeconds + Int64(lifetime)).\(randomToken(bytes: 24))"
-        return setCookie(sessionName, "\(signed).\(mac("session", signed))", maxAge: lifetime)
+    /// A new session and its cookie's `Set-Cookie` value.
+    func newSession(now: Date) -> (session: Session, header: String) {
+        let expires = now.unixSeconds + Int64(lifetime)
+        let nonce = randomToken(bytes: 24)
+        let signed = "\(expires).\(nonce)"
+        return (Session(nonce: nonce, expiresAt: Date(unixSeconds: expires)), setCookie(sessionName, "\(signed).\(mac("session", signed))", maxAge: lifetime))
     }
 
-    /// The session the request's cookie carries, when its MAC holds and it has not expired.
+    /// The session the request's cookie carries, when its MAC holds and it has not expired (the
+    /// caller then asks the store whether it was signed out).
     func session(_ value: String?, now: Date) -> Session? {
         guard let value else { return nil }
         let parts = value.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
@@ -36,7 +43,7 @@ struct ConsoleCookies: Sendable {
             constantTimeEquals(Array(parts[2].utf8), Array(mac("session", "\(parts[0]).\(parts[1])").utf8)),
             now.unixSeconds < expires
         else { return nil }
-        return Session(nonce: parts[1])
+        return Session(nonce: parts[1], expiresAt: Date(unixSeconds: expires))
     }
 
     func csrf(for session: Session) -> String { mac("csrf", session.nonce) }
@@ -56,8 +63,8 @@ struct ConsoleCookies: Sendable {
         return constantTimeEquals(Array((token ?? "").utf8), Array(mac("sign-in", cookie).utf8))
     }
 
-    /// Ends the session in this browser (the cookie is signed, not stored: a copied cookie
-    /// lives until its expiry, at most `lifetime`).
+    /// Clears the cookie in this browser; the session's row is deleted too, so a copy of the
+    /// cookie is refused everywhere.
     var clearSession: String { setCookie(sessionName, "", maxAge: 0) }
 
     private func setCookie(_ name: String, _ value: String, maxAge: Int) -> String {

@@ -11,6 +11,7 @@ struct AdminController {
     let mfa: MFAService
     let keys: KeyRing
     let adminKey: AdminKey
+    let keyAttempts: OperatorKeyAttempts
     let testMail: TestMailService
     let bodyLimit: Int
     let metrics: ServerMetrics
@@ -18,7 +19,7 @@ struct AdminController {
     let retiredKeyPublishSeconds: Int
 
     func register(on router: Router<GatehouseRequestContext>) {
-        let admin = router.group().add(middleware: BearerKeyMiddleware(key: adminKey))
+        let admin = router.group().add(middleware: BearerKeyMiddleware(key: adminKey, attempts: keyAttempts))
         admin.on(Endpoints.adminUsers) { request, _ in
             let query = request.uri.queryParameters
             let limitText = query["limit"].map(String.init)
@@ -101,13 +102,30 @@ struct BearerKeyMiddleware: RouterMiddleware {
     typealias Context = GatehouseRequestContext
     let key: AdminKey?
     var name = "admin key"
+    /// For the operator's keys (admin, service role): each try is reserved against the client's
+    /// address before the key is compared (finding 7 of issue 40: forty wrong keys all answered
+    /// 401). nil for the app backend's service key and the metrics token, called at volume from
+    /// one address.
+    var attempts: OperatorKeyAttempts? = nil
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let reserved = try await attempts?.reserve(name, request, context)
         guard let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer "),
             key?.matches(String(header.dropFirst("bearer ".count)).trimmingCharacters(in: .whitespaces)) == true
         else {
             throw GatehouseError.unauthorized("The \(name) is missing or wrong.")
         }
+        if let reserved { try await attempts?.throttle.clearKeyAttempts(reserved) }
         return try await next(request, context)
+    }
+}
+
+/// What `BearerKeyMiddleware` needs to count an operator key's tries per client address.
+struct OperatorKeyAttempts: Sendable {
+    let throttle: ThrottleService
+    let resolver: ClientAddressResolver
+
+    func reserve(_ name: String, _ request: Request, _ context: GatehouseRequestContext) async throws -> String {
+        try await throttle.reserveKeyAttempt(name, client: resolver.client(request, context.peerAddress))
     }
 }

@@ -264,6 +264,19 @@ struct ConsoleService: Sendable {
         try await unitOfWork.audit(.adminMail, .success, client: client, details: ["by": Self.actor, "kind": "test"])
     }
 
+    /// A console session begins (its row: what sign-out deletes).
+    func startSession(_ session: ConsoleCookies.Session) async throws {
+        try await store.insertConsoleSession(hash: session.hash, expiresAt: session.expiresAt, now: clock.now)
+    }
+
+    func sessionIsLive(_ session: ConsoleCookies.Session) async throws -> Bool {
+        try await store.consoleSessionIsLive(hash: session.hash, now: clock.now)
+    }
+
+    func endSession(_ session: ConsoleCookies.Session) async throws {
+        try await store.deleteConsoleSession(hash: session.hash)
+    }
+
     /// A sign-in with the admin key, kept in the trail whether it worked or not.
     func recordSignIn(succeeded: Bool, client: ClientInfo) async throws {
         try await unitOfWork.audit(.adminSignIn, succeeded ? .success : .failure, client: client, details: ["by": Self.actor])

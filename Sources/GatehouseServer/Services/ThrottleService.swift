@@ -82,6 +82,30 @@ struct ThrottleService: Sendable {
 
     static func ipFailureKey(_ addressKey: String) -> String { "login-failure:\(addressKey)" }
 
+    /// Wrong operator keys from one address: the tenth locks the address out of that key for
+    /// five minutes, each further one (after a lock ends) for longer.
+    static let operatorKeySchedule = LockSchedule(threshold: 10, waits: [300, 900, 3_600])
+
+    /// Reserves one try of the operator key `name` (the admin key, the service-role key) from
+    /// the client's address before the key is compared, in one atomic statement: 429
+    /// `rate_limited` with `Retry-After` while the address is locked out (the right key too).
+    /// Counted whatever `GATEHOUSE_IP_LIMITS` says: this guards the operator's keys, as the
+    /// console's sign-in form is.
+    func reserveKeyAttempt(_ name: String, client: ClientInfo) async throws -> String {
+        let key = "operator-key:\(name):\(try addressKey(client) ?? "unknown")"
+        if case .locked(let until) = try await store.reserveAttempt(key: key, at: clock.now, schedule: Self.operatorKeySchedule) {
+            throw GatehouseError(
+                status: 429, code: .rateLimited, message: "Too many wrong keys from this address. Wait a few minutes and try again.",
+                retryAfter: LockoutPolicy.wait(until: until, at: clock.now))
+        }
+        return key
+    }
+
+    /// The key was right: the address's count starts again.
+    func clearKeyAttempts(_ key: String) async throws {
+        try await store.clearThrottle(key: key)
+    }
+
     /// The keyed hash of the client's address (HMAC-SHA256 under a key derived from the
     /// stored chain key, 128 bits, base64url); nil when the address is unknown.
     func addressKey(_ client: ClientInfo) throws -> String? {
