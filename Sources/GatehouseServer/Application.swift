@@ -79,7 +79,7 @@ public func buildApplication(
     )
     var services: [any Service] = [
         KeyRefreshService(keys: keys, logger: logger), DatabaseShutdownService(database: database),
-        PasswordHasherService(hasher: infra.hasher), HTTPClientService(client: infra.httpClient), mailWorker, jobs,
+        PasswordHasherService(hasher: infra.hasher, store: store, logger: logger), HTTPClientService(client: infra.httpClient), mailWorker, jobs,
     ]
     if infra.untracedHTTPClient !== infra.httpClient { services.append(HTTPClientService(client: infra.untracedHTTPClient)) }
     if let postgres = database as? PostgresDatabase {
@@ -120,6 +120,7 @@ public func buildApplication(
         if !applied.isEmpty {
             logger.notice("applied migrations", metadata: ["versions": .string(applied.map(String.init).joined(separator: ","))])
         }
+        try await infra.hasher.useSchemes(store.passwordHashSchemes())
         try await keys.start()
         try await chainKey.load(store: store, sealer: sealer, now: clock.now)
         mailWorker.start()

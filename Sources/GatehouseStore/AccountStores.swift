@@ -3,6 +3,9 @@ import GatehouseCore
 
 /// Accounts and their linked identities.
 public protocol UserStore: Sendable {
+    /// The start of each kind of stored password hash made elsewhere: bcrypt's `$2a$12$` (variant
+    /// and cost) and Firebase scrypt's `$firebase-scrypt$<key id>`, once each.
+    func passwordHashSchemes() async throws(StoreError) -> [String]
     /// Inserts a new user; `.uniqueViolation` (`uniqueKey` `.email` or `.handle`) when the email or handle is taken.
     func insertUser(_ user: User) async throws(StoreError)
     func user(id: UserID) async throws(StoreError) -> User?

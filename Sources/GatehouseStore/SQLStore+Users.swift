@@ -224,6 +224,15 @@ extension SQLStore {
             [.integer(date.unixSeconds), .integer(date.unixSeconds), .text(id.description)]).isEmpty)
     }
 
+    public func passwordHashSchemes() async throws(StoreError) -> [String] {
+        try await executor.query(
+            """
+            SELECT DISTINCT substr(password_hash, 1, 7) AS scheme FROM users WHERE password_hash LIKE '$2%'
+            UNION SELECT DISTINCT substr(password_hash, 1, 33) AS scheme FROM users WHERE password_hash LIKE '$firebase-scrypt$%'
+            """
+        ).map { row throws(StoreError) in try row.string("scheme") }
+    }
+
     public func lockUser(_ id: UserID) async throws(StoreError) {
         guard dialect == .postgres else { return }
         try await executor.query("SELECT id FROM users WHERE id = ? FOR UPDATE", [.text(id.description)])

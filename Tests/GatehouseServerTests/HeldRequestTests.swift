@@ -7,6 +7,7 @@ import GatehouseWire
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import InMemoryTracing
 import NIOCore
 import Testing
 
@@ -294,6 +295,68 @@ import Testing
                     User(id: .random(), email: "stored@example.com", normalizedEmail: "stored@example.com", passwordHash: Self.hostileArgon2, createdAt: Date()))
             }
             #expect(try await api.login("stored@example.com", "any guess").status == .unauthorized)
+        }
+    }
+}
+
+/// Issue 40, finding 5: guesses at one account take turns for the hashing threads.
+@Suite struct HashLaneTests {
+    /// Four wrong guesses at an imported account with a bcrypt cost-12 hash, released together
+    /// on a server with two hashing threads: their `password.verify` spans never overlap (before:
+    /// two ran at once, one per thread, and a flood at one account took every thread).
+    @Test func guessesAtOneAccountTakeTurns() async throws {
+        let tracer = InMemoryTracer()
+        try await TestApp.run(.sqlite, setup: .live, tracer: tracer) { client, config in
+            try await TestApp.withStore(config) { store in
+                try await store.insertUser(
+                    User(
+                        id: .random(), email: "lane@example.com", normalizedEmail: "lane@example.com",
+                        passwordHash: "$2a$12$abcdefghijklmnopqrstuuMWJ0qCa6cqJ2bHnQfXqJ0nJ1qV7.Zsy", createdAt: Date()))
+            }
+            let guess = LastByteRace.request("POST", "/v1/auth/login", json: #"{"email": "lane@example.com", "password": "a guess"}"#)
+            let answers = try await BurstGate.exclusive { try await LastByteRace.send(port: try #require(client.port), guess, copies: 4) }
+            #expect(answers.allSatisfy { $0.status == 401 }, "\(answers.map(\.status))")
+            let spans = tracer.finishedSpans.filter { $0.operationName == "password.verify" }
+                .map { (start: $0.startInstant.nanosecondsSinceEpoch, end: $0.endInstant.nanosecondsSinceEpoch) }
+                .sorted { $0.start < $1.start }
+            #expect(spans.count == 4)
+            for (earlier, later) in zip(spans, spans.dropFirst()) {
+                #expect(later.start >= earlier.end, "two hashes of one account ran at once")
+            }
+        }
+    }
+}
+
+/// Issue 40, finding 5: a check costs the same whichever account, or none, is behind it.
+@Suite struct SchemeDecoyTests {
+    /// After a Supabase import brings bcrypt (cost 4) accounts, a guess at an unknown address
+    /// runs the Argon2id decoy and a bcrypt decoy, and a guess at the imported account runs its
+    /// bcrypt hash and the Argon2id decoy: one of each scheme in use either way (before: Argon2id
+    /// alone for the unknown address, bcrypt alone for the imported one).
+    @Test func everyCheckRunsOneHashOfEachSchemeInUse() async throws {
+        let tracer = InMemoryTracer()
+        try await TestApp.run(.sqlite, tracer: tracer) { client, _ in
+            let api = AuthClient(client: client)
+            let rows = """
+                {"users": [{"id": "7b0c4b9e-1d1f-4a52-9f3a-1b2c3d4e5f63", "email": "imported@example.com",
+                            "encrypted_password": "$2a$04$3THsdJmT/ZC1desV8NpqueGXbSLyQlvN9iKV5wH68bY004l/eTKPS"}],
+                 "identities": []}
+                """
+            #expect(try await api.post(Endpoints.adminImportSupabase.path.template, rows, token: TestApp.adminKey).status == .ok)
+            func checked(_ email: String) async throws -> (algorithm: String, decoys: String) {
+                let before = tracer.finishedSpans.count
+                #expect(try await api.login(email, "a wrong guess").status == .unauthorized)
+                let span = try #require(tracer.finishedSpans.dropFirst(before).first { $0.operationName == "password.verify" })
+                func text(_ name: String) -> String {
+                    if case .string(let value) = span.attributes[name]?.toSpanAttribute() { return value }
+                    return ""
+                }
+                return (text("gatehouse.hash.algorithm"), text("gatehouse.hash.decoys"))
+            }
+            let unknown = try await checked("nobody@example.com")
+            let imported = try await checked("imported@example.com")
+            #expect(unknown.algorithm == "argon2id" && unknown.decoys == "$2$04$", "\(unknown)")
+            #expect(imported.algorithm == "bcrypt" && imported.decoys == "$argon2id$", "\(imported)")
         }
     }
 }

@@ -171,13 +171,14 @@ def read_reply(connection, method):
         response.close()  # the socket's file object only; the caller closes the socket
 
 
-def last_byte_burst(requests, hold=0.2, timeout=30):
+def last_byte_burst(requests, hold=0.2, timeout=30, meanwhile=None):
     """Releases `requests` together with the last-byte technique: one raw TCP connection each,
     every request (HTTP/1.1, `Connection: close`, `Content-Length`) sent but for its final byte,
     a pause of `hold` seconds so that every server has read its part, then all the final bytes
     in one tight loop: no request can be complete before the others are sent. Then every answer
     is read (they wait in the kernel's buffers meanwhile). Each request is (host, port, method,
-    path, json_body_or_None, headers_dict). Returns the Replies in order; CheckFailed when a
+    path, json_body_or_None, headers_dict). `meanwhile`, when given, runs while they are held
+    (after the pause, before the final bytes). Returns the Replies in order; CheckFailed when a
     request got no answer."""
     payloads = []
     for host, port, method, path, body, headers in requests:
@@ -203,6 +204,8 @@ def last_byte_burst(requests, hold=0.2, timeout=30):
             except OSError as error:
                 failures[index] = f"sending the request: {type(error).__name__}: {error}"
         time.sleep(hold)
+        if meanwhile is not None:
+            meanwhile()
         started = time.monotonic()
         for index, (connection, payload) in enumerate(zip(sockets, payloads)):
             if index in failures:
@@ -1128,6 +1131,56 @@ class Checks:
                 f"{replies.release_seconds * 1000:.1f} ms) -> {tally(replies)}; the right password then -> 429 "
                 f"too_many_attempts (Retry-After {right.header('Retry-After')} s)")
 
+    # m. A check holds until its write (issue 40): requests authenticated on node 1, their bodies
+    # held back while the owner signs out everywhere on node 2, then completed: every one 401,
+    # nothing written. Then password changes from two sessions on nodes 1 and 3 released with the
+    # owner's on node 2: the owner's stands.
+    def held_requests_and_password_race(self):
+        email, account = self.new_account(self.a, "held")
+        stolen = account["session"]["access_token"]
+        owner = login(self.b.url, email)
+        require(owner.status == 200, f"the owner's login on {self.b.name}: {owner!r}")
+        bearer = {"Authorization": f"Bearer {stolen}"}
+        held = [
+            ("127.0.0.1", self.a.port, "POST", "/v1/auth/password/change",
+             {"current_password": PASSWORD, "new_password": "the attacker's own password 9"}, bearer),
+            ("127.0.0.1", self.a.port, "PATCH", "/v1/me", {"display_name": "Attacker"}, bearer),
+            ("127.0.0.1", self.c.port, "POST", "/v1/auth/identities/email",
+             {"email": self.email("attacker"), "password": "the attacker's own password 9"}, bearer),
+        ]
+
+        def sign_out_everywhere():
+            reply = call(self.b.url, "POST", "/v1/auth/logout", {"scope": "global"}, token=owner.json["session"]["access_token"])
+            require(reply.status == 204, f"the owner's global logout on {self.b.name}: {reply!r}")
+
+        replies = last_byte_burst(held, meanwhile=sign_out_everywhere)
+        require(all(reply.status == 401 for reply in replies),
+                f"requests held past the owner's logout: expected 3 x 401, got {tally(replies)}")
+        require(login(self.c.url, email).status == 200, "the owner's password no longer signs in after the held change")
+        require(login(self.c.url, email, "the attacker's own password 9").status == 401, "the held change's password signs in")
+
+        # The race: two other sessions change "old -> old" while the owner changes it.
+        sessions = []
+        for node in (self.b, self.a, self.c):
+            reply = login(node.url, email)
+            require(reply.status == 200, f"login on {node.name}: {reply!r}")
+            sessions.append(reply.json["session"]["access_token"])
+        new = "the owner's new password 2026"
+        race = [("127.0.0.1", self.b.port, "POST", "/v1/auth/password/change",
+                 {"current_password": PASSWORD, "new_password": new, "sign_out_other_sessions": True},
+                 {"Authorization": f"Bearer {sessions[0]}"})]
+        race += [("127.0.0.1", node.port, "POST", "/v1/auth/password/change",
+                  {"current_password": PASSWORD, "new_password": PASSWORD}, {"Authorization": f"Bearer {token}"})
+                 for node, token in ((self.a, sessions[1]), (self.c, sessions[2]))]
+        answers = last_byte_burst(race)
+        require(answers[0].status == 200, f"the owner's change on {self.b.name}: {answers[0]!r}")
+        require(all(reply.status in (200, 401) for reply in answers[1:]), f"the other changes: {tally(answers[1:])}")
+        require(login(self.a.url, email).status == 401, "the old password signs in again after the owner's change")
+        require(login(self.a.url, email, new).status == 200, "the owner's new password does not sign in")
+        return (f"3 requests held on nodes 1 and 3 past a global logout on node 2 -> {tally(replies)}; "
+                f"the owner's change on node 2 released with 2 others on nodes 1 and 3 -> 200, the others "
+                f"{tally(answers[1:])}; the owner's password stands")
+
     # k. A Gatehouse-held usage meter reserved across nodes (issue 19): the app backend's uses of
     # a Free account's share links, released together on the three nodes.
     def usage_meter_race(self):
@@ -1285,6 +1338,10 @@ def run_checks(binary):
         current = "j. verification resend race"
         t = time.monotonic()
         report(current, f"{checks.resend_race()}; {time.monotonic() - t:.1f} s")
+
+        current = "m. a check holds until its write"
+        t = time.monotonic()
+        report(current, f"{checks.held_requests_and_password_race()}; {time.monotonic() - t:.1f} s")
 
         current = "k. usage meter race"
         t = time.monotonic()

@@ -98,7 +98,8 @@ struct UseCases {
             bundleID: config.appStoreBundleID ?? config.appleAudiences.first, environments: config.appStoreEnvironments,
             entitlements: entitlements, engine: infra.engine, unitOfWork: unitOfWork, clock: clock, logger: infra.logger)
         users = UserAdminService(store: store, unitOfWork: unitOfWork, lifecycle: lifecycle, clock: clock)
-        imports = ImportService(store: store, unitOfWork: unitOfWork, lifecycle: lifecycle, firebaseKeys: infra.firebaseKeys, clock: clock)
+        imports = ImportService(
+            store: store, unitOfWork: unitOfWork, lifecycle: lifecycle, firebaseKeys: infra.firebaseKeys, clock: clock, hasher: infra.hasher)
         testMail = TestMailService(unitOfWork: unitOfWork)
         let ownerProof = OwnerProof(preset: preset, clock: clock)
         passkeys = PasskeyService(

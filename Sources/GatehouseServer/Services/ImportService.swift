@@ -17,6 +17,9 @@ struct ImportService: Sendable {
     let lifecycle: AccountLifecycle
     let firebaseKeys: FirebaseHashKeys
     let clock: any WallClock
+    /// This server's hasher, told of the schemes an import brought (nil from the CLI: a running
+    /// server learns them within `PasswordHasherService.schemeRefreshSeconds`).
+    var hasher: PasswordHasher? = nil
 
     /// The id a Firebase account gets here (`FirebaseExport.derivedID(digest:)`).
     static func firebaseID(_ localID: String) -> UserID {
@@ -94,6 +97,7 @@ struct ImportService: Sendable {
                 }
             }
         }
+        if report.imported > 0, let hasher { try await hasher.useSchemes(store.passwordHashSchemes()) }
         return report
     }
 

@@ -2,10 +2,12 @@ import CArgon2
 import Foundation
 import GatehouseCore
 import HummingbirdBcrypt
+import Logging
 import NIOCore
 import NIOPosix
 import GatehouseStore
 import ServiceLifecycle
+import Synchronization
 import Tracing
 
 /// Argon2id parameters (RFC 9106 / OWASP: m=19 MiB, t=2, p=1 by default).
@@ -47,6 +49,12 @@ public final class PasswordHasher: Sendable {
     /// A hash of a random password, verified when an email is unknown so that the answer
     /// takes the same work as for a real account.
     private let decoy: String
+    /// A decoy for each scheme of stored hashes besides Gatehouse's own Argon2id (bcrypt by
+    /// cost, `$2a$12$`; Firebase scrypt by project, `$firebase-scrypt$<key id>`): every check also
+    /// runs the decoy of each scheme but its own, so it costs the same whichever account, or
+    /// none, is behind it (finding 5 of issue 40: an imported account answered in bcrypt's time,
+    /// an unknown address in Argon2id's). Kept by `useSchemes(_:)`.
+    private let schemeDecoys = Mutex<[String: String]>([:])
     /// The imported Firebase projects' parameters (nil: no Firebase hash verifies).
     private let firebaseKeys: FirebaseHashKeys?
     /// Told how long each hash (`hash`) or check (`verify`) took on its thread (the metrics).
@@ -99,9 +107,59 @@ public final class PasswordHasher: Sendable {
             return Verification(matches: false, needsRehash: false)
         }
         let target = hash ?? decoy
-        return try await traced(tracer, "password.verify", attributes: ["gatehouse.hash.algorithm": .string(Self.algorithm(of: target))]) {
-            try await check(password, against: target, known: hash != nil)
+        let own = Self.scheme(of: target)
+        // The other schemes in use, in a fixed order: Argon2id's decoy stands in for Gatehouse's own.
+        let others = (schemeDecoys.withLock { $0 }.merging([Self.argon2Scheme: decoy]) { kept, _ in kept })
+            .filter { $0.key != own }.sorted { $0.key < $1.key }
+        let attributes: SpanAttributes = [
+            "gatehouse.hash.algorithm": .string(Self.algorithm(of: target)),
+            "gatehouse.hash.decoys": .string(others.map(\.key).joined(separator: " ")),
+        ]
+        return try await traced(tracer, "password.verify", attributes: attributes) {
+            let verification = try await check(password, against: target, known: hash != nil)
+            for (_, other) in others { _ = try await check(password, against: other, known: false) }
+            return verification
         }
+    }
+
+    static let argon2Scheme = "$argon2id$"
+
+    /// What a hash's check costs by, read from its start (a whole hash or the store's prefix of
+    /// one): Argon2id (Gatehouse's parameters; others are re-hashed at the next sign-in), bcrypt
+    /// by its cost whatever the variant (`$2$12$`), Firebase scrypt by project.
+    static func scheme(of hash: String) -> String {
+        if hash.hasPrefix("$2") { return "$2$" + hash.dropFirst(4).prefix(2) + "$" }
+        if hash.hasPrefix(FirebaseScrypt.prefix) {
+            return FirebaseScrypt.prefix + hash.dropFirst(FirebaseScrypt.prefix.count).prefix { $0 != "$" }
+        }
+        return argon2Scheme
+    }
+
+    /// The schemes of the stored hashes (`UserStore.passwordHashSchemes`): a decoy is made
+    /// for each new one (on the hashing threads), and one no longer in use is dropped.
+    public func useSchemes(_ schemes: [String]) async throws {
+        let known = schemeDecoys.withLock { $0 }
+        var decoys: [String: String] = [:]
+        for scheme in Set(schemes.map(Self.scheme(of:))) where scheme != Self.argon2Scheme {
+            if let made = known[scheme] {
+                decoys[scheme] = made
+            } else if let made = try await makeDecoy(scheme) {
+                decoys[scheme] = made
+            }
+        }
+        schemeDecoys.withLock { $0 = decoys }
+    }
+
+    private func makeDecoy(_ scheme: String) async throws -> String? {
+        let secret = UUID().uuidString
+        if scheme.hasPrefix(FirebaseScrypt.prefix) {
+            return FirebaseScrypt.encode(keyID: String(scheme.dropFirst(FirebaseScrypt.prefix.count)), salt: randomBytes(16), hash: randomBytes(32))
+        }
+        // bcrypt within the bounds only: a stored hash over them is never run (the Argon2id decoy is).
+        guard scheme.hasPrefix("$2$"), let cost = UInt8(scheme.dropFirst(3).prefix(2)), cost >= 4,
+            Int(cost) <= PasswordHashBounds.maximumBcryptCost
+        else { return nil }
+        return try await pool.runIfActive { Bcrypt.hash(secret, cost: cost) }
     }
 
     private func check(_ password: String, against target: String, known: Bool) async throws -> Verification {
@@ -176,9 +234,24 @@ public struct PasswordHasherError: Error, CustomStringConvertible {
 /// Stops the hasher's threads when the application stops.
 struct PasswordHasherService: Service {
     let hasher: PasswordHasher
+    let store: any UserStore
+    let logger: Logger
+
+    /// How often the schemes of stored hashes are read again (an import on another node, or by
+    /// the CLI, is decoyed here within this long).
+    static let schemeRefreshSeconds = 300
 
     func run() async throws {
-        try? await gracefulShutdown()
+        try? await cancelWhenGracefulShutdown {
+            while true {
+                try await Task.sleep(for: .seconds(Self.schemeRefreshSeconds))
+                do {
+                    try await hasher.useSchemes(store.passwordHashSchemes())
+                } catch {
+                    logger.warning("could not read the password hash schemes", metadata: ["cause": "\(error)"])
+                }
+            }
+        }
         await hasher.shutdown()
     }
 }

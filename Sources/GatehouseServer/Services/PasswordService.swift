@@ -202,7 +202,7 @@ struct PasswordService: Sendable {
         }
         if try await store.user(normalizedEmail: normalized) != nil { throw GatehouseError.emailInUse(preset) }
         do {
-            return try await lifecycle.withTemporaryHandle { handle in
+            let created = try await lifecycle.withTemporaryHandle { handle in
                 try await unitOfWork.run { work in
                     let now = work.now
                     var user = User(
@@ -216,6 +216,9 @@ struct PasswordService: Sendable {
                     return user
                 }
             }
+            // A hash made elsewhere may bring a scheme this server has no decoy for yet.
+            if passwordHash != nil { try await credentials.hasher.useSchemes(store.passwordHashSchemes()) }
+            return created
         } catch let error as StoreError where error.uniqueKey != nil && error.uniqueKey != .handle {
             throw GatehouseError.emailInUse(preset)
         }

@@ -12,6 +12,8 @@ struct Credentials: Sendable {
     let throttle: ThrottleService
     let preset: Preset
     let audits: UnitOfWork
+    /// One hash in flight per account on this node.
+    let lanes = HashLanes()
 
     /// Every password check (login, a sign-up's replay, a password change, the proof before a
     /// deletion) goes through here: an attempt on the account is reserved atomically before
@@ -27,7 +29,7 @@ struct Credentials: Sendable {
             try await audits.audit(event, .locked, user: userID, client: client, details: ["reason": "account locked"])
             throw error
         }
-        let verification = try await hasher.verify(password, against: hash)
+        let verification = try await lanes.one(account) { try await hasher.verify(password, against: hash) }
         if hash != nil, verification.matches {
             try await throttle.clearAccount(account)
             return verification
