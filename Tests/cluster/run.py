@@ -34,6 +34,10 @@ skipped) in front of them. Then checks, across nodes:
      cache), a sign-out on node 1, and then an account disabled on node 2, are refused (401, 403)
      by every request on every node begun more than 0.5 s after the change answered, and no node
      accepts the token again after refusing it;
+  m. a check holds until its write (issue 40): a password change, a profile change and an email
+     link held on nodes 1 and 3 with their bodies back while the owner signs out everywhere on
+     node 2, then completed: 401 each, nothing written; then two sessions' "old -> old" changes
+     on nodes 1 and 3 released with the owner's change on node 2: the owner's stands;
 and that SIGTERM stops every remaining node within 15 seconds. Then, on a second cluster with the
 `default` preset (magic links and anonymous starts are off in handz):
 

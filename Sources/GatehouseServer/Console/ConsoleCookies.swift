@@ -3,7 +3,8 @@ import Foundation
 import GatehouseCore
 
 /// The admin console's session cookie and CSRF tokens, signed with a key derived from the admin
-/// key (nothing is stored). A session is `<expiry>.<nonce>.<mac>`; a form's CSRF token is a MAC
+/// key; the session also has a row (`console_sessions`, by its nonce's hash) that sign-out
+/// deletes. A session is `<expiry>.<nonce>.<mac>`; a form's CSRF token is a MAC
 /// of the session's nonce, so it is good for that session only. The sign-in form, before any
 /// session, pairs a random cookie with a MAC of it.
 struct ConsoleCookies: Sendable {

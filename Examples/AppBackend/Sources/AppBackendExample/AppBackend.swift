@@ -100,6 +100,9 @@ public func buildAppBackend(_ settings: AppBackendSettings, logger: Logger = Log
         guard let serviceKey = settings.serviceKey else {
             throw HTTPError(.internalServerError, message: "the assistant routes need Gatehouse's service key")
         }
+        // Every request the middleware lets through is one use: the meter makes its idempotency
+        // key itself for each call, so no header the app sends can make a use count as an
+        // earlier one (docs/verifier.md).
         let meters = UsageMeter(
             gatehouse: GatehouseMeters(baseURL: settings.gatehouseURL, serviceKey: serviceKey),
             meters: ["ai_chat": "ai_chat", "search": "search"], clock: settings.clock)
