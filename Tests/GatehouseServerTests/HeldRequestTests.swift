@@ -331,12 +331,20 @@ import Testing
 @Suite struct SchemeDecoyTests {
     /// After a Supabase import brings bcrypt (cost 4) accounts, a guess at an unknown address
     /// runs the Argon2id decoy and a bcrypt decoy, and a guess at the imported account runs its
-    /// bcrypt hash and the Argon2id decoy: one of each scheme in use either way (before: Argon2id
-    /// alone for the unknown address, bcrypt alone for the imported one).
+    /// bcrypt hash and the Argon2id decoy: one of each scheme in use either way, two checks each
+    /// by the hashing metrics (before: Argon2id alone for the unknown address, bcrypt alone for
+    /// the imported one).
     @Test func everyCheckRunsOneHashOfEachSchemeInUse() async throws {
         let tracer = InMemoryTracer()
-        try await TestApp.run(.sqlite, tracer: tracer) { client, _ in
+        try await TestApp.run(.sqlite, tracer: tracer, adjust: { $0.metrics = true }) { client, _ in
             let api = AuthClient(client: client)
+            func checks() async throws -> Double {
+                let page = try await client.execute(uri: "/metrics", method: .get)
+                return MetricsTests.samples(page.text)[#"gatehouse_password_hash_duration_seconds_count{operation="verify"}"#] ?? 0
+            }
+            let alone = try await checks()
+            #expect(try await api.login("before@example.com", "a guess").status == .unauthorized)
+            #expect(try await checks() - alone == 1, "one scheme in use: one check")
             let rows = """
                 {"users": [{"id": "7b0c4b9e-1d1f-4a52-9f3a-1b2c3d4e5f63", "email": "imported@example.com",
                             "encrypted_password": "$2a$04$3THsdJmT/ZC1desV8NpqueGXbSLyQlvN9iKV5wH68bY004l/eTKPS"}],
@@ -353,8 +361,10 @@ import Testing
                 }
                 return (text("gatehouse.hash.algorithm"), text("gatehouse.hash.decoys"))
             }
+            let before = try await checks()
             let unknown = try await checked("nobody@example.com")
             let imported = try await checked("imported@example.com")
+            #expect(try await checks() - before == 4, "two schemes in use: two checks per guess")
             #expect(unknown.algorithm == "argon2id" && unknown.decoys == "$2$04$", "\(unknown)")
             #expect(imported.algorithm == "bcrypt" && imported.decoys == "$argon2id$", "\(imported)")
         }

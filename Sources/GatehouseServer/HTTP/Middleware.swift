@@ -196,12 +196,10 @@ struct WholeBodyMiddleware: RouterMiddleware {
     let deadline: Duration
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        if let declared = request.headers[.contentLength].flatMap(Int.init), declared > limit {
-            throw GatehouseError.payloadTooLarge(limit: limit)
-        }
+        let declared = request.headers[.contentLength].flatMap(Int.init)
+        if let declared, declared > limit { throw GatehouseError.payloadTooLarge(limit: limit) }
         var request = request
         // HTTP/1.1: without a length or a transfer coding there is no body to wait for.
-        let declared = request.headers[.contentLength].flatMap(Int.init)
         if declared.map({ $0 > 0 }) ?? (request.headers[.transferEncoding] != nil) {
             request.body = RequestBody(buffer: try await wholeBody(of: request))
         }

@@ -105,15 +105,25 @@ struct ProfileService: Sendable {
             throw GatehouseError(
                 status: 422, code: .invalidChoice, message: preset.text("error.invalid_choice", "Please choose one of the suggested names."))
         }
-        try await unitOfWork.run { work in
-            try await work.tx.updateProfile(
-                user.id, displayName: name, handle: user.handle, avatarURL: user.avatarURL, onboardingComplete: user.onboardingComplete,
-                now: work.now)
-        }
+        try await changeProfile(of: user.id) { $0.displayName = name }
         return try await userResponse(user.id)
     }
 
     // MARK: Profile and handles
+
+    /// Applies `change` to the account as stored now, read under its lock, and writes the
+    /// profile's fields: what a change leaves alone is never taken from the request's copy, so
+    /// two changes of different fields both stand.
+    private func changeProfile(of id: UserID, _ change: @escaping @Sendable (inout User) -> Void) async throws {
+        try await unitOfWork.run { work in
+            try await work.tx.lockUser(id)
+            guard var stored = try await work.tx.user(id: id) else { throw GatehouseError.unauthorized() }
+            change(&stored)
+            try await work.tx.updateProfile(
+                id, displayName: stored.displayName, handle: stored.handle, avatarURL: stored.avatarURL,
+                onboardingComplete: stored.onboardingComplete, now: work.now)
+        }
+    }
 
     /// `PATCH /v1/me`.
     func patch(_ signedIn: SignedIn, _ patch: ProfilePatch) async throws -> UserResponse {
@@ -127,15 +137,11 @@ struct ProfileService: Sendable {
         let handle = try patch.handle.map(validHandle)
         if patch.setsAvatarURL { try checkAvatarURL(patch.avatarURL) }
         do {
-            try await unitOfWork.run { work in
-                // What the patch leaves alone is read under the account's lock, not taken from the
-                // request's copy: two patches of different fields both stand.
-                try await work.tx.lockUser(user.id)
-                guard let current = try await work.tx.user(id: user.id) else { throw GatehouseError.unauthorized() }
-                try await work.tx.updateProfile(
-                    user.id, displayName: displayName ?? current.displayName, handle: handle ?? current.handle,
-                    avatarURL: patch.setsAvatarURL ? patch.avatarURL : current.avatarURL,
-                    onboardingComplete: patch.onboardingComplete ?? current.onboardingComplete, now: work.now)
+            try await changeProfile(of: user.id) { stored in
+                if let displayName { stored.displayName = displayName }
+                if let handle { stored.handle = handle }
+                if patch.setsAvatarURL { stored.avatarURL = patch.avatarURL }
+                if let onboarding = patch.onboardingComplete { stored.onboardingComplete = onboarding }
             }
         } catch let error as StoreError where error.uniqueKey == .handle {
             // Two people racing for one handle: the database lets exactly one win.

@@ -22,8 +22,9 @@ final class WriteCondition: Sendable {
         let authenticator: Authenticator
     }
 
-    /// The first session a request authenticates as is its condition (a session it opens
-    /// afterwards, at a sign-up, answers to that one).
+    /// The first session a request authenticates as is its condition. (A request with no
+    /// Bearer that opens a session and then reads it, as `/auth/v1/signup` does to apply its
+    /// metadata, is held to that new session.)
     func record(_ identity: AccessIdentity, by authenticator: Authenticator) {
         recorded.withLock { if $0 == nil { $0 = Recorded(identity: identity, authenticator: authenticator) } }
     }
