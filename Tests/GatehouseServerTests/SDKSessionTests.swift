@@ -35,8 +35,11 @@ struct TestDevice: Sendable {
         return Gatehouse(configuration: configuration, tokenStore: keychain, storage: container, transport: transport, clock: clock)
     }
 
-    /// Deletes the app: its container goes, the Keychain stays.
-    func uninstall() throws {
+    /// Deletes the app: its container goes, the Keychain stays. The running `apps` are closed
+    /// first, as iOS ends an app before deleting it: their background sends (analytics) finish
+    /// rather than write into a container being deleted.
+    func uninstall(closing apps: Gatehouse...) async throws {
+        for app in apps { await app.flushAnalytics() }
         try FileManager.default.removeItem(at: directory.appendingPathComponent("app"))
     }
 
@@ -149,7 +152,7 @@ actor EventLog {
             #expect(await relaunched.restore() == .restored(try #require(await relaunched.state.user)))
             #expect(await relaunched.state.user?.id == anonymous.user.id)
 
-            try device.uninstall()
+            try await device.uninstall(closing: client, relaunched)
             let reinstalled = try device.launch(port: port)
             var events = await reinstalled.authStateChanges.makeAsyncIterator()
             let reinstallOutcome = await reinstalled.restore()

@@ -103,7 +103,7 @@ import Testing
         #expect(before.remaining == 1 && before.granted == 3)
 
         // Reinstalled: the container goes, the Keychain's session is discarded.
-        try phone.uninstall()
+        try await phone.uninstall(closing: client)
         // The app ships its preset's words (decision 25): the label reads so before any
         // configuration is loaded on the new install.
         let reinstalled = try phone.launch(port: port, preset: "handz")
@@ -166,7 +166,7 @@ import Testing
 
         // Day 3: the app is deleted and installed again.
         clock.advance(by: 2 * 86_400 + 3_600)
-        try phone.uninstall()
+        try await phone.uninstall(closing: client)
         let reinstalled = try phone.launch(port: port)
         #expect(await reinstalled.restore() == .signedOut(.reinstalled))
         _ = try await reinstalled.loadConfiguration()
