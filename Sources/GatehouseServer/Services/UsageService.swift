@@ -43,8 +43,8 @@ struct UsageService: Sendable {
                             message: "This idempotency_key was used for another amount. Send a new key for a new use.")
                     }
                     return UsageResponse(
-                        used: try await tx.usage(of: user.id, meter: name, periodStart: earlier.periodStart),
-                        limit: engine.limit(of: meter, input: input, at: now), resetsAt: meter.window(at: earlier.periodStart).end.rfc3339)
+                        used: try await tx.usage(of: user.id, meter: name, periodStart: window.start),
+                        limit: engine.limit(of: meter, input: input, at: now), resetsAt: window.end.rfc3339)
                 }
                 // Every rule of the action but the count: account, plan, trial, capability.
                 guard let decision = engine.decide(meter.action, context: [:], input: input, at: now) else {
