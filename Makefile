@@ -9,7 +9,7 @@ test:
 	./scripts/test
 
 build:
-	swift build
+	swift build --package-path Server
 
 clean:
-	rm -rf .build
+	rm -rf .build Server/.build .build-consumer

@@ -1,4 +1,12 @@
 // swift-tools-version: 6.2
+// What an app adds: the client SDK and the types it shares with the server, on Foundation alone.
+// Depending on this repository for `GatehouseClient` resolves no other package. The server is
+// the package in `Server/`, which depends on this one.
+//
+// `GatehouseVerifier` (for an app's own Swift backend) needs Hummingbird and an HTTP client: it
+// is built only with the `Verifier` trait, so that an app that does not ask for it resolves
+// none of them:
+//     .package(url: "https://github.com/your-org/gatehouse.git", from: "0.1.0", traits: ["Verifier"])
 import PackageDescription
 
 let strict: [SwiftSetting] = [
@@ -6,194 +14,54 @@ let strict: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
 ]
 
+/// A dependency of `GatehouseVerifier`, resolved only when the `Verifier` trait is on.
+func verifier(_ product: String, _ package: String) -> Target.Dependency {
+    .product(name: product, package: package, condition: .when(traits: ["Verifier"]))
+}
+
 let package = Package(
     name: "Gatehouse",
     platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
+        .library(name: "GatehouseClient", targets: ["GatehouseClient"]),
         .library(name: "GatehouseWire", targets: ["GatehouseWire"]),
         .library(name: "GatehouseCore", targets: ["GatehouseCore"]),
-        .library(name: "GatehouseClient", targets: ["GatehouseClient"]),
-        .library(name: "GatehouseServer", targets: ["GatehouseServer"]),
         .library(name: "GatehouseVerifier", targets: ["GatehouseVerifier"]),
-        .executable(name: "gatehouse", targets: ["gatehouse"]),
+    ],
+    traits: [
+        .trait(name: "Verifier", description: "Builds GatehouseVerifier (Hummingbird, AsyncHTTPClient) for an app's own backend."),
+        .default(enabledTraits: []),
     ],
     dependencies: [
+        // Used by no target: `swift package generate-documentation` (scripts/docs), never resolved
+        // by a package that depends on this one.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.5.0"),
+        // GatehouseVerifier's, under the `Verifier` trait only.
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
-        .package(url: "https://github.com/vapor/jwt-kit.git", exact: "5.8.0"),
-        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
-        .package(url: "https://github.com/vapor/sqlite-nio.git", from: "1.13.2"),
-        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
-        .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0"),
-        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
-        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
-        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
-        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.3"),
-        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
-        .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
-        .package(url: "https://github.com/apple/swift-system.git", from: "1.8.1"),
-        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
-        .package(url: "https://github.com/hummingbird-project/hummingbird-auth.git", from: "2.5.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
-        .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.1.1"),
-        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
-        .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
-        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
-        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
-        // Traces: the tracing API, and swift-otel's OTLP/HTTP exporter only (its gRPC trait stays off).
-        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
-        .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
     ],
     targets: [
         // Wire types shared by the server and the SDK: no dependencies at all.
         .target(name: "GatehouseWire", swiftSettings: strict),
-        // The reference Argon2 implementation (Debian libargon2-dev, Homebrew argon2).
-        .systemLibrary(
-            name: "CArgon2", pkgConfig: "libargon2", providers: [.apt(["libargon2-dev"]), .brew(["argon2"])]),
         // The pure domain: policies, presets, the clock. No I/O, no NIO, no SQL.
         .target(name: "GatehouseCore", dependencies: ["GatehouseWire"], swiftSettings: strict),
-        .target(
-            name: "GatehouseStore",
-            dependencies: [
-                "GatehouseCore",
-                .product(name: "SQLiteNIO", package: "sqlite-nio"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "_ConnectionPoolModule", package: "postgres-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOExtras", package: "swift-nio-extras"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Tracing", package: "swift-distributed-tracing"),
-            ],
-            resources: [.copy("Migrations")],
-            swiftSettings: strict
-        ),
-        .target(
-            name: "GatehouseServer",
-            dependencies: [
-                "GatehouseCore", "GatehouseStore", "GatehouseWire", "CArgon2",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "CoreMetrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "Tracing", package: "swift-distributed-tracing"),
-                .product(name: "OTel", package: "swift-otel"),
-                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
-                .product(name: "HummingbirdTLS", package: "hummingbird"),
-                .product(name: "HummingbirdCore", package: "hummingbird"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "JWTKit", package: "jwt-kit"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "CryptoExtras", package: "swift-crypto"),
-                .product(name: "Configuration", package: "swift-configuration"),
-                .product(name: "SystemPackage", package: "swift-system"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Mustache", package: "swift-mustache"),
-                .product(name: "X509", package: "swift-certificates"),
-                .product(name: "SwiftASN1", package: "swift-asn1"),
-            ],
-            resources: [.copy("Resources")],
-            swiftSettings: strict
-        ),
-        .executableTarget(
-            name: "gatehouse",
-            dependencies: [
-                "GatehouseServer",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
-            swiftSettings: strict
-        ),
-        // The benchmark driver (benchmarks/run); built in release by the benchmark script only.
-        .executableTarget(
-            name: "gatehouse-bench",
-            dependencies: [
-                "GatehouseServer",
-                "GatehouseCore",
-                .product(name: "JWTKit", package: "jwt-kit"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-            ],
-            path: "benchmarks/Sources/gatehouse-bench",
-            swiftSettings: strict
-        ),
+        // The client SDK: Foundation, the wire types and the pure core (the same entitlement
+        // engine as the server) only.
+        .target(name: "GatehouseClient", dependencies: ["GatehouseWire", "GatehouseCore"], swiftSettings: strict),
         // For an app's own Swift backend: offline verification of Gatehouse access tokens and a
-        // Hummingbird middleware enforcing the app's plans.
+        // Hummingbird middleware enforcing the app's plans. Empty without the `Verifier` trait.
         .target(
             name: "GatehouseVerifier",
             dependencies: [
                 "GatehouseCore", "GatehouseWire",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-            ],
-            swiftSettings: strict
-        ),
-        // The example app backend (Examples/AppBackend): Handz's flows and Hannah's costly routes
-        // behind GatehouseVerifier, with its own SQLite table. Built and tested with the rest.
-        .target(
-            name: "AppBackendExample",
-            dependencies: [
-                "GatehouseVerifier", "GatehouseCore", "GatehouseWire",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "SQLiteNIO", package: "sqlite-nio"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
-            path: "Examples/AppBackend/Sources/AppBackendExample",
-            swiftSettings: strict
-        ),
-        .executableTarget(
-            name: "app-backend",
-            dependencies: ["AppBackendExample", .product(name: "Hummingbird", package: "hummingbird")],
-            path: "Examples/AppBackend/Sources/app-backend",
-            swiftSettings: strict
-        ),
-        // The client SDK: Foundation, the wire types and the pure core (the same entitlement
-        // engine as the server) only.
-        .target(name: "GatehouseClient", dependencies: ["GatehouseWire", "GatehouseCore"], swiftSettings: strict),
-
-        // Helpers for the test targets only: a fresh SQLite file or PostgreSQL database per test.
-        .target(
-            name: "GatehouseTestSupport",
-            dependencies: ["GatehouseStore", "GatehouseWire", "GatehouseClient", .product(name: "Logging", package: "swift-log")],
-            path: "Tests/GatehouseTestSupport",
-            swiftSettings: strict
-        ),
-        .testTarget(name: "GatehouseClientTests", dependencies: ["GatehouseClient", "GatehouseTestSupport"], swiftSettings: strict),
-        // Crypto: the HMAC-SHA-1 the TOTP vectors are computed with (the core takes it from outside).
-        .testTarget(
-            name: "GatehouseCoreTests",
-            dependencies: ["GatehouseCore", "GatehouseTestSupport", .product(name: "Crypto", package: "swift-crypto")],
-            swiftSettings: strict
-        ),
-        .testTarget(
-            name: "GatehouseStoreTests",
-            dependencies: ["GatehouseStore", "GatehouseTestSupport"],
-            swiftSettings: strict
-        ),
-        .testTarget(
-            name: "GatehouseServerTests",
-            dependencies: [
-                "GatehouseServer", "GatehouseStore", "GatehouseWire", "GatehouseTestSupport", "GatehouseVerifier", "GatehouseClient",
-                "AppBackendExample",
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
-                .product(name: "JWTKit", package: "jwt-kit"),
-                .product(name: "CryptoExtras", package: "swift-crypto"),
-                .product(name: "X509", package: "swift-certificates"),
-                .product(name: "SwiftASN1", package: "swift-asn1"),
-                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+                verifier("Hummingbird", "hummingbird"),
+                verifier("AsyncHTTPClient", "async-http-client"),
+                verifier("Crypto", "swift-crypto"),
+                verifier("NIOCore", "swift-nio"),
+                verifier("HTTPTypes", "swift-http-types"),
             ],
             swiftSettings: strict
         ),

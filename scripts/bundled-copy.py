@@ -6,7 +6,7 @@ import json
 import os
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PRESETS = os.path.join(ROOT, "Sources", "GatehouseServer", "Resources", "presets")
+PRESETS = os.path.join(ROOT, "Server", "Sources", "GatehouseServer", "Resources", "presets")
 OUT = os.path.join(ROOT, "Sources", "GatehouseClient", "BundledCopy.swift")
 
 

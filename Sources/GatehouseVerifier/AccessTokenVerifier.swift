@@ -1,3 +1,4 @@
+#if Verifier
 import Crypto
 import Foundation
 import GatehouseCore
@@ -177,3 +178,4 @@ public actor AccessTokenVerifier {
         var y: String?
     }
 }
+#endif

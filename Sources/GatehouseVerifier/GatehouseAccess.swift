@@ -1,3 +1,4 @@
+#if Verifier
 import Foundation
 import GatehouseCore
 import GatehouseWire
@@ -63,3 +64,4 @@ public struct GatehouseAccess: Sendable {
         return decision
     }
 }
+#endif

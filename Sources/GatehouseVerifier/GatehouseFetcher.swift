@@ -1,3 +1,4 @@
+#if Verifier
 import AsyncHTTPClient
 import Foundation
 import NIOCore
@@ -28,3 +29,4 @@ public struct GatehouseFetcher: Sendable {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Verifier
 import AsyncHTTPClient
 import Foundation
 import GatehouseCore
@@ -97,3 +98,4 @@ public struct GatehouseMeters: Sendable {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Verifier
 import Foundation
 import GatehouseCore
 import GatehouseWire
@@ -140,3 +141,4 @@ func errorResponse(
     headers.append(contentsOf: extra)
     return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
 }
+#endif

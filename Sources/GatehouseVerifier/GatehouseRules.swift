@@ -1,3 +1,4 @@
+#if Verifier
 import Foundation
 import GatehouseCore
 
@@ -67,3 +68,4 @@ public actor GatehouseRules {
         retryAt = nil
     }
 }
+#endif

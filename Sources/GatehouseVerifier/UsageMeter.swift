@@ -1,3 +1,4 @@
+#if Verifier
 import Foundation
 import GatehouseCore
 import GatehouseWire
@@ -117,3 +118,4 @@ public actor UsageMeter {
         }
     }
 }
+#endif

@@ -825,10 +825,10 @@ def mean_and_interval(values):
 
 
 def start_receiver():
-    """Tests/support/otlp_receiver.py --count-only on a free port: (process, its base URL). It
+    """Server/Tests/support/otlp_receiver.py --count-only on a free port: (process, its base URL). It
     stands for a collector on another machine, so it shares wrk's CPUs (--wrk-cpus), not the
     server's."""
-    script = os.path.join(REPO, "Tests", "support", "otlp_receiver.py")
+    script = os.path.join(REPO, "Server", "Tests", "support", "otlp_receiver.py")
     process = subprocess.Popen(WRK_PREFIX + [BENCH_PYTHON, script, "--port", "0", "--count-only"], stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, text=True)
     line = process.stdout.readline()

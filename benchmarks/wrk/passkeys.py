@@ -5,7 +5,7 @@ has cryptography and cbor2; not stdlib only, unlike the harness).
   passkeys.py --port PORT --rp-id RP --accounts N --assertions M --out FILE
 
 Signs N accounts up with a passkey only (one software authenticator per account, from
-Tests/support/webauthn_authenticator.py, synced like iCloud Keychain passkeys, so their sign
+Server/Tests/support/webauthn_authenticator.py, synced like iCloud Keychain passkeys, so their sign
 count stays 0 and assertions may arrive in any order), then opens M discoverable sign-in
 ceremonies (POST /v1/passkeys/authentication/options) and signs each challenge with one of the
 accounts' passkeys in turn. FILE gets one JSON body of POST /v1/passkeys/authentication/verify
@@ -22,7 +22,7 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "Tests", "support"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "Server", "Tests", "support"))
 import webauthn_authenticator as soft  # noqa: E402  (the tests' authenticator, imported in-process)
 
 WORKERS = 8

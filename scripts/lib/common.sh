@@ -77,8 +77,8 @@ ensure_test_deps() {
   export GATEHOUSE_TEST_BROWSER="$PWD/Tests/support/browser.py"
 }
 
-# The Python packages of .build-venv, pinned (Tests/support/smtp_sink.py and browser.py; the OpenAPI
-# validator; Schemathesis for Tests/fuzz; Tests/support/webauthn_authenticator.py, the software
+# The Python packages of .build-venv, pinned (Server/Tests/support/smtp_sink.py and browser.py; the OpenAPI
+# validator; Schemathesis for Server/Tests/fuzz; Server/Tests/support/webauthn_authenticator.py, the software
 # passkey authenticator, uses soft-webauthn and checks with webauthn (py_webauthn), and builds
 # tampered bytes with cbor2 and cryptography; pyotp computes TOTP codes beside Gatehouse's; PyJWT
 # reads the access tokens' aal and amr as an independent JWT library; supabase-auth and gotrue are
@@ -106,7 +106,7 @@ PY
   .build-venv/bin/pip install --quiet --disable-pip-version-check "${VENV_PACKAGES[@]}"
 }
 
-# What driving the hosted pages needs (Tests/support/browser.py): Chromium, the matching
+# What driving the hosted pages needs (Server/Tests/support/browser.py): Chromium, the matching
 # chromedriver and Selenium. Selenium never downloads a browser or driver here: browser.py uses
 # the installed ones (or GATEHOUSE_CHROMIUM / GATEHOUSE_CHROMEDRIVER).
 ensure_browser_deps() {

@@ -4,12 +4,14 @@ import Testing
 /// The documents that name tests (SECURITY.md's requirements, docs/traceability.md's seed items)
 /// stay true: every test they cite exists, and no requirement is marked met without one.
 @Suite struct DocumentationTests {
+    /// The repository's root (this file is Server/Tests/GatehouseServerTests/DocumentationTests.swift).
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
 
-    /// Every Swift test file under Tests/, by base name, with its text.
+    /// Every Swift test file under Server/Tests/, by base name, with its text.
     static let testFiles: [String: String] = {
         var files: [String: String] = [:]
-        let tests = root.appendingPathComponent("Tests")
+        let tests = root.appendingPathComponent("Server/Tests")
         for case let url as URL in FileManager.default.enumerator(at: tests, includingPropertiesForKeys: nil) ?? .init()
         where url.pathExtension == "swift" {
             files[url.lastPathComponent] = try? String(contentsOf: url, encoding: .utf8)

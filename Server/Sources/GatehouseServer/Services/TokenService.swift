@@ -6,7 +6,9 @@ import GatehouseWire
 import JWTKit
 import Synchronization
 
-extension AccessTokenClaims: JWTPayload {
+// Retroactive: the claims are Wire's (the root package, shared with the verifier and the SDK),
+// JWTPayload is jwt-kit's; only the server signs with jwt-kit.
+extension AccessTokenClaims: @retroactive JWTPayload {
     /// Claim checks need the injected clock and the preset's leeway, so they happen in
     /// `TokenService.verify`; jwt-kit only checks the signature.
     public func verify(using algorithm: some JWTAlgorithm) throws {}

@@ -1,5 +1,5 @@
 """Password hashes as Firebase Auth and Supabase Auth store them, made by independent
-libraries from PyPI, for the import tests (Tests/GatehouseServerTests/ImportTests.swift).
+libraries from PyPI, for the import tests (Server/Tests/GatehouseServerTests/ImportTests.swift).
 
     foreign_hashes.py firebase PASSWORD SALT_B64 SIGNER_KEY_B64 SALT_SEPARATOR_B64 ROUNDS MEM_COST
         prints Firebase's modified-scrypt hash (base64), made with firebase-scrypt and checked

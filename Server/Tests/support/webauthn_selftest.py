@@ -4,7 +4,7 @@
 A developer's tool, not part of CI. Run it with the Python of .build-venv (scripts/lib/common.sh
 installs soft-webauthn, webauthn, fido2, cbor2 and cryptography there):
 
-  .build-venv/bin/python Tests/support/webauthn_selftest.py [-v]
+  .build-venv/bin/python Server/Tests/support/webauthn_selftest.py [-v]
 
 It starts the authenticator as a subprocess and speaks its JSON-lines protocol, as the Swift
 tests do. The relying party is py_webauthn (generate_registration_options,

@@ -13,7 +13,7 @@ extension GateRow: CustomTestStringConvertible {
 
     static func preset(_ name: String) throws -> Preset {
         try Preset.decode(
-            Data(contentsOf: GateRow.root.appendingPathComponent("Sources/GatehouseServer/Resources/presets/\(name).json")), source: name)
+            Data(contentsOf: GateRow.root.appendingPathComponent("Server/Sources/GatehouseServer/Resources/presets/\(name).json")), source: name)
     }
 
     static func input(_ row: GateRow) -> EntitlementInput {

@@ -1,4 +1,4 @@
-"""Schemathesis hooks for fuzzing a live Gatehouse (Tests/fuzz/run.py loads them).
+"""Schemathesis hooks for fuzzing a live Gatehouse (Server/Tests/fuzz/run.py loads them).
 
 User operations get the access token of a real account, signed up through the API; when an
 operation ends that session (logout, password change, deletion) the next 401 makes Schemathesis

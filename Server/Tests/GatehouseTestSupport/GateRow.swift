@@ -30,10 +30,11 @@ public struct GateRow: Decodable, Sendable {
         case creditsSpent = "credits_spent"
     }
     public static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
 
     public static func load() throws -> [GateRow] {
         struct File: Decodable { var rows: [GateRow] }
-        return try JSONDecoder().decode(File.self, from: Data(contentsOf: root.appendingPathComponent("Tests/fixtures/handz-gates.json"))).rows
+        return try JSONDecoder().decode(File.self, from: Data(contentsOf: root.appendingPathComponent("Server/Tests/fixtures/handz-gates.json"))).rows
     }
 
     /// Problems with `decision`, empty when it matches.

@@ -1,0 +1,186 @@
+// swift-tools-version: 6.2
+// The server, its CLI, the benchmark driver, the example app backend and every test. The SDK and
+// the types it shares with the server are the package at the repository's root, which this one
+// depends on (with the `Verifier` trait, for GatehouseVerifier).
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+// The root package's products: the types shared with the SDK, the SDK, and the verifier.
+let wire = Target.Dependency.product(name: "GatehouseWire", package: "Gatehouse")
+let core = Target.Dependency.product(name: "GatehouseCore", package: "Gatehouse")
+let client = Target.Dependency.product(name: "GatehouseClient", package: "Gatehouse")
+let verifier = Target.Dependency.product(name: "GatehouseVerifier", package: "Gatehouse")
+
+let package = Package(
+    name: "GatehouseServer",
+    platforms: [.macOS(.v15), .iOS(.v18)],
+    products: [
+        .library(name: "GatehouseServer", targets: ["GatehouseServer"]),
+        .executable(name: "gatehouse", targets: ["gatehouse"]),
+    ],
+    dependencies: [
+        .package(name: "Gatehouse", path: "..", traits: ["Verifier"]),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/vapor/jwt-kit.git", exact: "5.8.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        .package(url: "https://github.com/vapor/sqlite-nio.git", from: "1.13.2"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
+        .package(url: "https://github.com/apple/swift-system.git", from: "1.8.1"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-auth.git", from: "2.5.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.1.1"),
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        // Traces: the tracing API, and swift-otel's OTLP/HTTP exporter only (its gRPC trait stays off).
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
+        .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
+    ],
+    targets: [
+        // The reference Argon2 implementation (Debian libargon2-dev, Homebrew argon2).
+        .systemLibrary(
+            name: "CArgon2", pkgConfig: "libargon2", providers: [.apt(["libargon2-dev"]), .brew(["argon2"])]),
+        .target(
+            name: "GatehouseStore",
+            dependencies: [
+                core,
+                .product(name: "SQLiteNIO", package: "sqlite-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "_ConnectionPoolModule", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOExtras", package: "swift-nio-extras"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+            ],
+            resources: [.copy("Migrations")],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "GatehouseServer",
+            dependencies: [
+                core, "GatehouseStore", wire, "CArgon2",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "OTel", package: "swift-otel"),
+                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Mustache", package: "swift-mustache"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ],
+            resources: [.copy("Resources")],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "gatehouse",
+            dependencies: [
+                "GatehouseServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
+        // The benchmark driver (benchmarks/run); built in release by the benchmark script only.
+        .executableTarget(
+            name: "gatehouse-bench",
+            dependencies: [
+                "GatehouseServer",
+                core,
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            path: "Sources/gatehouse-bench",
+            swiftSettings: strict
+        ),
+        // The example app backend (Examples/AppBackend): Handz's flows and Hannah's costly routes
+        // behind GatehouseVerifier, with its own SQLite table. Built and tested with the rest.
+        .target(
+            name: "AppBackendExample",
+            dependencies: [
+                verifier, core, wire,
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "SQLiteNIO", package: "sqlite-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Examples/AppBackend/Sources/AppBackendExample",
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "app-backend",
+            dependencies: ["AppBackendExample", .product(name: "Hummingbird", package: "hummingbird")],
+            path: "Examples/AppBackend/Sources/app-backend",
+            swiftSettings: strict
+        ),
+
+        // Helpers for the test targets only: a fresh SQLite file or PostgreSQL database per test.
+        .target(
+            name: "GatehouseTestSupport",
+            dependencies: ["GatehouseStore", wire, client, .product(name: "Logging", package: "swift-log")],
+            path: "Tests/GatehouseTestSupport",
+            swiftSettings: strict
+        ),
+        .testTarget(name: "GatehouseClientTests", dependencies: [client, "GatehouseTestSupport"], swiftSettings: strict),
+        // Crypto: the HMAC-SHA-1 the TOTP vectors are computed with (the core takes it from outside).
+        .testTarget(
+            name: "GatehouseCoreTests",
+            dependencies: [core, "GatehouseTestSupport", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "GatehouseStoreTests",
+            dependencies: ["GatehouseStore", "GatehouseTestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "GatehouseServerTests",
+            dependencies: [
+                "GatehouseServer", "GatehouseStore", wire, "GatehouseTestSupport", verifier, client,
+                "AppBackendExample",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+            ],
+            swiftSettings: strict
+        ),
+    ]
+)
