@@ -2,6 +2,7 @@ import Foundation
 import GatehouseCore
 import GatehouseWire
 
+/// The code of a sign-in that waits for its second factor.
 extension ErrorCode {
     /// SDK-local: the sign-in proved its first factor and waits for the second; the state is
     /// `.secondFactorRequired` with the challenge (also under `details["challenge_id"]`).
@@ -58,9 +59,10 @@ extension Gatehouse {
         do {
             response = try await call(Endpoints.verifyMFA, body: request, auth: .none)
         } catch {
-            // A challenge that died (expired, used, out of attempts) cannot be completed: the
-            // person starts the sign-in again.
-            if error.code == .challengeInvalid { cancelSecondFactor() }
+            // A challenge that died (expired, used, out of tries) cannot be completed: the person
+            // starts the sign-in again. The server says so with `challenge_invalid`, or with
+            // `details.challenge_ended` on the last wrong code and on a challenge out of tries.
+            if error.code == .challengeInvalid || error.details?["challenge_ended"] == .bool(true) { cancelSecondFactor() }
             throw error
         }
         guard let user = response.user else { throw GatehouseClientError(code: .invalidResponse, message: "The sign-in answer had no user.") }

@@ -40,6 +40,9 @@ public protocol MFAStore: Sendable {
     /// Reserves one attempt on a live, unconsumed challenge that has attempts left, in one
     /// statement; nil otherwise.
     func reserveMFAChallengeAttempt(idHash: [UInt8], now: Date, maximum: Int) async throws(StoreError) -> MFAChallenge?
+    /// Gives back a try reserved by `reserveMFAChallengeAttempt` when the code was never looked
+    /// at (the account's lockout refused first).
+    func releaseMFAChallengeAttempt(idHash: [UInt8]) async throws(StoreError)
     func mfaChallenge(idHash: [UInt8]) async throws(StoreError) -> MFAChallenge?
     /// Takes the challenge once: false when it is consumed or expired already.
     func consumeMFAChallenge(idHash: [UInt8], at date: Date) async throws(StoreError) -> Bool

@@ -145,6 +145,12 @@ extension SQLStore {
         ).first.map(Self.mfaChallenge(from:))
     }
 
+    public func releaseMFAChallengeAttempt(idHash: [UInt8]) async throws(StoreError) {
+        _ = try await executor.query(
+            "UPDATE mfa_challenges SET attempts = attempts - 1 WHERE id_hash = ? AND consumed_at IS NULL AND attempts > 0 RETURNING attempts",
+            [.blob(idHash)])
+    }
+
     public func mfaChallenge(idHash: [UInt8]) async throws(StoreError) -> MFAChallenge? {
         try await executor.query("SELECT \(Self.mfaChallengeColumns) FROM mfa_challenges WHERE id_hash = ?", [.blob(idHash)])
             .first.map(Self.mfaChallenge(from:))

@@ -55,6 +55,24 @@ import Testing
         #expect(custom.name == "custom" && custom.signInMethods.apple == false && custom.signInMethods.google)
     }
 
+    /// Issue 41, finding 8: a preset file of one's own needs only `name`; everything it leaves
+    /// out is the `default` preset's (passkeys on, its copy), key by key inside a section.
+    @Test func aPresetFileWithOnlyANameHasTheDefaultPresetsValues() async throws {
+        let defaults = try PresetLibrary.load("default").get()
+        #expect(defaults.signInMethods.passkey)
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("preset-\(UUID()).json")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try Data(#"{"name": "bare"}"#.utf8).write(to: file)
+        let bare = try await load(["GATEHOUSE_PRESET": file.path]).preset
+        #expect(bare.name == "bare" && bare.signInMethods == defaults.signInMethods && bare.copy == defaults.copy)
+        #expect(bare.tokens == defaults.tokens && bare.throttling == defaults.throttling && bare.enumerationProtection == defaults.enumerationProtection)
+        try Data(#"{"name": "mine", "tokens": {"leeway_seconds": 7}, "copy": {"error.internal": "Oops."}}"#.utf8).write(to: file)
+        let mine = try await load(["GATEHOUSE_PRESET": file.path]).preset
+        #expect(mine.tokens.leewaySeconds == 7 && mine.tokens.accessTokenTTLSeconds == defaults.tokens.accessTokenTTLSeconds)
+        #expect(mine.copy["error.internal"] == "Oops." && mine.copy["error.invalid_credentials"] == defaults.copy["error.invalid_credentials"])
+        #expect(mine.signInMethods.passkey)
+    }
+
     @Test func aPresetWithAnUnknownKeyIsRefusedNamingTheKey() async throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("preset-\(UUID()).json")
         defer { try? FileManager.default.removeItem(at: file) }

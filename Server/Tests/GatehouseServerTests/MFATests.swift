@@ -131,11 +131,13 @@ struct MFATests {
     @Test func bruteForceLocksOutWithThePresetsCopy() async throws {
         let clock = ManualClock(Date())
         let words = "Slow down: too many wrong codes for this account."
+        let spentWords = "That was the last try for this sign-in: sign in again."
         try await TestApp.run(
             .sqlite, clock: clock, setup: .live,
             adjust: {
                 Self.configure(&$0)
                 $0.preset.copy["error.mfa_too_many_attempts"] = words
+                $0.preset.copy["error.mfa_challenge_spent"] = spentWords
                 $0.preset.mfa.attemptsPerChallenge = 3
             }
         ) { client, _ in
@@ -151,9 +153,16 @@ struct MFATests {
             #expect(!guarded.text.contains("mfa") && !guarded.text.contains("challenge"))
             let wrong = flow.wrong(try await flow.code(secret))
             let challenge = try await flow.challenge("guessed@example.com")
-            for _ in 0..<3 { #expect(try await flow.verify(challenge, factor: factor, code: wrong).error?.code == .invalidCode) }
+            // Each wrong code says how many tries the sign-in has left; the last one says it ended.
+            for left in [2, 1, 0] {
+                let answer = try await flow.verify(challenge, factor: factor, code: wrong)
+                #expect(answer.error?.code == .invalidCode && answer.error?.details?["attempts_left"] == .number(Double(left)))
+                #expect(answer.error?.details?["challenge_ended"] == (left == 0 ? .bool(true) : nil), "\(answer.text)")
+            }
+            // A sign-in out of tries is over, and a new one may start at once: no wait to show.
             let spent = try await flow.verify(challenge, factor: factor, code: try await flow.code(secret))
-            #expect(spent.status == .tooManyRequests && spent.error?.message == words, "\(spent.text)")
+            #expect(spent.status == .tooManyRequests && spent.error?.message == spentWords, "\(spent.text)")
+            #expect(spent.error?.retryAfter == nil && spent.error?.details?["challenge_ended"] == .bool(true))
 
             // Five failures on the account (the default threshold) lock it: even the right code waits.
             let next = try await flow.challenge("guessed@example.com")
@@ -162,6 +171,10 @@ struct MFATests {
             let locked = try await flow.verify(third, factor: factor, code: try await flow.code(secret))
             #expect(locked.status == .tooManyRequests && locked.error?.message == words, "\(locked.text)")
             #expect(locked.error?.retryAfter == 30)
+            // The lockout's refusals do not use the sign-in's tries: after the wait, it goes on.
+            for _ in 0..<3 {
+                #expect(try await flow.verify(third, factor: factor, code: try await flow.code(secret)).status == .tooManyRequests)
+            }
             clock.advance(by: 31)
             let after = try await flow.verify(third, factor: factor, code: try await flow.code(secret))
             #expect(after.status == .ok, "\(after.text)")
@@ -293,6 +306,122 @@ struct MFATests {
         ) { server, _ in
             try await Self.stepUpPrompts(server, clock)
         }
+    }
+
+    /// Issue 41: the code step of a sign-in as a model, through `LoginForm`, against a live
+    /// server: wrong codes with the tries left, the last one ending the step back at the form
+    /// with the server's words (the client signed out, a new sign-in at once), a used recovery
+    /// code refused in its own words and a good one signing in, and the account's lockout shown
+    /// with its end, after which the same step goes on. Copy changed in the preset is seen.
+    @Test func theSecondFactorModelsJourney() async throws {
+        let clock = ManualClock(Date())
+        try await TestApp.run(
+            .sqlite, clock: clock, setup: .live,
+            adjust: {
+                Self.configure(&$0)
+                $0.preset.mfa.attemptsPerChallenge = 3
+                $0.preset.copy["mfa.sign_in_title"] = "One more step"
+                $0.preset.copy["mfa.attempts_left.other"] = "{count} goes left."
+            }
+        ) { server, _ in
+            try await Self.secondFactorModel(server, clock)
+        }
+    }
+
+    @MainActor static func secondFactorModel(_ server: any TestClientProtocol, _ clock: ManualClock) async throws {
+        let flow = MFAFlow(api: AuthClient(client: server), clock: clock)
+        let port = try #require(server.port)
+        let phone = try TestDevice()
+        defer { phone.remove() }
+        let app = try phone.launch(port: port)
+        try await app.signUp(email: "steps@example.com", password: "correct horse battery")
+        try await app.loadConfiguration()
+        let enrollment = try await app.enrollTOTP(name: "Phone")
+        let confirmed = try await app.confirmFactor(id: enrollment.id, code: try await flow.code(enrollment.totp.secret))
+        let recoveryCodes = try #require(confirmed.recoveryCodes)
+        try await app.signOut()
+        clock.advance(by: 60)
+
+        let form = LoginForm(client: app, now: { clock.now })
+        form.email = "steps@example.com"
+        form.password = "correct horse battery"
+        #expect(await form.submit() == false)
+        let step = try #require(form.secondFactor)
+        #expect(step.title == "One more step" && step.factors.map(\.name) == ["Phone"] && step.factorID == enrollment.id)
+        #expect(step.prompt == "Enter the code from your authenticator app." && form.errorMessage == nil)
+        let wrong = flow.wrong(try await flow.code(enrollment.totp.secret))
+
+        // Wrong codes: the server's words and the tries left.
+        step.code = String(wrong.prefix(3)) + " " + String(wrong.suffix(3))
+        #expect(step.isVerifyEnabled)
+        #expect(await step.verify() == false)
+        #expect(step.errorMessage == "That code is not right. Check your authenticator app and try again.")
+        #expect(step.attemptsLeft == 2 && step.attemptsLeftMessage == "2 goes left." && step.outcome == nil && step.code.isEmpty)
+        step.code = wrong
+        #expect(await step.verify() == false)
+        #expect(step.attemptsLeft == 1 && step.attemptsLeftMessage == "1 try left.")
+        // The last try: the step ends, back at the form with the words, signed out.
+        step.code = wrong
+        #expect(await step.verify() == false)
+        #expect(step.outcome == .ended("That code is not right. Check your authenticator app and try again."))
+        #expect(form.secondFactor == nil && form.errorMessage == "That code is not right. Check your authenticator app and try again.")
+        let (endedState, stillPending) = (await app.state, await app.pendingSecondFactor)
+        #expect(endedState == .signedOut(nil) && stillPending == nil)
+        #expect(form.password.isEmpty && !step.isVerifyEnabled)
+
+        // A new sign-in starts at once. A recovery code that is not one: its own words.
+        form.password = "correct horse battery"
+        #expect(await form.submit() == false)
+        let again = try #require(form.secondFactor)
+        again.usesRecoveryCode = true
+        #expect(again.prompt == "Enter one of the recovery codes you saved." && again.codeLabel == "Recovery code")
+        again.code = "aaaa-bbbb-cccc-dddd"
+        #expect(await again.verify() == false)
+        #expect(again.errorMessage == "That recovery code is not right, or it was used already. Check it and try again.")
+        #expect(again.attemptsLeft == 2)
+        again.code = recoveryCodes[0]
+        #expect(await again.verify() == true)
+        guard case .signedIn(let user)? = again.outcome else {
+            Issue.record("the step ended with \(String(describing: again.outcome))")
+            return
+        }
+        let signedInID = await app.state.user?.id
+        #expect(user.email == "steps@example.com" && signedInID == user.id && form.secondFactor == nil)
+        try await app.signOut()
+
+        // A used recovery code is refused in its own words too (and, like any recovery code,
+        // not counted on the account's lockout); two wrong codes end this step.
+        form.password = "correct horse battery"
+        #expect(await form.submit() == false)
+        let third = try #require(form.secondFactor)
+        third.usesRecoveryCode = true
+        third.code = recoveryCodes[0]
+        #expect(await third.verify() == false)
+        #expect(third.errorMessage == "That recovery code is not right, or it was used already. Check it and try again.")
+        third.usesRecoveryCode = false
+        for _ in 0..<2 {
+            third.code = wrong
+            _ = await third.verify()
+        }
+        #expect(third.outcome == .ended("That code is not right. Check your authenticator app and try again."))
+
+        // Those were the account's fifth wrong code (three before the recovery code, which does
+        // not clear them, and two now): it is locked. The step shows the wait's end, keeps its
+        // tries, and goes on after the wait.
+        form.password = "correct horse battery"
+        #expect(await form.submit() == false)
+        let locked = try #require(form.secondFactor)
+        locked.code = try await flow.code(enrollment.totp.secret)
+        #expect(await locked.verify() == false)
+        #expect(locked.isLocked && locked.lockedUntil == clock.now.addingTimeInterval(30) && !locked.isVerifyEnabled)
+        #expect(locked.errorMessage == "Too many wrong codes. Please wait, then try again." && locked.outcome == nil)
+        #expect(locked.attemptsLeft == nil)
+        clock.advance(by: 31)
+        #expect(!locked.isLocked)
+        locked.code = try await flow.code(enrollment.totp.secret)
+        #expect(await locked.verify() == true)
+        let finalEmail = await app.state.user?.email
+        #expect(finalEmail == "steps@example.com")
     }
 
     @MainActor static func stepUpPrompts(_ server: any TestClientProtocol, _ clock: ManualClock) async throws {

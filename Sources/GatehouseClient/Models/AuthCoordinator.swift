@@ -5,35 +5,59 @@ import Observation
 
 /// Handz's auth routes (CH07 §8), by their route ids, plus the app's main screen.
 public enum AuthRoute: String, Sendable, Equatable, CaseIterable {
+    /// The welcome gate, the first screen when nobody is signed in: the provider buttons, "Log in"
+    /// and "Try without account" (CH07 §8.1).
     case welcome = "auth/welcome"
+    /// After "Continue with Email": "Create account with email" or "Log in with email"
+    /// (CH07 §8.2).
     case emailChoice = "auth/email_choice"
+    /// The email sign-up form that ``SignUpForm`` drives (CH07 §8.3).
     case emailSignup = "auth/email_signup"
+    /// The email log-in form that ``LoginForm`` drives, with "Forgot password?" (CH07 §8.4).
     case emailLogin = "auth/email_login"
+    /// The address to send a password-reset link to (CH07 §8.5).
     case forgotPassword = "auth/forgot_password"
+    /// Display name, handle and avatar after a sign-up, driven by ``ProfileSetupModel``
+    /// (CH07 §8.6).
     case profileSetup = "onboarding/profile_setup"
+    /// The three ``Goal`` cards shown after profile set-up (CH07 §8.7).
     case goalsRouter = "onboarding/goals_router"
+    /// The guest's home after "Try without account": demo flows and "Create an account to build
+    /// yours" (CH07 §8.8).
     case demoHome = "home/demo"
     /// The signed-in app (outside CH07's routes).
     case main = "home/main"
     /// After "Send reset link" succeeded: the confirmation with the way back to log-in (CH07 §8.5).
     case forgotPasswordSent = "auth/forgot_password_sent"
     /// Where the goals router's cards lead (CH07 §8.7), and the demo home's flows (§8.8).
+    /// This one is the new flow that "Build a gameplan" opens.
     case flowCreate = "flow/create"
+    /// The practice set-up that "Practice a gameplan" opens when the plan allows it.
     case practiceSetup = "practice/setup"
+    /// The example flows that "Browse examples" opens.
     case libraryDemo = "library/demo"
+    /// A demo flow opened from the demo home, view-only.
     case flowDetailDemo = "flow/detail_demo"
 }
 
 /// The goals router's three cards (CH07 §8.7).
 public enum Goal: String, Sendable, CaseIterable {
-    case build, practice, browse
+    /// "Build a gameplan": the app opens on a new flow (``AuthRoute/flowCreate``).
+    case build
+    /// "Practice a gameplan": the practice set-up, or the paywall when the plan does not allow it.
+    case practice
+    /// "Browse examples": the app opens on the example flows (``AuthRoute/libraryDemo``).
+    case browse
 }
 
 /// Which screen shows, for a `NavigationStack(path:)`: `root` and the pushed `path`. Signing in
 /// or out replaces both, so back navigation never reaches the other side (AT-07-08).
 @MainActor @Observable
 public final class AuthCoordinator {
+    /// The stack's bottom screen: the welcome gate until ``start()`` picks the first one; replaced
+    /// (and ``path`` emptied) on sign-up, sign-in, sign-out and "Try without account".
     public private(set) var root: AuthRoute = .welcome
+    /// The screens pushed on ``root``, for the `NavigationStack`'s path binding (Back pops it).
     public var path: [AuthRoute] = []
     /// No network: the welcome banner shows and provider buttons are off (CH07 §8.1).
     public private(set) var isOffline = false
@@ -42,13 +66,17 @@ public final class AuthCoordinator {
     /// The sign-in methods the preset enables (`/v1/config`), in its order.
     public private(set) var methods: [String] = []
 
+    /// The client the coordinator signs in and out through; the screens' own models take the
+    /// same one.
     public let client: Gatehouse
     private var copy: [String: String] = [:]
 
+    /// A coordinator on the welcome gate; call ``start()`` at launch to pick the first screen.
     public init(client: Gatehouse) {
         self.client = client
     }
 
+    /// The welcome gate's offline banner in the preset's words; nil while online.
     public var offlineBanner: String? {
         isOffline ? copy["welcome.offline_banner"] ?? "You're offline. Connect to the internet to sign in." : nil
     }
@@ -117,10 +145,16 @@ public final class AuthCoordinator {
     }
 
     // Welcome gate and email paths.
+    /// "Continue with Email": pushes the choice between signing up and logging in.
     public func continueWithEmail() { path.append(.emailChoice) }
+    /// "Create account with email": pushes the sign-up form.
     public func chooseSignUp() { path.append(.emailSignup) }
+    /// "Log in with email": pushes the log-in form.
     public func chooseLogIn() { path.append(.emailLogin) }
+    /// The log-in form's "Forgot password?": pushes the reset-link screen.
     public func forgotPassword() { path.append(.forgotPassword) }
+    /// "Try without account": the demo home becomes the root, so Back does not return to the
+    /// welcome gate.
     public func tryWithoutAccount() { show(.demoHome) }
     /// From the demo home's "Create an account to build yours".
     public func createAccount() { show(.welcome) }
@@ -186,8 +220,11 @@ public final class AuthCoordinator {
 /// button is disabled with the preset's message before any request (AT-07-03).
 @MainActor @Observable
 public final class SignUpForm {
+    /// The address as typed; surrounding spaces are ignored when it is checked and sent.
     public var email = ""
+    /// The password as typed, checked against the policy on every change (``passwordMessages``).
     public var password = ""
+    /// True while the account is being created; the button stays off meanwhile.
     public private(set) var isSubmitting = false
     /// The server's refusal, in the preset's words.
     public private(set) var errorMessage: String?
@@ -197,8 +234,15 @@ public final class SignUpForm {
     private let copy: [String: String]
     /// The app's Terms and Privacy pages, for the links under the form (CH07 §8.3, §10).
     public let termsURL: URL?
+    /// The Privacy page for the link under the form; nil when the preset names none.
     public let privacyURL: URL?
 
+    /// A sign-up form for the preset in `configuration`.
+    ///
+    /// - Parameters:
+    ///   - client: The client the account is created through.
+    ///   - configuration: The loaded `/v1/config` (from ``Gatehouse/loadConfiguration()``): the
+    ///     password rules checked on the device, the copy, and the Terms and Privacy links.
     public init(client: Gatehouse, configuration: PublicConfiguration) {
         self.client = client
         copy = configuration.copy
@@ -213,6 +257,7 @@ public final class SignUpForm {
         password.isEmpty ? [] : policy.problems(password, context: [email]).map(\.message)
     }
 
+    /// Whether ``email`` looks like an address; the button stays off until it does.
     public var isEmailValid: Bool { EmailAddress.isValid(email.trimmingCharacters(in: .whitespaces)) }
 
     /// The password typed a second time, for presets whose form has a confirmation field (their
@@ -228,11 +273,14 @@ public final class SignUpForm {
         return copy["signup.confirm_password_mismatch"]
     }
 
+    /// Whether the button is on: a valid address, a password the policy accepts, a matching
+    /// confirmation where asked for, and nothing under way.
     public var canSubmit: Bool {
         isEmailValid && !password.isEmpty && passwordMessages.isEmpty && !isSubmitting
             && (!asksToConfirmPassword || confirmPassword == password)
     }
 
+    /// The button's label in the preset's words ("Create account").
     public var buttonTitle: String { copy["signup.button"] ?? "Create account" }
 
     /// Creates the account; true when signed in.
@@ -252,27 +300,41 @@ public final class SignUpForm {
 }
 
 /// Log-in form state; after too many failures the server's wait is shown and the button stays
-/// off until it has passed (AT-07-06).
+/// off until it has passed (AT-07-06). When the password was right and the account has a
+/// second factor, the form continues into ``secondFactor``: show its code screen while it is set.
 @MainActor @Observable
 public final class LoginForm {
+    /// The address as typed.
     public var email = ""
+    /// The password as typed.
     public var password = ""
+    /// True while the sign-in is under way.
     public private(set) var isSubmitting = false
+    /// The last refusal in the preset's words (also the reason a second-factor step ended).
     public private(set) var errorMessage: String?
     /// While set and in the future, logging in is locked.
     public private(set) var lockedUntil: Date?
+    /// The code step, set when the password was right and the account asks for a second
+    /// factor; cleared when it ends (signed in, or back to this form with ``errorMessage``).
+    public private(set) var secondFactor: SecondFactorModel?
 
     private let client: Gatehouse
     private let now: @Sendable () -> Date
 
+    /// A form that signs in through `client`; `now` is the clock ``isLocked`` reads.
     public init(client: Gatehouse, now: @escaping @Sendable () -> Date = { Date() }) {
         self.client = client
         self.now = now
     }
 
+    /// Whether a lockout is running now (see ``lockedUntil``).
     public var isLocked: Bool { lockedUntil.map { now() < $0 } ?? false }
+    /// Whether the button is on: a valid address, a password, nothing under way, no lockout.
     public var canSubmit: Bool { EmailAddress.isValid(email) && !password.isEmpty && !isSubmitting && !isLocked }
 
+    /// Signs in; true when signed in. False with ``secondFactor`` set when the account asks for
+    /// a code, and false with ``errorMessage`` (and ``lockedUntil`` after too many failures)
+    /// when refused.
     public func submit() async -> Bool {
         guard canSubmit else { return false }
         isSubmitting = true
@@ -282,6 +344,13 @@ public final class LoginForm {
             errorMessage = nil
             lockedUntil = nil
             return true
+        } catch where error.code == .secondFactorRequired {
+            errorMessage = nil
+            lockedUntil = nil
+            guard let step = await SecondFactorModel.pending(client: client, now: now, onFinish: { [weak self] in self?.ended($0) })
+            else { return false }
+            secondFactor = step
+            return false
         } catch {
             errorMessage = error.message
             if let wait = error.retryAfter, error.code == .tooManyAttempts || error.code == .rateLimited {
@@ -290,29 +359,52 @@ public final class LoginForm {
             return false
         }
     }
+
+    private func ended(_ outcome: SecondFactorModel.Outcome) {
+        secondFactor = nil
+        switch outcome {
+        case .signedIn:
+            errorMessage = nil
+            password = ""
+        case .ended(let message):
+            errorMessage = message.isEmpty ? nil : message
+            password = ""
+        }
+    }
 }
 
 /// CH07 §6.4's banner: "Please verify your email address." with Resend and I've
 /// verified, shown while the signed-in person's address is unverified.
 @MainActor @Observable
 public final class VerificationBanner {
+    /// The signed-in person as last read by ``update()`` or ``checkVerified()``; nil before the
+    /// first read, when nobody is signed in, or when the last check failed.
     public private(set) var user: UserPayload?
+    /// Why the last Resend failed, in the server's words; nil after one that went through.
     public private(set) var notice: String?
     private let client: Gatehouse
     private var copy: [String: String] = [:]
 
+    /// A banner that reads the person and copy from `client`; hidden until ``update()`` runs.
     public init(client: Gatehouse) { self.client = client }
 
+    /// Reads the signed-in person and the preset's copy; call it when the screen appears and
+    /// after a sign-in.
     public func update() async {
         user = await client.state.user
         copy = await client.copy
     }
 
+    /// Whether to show the banner: the person has an address that is not verified yet.
     public var isVisible: Bool { user.map { $0.email != nil && !$0.emailVerified } ?? false }
+    /// The banner's text in the preset's words.
     public var message: String { copy["verification.banner"] ?? "Please verify your email address." }
+    /// The label of the button that sends the verification mail again.
     public var resendLabel: String { copy["verification.resend"] ?? "Resend" }
+    /// The label of the button that runs ``checkVerified()``.
     public var verifiedLabel: String { copy["verification.verified"] ?? "I've verified" }
 
+    /// Resend: sends the verification mail again; a failure sets ``notice``.
     public func resend() async {
         do {
             try await client.resendVerification()

@@ -34,9 +34,12 @@ public final class StepUpPrompt {
         case signInAgain
     }
 
+    /// Why the action was refused; with the account's factors it decides ``route``.
     public let reason: Reason
     /// The refusal's words: the gate's message from the preset, or the server's error message.
     public let message: String
+    /// What the prompt shows; ``StepUpPrompt/Route/loading`` until ``load()`` has found the
+    /// account's factors.
     public private(set) var route: Route = .loading
     /// The authenticator apps a code may come from.
     public private(set) var factors: [MFAFactorSummary] = []
@@ -44,9 +47,12 @@ public final class StepUpPrompt {
     public var factorID: String?
     /// What the person typed: six digits, or a recovery code when `usesRecoveryCode`.
     public var code = ""
+    /// Whether ``code`` is one of the account's recovery codes instead of an app's code;
+    /// switching empties ``code``.
     public var usesRecoveryCode = false {
         didSet { if oldValue != usesRecoveryCode { code = "" } }
     }
+    /// True while a code is being checked.
     public private(set) var isWorking = false
     /// The server's refusal of the last code, in the preset's words.
     public private(set) var errorMessage: String?
@@ -87,17 +93,17 @@ public final class StepUpPrompt {
         }
     }
 
+    /// The prompt's heading in the preset's words.
     public var title: String { copy["mfa.step_up_title"] ?? "Confirm it's you" }
-    public var codeLabel: String {
-        usesRecoveryCode ? copy["mfa.recovery_code_label"] ?? "Recovery code" : copy["mfa.code_label"] ?? "6-digit code"
-    }
+    /// The code field's label: the app's 6-digit code, or a recovery code when
+    /// ``usesRecoveryCode``.
+    public var codeLabel: String { CodeField.label(copy, recovery: usesRecoveryCode) }
     /// The switch between the app's code and a recovery code.
-    public var switchLabel: String {
-        usesRecoveryCode
-            ? copy["mfa.use_app"] ?? "Use your authenticator app" : copy["mfa.use_recovery_code"] ?? "Use a recovery code instead"
-    }
-    public var verifyLabel: String { copy["mfa.verify"] ?? "Verify" }
-    public var cancelLabel: String { copy["mfa.cancel"] ?? "Cancel" }
+    public var switchLabel: String { CodeField.switchLabel(copy, recovery: usesRecoveryCode) }
+    /// The label of the button that runs ``verify()``.
+    public var verifyLabel: String { CodeField.verifyLabel(copy) }
+    /// The label of the button that closes the prompt; the refused action stays undone.
+    public var cancelLabel: String { CodeField.cancelLabel(copy) }
     /// What `.enrollFactor` and `.signInAgain` say under the message.
     public var guidance: String {
         switch route {
@@ -111,8 +117,7 @@ public final class StepUpPrompt {
     /// under way.
     public var isVerifyEnabled: Bool {
         guard route == .code, !isWorking, !isComplete else { return false }
-        if usesRecoveryCode { return RecoveryCodes.normalize(code) != nil }
-        return factorID != nil && Self.digits(code).count == 6
+        return (usesRecoveryCode || factorID != nil) && CodeField.isComplete(code, recovery: usesRecoveryCode)
     }
 
     /// Sends the code; true when the session was stepped up. A refused code empties the field
@@ -126,7 +131,7 @@ public final class StepUpPrompt {
             if usesRecoveryCode {
                 try await client.stepUp(recoveryCode: code)
             } else if let factorID {
-                try await client.stepUp(factorID: factorID, code: Self.digits(code))
+                try await client.stepUp(factorID: factorID, code: CodeField.digits(code))
             }
             isComplete = true
             errorMessage = nil
@@ -137,11 +142,5 @@ public final class StepUpPrompt {
         }
         code = ""
         return isComplete
-    }
-
-    /// The digits of a code as typed (authenticator apps show `123 456`).
-    private static func digits(_ typed: String) -> String {
-        let kept = typed.filter { $0 != " " }
-        return kept.allSatisfy { $0.isASCII && $0.isNumber } ? kept : ""
     }
 }

@@ -31,6 +31,11 @@ public enum PresetLibrary {
             return .failure(PresetError(source: source, problems: ["cannot read \(url.path): \(GatehouseConfig.reason(error))"]))
         }
         do {
+            // A file of the operator's own needs only `name`: what it leaves out is the `default`
+            // preset's (issue 41: such a file had passkeys off where `default` has them on).
+            if !Preset.builtInNames.contains(source), let defaults = builtInURL("default"), let base = try? Data(contentsOf: defaults) {
+                return .success(try Preset.decode(data, over: base, source: source))
+            }
             return .success(try Preset.decode(data, source: source))
         } catch {
             return .failure(error)

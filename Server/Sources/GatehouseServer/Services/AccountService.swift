@@ -5,7 +5,7 @@ import GatehouseWire
 
 /// The account as a whole: deleting it (App Store guideline 5.1.1(v)).
 struct AccountService: Sendable {
-    let store: any SessionStore & UserStore
+    let store: any SessionStore & UserStore & PasskeyStore
     let unitOfWork: UnitOfWork
     let credentials: Credentials
     let lifecycle: AccountLifecycle
@@ -29,28 +29,36 @@ struct AccountService: Sendable {
         }
     }
 
+    /// A young session is proof by itself, but only when nothing else is offered: a proof that is
+    /// offered is checked whatever the session's age, and each one offered must hold (issue 41:
+    /// "type your password to delete" must refuse a wrong password).
     private func requireProof(_ signedIn: SignedIn, _ request: DeleteAccountRequest, client: ClientInfo) async throws {
         let user = signedIn.user
         if user.isAnonymous { return }
-        if let session = try await store.session(id: signedIn.identity.sessionID), session.isRecentSignIn(at: clock.now) {
-            return
+        let offered = request.password != nil || request.idToken != nil || request.passkey != nil || request.code != nil
+        guard offered else {
+            if let session = try await store.session(id: signedIn.identity.sessionID), session.isRecentSignIn(at: clock.now) {
+                return
+            }
+            throw try await proofNeeded(user)
         }
-        if let password = request.password, user.passwordHash != nil {
+        if let password = request.password {
+            guard user.passwordHash != nil else { throw reauthenticationRequired("This account has no password.") }
             let verification = try await credentials.checkAttempt(
                 password, against: user.passwordHash, account: user.normalizedEmail ?? user.id.description, userID: user.id,
                 client: client, event: "delete_account")
             guard verification.matches else { throw reauthenticationRequired("That password is not right.") }
-            return
         }
         if let idToken = request.idToken {
-            let identities = try await store.identities(of: user.id)
-            for identity in identities where identity.provider == .apple || identity.provider == .google {
+            var matched = false
+            for identity in try await store.identities(of: user.id) where identity.provider == .apple || identity.provider == .google {
                 guard let person = try? await verifiers.verifier(identity.provider).verify(idToken, rawNonce: request.rawNonce),
                     person.subject == identity.subject
                 else { continue }
-                return
+                matched = true
+                break
             }
-            throw reauthenticationRequired("That sign-in does not belong to this account.")
+            guard matched else { throw reauthenticationRequired("That sign-in does not belong to this account.") }
         }
         if let assertion = request.passkey {
             // One of this account's passkeys, on a challenge of its own (taken once).
@@ -59,18 +67,34 @@ struct AccountService: Sendable {
             } catch let error as GatehouseError where error.code == .invalidCredential {
                 throw reauthenticationRequired("That passkey could not be verified.")
             }
-            return
         }
-        if let code = request.code, let email = user.email {
+        if let code = request.code {
+            guard let email = user.email else { throw reauthenticationRequired("This account has no email address.") }
             try await codes.consume(email: email, code: code)
-            return
         }
-        throw reauthenticationRequired(nil)
     }
 
-    private func reauthenticationRequired(_ detail: String?) -> GatehouseError {
-        let base = preset.text(
-            "error.reauthentication_required", "To delete your account, confirm it's you: sign in again or enter your password.")
+    /// The refusal of a stale session that offered nothing: it names the proofs that fit this
+    /// account (`details.proofs`: `password`, `id_token`, `passkey`, `code`), and its words offer
+    /// the password only to an account that has one, so an app's prompt can ask for what works.
+    private func proofNeeded(_ user: User) async throws -> GatehouseError {
+        var proofs: [String] = []
+        if user.passwordHash != nil { proofs.append("password") }
+        if try await store.identities(of: user.id).contains(where: { $0.provider == .apple || $0.provider == .google }) {
+            proofs.append("id_token")
+        }
+        if try await !store.passkeys(of: user.id).isEmpty { proofs.append("passkey") }
+        if user.email != nil { proofs.append("code") }
+        var error = reauthenticationRequired(nil, password: user.passwordHash != nil)
+        error.details = ["proofs": .array(proofs.map(JSONValue.string))]
+        return error
+    }
+
+    private func reauthenticationRequired(_ detail: String?, password: Bool = true) -> GatehouseError {
+        let base =
+            password
+            ? preset.text("error.reauthentication_required", "To delete your account, confirm it's you: sign in again or enter your password.")
+            : preset.text("error.reauthentication_required_sign_in", "To delete your account, confirm it's you: sign in again.")
         return GatehouseError(status: 403, code: .reauthenticationRequired, message: detail.map { "\($0) \(base)" } ?? base)
     }
 }

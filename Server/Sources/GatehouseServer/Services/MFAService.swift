@@ -237,10 +237,31 @@ struct MFAService: Sendable {
         let maximum = preset.mfa.attemptsPerChallenge
         guard let challenge = try await store.reserveMFAChallengeAttempt(idHash: idHash, now: clock.now, maximum: maximum) else {
             if let spent = try await store.mfaChallenge(idHash: idHash), spent.expiresAt > clock.now, spent.attempts >= maximum {
-                throw tooManyAttempts(retryAfter: nil)
+                throw challengeSpent
             }
             throw Self.challengeInvalid
         }
+        // A wrong code says how many tries this sign-in has left; the last one ends it, and says
+        // so, so that an app goes back to sign-in instead of asking for a code nothing can take.
+        let left = max(0, maximum - challenge.attempts)
+        do {
+            return try await complete(challenge, idHash: idHash, request, client: client)
+        } catch let error as GatehouseError where error.code == .invalidCode {
+            var details = error.details ?? [:]
+            details["attempts_left"] = .number(Double(left))
+            if left == 0 { details["challenge_ended"] = .bool(true) }
+            throw GatehouseError(error.code, error.message, retryAfter: error.retryAfter, details: details, underlying: error.underlying)
+        } catch let error as GatehouseError where error.code == .tooManyAttempts {
+            // The account's lockout refused before the code was looked at: not one of this
+            // sign-in's tries, which are there when the wait is over.
+            try await store.releaseMFAChallengeAttempt(idHash: idHash)
+            throw error
+        }
+    }
+
+    private func complete(
+        _ challenge: MFAChallenge, idHash: [UInt8], _ request: MFAVerifyRequest, client: ClientInfo
+    ) async throws -> MFAVerifyResponse {
         // Counted apart per first factor: guesses after the password cannot lock the owner who
         // comes back through the inbox (finding 4).
         let throttleKey = Self.throttleKey(challenge.userID, after: challenge.method)
@@ -306,7 +327,7 @@ struct MFAService: Sendable {
         if let typed = request.recoveryCode {
             if let normalized = RecoveryCodes.normalize(typed) { return (.recoveryCode(hash: try hash(normalized)), nil) }
             try await failed(nil, user: user, client: client, stage: "verify")
-            throw invalidCode
+            throw invalidRecoveryCode
         }
         let reservation = try await reserve(throttleKey, user: user, client: client)
         if let factorID = request.factorID.flatMap(UUID.init(uuidString:)), let code = request.code,
@@ -326,7 +347,7 @@ struct MFAService: Sendable {
         case .totp(let factor, let step):
             guard try await work.tx.useMFAStep(factor, of: user.id, step: step, at: work.now) else { throw invalidCode }
         case .recoveryCode(let hash):
-            guard try await work.tx.useRecoveryCode(of: user.id, hash: hash, at: work.now) else { throw invalidCode }
+            guard try await work.tx.useRecoveryCode(of: user.id, hash: hash, at: work.now) else { throw invalidRecoveryCode }
             let remaining = try await work.tx.unusedRecoveryCodes(of: user.id)
             try await work.audit(.recoveryCodeUsed, user: user.id, details: ["remaining": String(remaining)])
             try await mail.queueSecurityNotice(work, user: user, kind: "recovery_code_used", values: ["remaining": String(remaining)])
@@ -391,10 +412,26 @@ struct MFAService: Sendable {
         GatehouseError(.invalidCode, preset.text("error.invalid_code", "That code is not right. Check your authenticator app and try again."))
     }
 
+    /// A recovery code that is not one of the account's, or was used already: its own words, not
+    /// the authenticator app's.
+    private var invalidRecoveryCode: GatehouseError {
+        GatehouseError(
+            .invalidCode,
+            preset.text("error.invalid_recovery_code", "That recovery code is not right, or it was used already. Check it and try again."))
+    }
+
+    /// A sign-in whose challenge has had all its tries: that sign-in is over, and a new one can
+    /// start at once (no wait, so no `retry_after`); `details.challenge_ended` says so.
+    private var challengeSpent: GatehouseError {
+        GatehouseError(
+            .tooManyAttempts, preset.text("error.mfa_challenge_spent", "Too many wrong codes. Please sign in again."),
+            details: ["challenge_ended": .bool(true)])
+    }
+
     private func tooManyAttempts(retryAfter: Int?) -> GatehouseError {
         GatehouseError(
             .tooManyAttempts,
-            preset.text("error.mfa_too_many_attempts", "Too many wrong codes. Please wait a few minutes, then sign in again."),
+            preset.text("error.mfa_too_many_attempts", "Too many wrong codes. Please wait, then try again."),
             retryAfter: retryAfter)
     }
 
