@@ -5,6 +5,8 @@ import GatehouseWire
 public enum AuthState: Sendable, Equatable {
     /// Before `restore()` has answered: show a splash, not the sign-in screen.
     case restoring
+    /// Nobody is signed in: show the sign-in screen. The reason says why a session ended; nil
+    /// when there was none to end (a first launch, a cancelled second factor).
     case signedOut(SignOutReason?)
     /// `offline` while the session could not be confirmed with the server (it is kept).
     case signedIn(UserPayload, offline: Bool)
@@ -13,6 +15,7 @@ public enum AuthState: Sendable, Equatable {
     /// `completeSignIn(recoveryCode:)`; `cancelSecondFactor()` goes back.
     case secondFactorRequired(MFAChallengePayload)
 
+    /// The signed-in person, also while `offline`; nil in every other state.
     public var user: UserPayload? {
         if case .signedIn(let user, _) = self { return user }
         return nil
@@ -21,11 +24,14 @@ public enum AuthState: Sendable, Equatable {
 
 /// Why a session ended. Only the person or the server ends one; a network failure never does.
 public enum SignOutReason: String, Sendable, Equatable, Codable {
+    /// The person signed out on this device (`signOut(scope:)`, or `revokeSession(id:)` of
+    /// this device's own session).
     case userSignedOut = "user_signed_out"
     /// The server no longer knows the session (expired, or its refresh token was reused).
     case sessionExpired = "session_expired"
     /// Ended elsewhere: another device signed out everywhere, a password reset, an admin.
     case sessionRevoked = "session_revoked"
+    /// The person deleted the account from this device (`deleteAccount(proof:)`).
     case accountDeleted = "account_deleted"
     /// The Keychain held a session from an earlier install of the app (decision: a fresh install
     /// starts signed out).
@@ -36,12 +42,20 @@ public enum SignOutReason: String, Sendable, Equatable, Codable {
 
 /// What `authStateChanges` yields: the current state first, then each change.
 public enum AuthEvent: Sendable, Equatable {
+    /// The state when the stream was made, always the first event.
     case initial(AuthState)
+    /// A person is signed in, announced once per person whatever the path: a sign-in,
+    /// `restore()`, or a call that confirmed the saved session.
     case signedIn(UserPayload)
     /// `nil` when a launch found no session to restore (the first launch, after a sign-out).
     case signedOut(SignOutReason?)
+    /// A refresh gave the session new tokens; `state` may have left `offline` with it.
     case tokenRefreshed
+    /// The signed-in person's user changed (a profile edit, a verified address, a linked
+    /// sign-in, or a newer copy from the server).
     case userUpdated(UserPayload)
+    /// A snapshot from the server differs from the one kept (a purchase, a trial, a plan
+    /// change): update what the plan unlocks.
     case entitlementsChanged(EntitlementsPayload)
     /// A sign-in needs its second factor (`AuthState.secondFactorRequired`).
     case secondFactorRequired(MFAChallengePayload)
@@ -54,5 +68,7 @@ public enum RestoreOutcome: Sendable, Equatable {
     /// The server could not be reached after every attempt: the session is kept and the person
     /// stays signed in with the last user known; calls refresh it when the network is back.
     case offline(UserPayload)
+    /// Nobody is signed in: the reason the saved session ended (`.sessionExpired`,
+    /// `.reinstalled`, …), or nil when there was none to restore.
     case signedOut(SignOutReason?)
 }

@@ -29,6 +29,9 @@ public struct ClientConfiguration: Sendable, Equatable {
     /// plain neutral English.
     public var bundledCopy: [String: String] = [:]
 
+    /// Makes a configuration for a URL read at run time, with the default tunables. Throws
+    /// ``GatehouseClientError`` with code `invalid_request` when the URL is not absolute or not
+    /// `https` (`http` is accepted for loopback only).
     public init(baseURL: URL) throws(GatehouseClientError) {
         guard let scheme = baseURL.scheme?.lowercased(), let host = baseURL.host, !host.isEmpty else {
             throw GatehouseClientError(code: .invalidRequest, message: "The Gatehouse URL must be absolute, like https://auth.example.com.")
@@ -90,6 +93,16 @@ public struct GatehouseClientError: Error, LocalizedError, Sendable, Equatable {
     /// The HTTP status, when the server answered.
     public var status: Int?
 
+    /// Makes an error, for previews, tests and transport doubles; the SDK makes its own from the
+    /// server's answers.
+    ///
+    /// - Parameters:
+    ///   - code: The machine-readable code (an `ErrorCode` constant, or a new one as a string).
+    ///   - message: The words shown to the person, as `localizedDescription`.
+    ///   - retryAfter: Seconds to wait before retrying; nil when there is no advice.
+    ///   - details: Structured details, as the server sends under `details`.
+    ///   - reasons: Every rule that failed (for `weak_password`).
+    ///   - status: The HTTP status; nil for an error made on the device.
     public init(
         code: ErrorCode, message: String, retryAfter: Int? = nil, details: [String: JSONValue]? = nil, reasons: [String]? = nil,
         status: Int? = nil
@@ -109,6 +122,7 @@ public struct GatehouseClientError: Error, LocalizedError, Sendable, Equatable {
     public var errorDescription: String? { message }
 }
 
+/// The codes the SDK reports itself, never sent by the server.
 extension ErrorCode {
     /// SDK-local: the server could not be reached.
     public static let networkUnavailable: ErrorCode = "network_unavailable"

@@ -3,12 +3,14 @@ import GatehouseWire
 
 /// What every sign-in returns: email and password, anonymous, Apple, Google, a magic link.
 public struct SignInResult: Sendable, Equatable {
+    /// The signed-in person, as the server answered.
     public var user: UserPayload
     /// True when this sign-in created the account (always for `signUp`, never for `signIn`).
     public var created: Bool
     /// The three names an anonymous account may choose from (OKLah); empty for other sign-ins.
     public var nameSuggestions: [String]
 
+    /// Makes a result, e.g. for previews and tests; every sign-in call answers one.
     public init(user: UserPayload, created: Bool, nameSuggestions: [String] = []) {
         self.user = user
         self.created = created
@@ -32,8 +34,12 @@ public enum LinkOutcome: Sendable, Equatable {
 public enum DeletionProof: Sendable, Equatable {
     /// A session younger than five minutes needs nothing more.
     case none
+    /// The account's password.
     case password(String)
+    /// A fresh Apple or Google id token of one of the account's identities, with the raw nonce
+    /// whose SHA-256 was in its request (nil when there was none).
     case idToken(String, rawNonce: String?)
+    /// A magic-link code mailed to the account's address (`sendMagicLink(email:)`).
     case code(String)
     /// An assertion by one of the account's passkeys, on options from `passkeySignInOptions()`.
     case passkey(PasskeySignInOptions, PasskeyAssertion)
@@ -215,12 +221,29 @@ extension Gatehouse {
         try await linked(call(Endpoints.linkEmail, body: EmailPasswordRequest(email: email, password: password), auth: .required))
     }
 
+    /// `POST /v1/auth/identities/apple` with the identity token, raw nonce and first-time name,
+    /// as for `signInWithApple`: the signed-in account can then sign in with Apple too (an
+    /// anonymous one keeps its id and data).
+    ///
+    /// Throws ``GatehouseClientError``: 409 `identity_in_use` when the Apple ID belongs to
+    /// another account (with `details.merge_token` for `merge(token:)` when the signed-in
+    /// account is anonymous); `not_signed_in` without a session; `session_revoked` or
+    /// `invalid_refresh_token` when the server has ended the session (the state turns
+    /// `.signedOut`).
     @discardableResult
     public func linkApple(idToken: String, rawNonce: String?, fullName: PersonName? = nil) async throws(GatehouseClientError) -> UserPayload {
         try await linked(
             call(Endpoints.linkApple, body: ProviderSignInRequest(idToken: idToken, rawNonce: rawNonce, fullName: fullName), auth: .required))
     }
 
+    /// `POST /v1/auth/identities/google` with the id token from Google Sign-In: the signed-in
+    /// account can then sign in with Google too (an anonymous one keeps its id and data).
+    ///
+    /// Throws ``GatehouseClientError``: 409 `identity_in_use` when the Google account belongs
+    /// to another account (with `details.merge_token` for `merge(token:)` when the signed-in
+    /// account is anonymous); `not_signed_in` without a session; `session_revoked` or
+    /// `invalid_refresh_token` when the server has ended the session (the state turns
+    /// `.signedOut`).
     @discardableResult
     public func linkGoogle(idToken: String, rawNonce: String? = nil) async throws(GatehouseClientError) -> UserPayload {
         try await linked(call(Endpoints.linkGoogle, body: ProviderSignInRequest(idToken: idToken, rawNonce: rawNonce), auth: .required))
@@ -313,7 +336,14 @@ extension Gatehouse {
 
 /// What `ASAuthorizationAppleIDProvider.getCredentialState(forUserID:)` answered.
 public enum AppleCredentialState: Sendable, Equatable {
-    case authorized, revoked, notFound, transferred
+    /// The person still uses Sign in with Apple with this app: the session is kept.
+    case authorized
+    /// The person stopped using Sign in with Apple with this app: the session ends.
+    case revoked
+    /// Apple knows no such user for this app: the session ends.
+    case notFound
+    /// The app moved to another developer team: the session is kept.
+    case transferred
 }
 
 extension Gatehouse {

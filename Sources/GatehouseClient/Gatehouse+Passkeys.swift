@@ -7,7 +7,10 @@ import GatehouseWire
 public struct PasskeyRegistrationOptions: Sendable, Equatable {
     /// Hand back to `registerPasskey(_:credential:name:)`.
     public var challengeID: String
+    /// The relying party, the domain the passkeys belong to, for `relyingPartyIdentifier:`; the
+    /// app's associated domains list it under `webcredentials:`.
     public var relyingPartyID: String
+    /// The server's one-time challenge, raw bytes, for the request's `challenge:`.
     public var challenge: Data
     /// The user handle: the account's id, never personal data.
     public var userID: Data
@@ -17,8 +20,21 @@ public struct PasskeyRegistrationOptions: Sendable, Equatable {
     public var excludedCredentialIDs: [Data]
     /// `required` or `preferred` (the request's `userVerificationPreference`).
     public var userVerification: String
+    /// When the server stops accepting this ceremony (RFC 3339); ask for new options after it.
     public var expiresAt: String
 
+    /// Makes options, e.g. for a ``PasskeyAuthenticator`` test double; the SDK makes them from
+    /// the server's answer (`passkeyRegistrationOptions(email:)`).
+    ///
+    /// - Parameters:
+    ///   - challengeID: The server's id for the ceremony.
+    ///   - relyingPartyID: The domain the passkey belongs to.
+    ///   - challenge: The one-time challenge, raw bytes.
+    ///   - userID: The user handle, raw bytes.
+    ///   - userName: What the passkey is listed under on the device.
+    ///   - excludedCredentialIDs: The account's passkeys, raw credential ids.
+    ///   - userVerification: `required` or `preferred`.
+    ///   - expiresAt: When the ceremony ends (RFC 3339).
     public init(
         challengeID: String, relyingPartyID: String, challenge: Data, userID: Data, userName: String, excludedCredentialIDs: [Data],
         userVerification: String, expiresAt: String
@@ -43,6 +59,14 @@ public struct PasskeyRegistration: Sendable, Equatable {
     /// `rawAttestationObject`.
     public var attestationObject: Data
 
+    /// Makes the result from the fields of
+    /// `ASAuthorizationPlatformPublicKeyCredentialRegistration`, in a ``PasskeyAuthenticator``'s
+    /// `register(_:)`.
+    ///
+    /// - Parameters:
+    ///   - credentialID: Its `credentialID`.
+    ///   - clientDataJSON: Its `rawClientDataJSON`.
+    ///   - attestationObject: Its `rawAttestationObject`.
     public init(credentialID: Data, clientDataJSON: Data, attestationObject: Data) {
         self.credentialID = credentialID
         self.clientDataJSON = clientDataJSON
@@ -55,13 +79,29 @@ public struct PasskeyRegistration: Sendable, Equatable {
 public struct PasskeySignInOptions: Sendable, Equatable {
     /// Hand back to `signInWithPasskey(_:assertion:)`.
     public var challengeID: String
+    /// The relying party, the domain the passkeys belong to, for `relyingPartyIdentifier:`; the
+    /// app's associated domains list it under `webcredentials:`.
     public var relyingPartyID: String
+    /// The server's one-time challenge, raw bytes, for the request's `challenge:`.
     public var challenge: Data
     /// Empty for a discoverable sign-in; otherwise set `allowedCredentials` to these.
     public var allowedCredentialIDs: [Data]
+    /// `required` or `preferred` (the request's `userVerificationPreference`).
     public var userVerification: String
+    /// When the server stops accepting this ceremony (RFC 3339); ask for new options after it.
     public var expiresAt: String
 
+    /// Makes options, e.g. for a ``PasskeyAuthenticator`` test double; the SDK makes them from
+    /// the server's answer (`passkeySignInOptions(email:)`).
+    ///
+    /// - Parameters:
+    ///   - challengeID: The server's id for the ceremony.
+    ///   - relyingPartyID: The domain the passkey belongs to.
+    ///   - challenge: The one-time challenge, raw bytes.
+    ///   - allowedCredentialIDs: The passkeys the device may use, raw credential ids; empty
+    ///     for a discoverable sign-in.
+    ///   - userVerification: `required` or `preferred`.
+    ///   - expiresAt: When the ceremony ends (RFC 3339).
     public init(
         challengeID: String, relyingPartyID: String, challenge: Data, allowedCredentialIDs: [Data], userVerification: String,
         expiresAt: String
@@ -88,6 +128,15 @@ public struct PasskeyAssertion: Sendable, Equatable {
     /// `userID`.
     public var userID: Data?
 
+    /// Makes the result from the fields of `ASAuthorizationPlatformPublicKeyCredentialAssertion`,
+    /// in a ``PasskeyAuthenticator``'s `signIn(_:)`.
+    ///
+    /// - Parameters:
+    ///   - credentialID: Its `credentialID`.
+    ///   - clientDataJSON: Its `rawClientDataJSON`.
+    ///   - authenticatorData: Its `rawAuthenticatorData`.
+    ///   - signature: Its `signature`.
+    ///   - userID: Its `userID`, the user handle; nil when the device gave none.
     public init(credentialID: Data, clientDataJSON: Data, authenticatorData: Data, signature: Data, userID: Data?) {
         self.credentialID = credentialID
         self.clientDataJSON = clientDataJSON
@@ -113,7 +162,9 @@ public struct PasskeyAssertion: Sendable, Equatable {
 /// What a registration did: a passkey added to the signed-in account (an anonymous one is
 /// upgraded, keeping its id), or a new account signed in.
 public enum PasskeyRegistrationOutcome: Sendable, Equatable {
+    /// The passkey was added to the signed-in account (an anonymous one is now permanent).
     case added(PasskeyPayload)
+    /// Nobody was signed in: a new account with this passkey, now signed in.
     case signedUp(SignInResult)
 }
 

@@ -7,13 +7,19 @@ import GatehouseWire
 public protocol ClientClock: Sendable {
     /// Seconds on a clock that never jumps (token expiry).
     func uptime() -> TimeInterval
+    /// The wall-clock time, for what is kept across launches (when the entitlement snapshot
+    /// was verified, analytics timestamps).
     func now() -> Date
+    /// Waits `seconds` between retries; throws when the wait is cancelled.
     func sleep(seconds: TimeInterval) async throws
 }
 
+/// The default ``ClientClock``: `ContinuousClock` for uptime, the device's date for wall time,
+/// `Task.sleep` for waits.
 public struct SystemClientClock: ClientClock {
     private let start = ContinuousClock.now
 
+    /// Makes a clock whose uptime counts from now.
     public init() {}
 
     public func uptime() -> TimeInterval {
@@ -21,8 +27,11 @@ public struct SystemClientClock: ClientClock {
         return TimeInterval(elapsed.components.seconds) + TimeInterval(elapsed.components.attoseconds) / 1e18
     }
 
+    /// The device's current date and time (`Date()`).
     public func now() -> Date { Date() }
 
+    /// Waits with `Task.sleep`, to the millisecond; throws `CancellationError` when the task is
+    /// cancelled.
     public func sleep(seconds: TimeInterval) async throws {
         try await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
     }
@@ -38,6 +47,7 @@ public struct SystemClientClock: ClientClock {
 ///   server saying the session is gone signs the person out.
 /// - A session saved by an earlier install of the app is discarded (the Keychain outlives it).
 public actor Gatehouse {
+    /// The configuration the client was made with.
     public nonisolated let configuration: ClientConfiguration
     let transport: any HTTPTransport
     let tokenStore: any TokenStore
@@ -46,6 +56,8 @@ public actor Gatehouse {
     /// This install's id (kept in `storage`, which goes with the app).
     nonisolated let installID: String
 
+    /// Where the person stands now; `authStateChanges` yields each change. `.restoring` until
+    /// `restore()` or a first call settles it.
     public private(set) var state: AuthState = .restoring
     var stored: StoredSession?
     var accessToken: String?
@@ -64,6 +76,18 @@ public actor Gatehouse {
     /// A sign-in waiting for its second factor, and the way it came in.
     var pendingChallenge: (challenge: MFAChallengePayload, provider: SignInProvider)?
 
+    /// Makes the client. Make one for the app and keep it (a global or a property): it reads
+    /// this install's id and the cached entitlements and configuration from `storage`, and
+    /// sends nothing until a call.
+    ///
+    /// - Parameters:
+    ///   - configuration: Where the server is, and the tunables.
+    ///   - tokenStore: Where the refresh token is kept: `KeychainTokenStore` on Apple
+    ///     platforms, ``FileTokenStore`` elsewhere, ``MemoryTokenStore`` in tests and previews.
+    ///   - storage: Where non-secret data is kept, deleted with the app: ``UserDefaultsStorage``
+    ///     on iOS, ``DirectoryStorage`` elsewhere, ``MemoryStorage`` in tests and previews.
+    ///   - transport: How requests reach the server; ``URLSessionTransport`` by default.
+    ///   - clock: Time and waiting; ``SystemClientClock`` by default, a fake one in tests.
     public init(
         configuration: ClientConfiguration, tokenStore: any TokenStore, storage: any ClientStorage,
         transport: any HTTPTransport = URLSessionTransport(), clock: any ClientClock = SystemClientClock()

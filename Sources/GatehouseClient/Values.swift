@@ -5,6 +5,7 @@ import struct GatehouseCore.Provider
 // `GatehouseValue`, `PlanState`, `SignOutScope` and `GateSurface` are the core's: one
 // definition for the server and the SDK (re-exported in Exports.swift).
 
+/// Plan checks for the app's screens.
 extension PlanState {
     /// Pro, or Pro kept through a grace window.
     public var isPro: Bool { self == .pro || self == .proGrace }
@@ -14,6 +15,7 @@ extension PlanState {
 /// (`.email`, `.apple`, `.google`, `.magicLink`, `.anonymous`, `.passkey`).
 public typealias SignInProvider = Provider
 
+/// The snapshot's plan, typed.
 extension EntitlementsPayload {
     /// `planState` as a typed value.
     public var plan: PlanState { PlanState(rawValue: planState) }

@@ -6,14 +6,21 @@ import GatehouseWire
 
 /// Who a Gatehouse access token speaks for, once verified.
 public struct GatehouseUser: Sendable, Equatable {
+    /// The user's Gatehouse id (the token's `sub`), to key this user's data by.
     public var userID: String
+    /// The Gatehouse session the token was issued to (the token's `sid`).
     public var sessionID: String
     /// The plan state when the token was issued (`free`, `trial`, `pro`, …).
     public var plan: String
     /// When that plan ends by the clock unless something new arrives (decision 20).
     public var planExpiresAt: Date?
+    /// Whether the token is for an anonymous account (`is_anonymous`; false when the claim is absent).
     public var isAnonymous: Bool
+    /// Whether the account's email was verified when the token was issued (`email_verified`; false
+    /// when the claim is absent).
     public var emailVerified: Bool
+    /// When the token expires (its `exp`); ``AccessTokenVerifier`` still accepts it for the leeway
+    /// (30 s by default) after that.
     public var expiresAt: Date
     /// `aal1`, or `aal2` once the session verified a second factor.
     public var assuranceLevel: AssuranceLevel = .aal1
@@ -34,18 +41,31 @@ public struct GatehouseUser: Sendable, Equatable {
 /// (fetched and cached; an unknown `kid` triggers one refetch, so key rotation needs nothing),
 /// `typ: at+jwt`, issuer, audience, expiry and not-before with a small leeway.
 public actor AccessTokenVerifier {
+    /// Why ``AccessTokenVerifier/verify(_:)`` refused a token. ``GatehouseMiddleware`` answers
+    /// ``AccessTokenVerifier/Failure/keysUnavailable`` with 503 `service_unavailable` and every
+    /// other case with 401 `unauthorized`.
     public enum Failure: Error, Equatable, CustomStringConvertible {
+        /// The token is not three base64url parts, or its header or claims are not the JSON expected.
         case malformed
+        /// The header's `alg` is not `ES256`, its `typ` is not `at+jwt`, or it has no `kid`.
         case unsupportedAlgorithm
+        /// The header's `kid` names no key in Gatehouse's key set, even after refetching it (at most
+        /// one fetch per `minimumRefetchInterval`).
         case unknownKey
+        /// The signature does not verify against the key the `kid` names.
         case badSignature
+        /// The `iss` claim is not the issuer this verifier was made with.
         case wrongIssuer
+        /// The `aud` claim is not this verifier's audience: the token is for another app.
         case wrongAudience
+        /// The `exp` claim has passed, by more than the leeway.
         case expired
+        /// The `nbf` claim is still ahead, by more than the leeway.
         case notYetValid
         /// The key set could not be fetched and no copy is cached.
         case keysUnavailable
 
+        /// A short sentence saying why, for logs.
         public var description: String {
             switch self {
             case .malformed: "the token is not a JWT"
@@ -78,6 +98,17 @@ public actor AccessTokenVerifier {
     private var lastAttempt: Date?
     private var inFlight: Task<Void, Never>?
 
+    /// Makes a verifier that fetches the key set on first use and caches it.
+    /// - Parameters:
+    ///   - jwksURL: Gatehouse's key set, `GET /.well-known/jwks.json`.
+    ///   - issuer: The `iss` tokens must carry: Gatehouse's public URL.
+    ///   - audience: The `aud` tokens must carry (`GATEHOUSE_TOKEN_AUDIENCE`, by default the preset's name).
+    ///   - leeway: Seconds of clock difference allowed on `exp` and `nbf`.
+    ///   - maxAge: Seconds a fetched key set is used before it is fetched again.
+    ///   - minimumRefetchInterval: The least seconds between two fetches of the key set, so made-up
+    ///     `kid`s cannot flood Gatehouse.
+    ///   - clock: The source of the current time (a manual clock in tests).
+    ///   - fetch: How the key set is read.
     public init(
         jwksURL: URL, issuer: String, audience: String, leeway: TimeInterval = 30, maxAge: TimeInterval = 300,
         minimumRefetchInterval: TimeInterval = 10, clock: any WallClock = SystemClock(), fetch: GatehouseFetcher
@@ -98,6 +129,9 @@ public actor AccessTokenVerifier {
         var kid: String?
     }
 
+    /// The user `token` (the bearer token, without `Bearer `) speaks for, once its signature and
+    /// claims check out; the key set is fetched first when it is stale or lacks the token's `kid`.
+    /// - Throws: ``AccessTokenVerifier/Failure``, saying why the token is refused.
     public func verify(_ token: String) async throws(Failure) -> GatehouseUser {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let headerData = Data(base64URLEncoded: String(parts[0])),

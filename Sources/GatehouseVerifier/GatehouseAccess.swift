@@ -14,8 +14,13 @@ import GatehouseWire
 ///     .post("chat") { request, context in … context.gatehouseUser!.userID … }
 /// ```
 public struct GatehouseAccess: Sendable {
+    /// Verifies access tokens offline, against Gatehouse's published keys.
     public let tokens: AccessTokenVerifier
+    /// The app's entitlement rules, which ``GatehouseAccess/decide(_:for:context:)`` and
+    /// ``GatehouseAccess/require(_:for:context:)`` run.
     public let rules: GatehouseRules
+    /// The source of the time gates are decided at; a token's plan ends when this clock passes its
+    /// `plan_expires_at`.
     public let clock: any WallClock
 
     /// `baseURL` is where this backend reaches Gatehouse; `issuer` is Gatehouse's public URL
@@ -34,14 +39,20 @@ public struct GatehouseAccess: Sendable {
         self.clock = clock
     }
 
+    /// Makes a ``GatehouseAccess`` from a verifier and rules made separately, e.g. fixed rules from
+    /// ``GatehouseRules/init(engine:)``.
     public init(tokens: AccessTokenVerifier, rules: GatehouseRules, clock: any WallClock = SystemClock()) {
         self.tokens = tokens
         self.rules = rules
         self.clock = clock
     }
 
+    /// Thrown when the app's preset has no rules for the action asked about: a mistake in the
+    /// backend or the preset, which ``GatehouseMiddleware`` answers with 500 `internal_error`.
     public struct UnknownAction: Error, CustomStringConvertible {
+        /// The action name that was asked about.
         public var action: String
+        /// A sentence naming the action, for logs and the 500's message.
         public var description: String { "'\(action)' is not an action of this app's Gatehouse preset." }
     }
 

@@ -20,11 +20,15 @@ public struct GatehouseMeters: Sendable {
     /// The period's count after a use, the plan's limit (`nil`: unlimited) and when the count
     /// starts again.
     public struct Reading: Sendable, Equatable {
+        /// Uses counted for this user in the current period, this one included.
         public var used: Int
+        /// The plan's limit for the period; nil when the plan sets none.
         public var limit: Int?
+        /// When the current period ends and the count starts again from zero.
         public var resetsAt: Date
     }
 
+    /// Why ``GatehouseMeters/record(_:user:amount:idempotencyKey:)`` answered no reading.
     public enum Failure: Error, Equatable, CustomStringConvertible {
         /// The plan refused this use: its gate decision (over the limit, trial over, …).
         case refused(GateDecision)
@@ -33,6 +37,7 @@ public struct GatehouseMeters: Sendable {
         /// Gatehouse could not be asked, or answered something else.
         case unavailable(String)
 
+        /// A short sentence saying why, for logs.
         public var description: String {
             switch self {
             case .refused(let decision): "refused: \(decision.reasonCode ?? "plan_required")"
@@ -47,6 +52,13 @@ public struct GatehouseMeters: Sendable {
     let client: HTTPClient
     let timeout: TimeAmount
 
+    /// Makes a client for the meters of the Gatehouse at `baseURL`.
+    /// - Parameters:
+    ///   - baseURL: Where this backend reaches Gatehouse.
+    ///   - serviceKey: Gatehouse's `GATEHOUSE_SERVICE_KEY` (24+ characters), sent as the bearer token;
+    ///     it stays on the server.
+    ///   - client: The HTTP client the calls go through.
+    ///   - timeout: How long one call may take before it fails as `.unavailable`.
     public init(baseURL: URL, serviceKey: String, client: HTTPClient = .shared, timeout: TimeAmount = .seconds(5)) {
         var base = baseURL.absoluteString
         while base.hasSuffix("/") { base.removeLast() }

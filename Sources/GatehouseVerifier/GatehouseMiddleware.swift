@@ -8,6 +8,8 @@ import NIOCore
 
 /// A request context that can carry the verified Gatehouse user to route handlers.
 public protocol GatehouseUserContext: RequestContext {
+    /// The user whose token ``GatehouseMiddleware`` verified, set before the route handler runs;
+    /// nil on routes the middleware does not protect.
     var gatehouseUser: GatehouseUser? { get set }
 }
 
@@ -49,6 +51,11 @@ public struct GatehouseMiddleware<Context: GatehouseUserContext>: RouterMiddlewa
         self.counts = counts
     }
 
+    /// Verifies the bearer token, checks `action` against the plan and counts the use in `usage`,
+    /// then calls `next` with ``GatehouseUserContext/gatehouseUser`` set. Otherwise it answers
+    /// itself: 401 `unauthorized`, 403 with the gate decision, 429 `rate_limited`, 503
+    /// `service_unavailable`, or 500 `internal_error` for an action the preset lacks; errors
+    /// thrown by `counts` or `next` pass through.
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard let token = Self.bearerToken(request) else {
             return errorResponse(.unauthorized, .unauthorized, "Sign in to continue.", extra: [.wwwAuthenticate: "Bearer"])
@@ -110,16 +117,23 @@ public struct GatehouseMiddleware<Context: GatehouseUserContext>: RouterMiddlewa
 /// by `GatehouseAccess.require(_:for:context:)` from a route
 /// handler, Hummingbird answers it as that response.
 public struct GatehouseRefusal: HTTPResponseError, Equatable {
+    /// The refused decision, sent under `error.details` (`gate`, `reason_code`, `message`, `actions`).
     public let decision: GateDecision
 
+    /// Makes the refusal of `decision`, one whose `allowed` is false.
     public init(_ decision: GateDecision) { self.decision = decision }
 
+    /// Always 403 Forbidden.
     public var status: HTTPResponse.Status { .forbidden }
 
+    /// The 403 response: `error.code` is the decision's `refusalCode`, `error.message` its
+    /// `message` (or a generic sentence), `error.details` the decision.
     public var response: Response {
         errorResponse(.forbidden, decision.refusalCode, decision.message ?? "This is not part of your plan.", details: Self.json(decision))
     }
 
+    /// Answers ``GatehouseRefusal/response`` when the refusal is thrown from a route handler;
+    /// Hummingbird calls this.
     public func response(from request: Request, context: some RequestContext) throws -> Response { response }
 
     static func json(_ decision: GateDecision) -> [String: JSONValue]? {

@@ -16,10 +16,19 @@ public actor GatehouseRules {
     private var retryAt: Date?
     private var inFlight: Task<Void, Never>?
 
+    /// Thrown by ``GatehouseRules/current()`` while no rules have been read: `GET /v1/config`
+    /// failed or had no entitlements. ``GatehouseMiddleware`` answers it with 503 `service_unavailable`.
     public struct Unavailable: Error, CustomStringConvertible {
+        /// A short sentence for logs.
         public var description: String { "the app's entitlement rules could not be read from Gatehouse" }
     }
 
+    /// Makes rules read from Gatehouse's config document on first use and cached.
+    /// - Parameters:
+    ///   - configURL: Gatehouse's `GET /v1/config`.
+    ///   - fetch: How the document is read.
+    ///   - maxAge: Seconds the rules are used before they are read again.
+    ///   - clock: The source of the current time (a manual clock in tests).
     public init(configURL: URL, fetch: GatehouseFetcher, maxAge: TimeInterval = 300, clock: any WallClock = SystemClock()) {
         self.configURL = configURL
         self.fetch = fetch
@@ -27,6 +36,7 @@ public actor GatehouseRules {
         self.clock = clock
     }
 
+    /// Makes fixed rules that are never fetched, e.g. an engine built from the preset file.
     public init(engine: EntitlementEngine) {
         configURL = nil
         fetch = nil
@@ -36,6 +46,9 @@ public actor GatehouseRules {
         fetchedAt = Date.distantFuture
     }
 
+    /// The rules to decide with: the cached ones, read again from `GET /v1/config` once `maxAge`
+    /// has passed (one fetch shared by all callers; after a failure, none for 10 s).
+    /// - Throws: ``GatehouseRules/Unavailable`` while no rules have ever been read.
     public func current() async throws -> EntitlementEngine {
         let now = clock.now
         let stale = fetchedAt.map { now.timeIntervalSince($0) >= maxAge } ?? true

@@ -12,16 +12,26 @@ import GatehouseWire
 ///   the same per-user meter, reserved atomically by Gatehouse against the plan's limit, so
 ///   the limit holds however many instances there are.
 public actor UsageMeter {
+    /// A fixed-window limit on one action, kept in memory: at most `requests` per user in each `window`.
     public struct Limit: Sendable, Equatable {
+        /// Requests each user may make in one window.
         public var requests: Int
+        /// The window's length in seconds; a user's window starts at their first request after
+        /// the previous one ended.
         public var window: TimeInterval
+        /// Makes a limit of `requests` per `window` seconds, e.g. `.init(requests: 20, per: 60)`.
         public init(requests: Int, per window: TimeInterval) {
             self.requests = requests
             self.window = window
         }
     }
 
+    /// What ``UsageMeter/record(user:action:)`` decided for one request. ``GatehouseMiddleware``
+    /// answers `limited` with 429 `rate_limited`, `refused` with 403 and the gate decision, and
+    /// `unavailable` with 503 `service_unavailable`.
     public enum Outcome: Sendable, Equatable {
+        /// The use is counted; `remaining` is how many more the limit allows now, nil when the
+        /// action has no limit.
         case allowed(remaining: Int?)
         /// Whole seconds until the window ends.
         case limited(retryAfter: Int)

@@ -5,9 +5,13 @@ import Observation
 /// What the person was doing when a gate stopped them, to resume after signing up (CH07-G5):
 /// an action name and the app's own context (the flow to duplicate, the screen).
 public struct PendingAction: Sendable, Equatable, Codable {
+    /// The gated action's name as the device's gate knows it (e.g. `duplicate_shared_flow`).
     public var action: String
+    /// What the app needs to resume the action, in its own keys (e.g. the share's id and the
+    /// screen).
     public var context: [String: String]
 
+    /// An action to resume after sign-up: its gate name and the app's context for it.
     public init(action: String, context: [String: String] = [:]) {
         self.action = action
         self.context = context
@@ -20,7 +24,10 @@ public struct PendingAction: Sendable, Equatable, Codable {
 /// sign-up.
 @MainActor @Observable
 public final class ConversionPrompt {
+    /// Whether the prompt shows; bind a sheet to it. Set by ``present(for:)`` and
+    /// ``gate(_:surface:)``, cleared by ``notNow()`` and ``didSignIn()``.
     public private(set) var isPresented = false
+    /// The action the prompt interrupted, handed back by ``didSignIn()``; nil when none is waiting.
     public private(set) var pending: PendingAction?
     /// Dismissals so far (kept on the device across launches).
     public private(set) var dismissals: Int
@@ -30,12 +37,19 @@ public final class ConversionPrompt {
     private var copy: [String: String] = [:]
     private var methods: [String] = ["apple", "google", "email_password"]
 
+    /// A prompt that decides gates through `client` and keeps its dismissal count in `storage`.
+    ///
+    /// - Parameters:
+    ///   - client: The client whose gates, sign-in methods and copy the prompt uses.
+    ///   - storage: The same ``ClientStorage`` the client was made with, so ``dismissals``
+    ///     survives relaunches.
     public init(client: Gatehouse, storage: any ClientStorage) {
         self.client = client
         self.storage = storage
         dismissals = storage.data(forKey: "conversion_dismissals").flatMap { Int(String(decoding: $0, as: UTF8.self)) } ?? 0
     }
 
+    /// Reads the enabled sign-in methods and the preset's copy; call it before showing the prompt.
     public func loadCopy() async {
         if let configuration = await client.configurationSnapshot {
             methods = configuration.signInMethods
@@ -43,7 +57,9 @@ public final class ConversionPrompt {
         copy = await client.copy
     }
 
+    /// The prompt's heading in the preset's words.
     public var title: String { copy["conversion.title"] ?? "Create an account" }
+    /// The line under the heading that says why an account is needed, in the preset's words.
     public var body: String {
         copy["conversion.body"] ?? "An account keeps your work safe on every device."
     }
@@ -56,6 +72,7 @@ public final class ConversionPrompt {
     /// "Try without account" here: that would loop.
     public var buttons: [GateAction] { providerButtons(enabled: methods, copy: copy) }
 
+    /// The label of the button that runs ``notNow()``.
     public var notNowLabel: String { copy["conversion.not_now"] ?? "Not now" }
 
     /// Asks before `action` when the device's gate says an account is needed; true when the
@@ -68,6 +85,7 @@ public final class ConversionPrompt {
         return true
     }
 
+    /// Shows the prompt for `action` without asking the gate, for a trigger the app decides itself.
     public func present(for action: PendingAction) {
         pending = action
         isPresented = true
@@ -106,8 +124,10 @@ func providerButtons(enabled methods: [String], copy: [String: String]) -> [Gate
 /// CH08 §3.1's inline upsell: shown at most once per app session, unless the person asks for it.
 @MainActor @Observable
 public final class UpsellPolicy {
+    /// Whether the inline upsell has had its showing this app session; reset by ``newSession()``.
     public private(set) var shownThisSession = false
 
+    /// A policy at the start of an app session, with the inline upsell not shown yet.
     public init() {}
 
     /// Whether to show the inline upsell now; the first true uses up this session's showing.
@@ -127,7 +147,11 @@ public final class UpsellPolicy {
 /// The plan as Hannah's and Handz's screens show it: the banner, the paywall, read-only.
 @MainActor @Observable
 public final class PlanStatus {
+    /// The plan as shown now (the cached snapshot, with `pro_grace` offline), as of the last
+    /// ``update()``; nil before it or when there is none for this person.
     public private(set) var snapshot: EntitlementsPayload?
+    /// The banner above the app: a trial's days left (from the preset's `banner_from_day`) or
+    /// pro_grace's "can't confirm your subscription" line; nil when there is nothing to say.
     public private(set) var banner: String?
     private let client: Gatehouse
     private var creditsTemplate = "{remaining} of {granted} credits left"
@@ -136,6 +160,7 @@ public final class PlanStatus {
     /// downgrade reports whether flows are now beyond the cap.
     public var savedFlowCount: Int?
 
+    /// A status that reads the plan from `client`; empty until ``update()`` runs.
     public init(client: Gatehouse) { self.client = client }
 
     /// Refreshes from the server (or the cache when offline). A paid plan (trial, Pro, pro_grace)
@@ -157,11 +182,13 @@ public final class PlanStatus {
         practiceCreditLabel = await client.text("practice.cta_credit", practiceCreditLabel)
     }
 
+    /// `guest`, `free`, `trial`, `pro` or `pro_grace`; `guest` while there is no snapshot.
     public var planState: String { snapshot?.planState ?? "guest" }
     /// Past data stays readable; nothing can be changed (Hannah after the trial).
     public var isReadOnly: Bool { snapshot?.readOnly ?? false }
     /// Paid features answer the paywall: Free after a trial that ended.
     public var showsPaywall: Bool { planState == "free" && isReadOnly }
+    /// Days left in the trial; nil when the plan is not a trial.
     public var trialDaysLeft: Int? { snapshot?.trial?.daysLeft }
     /// The practice button of a flow (Handz CH08 §5.1): "Practice (Pro)" on plans without a
     /// monthly limit, "Practice (1 credit)" where a practice spends a credit, nil for a guest.
@@ -186,12 +213,16 @@ public final class PlanStatus {
 /// The tile shown when a person has no avatar: initials and a colour that stays the same for
 /// the same person.
 public struct AvatarPlaceholder: Sendable, Equatable {
+    /// The first letters, capitalised, of up to two words of the display name (else the handle,
+    /// else the address before the `@`); `?` when there are none.
     public var initials: String
     /// `#rrggbb`, from a fixed palette.
     public var color: String
 
     static let palette = ["#e57373", "#f06292", "#ba68c8", "#7986cb", "#4fc3f7", "#4db6ac", "#81c784", "#ffb74d", "#a1887f", "#90a4ae"]
 
+    /// The tile for `user`: initials from the first name available, the colour from the
+    /// account's id.
     public init(user: UserPayload) {
         let source = user.displayName ?? user.handle ?? user.email?.split(separator: "@").first.map(String.init) ?? ""
         let words = source.split(whereSeparator: { $0 == " " || $0 == "." || $0 == "_" || $0 == "-" }).filter { !$0.isEmpty }

@@ -7,13 +7,19 @@ import Observation
 /// flows, Clear inbox), straight from the server's decision. Account gates use
 /// `ConversionPrompt`, verification gates the verification banner.
 public struct GateSheet: Sendable, Equatable {
+    /// Why the gate stopped the action, in the server's terms (e.g. `flow_cap_reached`,
+    /// `credits_exhausted`), for the app's own branching; nil when the decision named none.
     public var reasonCode: String?
+    /// The sheet's main text: the gate's message in the preset's words, or a plain fallback when
+    /// the decision carries none.
     public var title: String
+    /// The second line under ``title``; nil when the gate has none.
     public var detail: String?
     /// The first action the decision offers (Upgrade), if any.
     public var primary: GateAction?
     /// The other actions, in the server's order (e.g. Manage flows).
     public var others: [GateAction]
+    /// The label of the button that closes the sheet without acting ("Not now" by default).
     public var dismissLabel: String
     /// Where the sheet shows (CH08 §9's `surface`), for the analytics its buttons send.
     public var surface: GateSurface?
@@ -51,19 +57,33 @@ extension Gatehouse {
 /// links the provider, so the person ends with one account holding both.
 @MainActor @Observable
 public final class LinkConfirmationPrompt {
-    public enum Provider: String, Sendable { case apple, google }
+    /// The provider whose sign-in met the existing account.
+    public enum Provider: String, Sendable {
+        /// Sign in with Apple.
+        case apple
+        /// Sign in with Google.
+        case google
+    }
 
+    /// Whether the prompt shows; set when a provider sign-in answers `link_confirmation_required`,
+    /// cleared by ``confirm()`` once it worked and by ``cancel()``.
     public private(set) var isPresented = false
     /// The server's words (the preset's `error.link_confirmation_required`).
     public private(set) var message: String?
+    /// Why the last confirmation failed (a wrong password, a refused link), in the server's
+    /// words; nil when the prompt opens and after ``cancel()``.
     public private(set) var errorMessage: String?
+    /// True while logging in and linking are under way; the button stays off meanwhile.
     public private(set) var isSubmitting = false
+    /// The existing account's address as typed.
     public var email = ""
+    /// The existing account's password as typed; emptied when the prompt closes.
     public var password = ""
 
     private let client: Gatehouse
     private var pending: (provider: Provider, idToken: String, rawNonce: String?)?
 
+    /// A prompt, not yet presented, for provider sign-ins through `client`.
     public init(client: Gatehouse) { self.client = client }
 
     /// Signs in with the provider; true when signed in. On `link_confirmation_required` the prompt
@@ -84,6 +104,8 @@ public final class LinkConfirmationPrompt {
         }
     }
 
+    /// Whether the button is on: an address and a password typed, a provider sign-in waiting,
+    /// and nothing under way.
     public var canSubmit: Bool { !email.isEmpty && !password.isEmpty && !isSubmitting && pending != nil }
 
     /// Logs in to the existing account and links the provider to it; true when both worked.
@@ -107,6 +129,7 @@ public final class LinkConfirmationPrompt {
         }
     }
 
+    /// Closes the prompt: the provider's token is dropped and nothing is linked.
     public func cancel() {
         pending = nil
         isPresented = false

@@ -8,22 +8,35 @@ import Observation
 /// then signed in; a new account's 7-day trial starts with it, and the model says so.
 @MainActor @Observable
 public final class MagicLinkOnboarding {
+    /// Which screen of the way in shows.
     public enum Step: Sendable, Equatable {
+        /// The address field and the button that sends the link (``MagicLinkOnboarding/send()``).
         case email
+        /// "Check your email" (``MagicLinkOnboarding/sentMessage``) and the 6-digit code field.
         case sent
+        /// Signed in; `newAccount` is true when this sign-in created the account (show
+        /// ``MagicLinkOnboarding/trialStartedMessage`` then).
         case signedIn(newAccount: Bool)
     }
 
+    /// The address as typed; surrounding spaces are ignored when it is checked and sent.
     public var email = ""
+    /// The 6-digit code from the mail as typed, for a link opened in another browser.
     public var code = ""
+    /// The screen to show; moves forward as the link is sent and the person signs in, and back
+    /// with ``changeAddress()``.
     public private(set) var step: Step = .email
+    /// True while a request is under way (sending, opening the link, checking the code, a passkey).
     public private(set) var isWorking = false
+    /// Why the last request failed, in the server's words; nil after one that worked and after a
+    /// cancelled passkey sheet.
     public private(set) var errorMessage: String?
     /// The trial's days left once signed in on a trial (`trialStarted` is shown for a new one).
     public private(set) var trialDaysLeft: Int?
 
     private let client: Gatehouse
 
+    /// A way in on the address step; call ``start()`` to read the preset.
     public init(client: Gatehouse) { self.client = client }
 
     /// "Sign in with a passkey" on the address step, when the preset enables passkeys (`start()`
@@ -49,7 +62,11 @@ public final class MagicLinkOnboarding {
         }
     }
 
+    /// Whether the button that sends the link is on: the address looks valid and nothing is
+    /// under way.
     public var canSend: Bool { EmailAddress.isValid(email.trimmingCharacters(in: .whitespaces)) && !isWorking }
+    /// Whether the code can be sent: on the "check your email" step, six digits typed, nothing
+    /// under way.
     public var canSubmitCode: Bool { step == .sent && code.count == 6 && code.allSatisfy(\.isNumber) && !isWorking }
 
     /// "Check your email" with the address the link went to, in the preset's words; set when

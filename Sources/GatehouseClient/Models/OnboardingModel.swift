@@ -9,19 +9,31 @@ import Observation
 public final class OnboardingModel {
     /// OKLah §8's states.
     public enum State: String, Sendable, Equatable {
+        /// Before ``OnboardingModel/launch()`` has finished, when no session was saved: nothing to
+        /// show yet.
         case notOnboarded = "NOT_ONBOARDED"
+        /// The privacy screen with Start: nobody is signed in.
         case privacyScreen = "PRIVACY_SCREEN"
+        /// After Start: the anonymous account is being created (show the loading text).
         case creatingAccount = "CREATING_ACCOUNT"
+        /// Signed in: Home shows.
         case onboarded = "ONBOARDED"
+        /// The account could not be created: the error text with Try Again.
         case error = "ERROR"
+        /// At launch, while a saved session is being restored; Home follows when it is, the
+        /// privacy screen when it is not.
         case sessionExpired = "SESSION_EXPIRED"
     }
 
+    /// The screen to show; changes as ``launch()``, ``start()``, ``tryAgain()`` and
+    /// ``didBecomeActive()`` run.
     public private(set) var state: State = .notOnboarded
     /// The three names the new account may choose from.
     public private(set) var nameSuggestions: [String] = []
     /// The Home screen's motivational message, picked at random from the preset.
     public private(set) var homeMessage: String?
+    /// The account once signed in (created by ``start()`` or restored by ``launch()``), updated
+    /// by ``chooseName(_:)``; nil until then.
     public private(set) var user: UserPayload?
     /// The new account still has to pick one of `nameSuggestions` (shown on Home).
     public var needsName: Bool { state == .onboarded && !nameSuggestions.isEmpty && user?.onboardingComplete == false }
@@ -32,16 +44,22 @@ public final class OnboardingModel {
     public var isStartEnabled: Bool { state == .privacyScreen }
 
     // Copy from the preset (decision 28), with OKLah's words when no configuration is loaded yet.
+    /// The privacy screen's heading.
     public var title: String { text("privacy.title", "Welcome") }
+    /// The privacy screen's three bullet points, in order.
     public var bullets: [String] {
         [
             text("privacy.bullet_1", "Private by design"), text("privacy.bullet_2", "No personal details needed"),
             text("privacy.bullet_3", "Your details stay private"),
         ]
     }
+    /// The label of the privacy screen's button that runs ``start()``.
     public var startLabel: String { text("privacy.start", "Start") }
+    /// What shows while the account is being created.
     public var loadingText: String { text("onboarding.loading", "Setting things up...") }
+    /// What the error screen says when the account could not be created.
     public var errorText: String { text("onboarding.error", "Your account could not be created. Check your connection and try again.") }
+    /// The label of the error screen's button that runs ``tryAgain()``.
     public var tryAgainLabel: String { text("onboarding.try_again", "Try Again") }
 
     private let client: Gatehouse
@@ -57,6 +75,11 @@ public final class OnboardingModel {
     private var interruptedInBackground = false
     private var retriedAfterBackground = false
 
+    /// An onboarding that has not started; call ``launch()`` when the app starts.
+    ///
+    /// - Parameters:
+    ///   - client: The client the anonymous account is created and restored through.
+    ///   - appVersion: The app's version, sent as `app_version` with the onboarding events.
     public init(client: Gatehouse, appVersion: String) {
         self.client = client
         self.appVersion = appVersion

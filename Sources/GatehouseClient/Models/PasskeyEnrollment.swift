@@ -10,6 +10,7 @@ import Observation
 public final class PasskeyEnrollment {
     /// The account's passkeys (`load()` and every change fill it).
     public private(set) var passkeys: [PasskeyPayload] = []
+    /// True while a passkey is being added; the Add button stays off meanwhile.
     public private(set) var isWorking = false
     /// The server's or the device's refusal, in the preset's words; nil after a cancelled sheet.
     public private(set) var errorMessage: String?
@@ -23,6 +24,7 @@ public final class PasskeyEnrollment {
     private var dismissed = false
     private var copy: [String: String] = [:]
 
+    /// An offer for the account signed in to `client`; hidden until ``load()`` runs.
     public init(client: Gatehouse) { self.client = client }
 
     /// Reads whether the preset enables passkeys and, when signed in, the account's passkeys.
@@ -37,11 +39,15 @@ public final class PasskeyEnrollment {
     /// Whether to show the offer now.
     public var isOffered: Bool { enabled && passkeys.isEmpty && !dismissed && notice == nil }
 
+    /// The offer's heading in the preset's words.
     public var title: String { copy["passkey.offer_title"] ?? "Sign in faster next time" }
+    /// The offer's text under the heading, in the preset's words.
     public var message: String {
         copy["passkey.offer_message"] ?? "Save a passkey on this device and sign in with Face ID or Touch ID. No password to remember."
     }
+    /// The label of the button that runs ``add(using:name:)``.
     public var addLabel: String { copy["passkey.add"] ?? "Add a passkey" }
+    /// The label of the button that runs ``notNow()``.
     public var notNowLabel: String { copy["passkey.not_now"] ?? "Not now" }
 
     /// "Not now": the offer stays away until the next `PasskeyEnrollment`.

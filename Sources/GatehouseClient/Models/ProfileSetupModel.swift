@@ -8,10 +8,14 @@ import Observation
 /// handle the account was created with (decision 9).
 @MainActor @Observable
 public final class ProfileSetupModel {
+    /// What the handle field says about the handle typed, as the availability check answers.
     public enum HandleStatus: Sendable, Equatable {
         /// Nothing typed: the temporary handle stays.
         case empty
+        /// A handle is typed and the check is waiting for the pause or the server's answer;
+        /// Continue is off.
         case checking
+        /// The server says the handle can be had.
         case available
         /// The server's reason (`taken`, `too_short`, `too_long`, `invalid_characters`,
         /// `reserved`) and the words to show.
@@ -20,12 +24,17 @@ public final class ProfileSetupModel {
         case unknown
     }
 
+    /// The display name as typed; starts as the account's own, and the avatar follows it.
     public var displayName = ""
+    /// The handle as typed; each change starts a new availability check after the pause.
     public var handle = "" {
         didSet { if handle != oldValue { scheduleCheck() } }
     }
+    /// What the last availability check said about ``handle``; decides whether Continue is on.
     public private(set) var handleStatus: HandleStatus = .empty
+    /// True while Continue is saving the profile.
     public private(set) var isSaving = false
+    /// Why the last save failed, in the server's words; nil after one that worked.
     public private(set) var errorMessage: String?
     /// The account as the server last described it.
     public private(set) var user: UserPayload
@@ -36,6 +45,12 @@ public final class ProfileSetupModel {
     /// How many availability requests were sent (one per pause in typing).
     public private(set) var checksSent = 0
 
+    /// Profile set-up for the account just created.
+    ///
+    /// - Parameters:
+    ///   - client: The client the handle checks and the save go through.
+    ///   - user: The signed-in account, for its display name, temporary handle and avatar.
+    ///   - pause: How long typing must stop before the handle is checked; 300 ms by default.
     public init(client: Gatehouse, user: UserPayload, pause: Duration = .milliseconds(300)) {
         self.client = client
         self.user = user
@@ -53,6 +68,8 @@ public final class ProfileSetupModel {
         return AvatarPlaceholder(user: preview)
     }
 
+    /// Whether Continue is on: nothing being saved, and no handle that is still being checked
+    /// or is unavailable.
     public var canContinue: Bool {
         guard !isSaving else { return false }
         switch handleStatus {

@@ -8,14 +8,20 @@ import Observation
 /// analytics events, and offers the link-out to Apple's subscription management.
 @MainActor @Observable
 public final class PurchaseModel {
+    /// Where the purchase stands, for the paywall's button and message.
     public enum State: Sendable, Equatable {
+        /// Nothing started: Subscribe shows.
         case idle
+        /// After Subscribe: StoreKit's sheet is up, then the purchase is uploaded and verified.
         case purchasing
         /// Waiting for approval (Ask to Buy) or a payment method: nothing is granted yet.
         case pending
         /// The person closed the sheet: no error to show.
         case cancelled
+        /// The purchase did not go through; `message` says why, ready to show.
         case failed(message: String)
+        /// The server verified the purchase; `plan` is the account's plan state now (`pro`, or
+        /// `trial` when an introductory offer started one).
         case purchased(plan: String)
     }
 
@@ -23,18 +29,27 @@ public final class PurchaseModel {
     public enum StoreOutcome: Sendable, Equatable {
         /// `.success(.verified(transaction))`: `transaction.jwsRepresentation`.
         case purchased(signedTransaction: String)
+        /// `.pending`: Ask to Buy or a payment method still has to approve it.
         case pending
+        /// `.userCancelled`: the person closed StoreKit's sheet.
         case userCancelled
+        /// StoreKit failed; `reason` is the app's code for it (e.g. `payment_declined`), sent as
+        /// `purchase_failed`'s `errorCode`.
         case failed(reason: String)
     }
 
+    /// The App Store product the paywall sells (e.g. `com.handz.pro.monthly`), sent with the
+    /// purchase events.
     public let productID: String
+    /// Where the purchase stands; changes with ``start()`` and ``finish(_:)``.
     public private(set) var state: State = .idle
     /// Where "Manage subscription" leads (Apple's subscription settings).
     public let manageSubscriptionsURL = URL(string: "https://apps.apple.com/account/subscriptions")!
 
     private let client: Gatehouse
 
+    /// A purchase of `productID`, uploaded to the server through `client`; starts
+    /// ``PurchaseModel/State/idle``.
     public init(client: Gatehouse, productID: String) {
         self.client = client
         self.productID = productID
@@ -77,13 +92,19 @@ public final class PurchaseModel {
 
     /// Restore Purchases (CH07 §10: never blocked by auth), as the settings screen shows it.
     public enum RestoreState: Sendable, Equatable {
+        /// Nothing started: Restore Purchases shows.
         case idle
+        /// After Restore Purchases, until ``PurchaseModel/finishRestore(signedTransactions:)``
+        /// has an answer.
         case restoring
+        /// The server verified what StoreKit found; `plan` is the account's plan state now.
         case restored(plan: String)
         /// Nothing to restore, or the server refused what was found.
         case failed(message: String)
     }
 
+    /// Where Restore Purchases stands; changes with ``startRestore()`` and
+    /// ``finishRestore(signedTransactions:)``.
     public private(set) var restoreState: RestoreState = .idle
 
     /// The person tapped Restore Purchases: the app now asks StoreKit (`AppStore.sync()`, then
