@@ -424,6 +424,47 @@ struct MFATests {
         #expect(finalEmail == "steps@example.com")
     }
 
+    /// Issue 41: the deletion screen of a preset that asks for a second factor before deleting:
+    /// a session older than the account's authenticator app is refused with `mfa_required`, the
+    /// model hands over a step-up prompt, and once it is complete the deletion goes through.
+    @Test func theDeletionModelStepsUpWhenThePresetAsksForASecondFactor() async throws {
+        let clock = ManualClock(Date())
+        try await TestApp.run(
+            .sqlite, clock: clock, setup: .live,
+            adjust: {
+                Self.configure(&$0)
+                $0.preset.entitlements.actions["account.delete"] = ActionSettings(rules: [GateRule(kind: .mfa)])
+            }
+        ) { server, _ in
+            try await Self.deletionStepUp(server, clock)
+        }
+    }
+
+    @MainActor static func deletionStepUp(_ server: any TestClientProtocol, _ clock: ManualClock) async throws {
+        let flow = MFAFlow(api: AuthClient(client: server), clock: clock)
+        let port = try #require(server.port)
+        let (phone, tablet) = (try TestDevice(), try TestDevice())
+        defer { phone.remove(); tablet.remove() }
+        let app = try phone.launch(port: port)
+        let other = try tablet.launch(port: port)
+        try await app.signUp(email: "leaving.mfa@example.com", password: "correct horse battery")
+        try await other.signIn(email: "leaving.mfa@example.com", password: "correct horse battery")
+        let enrollment = try await app.enrollTOTP(name: "Phone")
+        _ = try await app.confirmFactor(id: enrollment.id, code: try await flow.code(enrollment.totp.secret))
+        clock.advance(by: 30)
+
+        let deletion = AccountDeletionModel(client: other)
+        #expect(await deletion.delete() == false)
+        let prompt = try #require(deletion.stepUp)
+        #expect(deletion.route == .stepUp && !deletion.canDelete && prompt.route == .code && prompt.factors.map(\.name) == ["Phone"])
+        prompt.code = try await flow.code(enrollment.totp.secret)
+        #expect(await prompt.verify())
+        #expect(deletion.canDelete)
+        #expect(await deletion.delete())
+        let ended = await other.state
+        #expect(deletion.route == .deleted && ended == .signedOut(.accountDeleted))
+    }
+
     @MainActor static func stepUpPrompts(_ server: any TestClientProtocol, _ clock: ManualClock) async throws {
         let flow = MFAFlow(api: AuthClient(client: server), clock: clock)
         let port = try #require(server.port)
