@@ -74,7 +74,7 @@ ensure_test_deps() {
   fi
   ensure_browser_deps
   export GATEHOUSE_TEST_PYTHON="$PWD/.build-venv/bin/python"
-  export GATEHOUSE_TEST_BROWSER="$PWD/Tests/support/browser.py"
+  export GATEHOUSE_TEST_BROWSER="$PWD/Server/Tests/support/browser.py"
 }
 
 # The Python packages of .build-venv, pinned (Server/Tests/support/smtp_sink.py and browser.py; the OpenAPI
