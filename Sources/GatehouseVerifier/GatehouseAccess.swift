@@ -33,9 +33,9 @@ public struct GatehouseAccess: Sendable {
         var base = baseURL.absoluteString
         while base.hasSuffix("/") { base.removeLast() }
         tokens = AccessTokenVerifier(
-            jwksURL: URL(string: base + "/.well-known/jwks.json")!, issuer: issuer ?? base, audience: audience, leeway: leeway, clock: clock,
+            jwksURL: URL(string: base + Endpoints.jwks.path.expand())!, issuer: issuer ?? base, audience: audience, leeway: leeway, clock: clock,
             fetch: fetch)
-        rules = GatehouseRules(configURL: URL(string: base + "/v1/config")!, fetch: fetch, clock: clock)
+        rules = GatehouseRules(configURL: URL(string: base + Endpoints.configuration.path.expand())!, fetch: fetch, clock: clock)
         self.clock = clock
     }
 

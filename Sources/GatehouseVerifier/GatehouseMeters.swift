@@ -73,10 +73,8 @@ public struct GatehouseMeters: Sendable {
     /// backend's to choose (say the request id it assigns), never the end user's; Gatehouse
     /// keeps it per user, meter and period.
     public func record(_ meter: String, user: String, amount: Int = 1, idempotencyKey: String) async throws(Failure) -> Reading {
-        guard let path = meter.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) else {
-            throw .unavailable("bad meter name")
-        }
-        var request = HTTPClientRequest(url: "\(base)/v1/usage/\(path)")
+        // The path from the route table the server mounts (issue 42: no path written twice).
+        var request = HTTPClientRequest(url: base + Endpoints.recordUsage.path.expand(meter))
         request.method = .POST
         request.headers.add(name: "Authorization", value: "Bearer \(serviceKey)")
         request.headers.add(name: "Content-Type", value: "application/json")
