@@ -48,49 +48,39 @@ public func withAbandoningDeadline<T: Sendable>(
     }
 }
 
-/// The first result of a deadline race; later ones are dropped.
+/// The first result of a deadline race; later ones are dropped. The clean-up (cancelling the
+/// loser) runs once the race is decided, or at once when it is registered after.
 private final class DeadlineOutcome<T: Sendable>: Sendable {
-    private struct State {
-        var continuation: CheckedContinuation<T, any Error>?
-        var pending: Result<T, any Error>?
+    private struct Cleanup {
         var done = false
-        var cleanup: (@Sendable () -> Void)?
+        var run: (@Sendable () -> Void)?
     }
-    private let state = Mutex(State())
+    private let answer = OneShotAnswer<T>()
+    private let cleanup = Mutex(Cleanup())
 
     func install(_ continuation: CheckedContinuation<T, any Error>) {
-        let early = state.withLock { state -> Result<T, any Error>? in
-            if let pending = state.pending { return pending }
-            state.continuation = continuation
-            return nil
-        }
-        if let early { continuation.resume(with: early) }
+        answer.install(continuation)
     }
 
-    func onFinish(_ cleanup: @escaping @Sendable () -> Void) {
-        let runNow = state.withLock { state -> Bool in
-            if state.done { return true }
-            state.cleanup = cleanup
+    func onFinish(_ run: @escaping @Sendable () -> Void) {
+        let runNow = cleanup.withLock { cleanup -> Bool in
+            if cleanup.done { return true }
+            cleanup.run = run
             return false
         }
-        if runNow { cleanup() }
+        if runNow { run() }
     }
 
     /// True when this result was the first.
     @discardableResult
     func finish(_ result: Result<T, any Error>) -> Bool {
-        let (continuation, cleanup, first) = state.withLock { state -> (CheckedContinuation<T, any Error>?, (@Sendable () -> Void)?, Bool) in
-            guard !state.done else { return (nil, nil, false) }
-            state.done = true
-            let continuation = state.continuation
-            state.continuation = nil
-            if continuation == nil { state.pending = result }
-            let cleanup = state.cleanup
-            state.cleanup = nil
-            return (continuation, cleanup, true)
+        guard answer.answer(result) else { return false }
+        let run = cleanup.withLock { cleanup -> (@Sendable () -> Void)? in
+            cleanup.done = true
+            defer { cleanup.run = nil }
+            return cleanup.run
         }
-        continuation?.resume(with: result)
-        cleanup?()
-        return first
+        run?()
+        return true
     }
 }

@@ -327,19 +327,13 @@ private final class PendingLease<T: Sendable>: Sendable {
     private enum Phase { case waiting, running, done }
     private struct State {
         var phase = Phase.waiting
-        var continuation: CheckedContinuation<T, any Error>?
-        var pending: Result<T, any Error>?
         var timer: Task<Void, Never>?
     }
     private let state = Mutex(State())
+    private let answer = OneShotAnswer<T>()
 
     func install(_ continuation: CheckedContinuation<T, any Error>) {
-        let ready = state.withLock { state -> Result<T, any Error>? in
-            if let pending = state.pending { return pending }
-            state.continuation = continuation
-            return nil
-        }
-        if let ready { continuation.resume(with: ready) }
+        answer.install(continuation)
     }
 
     func setTimer(_ timer: Task<Void, Never>) {
@@ -363,33 +357,30 @@ private final class PendingLease<T: Sendable>: Sendable {
     /// Gives up waiting for a connection; false if the work has already started or finished.
     @discardableResult
     func abandon(_ error: any Error) -> Bool {
-        guard let continuation = close(.failure(error), onlyWhileWaiting: true) else { return false }
-        continuation?.resume(throwing: error)
+        guard close(onlyWhileWaiting: true) else { return false }
+        answer.answer(.failure(error))
         return true
     }
 
     /// Answers the caller unless it has been answered already; false if it had.
     @discardableResult
     func finish(_ result: Result<T, any Error>) -> Bool {
-        guard let continuation = close(result, onlyWhileWaiting: false) else { return false }
-        continuation?.resume(with: result)
+        guard close(onlyWhileWaiting: false) else { return false }
+        answer.answer(result)
         return true
     }
 
-    /// Marks the lease over; nil if it already was (or is running and `onlyWhileWaiting`),
-    /// else the continuation to resume (itself nil when not installed yet: then `install` resumes).
-    private func close(_ result: Result<T, any Error>, onlyWhileWaiting: Bool) -> CheckedContinuation<T, any Error>?? {
-        let (continuation, timer): (CheckedContinuation<T, any Error>??, Task<Void, Never>?) = state.withLock { state in
-            guard state.phase == .waiting || (state.phase == .running && !onlyWhileWaiting) else { return (nil, nil) }
+    /// Marks the lease over and stops its timer; false if it already was over (or is running
+    /// and `onlyWhileWaiting`).
+    private func close(onlyWhileWaiting: Bool) -> Bool {
+        let (closed, timer) = state.withLock { state -> (Bool, Task<Void, Never>?) in
+            guard state.phase == .waiting || (state.phase == .running && !onlyWhileWaiting) else { return (false, nil) }
             state.phase = .done
-            let continuation = state.continuation
-            if continuation == nil { state.pending = result }
-            state.continuation = nil
             defer { state.timer = nil }
-            return (.some(continuation), state.timer)
+            return (true, state.timer)
         }
         timer?.cancel()
-        return continuation
+        return closed
     }
 }
 

@@ -37,13 +37,9 @@ struct PagesController {
         }
         router.on(Endpoints.verifyEmailForm) { request, context in
             try await submit(request, context) { form, csrf in
-                do {
+                try await usingLink(form, csrf: csrf, copy: "page.verify", expired: .tokenExpired) {
                     _ = try await verification.verify(token: form.token)
                     return verifiedPage()
-                } catch let error as GatehouseError where error.code == .tokenExpired {
-                    return expiredPage(token: form.token, csrf: csrf, copy: "page.verify")
-                } catch let error as GatehouseError where error.code == .tokenInvalid {
-                    return usedPage(token: form.token, csrf: csrf)
                 }
             }
         }
@@ -56,15 +52,13 @@ struct PagesController {
                 guard password == form.fields["password_confirm"] else {
                     return resetForm(token: form.token, csrf: csrf, errors: [text("page.reset.mismatch", "The two passwords do not match.")])
                 }
-                do {
-                    try await reset.reset(token: form.token, password: password, client: resolver.client(request, context.peerAddress))
-                    return resetDonePage()
-                } catch let error as GatehouseError where error.code == .weakPassword {
-                    return resetForm(token: form.token, csrf: csrf, errors: [error.message])
-                } catch let error as GatehouseError where error.code == .resetTokenExpired {
-                    return expiredPage(token: form.token, csrf: csrf, copy: "page.reset")
-                } catch let error as GatehouseError where error.code == .tokenInvalid {
-                    return usedPage(token: form.token, csrf: csrf)
+                return try await usingLink(form, csrf: csrf, copy: "page.reset", expired: .resetTokenExpired) {
+                    do {
+                        try await reset.reset(token: form.token, password: password, client: resolver.client(request, context.peerAddress))
+                        return resetDonePage()
+                    } catch let error as GatehouseError where error.code == .weakPassword {
+                        return resetForm(token: form.token, csrf: csrf, errors: [error.message])
+                    }
                 }
             }
         }
@@ -160,6 +154,20 @@ struct PagesController {
             return expiredPage(token: token, csrf: csrf, copy: "page.magic")
         case .used:
             return usedPage(token: token, csrf: csrf)
+        }
+    }
+
+    /// Runs what a link's form does; a link past its time (`expired`) or used already answers
+    /// its page instead, with the button that sends a new one.
+    private func usingLink(
+        _ form: Form, csrf: String, copy: String, expired: ErrorCode, _ use: () async throws -> Templates.Page
+    ) async throws -> Templates.Page {
+        do {
+            return try await use()
+        } catch let error as GatehouseError where error.code == expired {
+            return expiredPage(token: form.token, csrf: csrf, copy: copy)
+        } catch let error as GatehouseError where error.code == .tokenInvalid {
+            return usedPage(token: form.token, csrf: csrf)
         }
     }
 
