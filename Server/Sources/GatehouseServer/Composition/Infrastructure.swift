@@ -39,8 +39,8 @@ struct Infrastructure {
     let untracedHTTPClient: HTTPClient
     let links: EmailLinks
     let engine: EntitlementEngine
-    let tokens: TokenService
-    let throttle: ThrottleService
+    let tokens: AccessTokens
+    let throttle: Throttle
     let mailWorker: MailWorker
     let jobs: JobWorker
     let unitOfWork: UnitOfWork
@@ -105,10 +105,10 @@ struct Infrastructure {
         }
         links = EmailLinks(publicURL: config.publicURL, chainKey: chainKey)
         engine = EntitlementEngine(settings: preset.entitlements, copy: preset.copy)
-        tokens = TokenService(
+        tokens = AccessTokens(
             keys: keys, chainKey: chainKey, issuer: config.issuer, audience: config.audience, settings: preset.tokens, clock: clock,
             engine: engine)
-        throttle = ThrottleService(
+        throttle = Throttle(
             store: store, settings: preset.throttling, ipLimits: config.ipLimits, clock: clock, copy: preset.copy, chainKey: chainKey,
             recovery: preset.signInMethods)
 

@@ -16,7 +16,7 @@ struct ConsoleController {
     let cookies: ConsoleCookies
     let views: ConsoleViews
     let resolver: ClientAddressResolver
-    let throttle: ThrottleService
+    let throttle: Throttle
     let clock: any WallClock
     let bodyLimit: Int
 

@@ -122,7 +122,7 @@ struct BearerKeyMiddleware: RouterMiddleware {
 
 /// What `BearerKeyMiddleware` needs to count an operator key's tries per client address.
 struct OperatorKeyAttempts: Sendable {
-    let throttle: ThrottleService
+    let throttle: Throttle
     let resolver: ClientAddressResolver
 
     func reserve(_ name: String, _ request: Request, _ context: GatehouseRequestContext) async throws -> String {

@@ -8,7 +8,7 @@ import GatehouseWire
 /// account are given to the user when it sends one with a token.
 struct AnalyticsService: Sendable {
     let unitOfWork: UnitOfWork
-    let throttle: ThrottleService
+    let throttle: Throttle
     let clock: any WallClock
 
     static let maximumBatch = 50

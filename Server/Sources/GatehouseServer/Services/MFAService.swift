@@ -16,7 +16,7 @@ struct MFAService: Sendable {
     let store: any GatehouseStore
     let unitOfWork: UnitOfWork
     let sessions: SessionIssuer
-    let throttle: ThrottleService
+    let throttle: Throttle
     let ownerProof: OwnerProof
     let sealer: SecretSealer
     /// Keys the recovery codes' hashes.

@@ -16,7 +16,7 @@ struct MagicLinkService: Sendable {
     let mail: AccountMail
     let merges: MergeTokens
     let redirects: RedirectPolicy
-    let throttle: ThrottleService
+    let throttle: Throttle
     let preset: Preset
     let clock: any WallClock
 

@@ -15,7 +15,7 @@ struct PasskeyService: Sendable {
     let lifecycle: AccountLifecycle
     let assertions: PasskeyAssertions
     let credentials: Credentials
-    let throttle: ThrottleService
+    let throttle: Throttle
     let ownerProof: OwnerProof
     let mail: AccountMail
     let preset: Preset

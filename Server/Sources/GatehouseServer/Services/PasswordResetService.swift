@@ -13,7 +13,7 @@ struct PasswordResetService: Sendable {
     let requests: InboxRequests
     let lifecycle: AccountLifecycle
     let mail: AccountMail
-    let throttle: ThrottleService
+    let throttle: Throttle
     let sessions: SessionIssuer
     let preset: Preset
     let clock: any WallClock

@@ -7,7 +7,7 @@ import GatehouseWire
 struct PasswordService: Sendable {
     let store: any UserStore & AccountStore
     let unitOfWork: UnitOfWork
-    let throttle: ThrottleService
+    let throttle: Throttle
     let stepUp: StepUpGate
     let gate: SignInGate
     let credentials: Credentials
@@ -161,9 +161,9 @@ struct PasswordService: Sendable {
             || (session.method == PasswordResetService.linkMethod
                 && clock.now.timeIntervalSince(session.createdAt) <= PasswordResetService.recoveryWindow)
         else {
-            throw GatehouseError(
-                status: 400, code: .reauthenticationRequired,
-                message: "Send the current password too, or set the password from a reset link.")
+            // Its code's one status (403); the GoTrue surface, the only caller, answers GoTrue's
+            // own `reauthentication_needed` with 400 from its mapping.
+            throw GatehouseError(.reauthenticationRequired, "Send the current password too, or set the password from a reset link.")
         }
         try await stepUp.require(StepUpGate.changePassword, signedIn)
         try await credentials.checkStrength(new, email: user.normalizedEmail ?? "")

@@ -12,7 +12,7 @@ struct ProfileService: Sendable {
     let gate: SignInGate
     let sessions: SessionIssuer
     let lifecycle: AccountLifecycle
-    let throttle: ThrottleService
+    let throttle: Throttle
     let entitlements: EntitlementService
     let merges: MergeTokens
     let preset: Preset

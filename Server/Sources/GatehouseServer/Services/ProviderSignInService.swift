@@ -18,7 +18,7 @@ struct ProviderSignInService: Sendable {
     let sessions: SessionIssuer
     let lifecycle: AccountLifecycle
     let mail: AccountMail
-    let throttle: ThrottleService
+    let throttle: Throttle
     let verifiers: ProviderVerifiers
     let preset: Preset
     /// Exchanges Apple's authorization code in the background (when Apple credentials are set).

@@ -9,7 +9,7 @@ struct SessionService: Sendable {
     let store: any SessionStore & SubscriptionStore
     let unitOfWork: UnitOfWork
     let sessions: SessionIssuer
-    let tokens: TokenService
+    let tokens: AccessTokens
     let preset: Preset
     let clock: any WallClock
 
@@ -117,10 +117,10 @@ struct SessionService: Sendable {
     }
 }
 
-/// Who a request's access token speaks for: the signature and claims (`TokenService`), then a
+/// Who a request's access token speaks for: the signature and claims (`AccessTokens`), then a
 /// live session of an enabled account, so a revocation takes effect at once.
 struct Authenticator: Sendable {
-    let tokens: TokenService
+    let tokens: AccessTokens
     let store: any SessionStore & UserStore
     let preset: Preset
     let clock: any WallClock
@@ -153,7 +153,7 @@ struct Authenticator: Sendable {
     func hold(_ identity: AccessIdentity, in tx: any GatehouseStore) async throws {
         let found = try await tx.holdSession(identity.sessionID, of: identity.userID)
         _ = try accept(found, for: identity)
-        guard identity.usableUntil > clock.now else { throw TokenService.expired }
+        guard identity.usableUntil > clock.now else { throw AccessTokens.expired }
     }
 
     /// The account and session of `identity` when that session can still authenticate.

@@ -9,7 +9,7 @@ struct Credentials: Sendable {
     let hasher: PasswordHasher
     let policy: PasswordPolicy
     let breached: BreachedPasswordChecker?
-    let throttle: ThrottleService
+    let throttle: Throttle
     let preset: Preset
     let audits: UnitOfWork
     /// One hash in flight per account on this node.

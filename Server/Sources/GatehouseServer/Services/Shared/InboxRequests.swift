@@ -5,7 +5,7 @@ import GatehouseStore
 /// The limits on asking for mail (a reset link, a magic link): per client address and per
 /// email address, the same work whether or not the address has an account.
 struct InboxRequests: Sendable {
-    let throttle: ThrottleService
+    let throttle: Throttle
     let credentials: Credentials
     let settings: EmailSettings
 

@@ -34,7 +34,7 @@ enum SignInOutcome: Sendable {
 /// work, so each gets the same second-factor check, session row, refresh token, audit row and
 /// "new sign-in" notice.
 struct SessionIssuer: Sendable {
-    let tokens: TokenService
+    let tokens: AccessTokens
     let mail: AccountMail
     let settings: TokenSettings
     let mfa: MFASettings

@@ -5,7 +5,7 @@ import GatehouseCore
 /// method, and a CAPTCHA once an address has failed too often.
 struct SignInGate: Sendable {
     let preset: Preset
-    let throttle: ThrottleService
+    let throttle: Throttle
     /// Set when `GATEHOUSE_CAPTCHA_VERIFY_URL` is; the preset decides when it is asked for.
     let captcha: CaptchaVerifier?
 

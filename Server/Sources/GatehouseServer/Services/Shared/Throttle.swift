@@ -10,7 +10,7 @@ import GatehouseStore
 /// Per-IP counters key on the client's real address whatever the preset's privacy setting says
 /// (privacy governs what is stored, not what is limited): the address is turned into a keyed
 /// hash first, so the counters' keys in the database reveal no address.
-struct ThrottleService: Sendable {
+struct Throttle: Sendable {
     let store: any ThrottleStore
     let settings: ThrottlingSettings
     /// `GATEHOUSE_IP_LIMITS`; per-account limits apply whatever it says.

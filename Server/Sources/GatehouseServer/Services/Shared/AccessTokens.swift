@@ -10,7 +10,7 @@ import Synchronization
 // JWTPayload is jwt-kit's; only the server signs with jwt-kit.
 extension AccessTokenClaims: @retroactive JWTPayload {
     /// Claim checks need the injected clock and the preset's leeway, so they happen in
-    /// `TokenService.verify`; jwt-kit only checks the signature.
+    /// `AccessTokens.verify`; jwt-kit only checks the signature.
     public func verify(using algorithm: some JWTAlgorithm) throws {}
 }
 
@@ -33,7 +33,7 @@ public struct AccessIdentity: Sendable, Equatable {
 /// predecessor under a server secret, so a token presented again moments after its rotation
 /// gets the very same successor back without any plaintext token being stored: only SHA-256
 /// hashes are.
-public struct TokenService: Sendable {
+public struct AccessTokens: Sendable {
     static let accessTokenType = "at+jwt"
     let keys: KeyRing
     let chainKey: RefreshChainKey
