@@ -212,7 +212,7 @@ public final class PostgresDatabase: SQLDatabase {
     /// table changed under a running node) is dropped for good; outside a transaction the
     /// statement is then sent again unnamed, inside one the error stands (the transaction is
     /// aborted already).
-    fileprivate static func run(
+    static func run(
         _ sql: String, _ binds: [SQLValue], on connection: PostgresConnection, logger: Logger, prepared: Bool, inTransaction: Bool
     ) async throws -> [SQLRow] {
         let statement = prepared ? PreparedStatements.statement(sql, binds) : (slot: nil, sql: numberPlaceholders(sql))
@@ -290,7 +290,7 @@ public final class PostgresDatabase: SQLDatabase {
         }
     }
 
-    fileprivate static func map(_ error: any Error) -> StoreError {
+    static func map(_ error: any Error) -> StoreError {
         if let error = error as? StoreError { return error }
         // The pool gives up on a database it cannot reach (its circuit breaker): 503, not 500.
         if let error = error as? ConnectionPoolError { return .unavailable("\(error)") }
@@ -383,58 +383,3 @@ private final class PendingLease<T: Sendable>: Sendable {
         return closed
     }
 }
-
-/// One leased connection inside `BEGIN … COMMIT`.
-private struct PostgresTransaction: SQLExecutor {
-    let connection: PostgresConnection
-    let logger: Logger
-    let prepared: Bool
-    var dialect: SQLDialect { .postgres }
-
-    func query(_ sql: String, _ binds: [SQLValue]) async throws(StoreError) -> [SQLRow] {
-        do {
-            return try await PostgresDatabase.run(sql, binds, on: connection, logger: logger, prepared: prepared, inTransaction: true)
-        } catch {
-            throw PostgresDatabase.map(error)
-        }
-    }
-}
-
-/// The parts of a `postgres://user:pass@host:port/db?sslmode=…` URL.
-struct PostgresURL {
-    var host: String
-    var port: Int
-    var username: String
-    var password: String?
-    var database: String?
-    var tls: PostgresClient.Configuration.TLS
-    var redacted: String
-
-    init(_ string: String) throws(StoreError) {
-        guard let components = URLComponents(string: string),
-            let scheme = components.scheme, scheme == "postgres" || scheme == "postgresql"
-        else {
-            throw .unavailable("not a postgres:// URL")
-        }
-        guard let host = components.host, !host.isEmpty else {
-            throw .unavailable("the PostgreSQL URL has no host")
-        }
-        self.host = host
-        port = components.port ?? 5432
-        username = components.user.flatMap { $0.removingPercentEncoding } ?? "postgres"
-        password = components.password.flatMap { $0.removingPercentEncoding }
-        let path = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
-        database = path.isEmpty ? nil : path
-        let mode = components.queryItems?.first(where: { $0.name == "sslmode" })?.value ?? "prefer"
-        switch mode {
-        case "disable": tls = .disable
-        case "require", "verify-full", "verify-ca": tls = .require(.makeClientConfiguration())
-        case "prefer", "allow": tls = .prefer(.makeClientConfiguration())
-        default: throw .unavailable("unknown sslmode '\(mode)' (use disable, prefer or require)")
-        }
-        var masked = components
-        if masked.password != nil { masked.password = "***" }
-        redacted = masked.string ?? "postgres://\(host)"
-    }
-}
-
