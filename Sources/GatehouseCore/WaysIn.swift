@@ -66,6 +66,19 @@ public enum Credential: String, CaseIterable, Sendable {
         }
     }
 
+    /// The proof `DELETE /v1/me` takes from this credential (the request's field): its password,
+    /// a fresh id token of the provider, an assertion of a passkey, a code mailed to the
+    /// address. Nil for what proves nobody on its own.
+    public var deletionProof: String? {
+        switch self {
+        case .password: "password"
+        case .apple, .google: "id_token"
+        case .passkey: "passkey"
+        case .emailLink: "code"
+        case .anonymous, .totp, .recoveryCodes: nil
+        }
+    }
+
     /// The provider of an identity row that stands for this credential, if it is one.
     public var provider: Provider? {
         switch self {

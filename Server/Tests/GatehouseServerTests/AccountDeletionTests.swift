@@ -109,6 +109,34 @@ import Testing
         }
     }
 
+    /// The catalogue names the proof each way in gives `DELETE /v1/me` (`Credential.deletionProof`,
+    /// which the refusal's `details.proofs` is made from): every way back in names one, and each
+    /// name is a field the server reads. Sent alone, wrong, on a stale session, it is checked and
+    /// refused for itself, never answered as if no proof had come (`details.proofs`).
+    @Test func everyWayBackInNamesADeletionProofTheServerReads() async throws {
+        for credential in Credential.allCases where CredentialInventory.letsBackIn(credential) {
+            #expect(credential.deletionProof != nil, "\(credential) lets its holder back in but proves nothing to delete")
+        }
+        let clock = ManualClock(Date())
+        try await TestApp.run(.sqlite, clock: clock) { client, _ in
+            let api = AuthClient(client: client)
+            let account = try await api.account("every.proof@example.com")
+            clock.advance(by: 301)
+            let bare = try await delete(api, account.session.accessToken)
+            #expect(bare.error?.details?["proofs"] == .array([.string("password"), .string("code")]), "\(bare.text)")
+            let values: [String: String] = [
+                "password": #""not it at all""#, "id_token": #""not.a.token""#, "code": #""000000""#,
+                "passkey": #"{"challenge_id": "x", "credential": {}}"#,
+            ]
+            for proof in Set(Credential.allCases.compactMap(\.deletionProof)) {
+                let value = try #require(values[proof], "no wrong value for \(proof)")
+                let answer = try await delete(api, account.session.accessToken, #"{"\#(proof)": \#(value)}"#)
+                #expect(answer.status.code >= 400 && answer.error?.details?["proofs"] == nil, "\(proof): \(answer.text)")
+            }
+            #expect(try await api.get("/v1/me", token: account.session.accessToken).status == .ok)
+        }
+    }
+
     /// Issue 41, finding 7: the SDK's deletion screen asks for what fits the account. A stale
     /// session with a password gets the password field (the server's words offer it), a wrong
     /// password keeps it with the server's refusal, the right one deletes; an account without a

@@ -5,7 +5,7 @@ import GatehouseWire
 
 /// The account as a whole: deleting it (App Store guideline 5.1.1(v)).
 struct AccountService: Sendable {
-    let store: any SessionStore & UserStore & PasskeyStore
+    let store: any SessionStore & UserStore & PasskeyStore & MFAStore
     let unitOfWork: UnitOfWork
     let credentials: Credentials
     let lifecycle: AccountLifecycle
@@ -78,13 +78,11 @@ struct AccountService: Sendable {
     /// account (`details.proofs`: `password`, `id_token`, `passkey`, `code`), and its words offer
     /// the password only to an account that has one, so an app's prompt can ask for what works.
     private func proofNeeded(_ user: User) async throws -> GatehouseError {
-        var proofs: [String] = []
-        if user.passwordHash != nil { proofs.append("password") }
-        if try await store.identities(of: user.id).contains(where: { $0.provider == .apple || $0.provider == .google }) {
-            proofs.append("id_token")
-        }
-        if try await !store.passkeys(of: user.id).isEmpty { proofs.append("passkey") }
-        if user.email != nil { proofs.append("code") }
+        let inventory = try await AccountLifecycle.inventory(of: user.id, in: store)
+        var offered = Set(Credential.allCases.filter { inventory[$0] > 0 }.compactMap(\.deletionProof))
+        // A code goes to the account's address whatever way in made it (Apple's relay too).
+        if user.email != nil { offered.insert("code") }
+        let proofs = ["password", "id_token", "passkey", "code"].filter(offered.contains)
         var error = reauthenticationRequired(nil, password: user.passwordHash != nil)
         error.details = ["proofs": .array(proofs.map(JSONValue.string))]
         return error
