@@ -56,7 +56,7 @@ let package = Package(
         .target(
             name: "GatehouseStore",
             dependencies: [
-                core,
+                core, wire,
                 .product(name: "SQLiteNIO", package: "sqlite-nio"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "_ConnectionPoolModule", package: "postgres-nio"),

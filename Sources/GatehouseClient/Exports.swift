@@ -23,6 +23,4 @@
 @_exported import enum GatehouseCore.EmailAddress
 @_exported import enum GatehouseCore.ProfilePolicy
 @_exported import enum GatehouseCore.PluralCopy
-@_exported import struct GatehouseCore.PlanState
-@_exported import struct GatehouseCore.SignOutScope
 @_exported import struct GatehouseCore.GateSurface

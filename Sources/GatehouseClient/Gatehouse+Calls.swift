@@ -193,7 +193,7 @@ extension Gatehouse {
             return
         }
         do throws(GatehouseClientError) {
-            try await call(Endpoints.logOut, body: LogoutRequest(scope: scope.rawValue), auth: .required)
+            try await call(Endpoints.logOut, body: LogoutRequest(scope: scope), auth: .required)
         } catch {
             if scope == .others { throw error }
         }
@@ -360,7 +360,7 @@ extension Gatehouse {
         switch await credentialState(id) {
         case .revoked, .notFound:
             // The server session ends too when it can be reached; the device forgets it anyway.
-            try? await call(Endpoints.logOut, body: LogoutRequest(scope: SignOutScope.local.rawValue), auth: .required)
+            try? await call(Endpoints.logOut, body: LogoutRequest(scope: .local), auth: .required)
             storage.set(nil, forKey: "apple_user_id")
             end(.appleCredentialRevoked)
             return true

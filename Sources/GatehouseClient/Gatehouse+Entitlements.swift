@@ -80,14 +80,14 @@ extension Gatehouse {
     /// `pro_grace` (CH08 §2 step 4, with the preset's banner); past that window, as Free.
     public var currentEntitlements: EntitlementsPayload? {
         guard let cache = entitlementCache, cache.userID == sessionUser?.id else { return nil }
-        guard isOffline, ["pro", "pro_grace"].contains(cache.payload.planState) else { return cache.payload }
+        guard isOffline, cache.payload.planState.isPro else { return cache.payload }
         let hours = configurationCache?.entitlements?.proGraceHours ?? 72
         var shown = cache.payload
         if clock.now().timeIntervalSince(cache.verifiedAt) < TimeInterval(hours) * 3600 {
-            shown.planState = "pro_grace"
+            shown.planState = .proGrace
         } else if let engine {
             // Unverified too long: Free until the server says otherwise.
-            let free = engine.snapshot(input(plan: "free", from: cache.payload), at: clock.now())
+            let free = engine.snapshot(input(plan: .free, from: cache.payload), at: clock.now())
             shown.planState = free.planState
             shown.capabilities = free.capabilities
             shown.limits = free.limits
@@ -95,7 +95,7 @@ extension Gatehouse {
             shown.readOnly = free.readOnly
             shown.tier = free.tier
         } else {
-            shown.planState = "free"
+            shown.planState = .free
         }
         return shown
     }
@@ -105,10 +105,10 @@ extension Gatehouse {
     /// `banner_from_day` (Hannah: day 5).
     public var banner: String? {
         guard let snapshot = currentEntitlements else { return nil }
-        if snapshot.planState == "pro_grace" {
+        if snapshot.planState == .proGrace {
             return text("banner.pro_grace", "We can't confirm your subscription right now. We'll check again shortly.")
         }
-        if snapshot.planState == "trial", let trial = snapshot.trial, let settings = configurationCache?.entitlements {
+        if snapshot.planState == .trial, let trial = snapshot.trial, let settings = configurationCache?.entitlements {
             let day = settings.trial.days - trial.daysLeft
             if day >= settings.trial.bannerFromDay {
                 return PluralCopy.text(
@@ -126,12 +126,12 @@ extension Gatehouse {
         return EntitlementEngine(settings: settings, copy: configuration.copy)
     }
 
-    func input(plan: String, from snapshot: EntitlementsPayload?) -> EntitlementInput {
-        guard plan != "guest", let user = sessionUser else { return .guest }
+    func input(plan: PlanState, from snapshot: EntitlementsPayload?) -> EntitlementInput {
+        guard plan != .guest, let user = sessionUser else { return .guest }
         var spent: [String: Int] = [:]
         for (name, balance) in snapshot?.credits ?? [:] { spent[name] = max(0, balance.granted - balance.remaining) }
         return EntitlementInput(
-            userID: UserID(user.id) ?? .random(), emailVerified: user.emailVerified, planOverride: plan, creditsSpent: spent, assurance: assurance)
+            userID: UserID(user.id) ?? .random(), emailVerified: user.emailVerified, planOverride: plan.rawValue, creditsSpent: spent, assurance: assurance)
     }
 
     /// The gate decision for `action` now, on the device, with the same engine and rules as the
@@ -159,7 +159,7 @@ extension Gatehouse {
             throw Self.unknownAction(action)
         }
         if !decision.allowed, let reason = decision.reasonCode {
-            var properties: [String: JSONValue] = ["reasonCode": .string(reason), "planState": .string(plan)]
+            var properties: [String: JSONValue] = ["reasonCode": .string(reason), "planState": .string(plan.rawValue)]
             if let surface { properties["surface"] = .string(surface.rawValue) }
             track("gate_shown", properties)
         }
@@ -167,13 +167,13 @@ extension Gatehouse {
     }
 
     /// The plan the device goes by now: guest without a session, else the current snapshot's.
-    var planStateNow: String { sessionUser == nil ? "guest" : currentEntitlements?.planState ?? "free" }
+    var planStateNow: PlanState { sessionUser == nil ? .guest : currentEntitlements?.planState ?? .free }
 
     /// CH08 §9 `entitlement_snapshot_loaded`: a snapshot the server gave (`GET /v1/entitlements`),
     /// with the credits left (all kinds together) and the caps as `name=value` pairs (`none` for
     /// no cap), in name order.
     func trackSnapshotLoaded(_ payload: EntitlementsPayload) {
-        var properties: [String: JSONValue] = ["planState": .string(payload.planState)]
+        var properties: [String: JSONValue] = ["planState": .string(payload.planState.rawValue)]
         if !payload.credits.isEmpty {
             properties["creditsRemaining"] = .number(Double(payload.credits.values.reduce(0) { $0 + $1.remaining }))
         }
@@ -220,7 +220,7 @@ extension Gatehouse {
     public func startTrial() async throws(GatehouseClientError) -> EntitlementsPayload {
         let snapshot = try await call(Endpoints.startTrial, auth: .required)
         storeEntitlements(snapshot)
-        if snapshot.planState == "trial" { track("trial_started") }
+        if snapshot.planState == .trial { track("trial_started") }
         return snapshot
     }
 

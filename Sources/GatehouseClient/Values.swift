@@ -1,9 +1,7 @@
 import Foundation
-import struct GatehouseCore.PlanState
-import struct GatehouseCore.Provider
 
-// `GatehouseValue`, `PlanState`, `SignOutScope` and `GateSurface` are the core's: one
-// definition for the server and the SDK (re-exported in Exports.swift).
+// `GatehouseValue`, `PlanState`, `Provider`, `SignOutScope` and `AssuranceLevel` are Wire's, and
+// `GateSurface` the core's: one definition for the server and the SDK (re-exported in Exports.swift).
 
 /// Plan checks for the app's screens.
 extension PlanState {
@@ -17,6 +15,6 @@ public typealias SignInProvider = Provider
 
 /// The snapshot's plan, typed.
 extension EntitlementsPayload {
-    /// `planState` as a typed value.
-    public var plan: PlanState { PlanState(rawValue: planState) }
+    /// `planState` (kept for apps written when the wire carried a string).
+    public var plan: PlanState { planState }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseWire
 
 /// The client analytics events Gatehouse accepts at `POST /v1/events` (decision 23: the seeds'
 /// names, under type `analytics`), with their properties: Handz CH08 §9 and OKLah §13.

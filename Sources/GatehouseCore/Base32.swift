@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseWire
 
 /// Base32 (RFC 4648 §6), the alphabet authenticator apps read TOTP secrets in.
 public enum Base32 {

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseWire
 
 extension Data {
     /// Base64url without padding (RFC 4648 §5), as JOSE uses it.

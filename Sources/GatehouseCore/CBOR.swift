@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseWire
 
 /// A CBOR data item (RFC 8949) of the kinds WebAuthn uses: integers, byte and text strings,
 /// arrays, maps, booleans and null. Nothing else is read (see `CBORReader`).

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseWire
 import Synchronization
 
 /// The source of "now" for every decision that depends on time. Injected everywhere so that

@@ -1,3 +1,4 @@
+import GatehouseWire
 /// Compares two byte strings in time that depends only on their lengths.
 public func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
     guard a.count == b.count else { return false }

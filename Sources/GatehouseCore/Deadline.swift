@@ -1,3 +1,4 @@
+import GatehouseWire
 import Synchronization
 
 /// Runs `body`, throwing `error` (and cancelling `body`) if it has not finished within `duration`.

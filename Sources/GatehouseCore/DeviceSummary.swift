@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseWire
 
 /// A short description of a device from its `User-Agent`, for the "new sign-in" notice
 /// (finding 16). It is built only from a fixed vocabulary (platform and browser names), never

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseWire
 
 /// Email addresses as identity keys (decision 7).
 public enum EmailAddress {

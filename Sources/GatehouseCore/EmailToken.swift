@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseWire
 
 /// What a mailed link is for.
 public struct EmailTokenPurpose: RawRepresentable, Hashable, Sendable, CustomStringConvertible {

@@ -152,7 +152,7 @@ public struct EntitlementEngine: Sendable {
             trial = TrialInfo(endsAt: end.rfc3339, daysLeft: trialDaysLeft(input, at: now) ?? 0)
         }
         return EntitlementsPayload(
-            planState: state.rawValue, capabilities: plan.capabilities, limits: plan.limits, credits: credits, trial: trial,
+            planState: state, capabilities: plan.capabilities, limits: plan.limits, credits: credits, trial: trial,
             readOnly: isReadOnly(state), tier: tier(input, state: state, at: now),
             subscription: shownSubscription(input, at: now)?.info(at: now, graceHours: settings.proGraceHours), evaluatedAt: now.rfc3339)
     }
@@ -225,13 +225,12 @@ public struct EntitlementEngine: Sendable {
     /// goes through Gatehouse.
     /// `assurance` comes from the token's `aal` and `amr`.
     public func decide(
-        _ action: String, context: [String: Int], plan: String, emailVerified: Bool, assurance: Assurance? = nil, at now: Date
+        _ action: String, context: [String: Int], plan: PlanState, emailVerified: Bool, assurance: Assurance? = nil, at now: Date
     ) -> GateDecision? {
-        let state = PlanState(known: plan)
         let input =
-            state == nil || state == .guest
+            !plan.isKnown || plan == .guest
             ? EntitlementInput.guest
-            : EntitlementInput(userID: .random(), emailVerified: emailVerified, planOverride: plan, assurance: assurance)
+            : EntitlementInput(userID: .random(), emailVerified: emailVerified, planOverride: plan.rawValue, assurance: assurance)
         return decide(action, context: context, input: input, at: now)
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseWire
 
 /// What each plan may do and which gate each action answers: data in the preset, read by the
 /// `EntitlementEngine` on the server and in the SDK alike.

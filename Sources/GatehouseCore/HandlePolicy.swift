@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseWire
 
 /// Handle rules (Handz CH07 §4, decision 9): a–z, 0–9 and underscore, within the preset's
 /// length, compared and stored lowercase (input may use A–Z), not a reserved word.

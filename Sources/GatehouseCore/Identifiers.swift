@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseWire
 
 /// A random UUID that names one kind of thing; the tag keeps a user id from being passed
 /// where a session id is expected.

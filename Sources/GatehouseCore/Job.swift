@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseWire
 
 /// A unit of durable background work. Its payload may hold a secret (an authorization code, a
 /// provider token), so it is stored sealed.

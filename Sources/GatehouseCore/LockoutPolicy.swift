@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseWire
 
 /// Consecutive failed logins for one key (an account or an IP).
 public struct ThrottleState: Sendable, Equatable {

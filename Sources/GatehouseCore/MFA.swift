@@ -109,16 +109,6 @@ public struct MFASettings: Sendable, Equatable, PresetSection {
     }
 }
 
-/// Authenticator assurance (NIST SP 800-63B): `aal1` one factor, `aal2` two.
-public struct AssuranceLevel: GatehouseValue, Comparable {
-    public let rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
-    public static let aal1: AssuranceLevel = "aal1"
-    public static let aal2: AssuranceLevel = "aal2"
-
-    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
-}
-
 /// What a gate knows of how the caller signed in: the assurance level and the last time a
 /// factor was proved (the sign-in, or a later step-up).
 public struct Assurance: Sendable, Equatable {
@@ -134,9 +124,9 @@ public struct Assurance: Sendable, Equatable {
 extension Assurance {
     /// What an access token's `aal` and `amr` say: the level (`aal1` when absent) and the latest
     /// factor's time; nil without an `amr`.
-    public init?(aal: String?, amr: [AuthenticationMethodReference]) {
+    public init?(aal: AssuranceLevel?, amr: [AuthenticationMethodReference]) {
         guard let latest = amr.map(\.timestamp).max() else { return nil }
-        self.init(level: aal.map(AssuranceLevel.init(rawValue:)) ?? .aal1, authenticatedAt: Date(timeIntervalSince1970: TimeInterval(latest)))
+        self.init(level: aal ?? .aal1, authenticatedAt: Date(timeIntervalSince1970: TimeInterval(latest)))
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseWire
 
 /// The magic link's 6-digit code (finding 1, issue 19): each guess reserves one of the preset's
 /// `magic_code_max_attempts` before it is compared, and the wrong guess that uses the last one

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseWire
 
 /// How often a person may have a link mailed: at most one per `interval` and `perDay` in any
 /// 24 hours, counting the mails already sent.

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseWire
 
 /// When a failed delivery is tried again (`RetryBackoff`); after `maximumAttempts` the mail is
 /// given up as failed.

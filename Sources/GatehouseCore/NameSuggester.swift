@@ -1,3 +1,4 @@
+import GatehouseWire
 /// Friendly names for anonymous accounts (OKLah US-ONB-002, BR-ONB-003): an adjective of
 /// happiness or motivation and a cheerful noun, e.g. "Radiant Otter". The lists are curated to
 /// hold nothing negative; 156 × 157 = 24,492 combinations.

@@ -1,3 +1,4 @@
+import GatehouseWire
 import Synchronization
 
 /// A caller's continuation that is answered once. An answer that comes before the continuation

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseWire
 
 /// A mail waiting in (or delivered from) the outbox. The outbox table is the queue: a mail is
 /// written in the same transaction as what caused it, so a crash between commit and sending

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseWire
 
 /// A passkey of an account: a WebAuthn credential it registered.
 public struct Passkey: Sendable, Equatable {

@@ -1,3 +1,4 @@
+import GatehouseWire
 /// What a password hash made elsewhere may cost to check, decided once for every way a hash
 /// comes in (the Supabase import over HTTP and the CLI, `POST /auth/v1/admin/users`, any
 /// `password_hash` field) and again before a stored one is checked. A hash over them would let

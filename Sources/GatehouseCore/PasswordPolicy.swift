@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseWire
 
 /// One password rule that failed, with a stable code and a sentence for a person.
 public struct PasswordProblem: Sendable, Equatable {

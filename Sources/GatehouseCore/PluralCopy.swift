@@ -1,3 +1,4 @@
+import GatehouseWire
 /// Copy with a count in it, in the forms English needs. A preset writes the `other` form under
 /// the key itself (`"trial.days_left": "{days} days left in trial"`) and may add `key.one`
 /// (`"1 day left in trial"`) and `key.zero` (`"Last day of your trial"`); a missing form falls

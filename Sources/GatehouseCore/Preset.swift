@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseWire
 
 /// What an app turns on and how strict Gatehouse is for it: one preset per app.
 ///

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseWire
 
 /// Why a preset could not be used; the message names the preset and the key.
 public struct PresetError: Error, Sendable, CustomStringConvertible {

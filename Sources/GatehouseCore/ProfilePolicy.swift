@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseWire
 
 /// Display name and avatar rules.
 public enum ProfilePolicy {

@@ -1,3 +1,4 @@
+import GatehouseWire
 /// What `GET /v1/config` tells an app about its preset: enough to render sign-in screens,
 /// validate forms like the server does, and show the preset's copy, with no secrets.
 public struct PublicConfiguration: Sendable, Equatable, Codable {

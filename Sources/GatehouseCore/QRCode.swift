@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseWire
 
 /// A QR code (ISO/IEC 18004) holding bytes, at error-correction level M (15 % of the code may be
 /// lost), in the smallest of versions 1 to 20 that fits (up to 666 bytes): enough for an

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseWire
 
 /// Decides whether an app's `redirect_to` may receive a sign-in link.
 ///

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseWire
 
 /// What to do with a presented refresh token.
 public enum RefreshDecision: Sendable, Equatable {

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseWire
 
 /// One sign-in on one device. Its refresh tokens form a chain (the family); revoking the
 /// session ends them all.

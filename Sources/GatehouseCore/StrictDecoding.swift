@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseWire
 
 /// A coding key for any string, used to see every key an object really has.
 struct AnyCodingKey: CodingKey, ExpressibleByStringLiteral {

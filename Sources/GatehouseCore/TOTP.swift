@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseWire
 
 /// Time-based one-time codes (RFC 6238) as every authenticator app makes them: HMAC-SHA-1,
 /// 6 digits, 30-second steps, RFC 4226's dynamic truncation. The HMAC comes from outside (the

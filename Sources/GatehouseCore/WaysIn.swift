@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseWire
 
 /// The catalogue of every way into an account and every second factor (issue 39). Each rule
 /// that concerns "all ways in" (what the owner's proof of the inbox ends, what counts as a last

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseWire
 
 /// Why a passkey ceremony's answer was refused; `rawValue` is the stable reason the server
 /// lists under `reasons` beside `invalid_credential`.

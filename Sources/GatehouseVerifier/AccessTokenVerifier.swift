@@ -11,7 +11,7 @@ public struct GatehouseUser: Sendable, Equatable {
     /// The Gatehouse session the token was issued to (the token's `sid`).
     public var sessionID: String
     /// The plan state when the token was issued (`free`, `trial`, `pro`, …).
-    public var plan: String
+    public var plan: PlanState
     /// When that plan ends by the clock unless something new arrives (decision 20).
     public var planExpiresAt: Date?
     /// Whether the token is for an anonymous account (`is_anonymous`; false when the claim is absent).
@@ -28,11 +28,11 @@ public struct GatehouseUser: Sendable, Equatable {
     public var authenticationMethods: [AuthenticationMethodReference] = []
 
     /// What gates see: the level and the latest factor's time (nil without an `amr`).
-    public var assurance: Assurance? { Assurance(aal: assuranceLevel.rawValue, amr: authenticationMethods) }
+    public var assurance: Assurance? { Assurance(aal: assuranceLevel, amr: authenticationMethods) }
 
     /// The plan at `now`: the token's, or `free` once `plan_expires_at` has passed.
-    public func plan(at now: Date) -> String {
-        if let planExpiresAt, now >= planExpiresAt { return "free" }
+    public func plan(at now: Date) -> PlanState {
+        if let planExpiresAt, now >= planExpiresAt { return .free }
         return plan
     }
 }
@@ -150,11 +150,11 @@ public actor AccessTokenVerifier {
         guard TimeInterval(claims.exp) + leeway > now else { throw .expired }
         if let nbf = claims.nbf, TimeInterval(nbf) - leeway > now { throw .notYetValid }
         return GatehouseUser(
-            userID: claims.sub, sessionID: claims.sid, plan: claims.plan ?? "free",
+            userID: claims.sub, sessionID: claims.sid, plan: claims.plan ?? .free,
             planExpiresAt: claims.planExpiresAt.map { Date(timeIntervalSince1970: TimeInterval($0)) },
             isAnonymous: claims.isAnonymous ?? false, emailVerified: claims.emailVerified ?? false,
             expiresAt: Date(timeIntervalSince1970: TimeInterval(claims.exp)),
-            assuranceLevel: claims.aal.map(AssuranceLevel.init(rawValue:)) ?? .aal1, authenticationMethods: claims.amr ?? [])
+            assuranceLevel: claims.aal ?? .aal1, authenticationMethods: claims.amr ?? [])
     }
 
     /// The key for `kid`: from the cache while it is fresh, else after one (shared) fetch.

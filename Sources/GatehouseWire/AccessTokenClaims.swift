@@ -10,7 +10,7 @@ public struct AccessTokenClaims: Codable, Sendable, Equatable {
     public var nbf: Int64?
     public var exp: Int64
     public var isAnonymous: Bool?
-    public var plan: String?
+    public var plan: PlanState?
     public var emailVerified: Bool?
     public var planExpiresAt: Int64?
     /// How the session's holder signed in (RFC 8176's idea, the contract's shape): methods
@@ -18,7 +18,7 @@ public struct AccessTokenClaims: Codable, Sendable, Equatable {
     /// `recovery_code`, each with its Unix time.
     public var amr: [AuthenticationMethodReference]?
     /// `aal1` (one factor) or `aal2` (a second factor verified, at sign-in or by a step-up).
-    public var aal: String?
+    public var aal: AssuranceLevel?
 
     public enum CodingKeys: String, CodingKey {
         case iss, aud, sub, sid, iat, nbf, exp, plan, amr, aal
@@ -28,8 +28,8 @@ public struct AccessTokenClaims: Codable, Sendable, Equatable {
     }
 
     public init(
-        iss: String, aud: String, sub: String, sid: String, iat: Int64?, nbf: Int64?, exp: Int64, isAnonymous: Bool?, plan: String?,
-        emailVerified: Bool?, planExpiresAt: Int64?, amr: [AuthenticationMethodReference]? = nil, aal: String? = nil
+        iss: String, aud: String, sub: String, sid: String, iat: Int64?, nbf: Int64?, exp: Int64, isAnonymous: Bool?, plan: PlanState?,
+        emailVerified: Bool?, planExpiresAt: Int64?, amr: [AuthenticationMethodReference]? = nil, aal: AssuranceLevel? = nil
     ) {
         self.aal = aal
         self.iss = iss

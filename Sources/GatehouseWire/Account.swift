@@ -1,13 +1,13 @@
 /// A sign-in method attached to a user, as the contract's `identities` array shows it.
 public struct IdentityPayload: Codable, Sendable, Hashable {
     /// `email`, `apple`, `google` or `anonymous`.
-    public var provider: String
+    public var provider: Provider
     public var email: String?
     public var isPrivateRelay: Bool
     /// RFC 3339 UTC.
     public var createdAt: String
 
-    public init(provider: String, email: String?, isPrivateRelay: Bool, createdAt: String) {
+    public init(provider: Provider, email: String?, isPrivateRelay: Bool, createdAt: String) {
         self.provider = provider
         self.email = email
         self.isPrivateRelay = isPrivateRelay

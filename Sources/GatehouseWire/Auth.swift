@@ -28,8 +28,8 @@ public struct RefreshRequest: Codable, Sendable, Hashable {
 /// `POST /v1/auth/logout`: `local` (default) ends this session, `others` every other one,
 /// `global` all of them.
 public struct LogoutRequest: Codable, Sendable, Hashable {
-    public var scope: String?
-    public init(scope: String? = nil) { self.scope = scope }
+    public var scope: SignOutScope?
+    public init(scope: SignOutScope? = nil) { self.scope = scope }
     enum CodingKeys: String, CodingKey {
         case scope
     }
@@ -90,11 +90,11 @@ public struct SessionInfo: Codable, Sendable, Hashable {
     public var createdAt: String
     public var lastActiveAt: String
     public var userAgent: String?
-    public var provider: String
+    public var provider: Provider
     /// The session of the token that asked.
     public var current: Bool
 
-    public init(id: String, createdAt: String, lastActiveAt: String, userAgent: String?, provider: String, current: Bool) {
+    public init(id: String, createdAt: String, lastActiveAt: String, userAgent: String?, provider: Provider, current: Bool) {
         self.id = id
         self.createdAt = createdAt
         self.lastActiveAt = lastActiveAt

@@ -1,6 +1,6 @@
 /// The contract's Entitlements snapshot.
 public struct EntitlementsPayload: Codable, Sendable, Hashable {
-    public var planState: String
+    public var planState: PlanState
     public var capabilities: [String: Bool]
     public var limits: [String: Int?]
     public var credits: [String: CreditBalance]
@@ -11,7 +11,7 @@ public struct EntitlementsPayload: Codable, Sendable, Hashable {
     public var evaluatedAt: String
 
     public init(
-        planState: String, capabilities: [String: Bool] = [:], limits: [String: Int?] = [:],
+        planState: PlanState, capabilities: [String: Bool] = [:], limits: [String: Int?] = [:],
         credits: [String: CreditBalance] = [:], trial: TrialInfo? = nil, readOnly: Bool = false, tier: String? = nil,
         subscription: SubscriptionInfo? = nil, evaluatedAt: String
     ) {

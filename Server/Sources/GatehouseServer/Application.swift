@@ -89,7 +89,7 @@ public func buildApplication(
     // First, so that it stops last: the spans of the others' shutdown are still exported.
     if let exporter = telemetry.service { services.insert(exporter, at: 0) }
     let cleanup = config.preset.privacy.anonymousCleanupDays.map {
-        AnonymousCleanup(store: store, unitOfWork: infra.unitOfWork, lifecycle: useCases.lifecycle, days: $0, clock: clock, logger: logger)
+        AnonymousCleanup(store: store, unitOfWork: infra.unitOfWork.narrowed { $0 }, lifecycle: useCases.lifecycle, days: $0, clock: clock, logger: logger)
     }
     if let cleanup { services.append(cleanup) }
     let retention = RetentionSweep(
@@ -150,7 +150,7 @@ func makeRouter(_ infra: Infrastructure, _ useCases: UseCases) -> Router<Gatehou
     let signedIn = router.group().add(middleware: AccessTokenMiddleware(authenticator: u.authenticator))
         .group(context: AuthenticatedContext.self)
 
-    OperationsController(store: infra.store, keys: infra.keys, publicConfiguration: PublicConfiguration(preset: preset), openAPI: infra.openAPI)
+    OperationsController(ping: { try await infra.store.ping() }, keys: infra.keys, publicConfiguration: PublicConfiguration(preset: preset), openAPI: infra.openAPI)
         .register(on: router)
     SignInController(
         passwords: u.passwords, profiles: u.profiles, providers: u.providers, magicLinks: u.magicLinks, authenticator: u.authenticator,
@@ -172,7 +172,7 @@ func makeRouter(_ infra: Infrastructure, _ useCases: UseCases) -> Router<Gatehou
     PurchaseController(purchases: u.purchases, authenticator: u.authenticator, input: input).register(on: router)
     WebhooksController(providers: u.providers, purchases: u.purchases, input: input).register(on: router)
     PagesController(
-        verification: u.verification, reset: u.reset, links: u.linkPages, templates: infra.templates, resolver: input.resolver,
+        verification: u.verification, reset: u.reset, magicLinks: u.magicLinks, links: u.linkStates, templates: infra.templates, resolver: input.resolver,
         preset: preset, secureCookies: config.publicURL.scheme == "https", bodyLimit: config.maxBodyBytes
     ).register(on: router)
     if config.isDevelopment {
@@ -195,16 +195,13 @@ func makeRouter(_ infra: Infrastructure, _ useCases: UseCases) -> Router<Gatehou
     }
     MetricsController(metrics: infra.metrics, token: config.metricsToken).register(on: router)
     ConsoleController(
-        console: u.console, adminKey: infra.adminKey,
+        console: u.console, operators: u.users, operatorMail: u.operatorMail, operatorKeys: u.operatorKeys, adminKey: infra.adminKey,
         cookies: ConsoleCookies(key: infra.adminKey.consoleKey, lifetime: 1800, https: config.publicURL.scheme == "https"),
         views: infra.consoleViews, resolver: input.resolver, throttle: infra.throttle, clock: infra.clock, bodyLimit: config.maxBodyBytes
     ).register(on: router)
     AdminController(
-        users: u.users, imports: u.imports, mfa: u.mfa, keys: infra.keys, adminKey: infra.adminKey, keyAttempts: keyAttempts, testMail: u.testMail,
-        bodyLimit: config.maxBodyBytes,
-        metrics: infra.metrics,
-        retiredKeyPublishSeconds: KeyRing.retiredKeyPublishSeconds(
-            accessTokenTTLSeconds: preset.tokens.accessTokenTTLSeconds, leewaySeconds: preset.tokens.leewaySeconds)
+        users: u.users, imports: u.imports, keys: infra.keys, operatorKeys: u.operatorKeys, adminKey: infra.adminKey, keyAttempts: keyAttempts,
+        operatorMail: u.operatorMail, bodyLimit: config.maxBodyBytes
     ).register(on: router)
     return router
 }

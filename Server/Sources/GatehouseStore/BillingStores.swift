@@ -39,9 +39,6 @@ public protocol EntitlementStore: Sendable {
     func creditSpend(of userID: UserID, idempotencyKey: String) async throws(StoreError) -> CreditSpend?
     /// `.uniqueViolation` (`.creditSpend`) when the idempotency key was used meanwhile.
     func insertCreditSpend(_ spend: CreditSpend) async throws(StoreError)
-    /// Inside a transaction: holds the user's row until it ends, so one user's spends take turns
-    /// (PostgreSQL row lock; SQLite's single writer already serialises them).
-    func lockUser(_ id: UserID) async throws(StoreError)
     func creditLedger(of userID: UserID) async throws(StoreError) -> [CreditSpend]
 }
 

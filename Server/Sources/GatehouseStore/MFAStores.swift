@@ -1,9 +1,8 @@
 import Foundation
 import GatehouseCore
 
-/// Second factors, recovery codes and the challenges of sign-ins waiting for a second factor.
-/// Every single-use step is one conditional statement: of parallel callers one wins.
-public protocol MFAStore: Sendable {
+/// Second factors (TOTP): enrolled, confirmed, each step taken once by a compare-and-set.
+public protocol MFAFactorStore: Sendable {
     func insertMFAFactor(_ factor: MFAFactor) async throws(StoreError)
     /// The account's factors, oldest first.
     func mfaFactors(of userID: UserID) async throws(StoreError) -> [MFAFactor]
@@ -22,7 +21,10 @@ public protocol MFAStore: Sendable {
     func deleteMFA(of userID: UserID) async throws(StoreError) -> Int
     /// Deletes factors never confirmed and enrolled before `date`; how many.
     func purgeUnconfirmedMFAFactors(enrolledBefore date: Date) async throws(StoreError) -> Int
+}
 
+/// Recovery codes: each one is taken in one conditional statement.
+public protocol RecoveryCodeStore: Sendable {
     /// Replaces every recovery code of the user with these hashes (the old ones die).
     func replaceRecoveryCodes(of userID: UserID, hashes: [[UInt8]], at date: Date) async throws(StoreError)
     /// Takes an unused code in one statement: false when unknown or used (by anyone, however
@@ -33,9 +35,12 @@ public protocol MFAStore: Sendable {
     func deleteRecoveryCodes(of userID: UserID) async throws(StoreError)
     /// When each of the user's recovery codes was made and used (the account's export).
     func recoveryCodeTimes(of userID: UserID) async throws(StoreError) -> [(createdAt: Date, usedAt: Date?)]
+}
+
+/// The challenges of sign-ins waiting for a second factor: tries reserved in one statement.
+public protocol MFAChallengeStore: Sendable {
     /// The user's challenges, oldest first (the account's export).
     func mfaChallenges(of userID: UserID) async throws(StoreError) -> [MFAChallenge]
-
     func insertMFAChallenge(_ challenge: MFAChallenge) async throws(StoreError)
     /// Reserves one attempt on a live, unconsumed challenge that has attempts left, in one
     /// statement; nil otherwise.

@@ -46,4 +46,6 @@ public protocol EmailTokenStore: Sendable {
     /// Takes (deletes) the address's challenge for `purpose`, once; nil when there is none or it expired.
     func takePKCERequest(normalizedEmail: String, purpose: EmailTokenPurpose, now: Date) async throws(StoreError)
         -> (challenge: String, method: String)?
+    /// The user's mailed links, for an export (hashes left out by the caller).
+    func emailTokens(of userID: UserID) async throws(StoreError) -> [EmailToken]
 }

@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseCore
+import GatehouseWire
 
 extension SQLStore {
     public func insertIdentity(_ identity: Identity) async throws(StoreError) {

@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseCore
+import GatehouseWire
 
 extension SQLStore {
     static let factorColumns = "id, user_id, type, name, secret, encryption, created_at, confirmed_at, last_used_step, last_used_at"

@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseCore
+import GatehouseWire
 
 extension SQLStore {
     private static let sessionColumns =

@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseCore
+import GatehouseWire
 
 /// A token-signing key as stored. The private key is encrypted when `encryption` is not `none`.
 public struct SigningKeyRecord: Sendable, Equatable {

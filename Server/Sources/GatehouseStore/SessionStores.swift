@@ -1,7 +1,7 @@
 import Foundation
 import GatehouseCore
 
-/// Sessions and their refresh-token chains.
+/// Sessions: opened, read, held inside a write, touched and revoked.
 public protocol SessionStore: Sendable {
     func insertSession(_ session: Session) async throws(StoreError)
     func session(id: SessionID) async throws(StoreError) -> Session?
@@ -19,26 +19,34 @@ public protocol SessionStore: Sendable {
     /// Whether the user has had any session, and any from `userAgent` (`nil` matches `nil`).
     func sessionHistory(of userID: UserID, userAgent: String?) async throws(StoreError) -> (any: Bool, fromAgent: Bool)
     func touchSession(_ id: SessionID, at date: Date) async throws(StoreError)
-    /// Raises a live session to `aal2` with the second factor just verified; false when the
-    /// session is gone or revoked.
-    func stepUpSession(_ id: SessionID, factor: String, at date: Date) async throws(StoreError) -> Bool
-    /// Every session of the user that a second factor raised goes back to `aal1` (its last
-    /// factor was removed); how many.
-    func lowerSessions(of userID: UserID) async throws(StoreError) -> Int
-    /// Marks every unrotated refresh token of the session rotated (a step-up hands out a new
-    /// chain, so a token from before it cannot be rotated again).
-    func retireRefreshTokens(of session: SessionID, at date: Date) async throws(StoreError)
     /// Revokes one session; false when it was already revoked or does not exist.
     func revokeSession(_ id: SessionID, reason: String, at date: Date) async throws(StoreError) -> Bool
     /// Revokes every live session of a user except `keeping`; returns the ones it revoked.
     func revokeSessions(of userID: UserID, keeping: SessionID?, reason: String, at date: Date) async throws(StoreError) -> [SessionID]
     /// Revokes every live session of a user opened with `provider`.
     func revokeSessions(of userID: UserID, provider: String, reason: String, at date: Date) async throws(StoreError) -> [SessionID]
+}
+
+/// A session's assurance level: raised by a second factor, lowered when the last one goes.
+public protocol SessionAssuranceStore: Sendable {
+    /// Raises a live session to `aal2` with the second factor just verified; false when the
+    /// session is gone or revoked.
+    func stepUpSession(_ id: SessionID, factor: String, at date: Date) async throws(StoreError) -> Bool
+    /// Every session of the user that a second factor raised goes back to `aal1` (its last
+    /// factor was removed); how many.
+    func lowerSessions(of userID: UserID) async throws(StoreError) -> Int
+}
+
+/// Refresh-token chains: each token rotates once.
+public protocol RefreshTokenStore: Sendable {
     func insertRefreshToken(_ token: RefreshTokenRecord) async throws(StoreError)
     /// The token with this hash; inside a transaction on PostgreSQL the row is locked until
     /// the transaction ends, so concurrent refreshes of one token are serialised.
     func refreshToken(hash: [UInt8]) async throws(StoreError) -> RefreshTokenRecord?
     func markRefreshTokenRotated(hash: [UInt8], at date: Date) async throws(StoreError)
+    /// Marks every unrotated refresh token of the session rotated (a step-up hands out a new
+    /// chain, so a token from before it cannot be rotated again).
+    func retireRefreshTokens(of session: SessionID, at date: Date) async throws(StoreError)
 }
 
 /// Counters for login lockout and per-IP limits; in the database so that every node sees them.

@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseCore
+import GatehouseWire
 import Testing
 
 /// Refresh-token rotation: the newest token rotates, a rotated one repeats its successor within

@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseCore
+import GatehouseWire
 import Testing
 
 @Suite struct PresetTests {

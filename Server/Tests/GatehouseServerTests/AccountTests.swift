@@ -326,7 +326,7 @@ import Testing
             clock.advance(by: 31 * 86_400)
             let fresh = User(id: .random(), isAnonymous: true, createdAt: clock.now)
             try await store.insertUser(fresh)
-            let unitOfWork = UnitOfWork(store: store, events: events, mail: nil, jobs: jobs, privacy: PrivacySettings(), clock: clock)
+            let unitOfWork = UnitOfWork(store: store, narrow: { $0 as AnonymousCleanup.Stores }, events: events, mail: nil, jobs: jobs, privacy: PrivacySettings(), clock: clock)
             let cleanup = AnonymousCleanup(
                 store: store, unitOfWork: unitOfWork, lifecycle: AccountLifecycle(handles: HandleSettings()), days: 30, clock: clock,
                 logger: TestApp.quietLogger)

@@ -562,6 +562,28 @@ struct MFATests {
             #expect(audit.text.contains(#""by":"operator""#), "\(audit.text)")
         }
     }
+
+    /// Issue 42: every operator call names an account the same way (`UserReference`): by id or
+    /// by address. Support's second-factor calls took an id only, so an address was a 404.
+    @Test func supportNamesTheAccountByItsAddressToo() async throws {
+        let clock = ManualClock(Date())
+        try await TestApp.run(.sqlite, clock: clock, setup: .live, adjust: Self.configure) { client, _ in
+            let flow = MFAFlow(api: AuthClient(client: client), clock: clock)
+            let (factor, _, _) = try await flow.enrolledAccount("Lost.Address@example.com")
+            let address = "lost.address@EXAMPLE.com"
+            let listed = try await flow.api.client.execute(
+                uri: "/admin/v1/users/\(address)/mfa/factors", method: .get, headers: TestApp.adminHeaders)
+            #expect(listed.status == .ok)
+            #expect(try listed.json(MFAFactorsResponse.self).factors.map(\.id) == [factor])
+            let unknown = try await flow.api.client.execute(
+                uri: "/admin/v1/users/nobody@example.com/mfa/factors", method: .get, headers: TestApp.adminHeaders)
+            #expect(unknown.status == .notFound)
+            let removed = try await flow.api.client.execute(
+                uri: "/admin/v1/users/\(address)/mfa/factors/\(factor)", method: .delete, headers: TestApp.adminHeaders)
+            #expect(removed.status == .noContent)
+            #expect(try await flow.api.login("lost.address@example.com").json(SignInAnswer<AuthResponse>.self).signedIn != nil)
+        }
+    }
 }
 
 /// The calls of the tests above, with pyotp as the authenticator app.

@@ -1,6 +1,7 @@
 import Foundation
 import GatehouseClient
 import GatehouseCore
+import GatehouseWire
 import GatehouseServer
 import GatehouseTestSupport
 import Testing

@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseCore
+import GatehouseWire
 @testable import GatehouseServer
 @testable import GatehouseStore
 import GatehouseTestSupport

@@ -1,6 +1,7 @@
 import Foundation
 import GatehouseClient
 import GatehouseCore
+import GatehouseWire
 import GatehouseServer
 import GatehouseTestSupport
 import Testing
@@ -29,7 +30,7 @@ import Testing
             let status = await PlanStatus(client: client)
             for day in 1...8 {
                 await status.update()
-                await seen.append(Day(day: day, banner: await status.banner, plan: await status.planState, paywall: await status.showsPaywall))
+                await seen.append(Day(day: day, banner: await status.banner, plan: await status.planState.rawValue, paywall: await status.showsPaywall))
                 clock.advance(by: 86_400)
             }
         }

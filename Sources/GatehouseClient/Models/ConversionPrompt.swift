@@ -169,8 +169,8 @@ public final class PlanStatus {
         let before = await client.currentEntitlements?.planState
         let confirmed = try? await client.entitlements()
         snapshot = await client.currentEntitlements
-        if let before, let confirmed, await !client.isOffline, ["trial", "pro", "pro_grace"].contains(before), confirmed.planState == "free" {
-            var properties: [String: JSONValue] = ["previousPlan": .string(before), "newPlan": .string(confirmed.planState)]
+        if let before, let confirmed, await !client.isOffline, before == .trial || before.isPro, confirmed.planState == .free {
+            var properties: [String: JSONValue] = ["previousPlan": .string(before.rawValue), "newPlan": .string(confirmed.planState.rawValue)]
             if let savedFlowCount, let cap = confirmed.limits["saved_flow_cap"] ?? nil {
                 properties["hasOverCapFlows"] = .bool(savedFlowCount > cap)
             }
@@ -183,19 +183,19 @@ public final class PlanStatus {
     }
 
     /// `guest`, `free`, `trial`, `pro` or `pro_grace`; `guest` while there is no snapshot.
-    public var planState: String { snapshot?.planState ?? "guest" }
+    public var planState: PlanState { snapshot?.planState ?? .guest }
     /// Past data stays readable; nothing can be changed (Hannah after the trial).
     public var isReadOnly: Bool { snapshot?.readOnly ?? false }
     /// Paid features answer the paywall: Free after a trial that ended.
-    public var showsPaywall: Bool { planState == "free" && isReadOnly }
+    public var showsPaywall: Bool { planState == .free && isReadOnly }
     /// Days left in the trial; nil when the plan is not a trial.
     public var trialDaysLeft: Int? { snapshot?.trial?.daysLeft }
     /// The practice button of a flow (Handz CH08 §5.1): "Practice (Pro)" on plans without a
     /// monthly limit, "Practice (1 credit)" where a practice spends a credit, nil for a guest.
     public func practiceLabel(credit name: String = "practice") -> String? {
         switch planState {
-        case "pro", "trial", "pro_grace": return practiceProLabel
-        case "free" where snapshot?.credits[name] != nil: return practiceCreditLabel
+        case .pro, .trial, .proGrace: return practiceProLabel
+        case .free where snapshot?.credits[name] != nil: return practiceCreditLabel
         default: return nil
         }
     }

@@ -47,7 +47,7 @@ public struct GateSheet: Sendable, Equatable {
 
 extension Gatehouse {
     func reportUpgradeClicked(surface: GateSurface) {
-        track("upgrade_clicked", ["surface": .string(surface.rawValue), "planState": .string(planStateNow)])
+        track("upgrade_clicked", ["surface": .string(surface.rawValue), "planState": .string(planStateNow.rawValue)])
     }
 }
 

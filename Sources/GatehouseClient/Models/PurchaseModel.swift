@@ -22,7 +22,7 @@ public final class PurchaseModel {
         case failed(message: String)
         /// The server verified the purchase; `plan` is the account's plan state now (`pro`, or
         /// `trial` when an introductory offer started one).
-        case purchased(plan: String)
+        case purchased(plan: PlanState)
     }
 
     /// What StoreKit's `Product.purchase()` answered, as the app maps it.
@@ -72,7 +72,7 @@ public final class PurchaseModel {
                 state = .purchased(plan: snapshot.planState)
                 await client.track("purchase_success", ["productId": .string(productID)])
                 // An introductory offer starts a trial (decision 18).
-                if snapshot.planState == "trial" { await client.track("trial_started") }
+                if snapshot.planState == .trial { await client.track("trial_started") }
             } catch {
                 state = .failed(message: error.message)
                 await client.track("purchase_failed", ["productId": .string(productID), "errorCode": .string(error.code.rawValue)])
@@ -98,7 +98,7 @@ public final class PurchaseModel {
         /// has an answer.
         case restoring
         /// The server verified what StoreKit found; `plan` is the account's plan state now.
-        case restored(plan: String)
+        case restored(plan: PlanState)
         /// Nothing to restore, or the server refused what was found.
         case failed(message: String)
     }
@@ -124,7 +124,7 @@ public final class PurchaseModel {
             return
         }
         do throws(GatehouseClientError) {
-            var plan = "free"
+            var plan = PlanState.free
             for transaction in signedTransactions { plan = try await client.uploadPurchase(signedTransaction: transaction).planState }
             restoreState = .restored(plan: plan)
             await client.track("restore_success")

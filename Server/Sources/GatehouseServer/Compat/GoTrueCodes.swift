@@ -17,9 +17,9 @@ struct GoTrueCodes: Sendable {
     static let authCodeLifetime: TimeInterval = 300
     static let challengeLifetime: TimeInterval = 300
 
-    static let flowInvalid = GatehouseError(status: 404, code: ErrorCode("flow_state_not_found"), message: "invalid flow state, no valid flow state found")
-    static let badVerifier = GatehouseError(status: 400, code: ErrorCode("bad_code_verifier"), message: "code challenge does not match previously saved code verifier")
-    static let challengeInvalid = GatehouseError(status: 400, code: ErrorCode("mfa_challenge_expired"), message: "The challenge has expired or is not this factor's.")
+    static let flowInvalid = GoTrueError(status: 404, .flowStateNotFound, "invalid flow state, no valid flow state found")
+    static let badVerifier = GoTrueError(status: 400, .badCodeVerifier, "code challenge does not match previously saved code verifier")
+    static let challengeInvalid = GoTrueError(status: 400, .mfaChallengeExpired, "The challenge has expired or is not this factor's.")
 
     /// RFC 7636: a challenge or verifier is 43–128 characters of `[A-Za-z0-9-._~]`.
     static func isPKCEValue(_ text: String) -> Bool {

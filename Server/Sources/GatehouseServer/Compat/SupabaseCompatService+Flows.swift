@@ -142,7 +142,7 @@ extension SupabaseCompatService {
 
     private func factor(_ id: String, of user: User) async throws -> MFAFactor {
         guard let uuid = UUID(uuidString: id), let factor = try await store.mfaFactors(of: user.id).first(where: { $0.id == uuid }) else {
-            throw GatehouseError(status: 404, code: ErrorCode("mfa_factor_not_found"), message: "Factor not found")
+            throw GoTrueError(status: 404, .mfaFactorNotFound, "Factor not found")
         }
         return factor
     }

@@ -8,7 +8,10 @@ import GatehouseWire
 /// the shapes differ. What GoTrue does that Gatehouse's policy does not is in
 /// docs/supabase-compat.md.
 struct SupabaseCompatService: Sendable {
-    let store: any GatehouseStore
+    /// What this use case reads and writes: its transactions see the store through this and no more.
+    typealias Stores = any UserStore & IdentityStore & SessionStore & EmailTokenStore & MFAFactorStore
+
+    let store: Stores
     let authenticator: Authenticator
     let passwords: PasswordService
     let sessions: SessionService
@@ -16,7 +19,7 @@ struct SupabaseCompatService: Sendable {
     let magicLinks: MagicLinkService
     let providers: ProviderSignInService
     let profiles: ProfileService
-    let users: UserAdminService
+    let users: OperatorService
     let mfa: MFAService
     let verification: EmailVerificationService
     /// The 6-digit code of a magic-link mail: `/reauthenticate`'s nonce.

@@ -19,146 +19,177 @@ struct SupabaseController {
     let input: HTTPInput
     let keyAttempts: OperatorKeyAttempts
 
-    static let prefix = "auth/v1"
-
     /// Every operation this controller serves with both keys set, as `METHOD /path` in
     /// OpenAPI's spelling: what docs/openapi.yaml and the router are checked against.
-    static let operations = [
-        "GET /auth/v1/verify", "GET /auth/v1/settings", "GET /auth/v1/.well-known/jwks.json", "POST /auth/v1/signup", "POST /auth/v1/token",
-        "POST /auth/v1/otp", "POST /auth/v1/resend", "GET /auth/v1/reauthenticate", "POST /auth/v1/reauthenticate", "POST /auth/v1/verify", "POST /auth/v1/recover", "GET /auth/v1/user", "PUT /auth/v1/user",
-        "POST /auth/v1/logout", "POST /auth/v1/factors", "POST /auth/v1/factors/{factor_id}/challenge", "POST /auth/v1/factors/{factor_id}/verify",
-        "DELETE /auth/v1/factors/{factor_id}", "GET /auth/v1/admin/users", "POST /auth/v1/admin/users", "GET /auth/v1/admin/users/{id}",
-        "PUT /auth/v1/admin/users/{id}", "DELETE /auth/v1/admin/users/{id}",
-    ]
+    static let operations = GoTrueRoutes.all.map(\.operation)
 
     func register(on router: Router<GatehouseRequestContext>) {
-        // Followed from a mail in a browser, which sends no apikey (Supabase's gateway leaves it
-        // open too): every answer, a refusal included, is a redirect.
-        router.group(RouterPath(Self.prefix)).get("verify") { request, context in
-            let query = request.uri.queryParameters
-            let redirectTo = query["redirect_to"].map(String.init)
-            let location: String
-            do {
-                location = try await compat.verifyLink(
-                    token: try Self.required(query["token"].map(String.init), "token"), type: try Self.required(query["type"].map(String.init), "type"),
-                    redirectTo: redirectTo, client: input.client(request, context))
-            } catch {
-                location = compat.verifyFailure(GoTrueError(errors.mapAndLog(error, logger: context.logger)), redirectTo: redirectTo)
-            }
-            var headers = noStore
-            headers[.location] = location
-            return Response(status: .seeOther, headers: headers)
-        }
-        let api = router.group(RouterPath(Self.prefix))
+        router.on(GoTrueRoutes.verifyLink, use: verifyLink)
+        let api = router.group()
             .add(middleware: GoTrueErrorMiddleware(errors: errors))
             .add(middleware: APIKeyMiddleware(keys: [anonKey] + [serviceRoleKey].compactMap { $0 }))
-        api.get("settings") { _, _ in try JSONBody.response(GoTrueSettings(self.methods)) }
-        api.get(".well-known/jwks.json") { _, _ in
-            try JSONBody.response(self.keys.jwks, headers: [.cacheControl: "public, max-age=300"])
-        }
-        api.post("signup") { request, context in
-            let body = try await input.body(GoTrueSignup.self, request)
-            return try JSONBody.response(try await compat.signup(body, client: input.client(request, context)), headers: noStore)
-        }
-        api.post("token", use: token)
-        api.post("otp") { request, context in
-            let body = try await input.body(GoTrueEmailRequest.self, request)
-            try await compat.otp(
-                email: try Self.required(body.email, "email"), createUser: body.createUser ?? true,
-                redirectTo: request.uri.queryParameters["redirect_to"].map(String.init), pkce: try body.pkce(), client: input.client(request, context))
-            return try JSONBody.response([String: String]())
-        }
-        api.post("resend") { request, _ in
-            let body = try await input.body(GoTrueEmailRequest.self, request)
-            try await compat.resend(type: try Self.required(body.type, "type"), email: try Self.required(body.email, "email"))
-            return try JSONBody.response(["message_id": String?.none])
-        }
-        api.post("verify") { request, context in
-            let body = try await input.body(GoTrueVerifyRequest.self, request)
-            let session = try await compat.verify(
-                type: body.type, token: body.token, tokenHash: body.tokenHash, email: body.email, client: input.client(request, context))
-            return try JSONBody.response(session, headers: noStore)
-        }
-        api.post("recover") { request, context in
-            let body = try await input.body(GoTrueEmailRequest.self, request)
-            try await compat.recover(email: try Self.required(body.email, "email"), pkce: try body.pkce(), client: input.client(request, context))
-            return try JSONBody.response([String: String]())
-        }
-        api.get("user") { request, _ in
-            try JSONBody.response(try await compat.user(try await signedIn(request)), headers: noStore)
-        }
-        api.put("user") { request, context in
-            let signedIn = try await signedIn(request)
-            let body = try await input.body(GoTrueUserUpdate.self, request)
-            return try JSONBody.response(
-                try await compat.updateUser(signedIn, body, client: input.client(request, context)), headers: noStore)
-        }
-        api.post("logout") { request, context in
-            let signedIn = try await signedIn(request)
-            try await compat.logout(
-                signedIn, scope: request.uri.queryParameters["scope"].map(String.init), client: input.client(request, context))
-            return JSONBody.empty()
-        }
-        // GoTrue's verb is GET; POST is served too.
-        for method in [HTTPRequest.Method.get, .post] {
-            api.on("reauthenticate", method: method) { request, context in
-                try await compat.reauthenticate(try await signedIn(request), client: input.client(request, context))
-                return try JSONBody.response([String: String]())
-            }
-        }
-        api.post("factors") { request, context in
-            let signedIn = try await signedIn(request)
-            let body = try await input.body(GoTrueEnrollRequest.self, request)
-            return try JSONBody.response(try await compat.enroll(signedIn, body, client: input.client(request, context)), headers: noStore)
-        }
-        api.post("factors/:factor_id/challenge") { request, context in
-            let signedIn = try await signedIn(request)
-            return try JSONBody.response(try await compat.challenge(signedIn, factor: try context.parameters.require("factor_id")), headers: noStore)
-        }
-        api.post("factors/:factor_id/verify") { request, context in
-            let signedIn = try await signedIn(request)
-            let body = try await input.body(GoTrueFactorVerifyRequest.self, request)
-            return try JSONBody.response(
-                try await compat.verifyFactor(signedIn, factor: try context.parameters.require("factor_id"), body, client: input.client(request, context)),
-                headers: noStore)
-        }
-        api.delete("factors/:factor_id") { request, context in
-            let signedIn = try await signedIn(request)
-            return try JSONBody.response(
-                try await compat.unenroll(signedIn, factor: try context.parameters.require("factor_id"), client: input.client(request, context)))
-        }
-        if let serviceRoleKey { registerAdmin(on: api, key: serviceRoleKey) }
+        api.on(GoTrueRoutes.settings, use: settings)
+        api.on(GoTrueRoutes.jwks, use: jwks)
+        api.on(GoTrueRoutes.signup, use: signup)
+        api.on(GoTrueRoutes.token, use: token)
+        api.on(GoTrueRoutes.otp, use: otp)
+        api.on(GoTrueRoutes.resend, use: resend)
+        api.on(GoTrueRoutes.verify, use: verify)
+        api.on(GoTrueRoutes.recover, use: recover)
+        api.on(GoTrueRoutes.user, use: user)
+        api.on(GoTrueRoutes.updateUser, use: updateUser)
+        api.on(GoTrueRoutes.logout, use: logout)
+        api.on(GoTrueRoutes.reauthenticate, use: reauthenticate)
+        api.on(GoTrueRoutes.reauthenticatePost, use: reauthenticate)
+        api.on(GoTrueRoutes.enroll, use: enroll)
+        api.on(GoTrueRoutes.challenge, use: challenge)
+        api.on(GoTrueRoutes.verifyFactor, use: verifyFactor)
+        api.on(GoTrueRoutes.unenroll, use: unenroll)
+        guard let serviceRoleKey else { return }
+        let admin = api.group().add(middleware: BearerKeyMiddleware(key: serviceRoleKey, name: "service role key", attempts: keyAttempts))
+        admin.on(GoTrueRoutes.adminUsers, use: adminUsers)
+        admin.on(GoTrueRoutes.adminCreateUser, use: adminCreateUser)
+        admin.on(GoTrueRoutes.adminUser, use: adminUser)
+        admin.on(GoTrueRoutes.adminUpdateUser, use: adminUpdateUser)
+        admin.on(GoTrueRoutes.adminDeleteUser, use: adminDeleteUser)
     }
 
-    private func registerAdmin(on api: RouterGroup<GatehouseRequestContext>, key: AdminKey) {
-        let admin = api.group("admin/users").add(middleware: BearerKeyMiddleware(key: key, name: "service role key", attempts: keyAttempts))
-        admin.get { request, _ in
-            let query = request.uri.queryParameters
-            guard let page = Int(query["page"].map(String.init) ?? "1"), let perPage = Int(query["per_page"].map(String.init) ?? "50")
-            else {
-                throw GatehouseError.invalidRequest("page and per_page must be numbers.")
-            }
-            let (list, total) = try await compat.listUsers(page: page, perPage: perPage)
-            var headers = noStore
-            headers[.totalCount] = String(total)
-            headers[.link] = GoTrueUserList.links(path: request.uri.path, page: page, perPage: perPage, total: total)
-            return try JSONBody.response(list, headers: headers)
+    // MARK: Handlers
+
+    @Sendable func verifyLink(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        let query = request.uri.queryParameters
+        let redirectTo = query["redirect_to"].map(String.init)
+        let location: String
+        do {
+            location = try await compat.verifyLink(
+                token: try Self.required(query["token"].map(String.init), "token"), type: try Self.required(query["type"].map(String.init), "type"),
+                redirectTo: redirectTo, client: input.client(request, context))
+        } catch {
+            location = compat.verifyFailure(GoTrueError(error, errors: errors, logger: context.logger), redirectTo: redirectTo)
         }
-        admin.post { request, _ in
-            let body = try await input.body(GoTrueAdminUser.self, request)
-            return try JSONBody.response(try await compat.createUser(body), headers: noStore)
+        var headers = noStore
+        headers[.location] = location
+        return Response(status: .seeOther, headers: headers)
+    }
+
+    @Sendable func settings(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try JSONBody.response(GoTrueSettings(self.methods))
+    }
+
+    @Sendable func jwks(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try JSONBody.response(self.keys.jwks, headers: [.cacheControl: "public, max-age=300"])
+    }
+
+    @Sendable func signup(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        let body = try await input.body(GoTrueSignup.self, request)
+        return try JSONBody.response(try await compat.signup(body, client: input.client(request, context)), headers: noStore)
+    }
+
+    @Sendable func otp(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        let body = try await input.body(GoTrueEmailRequest.self, request)
+        try await compat.otp(
+            email: try Self.required(body.email, "email"), createUser: body.createUser ?? true,
+            redirectTo: request.uri.queryParameters["redirect_to"].map(String.init), pkce: try body.pkce(), client: input.client(request, context))
+        return try JSONBody.response([String: String]())
+    }
+
+    @Sendable func resend(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        let body = try await input.body(GoTrueEmailRequest.self, request)
+        try await compat.resend(type: try Self.required(body.type, "type"), email: try Self.required(body.email, "email"))
+        return try JSONBody.response(["message_id": String?.none])
+    }
+
+    @Sendable func verify(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        let body = try await input.body(GoTrueVerifyRequest.self, request)
+        let session = try await compat.verify(
+            type: body.type, token: body.token, tokenHash: body.tokenHash, email: body.email, client: input.client(request, context))
+        return try JSONBody.response(session, headers: noStore)
+    }
+
+    @Sendable func recover(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        let body = try await input.body(GoTrueEmailRequest.self, request)
+        try await compat.recover(email: try Self.required(body.email, "email"), pkce: try body.pkce(), client: input.client(request, context))
+        return try JSONBody.response([String: String]())
+    }
+
+    @Sendable func user(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try JSONBody.response(try await compat.user(try await signedIn(request)), headers: noStore)
+    }
+
+    @Sendable func updateUser(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        let signedIn = try await signedIn(request)
+        let body = try await input.body(GoTrueUserUpdate.self, request)
+        return try JSONBody.response(try await compat.updateUser(signedIn, body, client: input.client(request, context)), headers: noStore)
+    }
+
+    @Sendable func logout(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        let signedIn = try await signedIn(request)
+        try await compat.logout(signedIn, scope: request.uri.queryParameters["scope"].map(String.init), client: input.client(request, context))
+        return JSONBody.empty()
+    }
+
+    @Sendable func reauthenticate(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try await compat.reauthenticate(try await signedIn(request), client: input.client(request, context))
+        return try JSONBody.response([String: String]())
+    }
+
+    @Sendable func enroll(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        let signedIn = try await signedIn(request)
+        let body = try await input.body(GoTrueEnrollRequest.self, request)
+        return try JSONBody.response(try await compat.enroll(signedIn, body, client: input.client(request, context)), headers: noStore)
+    }
+
+    @Sendable func challenge(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        let signedIn = try await signedIn(request)
+        return try JSONBody.response(try await compat.challenge(signedIn, factor: try context.parameters.require("factor_id")), headers: noStore)
+    }
+
+    @Sendable func verifyFactor(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        let signedIn = try await signedIn(request)
+        let body = try await input.body(GoTrueFactorVerifyRequest.self, request)
+        return try JSONBody.response(
+            try await compat.verifyFactor(signedIn, factor: try context.parameters.require("factor_id"), body, client: input.client(request, context)),
+            headers: noStore)
+    }
+
+    @Sendable func unenroll(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        let signedIn = try await signedIn(request)
+        return try JSONBody.response(
+            try await compat.unenroll(signedIn, factor: try context.parameters.require("factor_id"), client: input.client(request, context)))
+    }
+
+    // MARK: Admin handlers (the service role key)
+
+    @Sendable func adminUsers(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        let query = request.uri.queryParameters
+        guard let page = Int(query["page"].map(String.init) ?? "1"), let perPage = Int(query["per_page"].map(String.init) ?? "50")
+        else {
+            throw GatehouseError.invalidRequest("page and per_page must be numbers.")
         }
-        admin.get(":id") { _, context in
-            try JSONBody.response(try await compat.getUser(try context.parameters.require("id")), headers: noStore)
-        }
-        admin.put(":id") { request, context in
-            let body = try await input.body(GoTrueAdminUser.self, request)
-            return try JSONBody.response(try await compat.updateUser(try context.parameters.require("id"), body), headers: noStore)
-        }
-        admin.delete(":id") { _, context in
-            try await compat.deleteUser(try context.parameters.require("id"))
-            return try JSONBody.response([String: String]())
-        }
+        let (list, total) = try await compat.listUsers(page: page, perPage: perPage)
+        var headers = noStore
+        headers[.totalCount] = String(total)
+        headers[.link] = GoTrueUserList.links(path: request.uri.path, page: page, perPage: perPage, total: total)
+        return try JSONBody.response(list, headers: headers)
+    }
+
+    @Sendable func adminCreateUser(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        let body = try await input.body(GoTrueAdminUser.self, request)
+        return try JSONBody.response(try await compat.createUser(body), headers: noStore)
+    }
+
+    @Sendable func adminUser(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try JSONBody.response(try await compat.getUser(try context.parameters.require("id")), headers: noStore)
+    }
+
+    @Sendable func adminUpdateUser(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        let body = try await input.body(GoTrueAdminUser.self, request)
+        return try JSONBody.response(try await compat.updateUser(try context.parameters.require("id"), body), headers: noStore)
+    }
+
+    @Sendable func adminDeleteUser(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try await compat.deleteUser(try context.parameters.require("id"))
+        return try JSONBody.response([String: String]())
     }
 
     /// `POST /token?grant_type=…`.
@@ -227,11 +258,10 @@ struct GoTrueErrorMiddleware: RouterMiddleware {
         do {
             return try await next(request, context)
         } catch {
-            let mapped = errors.mapAndLog(error, logger: context.logger)
-            let refusal = GoTrueError(mapped)
+            let refusal = GoTrueError(error, errors: errors, logger: context.logger)
             var headers: HTTPFields = noStore
             headers[.supabaseErrorCode] = refusal.code
-            if let retryAfter = mapped.retryAfter { headers[.retryAfter] = String(retryAfter) }
+            if let retryAfter = refusal.retryAfter { headers[.retryAfter] = String(retryAfter) }
             let versioned = request.headers[.supabaseAPIVersion].map(GoTrueError.isVersioned) ?? false
             if versioned { headers[.supabaseAPIVersion] = GoTrueError.version }
             let status = HTTPResponse.Status(code: refusal.status)
@@ -239,76 +269,6 @@ struct GoTrueErrorMiddleware: RouterMiddleware {
             return try JSONBody.response(refusal.legacyBody, status: status, headers: headers)
         }
     }
-}
-
-/// A Gatehouse error in GoTrue's terms: its `error_code` where GoTrue has one for the same
-/// refusal (and GoTrue's status for it), Gatehouse's own code otherwise.
-struct GoTrueError: Sendable {
-    var status: Int
-    var code: String
-    var message: String
-    var reasons: [String]?
-
-    /// The API version whose error shape this server speaks when asked.
-    static let version = "2024-01-01"
-
-    static func isVersioned(_ header: String) -> Bool {
-        // Dates compare as text in this form; anything else is GoTrue's initial version.
-        header.count == 10 && header.allSatisfy { $0.isNumber || $0 == "-" } && header >= version
-    }
-
-    /// Gatehouse code → (GoTrue code, GoTrue's status; nil keeps Gatehouse's).
-    static let names: [ErrorCode: (String, Int?)] = [
-        .invalidCredentials: ("invalid_credentials", 400), .emailInUse: ("user_already_exists", 422),
-        .weakPassword: ("weak_password", 422), .invalidEmail: ("email_address_invalid", 400),
-        .rateLimited: ("over_request_rate_limit", 429), .tooManyAttempts: ("over_request_rate_limit", 429),
-        .invalidRefreshToken: ("refresh_token_not_found", 400), .sessionRevoked: ("session_not_found", 403),
-        .unauthorized: ("no_authorization", 401), .tokenExpired: ("bad_jwt", 403), .accountDisabled: ("user_banned", 403),
-        .methodDisabled: ("provider_disabled", 403), .tokenInvalid: ("otp_expired", 403), .codeExhausted: ("otp_expired", 403),
-        .resetTokenExpired: ("otp_expired", 403), .invalidIDToken: ("bad_oauth_callback", 400),
-        .invalidRequest: ("validation_failed", 400), .mfaRequired: ("insufficient_aal", 403),
-        .reauthenticationRequired: ("reauthentication_needed", 400), .identityInUse: ("email_exists", 422),
-        .captchaRequired: ("captcha_failed", 400), .forbidden: ("not_admin", 403), .emailNotFound: ("user_not_found", 404),
-        .notFound: ("user_not_found", 404), .payloadTooLarge: ("request_entity_too_large", 413),
-        .internalError: ("unexpected_failure", 500), .invalidDisplayName: ("validation_failed", 422),
-        .invalidHandle: ("validation_failed", 422), .invalidAvatarURL: ("validation_failed", 422),
-        .invalidCode: ("mfa_verification_failed", 422), .tooManyFactors: ("too_many_enrolled_mfa_factors", 422),
-    ]
-
-    init(_ error: GatehouseError) {
-        // A link or code that expired is `token_expired` at 400 in Gatehouse (401 is an access
-        // token's): GoTrue answers it as it answers an invalid link.
-        let linkExpired = error.code == .tokenExpired && error.status == 400
-        let name = Self.names[linkExpired ? .tokenInvalid : error.code]
-        code = name?.0 ?? error.code.rawValue
-        status = name?.1 ?? error.status
-        message = error.message
-        reasons = error.reasons
-    }
-
-    private struct Versioned: Encodable {
-        var code: String
-        var msg: String
-        var weakPassword: Reasons?
-        enum CodingKeys: String, CodingKey { case code, msg, weakPassword = "weak_password" }
-    }
-
-    private struct Legacy: Encodable {
-        var code: Int
-        var errorCode: String
-        var msg: String
-        var weakPassword: Reasons?
-        enum CodingKeys: String, CodingKey { case code, msg, errorCode = "error_code", weakPassword = "weak_password" }
-    }
-
-    private struct Reasons: Encodable {
-        var reasons: [String]
-    }
-
-    private var weakPassword: Reasons? { code == "weak_password" ? Reasons(reasons: reasons ?? []) : nil }
-
-    var versionedBody: some Encodable { Versioned(code: code, msg: message, weakPassword: weakPassword) }
-    var legacyBody: some Encodable { Legacy(code: status, errorCode: code, msg: message, weakPassword: weakPassword) }
 }
 
 extension HTTPField.Name {

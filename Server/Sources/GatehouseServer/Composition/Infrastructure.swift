@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import GatehouseCore
+import GatehouseWire
 import GatehouseStore
 import Logging
 import Tracing
@@ -43,7 +44,7 @@ struct Infrastructure {
     let throttle: Throttle
     let mailWorker: MailWorker
     let jobs: JobWorker
-    let unitOfWork: UnitOfWork
+    let unitOfWork: UnitOfWork<any GatehouseStore>
     let appleTokens: AppleTokenClient?
     let appleKeys: ProviderKeySet
     /// This node's copies of sessions (PostgreSQL with `GATEHOUSE_SESSION_CACHE` on).
@@ -82,7 +83,7 @@ struct Infrastructure {
         sessionCache = config.sessionCache && database is PostgresDatabase ? SessionCache() : nil
         let store = SQLStore(database: database, sessionCache: sessionCache, tracer: tracer)
         self.store = store
-        keys = KeyRing(store: store, clock: clock, secretKey: config.secretKey, logger: logger)
+        keys = KeyRing(store: store, transactions: Transactions(store) { $0 }, clock: clock, secretKey: config.secretKey, logger: logger)
         chainKey = RefreshChainKey()
         sealer = SecretSealer(secret: config.secretKey)
         firebaseKeys = FirebaseHashKeys(store: store, sealer: sealer)
@@ -122,7 +123,7 @@ struct Infrastructure {
         }
         mailWorker = MailWorker(
             store: store, transport: transport,
-            composer: MailRequestComposer(store: store, templates: templates, links: links, preset: preset, clock: clock), clock: clock,
+            composer: MailRequestComposer(transactions: Transactions(store) { $0 }, templates: templates, links: links, preset: preset, clock: clock), clock: clock,
             logger: logger, metrics: metrics, telemetry: telemetry)
         if let credentials = config.appleCredentials {
             // The key was parsed when the configuration was read, so this does not fail here.
@@ -149,9 +150,11 @@ struct Infrastructure {
             telemetry: telemetry)
         let events = EventRecorder(
             jobs: jobs, webhookConfigured: config.webhookURL != nil, clock: clock, trialStartsAtSignup: preset.entitlements.trial.startsAtSignup)
-        unitOfWork = UnitOfWork(
-            store: store, events: events, mail: mailWorker, jobs: jobs, privacy: preset.privacy, clock: clock, metrics: metrics,
-            telemetry: telemetry)
+        var unitOfWork = UnitOfWork(
+            store: store, narrow: { $0 }, events: events, mail: mailWorker, jobs: jobs, privacy: preset.privacy, clock: clock)
+        unitOfWork.metrics = metrics
+        unitOfWork.telemetry = telemetry
+        self.unitOfWork = unitOfWork
         appleKeys = ProviderKeySet(url: config.appleJWKSURL, client: httpClient, clock: clock, logger: logger, tracer: tracer)
         googleKeys = ProviderKeySet(url: config.googleJWKSURL, client: httpClient, clock: clock, logger: logger, tracer: tracer)
         if preset.throttling.captchaAfterIPFailures != nil, config.captchaVerifyURL == nil {

@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseCore
+import GatehouseWire
 import GatehouseStore
 
 /// Every use case, wired from the infrastructure and the parts they share. No use case holds
@@ -12,7 +13,7 @@ struct UseCases {
     let verification: EmailVerificationService
     let reset: PasswordResetService
     let magicLinks: MagicLinkService
-    let linkPages: LinkPagesService
+    let linkStates: EmailLinkStates
     let providers: ProviderSignInService
     let profiles: ProfileService
     let account: AccountService
@@ -21,9 +22,10 @@ struct UseCases {
     let usage: UsageService
     let analytics: AnalyticsService
     let purchases: PurchaseService
-    let users: UserAdminService
+    let users: OperatorService
     let imports: ImportService
-    let testMail: TestMailService
+    let operatorMail: OperatorMailService
+    let operatorKeys: OperatorKeysService
     let passkeys: PasskeyService
     let mfa: MFAService
     let lifecycle: AccountLifecycle
@@ -42,7 +44,7 @@ struct UseCases {
         let credentials = Credentials(
             hasher: infra.hasher, policy: PasswordPolicy(settings: preset.passwordPolicy, blocklist: infra.blocklist, copy: preset.copy),
             breached: BreachedPasswordChecker(client: infra.untracedHTTPClient, baseURL: config.breachedPasswordsURL, logger: infra.logger),
-            throttle: throttle, preset: preset, audits: unitOfWork)
+            throttle: throttle, preset: preset, audits: unitOfWork.narrowed { _ in () })
         let issuer = SessionIssuer(tokens: infra.tokens, mail: accountMail, settings: preset.tokens, mfa: preset.mfa)
         let lifecycle = AccountLifecycle(handles: preset.handles)
         let merges = MergeTokens(chainKey: infra.chainKey, clock: clock)
@@ -67,52 +69,58 @@ struct UseCases {
 
         self.lifecycle = lifecycle
         authenticator = Authenticator(tokens: infra.tokens, store: store, preset: preset, clock: clock)
-        entitlements = EntitlementService(store: store, unitOfWork: unitOfWork, engine: infra.engine, clock: clock)
+        let entitlementReads = Entitlements(store: store, engine: infra.engine, clock: clock)
+        entitlements = EntitlementService(unitOfWork: unitOfWork.narrowed { $0 }, entitlements: entitlementReads, clock: clock)
         passwords = PasswordService(
-            store: store, unitOfWork: unitOfWork, throttle: throttle, stepUp: stepUp, gate: gate, credentials: credentials, sessions: issuer,
+            store: store, unitOfWork: unitOfWork.narrowed { $0 }, throttle: throttle, stepUp: stepUp, gate: gate, credentials: credentials, sessions: issuer,
             lifecycle: lifecycle, mail: accountMail, preset: preset, clock: clock)
-        sessions = SessionService(store: store, unitOfWork: unitOfWork, sessions: issuer, tokens: infra.tokens, preset: preset, clock: clock)
-        verification = EmailVerificationService(store: store, unitOfWork: unitOfWork, mail: accountMail, preset: preset, clock: clock)
+        sessions = SessionService(store: store, unitOfWork: unitOfWork.narrowed { $0 }, sessions: issuer, tokens: infra.tokens, preset: preset, clock: clock)
+        verification = EmailVerificationService(store: store, unitOfWork: unitOfWork.narrowed { $0 }, mail: accountMail, preset: preset, clock: clock)
         reset = PasswordResetService(
-            store: store, unitOfWork: unitOfWork, gate: gate, credentials: credentials, requests: requests, lifecycle: lifecycle,
+            store: store, unitOfWork: unitOfWork.narrowed { $0 }, gate: gate, credentials: credentials, requests: requests, lifecycle: lifecycle,
             mail: accountMail, throttle: throttle, sessions: issuer, preset: preset, clock: clock)
         magicLinks = MagicLinkService(
-            store: store, unitOfWork: unitOfWork, gate: gate, requests: requests, codes: codes, sessions: issuer, lifecycle: lifecycle,
+            store: store, unitOfWork: unitOfWork.narrowed { $0 }, gate: gate, requests: requests, codes: codes, sessions: issuer, lifecycle: lifecycle,
             mail: accountMail, merges: merges, redirects: redirects, throttle: throttle, preset: preset, clock: clock)
-        linkPages = LinkPagesService(store: store, clock: clock, verification: verification, reset: reset, magicLinks: magicLinks)
+        linkStates = EmailLinkStates(store: store, clock: clock)
         providers = ProviderSignInService(
-            store: store, unitOfWork: unitOfWork, gate: gate, credentials: credentials, sessions: issuer, lifecycle: lifecycle,
+            store: store, unitOfWork: unitOfWork.narrowed { $0 }, gate: gate, credentials: credentials, sessions: issuer, lifecycle: lifecycle,
             mail: accountMail, throttle: throttle, verifiers: verifiers, preset: preset,
             appleTokens: infra.appleTokens != nil, merges: merges, stepUp: stepUp)
         profiles = ProfileService(
-            store: store, unitOfWork: unitOfWork, gate: gate, sessions: issuer, lifecycle: lifecycle, throttle: throttle,
-            entitlements: entitlements, merges: merges, preset: preset, clock: clock)
+            store: store, unitOfWork: unitOfWork.narrowed { $0 }, gate: gate, sessions: issuer, lifecycle: lifecycle, throttle: throttle,
+            entitlements: entitlementReads, merges: merges, preset: preset, clock: clock)
         account = AccountService(
-            store: store, unitOfWork: unitOfWork, credentials: credentials, lifecycle: lifecycle, verifiers: verifiers, codes: codes,
+            store: store, unitOfWork: unitOfWork.narrowed { $0 }, credentials: credentials, lifecycle: lifecycle, verifiers: verifiers, codes: codes,
             passkeys: assertions, stepUp: stepUp, preset: preset, clock: clock)
-        export = ExportService(store: store, entitlements: entitlements, stepUp: stepUp, clock: clock)
-        usage = UsageService(store: store, unitOfWork: unitOfWork, entitlements: entitlements, engine: infra.engine, clock: clock)
-        analytics = AnalyticsService(unitOfWork: unitOfWork, throttle: throttle, clock: clock)
+        export = ExportService(store: store, entitlements: entitlementReads, stepUp: stepUp, clock: clock)
+        usage = UsageService(store: store, unitOfWork: unitOfWork.narrowed { $0 }, entitlements: entitlementReads, engine: infra.engine, clock: clock)
+        analytics = AnalyticsService(unitOfWork: unitOfWork.narrowed { $0 }, throttle: throttle, clock: clock)
         purchases = PurchaseService(
             store: store, verifier: AppStoreJWSVerifier(roots: infra.appStoreRoots),
             bundleID: config.appStoreBundleID ?? config.appleAudiences.first, environments: config.appStoreEnvironments,
-            entitlements: entitlements, engine: infra.engine, unitOfWork: unitOfWork, clock: clock, logger: infra.logger)
-        users = UserAdminService(store: store, unitOfWork: unitOfWork, lifecycle: lifecycle, clock: clock)
+            entitlements: entitlementReads, engine: infra.engine, unitOfWork: unitOfWork.narrowed { $0 }, clock: clock, logger: infra.logger)
+        let removal = FactorRemoval(mail: accountMail)
+        users = OperatorService(
+            store: store, unitOfWork: unitOfWork.narrowed { $0 }, lifecycle: lifecycle, removal: removal, engine: infra.engine,
+            tokens: preset.tokens, clock: clock)
         imports = ImportService(
-            store: store, unitOfWork: unitOfWork, lifecycle: lifecycle, firebaseKeys: infra.firebaseKeys, clock: clock, hasher: infra.hasher)
-        testMail = TestMailService(unitOfWork: unitOfWork)
+            store: store, unitOfWork: unitOfWork.narrowed { $0 }, lifecycle: lifecycle, firebaseKeys: infra.firebaseKeys, clock: clock, hasher: infra.hasher)
+        operatorMail = OperatorMailService(store: store, unitOfWork: unitOfWork.narrowed { $0 }, mail: accountMail, preset: preset)
+        operatorKeys = OperatorKeysService(
+            unitOfWork: unitOfWork.narrowed { _ in () }, keys: infra.keys, metrics: infra.metrics,
+            retiredKeyPublishSeconds: KeyRing.retiredKeyPublishSeconds(
+                accessTokenTTLSeconds: preset.tokens.accessTokenTTLSeconds, leewaySeconds: preset.tokens.leewaySeconds))
         let ownerProof = OwnerProof(preset: preset, clock: clock)
         passkeys = PasskeyService(
-            store: store, unitOfWork: unitOfWork, gate: gate, sessions: issuer, lifecycle: lifecycle, assertions: assertions,
+            store: store, unitOfWork: unitOfWork.narrowed { $0 }, gate: gate, sessions: issuer, lifecycle: lifecycle, assertions: assertions,
             credentials: credentials, throttle: throttle, ownerProof: ownerProof, mail: accountMail, preset: preset, clock: clock,
             decoyKey: infra.chainKey)
         mfa = MFAService(
-            store: store, unitOfWork: unitOfWork, sessions: issuer, throttle: throttle, ownerProof: ownerProof, sealer: infra.sealer,
-            codeKey: infra.chainKey, mail: accountMail, preset: preset, clock: clock)
+            store: store, unitOfWork: unitOfWork.narrowed { $0 }, sessions: issuer, throttle: throttle, ownerProof: ownerProof, sealer: infra.sealer,
+            codeKey: infra.chainKey, mail: accountMail, removal: removal, preset: preset, clock: clock)
         console = ConsoleService(
-            store: store, unitOfWork: unitOfWork, users: users, entitlements: entitlements, engine: infra.engine, mail: accountMail,
-            keys: infra.keys, testMail: testMail, metrics: infra.metrics, preset: preset, clock: clock,
-            retiredKeyPublishSeconds: KeyRing.retiredKeyPublishSeconds(
-                accessTokenTTLSeconds: preset.tokens.accessTokenTTLSeconds, leewaySeconds: preset.tokens.leewaySeconds))
+            store: store, unitOfWork: unitOfWork.narrowed { $0 }, entitlements: entitlementReads, engine: infra.engine, keys: infra.keys,
+            preset: preset, clock: clock)
     }
 }

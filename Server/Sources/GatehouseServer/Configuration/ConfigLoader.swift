@@ -2,6 +2,7 @@ import Configuration
 import Foundation
 import JWTKit
 import GatehouseCore
+import GatehouseWire
 import GatehouseStore
 import Logging
 import SystemPackage

@@ -1,6 +1,7 @@
 import Configuration
 import Foundation
 import GatehouseCore
+import GatehouseWire
 import GatehouseStore
 import Logging
 import SystemPackage

@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseCore
+import GatehouseWire
 
 /// Finds presets: the five shipped with Gatehouse by name, or any file by path.
 public enum PresetLibrary {

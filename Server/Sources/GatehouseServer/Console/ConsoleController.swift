@@ -12,6 +12,9 @@ import NIOCore
 /// nothing from elsewhere.
 struct ConsoleController {
     let console: ConsoleService
+    let operators: OperatorService
+    let operatorMail: OperatorMailService
+    let operatorKeys: OperatorKeysService
     let adminKey: AdminKey
     let cookies: ConsoleCookies
     let views: ConsoleViews
@@ -22,129 +25,174 @@ struct ConsoleController {
 
     /// The console's routes: pages for a browser, not the JSON API (so not in the OpenAPI
     /// document; `OpenAPITests` holds the router to this list).
-    static let operations = [
-        "GET /admin", "POST /admin/sign-in", "POST /admin/sign-out", "GET /admin/users", "GET /admin/users/{id}",
-        "POST /admin/users/{id}/sessions/{session}/revoke", "POST /admin/users/{id}/sessions/revoke-all",
-        "POST /admin/users/{id}/plan", "POST /admin/users/{id}/credits", "POST /admin/users/{id}/disable",
-        "POST /admin/users/{id}/enable", "POST /admin/users/{id}/mail", "POST /admin/users/{id}/delete", "GET /admin/audit",
-        "GET /admin/events", "GET /admin/keys", "POST /admin/keys/rotate", "GET /admin/mail", "POST /admin/mail/test",
-        "GET /admin/preset",
-    ]
+    static let operations = ConsoleRoutes.all.map(\.operation)
 
     /// Sign-in attempts per address per five minutes.
     static let signInsPerWindow = 10
 
     func register(on router: Router<GatehouseRequestContext>) {
-        router.get("/admin") { request, context in
-            try await page(request, context) { views.overview(try await console.overview()) }
+        router.on(ConsoleRoutes.overview, use: overview)
+        router.on(ConsoleRoutes.signIn, use: signIn)
+        router.on(ConsoleRoutes.signOut, use: signOut)
+        router.on(ConsoleRoutes.users, use: users)
+        router.on(ConsoleRoutes.user, use: user)
+        userAction(router, ConsoleRoutes.revokeSession, notice: "session_revoked", revokeSession)
+        userAction(router, ConsoleRoutes.revokeAllSessions, notice: "sessions_revoked", revokeAllSessions)
+        userAction(router, ConsoleRoutes.setPlan, notice: "plan_set", setPlan)
+        userAction(router, ConsoleRoutes.grantCredits, notice: "credits_granted", grantCredits)
+        userAction(router, ConsoleRoutes.disable, notice: "disabled", disable)
+        userAction(router, ConsoleRoutes.enable, notice: "enabled", enable)
+        userAction(router, ConsoleRoutes.sendMail, sendMail)
+        userAction(router, ConsoleRoutes.delete, notice: "user_deleted", then: "/admin/users", delete)
+        router.on(ConsoleRoutes.audit, use: audit)
+        router.on(ConsoleRoutes.events, use: events)
+        router.on(ConsoleRoutes.keys, use: keys)
+        router.on(ConsoleRoutes.rotateKeys, use: rotateKeys)
+        router.on(ConsoleRoutes.mail, use: mail)
+        router.on(ConsoleRoutes.testMail, use: testMail)
+        router.on(ConsoleRoutes.preset, use: preset)
+    }
+
+    // MARK: Handlers
+
+    @Sendable func overview(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try await page(request, context) { views.overview(try await console.overview()) }
+    }
+
+    @Sendable func signOut(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try await action(request, context) { session, _, _ in
+            // Ended on the server: a copy of the cookie is refused from now on, on every node.
+            try await console.endSession(session)
+            var response = redirect("/admin")
+            response.headers[.setCookie] = cookies.clearSession
+            return response
         }
-        router.post("/admin/sign-in") { request, context in try await signIn(request, context) }
-        router.post("/admin/sign-out") { request, context in
-            try await action(request, context) { session, _, _ in
-                // Ended on the server: a copy of the cookie is refused from now on, on every node.
-                try await console.endSession(session)
-                var response = redirect("/admin")
-                response.headers[.setCookie] = cookies.clearSession
-                return response
+    }
+
+    @Sendable func users(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try await page(request, context) {
+            let query = ConsoleViews.UsersQuery(request.uri.queryParameters)
+            return views.users(try await console.users(query.filter, planState: query.plan, cursor: query.cursor), query: query)
+        }
+    }
+
+    @Sendable func user(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try await page(request, context) { try await userPage(try context.parameters.require("id")) }
+    }
+
+    @Sendable func revokeSession(_ id: String, _ form: [String: String], _ context: GatehouseRequestContext, _ client: ClientInfo) async throws {
+        try await operators.revokeSession(id, session: try context.parameters.require("session"), by: ConsoleService.actor, client: client)
+    }
+
+    @Sendable func revokeAllSessions(_ id: String, _ form: [String: String], _ context: GatehouseRequestContext, _ client: ClientInfo) async throws {
+        _ = try await operators.revokeAllSessions(id, by: ConsoleService.actor, client: client)
+    }
+
+    @Sendable func setPlan(_ id: String, _ form: [String: String], _ context: GatehouseRequestContext, _ client: ClientInfo) async throws {
+        let plan = form["plan"].flatMap { $0.isEmpty ? nil : $0 }
+        _ = try await operators.setPlanOverride(id, plan: plan, by: ConsoleService.actor, reason: form["reason"], required: true, client: client)
+    }
+
+    @Sendable func grantCredits(_ id: String, _ form: [String: String], _ context: GatehouseRequestContext, _ client: ClientInfo) async throws {
+        guard let amount = Int(form["amount"] ?? "") else { throw GatehouseError.invalidRequest("The amount must be a whole number.") }
+        try await operators.grantCredits(
+            id, credit: form["credit"] ?? "", amount: amount, reason: form["reason"], by: ConsoleService.actor, client: client)
+    }
+
+    @Sendable func disable(_ id: String, _ form: [String: String], _ context: GatehouseRequestContext, _ client: ClientInfo) async throws {
+        _ = try await operators.disable(id, reason: form["reason"], required: true, by: ConsoleService.actor, client: client)
+    }
+
+    @Sendable func enable(_ id: String, _ form: [String: String], _ context: GatehouseRequestContext, _ client: ClientInfo) async throws {
+        _ = try await operators.enable(id, by: ConsoleService.actor, client: client)
+    }
+
+    /// Answers the notice for the mail sent.
+    @Sendable func sendMail(_ id: String, _ form: [String: String], _ context: GatehouseRequestContext, _ client: ClientInfo) async throws -> String? {
+        let kind = form["kind"] ?? ""
+        try await operatorMail.send(id, kind: kind, by: ConsoleService.actor, client: client)
+        return ["password_reset": "reset_sent", "magic_link": "magic_link_sent", "verification": "verification_sent"][kind]
+    }
+
+    /// Deletes the account when the form's confirmation is exactly its email (or its id when it has none).
+    @Sendable func delete(_ id: String, _ form: [String: String], _ context: GatehouseRequestContext, _ client: ClientInfo) async throws {
+        let user = try await operators.find(id)
+        guard form["confirm"] ?? "" == ConsoleService.confirmationText(user) else {
+            throw ConsoleService.Refusal(
+                code: "confirmation_mismatch", message: "Type \(ConsoleService.confirmationText(user)) exactly to delete this account.")
+        }
+        try await operators.delete(user.id.description, by: ConsoleService.actor, client: client)
+    }
+
+    @Sendable func audit(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try await page(request, context) {
+            let query = request.uri.queryParameters
+            let user = try Self.userID(query["user_id"].map(String.init))
+            let event = query["event"].map(String.init).flatMap { $0.isEmpty ? nil : $0 }
+            let page = try Self.page(query["before"].map(String.init))
+            return views.audit(try await operators.audit(user: user, event: event, page), user: user, event: event)
+        }
+    }
+
+    @Sendable func events(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try await page(request, context) {
+            let query = request.uri.queryParameters
+            let user = try Self.userID(query["user_id"].map(String.init))
+            let type = query["type"].map(String.init).flatMap { $0.isEmpty ? nil : $0 }
+            let page = try Self.page(query["after"].map(String.init))
+            return views.events(try await operators.events(user: user, type: type, page), user: user, type: type)
+        }
+    }
+
+    @Sendable func keys(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try await page(request, context) { try await keysPage() }
+    }
+
+    @Sendable func rotateKeys(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try await action(request, context, onError: { try await keysPage() }) { _, form, client in
+            guard form["confirm"] == "rotate" else {
+                throw ConsoleService.Refusal(code: "confirmation_mismatch", message: "Type rotate to rotate the signing key.")
             }
+            try await operatorKeys.rotate(by: ConsoleService.actor, client: client)
+            return redirect("/admin/keys", notice: "keys_rotated")
         }
-        router.get("/admin/users") { request, context in
-            try await page(request, context) {
-                let query = ConsoleViews.UsersQuery(request.uri.queryParameters)
-                return views.users(try await console.users(query.filter, planState: query.plan, cursor: query.cursor), query: query)
-            }
+    }
+
+    @Sendable func mail(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try await page(request, context) { try await mailPage() }
+    }
+
+    @Sendable func testMail(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try await action(request, context, onError: { try await mailPage() }) { _, form, client in
+            _ = try await operatorMail.sendTest(to: form["to"] ?? "", by: ConsoleService.actor, client: client)
+            return redirect("/admin/mail", notice: "test_mail_queued")
         }
-        router.get("/admin/users/{id}") { request, context in
-            try await page(request, context) { try await userPage(try context.parameters.require("id")) }
-        }
-        userAction(router, "sessions/{session}/revoke", notice: "session_revoked") { id, _, context, client in
-            try await console.revokeSession(id, session: try context.parameters.require("session"), client: client)
-        }
-        userAction(router, "sessions/revoke-all", notice: "sessions_revoked") { id, _, _, client in
-            _ = try await console.revokeAllSessions(id, client: client)
-        }
-        userAction(router, "plan", notice: "plan_set") { id, form, _, client in
-            let plan = form["plan"].flatMap { $0.isEmpty ? nil : $0 }
-            try await console.setPlan(id, plan: plan, reason: form["reason"] ?? "", client: client)
-        }
-        userAction(router, "credits", notice: "credits_granted") { id, form, _, client in
-            guard let amount = Int(form["amount"] ?? "") else { throw GatehouseError.invalidRequest("The amount must be a whole number.") }
-            try await console.grantCredits(id, credit: form["credit"] ?? "", amount: amount, reason: form["reason"] ?? "", client: client)
-        }
-        userAction(router, "disable", notice: "disabled") { id, form, _, client in
-            try await console.disable(id, reason: form["reason"] ?? "", client: client)
-        }
-        userAction(router, "enable", notice: "enabled") { id, _, _, client in
-            try await console.enable(id, client: client)
-        }
-        userAction(router, "mail") { id, form, _, client in
-            let kind = form["kind"] ?? ""
-            try await console.sendMail(id, kind: kind, client: client)
-            return ["password_reset": "reset_sent", "magic_link": "magic_link_sent", "verification": "verification_sent"][kind]
-        }
-        userAction(router, "delete", notice: "user_deleted", then: "/admin/users") { id, form, _, client in
-            try await console.delete(id, confirmation: form["confirm"] ?? "", client: client)
-        }
-        router.get("/admin/audit") { request, context in
-            try await page(request, context) {
-                let query = request.uri.queryParameters
-                let user = try Self.userID(query["user_id"].map(String.init))
-                let event = query["event"].map(String.init).flatMap { $0.isEmpty ? nil : $0 }
-                let before = try Self.cursor(query["before"].map(String.init))
-                let rows = try await console.store.auditEvents(userID: user, event: event, before: before, limit: 51)
-                return views.audit(rows, user: user, event: event)
-            }
-        }
-        router.get("/admin/events") { request, context in
-            try await page(request, context) {
-                let query = request.uri.queryParameters
-                let user = try Self.userID(query["user_id"].map(String.init))
-                let type = query["type"].map(String.init).flatMap { $0.isEmpty ? nil : $0 }
-                let after = try Self.cursor(query["after"].map(String.init))
-                let rows = try await console.store.events(after: after, type: type, userID: user, limit: 51)
-                return views.events(rows, user: user, type: type)
-            }
-        }
-        router.get("/admin/keys") { request, context in
-            try await page(request, context) { views.keys(try await console.store.allSigningKeys(), active: console.keys.activeKID) }
-        }
-        router.post("/admin/keys/rotate") { request, context in
-            try await action(request, context, onError: { views.keys(try await console.store.allSigningKeys(), active: console.keys.activeKID) }) {
-                _, form, client in
-                try await console.rotateKeys(confirmation: form["confirm"] ?? "", client: client)
-                return redirect("/admin/keys", notice: "keys_rotated")
-            }
-        }
-        router.get("/admin/mail") { request, context in
-            try await page(request, context) { try await mailPage() }
-        }
-        router.post("/admin/mail/test") { request, context in
-            try await action(request, context, onError: { try await mailPage() }) { _, form, client in
-                try await console.sendTestMail(to: form["to"] ?? "", client: client)
-                return redirect("/admin/mail", notice: "test_mail_queued")
-            }
-        }
-        router.get("/admin/preset") { request, context in
-            try await page(request, context) { try views.preset(console.preset) }
-        }
+    }
+
+    @Sendable func preset(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try await page(request, context) { try views.preset(console.preset) }
     }
 
     // MARK: Pages
 
     private func userPage(_ id: String) async throws -> ConsoleViews.Page {
-        views.user(try await console.user(id), live: console.isLive, credits: console.creditNames)
+        views.user(try await console.user(id), live: console.isLive, credits: operators.creditNames)
+    }
+
+    private func keysPage() async throws -> ConsoleViews.Page {
+        views.keys(try await console.signingKeys(), active: console.keys.activeKID)
     }
 
     private func mailPage() async throws -> ConsoleViews.Page {
-        views.mail(try await console.store.mailCounts(), recent: try await console.store.recentMail(limit: 30))
+        views.mail(try await console.mailCounts(), recent: try await console.recentMail())
     }
 
     /// A user action: `POST /admin/users/{id}/<path>`, then `notice` on the user's page (or on `location`).
     private func userAction(
-        _ router: Router<GatehouseRequestContext>, _ path: String, notice: String, then location: String? = nil,
+        _ router: Router<GatehouseRequestContext>, _ route: Route, notice: String, then location: String? = nil,
         _ run: @escaping @Sendable (String, [String: String], GatehouseRequestContext, ClientInfo) async throws -> Void
     ) {
-        userAction(router, path, then: location) { id, form, context, client in
+        userAction(router, route, then: location) { id, form, context, client in
             try await run(id, form, context, client)
             return notice
         }
@@ -152,10 +200,17 @@ struct ConsoleController {
 
     /// A user action whose notice depends on what it did.
     private func userAction(
-        _ router: Router<GatehouseRequestContext>, _ path: String, then location: String? = nil,
+        _ router: Router<GatehouseRequestContext>, _ route: Route, then location: String? = nil,
         _ run: @escaping @Sendable (String, [String: String], GatehouseRequestContext, ClientInfo) async throws -> String?
     ) {
-        router.post(RouterPath("/admin/users/{id}/\(path)")) { request, context in
+        router.on(route, use: userHandler(then: location, run))
+    }
+
+    /// The handler of a user action: the form checked by `action`, then `run` with the user's id.
+    private func userHandler(
+        then location: String?, _ run: @escaping @Sendable (String, [String: String], GatehouseRequestContext, ClientInfo) async throws -> String?
+    ) -> @Sendable (Request, GatehouseRequestContext) async throws -> Response {
+        { request, context in
             let id = try context.parameters.require("id")
             return try await action(request, context, onError: { try await userPage(id) }) { _, form, client in
                 let notice = try await run(id, form, context, client)
@@ -166,7 +221,7 @@ struct ConsoleController {
 
     // MARK: Sign-in
 
-    private func signIn(_ request: Request, _ context: GatehouseRequestContext) async throws -> Response {
+    @Sendable func signIn(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
         let form = try await readForm(request)
         let client = resolver.client(request, context.peerAddress)
         guard PagesController.sameOrigin(request),
@@ -182,12 +237,11 @@ struct ConsoleController {
             return signInPage(error: ("rate_limited", "Too many attempts. Wait a few minutes and try again."), status: .tooManyRequests)
         }
         guard adminKey.matches(form["key"] ?? "") else {
-            try await console.recordSignIn(succeeded: false, client: client)
+            try await console.recordRefusedSignIn(client: client)
             return signInPage(error: ("wrong_key", "That is not the admin key."), status: .unauthorized)
         }
-        try await console.recordSignIn(succeeded: true, client: client)
         let started = cookies.newSession(now: clock.now)
-        try await console.startSession(started.session)
+        try await console.startSession(started.session, client: client)
         var response = redirect("/admin", notice: "signed_in")
         response.headers.append(HTTPField(name: .setCookie, value: started.header))
         return response
@@ -287,9 +341,8 @@ struct ConsoleController {
         return id
     }
 
-    static func cursor(_ text: String?) throws -> Int64? {
-        guard let text, !text.isEmpty else { return nil }
-        guard let value = Int64(text), value >= 0 else { throw GatehouseError.invalidRequest("The cursor is not valid.") }
-        return value
+    /// A page of 50 from the cursor in the query (the operator's paging, `PageQuery`).
+    static func page(_ cursor: String?) throws -> PageQuery {
+        try PageQuery(limit: nil, default: 50, range: 50...50, cursor: cursor, allowsNegative: false)
     }
 }

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import GatehouseCore
+import GatehouseWire
 
 /// The admin console's session cookie and CSRF tokens, signed with a key derived from the admin
 /// key; the session also has a row (`console_sessions`, by its nonce's hash) that sign-out

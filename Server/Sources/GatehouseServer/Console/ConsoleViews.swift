@@ -213,10 +213,10 @@ struct ConsoleViews: Sendable {
             ])
     }
 
-    func audit(_ rows: [AuditEvent], user: UserID?, event: String?) -> Page {
-        let page = Array(rows.prefix(50))
+    func audit(_ found: OperatorService.Page<AuditEvent>, user: UserID?, event: String?) -> Page {
+        let page = found.rows
         var next = ""
-        if rows.count > 50, let last = page.last?.sequence {
+        if found.more, let last = page.last?.sequence {
             next = Self.link("/admin/audit", ["user_id": user?.description, "event": event, "before": String(last)])
         }
         return Page(
@@ -226,10 +226,10 @@ struct ConsoleViews: Sendable {
             ])
     }
 
-    func events(_ rows: [DomainEvent], user: UserID?, type: String?) -> Page {
-        let page = Array(rows.prefix(50))
+    func events(_ found: OperatorService.Page<DomainEvent>, user: UserID?, type: String?) -> Page {
+        let page = found.rows
         var next = ""
-        if rows.count > 50, let last = page.last?.sequence {
+        if found.more, let last = page.last?.sequence {
             next = Self.link("/admin/events", ["user_id": user?.description, "type": type, "after": String(last)])
         }
         return Page(

@@ -6,93 +6,123 @@ import Hummingbird
 
 /// `/admin/v1`: operator calls, behind the admin key.
 struct AdminController {
-    let users: UserAdminService
+    let users: OperatorService
     let imports: ImportService
-    let mfa: MFAService
     let keys: KeyRing
+    let operatorKeys: OperatorKeysService
     let adminKey: AdminKey
     let keyAttempts: OperatorKeyAttempts
-    let testMail: TestMailService
+    let operatorMail: OperatorMailService
     let bodyLimit: Int
-    let metrics: ServerMetrics
-    /// How long a retired signing key stays published: the longest access-token life plus leeway.
-    let retiredKeyPublishSeconds: Int
 
     func register(on router: Router<GatehouseRequestContext>) {
         let admin = router.group().add(middleware: BearerKeyMiddleware(key: adminKey, attempts: keyAttempts))
-        admin.on(Endpoints.adminUsers) { request, _ in
-            let query = request.uri.queryParameters
-            let limitText = query["limit"].map(String.init)
-            guard let limit = Int(limitText ?? "50") else { throw GatehouseError.invalidRequest("The limit must be a number.") }
-            return try JSONBody.response(
-                try await self.users.list(
-                    search: query["q"].map(String.init), cursor: query["before"].map(String.init), limit: limit))
+        admin.on(Endpoints.adminUsers, use: adminUsers)
+        admin.on(Endpoints.adminUser, use: adminUser)
+        admin.on(Endpoints.adminDisableUser, use: adminDisableUser)
+        admin.on(Endpoints.adminEnableUser, use: adminEnableUser)
+        admin.on(Endpoints.adminDeleteUser, use: adminDeleteUser)
+        admin.on(Endpoints.adminSetPlan, use: adminSetPlan)
+        admin.on(Endpoints.adminMFAFactors, use: adminMFAFactors)
+        admin.on(Endpoints.adminDeleteMFAFactor, use: adminDeleteMFAFactor)
+        admin.on(Endpoints.adminEvents, use: adminEvents)
+        admin.on(Endpoints.adminAudit, use: adminAudit)
+        admin.on(Endpoints.adminTestMail, use: adminTestMail)
+        admin.on(Endpoints.adminImportFirebase, use: adminImportFirebase)
+        admin.on(Endpoints.adminImportSupabase, use: adminImportSupabase)
+        admin.on(Endpoints.adminKeys, use: adminKeys)
+        admin.on(Endpoints.adminRotateKeys, use: adminRotateKeys)
+    }
+
+    @Sendable func adminUsers(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        let query = request.uri.queryParameters
+        let limitText = query["limit"].map(String.init)
+        guard let limit = Int(limitText ?? "50") else { throw GatehouseError.invalidRequest("The limit must be a number.") }
+        return try JSONBody.response(
+            try await self.users.list(
+                search: query["q"].map(String.init), cursor: query["before"].map(String.init), limit: limit))
+    }
+
+    @Sendable func adminUser(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try JSONBody.response(try await self.users.show(try context.parameters.require("id")))
+    }
+
+    @Sendable func adminDisableUser(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        let body = try await request.decodeJSON(DisableUserRequest.self, limit: self.bodyLimit)
+        return try JSONBody.response(try await self.users.disable(try context.parameters.require("id"), reason: body.reason))
+    }
+
+    @Sendable func adminEnableUser(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try JSONBody.response(try await self.users.enable(try context.parameters.require("id")))
+    }
+
+    @Sendable func adminDeleteUser(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try await self.users.delete(try context.parameters.require("id"))
+        return JSONBody.empty()
+    }
+
+    @Sendable func adminSetPlan(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        let body = try await request.decodeJSON(PlanOverrideRequest.self, limit: self.bodyLimit)
+        return try JSONBody.response(try await self.users.setPlanOverride(try context.parameters.require("id"), plan: body.plan))
+    }
+
+    @Sendable func adminMFAFactors(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try JSONBody.response(try await self.users.factors(try context.parameters.require("id")))
+    }
+
+    @Sendable func adminDeleteMFAFactor(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try await self.users.removeFactor(try context.parameters.require("id"), factor: try context.parameters.require("factor"))
+        return JSONBody.empty()
+    }
+
+    @Sendable func adminEvents(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        let query = request.uri.queryParameters
+        let page = try PageQuery(
+            limit: query["limit"].map(String.init), default: 100, range: 1...1000, cursor: query["after"].map(String.init),
+            allowsNegative: false)
+        let found = try await self.users.events(user: nil, page)
+        return try JSONBody.response(
+            EventList(events: found.rows.map(EventEntry.init), nextCursor: found.rows.last?.sequence.map { String($0) } ?? page.cursorText))
+    }
+
+    @Sendable func adminAudit(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        let query = request.uri.queryParameters
+        // The limit is checked first, then the user, then the cursor.
+        var page = try PageQuery(limit: query["limit"].map(String.init), default: 100, range: 1...500, cursor: nil, allowsNegative: true)
+        var user: UserID?
+        if let text = query["user_id"].map(String.init) {
+            guard let parsed = UserID(text) else { throw GatehouseError.invalidRequest("The user_id is not valid.") }
+            user = parsed
         }
-        admin.on(Endpoints.adminUser) { _, context in
-            try JSONBody.response(try await self.users.show(try context.parameters.require("id")))
-        }
-        admin.on(Endpoints.adminDisableUser) { request, context in
-            let body = try await request.decodeJSON(DisableUserRequest.self, limit: self.bodyLimit)
-            return try JSONBody.response(try await self.users.disable(try context.parameters.require("id"), reason: body.reason))
-        }
-        admin.on(Endpoints.adminEnableUser) { _, context in
-            try JSONBody.response(try await self.users.enable(try context.parameters.require("id")))
-        }
-        admin.on(Endpoints.adminDeleteUser) { _, context in
-            try await self.users.delete(try context.parameters.require("id"))
-            return JSONBody.empty()
-        }
-        admin.on(Endpoints.adminSetPlan) { request, context in
-            let body = try await request.decodeJSON(PlanOverrideRequest.self, limit: self.bodyLimit)
-            return try JSONBody.response(try await self.users.setPlanOverride(try context.parameters.require("id"), plan: body.plan))
-        }
-        admin.on(Endpoints.adminMFAFactors) { _, context in
-            try JSONBody.response(try await self.mfa.adminFactors(try context.parameters.require("id")))
-        }
-        admin.on(Endpoints.adminDeleteMFAFactor) { _, context in
-            try await self.mfa.adminRemove(try context.parameters.require("id"), factor: try context.parameters.require("factor"))
-            return JSONBody.empty()
-        }
-        admin.on(Endpoints.adminEvents) { request, _ in
-            let query = request.uri.queryParameters
-            let page = try PageQuery(
-                limit: query["limit"].map(String.init), default: 100, range: 1...1000, cursor: query["after"].map(String.init),
-                allowsNegative: false)
-            return try JSONBody.response(try await self.users.events(page))
-        }
-        admin.on(Endpoints.adminAudit) { request, _ in
-            let query = request.uri.queryParameters
-            // The limit is checked first, then the user, then the cursor.
-            var page = try PageQuery(limit: query["limit"].map(String.init), default: 100, range: 1...500, cursor: nil, allowsNegative: true)
-            var user: UserID?
-            if let text = query["user_id"].map(String.init) {
-                guard let parsed = UserID(text) else { throw GatehouseError.invalidRequest("The user_id is not valid.") }
-                user = parsed
-            }
-            try page.readCursor(query["before"].map(String.init), allowsNegative: true)
-            return try JSONBody.response(try await self.users.audit(user: user, page))
-        }
-        admin.on(Endpoints.adminTestMail) { request, _ in
-            let body = try await request.decodeJSON(MailTestRequest.self, limit: self.bodyLimit)
-            let id = try await self.testMail.send(to: body.to)
-            return try JSONBody.response(MailQueued(id: id.uuidString.lowercased()), status: .accepted)
-        }
-        admin.on(Endpoints.adminImportFirebase) { request, _ in
-            let body = try await request.decodeJSON(FirebaseImportRequest.self, limit: self.bodyLimit)
-            return try JSONBody.response(try await self.imports.firebase(body))
-        }
-        admin.on(Endpoints.adminImportSupabase) { request, _ in
-            let body = try await request.decodeJSON(SupabaseImportRequest.self, limit: self.bodyLimit)
-            return try JSONBody.response(try await self.imports.supabase(body))
-        }
-        admin.on(Endpoints.adminKeys) { _, _ in
-            try JSONBody.response(self.keys.jwks)
-        }
-        admin.on(Endpoints.adminRotateKeys) { _, _ in
-            try await self.keys.rotate(keepPublishedFor: self.retiredKeyPublishSeconds)
-            self.metrics.keyRotation()
-            return try JSONBody.response(self.keys.jwks)
-        }
+        try page.readCursor(query["before"].map(String.init), allowsNegative: true)
+        let found = try await self.users.audit(user: user, page)
+        return try JSONBody.response(
+            AuditList(events: found.rows.map(AuditEntry.init), nextCursor: found.more ? found.rows.last?.sequence.map { String($0) } : nil))
+    }
+
+    @Sendable func adminTestMail(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        let body = try await request.decodeJSON(MailTestRequest.self, limit: self.bodyLimit)
+        let id = try await self.operatorMail.sendTest(to: body.to, by: OperatorService.operatorActor, client: nil)
+        return try JSONBody.response(MailQueued(id: id.uuidString.lowercased()), status: .accepted)
+    }
+
+    @Sendable func adminImportFirebase(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        let body = try await request.decodeJSON(FirebaseImportRequest.self, limit: self.bodyLimit)
+        return try JSONBody.response(try await self.imports.firebase(body))
+    }
+
+    @Sendable func adminImportSupabase(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        let body = try await request.decodeJSON(SupabaseImportRequest.self, limit: self.bodyLimit)
+        return try JSONBody.response(try await self.imports.supabase(body))
+    }
+
+    @Sendable func adminKeys(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try JSONBody.response(self.keys.jwks)
+    }
+
+    @Sendable func adminRotateKeys(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try await self.operatorKeys.rotate(by: OperatorService.operatorActor, client: nil)
+        return try JSONBody.response(self.keys.jwks)
     }
 }
 

@@ -11,17 +11,39 @@ struct IdentitiesController {
 
     func register(signedIn: SignedInRoutes) {
         signedIn.on(Endpoints.linkEmail, use: linkEmail)
-        signedIn.on(Endpoints.linkApple) { request, context in try await link(.apple, request, context) }
-        signedIn.on(Endpoints.linkGoogle) { request, context in try await link(.google, request, context) }
+        signedIn.on(Endpoints.linkApple, use: linkApple)
+        signedIn.on(Endpoints.linkGoogle, use: linkGoogle)
         // The literal paths are listed because the router does not fall back from a literal
         // segment (`email`, taken by the POST routes) to a parameter.
-        for (endpoint, provider) in [(Endpoints.unlinkEmail, "email"), (Endpoints.unlinkApple, "apple"), (Endpoints.unlinkGoogle, "google")] {
-            signedIn.on(endpoint) { request, context in try await unlink(provider, request, context) }
-        }
-        signedIn.on(Endpoints.unlinkIdentity) { request, context in
-            try await unlink(try context.parameters.require("provider"), request, context)
-        }
+        signedIn.on(Endpoints.unlinkEmail, use: unlinkEmail)
+        signedIn.on(Endpoints.unlinkApple, use: unlinkApple)
+        signedIn.on(Endpoints.unlinkGoogle, use: unlinkGoogle)
+        signedIn.on(Endpoints.unlinkIdentity, use: unlinkIdentity)
         signedIn.on(Endpoints.merge, use: merge)
+    }
+
+    @Sendable func unlinkEmail(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        try await unlink("email", request, context)
+    }
+
+    @Sendable func unlinkApple(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        try await unlink("apple", request, context)
+    }
+
+    @Sendable func unlinkGoogle(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        try await unlink("google", request, context)
+    }
+
+    @Sendable func linkApple(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        try await link(.apple, request, context)
+    }
+
+    @Sendable func linkGoogle(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        try await link(.google, request, context)
+    }
+
+    @Sendable func unlinkIdentity(_ request: Request, context: AuthenticatedContext) async throws -> Response {
+        try await unlink(try context.parameters.require("provider"), request, context)
     }
 
     @Sendable func linkEmail(_ request: Request, context: AuthenticatedContext) async throws -> Response {

@@ -6,32 +6,43 @@ import Hummingbird
 
 /// `GET /health`, `GET /.well-known/jwks.json` and `GET /v1/config`.
 struct OperationsController {
-    let store: any GatehouseStore
+    /// Asks the database for an answer (`/health`), promptly or not at all.
+    let ping: @Sendable () async throws -> Void
     let keys: KeyRing
     let publicConfiguration: PublicConfiguration
     let openAPI: [UInt8]
 
     func register(on router: Router<GatehouseRequestContext>) {
-        router.on(Endpoints.health) { _, context in try await self.health(context) }
-        router.on(Endpoints.jwks) { _, _ in
-            try JSONBody.response(self.keys.jwks, headers: [.cacheControl: "public, max-age=300"])
-        }
-        router.on(Endpoints.configuration) { _, _ in
-            try JSONBody.response(self.publicConfiguration, headers: [.cacheControl: "public, max-age=60"])
-        }
+        router.on(Endpoints.health, use: healthRoute)
+        router.on(Endpoints.jwks, use: jwks)
+        router.on(Endpoints.configuration, use: configuration)
         // The API described in OpenAPI 3.1 (`docs/openapi.yaml`).
-        router.on(Endpoints.openAPI) { _, _ in
-            Response(
-                status: .ok, headers: [.contentType: "application/yaml; charset=utf-8", .cacheControl: "public, max-age=300"],
-                body: .init(byteBuffer: ByteBuffer(bytes: self.openAPI)))
-        }
+        router.on(Endpoints.openAPI, use: openAPIRoute)
+    }
+
+    @Sendable func healthRoute(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try await self.health(context)
+    }
+
+    @Sendable func jwks(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try JSONBody.response(self.keys.jwks, headers: [.cacheControl: "public, max-age=300"])
+    }
+
+    @Sendable func configuration(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try JSONBody.response(self.publicConfiguration, headers: [.cacheControl: "public, max-age=60"])
+    }
+
+    @Sendable func openAPIRoute(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        Response(
+            status: .ok, headers: [.contentType: "application/yaml; charset=utf-8", .cacheControl: "public, max-age=300"],
+            body: .init(byteBuffer: ByteBuffer(bytes: self.openAPI)))
     }
 
     /// 200 when the database answers, 503 when it does not; recovers by itself because every
     /// probe is a fresh query.
     private func health(_ context: GatehouseRequestContext) async throws -> Response {
         do {
-            try await store.ping()
+            try await ping()
             return try JSONBody.response(HealthResponse(status: "ok"))
         } catch {
             context.logger.warning("health check failed", metadata: ["cause": .string("\(error)")])

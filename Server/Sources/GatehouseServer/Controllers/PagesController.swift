@@ -15,7 +15,8 @@ import NIOCore
 struct PagesController {
     let verification: EmailVerificationService
     let reset: PasswordResetService
-    let links: LinkPagesService
+    let magicLinks: MagicLinkService
+    let links: EmailLinkStates
     let templates: Templates
     let resolver: ClientAddressResolver
     let preset: Preset
@@ -32,58 +33,100 @@ struct PagesController {
     var policy: PasswordPolicySettings { preset.passwordPolicy }
 
     func register(on router: Router<GatehouseRequestContext>) {
-        router.on(Endpoints.verifyEmailPage) { request, _ in
-            try await page(request) { token, csrf in try await verifyPage(token: token, csrf: csrf) }
+        router.on(Endpoints.verifyEmailPage, use: verifyEmailPage)
+        router.on(Endpoints.verifyEmailForm, use: verifyEmailForm)
+        router.on(Endpoints.resetPasswordPage, use: resetPasswordPage)
+        router.on(Endpoints.resetPasswordForm, use: resetPasswordForm)
+        router.on(Endpoints.magicLinkPage, use: magicLinkPage)
+        router.on(Endpoints.resendLinkForm, use: resendLinkForm)
+    }
+
+    @Sendable func verifyEmailPage(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try await page(request) { token, csrf in try await verifyPage(token: token, csrf: csrf) }
+    }
+
+    @Sendable func verifyEmailForm(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try await submit(request, context) { form, csrf in
+            try await usingLink(form, csrf: csrf, copy: "page.verify", expired: .tokenExpired) {
+                _ = try await verification.verify(token: form.token)
+                return verifiedPage()
+            }
         }
-        router.on(Endpoints.verifyEmailForm) { request, context in
-            try await submit(request, context) { form, csrf in
-                try await usingLink(form, csrf: csrf, copy: "page.verify", expired: .tokenExpired) {
-                    _ = try await verification.verify(token: form.token)
-                    return verifiedPage()
+    }
+
+    @Sendable func resetPasswordPage(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try await page(request) { token, csrf in try await resetPage(token: token, csrf: csrf) }
+    }
+
+    @Sendable func resetPasswordForm(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try await submit(request, context) { form, csrf in
+            let password = form.fields["password"] ?? ""
+            guard password == form.fields["password_confirm"] else {
+                return resetForm(token: form.token, csrf: csrf, errors: [text("page.reset.mismatch", "The two passwords do not match.")])
+            }
+            return try await usingLink(form, csrf: csrf, copy: "page.reset", expired: .resetTokenExpired) {
+                do {
+                    try await reset.reset(token: form.token, password: password, client: resolver.client(request, context.peerAddress))
+                    return resetDonePage()
+                } catch let error as GatehouseError where error.code == .weakPassword {
+                    return resetForm(token: form.token, csrf: csrf, errors: [error.message])
                 }
             }
         }
-        router.on(Endpoints.resetPasswordPage) { request, _ in
-            try await page(request) { token, csrf in try await resetPage(token: token, csrf: csrf) }
-        }
-        router.on(Endpoints.resetPasswordForm) { request, context in
-            try await submit(request, context) { form, csrf in
-                let password = form.fields["password"] ?? ""
-                guard password == form.fields["password_confirm"] else {
-                    return resetForm(token: form.token, csrf: csrf, errors: [text("page.reset.mismatch", "The two passwords do not match.")])
-                }
-                return try await usingLink(form, csrf: csrf, copy: "page.reset", expired: .resetTokenExpired) {
-                    do {
-                        try await reset.reset(token: form.token, password: password, client: resolver.client(request, context.peerAddress))
-                        return resetDonePage()
-                    } catch let error as GatehouseError where error.code == .weakPassword {
-                        return resetForm(token: form.token, csrf: csrf, errors: [error.message])
-                    }
-                }
+    }
+
+    @Sendable func magicLinkPage(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try await page(request) { token, csrf in try await magicPage(token: token, csrf: csrf) }
+    }
+
+    @Sendable func resendLinkForm(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try await submit(request, context) { form, _ in
+            switch try await resendLink(following: form.token, client: resolver.client(request, context.peerAddress)) {
+            case .sent:
+                return Templates.Page(
+                    state: "sent", title: text("page.sent.title", "Check your email"), heading: text("page.sent.title", "Check your email"),
+                    paragraphs: [text("page.sent.body", "We sent a new link. It may take a minute to arrive; check your spam folder too.")])
+            case .alreadyVerified:
+                return verifiedPage()
+            case .rateLimited(let seconds):
+                return Templates.Page(
+                    state: "rate_limited", title: text("page.wait.title", "Please wait"), heading: text("page.wait.title", "Please wait"),
+                    paragraphs: [text("page.wait.body", "A link was sent very recently. You can ask for another in {seconds} seconds.", ["seconds": String(seconds)])],
+                    icon: "warning")
+            case .invalid:
+                return invalidPage()
             }
         }
-        router.on(Endpoints.magicLinkPage) { request, _ in
-            try await page(request) { token, csrf in try await magicPage(token: token, csrf: csrf) }
-        }
-        router.on(Endpoints.resendLinkForm) { request, context in
-            try await submit(request, context) { form, _ in
-                switch try await links.resend(token: form.token, client: resolver.client(request, context.peerAddress)) {
-                case .sent:
-                    return Templates.Page(
-                        state: "sent", title: text("page.sent.title", "Check your email"), heading: text("page.sent.title", "Check your email"),
-                        paragraphs: [text("page.sent.body", "We sent a new link. It may take a minute to arrive; check your spam folder too.")])
-                case .alreadyVerified:
-                    return verifiedPage()
-                case .rateLimited(let seconds):
-                    return Templates.Page(
-                        state: "rate_limited", title: text("page.wait.title", "Please wait"), heading: text("page.wait.title", "Please wait"),
-                        paragraphs: [text("page.wait.body", "A link was sent very recently. You can ask for another in {seconds} seconds.", ["seconds": String(seconds)])],
-                        icon: "warning")
-                case .invalid:
-                    return invalidPage()
-                }
+    }
+
+    enum ResendOutcome: Sendable, Equatable {
+        case sent
+        case alreadyVerified
+        case rateLimited(Int)
+        case invalid
+    }
+
+    /// "Send a new link": a fresh link of the same kind as `token`'s (expired or used), to the
+    /// same person, through the use case that sends that kind.
+    private func resendLink(following token: String, client: ClientInfo) async throws -> ResendOutcome {
+        do {
+            switch try await links.resend(following: token) {
+            case .verification(let user):
+                if user.emailVerified { return .alreadyVerified }
+                try await verification.resend(user)
+            case .passwordReset(let email):
+                try await reset.forgot(email: email, client: client)
+            case .magicLink(let email, let redirectTo):
+                try await magicLinks.request(email: email, redirectTo: redirectTo, client: client)
+            case .invalid:
+                return .invalid
             }
+        } catch let error as GatehouseError where error.code == .rateLimited {
+            return .rateLimited(error.retryAfter ?? 60)
+        } catch let error as GatehouseError where error.code == .emailNotFound || error.code == .methodDisabled {
+            return .invalid
         }
+        return .sent
     }
 
     // MARK: Pages

@@ -22,7 +22,7 @@ struct SessionsController {
 
     @Sendable func logout(_ request: Request, context: AuthenticatedContext) async throws -> Response {
         let body = try await input.body(LogoutRequest.self, request)
-        let scope = body.scope.map { SignOutScope(rawValue: $0) } ?? .local
+        let scope = body.scope ?? .local
         try await sessions.logout(context.identity, scope: scope, client: input.client(request, context))
         return JSONBody.empty()
     }

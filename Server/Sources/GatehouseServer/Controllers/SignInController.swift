@@ -17,10 +17,18 @@ struct SignInController {
         router.on(Endpoints.signUp, use: signup)
         router.on(Endpoints.logIn, use: login)
         router.on(Endpoints.signInAnonymously, use: anonymous)
-        router.on(Endpoints.signInWithApple) { request, context in try await provider(.apple, request, context) }
-        router.on(Endpoints.signInWithGoogle) { request, context in try await provider(.google, request, context) }
+        router.on(Endpoints.signInWithApple, use: signInWithApple)
+        router.on(Endpoints.signInWithGoogle, use: signInWithGoogle)
         router.on(Endpoints.sendMagicLink, use: requestMagicLink)
         router.on(Endpoints.verifyMagicLink, use: verifyMagicLink)
+    }
+
+    @Sendable func signInWithApple(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try await provider(.apple, request, context)
+    }
+
+    @Sendable func signInWithGoogle(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try await provider(.google, request, context)
     }
 
     @Sendable func signup(_ request: Request, context: GatehouseRequestContext) async throws -> Response {

@@ -10,12 +10,16 @@ struct WellKnownController {
     let preset: Preset
 
     func register(on router: Router<GatehouseRequestContext>) {
-        router.on(Endpoints.appleAppSiteAssociation) { _, _ in
-            try JSONBody.response(association, headers: [.cacheControl: "public, max-age=3600"])
-        }
-        router.on(Endpoints.passkeyEndpoints) { _, _ in
-            try JSONBody.response(endpoints, headers: [.cacheControl: "public, max-age=3600"])
-        }
+        router.on(Endpoints.appleAppSiteAssociation, use: appleAppSiteAssociation)
+        router.on(Endpoints.passkeyEndpoints, use: passkeyEndpoints)
+    }
+
+    @Sendable func appleAppSiteAssociation(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try JSONBody.response(association, headers: [.cacheControl: "public, max-age=3600"])
+    }
+
+    @Sendable func passkeyEndpoints(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try JSONBody.response(endpoints, headers: [.cacheControl: "public, max-age=3600"])
     }
 
     /// `webcredentials` for passkeys; `applinks` for the mailed links' pages, which the app

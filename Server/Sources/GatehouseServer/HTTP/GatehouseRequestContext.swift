@@ -1,4 +1,5 @@
 import GatehouseCore
+import GatehouseWire
 import Hummingbird
 import NIOCore
 

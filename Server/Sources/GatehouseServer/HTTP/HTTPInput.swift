@@ -1,4 +1,5 @@
 import GatehouseCore
+import GatehouseWire
 import HTTPTypes
 import Hummingbird
 import NIOCore

@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseCore
+import GatehouseWire
 import GatehouseStore
 
 /// Queues the mail an account's life causes: verification links, security notices, and
@@ -12,7 +13,7 @@ struct AccountMail: Sendable {
     let preset: Preset
 
     /// Makes a verification link for the user's current address and queues its mail.
-    func queueVerification(_ work: Work, user: User) async throws {
+    func queueVerification(_ work: Work<any EmailTokenStore>, user: User) async throws {
         guard let email = user.email.map(EmailAddress.deliverable), let normalized = user.normalizedEmail else { return }
         let now = work.now
         let (token, hash) = links.newToken()
@@ -28,7 +29,7 @@ struct AccountMail: Sendable {
 
     /// "Your password was changed", to a verified address only (an unverified one may not be
     /// the account owner's).
-    func queuePasswordChanged(_ work: Work, user: User) async throws {
+    func queuePasswordChanged(_ work: Work<some Sendable>, user: User) async throws {
         guard preset.email.notifyPasswordChanged, user.emailVerified, let email = user.email.map(EmailAddress.deliverable) else { return }
         let message = templates.mail("password_changed", values: ["time": Self.humanTime(work.now)])
         try await work.enqueueMail(message.outbox(kind: "password_changed", to: email, at: work.now))
@@ -36,7 +37,7 @@ struct AccountMail: Sendable {
 
     /// A security notice about the account's second factors (`mfa_factor_added`,
     /// `mfa_factor_removed`, `recovery_code_used`), to a verified address only.
-    func queueSecurityNotice(_ work: Work, user: User, kind: String, values: [String: String]) async throws {
+    func queueSecurityNotice(_ work: Work<some Sendable>, user: User, kind: String, values: [String: String]) async throws {
         guard user.emailVerified, let email = user.email.map(EmailAddress.deliverable) else { return }
         let message = templates.mail(kind, values: values.merging(["time": Self.humanTime(work.now)]) { mine, _ in mine })
         try await work.enqueueMail(message.outbox(kind: kind, to: email, at: work.now))
@@ -44,7 +45,7 @@ struct AccountMail: Sendable {
 
     /// "New sign-in", when the account signs in from a device (user agent) none of its earlier
     /// sessions used. The first sign-in of an account sends nothing.
-    func queueNewSignInIfNew(_ work: Work, user: User, client: ClientInfo) async throws {
+    func queueNewSignInIfNew(_ work: Work<any SessionStore>, user: User, client: ClientInfo) async throws {
         guard preset.email.notifyNewSignIn, user.emailVerified, let email = user.email.map(EmailAddress.deliverable) else { return }
         let history = try await work.tx.sessionHistory(of: user.id, userAgent: client.userAgent)
         guard history.any, !history.fromAgent else { return }
@@ -59,7 +60,7 @@ struct AccountMail: Sendable {
     /// (or drops it when there is nothing to send). The caller's work is the same whether or
     /// not the address has an account.
     func queueRequest(
-        _ work: Work, kind: String, email: String, redirectTo: String? = nil, upgrading: UserID? = nil, existingAccountsOnly: Bool = false
+        _ work: Work<some Sendable>, kind: String, email: String, redirectTo: String? = nil, upgrading: UserID? = nil, existingAccountsOnly: Bool = false
     ) async throws {
         var payload = ["email": email]
         payload["redirect_to"] = redirectTo
@@ -79,7 +80,9 @@ struct AccountMail: Sendable {
 /// code), and fills the mail in, all in one transaction; or drops the request when the address
 /// has no account (password reset, or a magic link that may make none) or a disabled one.
 struct MailRequestComposer: Sendable {
-    let store: any GatehouseStore
+    /// What composing reads and writes, in one transaction.
+    typealias Stores = any UserStore & EmailTokenStore & OutboxStore
+    let transactions: Transactions<Stores>
     let templates: Templates
     let links: EmailLinks
     let preset: Preset
@@ -93,7 +96,7 @@ struct MailRequestComposer: Sendable {
         let typed = message.payload?["email"] ?? message.recipient
         let normalized = EmailAddress.normalize(typed)
         let now = clock.now
-        return try await store.transaction { tx -> OutboxMessage? in
+        return try await transactions.run { tx -> OutboxMessage? in
             let user = try await tx.user(normalizedEmail: normalized)
             if let user, user.isDisabled {
                 try await tx.dropMail(message.id, reason: "account disabled", at: now)
@@ -133,7 +136,7 @@ struct MailRequestComposer: Sendable {
         }
     }
 
-    private func reset(_ tx: any GatehouseStore, user: User, now: Date) async throws -> (String, Templates.Mail, URL) {
+    private func reset(_ tx: any EmailTokenStore, user: User, now: Date) async throws -> (String, Templates.Mail, URL) {
         let recipient = EmailAddress.deliverable(user.email ?? "")
         // One live reset link at a time: a new request replaces the older ones.
         try await tx.retireEmailTokens(userID: user.id, normalizedEmail: nil, purpose: .passwordReset, at: now)
@@ -148,7 +151,7 @@ struct MailRequestComposer: Sendable {
     }
 
     private func magic(
-        _ tx: any GatehouseStore, user: User?, typed: String, normalized: String, redirectTo: String?, upgrading: UserID?, now: Date
+        _ tx: any EmailTokenStore, user: User?, typed: String, normalized: String, redirectTo: String?, upgrading: UserID?, now: Date
     ) async throws -> (String, Templates.Mail, URL) {
         let recipient = EmailAddress.deliverable(user?.email ?? typed)
         try await tx.retireEmailTokens(userID: nil, normalizedEmail: normalized, purpose: .magicLink, at: now)

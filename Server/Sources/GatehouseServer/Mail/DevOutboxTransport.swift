@@ -1,4 +1,5 @@
 import GatehouseCore
+import GatehouseWire
 import Logging
 
 /// Development delivery: the mail stays in the outbox (listed at `/dev/outbox`) and one log

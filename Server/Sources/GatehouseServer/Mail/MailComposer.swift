@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseCore
+import GatehouseWire
 
 /// Turns an outbox message into an RFC 5322 / MIME message: multipart/alternative with a
 /// plain-text and an HTML part, both base64 (so no line is longer than 76 characters and none

@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseCore
+import GatehouseWire
 import Mustache
 
 /// The mustache templates shipped in `Resources/templates`: one layout for every mail (HTML

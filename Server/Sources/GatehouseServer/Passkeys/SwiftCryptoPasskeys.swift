@@ -1,5 +1,6 @@
 import Crypto
 import GatehouseCore
+import GatehouseWire
 
 /// The hashing and ES256 checks of the passkey ceremonies, on swift-crypto.
 struct SwiftCryptoPasskeys: PasskeyCrypto {

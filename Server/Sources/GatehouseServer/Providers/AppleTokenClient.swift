@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import GatehouseCore
+import GatehouseWire
 import GatehouseStore
 import JWTKit
 import Logging
@@ -95,7 +96,7 @@ struct AppleTokenClient: Sendable {
 /// The background jobs around Apple's tokens.
 struct AppleJobs: Sendable {
     let tokens: AppleTokenClient?
-    let store: any GatehouseStore
+    let store: any JobStore
     let sealer: SecretSealer
     let clock: any WallClock
     let logger: Logger
@@ -137,7 +138,7 @@ extension JobWorker {
     /// deletion); inside the caller's transaction.
     /// True when a job was queued (Gatehouse held a token).
     @discardableResult
-    func queueAppleRevocation(_ tx: any GatehouseStore, user: UserID, traceContext: String? = nil) async throws -> Bool {
+    func queueAppleRevocation(_ tx: any JobStore, user: UserID, traceContext: String? = nil) async throws -> Bool {
         guard let stored = try await tx.providerToken(of: user, provider: .apple) else { return false }
         let token = try sealer.open(stored.value, encryption: stored.encryption, what: "Apple's refresh token")
         try await enqueue(tx, kind: "apple_revoke", payload: ["token": String(decoding: token, as: UTF8.self)], traceContext: traceContext)

@@ -1,4 +1,5 @@
 import GatehouseCore
+import GatehouseWire
 
 /// Where a request came from, as services see it (they never see the request itself).
 public struct ClientInfo: Sendable, Equatable {

@@ -1,0 +1,195 @@
+import Foundation
+import GatehouseCore
+import GatehouseStore
+import GatehouseWire
+import Logging
+
+/// What the `gatehouse` commands other than `serve` do, against the configured database
+/// directly (no server needs to be running).
+public enum Operator {
+    /// Opens the database, runs the pool if it is PostgreSQL, and closes it afterwards.
+    static func withDatabase<T: Sendable>(
+        _ config: GatehouseConfig, _ body: @escaping @Sendable (any SQLDatabase) async throws -> T
+    ) async throws -> T {
+        try await withDatabase(config.database, logger: quietLogger(config), poolSize: 20, body)
+    }
+
+    /// The configured logger at `warning`: a command prints its own lines, the log only trouble.
+    static func quietLogger(_ config: GatehouseConfig) -> Logger {
+        var logger = makeLogger(config)
+        logger.logLevel = .warning
+        return logger
+    }
+
+    static func withDatabase<T: Sendable>(
+        _ url: DatabaseURL, logger: Logger, poolSize: Int, _ body: @escaping @Sendable (any SQLDatabase) async throws -> T
+    ) async throws -> T {
+        let database = try await url.open(logger: logger, poolSize: poolSize)
+        let work: @Sendable () async throws -> T = {
+            try await database.ping()
+            return try await body(database)
+        }
+        do {
+            let result: T
+            if let postgres = database as? PostgresDatabase {
+                result = try await postgres.withRunning(work)
+            } else {
+                result = try await work()
+            }
+            await database.shutdown()
+            return result
+        } catch {
+            await database.shutdown()
+            throw error
+        }
+    }
+
+    /// As `withDatabase`, with migrations applied and the store on top.
+    static func withStore<T: Sendable>(
+        _ config: GatehouseConfig, _ body: @escaping @Sendable (SQLStore) async throws -> T
+    ) async throws -> T {
+        try await withDatabase(config) { database in
+            try await Migrator(database: database).migrate(now: Date().unixSeconds)
+            return try await body(SQLStore(database: database))
+        }
+    }
+
+    public static func migrate(_ config: GatehouseConfig) async throws -> [Int] {
+        try await withDatabase(config) { database in
+            try await Migrator(database: database).migrate(now: Date().unixSeconds)
+        }
+    }
+
+    public struct KeyLine: Sendable {
+        public var kid: String
+        public var status: String
+        public var created: String
+        public var publishedUntil: String?
+    }
+
+    public static func listKeys(_ config: GatehouseConfig) async throws -> [KeyLine] {
+        try await withStore(config) { store in
+            try await store.allSigningKeys().map {
+                KeyLine(kid: $0.kid, status: $0.status, created: $0.createdAt.rfc3339, publishedUntil: $0.publishUntil?.rfc3339)
+            }
+        }
+    }
+
+    public static func rotateKey(_ config: GatehouseConfig) async throws -> (retired: String, active: String) {
+        try await withStore(config) { store in
+            let keys = KeyRing(store: store, transactions: Transactions(store) { $0 }, clock: SystemClock(), secretKey: config.secretKey, logger: Logger(label: "gatehouse"))
+            try await keys.start()
+            let tokens = config.preset.tokens
+            return try await keys.rotate(
+                keepPublishedFor: KeyRing.retiredKeyPublishSeconds(accessTokenTTLSeconds: tokens.accessTokenTTLSeconds, leewaySeconds: tokens.leewaySeconds))
+        }
+    }
+
+    public static func users<T: Sendable>(_ config: GatehouseConfig, _ body: @escaping @Sendable (OperatorService) async throws -> T) async throws -> T {
+        let preset = config.preset
+        // Support's removal of a second factor mails a notice; no link goes out, so the links
+        // need no key of the server's.
+        let mail = AccountMail(
+            templates: try Templates(preset: preset), links: EmailLinks(publicURL: config.publicURL, chainKey: RefreshChainKey()), preset: preset)
+        return try await withStore(config) { store in
+            try await body(
+                OperatorService(
+                    store: store, unitOfWork: unitOfWork(config, store).narrowed { $0 }, lifecycle: AccountLifecycle(handles: preset.handles),
+                    removal: FactorRemoval(mail: mail), engine: EntitlementEngine(settings: preset.entitlements, copy: preset.copy),
+                    tokens: preset.tokens, clock: SystemClock()))
+        }
+    }
+
+    /// Writes as a request would, except that jobs and webhooks are only queued: a running
+    /// server's worker delivers them.
+    static func unitOfWork(_ config: GatehouseConfig, _ store: SQLStore) -> UnitOfWork<any GatehouseStore> {
+        let jobs = JobWorker(
+            store: store, sealer: SecretSealer(secret: config.secretKey), clock: SystemClock(), logger: Logger(label: "gatehouse"),
+            handlers: [:])
+        let events = EventRecorder(
+            jobs: jobs, webhookConfigured: config.webhookURL != nil, clock: SystemClock(),
+            trialStartsAtSignup: config.preset.entitlements.trial.startsAtSignup)
+        return UnitOfWork(store: store, narrow: { $0 }, events: events, mail: nil, jobs: jobs, privacy: config.preset.privacy, clock: SystemClock())
+    }
+
+    static func imports<T: Sendable>(_ config: GatehouseConfig, _ body: @escaping @Sendable (ImportService) async throws -> T) async throws -> T {
+        try await withStore(config) { store in
+            try await body(
+                ImportService(
+                    store: store, unitOfWork: unitOfWork(config, store).narrowed { $0 }, lifecycle: AccountLifecycle(handles: config.preset.handles),
+                    firebaseKeys: FirebaseHashKeys(store: store, sealer: SecretSealer(secret: config.secretKey)), clock: SystemClock()))
+        }
+    }
+
+    /// `gatehouse import firebase FILE`: the whole file, in order.
+    public static func importFirebase(_ config: GatehouseConfig, file: String, hashConfig: FirebaseHashConfig?) async throws -> ImportReport {
+        let data = try Data(contentsOf: URL(fileURLWithPath: file))
+        let rows: [ImportRow]
+        do {
+            rows = try FirebaseExport.rows(data, now: Date(), id: ImportService.firebaseID)
+        } catch {
+            throw GatehouseError.invalidRequest("\(file): \(error.description)")
+        }
+        return try await imports(config) { try await $0.firebase(rows, hashConfig: hashConfig) }
+    }
+
+    /// `gatehouse import supabase --from URL`: `auth.users` a page at a time; `progress` hears
+    /// the running totals after each page.
+    public static func importSupabase(
+        _ config: GatehouseConfig, from source: String, pageSize: Int = 500, progress: @escaping @Sendable (ImportReport, Int) -> Void = { _, _ in }
+    ) async throws -> ImportReport {
+        guard case .success(let url) = DatabaseURL.parse(source), case .postgres = url else {
+            throw GatehouseError.invalidRequest("--from must be a postgres:// URL of the Supabase database.")
+        }
+        let logger = quietLogger(config)
+        return try await imports(config) { service in
+            try await withDatabase(url, logger: logger, poolSize: 2) { database in
+                let reader = try await SupabaseAuthSource(database: database)
+                let total = try await reader.count()
+                var report = ImportReport()
+                var offset = 0
+                while offset < total {
+                    let page = try await reader.page(offset: offset, limit: pageSize)
+                    if page.users.isEmpty { break }
+                    let rows = SupabaseExport.rows(page.users, identities: page.identities, firstRow: offset + 1, now: Date())
+                    let part = try await service.write(rows, source: "supabase", firebaseKeyID: nil)
+                    report.imported += part.imported
+                    report.unchanged += part.unchanged
+                    report.refused += part.refused
+                    offset += page.users.count
+                    progress(report, total)
+                }
+                return report
+            }
+        }
+    }
+
+    public static func line(_ entry: AdminUser) -> String {
+        let user = entry.user
+        let kind = user.isAnonymous ? "anonymous" : (user.identities.map(\.provider.rawValue).joined(separator: "+"))
+        return "\(user.id)  \(user.email ?? "-")  \(kind.isEmpty ? "-" : kind)  \(entry.disabled ? "disabled" : "active")  \(user.createdAt)"
+    }
+
+    public static func json(_ value: some Encodable) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+}
+
+/// One readable sentence for an error that stops a command or the server's start.
+public func describe(_ error: any Error) -> String {
+    switch error {
+    case let error as StoreError:
+        switch error {
+        case .unavailable(let why): return "cannot reach the database: \(why)"
+        default: return error.description
+        }
+    case let error as GatehouseError: return error.message
+    case let error as KeyRingError: return error.description
+    case let error as ConfigurationError: return error.description
+    default:
+        let text = String(describing: error)
+        return text.count > 300 ? String(text.prefix(300)) + "…" : text
+    }
+}

@@ -1,0 +1,29 @@
+/// Every route of the admin console, declared once: the router registers these
+/// (`ConsoleController.register`) and `OpenAPITests` holds the router to them.
+enum ConsoleRoutes {
+    static let overview = Route(.get, "/admin")
+    static let signIn = Route(.post, "/admin/sign-in")
+    static let signOut = Route(.post, "/admin/sign-out")
+    static let users = Route(.get, "/admin/users")
+    static let user = Route(.get, "/admin/users/{id}")
+    static let revokeSession = Route(.post, "/admin/users/{id}/sessions/{session}/revoke")
+    static let revokeAllSessions = Route(.post, "/admin/users/{id}/sessions/revoke-all")
+    static let setPlan = Route(.post, "/admin/users/{id}/plan")
+    static let grantCredits = Route(.post, "/admin/users/{id}/credits")
+    static let disable = Route(.post, "/admin/users/{id}/disable")
+    static let enable = Route(.post, "/admin/users/{id}/enable")
+    static let sendMail = Route(.post, "/admin/users/{id}/mail")
+    static let delete = Route(.post, "/admin/users/{id}/delete")
+    static let audit = Route(.get, "/admin/audit")
+    static let events = Route(.get, "/admin/events")
+    static let keys = Route(.get, "/admin/keys")
+    static let rotateKeys = Route(.post, "/admin/keys/rotate")
+    static let mail = Route(.get, "/admin/mail")
+    static let testMail = Route(.post, "/admin/mail/test")
+    static let preset = Route(.get, "/admin/preset")
+
+    static let all = [
+        overview, signIn, signOut, users, user, revokeSession, revokeAllSessions, setPlan, grantCredits, disable, enable, sendMail,
+        delete, audit, events, keys, rotateKeys, mail, testMail, preset,
+    ]
+}

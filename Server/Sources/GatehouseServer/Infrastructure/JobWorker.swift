@@ -1,0 +1,85 @@
+import Foundation
+import GatehouseCore
+import GatehouseWire
+import GatehouseStore
+import Logging
+import ServiceLifecycle
+
+/// Runs durable background jobs (the `jobs` table): claims one due job at a time with a lease,
+/// hands its (unsealed) payload to the handler for its kind, and deletes it when done or
+/// retries it with backoff. A crash loses nothing: the lease runs out and another node (or the
+/// next start) takes the job.
+final class JobWorker: Service, Sendable {
+    typealias Handler = @Sendable (Job, Data) async throws -> Void
+
+    let store: any JobStore
+    let sealer: SecretSealer
+    let clock: any WallClock
+    let logger: Logger
+    let handlers: [String: Handler]
+    /// Attempts before a job is given up, by kind (default 8: about ten minutes of retries).
+    let maximumAttempts: [String: Int]
+    /// Each job runs in the trace of the request that queued it (with traces on).
+    let telemetry: Telemetry
+    private let loop = WakeLoop(pollInterval: .seconds(2))
+    static let leaseSeconds = 60
+
+    init(
+        store: any JobStore, sealer: SecretSealer, clock: any WallClock, logger: Logger, handlers: [String: Handler],
+        maximumAttempts: [String: Int] = [:], telemetry: Telemetry = .off
+    ) {
+        self.telemetry = telemetry
+        self.store = store
+        self.sealer = sealer
+        self.clock = clock
+        self.logger = logger
+        self.handlers = handlers
+        self.maximumAttempts = maximumAttempts
+    }
+
+    /// Queues a job inside the caller's transaction; call `wake()` after the commit.
+    /// `traceContext` (the request's, with traces on) makes the job's run part of its trace.
+    func enqueue(_ tx: any JobStore, kind: String, payload: some Encodable, traceContext: String? = nil) async throws {
+        let sealed = try sealer.seal(try JSONEncoder().encode(payload))
+        try await tx.enqueueJob(
+            Job(kind: kind, payload: sealed.bytes, encryption: sealed.encryption, createdAt: clock.now, traceContext: traceContext))
+    }
+
+    func wake() { loop.wake() }
+    func start() { loop.start() }
+
+    func run() async throws {
+        await loop.run { await self.runDue() }
+    }
+
+    /// Runs every job that is due now.
+    func runDue() async {
+        while !Task.isCancelled {
+            let job: Job?
+            do {
+                job = try await store.claimDueJob(now: clock.now, leaseSeconds: Self.leaseSeconds)
+            } catch {
+                logger.warning("could not read the job queue", metadata: ["cause": "\(error)"])
+                return
+            }
+            guard let job else { return }
+            await telemetry.restoring(job.traceContext) { await run(job) }
+        }
+    }
+
+    private func run(_ job: Job) async {
+        do {
+            guard let handler = handlers[job.kind] else { throw ProviderError("no handler for job kind \(job.kind)") }
+            try await handler(job, try sealer.open(job.payload, encryption: job.encryption, what: "a job payload"))
+            try await store.completeJob(job.id)
+        } catch {
+            let attempts = job.attempts + 1
+            let retries = attempts < (maximumAttempts[job.kind] ?? 8)
+            let next = retries ? clock.now.addingTimeInterval(RetryBackoff.delay(afterAttempts: attempts)) : nil
+            logger.warning(
+                next == nil ? "background job failed for good" : "background job failed; will retry",
+                metadata: ["job_id": "\(job.id)", "kind": "\(job.kind)", "attempt": "\(attempts)", "cause": "\(error)"])
+            try? await store.failJob(job.id, error: "\(error)", nextAttempt: next)
+        }
+    }
+}

@@ -1,0 +1,63 @@
+import Foundation
+import GatehouseCore
+import GatehouseWire
+import GatehouseStore
+import Logging
+import ServiceLifecycle
+
+/// Deletes, hourly, what is kept only for a while (decision 11): audit rows and session
+/// metadata older than the preset's `privacy.retention_days` (ended sessions go; live ones lose
+/// their client address and user agent), plus rate-limit windows older than two days and App
+/// Store notification ids older than 30 days (Apple retries for three days at most).
+final class RetentionSweep: PeriodicSweep {
+    let store: any RetentionStore & UsageStore & PasskeyStore & MFAFactorStore & MFAChallengeStore
+    let days: Int
+    /// A session idle this long is over (the refresh token lifetime).
+    let idleSeconds: Int
+    /// The preset's `mfa.unconfirmed_factor_ttl_seconds`.
+    let unconfirmedFactorTTLSeconds: Int
+    let clock: any WallClock
+    let logger: Logger
+    let loop = WakeLoop(pollInterval: .seconds(3_600))
+
+    init(store: any RetentionStore & UsageStore & PasskeyStore & MFAFactorStore & MFAChallengeStore, days: Int, idleSeconds: Int, unconfirmedFactorTTLSeconds: Int, clock: any WallClock, logger: Logger) {
+        self.store = store
+        self.days = days
+        self.idleSeconds = idleSeconds
+        self.unconfirmedFactorTTLSeconds = unconfirmedFactorTTLSeconds
+        self.clock = clock
+        self.logger = logger
+    }
+
+    func sweepOnce() async { await sweep() }
+
+    @discardableResult
+    func sweep() async -> PurgeCounts {
+        let now = clock.now
+        do {
+            var counts = try await store.purge(
+                cutoff: now.addingTimeInterval(-Double(days) * 86_400), idleBefore: now.addingTimeInterval(-Double(idleSeconds)),
+                windowsBefore: now.addingTimeInterval(-2 * 86_400), notificationsBefore: now.addingTimeInterval(-30 * 86_400))
+            counts.usageRows = try await store.purgeUsage(before: now.addingTimeInterval(-62 * 86_400))
+            // An expired challenge can no longer be used: it goes at once (it may hold a sign-up's address).
+            counts.passkeyChallenges = try await store.purgePasskeyChallenges(before: now)
+            counts.mfaChallenges = try await store.purgeMFAChallenges(before: now)
+            counts.unconfirmedFactors = try await store.purgeUnconfirmedMFAFactors(
+                enrolledBefore: now.addingTimeInterval(-Double(unconfirmedFactorTTLSeconds)))
+            if counts != PurgeCounts() {
+                logger.info(
+                    "retention sweep",
+                    metadata: [
+                        "audit_rows": "\(counts.auditRows)", "sessions": "\(counts.sessions)", "sessions_cleared": "\(counts.sessionsCleared)",
+                        "rate_limit_windows": "\(counts.rateLimitWindows)", "notifications": "\(counts.notifications)",
+                        "message_ids": "\(counts.messageIDs)", "usage_rows": "\(counts.usageRows)",
+                        "passkey_challenges": "\(counts.passkeyChallenges)", "mfa_challenges": "\(counts.mfaChallenges)",
+                    ])
+            }
+            return counts
+        } catch {
+            logger.warning("retention sweep failed", metadata: ["cause": "\(error)"])
+            return PurgeCounts()
+        }
+    }
+}

@@ -1,0 +1,208 @@
+import Foundation
+import GatehouseCore
+import GatehouseStore
+import GatehouseWire
+
+/// What the admin console shows and does. Reads go to the stores; every action is a use case
+/// that writes its audit row with `by: admin_console` (the operator signed in with the admin key)
+/// and the operator's browser as the client.
+struct ConsoleService: Sendable {
+    /// What this use case reads and writes: its transactions see the store through this and no more.
+    typealias Stores = any UserStore & IdentityStore & EventStore & SessionStore & AuditStore & EntitlementStore
+        & SubscriptionStore & PasskeyStore & MFAFactorStore & RecoveryCodeStore & ConsoleStore & SigningKeyStore & OutboxStore
+
+    let store: Stores
+    /// Console sessions and the sign-ins' audit rows.
+    let unitOfWork: UnitOfWork<Stores>
+    let entitlements: Entitlements
+    let engine: EntitlementEngine
+    let keys: KeyRing
+    let preset: Preset
+    let clock: any WallClock
+
+    /// The `by` of the console's audit rows.
+    static let actor = "admin_console"
+    /// Days the overview charts cover.
+    static let overviewDays: Int64 = 30
+    /// Accounts the plan mix, trial conversions and a plan filter look at: the newest this many.
+    static let planScanLimit = 2_000
+
+    // MARK: Overview
+
+    struct Overview: Sendable {
+        var days: [DailyActivity]
+        /// Accounts by plan state among the newest `sampled`.
+        var planMix: [(state: String, count: Int)]
+        var sampled: Int
+        /// Of the sampled accounts: those that started a server trial, and those of them now paying.
+        var trialsStarted: Int
+        var trialsConverted: Int
+        var mail: MailCounts
+    }
+
+    func overview() async throws -> Overview {
+        let today = clock.now.unixSeconds / 86_400
+        let days = try await store.dailyActivity(from: today - Self.overviewDays + 1, through: today)
+        var mix: [String: Int] = [:]
+        var sampled = 0, started = 0, converted = 0
+        var cursor: UserCursor?
+        let now = clock.now
+        while sampled < Self.planScanLimit {
+            let page = try await store.users(matching: UserFilter(), before: cursor, limit: 200)
+            for user in page {
+                let state = try await planState(of: user, at: now)
+                mix[state, default: 0] += 1
+                if user.trialStartedAt != nil {
+                    started += 1
+                    if state == PlanState.pro.rawValue || state == PlanState.proGrace.rawValue { converted += 1 }
+                }
+            }
+            sampled += page.count
+            guard page.count == 200, let last = page.last else { break }
+            cursor = UserCursor(createdAt: last.createdAt.unixSeconds, id: last.id.description)
+        }
+        let order = PlanState.all.map(\.rawValue)
+        let planMix = mix.sorted { (order.firstIndex(of: $0.key) ?? 99, $0.key) < (order.firstIndex(of: $1.key) ?? 99, $1.key) }
+            .map { (state: $0.key, count: $0.value) }
+        return Overview(
+            days: days, planMix: planMix, sampled: sampled, trialsStarted: started, trialsConverted: converted,
+            mail: try await store.mailCounts())
+    }
+
+    // MARK: Users
+
+    struct UserRow: Sendable {
+        var user: User
+        var planState: String
+        var providers: [String]
+    }
+
+    struct UserPage: Sendable {
+        var rows: [UserRow]
+        /// The cursor of the next page, when there may be one.
+        var next: String?
+        /// With a plan filter: accounts looked at for this page (the filter runs the engine).
+        var scanned: Int
+    }
+
+    /// One page of 25, newest first. A plan-state filter is the entitlement engine's answer, so
+    /// it looks at up to `planScanLimit` accounts per page and offers to go on from there.
+    func users(_ filter: UserFilter, planState: String?, cursor: String?) async throws -> UserPage {
+        let size = 25
+        var before: UserCursor?
+        if let cursor, !cursor.isEmpty {
+            guard let parsed = UserCursor(cursor) else { throw GatehouseError.invalidRequest("The cursor is not valid.") }
+            before = parsed
+        }
+        var rows: [UserRow] = []
+        var scanned = 0
+        let now = clock.now
+        while rows.count < size, scanned < Self.planScanLimit {
+            let batch = planState == nil ? size + 1 - rows.count : 200
+            let page = try await store.users(matching: filter, before: before, limit: batch)
+            for user in page {
+                scanned += 1
+                before = UserCursor(createdAt: user.createdAt.unixSeconds, id: user.id.description)
+                let state = try await self.planState(of: user, at: now)
+                guard planState == nil || state == planState else { continue }
+                if rows.count == size {
+                    // One more match than the page holds: there is a next page, starting after the last row.
+                    let last = rows[size - 1].user
+                    return UserPage(rows: rows, next: UserCursor(createdAt: last.createdAt.unixSeconds, id: last.id.description).token, scanned: scanned)
+                }
+                rows.append(UserRow(user: user, planState: state, providers: try await store.identities(of: user.id).map(\.provider.rawValue)))
+            }
+            if page.count < batch { return UserPage(rows: rows, next: nil, scanned: scanned) }
+        }
+        // The scan stopped at its limit (or the page filled exactly): go on from where it stopped.
+        return UserPage(rows: rows, next: before?.token, scanned: scanned)
+    }
+
+    struct UserDetail: Sendable {
+        var user: User
+        var identities: [Identity]
+        var passkeys: [Passkey]
+        var factors: [MFAFactor]
+        /// What the account holds of each way in and second factor (the catalogue's count).
+        var credentials: CredentialInventory
+        var sessions: [Session]
+        var entitlements: EntitlementsPayload
+        var subscriptions: [SubscriptionRecord]
+        var ledger: [CreditSpend]
+        var audit: [AuditEvent]
+        var events: [DomainEvent]
+    }
+
+    func user(_ id: String) async throws -> UserDetail {
+        let user = try await find(id)
+        return UserDetail(
+            user: user, identities: try await store.identities(of: user.id), passkeys: try await store.passkeys(of: user.id),
+            factors: try await store.mfaFactors(of: user.id), credentials: try await AccountLifecycle.inventory(of: user.id, in: store),
+            sessions: try await store.sessions(of: user.id).sorted { $0.createdAt > $1.createdAt },
+            entitlements: try await entitlements.snapshot(user), subscriptions: try await store.subscriptions(of: user.id),
+            ledger: try await store.creditLedger(of: user.id).sorted { $0.createdAt > $1.createdAt },
+            audit: try await store.auditEvents(userID: user.id, event: nil, before: nil, limit: 50),
+            events: try await store.events(after: nil, type: nil, userID: user.id, limit: 50))
+    }
+
+    /// The entitlement engine's plan state of `user` now (no credit sums: the state needs none).
+    private func planState(of user: User, at now: Date) async throws -> String {
+        engine.planState(try await engine.storedInput(for: user, in: store), at: now)
+    }
+
+    /// Every signing key, retired ones included (the keys page).
+    func signingKeys() async throws -> [SigningKeyRecord] { try await store.allSigningKeys() }
+
+    /// The outbox by state (the mail page).
+    func mailCounts() async throws -> MailCounts { try await store.mailCounts() }
+
+    /// The newest 30 messages of the outbox.
+    func recentMail() async throws -> [OutboxMessage] { try await store.recentMail(limit: 30) }
+
+    /// The sessions an account has that still work.
+    func isLive(_ session: Session) -> Bool { session.isLive(at: clock.now, settings: preset.tokens) }
+
+    /// Every credit a plan of this preset grants, by name.
+    var creditNames: [String] {
+        Set(engine.settings.plans.values.flatMap(\.credits.keys)).sorted()
+    }
+
+    // MARK: Actions
+
+    /// The typed confirmation a deletion asks for: the account's email, or its id when it has none.
+    static func confirmationText(_ user: User) -> String { user.email ?? user.id.description }
+
+    /// A sign-in with the admin key: the console session's row (what sign-out deletes) and the
+    /// audit row commit together.
+    func startSession(_ session: ConsoleCookies.Session, client: ClientInfo) async throws {
+        try await unitOfWork.run(client: client) { work in
+            try await work.tx.insertConsoleSession(hash: session.hash, expiresAt: session.expiresAt, now: work.now)
+            try await work.audit(.adminSignIn, .success, user: nil, details: ["by": Self.actor])
+        }
+    }
+
+    func sessionIsLive(_ session: ConsoleCookies.Session) async throws -> Bool {
+        try await store.consoleSessionIsLive(hash: session.hash, now: clock.now)
+    }
+
+    func endSession(_ session: ConsoleCookies.Session) async throws {
+        try await unitOfWork.run { work in try await work.tx.deleteConsoleSession(hash: session.hash) }
+    }
+
+    /// A sign-in refused (a wrong admin key), kept in the trail.
+    func recordRefusedSignIn(client: ClientInfo) async throws {
+        try await unitOfWork.audit(.adminSignIn, .failure, client: client, details: ["by": Self.actor])
+    }
+
+    /// An action the console refused before doing anything (a typed confirmation that does not
+    /// match): shown on the page, never an API error code.
+    struct Refusal: Error {
+        var code: String
+        var message: String
+        var status = 422
+    }
+
+    private func find(_ id: String) async throws -> User {
+        try await UserReference(id).resolve(in: store)
+    }
+}

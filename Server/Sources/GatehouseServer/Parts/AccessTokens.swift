@@ -1,0 +1,212 @@
+import Crypto
+import Foundation
+import GatehouseCore
+import GatehouseStore
+import GatehouseWire
+import JWTKit
+import Synchronization
+
+// Retroactive: the claims are Wire's (the root package, shared with the verifier and the SDK),
+// JWTPayload is jwt-kit's; only the server signs with jwt-kit.
+extension AccessTokenClaims: @retroactive JWTPayload {
+    /// Claim checks need the injected clock and the preset's leeway, so they happen in
+    /// `AccessTokens.verify`; jwt-kit only checks the signature.
+    public func verify(using algorithm: some JWTAlgorithm) throws {}
+}
+
+/// Who a verified access token speaks for.
+public struct AccessIdentity: Sendable, Equatable {
+    public var userID: UserID
+    public var sessionID: SessionID
+    public var isAnonymous: Bool
+    public var issuedAt: Date
+    /// What the token claims of how its holder signed in (`aal`, the latest `amr` time); nil
+    /// for a token without an `amr`.
+    public var claimedAssurance: Assurance? = nil
+    /// The last moment the token is accepted: its `exp` plus the preset's leeway.
+    public var usableUntil: Date = .distantFuture
+}
+
+/// Issues and verifies tokens: ES256 access tokens (`typ: at+jwt`) and opaque refresh tokens.
+///
+/// Refresh tokens are 256 random bits at sign-in; each successor is HMAC-SHA256 of its
+/// predecessor under a server secret, so a token presented again moments after its rotation
+/// gets the very same successor back without any plaintext token being stored: only SHA-256
+/// hashes are.
+public struct AccessTokens: Sendable {
+    static let accessTokenType = "at+jwt"
+    let keys: KeyRing
+    let chainKey: RefreshChainKey
+    let issuer: String
+    let audience: String
+    let settings: TokenSettings
+    let clock: any WallClock
+    /// For the `plan` and `plan_expires_at` claims.
+    let engine: EntitlementEngine
+    /// Access tokens whose signature this node has already checked (shared by copies).
+    let verifiedTokens = VerifiedTokenCache()
+
+    /// A new session's first refresh token.
+    func newRefreshToken() -> String {
+        randomToken(bytes: 32)
+    }
+
+    /// The token that replaces `token` at rotation.
+    func successor(of token: String) throws -> String {
+        Data(HMAC<SHA256>.authenticationCode(for: Data(token.utf8), using: try chainKey.key())).base64URLEncoded
+    }
+
+    /// The contract's Session object for `refreshToken` with a fresh access token.
+    /// `reader` is the store (or the caller's transaction) the plan claims are read from.
+    func session(for user: User, session: Session, refreshToken: String, in reader: any SubscriptionStore) async throws -> SessionPayload {
+        let now = clock.now
+        let expires = now.unixSeconds + Int64(settings.accessTokenTTLSeconds)
+        let input = try await engine.storedInput(for: user, in: reader)
+        let claims = AccessTokenClaims(
+            iss: issuer, aud: audience, sub: user.id.description, sid: session.id.description, iat: now.unixSeconds,
+            nbf: now.unixSeconds, exp: expires, isAnonymous: user.isAnonymous, plan: engine.state(of: input, at: now),
+            emailVerified: user.emailVerified, planExpiresAt: engine.planExpiry(input, at: now)?.unixSeconds,
+            amr: session.authenticationMethods.map { AuthenticationMethodReference(method: $0.method, timestamp: $0.at.unixSeconds) },
+            aal: session.assurance)
+        guard let collection = keys.collection, let kid = keys.activeKID else {
+            throw GatehouseError.internalError(nil)
+        }
+        var header = JWTHeader()
+        header.typ = Self.accessTokenType
+        let token = try await collection.sign(claims, kid: JWKIdentifier(string: kid), header: header)
+        return SessionPayload(
+            accessToken: token, expiresIn: settings.accessTokenTTLSeconds, expiresAt: expires, refreshToken: refreshToken,
+            sessionID: session.id.description)
+    }
+
+    /// Checks an access token completely: header (ES256 only, `typ: at+jwt`, a known `kid`),
+    /// signature, issuer, audience and times with the preset's leeway.
+    static let expired = GatehouseError(
+        status: 401, code: .tokenExpired, message: "Your session token has expired. Refresh it and try again.")
+
+    func verify(_ token: String) async throws -> AccessIdentity {
+        let digest = SHA256.hash(data: Data(token.utf8))
+        let claims: AccessTokenClaims
+        if let seen = verifiedTokens.entry(digest), keys.isPublished(seen.kid) {
+            // The same bytes were verified before: the header and signature checks below would
+            // pass again; only the time-dependent claim checks are repeated.
+            claims = seen.claims
+        } else {
+            let (verified, kid) = try await verifySignature(token)
+            claims = verified
+            verifiedTokens.insert(digest, claims: claims, kid: kid, now: clock.now.unixSeconds)
+        }
+        let now = clock.now.unixSeconds
+        let leeway = Int64(settings.leewaySeconds)
+        // Gatehouse's own tokens carry every claim; one without them is not one of ours.
+        guard claims.iss == issuer, claims.aud == audience, let userID = UserID(claims.sub), let sessionID = SessionID(claims.sid),
+            let nbf = claims.nbf, let iat = claims.iat, let isAnonymous = claims.isAnonymous, claims.plan != nil,
+            claims.emailVerified != nil, nbf <= now + leeway, iat <= now + leeway
+        else {
+            throw Self.invalid
+        }
+        guard claims.exp + leeway > now else { throw Self.expired }
+        return AccessIdentity(
+            userID: userID, sessionID: sessionID, isAnonymous: isAnonymous, issuedAt: Date(unixSeconds: iat),
+            claimedAssurance: Assurance(aal: claims.aal, amr: claims.amr ?? []), usableUntil: Date(unixSeconds: claims.exp + leeway))
+    }
+
+    /// Header (ES256 only, `typ: at+jwt`, a published `kid`) and signature.
+    private func verifySignature(_ token: String) async throws -> (AccessTokenClaims, kid: String) {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        // Every part in its one exact base64url spelling before jwt-kit sees it (finding 12:
+        // jwt-kit's decoder took a signature with `=` padding appended).
+        guard parts.count == 3, let headerData = Data(base64URLEncoded: String(parts[0])),
+            Data(base64URLEncoded: String(parts[1])) != nil, Data(base64URLEncoded: String(parts[2])) != nil,
+            let header = try? JSONSerialization.jsonObject(with: headerData) as? [String: Any]
+        else {
+            throw Self.invalid
+        }
+        guard header["alg"] as? String == KeyRing.algorithm, header["typ"] as? String == Self.accessTokenType,
+            let kid = header["kid"] as? String, await keys.isPublishedReloadingIfUnknown(kid), let collection = keys.collection
+        else {
+            throw Self.invalid
+        }
+        do {
+            return (try await collection.verify(token, as: AccessTokenClaims.self), kid)
+        } catch {
+            throw Self.invalid
+        }
+    }
+
+    static let invalid = GatehouseError.unauthorized("The access token is missing or not valid.")
+}
+
+/// Access tokens whose header and signature this node has verified, keyed by the token's
+/// SHA-256, so that a token presented again (an app calls with one token for up to 15 minutes)
+/// skips the ES256 verification, the largest cost of an authenticated call. Claims that depend on
+/// the time, the key still being published and the session are checked on every call, so expiry,
+/// rotation and revocation work as before. Bounded: expired entries go first, then all.
+final class VerifiedTokenCache: Sendable {
+    struct Entry: Sendable {
+        let claims: AccessTokenClaims
+        let kid: String
+    }
+
+    static let capacity = 20_000
+    private let entries = Mutex<[SHA256Digest: Entry]>([:])
+
+    func entry(_ digest: SHA256Digest) -> Entry? {
+        entries.withLock { $0[digest] }
+    }
+
+    func insert(_ digest: SHA256Digest, claims: AccessTokenClaims, kid: String, now: Int64) {
+        entries.withLock { entries in
+            if entries.count >= Self.capacity {
+                entries = entries.filter { $0.value.claims.exp > now }
+                if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
+            }
+            entries[digest] = Entry(claims: claims, kid: kid)
+        }
+    }
+}
+
+/// The key that chains refresh tokens: 32 random bytes made on first start, kept in the
+/// database (sealed like signing keys) so every node derives the same successors. Loaded once
+/// the database is reachable, before the first request.
+final class RefreshChainKey: Sendable {
+    static let name = "refresh_chain_key"
+    private let loaded = Mutex<SymmetricKey?>(nil)
+
+    func key() throws -> SymmetricKey {
+        guard let key = loaded.withLock({ $0 }) else {
+            throw GatehouseError.internalError(KeyRingError("the refresh-chain key is not loaded"))
+        }
+        return key
+    }
+
+    /// A key for another purpose, derived from this one (HKDF-SHA256 with `label`), so that one
+    /// stored secret serves every keyed hash without any two sharing a key.
+    func derived(_ label: String) throws -> SymmetricKey {
+        HKDF<SHA256>.deriveKey(inputKeyMaterial: try key(), info: Data(label.utf8), outputByteCount: 32)
+    }
+
+    func load(store: any SecretStore, sealer: SecretSealer, now: Date) async throws {
+        let key = try await Self.fetchOrCreate(store: store, sealer: sealer, now: now)
+        loaded.withLock { $0 = key }
+    }
+
+    private static func fetchOrCreate(store: any SecretStore, sealer: SecretSealer, now: Date) async throws -> SymmetricKey {
+        if let stored = try await store.secret(named: name) {
+            if stored.encryption == "none", sealer.seals {
+                let sealed = try sealer.seal(stored.value)
+                try await store.updateSecret(named: name, value: sealed.bytes, encryption: sealed.encryption)
+            }
+            return SymmetricKey(data: try sealer.open(stored.value, encryption: stored.encryption, what: "the refresh-token key"))
+        }
+        let fresh = SymmetricKey(size: .bits256)
+        let sealed = try fresh.withUnsafeBytes { try sealer.seal(Array($0)) }
+        do {
+            try await store.insertSecret(named: name, value: sealed.bytes, encryption: sealed.encryption, at: now)
+            return fresh
+        } catch StoreError.uniqueViolation {
+            // Another node made it first.
+            return try await fetchOrCreate(store: store, sealer: sealer, now: now)
+        }
+    }
+}

@@ -1,0 +1,154 @@
+import Foundation
+import GatehouseCore
+import GatehouseWire
+import GatehouseStore
+
+/// The changes of an account's life that several use cases share: creating one (with a
+/// temporary handle), upgrading an anonymous one, ending what an unproven address let in, and
+/// deleting one. Each runs inside the caller's unit of work, so its jobs and events commit
+/// with it.
+struct AccountLifecycle: Sendable {
+    let handles: HandleSettings
+
+    /// What each change writes and reads: a caller's unit of work declares it too.
+    typealias Creating = any UserStore & IdentityStore
+    typealias Upgrading = any ProfileStore & IdentityStore & IdempotencyStore
+    typealias Deleting = any UserStore
+    typealias Reading = any UserStore & IdentityStore & PasskeyStore & MFAFactorStore & RecoveryCodeStore
+    typealias ProvingInbox = any UserStore & PasswordStore & IdentityStore & PasskeyStore & MFAFactorStore & RecoveryCodeStore
+        & SessionStore & IdempotencyStore
+
+    /// Runs `body` with a fresh temporary handle (decision 9) when handles are on, trying
+    /// another one if it happens to be taken.
+    func withTemporaryHandle<T>(_ body: (String?) async throws -> T) async throws -> T {
+        guard handles.enabled else { return try await body(nil) }
+        for attempt in 1...5 {
+            let handle = handles.temporaryPrefix + String(format: "%06d", Int.random(in: 0..<1_000_000))
+            do {
+                return try await body(handle)
+            } catch let error as StoreError where error.uniqueKey == .handle && attempt < 5 {
+                continue
+            }
+        }
+        throw GatehouseError.internalError(nil)
+    }
+
+    /// A new account with its first identity (none for a passkey account: its passkey is its
+    /// way in); records `user.created` for `provider`.
+    func create(_ work: Work<Creating>, _ user: User, identity: Identity?, provider: Provider) async throws {
+        try await work.tx.insertUser(user)
+        if let identity { try await work.tx.insertIdentity(identity) }
+        try await work.record(.userCreated, user: user.id, data: ["provider": provider.rawValue])
+    }
+
+    /// An anonymous account that gains a real identity keeps its id and data (contract, linking
+    /// paragraph): it stops being anonymous, loses its `anonymous` identity, and `user.upgraded`
+    /// is recorded; its Idempotency-Keys are forgotten.
+    func upgradeAnonymous(_ work: Work<Upgrading>, _ id: UserID, provider: Provider) async throws {
+        try await work.tx.markUpgraded(id, now: work.now)
+        _ = try await work.tx.deleteIdentities(of: id, provider: .anonymous)
+        // An anonymous start's Idempotency-Key must not sign in to the permanent account.
+        try await work.tx.deleteIdempotencyKeys(of: id)
+        try await work.record(.userUpgraded, user: id, data: ["provider": provider.rawValue])
+    }
+
+    /// Deletes an account: queues the revocation of Apple's token (if Gatehouse holds one),
+    /// deletes the user (its identities, sessions, tokens and links go by cascade) and records
+    /// `user.deleted` with `reason`. False when there is no such user.
+    func delete(_ work: Work<Deleting>, _ id: UserID, reason: String) async throws -> Bool {
+        for credential in Credential.allCases {
+            switch credential {
+            // Gatehouse may hold a token of Apple's: Apple is told, by a job that outlives the row.
+            case .apple: try await work.queueAppleRevocation(of: id)
+            // Their rows reference the user's and go with it (ON DELETE CASCADE in every migration).
+            case .password, .emailLink, .google, .passkey, .anonymous, .totp, .recoveryCodes: continue
+            }
+        }
+        guard try await work.tx.deleteUser(id) else { return false }
+        try await work.record(.userDeleted, user: id, data: ["reason": reason])
+        return true
+    }
+
+    /// What the account holds of each credential in the catalogue: the input of the last-way-in
+    /// rule (read in the caller's transaction, after it locked the account's row) and what
+    /// operators are shown (the admin API's `credentials`, the console's user page).
+    static func inventory(of userID: UserID, in reader: Reading) async throws -> CredentialInventory {
+        guard let user = try await reader.user(id: userID) else { return CredentialInventory() }
+        let identities = try await reader.identities(of: userID)
+        var inventory = CredentialInventory()
+        for credential in Credential.allCases {
+            switch credential {
+            case .password:
+                inventory[credential] = user.passwordHash == nil ? 0 : 1
+            case .emailLink, .apple, .google, .anonymous:
+                inventory[credential] = identities.filter { $0.provider == credential.provider }.count
+            case .passkey:
+                inventory[credential] = try await reader.passkeys(of: userID).count
+            case .totp:
+                inventory[credential] = try await reader.mfaFactors(of: userID).filter(\.isConfirmed).count
+            case .recoveryCodes:
+                inventory[credential] = try await reader.unusedRecoveryCodes(of: userID)
+            }
+        }
+        return inventory
+    }
+
+    /// 409 `last_identity` when removing `removed` would leave the account no way back in.
+    func requireAnotherWayIn(_ work: Work<Reading>, _ userID: UserID, removing removed: [Credential: Int], message: String) async throws {
+        guard try await Self.inventory(of: userID, in: work.tx).leavesNoWayIn(removing: removed) else { return }
+        throw GatehouseError(status: 409, code: .lastIdentity, message: message)
+    }
+
+    /// The inbox owner's proof of the address (a magic link or its code, a reset link or its
+    /// page, `/auth/v1`'s recovery and one-time code): the one place every proof path goes
+    /// through. When the account never verified the address, whoever set it up may not be that
+    /// person, so every way in and every second factor added before the proof ends, as the
+    /// catalogue (`Credential.atInboxProof`) says, on either surface: the password (unless the
+    /// proof sets a new one), provider identities, passkeys, second factors with their recovery
+    /// codes and open challenges, every session and every Idempotency-Key that could replay a
+    /// sign-in. The address is then verified. Answers the account as it now stands.
+    func proveInbox(_ work: Work<ProvingInbox>, _ user: User, removePassword: Bool) async throws -> User {
+        let tx = work.tx
+        // Parallel additions (a passkey, a factor) take turns on the row with the proof.
+        try await tx.lockUser(user.id)
+        guard var user = try await tx.user(id: user.id) else { return user }
+        guard !user.emailVerified, let normalized = user.normalizedEmail else { return user }
+        var ended: [String] = []
+        for credential in Credential.allCases where credential.atInboxProof == .ended {
+            switch credential {
+            case .password:
+                guard removePassword, user.passwordHash != nil else { continue }
+                try await tx.updatePassword(user.id, hash: nil, changedAt: work.now, now: work.now)
+                user.passwordHash = nil
+                user.passwordChangedAt = work.now
+                ended.append(credential.rawValue)
+            case .emailLink:
+                continue  // `atInboxProof` keeps it: it is what was proved.
+            case .apple, .google, .anonymous:
+                guard let provider = credential.provider,
+                    try await tx.identities(of: user.id).contains(where: { $0.provider == provider })
+                else { continue }
+                if provider == .apple { try await work.queueAppleRevocation(of: user.id) }
+                _ = try await tx.deleteIdentities(of: user.id, provider: provider)
+                ended.append(credential.rawValue)
+            case .passkey:
+                if try await tx.deletePasskeys(of: user.id) > 0 { ended.append(credential.rawValue) }
+            case .totp:
+                if try await tx.deleteMFA(of: user.id) > 0 { ended.append(credential.rawValue) }
+            case .recoveryCodes:
+                guard try await tx.unusedRecoveryCodes(of: user.id) > 0 else { continue }
+                try await tx.deleteRecoveryCodes(of: user.id)
+                ended.append(credential.rawValue)
+            }
+        }
+        let revoked = try await tx.revokeSessions(of: user.id, keeping: nil, reason: "unverified_takeover_guard", at: work.now)
+        try await tx.deleteIdempotencyKeys(of: user.id)
+        _ = try await tx.markEmailVerified(user.id, normalizedEmail: normalized, at: work.now)
+        user.emailVerifiedAt = work.now
+        try await work.audit(
+            .unverifiedAccessRemoved, user: user.id,
+            details: ["sessions_revoked": String(revoked.count), "ended": ended.joined(separator: ","),
+                      "password_removed": String(ended.contains(Credential.password.rawValue))])
+        return user
+    }
+}

@@ -1,0 +1,38 @@
+import Foundation
+import GatehouseCore
+import GatehouseStore
+import GatehouseWire
+
+/// What several use cases read of an account's entitlements (profile, export, purchases,
+/// usage, the operator's pages): the engine's input from the stored account, its App Store
+/// subscriptions and this period's credits, the snapshot, and the refusals a gate answers.
+/// The use case that changes entitlements is `EntitlementService`.
+struct Entitlements: Sendable {
+    let store: any EntitlementStore & SubscriptionStore
+    let engine: EntitlementEngine
+    let clock: any WallClock
+
+    /// The engine's input for `user` (a guest when nil), with this period's credits.
+    func input(for user: User?, in tx: (any EntitlementStore & SubscriptionStore)? = nil) async throws -> EntitlementInput {
+        guard let user else { return .guest }
+        let reader = tx ?? store
+        var input = try await engine.storedInput(for: user, in: reader)
+        let now = clock.now
+        if !engine.settings.plan(engine.planState(input, at: now)).credits.isEmpty {
+            input.creditsSpent = try await reader.creditsSpent(of: user.id, since: engine.creditPeriod(input, at: now).start)
+        }
+        return input
+    }
+
+    func snapshot(_ user: User?) async throws -> EntitlementsPayload {
+        engine.snapshot(try await input(for: user), at: clock.now)
+    }
+
+    func unknownAction(_ action: String) -> GatehouseError {
+        GatehouseError(status: 400, code: .unknownAction, message: "'\(action)' is not an action this app knows.")
+    }
+
+    func refused(_ decision: GateDecision) -> GatehouseError {
+        decision.refusal
+    }
+}

@@ -1,0 +1,66 @@
+import Foundation
+import GatehouseCore
+import GatehouseWire
+import GatehouseStore
+
+/// The 6-digit code a magic-link mail carries: checked against the newest live link of an
+/// address with a reserved attempt, and used up as proof that the person holds the inbox.
+struct MagicCodes: Sendable {
+    let store: any EmailTokenStore
+    let links: EmailLinks
+    let preset: Preset
+    let clock: any WallClock
+
+    /// Finds the live code for an address and checks it. The attempt is reserved before the
+    /// comparison by one conditional update (`code_attempts < limit`, unused, unexpired), so
+    /// the limit holds for any number of parallel guesses (finding 1); the guess that uses the
+    /// last attempt and is wrong kills the code.
+    func check(email: String, code: String) async throws -> EmailToken {
+        let normalized = EmailAddress.normalize(email)
+        guard EmailAddress.isValid(email), let record = try await store.newestEmailToken(normalizedEmail: normalized, purpose: .magicLink)
+        else {
+            throw GatehouseError.tokenInvalid(preset)
+        }
+        let limit = preset.email.magicCodeMaxAttempts
+        let now = clock.now
+        guard record.state(at: now) == .valid else { return record }
+        guard let attempts = try await store.reserveCodeAttempt(hash: record.hash, limit: limit, now: now) else {
+            // No attempt left, or used or expired meanwhile: say which.
+            let current = try await store.emailToken(hash: record.hash) ?? record
+            if MagicCodePolicy.isExhausted(unreserved: current, at: now, maxAttempts: limit) { throw GatehouseError.codeExhausted(preset) }
+            return current
+        }
+        let trimmed = code.filter { !$0.isWhitespace }
+        guard try links.codeMatches(trimmed, token: record) else {
+            switch MagicCodePolicy.wrongCode(attempt: attempts, maxAttempts: limit) {
+            case .exhausted:
+                _ = try await store.useEmailToken(hash: record.hash, at: now)
+                throw GatehouseError.codeExhausted(preset)
+            case .retry(let attemptsLeft):
+                throw GatehouseError(
+                    status: 400, code: .tokenInvalid,
+                    message: preset.text("error.code_invalid", "That code is not right. Check the email and try again."),
+                    details: ["attempts_left": .number(Double(attemptsLeft))])
+            }
+        }
+        return record
+    }
+
+    /// Refuses a link or code that is no longer valid: expired, used, or out of attempts.
+    func requireValid(_ record: EmailToken, at now: Date) throws {
+        switch MagicCodePolicy.refusal(record, at: now, maxAttempts: preset.email.magicCodeMaxAttempts) {
+        case .expired: throw GatehouseError.tokenExpired(preset)
+        case .invalid: throw GatehouseError.tokenInvalid(preset)
+        case .exhausted: throw GatehouseError.codeExhausted(preset)
+        case nil: break
+        }
+    }
+
+    /// Uses up the live magic-link code of an address as proof that the person holds the inbox
+    /// (e.g. before deleting the account); throws like `magic-link/verify`.
+    func consume(email: String, code: String) async throws {
+        let record = try await check(email: email, code: code)
+        try requireValid(record, at: clock.now)
+        guard try await store.useEmailToken(hash: record.hash, at: clock.now) else { throw GatehouseError.tokenInvalid(preset) }
+    }
+}

@@ -1,0 +1,134 @@
+import Crypto
+import Foundation
+import GatehouseCore
+import GatehouseStore
+import GatehouseWire
+
+/// What a sign-in came to: a session, or (for an account with a confirmed second factor) a
+/// challenge the session waits behind.
+enum SignInOutcome: Sendable {
+    case session(AuthResponse)
+    case challenge(MFAChallengePayload)
+
+    /// The answer of a sign-in call whose session answer is `signed`'s shape.
+    func answer<Signed>(_ signed: (AuthResponse) -> Signed) -> SignInAnswer<Signed> {
+        switch self {
+        case .session(let response): .signedIn(signed(response))
+        case .challenge(let challenge): .mfaRequired(challenge)
+        }
+    }
+
+    var answer: SignInAnswer<AuthResponse> { answer { $0 } }
+
+    /// The session of a path that cannot meet a challenge (a new account has no factor yet).
+    func requireSession() throws -> AuthResponse {
+        guard case .session(let response) = self else {
+            throw GatehouseError.internalError(nil, message: "This sign-in needs a second factor.")
+        }
+        return response
+    }
+}
+
+/// Opens sessions: every way in (password, magic link, provider, passkey, anonymous start,
+/// replayed Idempotency-Key, a completed MFA challenge) ends here, inside the caller's unit of
+/// work, so each gets the same second-factor check, session row, refresh token, audit row and
+/// "new sign-in" notice.
+struct SessionIssuer: Sendable {
+    let tokens: AccessTokens
+    let mail: AccountMail
+    let settings: TokenSettings
+    let mfa: MFASettings
+
+    /// What opening a session writes and reads (the caller's unit of work declares it too).
+    typealias Opening = any SessionStore & RefreshTokenStore & MFAFactorStore & MFAChallengeStore & IdentityStore
+        & SubscriptionStore
+    typealias Starting = any SessionStore & RefreshTokenStore
+
+    /// Signs in an account that proved its first factor (`method`, the token's `amr`; the
+    /// provider's own when nil). An account with a confirmed second factor gets a challenge
+    /// instead of a session, unless a passkey that verified its user counts as two factors.
+    /// `event` names the audit row.
+    func signIn(
+        _ work: Work<Opening>, _ user: User, provider: Provider, method: String? = nil, event: AuditEvent.Name, userVerified: Bool = false
+    ) async throws -> SignInOutcome {
+        let method = method ?? provider.authenticationMethod ?? provider.rawValue
+        let twoInOne = provider == .passkey && userVerified && mfa.passkeyCountsAsTwoFactors
+        let factors = try await work.tx.mfaFactors(of: user.id).filter(\.isConfirmed)
+        if !factors.isEmpty, !twoInOne {
+            return .challenge(try await challenge(work, user, factors: factors, provider: provider, method: method, event: event))
+        }
+        return .session(
+            try await open(work, user, provider: provider, method: method, event: event, assurance: twoInOne ? .aal2 : .aal1))
+    }
+
+    /// The session of a sign-in whose factors are all proved: `secondFactor` names the one a
+    /// challenge was completed with.
+    func open(
+        _ work: Work<Opening>, _ user: User, provider: Provider, method: String, event: AuditEvent.Name, assurance: AssuranceLevel,
+        secondFactor: String? = nil
+    ) async throws -> AuthResponse {
+        let client = work.client ?? ClientInfo(ip: nil, userAgent: nil)
+        try await mail.queueNewSignInIfNew(work.narrowed { $0 }, user: user, client: client)
+        let (session, refresh) = try await start(
+            work.narrowed { $0 }, user: user, provider: provider, method: method, assurance: assurance, secondFactor: secondFactor)
+        var details = ["provider": provider.rawValue, "aal": assurance.rawValue]
+        details["second_factor"] = secondFactor
+        try await work.audit(event, user: user.id, session: session.id, details: details)
+        work.queued.signal(.signIn(method: method))
+        return AuthResponse(
+            user: user.payload(identities: try await work.tx.identities(of: user.id)),
+            session: try await payload(user, session: session, refreshToken: refresh, in: work.tx))
+    }
+
+    /// A challenge for the second factor: its id is returned once and stored only as a hash.
+    private func challenge(
+        _ work: Work<Opening>, _ user: User, factors: [MFAFactor], provider: Provider, method: String, event: AuditEvent.Name
+    ) async throws -> MFAChallengePayload {
+        let id = randomToken(bytes: 32)
+        let expires = work.now.addingTimeInterval(TimeInterval(mfa.challengeTTLSeconds))
+        try await work.tx.insertMFAChallenge(
+            MFAChallenge(
+                idHash: Self.challengeHash(id), userID: user.id, provider: provider, method: method, event: event.rawValue,
+                createdAt: work.now, expiresAt: expires))
+        try await work.audit(.mfaChallenge, user: user.id, details: ["provider": provider.rawValue])
+        return MFAChallengePayload(
+            challengeID: id, factors: factors.map(OwnerProof.summary),
+            expiresAt: expires.rfc3339)
+    }
+
+    static func challengeHash(_ id: String) -> [UInt8] {
+        Array(SHA256.hash(data: Data(id.utf8)))
+    }
+
+    /// The session object of the answer: the tokens for `session`.
+    func payload(_ user: User, session: Session, refreshToken: String, in reader: any SubscriptionStore) async throws -> SessionPayload {
+        try await tokens.session(for: user, session: session, refreshToken: refreshToken, in: reader)
+    }
+
+    /// The session row and its first refresh token (a new account's sign-up, which has no
+    /// second factor yet, opens one directly).
+    func start(
+        _ work: Work<Starting>, user: User, provider: Provider, method: String? = nil, assurance: AssuranceLevel = .aal1, secondFactor: String? = nil
+    ) async throws -> (Session, String) {
+        let now = work.now
+        let client = work.client
+        let session = Session(
+            userID: user.id, provider: provider, createdAt: now,
+            expiresAt: settings.sessionAbsoluteTTLSeconds.map { now.addingTimeInterval(TimeInterval($0)) },
+            userAgent: client?.userAgent, ipAddress: client?.ip, method: method ?? provider.authenticationMethod ?? provider.rawValue,
+            assurance: assurance, secondFactor: secondFactor, secondFactorAt: secondFactor == nil ? nil : now)
+        try await work.tx.insertSession(session)
+        let refresh = try await newRefreshToken(work.narrowed { $0 }, for: session.id)
+        return (session, refresh)
+    }
+
+    /// A new refresh chain for the session: a fresh random token.
+    func newRefreshToken(_ work: Work<any RefreshTokenStore>, for session: SessionID) async throws -> String {
+        let refresh = tokens.newRefreshToken()
+        try await work.tx.insertRefreshToken(
+            RefreshTokenRecord(
+                hash: StoredSecret.hash(refresh), sessionID: session, issuedAt: work.now,
+                expiresAt: work.now.addingTimeInterval(TimeInterval(settings.refreshTokenTTLSeconds))))
+        return refresh
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+import GatehouseCore
+import GatehouseStore
+import GatehouseWire
+
+/// `GET /v1/me/export`: everything Gatehouse stores about a person, from every table that
+/// holds their data.
+struct ExportService: Sendable {
+    /// What this use case reads and writes: its transactions see the store through this and no more.
+    typealias Stores = any UserStore & IdentityStore & IdempotencyStore & EventStore & SessionStore & AuditStore & EmailTokenStore
+        & EntitlementStore & SubscriptionStore & UsageStore & PasskeyStore & MFAFactorStore & RecoveryCodeStore
+        & MFAChallengeStore & ConsoleStore
+
+    let store: Stores
+    let entitlements: Entitlements
+    let stepUp: StepUpGate
+    let clock: any WallClock
+
+    /// `GET /v1/me/export`: everything stored about the person.
+    func export(_ signedIn: SignedIn) async throws -> AccountExport {
+        try await stepUp.require(StepUpGate.exportData, signedIn)
+        let user = signedIn.user
+        let identities = try await store.identities(of: user.id)
+        let sessions = try await store.sessions(of: user.id)
+        var audit: [AuditEvent] = []
+        var before: Int64?
+        repeat {
+            let page = try await store.auditEvents(userID: user.id, before: before, limit: 500)
+            audit += page
+            before = page.count == 500 ? page.last?.sequence : nil
+        } while before != nil
+        var events: [DomainEvent] = []
+        var after: Int64?
+        repeat {
+            let page = try await store.events(after: after, userID: user.id, limit: 500)
+            events += page
+            after = page.count == 500 ? page.last?.sequence : nil
+        } while after != nil
+        return AccountExport(
+            exportedAt: clock.now.rfc3339, users: user.payload(identities: identities), planOverride: user.planOverride,
+            identities: user.payload(identities: identities).identities,
+            sessions: sessions.map {
+                SessionInfo($0, current: signedIn.identity.sessionID)
+            },
+            emailTokens: try await store.emailTokens(of: user.id).map {
+                ExportedLink(
+                    purpose: $0.purpose.rawValue, email: $0.email, createdAt: $0.createdAt.rfc3339, expiresAt: $0.expiresAt.rfc3339,
+                    usedAt: $0.usedAt?.rfc3339)
+            },
+            auditLog: audit.map(AuditEntry.init),
+            events: events.map(EventEntry.init),
+            idempotencyKeys: try await store.idempotencyKeyTimes(of: user.id).map(\.rfc3339),
+            creditLedger: try await store.creditLedger(of: user.id).map {
+                ExportedCreditSpend(credit: $0.credit, amount: $0.amount, action: $0.action, subject: $0.subject, createdAt: $0.createdAt.rfc3339)
+            },
+            subscriptions: try await store.subscriptions(of: user.id).map {
+                ExportedSubscription(
+                    originalTransactionID: $0.originalTransactionID, productID: $0.productID, environment: $0.environment,
+                    status: $0.status.rawValue, expiresAt: $0.expiresAt?.rfc3339, willRenew: $0.willRenew, updatedAt: $0.updatedAt.rfc3339)
+            },
+            entitlements: try await entitlements.snapshot(user),
+            usageRecords: try await store.usageRecords(of: user.id).map {
+                ExportedUsage(meter: $0.meter, amount: $0.amount, periodStart: $0.periodStart.rfc3339, createdAt: $0.createdAt.rfc3339)
+            },
+            usageMeters: try await store.usageCounts(of: user.id).map {
+                ExportedUsageCount(meter: $0.meter, periodStart: $0.periodStart.rfc3339, used: $0.used)
+            },
+            passkeys: try await store.passkeys(of: user.id).map(PasskeyService.payload),
+            passkeyChallenges: try await store.passkeyChallenges(of: user.id).map {
+                ExportedPasskeyChallenge(ceremony: $0.ceremony.rawValue, createdAt: $0.createdAt.rfc3339, expiresAt: $0.expiresAt.rfc3339)
+            },
+            mfaFactors: try await store.mfaFactors(of: user.id).map(MFAService.payload),
+            mfaRecoveryCodes: try await store.recoveryCodeTimes(of: user.id).map {
+                ExportedRecoveryCode(createdAt: $0.createdAt.rfc3339, usedAt: $0.usedAt?.rfc3339)
+            },
+            mfaChallenges: try await store.mfaChallenges(of: user.id).map {
+                ExportedMFAChallenge(createdAt: $0.createdAt.rfc3339, expiresAt: $0.expiresAt.rfc3339, attempts: $0.attempts)
+            })
+    }
+}
