@@ -11,12 +11,15 @@ Each check lists what breaks its rule, file:line. The rules:
   statuses       no `status:` argument whose value differs from its code's default status
                  (ErrorCode.defaultStatuses), except where docs/errors.md documents it
   plan-literals  no plan-state string literal in GatehouseClient or GatehouseVerifier
-  route-tables   every route registered from a table (no path written at a `router.` call)
+  route-tables   every route registered from a table (`Endpoints`, `ConsoleRoutes`, `GoTrueRoutes`,
+                 `MetricsController.route`): no path or prefix written at a router call, and every
+                 handler a named method (`use:`), not a closure
   file-length    no Swift file under Sources/ or Server/Sources/ over 400 lines
+  doc-paths      every repository path docs/architecture.md names in backticks exists
 
 Usage: structure-check.py [--report] [CHECK...]
-Without --report it exits 1 when any rule is broken; --report lists and counts without failing
-(the re-seat is under way: see issue 42's note for what is left).
+Without --report it exits 1 when any rule is broken (the test command runs it so); --report
+lists and counts without failing.
 """
 import pathlib
 import re
@@ -61,7 +64,7 @@ def use_cases():
     return found
 
 
-WHOLE_STORE_ALLOWED = ("Composition/", "Services/Shared/UnitOfWork.swift", "OperatorBackup.swift")
+WHOLE_STORE_ALLOWED = ("Composition/", "Infrastructure/UnitOfWork.swift", "Operator/OperatorBackup.swift")
 
 
 def whole_store():
@@ -122,12 +125,23 @@ def plan_literals():
     return found
 
 
+ROUTE_PATTERNS = (
+    (r"\.(?:get|post|put|patch|delete|head|on)\(\s*\"", "a path written at the call"),
+    (r"RouterPath\(\s*\"", "a path written at the call"),
+    (r"\.group\(\s*(?:RouterPath\()?\"", "a prefix written at the call"),
+    (r"\.(?:get|post|put|patch|delete|head)\s*(?:\(\s*\))?\s*\{\s*\w+,\s*\w+\s+in\b", "a route without a path"),
+    (r"\.on\([^)]*\)\s*\{", "a handler that is a closure, not a named method"),
+)
+
+
 def route_tables():
     found = []
     for path in swift_files(SERVER):
         for number, line in code_lines(path):
-            if re.search(r"\.(?:get|post|put|patch|delete|head|on)\(\s*\"/", line):
-                found.append(f"{relative(path)}:{number}: {line.strip()[:100]}")
+            for pattern, what in ROUTE_PATTERNS:
+                if re.search(pattern, line):
+                    found.append(f"{relative(path)}:{number}: {what}: {line.strip()[:90]}")
+                    break
     return found
 
 
@@ -140,9 +154,27 @@ def file_length():
     return found
 
 
+def doc_paths():
+    found = []
+    doc = ROOT / "docs" / "architecture.md"
+    for number, line in enumerate(doc.read_text().splitlines(), 1):
+        for text in re.findall(r"`([^`\s]+)`", line):
+            if not re.match(r"^(?:Sources|Server|scripts|docs|benchmarks|Examples)/", text):
+                continue
+            candidates = [text]
+            if "{" in text:
+                head, _, rest = text.partition("{")
+                options, _, tail = rest.partition("}")
+                candidates = [head + option + tail for option in options.split(",")]
+            for candidate in candidates:
+                if not any(ROOT.glob(candidate.rstrip("/"))) and not (ROOT / candidate).exists():
+                    found.append(f"docs/architecture.md:{number}: {candidate} does not exist")
+    return found
+
+
 CHECKS = {
     "use-cases": use_cases, "whole-store": whole_store, "wide-stores": wide_stores, "statuses": statuses,
-    "plan-literals": plan_literals, "route-tables": route_tables, "file-length": file_length,
+    "plan-literals": plan_literals, "route-tables": route_tables, "file-length": file_length, "doc-paths": doc_paths,
 }
 
 

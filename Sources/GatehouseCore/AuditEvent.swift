@@ -38,63 +38,64 @@ public struct AuditEvent: Sendable, Equatable {
 
 extension AuditEvent {
     /// What happened (`event`); the stored and listed strings are the raw values.
-    public struct Name: GatehouseValue {
-        public let rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
+    public enum Name: String, Sendable, CaseIterable, Codable, CustomStringConvertible {
+        public var description: String { rawValue }
 
-        public static let signup: Name = "signup"
-        public static let login: Name = "login"
+        case signup
+        case login
         /// A failure that locked the account (`details.retry_after`).
-        public static let lockout: Name = "lockout"
-        public static let logout: Name = "logout"
+        case lockout
+        case logout
         /// A session ended by its owner from the sessions list.
-        public static let sessionRevoked: Name = "session_revoked"
+        case sessionRevoked = "session_revoked"
         /// A rotated refresh token presented again after the reuse interval: the session ends.
-        public static let refreshReuseDetected: Name = "refresh_reuse_detected"
-        public static let passwordChange: Name = "password_change"
-        public static let passwordReset: Name = "password_reset"
-        public static let emailVerified: Name = "email_verified"
+        case refreshReuseDetected = "refresh_reuse_detected"
+        case passwordChange = "password_change"
+        case passwordReset = "password_reset"
+        case emailVerified = "email_verified"
         /// What an unverified account had before its inbox owner proved the address (a
         /// pre-hijack) was removed.
-        public static let unverifiedAccessRemoved: Name = "unverified_access_removed"
-        public static let identityLinked: Name = "identity_linked"
-        public static let identityUnlinked: Name = "identity_unlinked"
+        case unverifiedAccessRemoved = "unverified_access_removed"
+        case identityLinked = "identity_linked"
+        case identityUnlinked = "identity_unlinked"
         /// A passkey registered (`passkey_id`, `backup_eligible`).
-        public static let passkeyAdded: Name = "passkey_added"
+        case passkeyAdded = "passkey_added"
         /// A passkey removed by its owner (`passkey_id`).
-        public static let passkeyRemoved: Name = "passkey_removed"
+        case passkeyRemoved = "passkey_removed"
         /// A passkey sign-in or proof that failed (`reason`).
-        public static let passkeyAssertion: Name = "passkey_assertion"
+        case passkeyAssertion = "passkey_assertion"
         /// A second factor enrolled, confirmed or removed (`factor_id`, `by` for an admin's).
-        public static let mfaFactorAdded: Name = "mfa_factor_added"
-        public static let mfaFactorConfirmed: Name = "mfa_factor_confirmed"
-        public static let mfaFactorRemoved: Name = "mfa_factor_removed"
+        case mfaFactorAdded = "mfa_factor_added"
+        case mfaFactorConfirmed = "mfa_factor_confirmed"
+        case mfaFactorRemoved = "mfa_factor_removed"
         /// A sign-in asked for its second factor.
-        public static let mfaChallenge: Name = "mfa_challenge"
+        case mfaChallenge = "mfa_challenge"
         /// A second-factor code tried at sign-in, at a step-up or at confirmation (`method`,
         /// `reason` on failure).
-        public static let mfaVerify: Name = "mfa_verify"
+        case mfaVerify = "mfa_verify"
         /// A recovery code was used (`remaining`), or a new set was made.
-        public static let recoveryCodeUsed: Name = "recovery_code_used"
-        public static let recoveryCodesRegenerated: Name = "recovery_codes_regenerated"
-        public static let accountMerged: Name = "account_merged"
+        case recoveryCodeUsed = "recovery_code_used"
+        case recoveryCodesRegenerated = "recovery_codes_regenerated"
+        case accountMerged = "account_merged"
+        /// An account brought in by an import (`source`, `source_id`, `providers`).
+        case userImported = "user_imported"
         /// The password proof before a deletion (a failed or locked attempt).
-        public static let deleteAccount: Name = "delete_account"
-        public static let accountDeleted: Name = "account_deleted"
-        public static let accountDisabled: Name = "account_disabled"
-        public static let planOverride: Name = "plan_override"
+        case deleteAccount = "delete_account"
+        case accountDeleted = "account_deleted"
+        case accountDisabled = "account_disabled"
+        case planOverride = "plan_override"
         /// A disabled account enabled again by an operator.
-        public static let accountEnabled: Name = "account_enabled"
+        case accountEnabled = "account_enabled"
         /// Credits given by an operator (`credit`, `amount`, `reason`).
-        public static let creditsGranted: Name = "credits_granted"
+        case creditsGranted = "credits_granted"
         /// A sign-in to the admin console with the admin key (success or failure).
-        public static let adminSignIn: Name = "admin_sign_in"
+        case adminSignIn = "admin_sign_in"
         /// A mail an operator had sent: a reset or magic link, a verification, a test (`kind`).
-        public static let adminMail: Name = "admin_mail"
+        case adminMail = "admin_mail"
         /// The signing key rotated by an operator (`retired_kid`, `kid`).
-        public static let signingKeyRotated: Name = "signing_key_rotated"
+        case signingKeyRotated = "signing_key_rotated"
         /// A Sign in with Apple server-to-server notification; its type is the outcome.
-        public static let appleEvent: Name = "apple_event"
+        case appleEvent = "apple_event"
     }
 
     /// How it went (`outcome`).

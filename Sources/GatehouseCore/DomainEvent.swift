@@ -33,28 +33,27 @@ public struct DomainEvent: Sendable, Equatable {
 extension DomainEvent {
     /// The event's `type` in the feed and the webhook (decision 23: dotted server events, and
     /// `analytics` for the client's).
-    public struct Kind: GatehouseValue {
-        public let rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
+    public enum Kind: String, Sendable, CaseIterable, Codable, CustomStringConvertible {
+        public var description: String { rawValue }
 
-        public static let userCreated: Kind = "user.created"
+        case userCreated = "user.created"
         /// An anonymous account got its first identity (same id).
-        public static let userUpgraded: Kind = "user.upgraded"
+        case userUpgraded = "user.upgraded"
         /// An anonymous account was merged into another (`from`, `to`).
-        public static let userMerged: Kind = "user.merged"
-        public static let userDeleted: Kind = "user.deleted"
-        public static let planChanged: Kind = "plan.changed"
-        public static let trialStarted: Kind = "trial.started"
-        public static let purchaseSucceeded: Kind = "purchase.succeeded"
-        public static let creditSpent: Kind = "credit.spent"
+        case userMerged = "user.merged"
+        case userDeleted = "user.deleted"
+        case planChanged = "plan.changed"
+        case trialStarted = "trial.started"
+        case purchaseSucceeded = "purchase.succeeded"
+        case creditSpent = "credit.spent"
         /// A passkey was registered to an account (`passkey_id`).
-        public static let passkeyAdded: Kind = "passkey.added"
+        case passkeyAdded = "passkey.added"
         /// A passkey was removed from an account (`passkey_id`).
-        public static let passkeyRemoved: Kind = "passkey.removed"
+        case passkeyRemoved = "passkey.removed"
         /// A second factor was confirmed or removed (`factor_id`).
-        public static let mfaFactorAdded: Kind = "mfa.factor_added"
-        public static let mfaFactorRemoved: Kind = "mfa.factor_removed"
+        case mfaFactorAdded = "mfa.factor_added"
+        case mfaFactorRemoved = "mfa.factor_removed"
         /// A client analytics event (`POST /v1/events`); its name is in `data`.
-        public static let analytics: Kind = "analytics"
+        case analytics
     }
 }

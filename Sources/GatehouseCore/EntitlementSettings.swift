@@ -60,7 +60,7 @@ public struct EntitlementSettings: Sendable, Equatable, PresetSection {
     /// changing the password, adding an email address, exporting the account's data. Only
     /// `mfa` and `recent_sign_in` rules may gate them (the person's own data and account are
     /// never behind a paywall).
-    public static let serverActions: Set = ["account.delete", "account.change_password", "account.change_email", "account.export"]
+    public static let serverActions = Set(StepUpAction.allCases.map(\.rawValue))
 
     func problems() -> [String] {
         var problems: [String] = []
@@ -354,4 +354,14 @@ public struct TrialSettings: Sendable, Equatable, PresetSection {
     static var fields: [PresetField<Self>] {
         [.key("days", \.days), .key("starts_at_signup", \.startsAtSignup), .key("startable", \.startable), .key("banner_from_day", \.bannerFromDay)]
     }
+}
+
+/// The server's own actions a preset may put behind a step-up, by the names a preset gives them
+/// under `entitlements.actions`. Closed: the server owns the set (`StepUpGate` enforces them).
+public enum StepUpAction: String, Sendable, CaseIterable {
+    case deleteAccount = "account.delete"
+    case changePassword = "account.change_password"
+    /// Adding an email address to the account (linking one).
+    case changeEmail = "account.change_email"
+    case exportData = "account.export"
 }

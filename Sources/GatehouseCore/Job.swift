@@ -28,3 +28,13 @@ public struct Job: Sendable, Equatable {
         self.traceContext = traceContext
     }
 }
+
+/// What a background job does: the job row's `kind`. Closed: the server alone queues jobs.
+public enum JobKind: String, Sendable, CaseIterable {
+    /// Exchange Apple's authorization code for a refresh token (kept sealed, for revocation).
+    case appleExchange = "apple_exchange"
+    /// Revoke Apple's refresh token (an account deleted, or Apple unlinked).
+    case appleRevoke = "apple_revoke"
+    /// Deliver a domain event to the configured webhook.
+    case webhook
+}

@@ -61,3 +61,20 @@ public enum RetryBackoff {
         min(5 * pow(2, Double(max(0, attempts - 1))), 3_600)
     }
 }
+
+/// What a mail is for: the outbox row's `kind`, the template's name (`mail.<kind>.subject` in a
+/// preset's copy). Closed: the server alone makes mail.
+public enum MailKind: String, Sendable, CaseIterable {
+    case verification
+    /// A forgot-password request, composed by the mail worker (dropped when there is no account).
+    case passwordReset = "password_reset"
+    /// A magic link and its code, composed by the mail worker.
+    case magicLink = "magic_link"
+    case passwordChanged = "password_changed"
+    case newSignIn = "new_sign_in"
+    case mfaFactorAdded = "mfa_factor_added"
+    case mfaFactorRemoved = "mfa_factor_removed"
+    case recoveryCodeUsed = "recovery_code_used"
+    /// An operator's test of delivery.
+    case test
+}

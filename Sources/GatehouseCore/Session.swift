@@ -129,3 +129,29 @@ public struct RefreshTokenRecord: Sendable, Equatable {
         self.rotatedAt = rotatedAt
     }
 }
+
+/// Why a session ended: the `revoked_reason` of its row. Closed: the server alone writes it.
+public enum SessionRevokeReason: String, Sendable, CaseIterable {
+    /// `POST /v1/auth/logout`, scope `local`.
+    case logout
+    /// Scope `others`: every session but the caller's.
+    case logoutOthers = "logout_others"
+    /// Scope `global`.
+    case logoutGlobal = "logout_global"
+    /// The person ended one of their sessions (`DELETE /v1/auth/sessions/{id}`).
+    case revokedByUser = "revoked_by_user"
+    /// An operator did.
+    case revokedByAdmin = "revoked_by_admin"
+    case passwordChange = "password_change"
+    case passwordReset = "password_reset"
+    /// An operator set the password (`/auth/v1/admin/users`).
+    case passwordSetByOperator = "password_set_by_operator"
+    case accountDisabled = "account_disabled"
+    /// A rotated refresh token came back: the chain is stolen or replayed.
+    case refreshTokenReuse = "refresh_token_reuse"
+    /// The owner proved the inbox of an unverified account: what came before the proof ends.
+    case unverifiedTakeoverGuard = "unverified_takeover_guard"
+    /// Apple told of a revoked consent, or of a deleted Apple account.
+    case appleConsentRevoked = "apple_consent-revoked"
+    case appleAccountDelete = "apple_account-delete"
+}

@@ -56,8 +56,11 @@ extension SQLStore {
             {
                 details = object
             }
+            let name = try row.string("event")
+            // The server writes every name; one this build does not know is a newer server's.
+            guard let event = AuditEvent.Name(rawValue: name) else { throw StoreError.decoding("unknown audit event '\(name)'") }
             return AuditEvent(
-                id: id, sequence: try row.int("seq"), createdAt: Date(unixSeconds: try row.int("created_at")), event: AuditEvent.Name(rawValue: try row.string("event")),
+                id: id, sequence: try row.int("seq"), createdAt: Date(unixSeconds: try row.int("created_at")), event: event,
                 outcome: AuditEvent.Outcome(rawValue: try row.string("outcome")), userID: try row.optionalString("user_id").flatMap(UserID.init),
                 sessionID: try row.optionalString("session_id").flatMap(SessionID.init),
                 ipAddress: try row.optionalString("ip_address"), userAgent: try row.optionalString("user_agent"), details: details)

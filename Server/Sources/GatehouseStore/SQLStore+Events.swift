@@ -44,8 +44,10 @@ extension SQLStore {
         ).map { row throws(StoreError) in
             guard let id = UUID(uuidString: try row.string("id")) else { throw StoreError.decoding("bad event id") }
             let data = (try? JSONSerialization.jsonObject(with: Data(try row.string("data").utf8))) as? [String: String] ?? [:]
+            let kind = try row.string("type")
+            guard let type = DomainEvent.Kind(rawValue: kind) else { throw StoreError.decoding("unknown event type '\(kind)'") }
             return DomainEvent(
-                id: id, sequence: try row.int("seq"), type: DomainEvent.Kind(rawValue: try row.string("type")),
+                id: id, sequence: try row.int("seq"), type: type,
                 userID: try row.optionalString("user_id").flatMap(UserID.init), data: data,
                 createdAt: Date(unixSeconds: try row.int("created_at")), anonymousID: try row.optionalString("anonymous_id"))
         }

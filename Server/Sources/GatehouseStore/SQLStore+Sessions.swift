@@ -101,22 +101,22 @@ extension SQLStore {
             [.integer(date.unixSeconds), .text(id.description), .integer(date.unixSeconds)])
     }
 
-    public func revokeSession(_ id: SessionID, reason: String, at date: Date) async throws(StoreError) -> Bool {
+    public func revokeSession(_ id: SessionID, reason: SessionRevokeReason, at date: Date) async throws(StoreError) -> Bool {
         defer { changed(.session(id)) }
         let rows = try await executor.query(
             "UPDATE sessions SET revoked_at = ?, revoked_reason = ? WHERE id = ? AND revoked_at IS NULL RETURNING id",
-            [.integer(date.unixSeconds), .text(reason), .text(id.description)])
+            [.integer(date.unixSeconds), .text(reason.rawValue), .text(id.description)])
         return !rows.isEmpty
     }
 
-    public func revokeSessions(of userID: UserID, keeping: SessionID?, reason: String, at date: Date) async throws(StoreError) -> [SessionID] {
+    public func revokeSessions(of userID: UserID, keeping: SessionID?, reason: SessionRevokeReason, at date: Date) async throws(StoreError) -> [SessionID] {
         defer { changed(.user(userID)) }
         let rows = try await executor.query(
             """
             UPDATE sessions SET revoked_at = ?, revoked_reason = ?
             WHERE user_id = ? AND revoked_at IS NULL AND id <> ? RETURNING id
             """,
-            [.integer(date.unixSeconds), .text(reason), .text(userID.description), .text(keeping?.description ?? "")])
+            [.integer(date.unixSeconds), .text(reason.rawValue), .text(userID.description), .text(keeping?.description ?? "")])
         var revoked: [SessionID] = []
         for row in rows {
             if let id = SessionID(try row.string("id")) { revoked.append(id) }
@@ -135,14 +135,14 @@ extension SQLStore {
         return (try row.int("total") > 0, try row.int("same") > 0)
     }
 
-    public func revokeSessions(of userID: UserID, provider: String, reason: String, at date: Date) async throws(StoreError) -> [SessionID] {
+    public func revokeSessions(of userID: UserID, provider: String, reason: SessionRevokeReason, at date: Date) async throws(StoreError) -> [SessionID] {
         defer { changed(.user(userID)) }
         let rows = try await executor.query(
             """
             UPDATE sessions SET revoked_at = ?, revoked_reason = ?
             WHERE user_id = ? AND provider = ? AND revoked_at IS NULL RETURNING id
             """,
-            [.integer(date.unixSeconds), .text(reason), .text(userID.description), .text(provider)])
+            [.integer(date.unixSeconds), .text(reason.rawValue), .text(userID.description), .text(provider)])
         return rows.compactMap { try? SessionID($0.string("id")) ?? nil }
     }
 

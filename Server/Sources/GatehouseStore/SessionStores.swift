@@ -20,11 +20,11 @@ public protocol SessionStore: Sendable {
     func sessionHistory(of userID: UserID, userAgent: String?) async throws(StoreError) -> (any: Bool, fromAgent: Bool)
     func touchSession(_ id: SessionID, at date: Date) async throws(StoreError)
     /// Revokes one session; false when it was already revoked or does not exist.
-    func revokeSession(_ id: SessionID, reason: String, at date: Date) async throws(StoreError) -> Bool
+    func revokeSession(_ id: SessionID, reason: SessionRevokeReason, at date: Date) async throws(StoreError) -> Bool
     /// Revokes every live session of a user except `keeping`; returns the ones it revoked.
-    func revokeSessions(of userID: UserID, keeping: SessionID?, reason: String, at date: Date) async throws(StoreError) -> [SessionID]
+    func revokeSessions(of userID: UserID, keeping: SessionID?, reason: SessionRevokeReason, at date: Date) async throws(StoreError) -> [SessionID]
     /// Revokes every live session of a user opened with `provider`.
-    func revokeSessions(of userID: UserID, provider: String, reason: String, at date: Date) async throws(StoreError) -> [SessionID]
+    func revokeSessions(of userID: UserID, provider: String, reason: SessionRevokeReason, at date: Date) async throws(StoreError) -> [SessionID]
 }
 
 /// A session's assurance level: raised by a second factor, lowered when the last one goes.

@@ -35,7 +35,7 @@ import Testing
             #expect(try await api.get("/v1/me", token: account.session.accessToken).status == .unauthorized)
             // The audit keeps a row without personal data; the address can sign up again.
             let audit = try await TestApp.withStore(config) { try await $0.auditEvents(userID: UserID(account.user.id)!, before: nil, limit: 50) }
-            #expect(audit.contains { $0.event == "account_deleted" })
+            #expect(audit.contains { $0.event == .accountDeleted })
             #expect(audit.allSatisfy { $0.ipAddress == nil && $0.userAgent == nil })
             let again = try await api.account("leaving@example.com")
             #expect(again.user.id != account.user.id)

@@ -335,7 +335,7 @@ import Testing
             let freshStays = try await store.user(id: fresh.id) != nil
             let keptStays = try await store.user(id: kept.id) != nil
             #expect(freshStays && keptStays)
-            #expect(try await store.events(after: nil, userID: stale.id, limit: 10).map(\.type) == ["user.deleted"])
+            #expect(try await store.events(after: nil, userID: stale.id, limit: 10).map(\.type) == [.userDeleted])
         }
     }
 }

@@ -215,7 +215,7 @@ import Testing
             let response = try await api.post("/v1/events", Self.batch(events), token: account.session.accessToken)
             #expect(response.status == .accepted, "\(response.text)")
             let stored = try await TestApp.withStore(config) { try await $0.events(after: nil, userID: UserID(account.user.id)!, limit: 100) }
-            let analytics = stored.filter { $0.type == "analytics" }
+            let analytics = stored.filter { $0.type == .analytics }
             #expect(analytics.compactMap { $0.data["name"] } == events.map { $0["name"] as! String })
             #expect(analytics.first { $0.data["name"] == "credit_spent" }?.data["flowId"] == "flow-1")
             #expect(analytics.first { $0.data["name"] == "downgrade_detected" }?.data["newPlan"] == "free")
@@ -241,7 +241,7 @@ import Testing
             #expect(complete.status == .accepted, "\(complete.text)")
             let userID = UserID(account.user.id)!
             let mine = try await TestApp.withStore(config) { try await $0.events(after: nil, userID: userID, limit: 50) }
-            #expect(mine.filter { $0.type == "analytics" }.compactMap { $0.data["name"] } == ["onboarding_start", "onboarding_complete"])
+            #expect(mine.filter { $0.type == .analytics }.compactMap { $0.data["name"] } == ["onboarding_start", "onboarding_complete"])
             #expect(mine.first { $0.data["name"] == "onboarding_complete" }?.data["duration_ms"] == "5400")
 
             let bad: [[String: Any]] = [

@@ -78,7 +78,7 @@ import Testing
             let keys = Set(ledger.map(\.idempotencyKey))
             for key in spends { #expect(keys.contains(key), "an acknowledged spend is missing: \(key)") }
             #expect(ledger.count <= 3, "more credits spent than granted")
-            let spentEvents = try await store.events(after: nil, userID: spenderID, limit: 100).filter { $0.type == "credit.spent" }
+            let spentEvents = try await store.events(after: nil, userID: spenderID, limit: 100).filter { $0.type == .creditSpent }
             #expect(spentEvents.count == ledger.count, "a spend without its event, or an event without its spend")
         }
         // The restarted server answers for the acknowledged accounts.

@@ -166,7 +166,7 @@ import Testing
         let gone = try await TestApp.withStore(config) { try await $0.user(id: user.id) }
         #expect(gone == nil)
         let feed = try await TestApp.withStore(config) { try await $0.events(after: nil, userID: user.id, limit: 10) }
-        #expect(feed.map(\.type) == ["user.deleted"])
+        #expect(feed.map(\.type) == [.userDeleted])
         let (missing, missingOutput) = try await run(["users", "show", "nobody@example.com"])
         #expect(missing == 1 && missingOutput.hasPrefix("gatehouse: No user matches"))
         let (_, help) = try await run(["--help"])

@@ -143,7 +143,7 @@ import Testing
         let sessions = try await relaunched.client.sessions()
         #expect(sessions.count == 1 && sessions[0].current)
         let id = try #require(UserID(result.user.id))
-        _ = try await TestApp.withStore(config) { try await $0.revokeSessions(of: id, keeping: nil, reason: "test", at: Date()) }
+        _ = try await TestApp.withStore(config) { try await $0.revokeSessions(of: id, keeping: nil, reason: .revokedByAdmin, at: Date()) }
         let afterRevoke = AuthCoordinator(client: try device.launch(port: port))
         await afterRevoke.start()
         #expect(afterRevoke.root == .welcome && afterRevoke.highlightedProvider == "apple")
@@ -278,17 +278,17 @@ import Testing
         await client.flushAnalytics()
         let id = try #require(UserID(user.id))
         let names = try await TestApp.withStore(config) { try await $0.events(after: nil, userID: id, limit: 50) }
-            .filter { $0.type == "analytics" }.compactMap { $0.data["name"] }
+            .filter { $0.type == .analytics }.compactMap { $0.data["name"] }
         #expect(names.contains("onboarding_start") && names.contains("onboarding_complete") && names.contains("onboarding_error"))
         #expect(names.contains("onboarding_retry"))
         // O13-3, O13-4: the failure's code and the retry's attempt number.
-        let stored = try await TestApp.withStore(config) { try await $0.events(after: nil, userID: id, limit: 50) }.filter { $0.type == "analytics" }
+        let stored = try await TestApp.withStore(config) { try await $0.events(after: nil, userID: id, limit: 50) }.filter { $0.type == .analytics }
         #expect(stored.first { $0.data["name"] == "onboarding_error" }?.data["error_code"] == "network_unavailable")
         #expect(stored.first { $0.data["name"] == "onboarding_retry" }?.data["attempt_number"] == "1")
         // duration_ms: from the privacy screen to Home on the device's clock, the error screen's
         // retries included (`SeedScenarioTests.oklahsOnboardingDurationIsExact` times it alone).
         let complete = try await TestApp.withStore(config) { try await $0.events(after: nil, userID: id, limit: 50) }
-            .first { $0.type == "analytics" && $0.data["name"] == "onboarding_complete" }
+            .first { $0.type == .analytics && $0.data["name"] == "onboarding_complete" }
         #expect(homeUptime > shownUptime)
         #expect(complete?.data["duration_ms"] == String(Int(((homeUptime - shownUptime) * 1000).rounded())))
 
@@ -331,7 +331,7 @@ import Testing
         // The server ends the session: the next launch shows the privacy screen again.
         let secondUser = try #require(second.user)
         let secondID = try #require(UserID(secondUser.id))
-        _ = try await TestApp.withStore(config) { try await $0.revokeSessions(of: secondID, keeping: nil, reason: "test", at: Date()) }
+        _ = try await TestApp.withStore(config) { try await $0.revokeSessions(of: secondID, keeping: nil, reason: .revokedByAdmin, at: Date()) }
         let afterRevoke = OnboardingModel(client: try fresh.launch(port: port), appVersion: "1.0")
         await afterRevoke.launch()
         #expect(afterRevoke.state == .privacyScreen)
@@ -413,7 +413,7 @@ import Testing
         await client.flushAnalytics()
         let id = try #require(UserID(user.id))
         let shown = try await TestApp.withStore(config) { try await $0.events(after: nil, userID: id, limit: 50) }
-            .filter { $0.type == "analytics" && $0.data["name"] == "gate_shown" }
+            .filter { $0.type == .analytics && $0.data["name"] == "gate_shown" }
         #expect(shown.contains { $0.data["surface"] == "upload" && $0.data["reasonCode"] == "pro_required" && $0.data["planState"] == "free" })
 
         let set = try await server.execute(

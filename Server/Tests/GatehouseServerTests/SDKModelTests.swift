@@ -427,11 +427,11 @@ final class IDLog: @unchecked Sendable {
         await client.flushAnalytics()
         await otherClient.flushAnalytics()
         let mine = try await TestApp.withStore(config) { try await $0.events(after: nil, userID: UserID(user.id)!, limit: 100) }
-            .filter { $0.type == "analytics" }.compactMap { $0.data["name"] }
+            .filter { $0.type == .analytics }.compactMap { $0.data["name"] }
         #expect(mine.filter { $0 == "purchase_started" }.count == 1 && mine.contains("purchase_success"))
         let otherID = try #require(await otherClient.state.user.flatMap { UserID($0.id) })
         let theirs = try await TestApp.withStore(config) { try await $0.events(after: nil, userID: otherID, limit: 100) }
-            .filter { $0.type == "analytics" }.compactMap { $0.data["name"] }
+            .filter { $0.type == .analytics }.compactMap { $0.data["name"] }
         #expect(theirs.contains("purchase_started") && theirs.contains("purchase_failed"))
     }
 }

@@ -341,7 +341,7 @@ import Testing
 
         let user = try #require(model.user)
         let id = try #require(UserID(user.id))
-        let events = try await TestApp.withStore(config) { try await $0.events(after: nil, userID: id, limit: 50) }.filter { $0.type == "analytics" }
+        let events = try await TestApp.withStore(config) { try await $0.events(after: nil, userID: id, limit: 50) }.filter { $0.type == .analytics }
         let start = try #require(events.first { $0.data["name"] == "onboarding_start" })
         #expect(start.data.filter { $0.key != "occurred_at" } == ["name": "onboarding_start", "app_version": "2.3.1", "timestamp": shownAt])
         let complete = try #require(events.first { $0.data["name"] == "onboarding_complete" })
@@ -414,7 +414,7 @@ import Testing
         await client.flushAnalytics()
         let id = try #require(UserID(user.id))
         let stored = try await TestApp.withStore(config) { try await $0.events(after: nil, userID: id, limit: 100) }
-            .filter { $0.type == "analytics" }.map { $0.data.filter { $0.key != "occurred_at" } }
+            .filter { $0.type == .analytics }.map { $0.data.filter { $0.key != "occurred_at" } }
         let caps = "branch_cap_per_move=10,inbox_cap=10,media_cap_bytes=0,saved_flow_cap=2,share_links_per_day=3"
         let expected: [[String: String]] = [
             ["name": "entitlement_snapshot_loaded", "planState": "free", "creditsRemaining": "3", "caps": caps],

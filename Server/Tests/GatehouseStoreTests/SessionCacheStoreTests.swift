@@ -126,7 +126,7 @@ import Testing
                 _ = try await store.sessionAndUser(id: session.id)
                 #expect(store.cachedSessionAndUser(id: session.id)?.session == session)
             }
-            #expect(try await store.revokeSession(first.id, reason: "logout", at: Self.t0))
+            #expect(try await store.revokeSession(first.id, reason: .logout, at: Self.t0))
             #expect(store.cachedSessionAndUser(id: first.id) == nil)
             #expect(store.cachedSessionAndUser(id: second.id) != nil)
             // Read again, the revoked session is not kept.

@@ -29,12 +29,12 @@ import Testing
             #expect(try await store.sessions(of: owner.id).map(\.id) == sessions.reversed().map(\.id))
             try await store.touchSession(sessions[0].id, at: t0.addingTimeInterval(100))
             #expect(try await store.session(id: sessions[0].id)?.lastActiveAt == t0.addingTimeInterval(100))
-            #expect(try await store.revokeSession(sessions[0].id, reason: "logout", at: t0.addingTimeInterval(200)))
-            #expect(try await store.revokeSession(sessions[0].id, reason: "again", at: t0) == false)
-            let revoked = try await store.revokeSessions(of: owner.id, keeping: sessions[2].id, reason: "others", at: t0)
+            #expect(try await store.revokeSession(sessions[0].id, reason: .logout, at: t0.addingTimeInterval(200)))
+            #expect(try await store.revokeSession(sessions[0].id, reason: .logout, at: t0) == false)
+            let revoked = try await store.revokeSessions(of: owner.id, keeping: sessions[2].id, reason: .logoutOthers, at: t0)
             #expect(revoked == [sessions[1].id])
             #expect(try await store.session(id: sessions[2].id)?.isRevoked == false)
-            #expect(try await store.session(id: sessions[1].id)?.revokedReason == "others")
+            #expect(try await store.session(id: sessions[1].id)?.revokedReason == SessionRevokeReason.logoutOthers.rawValue)
         }
     }
 
@@ -121,17 +121,18 @@ import Testing
         try await withStore(backend) { store in
             let owner = try await user(store)
             let now = Date(unixSeconds: 1_800_000_000)
+            let names = Array(AuditEvent.Name.allCases.prefix(5))
             for index in 0..<5 {
                 try await store.insertAudit(
-                    AuditEvent(createdAt: now, event: AuditEvent.Name(rawValue: "e\(index)"), outcome: "success", userID: index.isMultiple(of: 2) ? owner.id : nil,
+                    AuditEvent(createdAt: now, event: names[index], outcome: "success", userID: index.isMultiple(of: 2) ? owner.id : nil,
                                details: ["n": String(index)]))
             }
             let firstPage = try await store.auditEvents(userID: nil, before: nil, limit: 3)
-            #expect(firstPage.map(\.event) == ["e4", "e3", "e2"])
+            #expect(firstPage.map(\.event) == [names[4], names[3], names[2]])
             #expect(firstPage[0].details == ["n": "4"])
             let secondPage = try await store.auditEvents(userID: nil, before: firstPage.last?.sequence, limit: 3)
-            #expect(secondPage.map(\.event) == ["e1", "e0"])
-            #expect(try await store.auditEvents(userID: owner.id, before: nil, limit: 10).map(\.event) == ["e4", "e2", "e0"])
+            #expect(secondPage.map(\.event) == [names[1], names[0]])
+            #expect(try await store.auditEvents(userID: owner.id, before: nil, limit: 10).map(\.event) == [names[4], names[2], names[0]])
         }
     }
 
@@ -198,12 +199,12 @@ import Testing
             let recent = Session(userID: owner.id, provider: "email", createdAt: now - day, userAgent: "New", ipAddress: "10.0.0.4")
             for session in [revoked, idle, live, recent] { try await store.insertSession(session) }
             try await store.touchSession(revoked.id, at: now - 40 * day)
-            _ = try await store.revokeSession(revoked.id, reason: "logout", at: now - 40 * day)
+            _ = try await store.revokeSession(revoked.id, reason: .logout, at: now - 40 * day)
             try await store.touchSession(idle.id, at: now - 40 * day)
             try await store.touchSession(live.id, at: now - day)
             try await store.touchSession(recent.id, at: now - day)
-            try await store.insertAudit(AuditEvent(createdAt: now - 40 * day, event: "login", outcome: "success", userID: owner.id, ipAddress: "10.0.0.1"))
-            try await store.insertAudit(AuditEvent(createdAt: now - day, event: "login", outcome: "success", userID: owner.id, ipAddress: "10.0.0.4"))
+            try await store.insertAudit(AuditEvent(createdAt: now - 40 * day, event: .login, outcome: "success", userID: owner.id, ipAddress: "10.0.0.1"))
+            try await store.insertAudit(AuditEvent(createdAt: now - day, event: .login, outcome: "success", userID: owner.id, ipAddress: "10.0.0.4"))
             _ = try await store.hitRateLimit(key: "login:10.0.0.1", windowStart: (now - 3 * day).unixSeconds)
             _ = try await store.hitRateLimit(key: "login:10.0.0.1", windowStart: (now - 3600).unixSeconds)
             _ = try await store.recordNotification(uuid: "old", type: "DID_RENEW", at: now - 31 * day)

@@ -16,17 +16,17 @@ final class JobWorker: Service, Sendable {
     let sealer: SecretSealer
     let clock: any WallClock
     let logger: Logger
-    let handlers: [String: Handler]
+    let handlers: [JobKind: Handler]
     /// Attempts before a job is given up, by kind (default 8: about ten minutes of retries).
-    let maximumAttempts: [String: Int]
+    let maximumAttempts: [JobKind: Int]
     /// Each job runs in the trace of the request that queued it (with traces on).
     let telemetry: Telemetry
     private let loop = WakeLoop(pollInterval: .seconds(2))
     static let leaseSeconds = 60
 
     init(
-        store: any JobStore, sealer: SecretSealer, clock: any WallClock, logger: Logger, handlers: [String: Handler],
-        maximumAttempts: [String: Int] = [:], telemetry: Telemetry = .off
+        store: any JobStore, sealer: SecretSealer, clock: any WallClock, logger: Logger, handlers: [JobKind: Handler],
+        maximumAttempts: [JobKind: Int] = [:], telemetry: Telemetry = .off
     ) {
         self.telemetry = telemetry
         self.store = store
@@ -39,10 +39,10 @@ final class JobWorker: Service, Sendable {
 
     /// Queues a job inside the caller's transaction; call `wake()` after the commit.
     /// `traceContext` (the request's, with traces on) makes the job's run part of its trace.
-    func enqueue(_ tx: any JobStore, kind: String, payload: some Encodable, traceContext: String? = nil) async throws {
+    func enqueue(_ tx: any JobStore, kind: JobKind, payload: some Encodable, traceContext: String? = nil) async throws {
         let sealed = try sealer.seal(try JSONEncoder().encode(payload))
         try await tx.enqueueJob(
-            Job(kind: kind, payload: sealed.bytes, encryption: sealed.encryption, createdAt: clock.now, traceContext: traceContext))
+            Job(kind: kind.rawValue, payload: sealed.bytes, encryption: sealed.encryption, createdAt: clock.now, traceContext: traceContext))
     }
 
     func wake() { loop.wake() }
@@ -69,12 +69,12 @@ final class JobWorker: Service, Sendable {
 
     private func run(_ job: Job) async {
         do {
-            guard let handler = handlers[job.kind] else { throw ProviderError("no handler for job kind \(job.kind)") }
+            guard let handler = JobKind(rawValue: job.kind).flatMap({ handlers[$0] }) else { throw ProviderError("no handler for job kind \(job.kind)") }
             try await handler(job, try sealer.open(job.payload, encryption: job.encryption, what: "a job payload"))
             try await store.completeJob(job.id)
         } catch {
             let attempts = job.attempts + 1
-            let retries = attempts < (maximumAttempts[job.kind] ?? 8)
+            let retries = attempts < (JobKind(rawValue: job.kind).flatMap { maximumAttempts[$0] } ?? 8)
             let next = retries ? clock.now.addingTimeInterval(RetryBackoff.delay(afterAttempts: attempts)) : nil
             logger.warning(
                 next == nil ? "background job failed for good" : "background job failed; will retry",

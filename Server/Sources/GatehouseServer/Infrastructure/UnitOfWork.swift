@@ -147,7 +147,7 @@ struct Work<Stores: Sendable>: Sendable {
     }
 
     /// A durable background job, run after the commit.
-    func enqueueJob(kind: String, payload: some Encodable) async throws {
+    func enqueueJob(kind: JobKind, payload: some Encodable) async throws {
         try await jobs.enqueue(own, kind: kind, payload: payload, traceContext: traceContext)
         queued.jobs()
     }

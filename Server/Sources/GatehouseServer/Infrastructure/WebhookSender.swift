@@ -12,7 +12,7 @@ import Tracing
 /// covers the raw body and the body carries the same `sent_at`, so a receiver can refuse old
 /// replays. Anything but a 2xx is retried with backoff.
 struct WebhookSender: Sendable {
-    static let jobKind = "webhook"
+    static let jobKind = JobKind.webhook
     let url: URL
     let secret: String
     let client: HTTPClient

@@ -23,21 +23,21 @@ struct AccountMail: Sendable {
                 hash: hash, purpose: .verifyEmail, userID: user.id, email: email, normalizedEmail: normalized, createdAt: now,
                 expiresAt: now.addingTimeInterval(TimeInterval(ttl))))
         let link = links.link(EmailLinks.verifyPath, token: token)
-        let message = templates.mail("verification", link: link, values: ["hours": String(ttl / 3_600)])
-        try await work.enqueueMail(message.outbox(kind: "verification", to: email, at: now, link: link))
+        let message = templates.mail(.verification, link: link, values: ["hours": String(ttl / 3_600)])
+        try await work.enqueueMail(message.outbox(kind: .verification, to: email, at: now, link: link))
     }
 
     /// "Your password was changed", to a verified address only (an unverified one may not be
     /// the account owner's).
     func queuePasswordChanged(_ work: Work<some Sendable>, user: User) async throws {
         guard preset.email.notifyPasswordChanged, user.emailVerified, let email = user.email.map(EmailAddress.deliverable) else { return }
-        let message = templates.mail("password_changed", values: ["time": Self.humanTime(work.now)])
-        try await work.enqueueMail(message.outbox(kind: "password_changed", to: email, at: work.now))
+        let message = templates.mail(.passwordChanged, values: ["time": Self.humanTime(work.now)])
+        try await work.enqueueMail(message.outbox(kind: .passwordChanged, to: email, at: work.now))
     }
 
     /// A security notice about the account's second factors (`mfa_factor_added`,
     /// `mfa_factor_removed`, `recovery_code_used`), to a verified address only.
-    func queueSecurityNotice(_ work: Work<some Sendable>, user: User, kind: String, values: [String: String]) async throws {
+    func queueSecurityNotice(_ work: Work<some Sendable>, user: User, kind: MailKind, values: [String: String]) async throws {
         guard user.emailVerified, let email = user.email.map(EmailAddress.deliverable) else { return }
         let message = templates.mail(kind, values: values.merging(["time": Self.humanTime(work.now)]) { mine, _ in mine })
         try await work.enqueueMail(message.outbox(kind: kind, to: email, at: work.now))
@@ -52,15 +52,15 @@ struct AccountMail: Sendable {
         // A summary from a fixed vocabulary, never the header's own words (finding 16).
         var device = DeviceSummary.describe(userAgent: client.userAgent)
         if let ip = client.ip { device += " (\(ip))" }
-        let message = templates.mail("new_sign_in", values: ["time": Self.humanTime(work.now), "device": device])
-        try await work.enqueueMail(message.outbox(kind: "new_sign_in", to: email, at: work.now))
+        let message = templates.mail(.newSignIn, values: ["time": Self.humanTime(work.now), "device": device])
+        try await work.enqueueMail(message.outbox(kind: .newSignIn, to: email, at: work.now))
     }
 
     /// Queues a forgot-password or magic-link request for `email`; the mail worker composes it
     /// (or drops it when there is nothing to send). The caller's work is the same whether or
     /// not the address has an account.
     func queueRequest(
-        _ work: Work<some Sendable>, kind: String, email: String, redirectTo: String? = nil, upgrading: UserID? = nil, existingAccountsOnly: Bool = false
+        _ work: Work<some Sendable>, kind: MailKind, email: String, redirectTo: String? = nil, upgrading: UserID? = nil, existingAccountsOnly: Bool = false
     ) async throws {
         var payload = ["email": email]
         payload["redirect_to"] = redirectTo
@@ -68,7 +68,7 @@ struct AccountMail: Sendable {
         if existingAccountsOnly { payload[MailRequestComposer.existingAccountsOnlyKey] = "true" }
         try await work.enqueueMail(
             OutboxMessage(
-                createdAt: work.now, kind: kind, recipient: email, subject: kind, textBody: nil, htmlBody: nil, payload: payload))
+                createdAt: work.now, kind: kind.rawValue, recipient: email, subject: kind.rawValue, textBody: nil, htmlBody: nil, payload: payload))
     }
 
     static func humanTime(_ date: Date) -> String {
@@ -103,14 +103,14 @@ struct MailRequestComposer: Sendable {
                 return nil
             }
             let composed: (recipient: String, mail: Templates.Mail, link: URL)
-            switch message.kind {
-            case "password_reset":
+            switch MailKind(rawValue: message.kind) {
+            case .passwordReset:
                 guard let user else {
                     try await tx.dropMail(message.id, reason: "no account", at: now)
                     return nil
                 }
                 composed = try await reset(tx, user: user, now: now)
-            case "magic_link":
+            case .magicLink:
                 if user == nil, message.payload?[Self.existingAccountsOnlyKey] == "true" {
                     try await tx.dropMail(message.id, reason: "no account", at: now)
                     return nil
@@ -147,7 +147,7 @@ struct MailRequestComposer: Sendable {
                 hash: hash, purpose: .passwordReset, userID: user.id, email: recipient, normalizedEmail: user.normalizedEmail ?? "",
                 passwordStamp: user.passwordChangedAt?.unixSeconds, createdAt: now, expiresAt: now.addingTimeInterval(TimeInterval(ttl))))
         let link = links.link(EmailLinks.resetPath, token: token)
-        return (recipient, templates.mail("password_reset", link: link, values: ["minutes": String(ttl / 60)]), link)
+        return (recipient, templates.mail(.passwordReset, link: link, values: ["minutes": String(ttl / 60)]), link)
     }
 
     private func magic(
@@ -164,6 +164,6 @@ struct MailRequestComposer: Sendable {
                 codeHash: try links.codeHash(code, tokenHash: hash), redirectTo: redirectTo, createdAt: now,
                 expiresAt: now.addingTimeInterval(TimeInterval(ttl)), upgradeUserID: upgrading))
         let link = links.link(EmailLinks.magicPath, token: token)
-        return (recipient, templates.mail("magic_link", link: link, code: code, values: ["minutes": String(ttl / 60)]), link)
+        return (recipient, templates.mail(.magicLink, link: link, code: code, values: ["minutes": String(ttl / 60)]), link)
     }
 }

@@ -57,18 +57,18 @@ struct Templates: Sendable {
         var html: String
 
         /// The outbox row that sends this mail (the link's host is kept for the log, never the link).
-        func outbox(kind: String, to recipient: String, at now: Date, link: URL? = nil) -> OutboxMessage {
+        func outbox(kind: MailKind, to recipient: String, at now: Date, link: URL? = nil) -> OutboxMessage {
             OutboxMessage(
-                createdAt: now, kind: kind, recipient: recipient, subject: subject, textBody: text, htmlBody: html, linkHost: link?.host)
+                createdAt: now, kind: kind.rawValue, recipient: recipient, subject: subject, textBody: text, htmlBody: html, linkHost: link?.host)
         }
     }
 
     /// A mail of `kind` (`verification`, `password_reset`, `magic_link`, `password_changed`,
     /// `new_sign_in`, `mfa_factor_added`, `mfa_factor_removed`, `recovery_code_used`), its copy from the preset's `mail.<kind>.*` strings.
-    func mail(_ kind: String, link: URL? = nil, code: String? = nil, values: [String: String] = [:]) -> Mail {
-        let defaults = Self.mailDefaults[kind] ?? [:]
+    func mail(_ kind: MailKind, link: URL? = nil, code: String? = nil, values: [String: String] = [:]) -> Mail {
+        let defaults = Self.mailDefaults[kind.rawValue] ?? [:]
         func copy(_ part: String) -> String {
-            text("mail.\(kind).\(part)", defaults[part] ?? "", values)
+            text("mail.\(kind.rawValue).\(part)", defaults[part] ?? "", values)
         }
         let body = copy("body")
         var context: [String: Any] = [

@@ -22,7 +22,7 @@ struct OperatorMailService: Sendable {
         }
         return try await unitOfWork.run(client: client) { work in
             let message = OutboxMessage(
-                createdAt: work.now, kind: "test", recipient: address.trimmingCharacters(in: .whitespaces), subject: "Gatehouse test mail ✉️",
+                createdAt: work.now, kind: MailKind.test.rawValue, recipient: address.trimmingCharacters(in: .whitespaces), subject: "Gatehouse test mail ✉️",
                 textBody: "This is a test mail from Gatehouse. If you can read it, mail delivery works.",
                 htmlBody: "<p>This is a test mail from <strong>Gatehouse</strong>. If you can read it, mail delivery works.</p>")
             try await work.enqueueMail(message)
@@ -37,18 +37,18 @@ struct OperatorMailService: Sendable {
         let user = try await UserReference(reference).resolve(in: store)
         guard let email = user.email else { throw GatehouseError.invalidRequest("This account has no email address.") }
         try await unitOfWork.run(client: client) { work in
-            switch kind {
-            case "verification":
+            switch MailKind(rawValue: kind) {
+            case .verification:
                 guard !user.emailVerified else {
                     throw GatehouseError(status: 409, code: .alreadyVerified, message: "This address is already verified.")
                 }
                 try await mail.queueVerification(work.narrowed { $0 }, user: user)
-            case "password_reset", "magic_link":
+            case let request? where request == .passwordReset || request == .magicLink:
                 // Only the ways in this app offers: a link to a method it turned off would not work.
-                guard kind == "magic_link" ? preset.signInMethods.magicLink : preset.signInMethods.emailPassword else {
-                    throw GatehouseError.invalidRequest("This app does not offer \(kind == "magic_link" ? "sign-in links" : "passwords").")
+                guard request == .magicLink ? preset.signInMethods.magicLink : preset.signInMethods.emailPassword else {
+                    throw GatehouseError.invalidRequest("This app does not offer \(request == .magicLink ? "sign-in links" : "passwords").")
                 }
-                try await mail.queueRequest(work, kind: kind, email: email)
+                try await mail.queueRequest(work, kind: request, email: email)
             default:
                 throw GatehouseError.invalidRequest("Unknown mail '\(kind)'.")
             }

@@ -69,7 +69,7 @@ public struct OperatorService: Sendable {
         try await unitOfWork.run(client: client) { work in
             _ = try await work.tx.setDisabled(user.id, at: user.disabledAt ?? now, reason: reason ?? user.disabledReason, now: now)
             // Disabling ends every session, not only the next refresh.
-            _ = try await work.tx.revokeSessions(of: user.id, keeping: nil, reason: "account_disabled", at: now)
+            _ = try await work.tx.revokeSessions(of: user.id, keeping: nil, reason: .accountDisabled, at: now)
             var details = ["by": actor]
             details["reason"] = reason
             try await work.audit(.accountDisabled, user: user.id, details: details)
@@ -130,7 +130,7 @@ public struct OperatorService: Sendable {
             throw GatehouseError.notFound("No such session.")
         }
         try await unitOfWork.run(client: client) { work in
-            _ = try await work.tx.revokeSession(sessionID, reason: "revoked_by_admin", at: work.now)
+            _ = try await work.tx.revokeSession(sessionID, reason: .revokedByAdmin, at: work.now)
             try await work.audit(.sessionRevoked, user: user.id, session: sessionID, details: ["by": actor])
         }
     }
@@ -139,7 +139,7 @@ public struct OperatorService: Sendable {
     func revokeAllSessions(_ reference: String, by actor: String, client: ClientInfo?) async throws -> Int {
         let user = try await find(reference)
         return try await unitOfWork.run(client: client) { work in
-            let ended = try await work.tx.revokeSessions(of: user.id, keeping: nil, reason: "revoked_by_admin", at: work.now)
+            let ended = try await work.tx.revokeSessions(of: user.id, keeping: nil, reason: .revokedByAdmin, at: work.now)
             for session in ended {
                 try await work.audit(.sessionRevoked, user: user.id, session: session, details: ["by": actor])
             }

@@ -141,7 +141,7 @@ struct AccountLifecycle: Sendable {
                 ended.append(credential.rawValue)
             }
         }
-        let revoked = try await tx.revokeSessions(of: user.id, keeping: nil, reason: "unverified_takeover_guard", at: work.now)
+        let revoked = try await tx.revokeSessions(of: user.id, keeping: nil, reason: .unverifiedTakeoverGuard, at: work.now)
         try await tx.deleteIdempotencyKeys(of: user.id)
         _ = try await tx.markEmailVerified(user.id, normalizedEmail: normalized, at: work.now)
         user.emailVerifiedAt = work.now

@@ -29,6 +29,6 @@ struct FactorRemoval: Sendable {
         guard factor.isConfirmed else { return }
         try await work.record(.mfaFactorRemoved, user: user.id, data: ["factor_id": MFAService.id(factor)])
         try await mail.queueSecurityNotice(
-            work, user: user, kind: "mfa_factor_removed", values: ["factor": factor.name, "by": admin == nil ? "" : " by support"])
+            work, user: user, kind: .mfaFactorRemoved, values: ["factor": factor.name, "by": admin == nil ? "" : " by support"])
     }
 }

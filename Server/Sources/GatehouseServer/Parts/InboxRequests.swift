@@ -12,11 +12,11 @@ struct InboxRequests: Sendable {
 
     /// Validates the address (canonical form only) and counts the request against the client's
     /// address and the email address; returns the address and its normalised form.
-    func check(email: String, kind: String, client: ClientInfo) async throws -> (address: String, normalized: String) {
+    func check(email: String, kind: MailKind, client: ClientInfo) async throws -> (address: String, normalized: String) {
         try await throttle.limitIP("mail-request", client: client, limit: settings.requestsPerIPPerHour, windowSeconds: 3_600)
         let address = try credentials.canonicalAddress(email)
         let normalized = EmailAddress.normalize(address)
-        let key = "mail-request:\(kind):\(normalized)"
+        let key = "mail-request:\(kind.rawValue):\(normalized)"
         if settings.requestIntervalSeconds > 0 {
             try await throttle.limit(key, limit: 1, windowSeconds: Int64(settings.requestIntervalSeconds))
         }

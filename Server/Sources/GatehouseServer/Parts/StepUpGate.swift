@@ -13,14 +13,10 @@ struct StepUpGate: Sendable {
     let store: any SubscriptionStore
     let clock: any WallClock
 
-    static let deleteAccount = "account.delete"
-    static let changePassword = "account.change_password"
-    static let changeEmail = "account.change_email"
-    static let exportData = "account.export"
-
     /// 403 with the gate's reason (`mfa_required`, `reauthentication_required`, …) and its
     /// decision under `details` when the preset's rules for `action` refuse the caller's session.
-    func require(_ action: String, _ signedIn: SignedIn) async throws {
+    func require(_ step: StepUpAction, _ signedIn: SignedIn) async throws {
+        let action = step.rawValue
         guard engine.settings.actions[action] != nil else { return }
         var input = try await engine.storedInput(for: signedIn.user, in: store)
         input.assurance = signedIn.session.assuranceState

@@ -103,8 +103,8 @@ struct AppleJobs: Sendable {
     /// Apple's authorization codes work for five minutes.
     static let codeLifetime: TimeInterval = 300
 
-    var handlers: [String: JobWorker.Handler] {
-        ["apple_exchange": exchange, "apple_revoke": revoke]
+    var handlers: [JobKind: JobWorker.Handler] {
+        [.appleExchange: exchange, .appleRevoke: revoke]
     }
 
     private func client() throws -> AppleTokenClient {
@@ -141,7 +141,7 @@ extension JobWorker {
     func queueAppleRevocation(_ tx: any JobStore, user: UserID, traceContext: String? = nil) async throws -> Bool {
         guard let stored = try await tx.providerToken(of: user, provider: .apple) else { return false }
         let token = try sealer.open(stored.value, encryption: stored.encryption, what: "Apple's refresh token")
-        try await enqueue(tx, kind: "apple_revoke", payload: ["token": String(decoding: token, as: UTF8.self)], traceContext: traceContext)
+        try await enqueue(tx, kind: .appleRevoke, payload: ["token": String(decoding: token, as: UTF8.self)], traceContext: traceContext)
         return true
     }
 }

@@ -24,7 +24,7 @@ struct AccountService: Sendable {
     /// Apple's token; keeps an audit row without personal data.
     func delete(_ signedIn: SignedIn, _ request: DeleteAccountRequest, client: ClientInfo) async throws {
         let user = signedIn.user
-        try await stepUp.require(StepUpGate.deleteAccount, signedIn)
+        try await stepUp.require(.deleteAccount, signedIn)
         try await requireProof(signedIn, request, client: client)
         try await unitOfWork.run { work in
             guard try await lifecycle.delete(work.narrowed { $0 }, user.id, reason: "user_request") else { throw GatehouseError.unauthorized() }
@@ -49,7 +49,7 @@ struct AccountService: Sendable {
             guard user.passwordHash != nil else { throw reauthenticationRequired("This account has no password.") }
             let verification = try await credentials.checkAttempt(
                 password, against: user.passwordHash, account: user.normalizedEmail ?? user.id.description, userID: user.id,
-                client: client, event: "delete_account")
+                client: client, event: .deleteAccount)
             guard verification.matches else { throw reauthenticationRequired("That password is not right.") }
         }
         if let idToken = request.idToken {

@@ -64,6 +64,6 @@ struct AnalyticsService: Sendable {
                 throw refuse("'\(name)' has the wrong type or value.")
             }
         }
-        return DomainEvent(type: "analytics", userID: user, data: data, createdAt: now, anonymousID: event.anonymousID)
+        return DomainEvent(type: .analytics, userID: user, data: data, createdAt: now, anonymousID: event.anonymousID)
     }
 }

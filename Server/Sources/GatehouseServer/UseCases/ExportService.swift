@@ -18,7 +18,7 @@ struct ExportService: Sendable {
 
     /// `GET /v1/me/export`: everything stored about the person.
     func export(_ signedIn: SignedIn) async throws -> AccountExport {
-        try await stepUp.require(StepUpGate.exportData, signedIn)
+        try await stepUp.require(.exportData, signedIn)
         let user = signedIn.user
         let identities = try await store.identities(of: user.id)
         let sessions = try await store.sessions(of: user.id)

@@ -174,7 +174,7 @@ struct ImportService: Sendable {
             .userCreated, user: user.id,
             data: ["provider": (providers.first ?? .email).rawValue, "imported_from": source, "source_id": account.sourceID])
         try await work.audit(
-            "user_imported", user: user.id,
+            .userImported, user: user.id,
             details: ["source": source, "source_id": account.sourceID, "providers": providers.map(\.rawValue).joined(separator: ",")])
     }
 }

@@ -106,7 +106,7 @@ struct MFAService: Sendable {
                 let session = reissue ? try await reissued(work, signedIn) : nil
                 try await work.audit(.mfaFactorConfirmed, user: user.id, session: signedIn.session.id, details: ["factor_id": id.lowercased()])
                 try await work.record(.mfaFactorAdded, user: user.id, data: ["factor_id": id.lowercased()])
-                try await mail.queueSecurityNotice(work, user: user, kind: "mfa_factor_added", values: ["factor": factor.name])
+                try await mail.queueSecurityNotice(work, user: user, kind: .mfaFactorAdded, values: ["factor": factor.name])
                 var confirmed = factor
                 confirmed.confirmedAt = now
                 confirmed.lastUsedStep = step
@@ -236,9 +236,11 @@ struct MFAService: Sendable {
                 guard try await tx.consumeMFAChallenge(idHash: idHash, at: work.now) else { throw Self.challengeInvalid }
                 guard let user = try await tx.user(id: challenge.userID) else { throw Self.challengeInvalid }
                 guard !user.isDisabled else { throw GatehouseError.accountDisabled(preset) }
+                // The sign-in's own audit name, stored with its challenge by this server.
+                guard let event = AuditEvent.Name(rawValue: challenge.event) else { throw Self.challengeInvalid }
                 try await take(proof, work, user: user)
                 let auth = try await sessions.open(
-                    work.narrowed { $0 }, user, provider: challenge.provider, method: challenge.method, event: AuditEvent.Name(rawValue: challenge.event),
+                    work.narrowed { $0 }, user, provider: challenge.provider, method: challenge.method, event: event,
                     assurance: .aal2, secondFactor: proof.method)
                 return MFAVerifyResponse(user: auth.user, session: auth.session)
             }
@@ -314,7 +316,7 @@ struct MFAService: Sendable {
             guard try await work.tx.useRecoveryCode(of: user.id, hash: hash, at: work.now) else { throw invalidRecoveryCode }
             let remaining = try await work.tx.unusedRecoveryCodes(of: user.id)
             try await work.audit(.recoveryCodeUsed, user: user.id, details: ["remaining": String(remaining)])
-            try await mail.queueSecurityNotice(work, user: user, kind: "recovery_code_used", values: ["remaining": String(remaining)])
+            try await mail.queueSecurityNotice(work, user: user, kind: .recoveryCodeUsed, values: ["remaining": String(remaining)])
         }
     }
 

@@ -41,10 +41,10 @@ struct MagicLinkService: Sendable {
             }
             return allowed
         }
-        let (address, _) = try await requests.check(email: email, kind: "magic_link", client: client)
+        let (address, _) = try await requests.check(email: email, kind: .magicLink, client: client)
         try await unitOfWork.run { work in
             try await mail.queueRequest(
-                work, kind: "magic_link", email: address, redirectTo: redirect,
+                work, kind: .magicLink, email: address, redirectTo: redirect,
                 upgrading: upgrading.flatMap { $0.isAnonymous ? $0.id : nil }, existingAccountsOnly: existingAccountsOnly)
         }
     }

@@ -27,13 +27,13 @@ struct PasswordResetService: Sendable {
     /// mail worker. `helpful` (Handz) says so when there is none.
     func forgot(email: String, client: ClientInfo) async throws {
         try gate.requireMethod(preset.signInMethods.emailPassword)
-        let (address, normalized) = try await requests.check(email: email, kind: "password_reset", client: client)
+        let (address, normalized) = try await requests.check(email: email, kind: .passwordReset, client: client)
         if preset.enumerationProtection == .helpful, try await store.user(normalizedEmail: normalized) == nil {
             throw GatehouseError(
                 status: 404, code: .emailNotFound, message: preset.text("error.email_not_found", "No account found for that email."))
         }
         try await unitOfWork.run { work in
-            try await mail.queueRequest(work, kind: "password_reset", email: address)
+            try await mail.queueRequest(work, kind: .passwordReset, email: address)
         }
     }
 
@@ -106,7 +106,7 @@ struct PasswordResetService: Sendable {
             let proved = try await lifecycle.proveInbox(work.narrowed { $0 }, user, removePassword: false)
             try await tx.updatePassword(userID, hash: newHash, changedAt: now, now: now)
             try await tx.retireEmailTokens(userID: userID, normalizedEmail: nil, purpose: .passwordReset, at: now)
-            let revoked = try await tx.revokeSessions(of: userID, keeping: nil, reason: "password_reset", at: now)
+            let revoked = try await tx.revokeSessions(of: userID, keeping: nil, reason: .passwordReset, at: now)
             try await tx.deleteIdempotencyKeys(of: userID)
             try await work.audit(.passwordReset, user: userID, details: ["sessions_revoked": String(revoked.count)])
             try await mail.queuePasswordChanged(work, user: proved)

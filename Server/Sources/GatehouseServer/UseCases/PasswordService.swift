@@ -112,10 +112,10 @@ struct PasswordService: Sendable {
         _ signedIn: SignedIn, current: String, new: String, signOutOthers: Bool, client: ClientInfo
     ) async throws -> UserResponse {
         let (identity, user) = (signedIn.identity, signedIn.user)
-        try await stepUp.require(StepUpGate.changePassword, signedIn)
+        try await stepUp.require(.changePassword, signedIn)
         let key = user.normalizedEmail ?? user.id.description
         let verification = try await credentials.checkAttempt(
-            current, against: user.passwordHash, account: key, userID: user.id, client: client, event: "password_change")
+            current, against: user.passwordHash, account: key, userID: user.id, client: client, event: .passwordChange)
         guard var verified = user.passwordHash, verification.matches else { throw GatehouseError.invalidCredentials(preset) }
         try await credentials.checkStrength(new, email: user.normalizedEmail ?? "")
         let hash = try await credentials.hash(new)
@@ -131,7 +131,7 @@ struct PasswordService: Sendable {
                 // Reset links made under the old password die with it.
                 try await tx.retireEmailTokens(userID: user.id, normalizedEmail: nil, purpose: .passwordReset, at: now)
                 if signOutOthers {
-                    _ = try await tx.revokeSessions(of: user.id, keeping: identity.sessionID, reason: "password_change", at: now)
+                    _ = try await tx.revokeSessions(of: user.id, keeping: identity.sessionID, reason: .passwordChange, at: now)
                 }
                 try await work.audit(
                     .passwordChange, user: user.id, session: identity.sessionID, details: ["signed_out_others": String(signOutOthers)])
@@ -169,11 +169,11 @@ struct PasswordService: Sendable {
             // own `reauthentication_needed` with 400 from its mapping.
             throw GatehouseError(.reauthenticationRequired, "Send the current password too, or set the password from a reset link.")
         }
-        try await stepUp.require(StepUpGate.changePassword, signedIn)
+        try await stepUp.require(.changePassword, signedIn)
         try await credentials.checkStrength(new, email: user.normalizedEmail ?? "")
         let hash = try await credentials.hash(new)
         try await unitOfWork.run(client: client) { work in
-            let revoked = try await replacePassword(work, of: user, with: hash, keeping: identity.sessionID, reason: "password_reset")
+            let revoked = try await replacePassword(work, of: user, with: hash, keeping: identity.sessionID, reason: .passwordReset)
             try await work.audit(.passwordReset, user: user.id, session: identity.sessionID, details: ["sessions_revoked": String(revoked)])
         }
         if let normalized = user.normalizedEmail { try await throttle.clearAccount(normalized) }
@@ -234,7 +234,7 @@ struct PasswordService: Sendable {
         try await credentials.checkStrength(password, email: user.normalizedEmail ?? "")
         let hash = try await credentials.hash(password)
         try await unitOfWork.run { work in
-            _ = try await replacePassword(work, of: user, with: hash, keeping: nil, reason: "password_set_by_operator")
+            _ = try await replacePassword(work, of: user, with: hash, keeping: nil, reason: .passwordSetByOperator)
             try await work.audit(.passwordChange, user: user.id, details: ["by": "operator"])
         }
     }
@@ -243,7 +243,7 @@ struct PasswordService: Sendable {
     /// reset links made under the old one retired, the other sessions and the sign-up replays
     /// ended, the owner told by mail. Answers how many sessions ended.
     private func replacePassword(
-        _ work: Work<Stores>, of user: User, with hash: String, keeping session: SessionID?, reason: String
+        _ work: Work<Stores>, of user: User, with hash: String, keeping session: SessionID?, reason: SessionRevokeReason
     ) async throws -> Int {
         let (tx, now) = (work.tx, work.now)
         try await tx.updatePassword(user.id, hash: hash, changedAt: now, now: now)

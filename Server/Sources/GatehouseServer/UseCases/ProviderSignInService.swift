@@ -80,7 +80,7 @@ struct ProviderSignInService: Sendable {
             // Apple's refresh token, for revoking it at deletion; fetched off the request's path.
             try await unitOfWork.run { work in
                 try await work.enqueueJob(
-                    kind: "apple_exchange", payload: ["user_id": userID.description, "subject": person.subject, "code": code])
+                    kind: .appleExchange, payload: ["user_id": userID.description, "subject": person.subject, "code": code])
             }
         }
         return outcome.answer { SignInResponse(user: $0.user, session: $0.session, created: created) }
@@ -141,7 +141,7 @@ struct ProviderSignInService: Sendable {
     /// `POST /v1/auth/identities/email`: adds an email and password to the signed-in account.
     func linkEmail(_ signedIn: SignedIn, email: String, password: String, client: ClientInfo) async throws -> UserResponse {
         try gate.requireMethod(preset.signInMethods.emailPassword)
-        try await stepUp.require(StepUpGate.changeEmail, signedIn)
+        try await stepUp.require(.changeEmail, signedIn)
         let user = signedIn.user
         // What a sign-up costs, before anything says whether the address is taken (finding 8):
         // the per-IP sign-up limit, a canonical address, and the password policy.
@@ -243,10 +243,10 @@ struct ProviderSignInService: Sendable {
             case "consent-revoked", "account-delete":
                 let others = try await tx.identities(of: user).filter { $0.provider != .apple }
                 _ = try await tx.deleteIdentities(of: user, provider: .apple)
-                _ = try await tx.revokeSessions(of: user, provider: Provider.apple.rawValue, reason: "apple_\(event.type)", at: now)
+                _ = try await tx.revokeSessions(of: user, provider: Provider.apple.rawValue, reason: event.type == "account-delete" ? .appleAccountDelete : .appleConsentRevoked, at: now)
                 if others.isEmpty {
                     // Apple was the only way in: nothing of the account can be reached any more.
-                    _ = try await tx.revokeSessions(of: user, keeping: nil, reason: "apple_\(event.type)", at: now)
+                    _ = try await tx.revokeSessions(of: user, keeping: nil, reason: event.type == "account-delete" ? .appleAccountDelete : .appleConsentRevoked, at: now)
                 }
                 if event.type == "account-delete", others.isEmpty {
                     _ = try await lifecycle.delete(work.narrowed { $0 }, user, reason: "apple_account_deleted")

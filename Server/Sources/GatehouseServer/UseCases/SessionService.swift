@@ -37,7 +37,7 @@ struct SessionService: Sendable {
                 if try await tx.user(id: session.userID)?.isDisabled == true { throw GatehouseError.accountDisabled(preset) }
                 throw sessionRevoked
             case .reuseDetected:
-                _ = try await tx.revokeSession(session.id, reason: "refresh_token_reuse", at: now)
+                _ = try await tx.revokeSession(session.id, reason: .refreshTokenReuse, at: now)
                 try await work.audit(.refreshReuseDetected, .sessionRevoked, user: session.userID, session: session.id)
                 return .revoked
             case .repeatSuccessor:
@@ -82,11 +82,11 @@ struct SessionService: Sendable {
             let (tx, now) = (work.tx, work.now)
             switch scope {
             case .local:
-                _ = try await tx.revokeSession(identity.sessionID, reason: "logout", at: now)
+                _ = try await tx.revokeSession(identity.sessionID, reason: .logout, at: now)
             case .others:
-                _ = try await tx.revokeSessions(of: identity.userID, keeping: identity.sessionID, reason: "logout_others", at: now)
+                _ = try await tx.revokeSessions(of: identity.userID, keeping: identity.sessionID, reason: .logoutOthers, at: now)
             default:
-                _ = try await tx.revokeSessions(of: identity.userID, keeping: nil, reason: "logout_global", at: now)
+                _ = try await tx.revokeSessions(of: identity.userID, keeping: nil, reason: .logoutGlobal, at: now)
                 // Signed out everywhere means no replayed Idempotency-Key signs back in either.
                 try await tx.deleteIdempotencyKeys(of: identity.userID)
             }
@@ -108,7 +108,7 @@ struct SessionService: Sendable {
             throw GatehouseError.notFound("No such session.")
         }
         try await unitOfWork.run(client: client) { work in
-            _ = try await work.tx.revokeSession(sessionID, reason: "revoked_by_user", at: work.now)
+            _ = try await work.tx.revokeSession(sessionID, reason: .revokedByUser, at: work.now)
             try await work.audit(.sessionRevoked, user: identity.userID, session: sessionID)
         }
     }
