@@ -5,6 +5,8 @@ Each check lists what breaks its rule, file:line. The rules:
 
   use-cases      no use case (a `…Service` struct) stores another use case, outside the
                  GoTrue adapter (Compat/)
+  service-names  a type named `…Service` is a use case (UseCases/, Operator/, Compat/): shared
+                 parts and infrastructure are named otherwise
   whole-store    no file under GatehouseServer names the whole store (`GatehouseStore`,
                  `SQLStore`) but the composition root, the unit of work, migrations and backup
   wide-stores    no store protocol over 12 methods
@@ -61,6 +63,21 @@ def use_cases():
             held = re.match(r"\s+(?:let|var) \w+: (?:any )?(\w+Service)\b", line)
             if current and held and held.group(1) != current:
                 found.append(f"{relative(path)}:{number}: {current} holds {held.group(1)}")
+    return found
+
+
+USE_CASE_FOLDERS = ("UseCases", "Operator", "Compat")
+
+
+def service_names():
+    found = []
+    for path in swift_files(SERVER):
+        if any(folder in path.parts for folder in USE_CASE_FOLDERS):
+            continue
+        for number, line in code_lines(path):
+            declaration = re.match(r"\s*(?:public |final )*(?:struct|class|actor|enum) (\w+Service)\b", line)
+            if declaration:
+                found.append(f"{relative(path)}:{number}: {declaration.group(1)} is not a use case but is named as one")
     return found
 
 
@@ -173,7 +190,7 @@ def doc_paths():
 
 
 CHECKS = {
-    "use-cases": use_cases, "whole-store": whole_store, "wide-stores": wide_stores, "statuses": statuses,
+    "use-cases": use_cases, "service-names": service_names, "whole-store": whole_store, "wide-stores": wide_stores, "statuses": statuses,
     "plan-literals": plan_literals, "route-tables": route_tables, "file-length": file_length, "doc-paths": doc_paths,
 }
 

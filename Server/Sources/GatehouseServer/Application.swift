@@ -78,10 +78,10 @@ public func buildApplication(
         infra.database, infra.store, infra.clock, infra.keys, infra.chainKey, infra.sealer, infra.mailWorker, infra.jobs
     )
     var services: [any Service] = [
-        KeyRefreshService(keys: keys, logger: logger), DatabaseShutdownService(database: database),
-        PasswordHasherService(hasher: infra.hasher, store: store, logger: logger), HTTPClientService(client: infra.httpClient), mailWorker, jobs,
+        KeyRingRefresh(keys: keys, logger: logger), DatabaseShutdown(database: database),
+        PasswordHasherLifecycle(hasher: infra.hasher, store: store, logger: logger), HTTPClientShutdown(client: infra.httpClient), mailWorker, jobs,
     ]
-    if infra.untracedHTTPClient !== infra.httpClient { services.append(HTTPClientService(client: infra.untracedHTTPClient)) }
+    if infra.untracedHTTPClient !== infra.httpClient { services.append(HTTPClientShutdown(client: infra.untracedHTTPClient)) }
     if let postgres = database as? PostgresDatabase {
         services.insert(postgres.service, at: 0)
         if let cache = infra.sessionCache { services.append(SessionCacheFeed(database: postgres, cache: cache)) }
@@ -100,7 +100,7 @@ public func buildApplication(
     let configuredKeys =
         (config.appleAudiences.isEmpty ? [] : [infra.appleKeys]) + (config.googleAudiences.isEmpty ? [] : [infra.googleKeys])
     if !configuredKeys.isEmpty {
-        services.append(ProviderKeysService(keySets: configuredKeys, clock: clock, logger: logger))
+        services.append(ProviderKeysRefresh(keySets: configuredKeys, clock: clock, logger: logger))
     }
     let onListening = dependencies.onListening
     var app = Application(
@@ -222,7 +222,7 @@ func waitForDatabase(_ database: any SQLDatabase, logger: Logger, attempts: Int 
 
 /// Reloads the signing keys from the database now and then, so a key rotated on another
 /// node is used here within a bounded time.
-struct KeyRefreshService: Service {
+struct KeyRingRefresh: Service {
     let keys: KeyRing
     let logger: Logger
     var interval: Duration = .seconds(KeyRing.reloadIntervalSeconds)
@@ -243,7 +243,7 @@ struct KeyRefreshService: Service {
 }
 
 /// Shuts the outbound HTTP client down once the server has stopped.
-struct HTTPClientService: Service {
+struct HTTPClientShutdown: Service {
     let client: HTTPClient
 
     func run() async throws {
@@ -253,7 +253,7 @@ struct HTTPClientService: Service {
 }
 
 /// Closes SQLite connections once the server has stopped.
-struct DatabaseShutdownService: Service {
+struct DatabaseShutdown: Service {
     let database: any SQLDatabase
 
     func run() async throws {

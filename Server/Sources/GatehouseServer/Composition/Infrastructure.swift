@@ -131,16 +131,29 @@ struct Infrastructure {
         } else {
             appleTokens = nil
         }
-        var jobHandlers = AppleJobs(tokens: appleTokens, store: store, sealer: sealer, clock: clock, logger: logger).handlers
+        let appleJobs = AppleJobs(tokens: appleTokens, store: store, sealer: sealer, clock: clock, logger: logger).handlers
+        var sender: WebhookSender?
         if let url = config.webhookURL, let secret = config.webhookSecret {
-            let sender = WebhookSender(url: url, secret: secret, client: httpClient, clock: clock, tracer: tracer)
-            jobHandlers[WebhookSender.jobKind] = { job, payload in
-                do {
-                    try await sender.deliver(job, payload)
-                    metrics.webhookDelivery("delivered")
-                } catch {
-                    metrics.webhookDelivery("failed")
-                    throw error
+            sender = WebhookSender(url: url, secret: secret, client: httpClient, clock: clock, tracer: tracer)
+        }
+        // Every kind of job is named here: a new kind does not compile until it has a handler
+        // (or is said to need none).
+        var jobHandlers: [JobKind: JobWorker.Handler] = [:]
+        for kind in JobKind.allCases {
+            switch kind {
+            case .appleExchange, .appleRevoke:
+                jobHandlers[kind] = appleJobs[kind]
+            case .webhook:
+                // Queued only when a webhook is configured (`EventRecorder.webhookConfigured`).
+                guard let sender else { continue }
+                jobHandlers[kind] = { job, payload in
+                    do {
+                        try await sender.deliver(job, payload)
+                        metrics.webhookDelivery("delivered")
+                    } catch {
+                        metrics.webhookDelivery("failed")
+                        throw error
+                    }
                 }
             }
         }

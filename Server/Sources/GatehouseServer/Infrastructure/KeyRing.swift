@@ -32,7 +32,7 @@ public final class KeyRing: Sendable {
     private let onDemand = Mutex<(running: Task<Void, Never>?, last: ContinuousClock.Instant?)>((nil, nil))
     /// At most one such reload a second, whatever `kid`s clients make up.
     static let onDemandInterval: Duration = .seconds(1)
-    /// How often every node re-reads the keys (`KeyRefreshService`).
+    /// How often every node re-reads the keys (`KeyRingRefresh`).
     public static let reloadIntervalSeconds = 30
 
     /// How long a retired key stays published: the longest an access token it signed can be

@@ -233,7 +233,7 @@ public struct PasswordHasherError: Error, CustomStringConvertible {
 }
 
 /// Stops the hasher's threads when the application stops.
-struct PasswordHasherService: Service {
+struct PasswordHasherLifecycle: Service {
     let hasher: PasswordHasher
     let store: any PasswordStore
     let logger: Logger

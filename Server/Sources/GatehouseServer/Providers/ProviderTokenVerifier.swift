@@ -154,7 +154,7 @@ actor ProviderKeySet {
 
 /// Keeps the configured providers' keys fresh in the background, so that sign-ins normally
 /// find them cached: fetched at start, then again shortly before the cache expires.
-struct ProviderKeysService: Service {
+struct ProviderKeysRefresh: Service {
     let keySets: [ProviderKeySet]
     let clock: any WallClock
     let logger: Logger

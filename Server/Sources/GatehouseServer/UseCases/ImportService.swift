@@ -21,7 +21,7 @@ struct ImportService: Sendable {
     let firebaseKeys: FirebaseHashKeys
     let clock: any WallClock
     /// This server's hasher, told of the schemes an import brought (nil from the CLI: a running
-    /// server learns them within `PasswordHasherService.schemeRefreshSeconds`).
+    /// server learns them within `PasswordHasherLifecycle.schemeRefreshSeconds`).
     var hasher: PasswordHasher? = nil
 
     /// The id a Firebase account gets here (`FirebaseExport.derivedID(digest:)`).
