@@ -3,9 +3,10 @@ import GatehouseCore
 import GatehouseStore
 import GatehouseWire
 
-/// What the admin console shows and does. Reads go to the stores; every action is a use case
-/// that writes its audit row with `by: admin_console` (the operator signed in with the admin key)
-/// and the operator's browser as the client.
+/// What only the admin console shows: the overview's charts, the user list with its plan
+/// filter, a user's page, the keys and the outbox; and the console's own sessions. What the
+/// console *does* to accounts is `OperatorService`'s (and `OperatorMailService`'s,
+/// `OperatorKeysService`'s), with `by: admin_console` and the operator's browser as the client.
 struct ConsoleService: Sendable {
     /// What this use case reads and writes: its transactions see the store through this and no more.
     typealias Stores = any UserStore & IdentityStore & EventStore & SessionStore & AuditStore & EntitlementStore
