@@ -9,8 +9,8 @@ import GatehouseWire
 /// `OperatorKeysService`'s), with `by: admin_console` and the operator's browser as the client.
 struct ConsoleService: Sendable {
     /// What this use case reads and writes: its transactions see the store through this and no more.
-    typealias Stores = any UserStore & IdentityStore & EventStore & SessionStore & AuditStore & EntitlementStore
-        & SubscriptionStore & PasskeyStore & MFAFactorStore & RecoveryCodeStore & ConsoleStore & SigningKeyStore & OutboxStore
+    typealias Stores = any UserStore & IdentityStore & SessionStore & EntitlementStore & SubscriptionStore & PasskeyStore
+        & MFAFactorStore & RecoveryCodeStore & ConsoleStore & SigningKeyStore & OutboxStore
 
     let store: Stores
     /// Console sessions and the sign-ins' audit rows.

@@ -5,8 +5,9 @@ import GatehouseWire
 
 /// What several use cases read of an account's entitlements (profile, export, purchases,
 /// usage, the operator's pages): the engine's input from the stored account, its App Store
-/// subscriptions and this period's credits, the snapshot, and the refusals a gate answers.
-/// The use case that changes entitlements is `EntitlementService`.
+/// subscriptions and this period's credits, the snapshot, and the refusal of an action the app
+/// does not know. A gate's own refusal is `GateDecision.refusal`. The use case that changes
+/// entitlements is `EntitlementService`.
 struct Entitlements: Sendable {
     let store: any EntitlementStore & SubscriptionStore
     let engine: EntitlementEngine
@@ -30,9 +31,5 @@ struct Entitlements: Sendable {
 
     func unknownAction(_ action: String) -> GatehouseError {
         GatehouseError(status: 400, code: .unknownAction, message: "'\(action)' is not an action this app knows.")
-    }
-
-    func refused(_ decision: GateDecision) -> GatehouseError {
-        decision.refusal
     }
 }

@@ -56,7 +56,7 @@ struct EntitlementService: Sendable {
                 guard let decision = engine.decide(request.action, context: [:], input: input, at: now) else {
                     throw entitlements.unknownAction(request.action)
                 }
-                guard decision.allowed else { throw entitlements.refused(decision) }
+                guard decision.allowed else { throw decision.refusal }
                 guard let credit = engine.creditSpent(by: request.action, input: input, at: now) else {
                     // The plan does not count this action (Pro practice): nothing to spend.
                     return CreditSpendResponse(remaining: nil, spent: 0)

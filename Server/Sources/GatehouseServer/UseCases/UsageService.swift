@@ -53,7 +53,7 @@ struct UsageService: Sendable {
                 guard let decision = engine.decide(meter.action, context: [:], input: input, at: now) else {
                     throw entitlements.unknownAction(meter.action)
                 }
-                guard decision.allowed else { throw entitlements.refused(decision) }
+                guard decision.allowed else { throw decision.refusal }
                 let limit = engine.limit(of: meter, input: input, at: now)
                 let record = UsageRecord(userID: user.id, meter: name, amount: amount, idempotencyKey: key, periodStart: window.start, createdAt: now)
                 guard let used = try await tx.addUsage(record, limit: limit) else {
@@ -61,11 +61,10 @@ struct UsageService: Sendable {
                     // would have reached.
                     let current = try await tx.usage(of: user.id, meter: name, periodStart: window.start)
                     let capped = engine.decide(meter.action, context: [meter.context: current + amount - 1], input: input, at: now)
-                    throw entitlements.refused(
-                        capped.flatMap { $0.allowed ? nil : $0 }
-                            ?? GateDecision(
-                                allowed: false, gate: "cap", reasonCode: "usage_limit_reached", message: "You've reached your plan's limit.",
-                                secondaryMessage: nil, actions: []))
+                    throw (capped.flatMap { $0.allowed ? nil : $0 }
+                        ?? GateDecision(
+                            allowed: false, gate: "cap", reasonCode: "usage_limit_reached", message: "You've reached your plan's limit.",
+                            secondaryMessage: nil, actions: [])).refusal
                 }
                 return UsageResponse(used: used, limit: limit, resetsAt: window.end.rfc3339)
             }
