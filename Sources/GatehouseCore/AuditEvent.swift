@@ -96,6 +96,13 @@ extension AuditEvent {
         case signingKeyRotated = "signing_key_rotated"
         /// A Sign in with Apple server-to-server notification; its type is the outcome.
         case appleEvent = "apple_event"
+        /// A number proved with a code became the account's (`phone`), or was removed.
+        case phoneVerified = "phone_verified"
+        case phoneRemoved = "phone_removed"
+        /// A send of an SMS code refused by a pumping defence (`reason`: an `SMSDefence`).
+        case smsRefused = "sms_refused"
+        /// Deliveries to a number kept failing: its sends pause for a day (`failures`).
+        case smsNumberPaused = "sms_number_paused"
     }
 
     /// How it went (`outcome`).

@@ -27,6 +27,8 @@ public struct Preset: Sendable, Equatable, PresetCodable {
     public var passkeys = PasskeySettings()
     /// Second factors (TOTP and recovery codes) and their sign-in challenges.
     public var mfa = MFASettings()
+    /// Codes by SMS (on when `sign_in_methods.phone` is): regions, limits and the day's budget.
+    public var sms = SMSSettings()
     /// User-facing strings (error messages, banners, prompts), by key.
     public var copy: [String: String] = [:]
 
@@ -38,7 +40,7 @@ public struct Preset: Sendable, Equatable, PresetCodable {
             .key("tokens", \.tokens), .key("enumeration_protection", \.enumerationProtection), .key("verification", \.verification),
             .key("email", \.email), .key("throttling", \.throttling), .key("handles", \.handles), .key("privacy", \.privacy),
             .key("entitlements", \.entitlements), .key("passkeys", \.passkeys), .key("mfa", \.mfa),
-            .key("copy", \.copy),
+            .key("sms", \.sms), .key("copy", \.copy),
         ]
     }
 
@@ -107,6 +109,7 @@ public struct Preset: Sendable, Equatable, PresetCodable {
         check(mfa.issuer.map { !$0.isEmpty && $0.count <= 64 && !$0.contains(":") } ?? true, "'mfa.issuer' must be 1 to 64 characters without ':'")
         check(signInMethods.enabled.count > 0, "'sign_in_methods' must turn on at least one method")
         problems += entitlements.problems()
+        problems += sms.problems()
         return problems
     }
 }
@@ -163,6 +166,9 @@ public struct SignInMethods: Sendable, Equatable, PresetSection {
     public var google = true
     /// Passkeys (WebAuthn): off unless a preset turns them on.
     public var passkey = false
+    /// A code by SMS to a phone number (the preset's `sms` says where and how often): off
+    /// unless a preset turns it on.
+    public var phone = false
 
     public init() {}
 
@@ -175,6 +181,7 @@ public struct SignInMethods: Sendable, Equatable, PresetSection {
         if apple { names.append("apple") }
         if google { names.append("google") }
         if passkey { names.append("passkey") }
+        if phone { names.append("phone") }
         return names
     }
 
@@ -182,6 +189,7 @@ public struct SignInMethods: Sendable, Equatable, PresetSection {
         [
             .key("email_password", \.emailPassword), .key("magic_link", \.magicLink), .key("anonymous", \.anonymous),
             .key("apple", \.apple), .key("google", \.google), .key("passkey", \.passkey),
+            .key("phone", \.phone),
         ]
     }
 }

@@ -31,6 +31,11 @@ public struct User: Sendable, Equatable {
     /// The last sign-in an import brought from another system (this server's own sign-ins
     /// are its sessions).
     public var lastSignInAt: Date?
+    /// The account's number in E.164 (unique across accounts, like the address).
+    public var phone: String?
+    /// When the number was proved with a code; nil while it is not (a sign-up with a number
+    /// and a password on `/auth/v1` before its code).
+    public var phoneVerifiedAt: Date?
 
     public init(
         id: UserID, email: String? = nil, normalizedEmail: String? = nil, emailVerifiedAt: Date? = nil,
@@ -97,6 +102,6 @@ extension User {
                 IdentityPayload(
                     provider: $0.provider, email: $0.email, isPrivateRelay: $0.isPrivateRelay,
                     createdAt: $0.createdAt.rfc3339)
-            })
+            }, phone: phone, phoneVerified: phoneVerifiedAt != nil)
     }
 }

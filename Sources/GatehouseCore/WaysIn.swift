@@ -20,6 +20,8 @@ public enum Credential: String, CaseIterable, Sendable {
     case passkey
     /// An anonymous start: the device's session is its only way back in.
     case anonymous
+    /// A verified phone number: a code by SMS signs in with it (issue 43).
+    case phone
     /// A TOTP authenticator app, a second factor once confirmed.
     case totp
     /// The ten single-use codes that stand in for a second factor.
@@ -33,14 +35,14 @@ public enum Credential: String, CaseIterable, Sendable {
 
     public var role: Role {
         switch self {
-        case .password, .emailLink, .apple, .google, .passkey, .anonymous: .wayIn
+        case .password, .emailLink, .apple, .google, .passkey, .anonymous, .phone: .wayIn
         case .totp, .recoveryCodes: .secondFactor
         }
     }
 
-    /// What the inbox owner's first proof of an address the account never verified does with
-    /// this credential. Whoever set the account up may not be that person, so everything they
-    /// could have added ends; only the address survives, because it is what was proved.
+    /// What the owner's first proof of an address or a number the account never verified does
+    /// with this credential. Whoever set the account up may not be that person, so everything
+    /// they could have added ends; only what was proved survives.
     public enum AtInboxProof: Sendable, Equatable {
         /// The proof is of this: it stays.
         case kept
@@ -48,19 +50,30 @@ public enum Credential: String, CaseIterable, Sendable {
         case ended
     }
 
-    public var atInboxProof: AtInboxProof {
+    /// The proofs of an unverified channel: an address (`emailLink`: a magic link or its code,
+    /// a reset link) or a number (`phone`: an SMS code).
+    public static let ownerProofs: [Credential] = [.emailLink, .phone]
+
+    /// What the first proof of `proved` (one of `ownerProofs`) does with this credential: what
+    /// was proved is kept, everything else ends (an address only while it is unverified itself:
+    /// the caller checks that).
+    public func atProof(of proved: Credential) -> AtInboxProof {
         switch self {
-        case .emailLink: .kept
+        case .emailLink, .phone: self == proved ? .kept : .ended
         case .password, .apple, .google, .passkey, .anonymous, .totp, .recoveryCodes: .ended
         }
     }
+
+    /// What the inbox owner's first proof of the address does with this credential.
+    public var atInboxProof: AtInboxProof { atProof(of: .emailLink) }
 
     /// Whether adding, confirming or removing it is a change to how the account is protected,
     /// which needs a recent sign-in and, once the account has a confirmed second factor, a
     /// session that proved one (`aal2`): a stolen older session cannot plant or pull one.
     public var changeNeedsOwnerProof: Bool {
         switch self {
-        case .passkey, .totp, .recoveryCodes: true
+        // A number also proves itself with its own code (`POST /v1/me/phone/verify`).
+        case .passkey, .phone, .totp, .recoveryCodes: true
         // Linking an address, a provider or a password has rules of its own (a verified
         // address, the provider's proof, the current password).
         case .password, .emailLink, .apple, .google, .anonymous: false
@@ -76,6 +89,7 @@ public enum Credential: String, CaseIterable, Sendable {
         case .apple, .google: "id_token"
         case .passkey: "passkey"
         case .emailLink: "code"
+        case .phone: "sms_code"
         case .anonymous, .totp, .recoveryCodes: nil
         }
     }
@@ -87,6 +101,7 @@ public enum Credential: String, CaseIterable, Sendable {
         case .google: .google
         case .anonymous: .anonymous
         case .emailLink: .email
+        case .phone: .phone
         case .password, .passkey, .totp, .recoveryCodes: nil
         }
     }
@@ -123,7 +138,7 @@ public struct CredentialInventory: Sendable, Equatable {
     /// anonymous start does not: its session is all it has.
     public static func letsBackIn(_ credential: Credential) -> Bool {
         switch credential {
-        case .password, .emailLink, .apple, .google, .passkey: true
+        case .password, .emailLink, .apple, .google, .passkey, .phone: true
         case .anonymous, .totp, .recoveryCodes: false
         }
     }

@@ -43,12 +43,18 @@ public struct UserPayload: Codable, Sendable, Hashable {
     public var createdAt: String
     public var onboardingComplete: Bool
     public var identities: [IdentityPayload]
+    /// The account's number in E.164 (`+14155550100`), or nil.
+    public var phone: String?
+    /// Whether the number was proved with a code.
+    public var phoneVerified: Bool
 
     public init(
         id: String, email: String?, emailVerified: Bool, isAnonymous: Bool, displayName: String?,
         handle: String?, avatarURL: String?, createdAt: String, onboardingComplete: Bool,
-        identities: [IdentityPayload]
+        identities: [IdentityPayload], phone: String? = nil, phoneVerified: Bool = false
     ) {
+        self.phone = phone
+        self.phoneVerified = phoneVerified
         self.id = id
         self.email = email
         self.emailVerified = emailVerified
@@ -72,6 +78,25 @@ public struct UserPayload: Codable, Sendable, Hashable {
         case createdAt = "created_at"
         case onboardingComplete = "onboarding_complete"
         case identities
+        case phone
+        case phoneVerified = "phone_verified"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(String.self, forKey: .id)
+        email = try container.decodeIfPresent(String.self, forKey: .email)
+        emailVerified = try container.decode(Bool.self, forKey: .emailVerified)
+        isAnonymous = try container.decode(Bool.self, forKey: .isAnonymous)
+        displayName = try container.decodeIfPresent(String.self, forKey: .displayName)
+        handle = try container.decodeIfPresent(String.self, forKey: .handle)
+        avatarURL = try container.decodeIfPresent(String.self, forKey: .avatarURL)
+        createdAt = try container.decode(String.self, forKey: .createdAt)
+        onboardingComplete = try container.decode(Bool.self, forKey: .onboardingComplete)
+        identities = try container.decode([IdentityPayload].self, forKey: .identities)
+        // A server from before phone numbers sends neither.
+        phone = try container.decodeIfPresent(String.self, forKey: .phone)
+        phoneVerified = try container.decodeIfPresent(Bool.self, forKey: .phoneVerified) ?? false
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -86,6 +111,8 @@ public struct UserPayload: Codable, Sendable, Hashable {
         try container.encode(createdAt, forKey: .createdAt)
         try container.encode(onboardingComplete, forKey: .onboardingComplete)
         try container.encode(identities, forKey: .identities)
+        try container.encode(phone, forKey: .phone)
+        try container.encode(phoneVerified, forKey: .phoneVerified)
     }
 }
 

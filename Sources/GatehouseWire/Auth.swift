@@ -333,10 +333,13 @@ public struct DeleteAccountRequest: Codable, Sendable, Hashable {
     /// An assertion by one of the account's passkeys, on a challenge from
     /// `POST /v1/passkeys/authentication/options`.
     public var passkey: PasskeyAssertionRequest?
+    /// An SMS code sent to the account's verified number (`POST /v1/auth/phone/code`).
+    public var smsCode: String?
     public init(
         password: String? = nil, idToken: String? = nil, rawNonce: String? = nil, code: String? = nil,
-        passkey: PasskeyAssertionRequest? = nil
+        passkey: PasskeyAssertionRequest? = nil, smsCode: String? = nil
     ) {
+        self.smsCode = smsCode
         self.password = password
         self.idToken = idToken
         self.rawNonce = rawNonce
@@ -348,5 +351,6 @@ public struct DeleteAccountRequest: Codable, Sendable, Hashable {
         case idToken = "id_token"
         case rawNonce = "raw_nonce"
         case code, passkey
+        case smsCode = "sms_code"
     }
 }

@@ -30,6 +30,19 @@ public enum Endpoints {
     public static let verifyMagicLink = Endpoint<MagicLinkVerifyRequest, SignInAnswer<SignInResponse>>(.post, "/v1/auth/magic-link/verify", .anyone)
     public static let refresh = Endpoint<RefreshRequest, SessionResponse>(.post, "/v1/auth/refresh", .anyone)
 
+    // MARK: Phone numbers
+
+    /// Texts a 6-digit code to the number (202, the same whether or not it has an account).
+    public static let sendPhoneCode = Endpoint<PhoneCodeRequest, NoContent>(.post, "/v1/auth/phone/code", .anyone)
+    /// Signs in with the code, or signs up where the preset allows it.
+    public static let verifyPhoneCode = Endpoint<PhoneVerifyRequest, SignInAnswer<SignInResponse>>(.post, "/v1/auth/phone/verify", .anyone)
+    /// Texts a code to a number to add to (or change on) the profile: a sign-in in the last 5 minutes.
+    public static let addPhone = Endpoint<PhoneChangeRequest, NoContent>(.post, "/v1/me/phone", .session)
+    /// The new number's code: the number becomes the account's, verified.
+    public static let verifyPhone = Endpoint<PhoneCodeProof, UserResponse>(.post, "/v1/me/phone/verify", .session)
+    /// Never the account's last way in (409 `last_identity`).
+    public static let removePhone = Endpoint<NoBody, NoContent>(.delete, "/v1/me/phone", .session)
+
     // MARK: Passkeys
 
     /// With a Bearer: a passkey for this account (a sign-in in the last 5 minutes, or an
@@ -170,6 +183,7 @@ public enum Endpoints {
         health.erased, jwks.erased, configuration.erased, openAPI.erased, appleAppSiteAssociation.erased, passkeyEndpoints.erased,
         signUp.erased, logIn.erased, signInAnonymously.erased, signInWithApple.erased, signInWithGoogle.erased,
         sendMagicLink.erased, verifyMagicLink.erased, refresh.erased,
+        sendPhoneCode.erased, verifyPhoneCode.erased, addPhone.erased, verifyPhone.erased, removePhone.erased,
         passkeyRegistrationOptions.erased, verifyPasskeyRegistration.erased, passkeyAuthenticationOptions.erased,
         verifyPasskeyAuthentication.erased, passkeys.erased, renamePasskey.erased, deletePasskey.erased,
         enrollMFAFactor.erased, confirmMFAFactor.erased, mfaFactors.erased, renameMFAFactor.erased, deleteMFAFactor.erased,

@@ -83,6 +83,13 @@ extension ErrorCode {
     public static let tooManyFactors: ErrorCode = "too_many_factors"
     /// The action needs a session that verified a second factor (`aal2`): a step-up.
     public static let mfaRequired: ErrorCode = "mfa_required"
+
+    // Phone numbers.
+    /// Not a phone number, or one of an impossible length for its calling code, or of a
+    /// country the preset does not send to.
+    public static let invalidPhone: ErrorCode = "invalid_phone"
+    /// The number belongs to another account.
+    public static let phoneInUse: ErrorCode = "phone_in_use"
 }
 
 extension ErrorCode {
@@ -104,6 +111,7 @@ extension ErrorCode {
         .unknownAction: 400, .trialAlreadyUsed: 409, .invalidSignedPayload: 400, .planRequired: 403, .subscriptionInUse: 409,
         .invalidCredential: 400, .challengeInvalid: 400, .credentialInUse: 409,
         .invalidCode: 400, .tooManyFactors: 409, .mfaRequired: 403,
+        .invalidPhone: 400, .phoneInUse: 409,
     ]
 
     /// The status this code answers with unless the server names another (only

@@ -198,6 +198,8 @@ public struct AccountExport: Codable, Sendable, Hashable {
     public var mfaFactors: [MFAFactorPayload]
     public var mfaRecoveryCodes: [ExportedRecoveryCode]
     public var mfaChallenges: [ExportedMFAChallenge]
+    /// SMS codes sent to add a number to the account: the number and times, never the code.
+    public var phoneCodes: [ExportedPhoneCode]
 
     public init(
         exportedAt: String, users: UserPayload, planOverride: String?, identities: [IdentityPayload], sessions: [SessionInfo],
@@ -205,8 +207,9 @@ public struct AccountExport: Codable, Sendable, Hashable {
         creditLedger: [ExportedCreditSpend], subscriptions: [ExportedSubscription], entitlements: EntitlementsPayload,
         usageRecords: [ExportedUsage] = [], usageMeters: [ExportedUsageCount] = [], passkeys: [PasskeyPayload] = [],
         passkeyChallenges: [ExportedPasskeyChallenge] = [], mfaFactors: [MFAFactorPayload] = [],
-        mfaRecoveryCodes: [ExportedRecoveryCode] = [], mfaChallenges: [ExportedMFAChallenge] = []
+        mfaRecoveryCodes: [ExportedRecoveryCode] = [], mfaChallenges: [ExportedMFAChallenge] = [], phoneCodes: [ExportedPhoneCode] = []
     ) {
+        self.phoneCodes = phoneCodes
         self.mfaFactors = mfaFactors
         self.mfaRecoveryCodes = mfaRecoveryCodes
         self.mfaChallenges = mfaChallenges
@@ -246,6 +249,7 @@ public struct AccountExport: Codable, Sendable, Hashable {
         case mfaFactors = "mfa_factors"
         case mfaRecoveryCodes = "mfa_recovery_codes"
         case mfaChallenges = "mfa_challenges"
+        case phoneCodes = "phone_codes"
     }
 }
 

@@ -15,10 +15,17 @@ public struct Provider: GatehouseValue {
     /// A passkey (WebAuthn): the `provider` of its sessions and of the accounts it made. A
     /// passkey is not an identity row: the account's passkeys are listed on their own.
     public static let passkey: Provider = "passkey"
+    /// A phone number proved by an SMS code: an identity (subject the E.164 number) and the
+    /// `provider` of its sessions.
+    public static let phone: Provider = "phone"
 
     /// The access token's `amr` method for a session opened this way, where the session says
     /// it exactly (an `email` session may be a password or a magic link, so it has none yet).
     public var authenticationMethod: String? {
-        [.passkey, .apple, .google, .anonymous].contains(self) ? rawValue : nil
+        switch self {
+        case .passkey, .apple, .google, .anonymous: rawValue
+        case .phone: "sms"
+        default: nil
+        }
     }
 }

@@ -43,7 +43,7 @@ extension SQLStore {
     }
 
     public func markMailSent(_ id: UUID, at date: Date, keepBodies: Bool) async throws(StoreError) {
-        let clear = keepBodies ? "" : ", text_body = NULL, html_body = NULL"
+        let clear = keepBodies ? "" : ", text_body = NULL, html_body = NULL, payload = NULL"
         try await executor.query(
             "UPDATE outbox SET status = 'sent', sent_at = ?, attempts = attempts + 1, claimed_until = NULL\(clear) WHERE id = ?",
             [.integer(date.unixSeconds), .text(id.uuidString.lowercased())])
@@ -60,7 +60,7 @@ extension SQLStore {
             try await executor.query(
                 """
                 UPDATE outbox SET attempts = attempts + 1, last_error = ?, status = 'failed', claimed_until = NULL,
-                text_body = NULL, html_body = NULL WHERE id = ?
+                text_body = NULL, html_body = NULL, payload = NULL WHERE id = ?
                 """, [.text(String(error.prefix(500))), .text(id.uuidString.lowercased())])
         }
     }

@@ -25,6 +25,9 @@ extension SQLStore {
         counts.messageIDs = try await executor.query(
             "DELETE FROM used_message_ids WHERE keep_until < ? RETURNING message_id", [.integer(windowsBefore.unixSeconds)]
         ).count
+        counts.phoneCodes = try await executor.query(
+            "DELETE FROM phone_codes WHERE expires_at < ? RETURNING id", [.integer(windowsBefore.unixSeconds)]
+        ).count
         counts.notifications = try await executor.query(
             "DELETE FROM app_store_notifications WHERE received_at < ? RETURNING notification_uuid", [.integer(notificationsBefore.unixSeconds)]
         ).count

@@ -5,14 +5,14 @@ extension SQLStore {
     static let userColumns = """
         id, email, email_normalized, email_verified_at, is_anonymous, display_name, handle, avatar_url, \
         onboarding_complete, password_hash, password_changed_at, disabled_at, disabled_reason, created_at, updated_at, \
-        name_suggestions, plan_override, trial_started_at, last_sign_in_at
+        name_suggestions, plan_override, trial_started_at, last_sign_in_at, phone, phone_verified_at
         """
 
     // MARK: Accounts
 
     public func insertUser(_ user: User) async throws(StoreError) {
         try await executor.query(
-            "INSERT INTO users (\(Self.userColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO users (\(Self.userColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 .text(user.id.description), SQLValue(user.email), SQLValue(user.normalizedEmail),
                 SQLValue(user.emailVerifiedAt?.unixSeconds), SQLValue(user.isAnonymous),
@@ -22,6 +22,7 @@ extension SQLStore {
                 SQLValue(user.disabledReason), .integer(user.createdAt.unixSeconds),
                 .integer(user.updatedAt.unixSeconds), SQLValue(Self.encodeNames(user.nameSuggestions)), SQLValue(user.planOverride),
                 SQLValue(user.trialStartedAt?.unixSeconds), SQLValue(user.lastSignInAt?.unixSeconds),
+                SQLValue(user.phone), SQLValue(user.phoneVerifiedAt?.unixSeconds),
             ])
     }
 
@@ -55,10 +56,10 @@ extension SQLStore {
             let prefix = Self.escapeLike(search.lowercased()) + "%"
             conditions.append(
                 """
-                (email_normalized LIKE ? ESCAPE '\\' OR handle LIKE ? ESCAPE '\\' OR id = ? \
+                (email_normalized LIKE ? ESCAPE '\\' OR handle LIKE ? ESCAPE '\\' OR id = ? OR phone = ? \
                 OR EXISTS (SELECT 1 FROM identities i WHERE i.user_id = users.id AND i.subject = ?))
                 """)
-            binds += [.text(prefix), .text(prefix), .text(search.lowercased()), .text(search)]
+            binds += [.text(prefix), .text(prefix), .text(search.lowercased()), .text(search), .text(search)]
         }
         if let provider = filter.provider {
             conditions.append("EXISTS (SELECT 1 FROM identities i WHERE i.user_id = users.id AND i.provider = ?)")
@@ -264,6 +265,8 @@ extension SQLStore {
         user.planOverride = try row.optionalString("plan_override")
         user.trialStartedAt = try row.optionalInt("trial_started_at").map(Date.init(unixSeconds:))
         user.lastSignInAt = try row.optionalInt("last_sign_in_at").map(Date.init(unixSeconds:))
+        user.phone = try row.optionalString("phone")
+        user.phoneVerifiedAt = try row.optionalInt("phone_verified_at").map(Date.init(unixSeconds:))
         return user
     }
 

@@ -83,6 +83,8 @@ public struct PurgeCounts: Sendable, Equatable {
     public var notifications = 0
     /// Single-use message ids past the time they could be accepted (and two days more).
     public var messageIDs = 0
+    /// SMS codes expired before the rate-limit windows' cut-off (they can no longer be tried).
+    public var phoneCodes = 0
     /// Usage meter rows of periods that started over 62 days ago (two months: a monthly
     /// meter's current and previous periods stay).
     public var usageRows = 0

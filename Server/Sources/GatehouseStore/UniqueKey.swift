@@ -7,6 +7,8 @@ public enum UniqueKey: Sendable, Hashable, CaseIterable {
     case email
     /// `users.handle`: another account has the handle (`insertUser`, `updateProfile`).
     case handle
+    /// `users.phone`: another account has the number (`insertUser`, `setPhone`).
+    case phone
     /// `identities (provider, subject)`: the provider's account is linked already (`insertIdentity`).
     case identity
     /// `idempotency_keys (scope, key_hash)`: a request with the same key was stored meanwhile
@@ -30,6 +32,7 @@ public enum UniqueKey: Sendable, Hashable, CaseIterable {
     private static let names: [(key: UniqueKey, sqlite: String, postgres: String)] = [
         (.email, "users.email_normalized", "users_email_normalized_key"),
         (.handle, "users.handle", "users_handle_key"),
+        (.phone, "users.phone", "users_phone"),
         (.identity, "identities.provider, identities.subject", "identities_provider_subject_key"),
         (.idempotencyKey, "idempotency_keys.scope, idempotency_keys.key_hash", "idempotency_keys_pkey"),
         (.creditSpend, "credit_ledger.user_id, credit_ledger.idempotency_key", "credit_ledger_user_id_idempotency_key_key"),

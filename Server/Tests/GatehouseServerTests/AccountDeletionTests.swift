@@ -126,7 +126,7 @@ import Testing
             #expect(bare.error?.details?["proofs"] == .array([.string("password"), .string("code")]), "\(bare.text)")
             let values: [String: String] = [
                 "password": #""not it at all""#, "id_token": #""not.a.token""#, "code": #""000000""#,
-                "passkey": #"{"challenge_id": "x", "credential": {}}"#,
+                "passkey": #"{"challenge_id": "x", "credential": {}}"#, "sms_code": #""000000""#,
             ]
             for proof in Set(Credential.allCases.compactMap(\.deletionProof)) {
                 let value = try #require(values[proof], "no wrong value for \(proof)")

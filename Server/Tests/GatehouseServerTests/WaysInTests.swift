@@ -92,6 +92,15 @@ struct WaysInTests {
                     planted[credential] = .passkey(device: "squatter")
                 case .anonymous:
                     planted[credential] = .anonymous(refreshToken: squatter.anonymousRefreshToken)
+                case .phone:
+                    // A number the squatter proved on the account (its SMS flow has tests of its own).
+                    let number = "+14155550177"
+                    try await TestApp.withStore(config) { store in
+                        try await store.setPhone(UserID(squatter.account)!, phone: number, verifiedAt: clock.now, now: clock.now)
+                        try await store.insertIdentity(
+                            Identity(userID: UserID(squatter.account)!, provider: .phone, subject: number, email: nil, createdAt: clock.now))
+                    }
+                    planted[credential] = .identity(.phone, subject: number)
                 case .totp:
                     let (factor, secret, raised) = try await Self.enrollTOTP(api, codes, walk.surface, token: access)
                     access = raised ?? access
@@ -137,6 +146,12 @@ struct WaysInTests {
                         "/v1/auth/\(provider.rawValue)", ProviderSignInTests.body(try fake.token(sub: subject, now: clock.now)))
                     let landed = try signIn.json(SignInAnswer<SignInResponse>.self).signedIn
                     #expect(landed != nil && landed?.user.id != squatter.account, "\(provider): \(signIn.text)")
+                case (.phone, .identity(_, let number)):
+                    // The number left the account: it is nobody's now, and the owner's account shows none.
+                    let me = try await api.get("/v1/me", token: ownerAccess).json(UserResponse.self)
+                    #expect(me.user.phone == nil && !me.user.phoneVerified, "\(me.user)")
+                    let holder = try await TestApp.withStore(config) { store in try await store.user(phone: number) }
+                    #expect(holder == nil, "the squatter's number")
                 case (.passkey, .passkey(let device)):
                     let signIn = try await passkeys.signIn(device)
                     #expect(signIn.status == .unauthorized, "the squatter's passkey: \(signIn.text)")

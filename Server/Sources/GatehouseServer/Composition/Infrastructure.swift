@@ -121,8 +121,17 @@ struct Infrastructure {
         } else {
             transport = DevOutboxTransport(logger: logger)
         }
+        let smsSender: any SMSSender
+        switch config.smsSender {
+        case .hook(let url, let secret)?: smsSender = SMSHookSender(url: url, secret: secret, client: httpClient, clock: clock)
+        case .twilio(let settings)?: smsSender = TwilioSender(settings: settings, client: httpClient)
+        case nil: smsSender = DevSMSSender(logger: logger)
+        }
+        let delivery = OutboxDelivery(
+            mail: transport, sms: smsSender,
+            failures: SMSFailures(store: store, threshold: preset.sms.pauseAfterFailures, clock: clock, metrics: metrics, logger: logger))
         mailWorker = MailWorker(
-            store: store, transport: transport,
+            store: store, transport: delivery,
             composer: MailRequestComposer(transactions: Transactions(store) { $0 }, templates: templates, links: links, preset: preset, clock: clock), clock: clock,
             logger: logger, metrics: metrics, telemetry: telemetry)
         if let credentials = config.appleCredentials {

@@ -28,6 +28,7 @@ struct UseCases {
     let operatorKeys: OperatorKeysService
     let passkeys: PasskeyService
     let mfa: MFAService
+    let phone: PhoneService
     let lifecycle: AccountLifecycle
     let console: ConsoleService
 
@@ -90,8 +91,10 @@ struct UseCases {
         profiles = ProfileService(
             store: store, unitOfWork: unitOfWork.narrowed { $0 }, gate: gate, sessions: issuer, lifecycle: lifecycle, throttle: throttle,
             entitlements: entitlementReads, merges: merges, preset: preset, clock: clock)
+        let phoneCodes = PhoneCodes(chainKey: infra.chainKey, preset: preset, domain: config.publicURL.host ?? "localhost")
         account = AccountService(
             store: store, unitOfWork: unitOfWork.narrowed { $0 }, credentials: credentials, lifecycle: lifecycle, verifiers: verifiers, codes: codes,
+            phoneCodes: phoneCodes,
             passkeys: assertions, stepUp: stepUp, preset: preset, clock: clock)
         export = ExportService(store: store, entitlements: entitlementReads, stepUp: stepUp, clock: clock)
         usage = UsageService(store: store, unitOfWork: unitOfWork.narrowed { $0 }, entitlements: entitlementReads, engine: infra.engine, clock: clock)
@@ -119,6 +122,13 @@ struct UseCases {
         mfa = MFAService(
             store: store, unitOfWork: unitOfWork.narrowed { $0 }, sessions: issuer, throttle: throttle, ownerProof: ownerProof, sealer: infra.sealer,
             codeKey: infra.chainKey, mail: accountMail, removal: removal, preset: preset, clock: clock)
+        phone = PhoneService(
+            store: store, unitOfWork: unitOfWork.narrowed { $0 }, gate: gate,
+            codes: phoneCodes,
+            defences: SMSDefences(
+                throttle: throttle, gate: gate, settings: preset.sms, presetName: preset.name, audit: unitOfWork.narrowed { _ in () },
+                metrics: infra.metrics, clock: clock, copy: preset.copy),
+            sessions: issuer, lifecycle: lifecycle, ownerProof: ownerProof, throttle: throttle, preset: preset, clock: clock)
         console = ConsoleService(
             store: store, unitOfWork: unitOfWork.narrowed { $0 }, entitlements: entitlementReads, engine: infra.engine, keys: infra.keys,
             preset: preset, clock: clock)

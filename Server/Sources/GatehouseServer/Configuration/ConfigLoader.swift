@@ -19,9 +19,47 @@ extension GatehouseConfig {
         "breached_passwords_url", "token_audience", "smtp_ca_file", "mail_from", "apple_team_id", "apple_key_id",
         "apple_private_key_file", "apple_client_id", "apple_token_url", "apple_revoke_url", "service_key",
         "passkey_rp_id", "passkey_origins", "apple_app_ids", "supabase_anon_key", "supabase_service_role_key",
+        "sms_hook_url", "sms_hook_secret", "twilio_account_sid", "twilio_auth_token", "twilio_from", "twilio_messaging_service_sid",
+        "twilio_api_url",
     ]
 
-    static let secretKeys: Set<String> = ["admin_key", "service_key", "supabase_service_role_key", "secret_key", "webhook_secret", "smtp_url", "captcha_secret"]
+    /// The SMS sender the settings name: the send hook or Twilio (not both), every part it needs.
+    static func smsSender(_ settings: inout Settings) -> SMSSenderSettings? {
+        let hookURL = settings.url("sms_hook_url", schemes: ["http", "https"])
+        let twilio = settings.string("twilio_account_sid")
+        if hookURL != nil, twilio != nil {
+            settings.problem("sms_hook_url", "and GATEHOUSE_TWILIO_ACCOUNT_SID are both set; choose one SMS sender")
+            return nil
+        }
+        if let hookURL {
+            guard let secret = settings.string("sms_hook_secret") else {
+                settings.problem("sms_hook_secret", "is required when GATEHOUSE_SMS_HOOK_URL is set")
+                return nil
+            }
+            guard let bytes = SMSHookSender.secretBytes(secret) else {
+                settings.problem("sms_hook_secret", "must be a Standard Webhooks secret: whsec_ and at least 16 bytes in base64")
+                return nil
+            }
+            return .hook(url: hookURL, secret: bytes)
+        }
+        guard let sid = twilio else { return nil }
+        guard let token = settings.string("twilio_auth_token") else {
+            settings.problem("twilio_auth_token", "is required when GATEHOUSE_TWILIO_ACCOUNT_SID is set")
+            return nil
+        }
+        let sender: TwilioSettings.Sender
+        switch (settings.string("twilio_from"), settings.string("twilio_messaging_service_sid")) {
+        case (let from?, nil): sender = .from(from)
+        case (nil, let service?): sender = .messagingService(service)
+        default:
+            settings.problem("twilio_from", "or GATEHOUSE_TWILIO_MESSAGING_SERVICE_SID must be set, one of them")
+            return nil
+        }
+        let apiURL = settings.url("twilio_api_url", schemes: ["http", "https"]) ?? TwilioSettings.defaultAPIURL
+        return .twilio(TwilioSettings(accountSID: sid, authToken: token, sender: sender, apiURL: apiURL))
+    }
+
+    static let secretKeys: Set<String> = ["admin_key", "service_key", "supabase_service_role_key", "secret_key", "webhook_secret", "smtp_url", "captcha_secret", "sms_hook_secret", "twilio_auth_token"]
 
     /// Reads and validates the configuration from `environment` (normally the process's) and
     /// the file it names. Reports every problem at once.
@@ -217,6 +255,7 @@ extension GatehouseConfig {
         if config.webhookURL != nil, config.webhookSecret == nil {
             settings.problem("webhook_secret", "is required when GATEHOUSE_WEBHOOK_URL is set")
         }
+        config.smsSender = smsSender(&settings)
         if let bytes = settings.int("max_body_bytes", range: 1_024...(64 << 20), meaning: "a size in bytes from 1024 to 67108864") {
             config.maxBodyBytes = bytes
         }
@@ -266,6 +305,9 @@ extension GatehouseConfig {
         case .success(let preset): config.preset = preset
         case .failure(let error): settings.problem("preset", error.description)
         }
+        if config.preset.signInMethods.phone, config.smsSender == nil, config.environment == .production {
+            settings.problem("sms_hook_url", "or GATEHOUSE_TWILIO_ACCOUNT_SID must be set: the preset signs in with phone numbers")
+        }
 
         problems += settings.problems
         problems += readTraces(environment, into: &config)
@@ -275,7 +317,7 @@ extension GatehouseConfig {
 }
 
 /// Reads raw settings and collects problems, each naming the environment variable.
-private struct Settings {
+struct Settings {
     let reader: ConfigReader
     var problems: [String] = []
 

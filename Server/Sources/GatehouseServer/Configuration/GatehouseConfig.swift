@@ -79,6 +79,9 @@ public struct GatehouseConfig: Sendable {
     public var ipLimits = true
     public var webhookURL: URL?
     public var webhookSecret: String?
+    /// Where SMS codes go (`GATEHOUSE_SMS_HOOK_URL`, or `GATEHOUSE_TWILIO_*`); nil: the dev
+    /// outbox, in development only.
+    public var smsSender: SMSSenderSettings?
     public var maxBodyBytes = 65_536
     /// PostgreSQL connections each node may open (PostgreSQL's `max_connections` must exceed the
     /// sum over all nodes, see docs/scaling.md).
@@ -159,6 +162,7 @@ public struct GatehouseConfig: Sendable {
             "host": host, "port": String(port), "database": database.description, "preset": presetSource,
             "public_url": publicURL.absoluteString, "environment": environment.rawValue,
             "smtp": smtpURL.map(Self.redactURL) ?? "dev outbox",
+            "sms": smsSender?.summary ?? "dev outbox",
             "admin_key": adminKey == nil ? "file \(adminKeyFile)" : "<redacted>",
             "secret_key": secretKey == nil ? "unset (signing keys stored unencrypted)" : "<redacted>",
             "ip_limits": ipLimits ? "on" : "off", "max_body_bytes": String(maxBodyBytes),
@@ -179,4 +183,46 @@ public struct GatehouseConfig: Sendable {
 public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
     public var problems: [String]
     public var description: String { problems.joined(separator: "\n") }
+}
+
+/// Where SMS codes go.
+public enum SMSSenderSettings: Sendable, Equatable {
+    /// The app's own send hook, signed as Standard Webhooks with the `whsec_` secret's bytes.
+    case hook(url: URL, secret: [UInt8])
+    case twilio(TwilioSettings)
+
+    /// The send hook at `url` with a Standard Webhooks secret (`whsec_` and base64); nil when the
+    /// secret is not one.
+    public static func hook(url: URL, secret: String) -> SMSSenderSettings? {
+        SMSHookSender.secretBytes(secret).map { .hook(url: url, secret: $0) }
+    }
+
+    var summary: String {
+        switch self {
+        case .hook(let url, _): "hook \(GatehouseConfig.redactURL(url.absoluteString))"
+        case .twilio(let settings): "twilio \(settings.accountSID) at \(settings.apiURL.absoluteString)"
+        }
+    }
+}
+
+/// Twilio's Messages API: the account, its auth token, and who the messages come from.
+public struct TwilioSettings: Sendable, Equatable {
+    public enum Sender: Sendable, Equatable {
+        /// `GATEHOUSE_TWILIO_FROM`: a Twilio number (E.164) or alphanumeric sender id.
+        case from(String)
+        /// `GATEHOUSE_TWILIO_MESSAGING_SERVICE_SID`: a Messaging Service that picks the sender.
+        case messagingService(String)
+    }
+
+    public var accountSID: String
+    public var authToken: String
+    public var sender: Sender
+    /// `GATEHOUSE_TWILIO_API_URL`; Twilio's own by default.
+    public var apiURL: URL
+
+    public static let defaultAPIURL = URL(string: "https://api.twilio.com")!
+
+    public init(accountSID: String, authToken: String, sender: Sender, apiURL: URL = Self.defaultAPIURL) {
+        (self.accountSID, self.authToken, self.sender, self.apiURL) = (accountSID, authToken, sender, apiURL)
+    }
 }

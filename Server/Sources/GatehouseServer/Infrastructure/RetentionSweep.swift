@@ -50,7 +50,7 @@ final class RetentionSweep: PeriodicSweep {
                     metadata: [
                         "audit_rows": "\(counts.auditRows)", "sessions": "\(counts.sessions)", "sessions_cleared": "\(counts.sessionsCleared)",
                         "rate_limit_windows": "\(counts.rateLimitWindows)", "notifications": "\(counts.notifications)",
-                        "message_ids": "\(counts.messageIDs)", "usage_rows": "\(counts.usageRows)",
+                        "message_ids": "\(counts.messageIDs)", "phone_codes": "\(counts.phoneCodes)", "usage_rows": "\(counts.usageRows)",
                         "passkey_challenges": "\(counts.passkeyChallenges)", "mfa_challenges": "\(counts.mfaChallenges)",
                     ])
             }

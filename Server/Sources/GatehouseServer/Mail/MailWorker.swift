@@ -81,12 +81,13 @@ final class MailWorker: Service, Sendable {
             }
             try await transport.deliver(message)
             delivered = true
-            metrics.mailSent()
+            // An SMS is counted by its own sender (`SMSFailures`).
+            if message.kind != PhoneCodes.outboxKind { metrics.mailSent() }
             // The kind and attempt only: never the address or a link.
             logger.info("mail sent", metadata: ["mail_id": "\(message.id)", "kind": "\(message.kind)", "attempt": "\(message.attempts + 1)"])
-            try await store.markMailSent(message.id, at: clock.now, keepBodies: transport.keepsBodies)
+            try await store.markMailSent(message.id, at: clock.now, keepBodies: transport.keepsBodies(of: message))
         } catch {
-            if !delivered { metrics.mailFailed() }
+            if !delivered, message.kind != PhoneCodes.outboxKind { metrics.mailFailed() }
             let attempts = message.attempts + 1
             let next = MailRetryPolicy.nextAttempt(after: attempts, now: clock.now)
             logger.warning(

@@ -12,7 +12,14 @@ import Tracing
 public protocol MailTransport: Sendable {
     /// Whether the outbox keeps a delivered mail's bodies (the dev outbox shows them).
     var keepsBodies: Bool { get }
+    /// Whether the outbox keeps this message's bodies once sent (`keepsBodies` unless the
+    /// transport routes kinds apart, as `OutboxDelivery` does).
+    func keepsBodies(of message: OutboxMessage) -> Bool
     func deliver(_ message: OutboxMessage) async throws
+}
+
+extension MailTransport {
+    func keepsBodies(of message: OutboxMessage) -> Bool { keepsBodies }
 }
 
 /// The parts of `smtp://user:pass@host:port` (STARTTLS when the server offers it) or

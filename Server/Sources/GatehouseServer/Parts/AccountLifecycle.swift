@@ -16,7 +16,7 @@ struct AccountLifecycle: Sendable {
     typealias Deleting = any UserStore
     typealias Reading = any UserStore & IdentityStore & PasskeyStore & MFAFactorStore & RecoveryCodeStore
     typealias ProvingInbox = any UserStore & PasswordStore & IdentityStore & PasskeyStore & MFAFactorStore & RecoveryCodeStore
-        & SessionStore & IdempotencyStore
+        & SessionStore & IdempotencyStore & PhoneStore
 
     /// Runs `body` with a fresh temporary handle (decision 9) when handles are on, trying
     /// another one if it happens to be taken.
@@ -61,7 +61,7 @@ struct AccountLifecycle: Sendable {
             // Gatehouse may hold a token of Apple's: Apple is told, by a job that outlives the row.
             case .apple: try await work.queueAppleRevocation(of: id)
             // Their rows reference the user's and go with it (ON DELETE CASCADE in every migration).
-            case .password, .emailLink, .google, .passkey, .anonymous, .totp, .recoveryCodes: continue
+            case .password, .emailLink, .google, .passkey, .anonymous, .phone, .totp, .recoveryCodes: continue
             }
         }
         guard try await work.tx.deleteUser(id) else { return false }
@@ -80,7 +80,7 @@ struct AccountLifecycle: Sendable {
             switch credential {
             case .password:
                 inventory[credential] = user.passwordHash == nil ? 0 : 1
-            case .emailLink, .apple, .google, .anonymous:
+            case .emailLink, .apple, .google, .anonymous, .phone:
                 inventory[credential] = identities.filter { $0.provider == credential.provider }.count
             case .passkey:
                 inventory[credential] = try await reader.passkeys(of: userID).count
@@ -100,21 +100,32 @@ struct AccountLifecycle: Sendable {
     }
 
     /// The inbox owner's proof of the address (a magic link or its code, a reset link or its
-    /// page, `/auth/v1`'s recovery and one-time code): the one place every proof path goes
-    /// through. When the account never verified the address, whoever set it up may not be that
-    /// person, so every way in and every second factor added before the proof ends, as the
-    /// catalogue (`Credential.atInboxProof`) says, on either surface: the password (unless the
-    /// proof sets a new one), provider identities, passkeys, second factors with their recovery
-    /// codes and open challenges, every session and every Idempotency-Key that could replay a
-    /// sign-in. The address is then verified. Answers the account as it now stands.
+    /// page, `/auth/v1`'s recovery and one-time code): see `proveOwnership`.
     func proveInbox(_ work: Work<ProvingInbox>, _ user: User, removePassword: Bool) async throws -> User {
+        try await proveOwnership(work, user, proved: .emailLink, removePassword: removePassword)
+    }
+
+    /// The owner's proof of an address or a number (`Credential.ownerProofs`): the one place
+    /// every proof path goes through. When the account never verified what was proved,
+    /// whoever set it up may not be that person, so every way in and every second factor added
+    /// before the proof ends, as the catalogue (`Credential.atProof(of:)`) says, on either
+    /// surface: the password (unless the proof sets a new one), provider identities, passkeys,
+    /// a number or an address never verified, second factors with their recovery codes and
+    /// open challenges, every session and every Idempotency-Key that could replay a sign-in.
+    /// What was proved is then verified. Answers the account as it now stands.
+    func proveOwnership(_ work: Work<ProvingInbox>, _ user: User, proved: Credential, removePassword: Bool) async throws -> User {
         let tx = work.tx
         // Parallel additions (a passkey, a factor) take turns on the row with the proof.
         try await tx.lockUser(user.id)
         guard var user = try await tx.user(id: user.id) else { return user }
-        guard !user.emailVerified, let normalized = user.normalizedEmail else { return user }
+        switch proved {
+        case .emailLink: guard !user.emailVerified, user.normalizedEmail != nil else { return user }
+        case .phone: guard user.phoneVerifiedAt == nil, user.phone != nil else { return user }
+        case .password, .apple, .google, .passkey, .anonymous, .totp, .recoveryCodes:
+            preconditionFailure("\(proved) is not an owner proof")
+        }
         var ended: [String] = []
-        for credential in Credential.allCases where credential.atInboxProof == .ended {
+        for credential in Credential.allCases where credential.atProof(of: proved) == .ended {
             switch credential {
             case .password:
                 guard removePassword, user.passwordHash != nil else { continue }
@@ -123,7 +134,18 @@ struct AccountLifecycle: Sendable {
                 user.passwordChangedAt = work.now
                 ended.append(credential.rawValue)
             case .emailLink:
-                continue  // `atInboxProof` keeps it: it is what was proved.
+                // Only an address nobody proved: a verified one was proved by its own owner.
+                guard user.email != nil, !user.emailVerified else { continue }
+                try await tx.updateEmail(user.id, email: nil, normalizedEmail: nil, verifiedAt: nil, now: work.now)
+                _ = try await tx.deleteIdentities(of: user.id, provider: .email)
+                (user.email, user.normalizedEmail) = (nil, nil)
+                ended.append(credential.rawValue)
+            case .phone:
+                guard user.phone != nil else { continue }
+                try await tx.setPhone(user.id, phone: nil, verifiedAt: nil, now: work.now)
+                _ = try await tx.deleteIdentities(of: user.id, provider: .phone)
+                (user.phone, user.phoneVerifiedAt) = (nil, nil)
+                ended.append(credential.rawValue)
             case .apple, .google, .anonymous:
                 guard let provider = credential.provider,
                     try await tx.identities(of: user.id).contains(where: { $0.provider == provider })
@@ -143,11 +165,16 @@ struct AccountLifecycle: Sendable {
         }
         let revoked = try await tx.revokeSessions(of: user.id, keeping: nil, reason: .unverifiedTakeoverGuard, at: work.now)
         try await tx.deleteIdempotencyKeys(of: user.id)
-        _ = try await tx.markEmailVerified(user.id, normalizedEmail: normalized, at: work.now)
-        user.emailVerifiedAt = work.now
+        if proved == .phone, let phone = user.phone {
+            try await tx.setPhone(user.id, phone: phone, verifiedAt: work.now, now: work.now)
+            user.phoneVerifiedAt = work.now
+        } else if let normalized = user.normalizedEmail {
+            _ = try await tx.markEmailVerified(user.id, normalizedEmail: normalized, at: work.now)
+            user.emailVerifiedAt = work.now
+        }
         try await work.audit(
             .unverifiedAccessRemoved, user: user.id,
-            details: ["sessions_revoked": String(revoked.count), "ended": ended.joined(separator: ","),
+            details: ["proved": proved.rawValue, "sessions_revoked": String(revoked.count), "ended": ended.joined(separator: ","),
                       "password_removed": String(ended.contains(Credential.password.rawValue))])
         return user
     }

@@ -4,7 +4,7 @@ import GatehouseStore
 import GatehouseWire
 
 /// What a change to how an account is protected needs, for every credential the catalogue marks
-/// (`Credential.changeNeedsOwnerProof`: passkeys, second factors, recovery codes): a session
+/// (`Credential.changeNeedsOwnerProof`: passkeys, phone numbers, second factors, recovery codes): a session
 /// that proved a second factor once the account has a confirmed one (`aal2`), and a recent
 /// sign-in. So a session stolen before any factor existed cannot plant one, confirm a dormant
 /// one, pull the owner's, or mint recovery codes (issue 39, finding 3). Every use case that adds,
@@ -23,6 +23,7 @@ struct OwnerProof: Sendable {
         let (key, words): (String, String)
         switch credential {
         case .passkey: (key, words) = ("error.passkey_reauthentication_required", "To add a passkey, sign in again first.")
+        case .phone: (key, words) = ("error.phone_reauthentication_required", "To change your phone number, sign in again first.")
         case .totp, .recoveryCodes:
             (key, words) = ("error.mfa_reauthentication_required", "To change two-step sign-in, sign in again first.")
         case .password, .emailLink, .apple, .google, .anonymous: return

@@ -22,8 +22,18 @@ struct SignInGate: Sendable {
     /// provider rejects, 503 when the provider cannot be asked (closed, not open). The provider
     /// is told the address only as far as the preset's privacy setting keeps it.
     func requireCaptchaIfNeeded(_ client: ClientInfo, token: String?) async throws {
-        guard let threshold = preset.throttling.captchaAfterIPFailures, let captcha, client.ip != nil else { return }
+        guard let threshold = preset.throttling.captchaAfterIPFailures, captcha != nil, client.ip != nil else { return }
         guard try await throttle.ipFailures(client) >= threshold else { return }
+        try await requireCaptcha(client, token: token)
+    }
+
+    /// Whether a CAPTCHA can be asked for at all (`GATEHOUSE_CAPTCHA_VERIFY_URL` is set).
+    var asksCaptcha: Bool { captcha != nil }
+
+    /// A valid CAPTCHA token, where one is configured: the check every threshold that asks for
+    /// one ends in (failed logins, repeated SMS sends).
+    func requireCaptcha(_ client: ClientInfo, token: String?) async throws {
+        guard let captcha else { return }
         let ip = client.stored(under: preset.privacy).ip
         guard let token, !token.isEmpty, token.utf8.count <= 4_096 else {
             throw GatehouseError(

@@ -1,5 +1,6 @@
 import CoreMetrics
 import Foundation
+import GatehouseCore
 import GatehouseStore
 import Prometheus
 import Synchronization
@@ -132,6 +133,23 @@ final class ServerMetrics: Sendable {
     /// Mail waiting in the outbox (due or waiting for a retry), as the worker last counted it.
     func mailQueueDepth(_ count: Int) {
         Meter(label: "gatehouse_mail_queue_depth", factory: factory).set(count)
+    }
+
+    // MARK: SMS
+
+    /// An SMS handed to its sender (the hook, Twilio, the dev outbox).
+    func smsSent() {
+        Counter(label: "gatehouse_sms_sent_total", factory: factory).increment()
+    }
+
+    /// A delivery attempt that failed (retried later, or given up).
+    func smsFailed() {
+        Counter(label: "gatehouse_sms_failed_total", factory: factory).increment()
+    }
+
+    /// A send refused by a pumping defence (`reason`: an `SMSDefence`, e.g. `daily_budget`).
+    func smsRefused(_ defence: SMSDefence) {
+        Counter(label: "gatehouse_sms_refused_total", dimensions: [("reason", defence.rawValue)], factory: factory).increment()
     }
 
     /// `result`: `delivered` or `failed`.

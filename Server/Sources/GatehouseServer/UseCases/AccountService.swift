@@ -6,7 +6,7 @@ import GatehouseWire
 /// The account as a whole: deleting it (App Store guideline 5.1.1(v)).
 struct AccountService: Sendable {
     /// What this use case reads and writes: its transactions see the store through this and no more.
-    typealias Stores = any UserStore & IdentityStore & SessionStore & PasskeyStore & MFAFactorStore & RecoveryCodeStore
+    typealias Stores = any UserStore & IdentityStore & SessionStore & PasskeyStore & MFAFactorStore & RecoveryCodeStore & PhoneStore
 
     let store: Stores
     let unitOfWork: UnitOfWork<Stores>
@@ -14,6 +14,7 @@ struct AccountService: Sendable {
     let lifecycle: AccountLifecycle
     let verifiers: ProviderVerifiers
     let codes: MagicCodes
+    let phoneCodes: PhoneCodes
     let passkeys: PasskeyAssertions
     let stepUp: StepUpGate
     let preset: Preset
@@ -39,6 +40,7 @@ struct AccountService: Sendable {
         let user = signedIn.user
         if user.isAnonymous { return }
         let offered = request.password != nil || request.idToken != nil || request.passkey != nil || request.code != nil
+            || request.smsCode != nil
         guard offered else {
             if let session = try await store.session(id: signedIn.identity.sessionID), session.isRecentSignIn(at: clock.now) {
                 return
@@ -75,6 +77,12 @@ struct AccountService: Sendable {
             guard let email = user.email else { throw reauthenticationRequired("This account has no email address.") }
             try await codes.consume(email: email, code: code)
         }
+        if let code = request.smsCode {
+            // A sign-in code texted to the account's own verified number, used up here.
+            guard let phone = user.phone, user.phoneVerifiedAt != nil else { throw reauthenticationRequired("This account has no phone number.") }
+            let record = try await phoneCodes.check(phone: phone, userID: nil, purpose: .signIn, code: code, now: clock.now, in: store)
+            try await unitOfWork.run { work in try await phoneCodes.use(record, work.narrowed { $0 }) }
+        }
     }
 
     /// The refusal of a stale session that offered nothing: it names the proofs that fit this
@@ -85,7 +93,7 @@ struct AccountService: Sendable {
         var offered = Set(Credential.allCases.filter { inventory[$0] > 0 }.compactMap(\.deletionProof))
         // A code goes to the account's address whatever way in made it (Apple's relay too).
         if user.email != nil { offered.insert("code") }
-        let proofs = ["password", "id_token", "passkey", "code"].filter(offered.contains)
+        let proofs = ["password", "id_token", "passkey", "code", "sms_code"].filter(offered.contains)
         var error = reauthenticationRequired(nil, password: user.passwordHash != nil)
         error.details = ["proofs": .array(proofs.map(JSONValue.string))]
         return error

@@ -9,7 +9,7 @@ struct ExportService: Sendable {
     /// What this use case reads and writes: its transactions see the store through this and no more.
     typealias Stores = any UserStore & IdentityStore & IdempotencyStore & EventStore & SessionStore & AuditStore & EmailTokenStore
         & EntitlementStore & SubscriptionStore & UsageStore & PasskeyStore & MFAFactorStore & RecoveryCodeStore
-        & MFAChallengeStore & ConsoleStore
+        & MFAChallengeStore & ConsoleStore & PhoneStore
 
     let store: Stores
     let entitlements: Entitlements
@@ -75,6 +75,11 @@ struct ExportService: Sendable {
             },
             mfaChallenges: try await store.mfaChallenges(of: user.id).map {
                 ExportedMFAChallenge(createdAt: $0.createdAt.rfc3339, expiresAt: $0.expiresAt.rfc3339, attempts: $0.attempts)
+            },
+            phoneCodes: try await store.phoneCodes(of: user.id).map {
+                ExportedPhoneCode(
+                    phone: $0.phone, purpose: $0.purpose, createdAt: $0.createdAt.rfc3339, expiresAt: $0.expiresAt.rfc3339,
+                    usedAt: $0.usedAt?.rfc3339)
             })
     }
 }

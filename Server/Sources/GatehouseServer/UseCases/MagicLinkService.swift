@@ -7,7 +7,7 @@ import GatehouseWire
 /// signed-in anonymous account into one with the address.
 struct MagicLinkService: Sendable {
     /// What this use case reads and writes: its transactions see the store through this and no more.
-    typealias Stores = any UserStore & PasswordStore & IdentityStore & ProfileStore & IdempotencyStore & SessionStore
+    typealias Stores = any PhoneStore & UserStore & PasswordStore & IdentityStore & ProfileStore & IdempotencyStore & SessionStore
         & RefreshTokenStore & EmailTokenStore & SubscriptionStore & PasskeyStore & MFAFactorStore & RecoveryCodeStore
         & MFAChallengeStore
 

@@ -7,7 +7,7 @@ import GatehouseWire
 /// JSON API and the hosted form alike.
 struct PasswordResetService: Sendable {
     /// What this use case reads and writes: its transactions see the store through this and no more.
-    typealias Stores = any UserStore & PasswordStore & IdentityStore & IdempotencyStore & SessionStore & RefreshTokenStore
+    typealias Stores = any PhoneStore & UserStore & PasswordStore & IdentityStore & IdempotencyStore & SessionStore & RefreshTokenStore
         & EmailTokenStore & SubscriptionStore & PasskeyStore & MFAFactorStore & RecoveryCodeStore & MFAChallengeStore
 
     let store: Stores

@@ -1,0 +1,185 @@
+import Foundation
+import GatehouseCore
+import GatehouseStore
+import GatehouseWire
+
+/// Phone numbers (issue 43, Hannah's phase 3): a code by SMS to sign in or up with a number, and
+/// a number added to a profile, proved by its own code. Every send passes the pumping defences
+/// first (`SMSDefences`); every code is checked with a reserved guess (`PhoneCodes`).
+struct PhoneService: Sendable {
+    /// What this use case reads and writes: its transactions see the store through this and no more.
+    typealias Stores = any PhoneStore & UserStore & PasswordStore & IdentityStore & ProfileStore & IdempotencyStore & SessionStore
+        & RefreshTokenStore & SubscriptionStore & PasskeyStore & MFAFactorStore & RecoveryCodeStore & MFAChallengeStore
+
+    let store: Stores
+    let unitOfWork: UnitOfWork<Stores>
+    let gate: SignInGate
+    let codes: PhoneCodes
+    let defences: SMSDefences
+    let sessions: SessionIssuer
+    let lifecycle: AccountLifecycle
+    let ownerProof: OwnerProof
+    let throttle: Throttle
+    let preset: Preset
+    let clock: any WallClock
+
+    /// The `amr` method of a session opened with an SMS code.
+    static let method = "sms"
+
+    /// A number as typed, with the preset's default region: 400 `invalid_phone` in the preset's words.
+    func number(_ text: String) throws -> PhoneNumber {
+        do {
+            return try PhoneNumber.parse(text, defaultRegion: preset.sms.defaultRegion)
+        } catch {
+            throw GatehouseError(
+                .invalidPhone,
+                preset.text("error.invalid_phone", "Enter a phone number with its area code, or with + and the country code."),
+                details: ["reason": .string(Self.reason(error))])
+        }
+    }
+
+    private static func reason(_ refusal: PhoneNumber.Refusal) -> String {
+        switch refusal {
+        case .empty: "empty"
+        case .notANumber: "not_a_number"
+        case .unknownRegion: "unknown_region"
+        case .unknownCallingCode: "unknown_calling_code"
+        case .impossibleLength: "impossible_length"
+        }
+    }
+
+    // MARK: Signing in
+
+    /// `POST /v1/auth/phone/code`: 202 whether or not the number has an account; a code goes
+    /// out when the number may sign in or sign up.
+    func sendCode(phone: String, captchaToken: String?, client: ClientInfo) async throws {
+        try gate.requireMethod(preset.signInMethods.phone)
+        let number = try number(phone)
+        try await defences.admit(number, client: client, captchaToken: captchaToken)
+        // Without sign-ups only a number with an account gets a code; the lookup runs either way.
+        let owner = try await store.user(phone: number.e164)
+        guard preset.sms.signUp || owner != nil else { return }
+        try await unitOfWork.run(client: client) { work in
+            try await codes.send(work.narrowed { $0 }, to: number, purpose: .signIn, userID: nil)
+        }
+    }
+
+    /// `POST /v1/auth/phone/verify`: signs in with the code, or signs up where the preset
+    /// allows it (with Hannah's preset the trial starts, as with a magic link). An account with
+    /// a second factor gets its challenge.
+    func verify(phone: String, code: String, client: ClientInfo) async throws -> SignInAnswer<SignInResponse> {
+        try gate.requireMethod(preset.signInMethods.phone)
+        let number = try number(phone)
+        do {
+            try await throttle.limitIP("phone-code", client: client, limit: preset.throttling.loginPerIPPerMinute, windowSeconds: 60)
+        } catch let error as GatehouseError where error.code == .rateLimited {
+            throw throttle.tooManyAttempts(error.retryAfter ?? 60)
+        }
+        let record = try await codes.check(phone: number.e164, userID: nil, purpose: .signIn, code: code, now: clock.now, in: store)
+        let (outcome, created) = try await lifecycle.withTemporaryHandle { handle in
+            try await unitOfWork.run(client: client) { work -> (SignInOutcome, Bool) in
+                try await codes.use(record, work.narrowed { $0 })
+                let (user, created) = try await signInUser(work, number: number, handle: handle)
+                let outcome = try await sessions.signIn(
+                    work.narrowed { $0 }, user, provider: .phone, method: Self.method, event: created ? .signup : .login)
+                return (outcome, created)
+            }
+        }
+        return outcome.answer { SignInResponse(user: $0.user, session: $0.session, created: created) }
+    }
+
+    /// The account a code signs in to, made when there is none (unique key on the number: of
+    /// sign-ups racing for one number one commits). An account whose number was never proved
+    /// may have been set up by someone else with it: the number's holder gets it without
+    /// anything added before this proof.
+    private func signInUser(_ work: Work<Stores>, number: PhoneNumber, handle: String?) async throws -> (User, created: Bool) {
+        let (tx, now) = (work.tx, work.now)
+        if let found = try await tx.user(phone: number.e164) {
+            guard !found.isDisabled else { throw GatehouseError.accountDisabled(preset) }
+            let user = try await lifecycle.proveOwnership(work.narrowed { $0 }, found, proved: .phone, removePassword: true)
+            if try await tx.identities(of: user.id).contains(where: { $0.provider == .phone }) == false {
+                try await tx.insertIdentity(Identity(userID: user.id, provider: .phone, subject: number.e164, email: nil, createdAt: now))
+            }
+            return (user, false)
+        }
+        guard preset.sms.signUp else { throw codes.invalidCode(nil) }
+        var user = User(id: .random(), handle: handle, createdAt: now)
+        user.phone = number.e164
+        user.phoneVerifiedAt = now
+        do {
+            try await lifecycle.create(
+                work.narrowed { $0 }, user, identity: Identity(userID: user.id, provider: .phone, subject: number.e164, email: nil, createdAt: now),
+                provider: .phone)
+        } catch let error as StoreError where error.uniqueKey == .phone || error.uniqueKey == .identity {
+            throw phoneInUse()
+        }
+        return (user, true)
+    }
+
+    // MARK: A number on the profile
+
+    /// `POST /v1/me/phone`: texts a code to the number to add (or change to). Needs a recent
+    /// sign-in (and `aal2` once the account has a second factor), like every change to how
+    /// the account is protected; 409 `phone_in_use` when another account has the number.
+    func add(_ signedIn: SignedIn, phone: String, captchaToken: String?, client: ClientInfo) async throws {
+        try gate.requireMethod(preset.signInMethods.phone)
+        let number = try number(phone)
+        let user = signedIn.user
+        try ownerProof.require(signedIn, changing: .phone, factors: try await store.mfaFactors(of: user.id))
+        if let owner = try await store.user(phone: number.e164), owner.id != user.id { throw phoneInUse() }
+        try await defences.admit(number, client: client, captchaToken: captchaToken)
+        try await unitOfWork.run(client: client) { work in
+            try await codes.send(work.narrowed { $0 }, to: number, purpose: .verifyPhone, userID: user.id)
+        }
+    }
+
+    /// `POST /v1/me/phone/verify`: the new number's code; the number becomes the account's,
+    /// verified, with its identity.
+    func confirm(_ signedIn: SignedIn, code: String, client: ClientInfo) async throws -> UserResponse {
+        try gate.requireMethod(preset.signInMethods.phone)
+        let userID = signedIn.user.id
+        let record = try await codes.check(phone: nil, userID: userID, purpose: .verifyPhone, code: code, now: clock.now, in: store)
+        let user = try await unitOfWork.run(client: client) { work -> User in
+            let tx = work.tx
+            try await tx.lockUser(userID)
+            guard let current = try await tx.user(id: userID) else { throw GatehouseError.unauthorized() }
+            // The owner's proof holds until this write: a factor added meanwhile asks for `aal2`.
+            try ownerProof.require(signedIn, changing: .phone, factors: try await tx.mfaFactors(of: userID))
+            try await codes.use(record, work.narrowed { $0 })
+            do {
+                try await tx.setPhone(userID, phone: record.phone, verifiedAt: work.now, now: work.now)
+                _ = try await tx.deleteIdentities(of: userID, provider: .phone)
+                try await tx.insertIdentity(Identity(userID: userID, provider: .phone, subject: record.phone, email: nil, createdAt: work.now))
+            } catch let error as StoreError where error.uniqueKey == .phone || error.uniqueKey == .identity {
+                throw phoneInUse()
+            }
+            // An anonymous account with a proved number is one a person can come back to.
+            if current.isAnonymous { try await lifecycle.upgradeAnonymous(work.narrowed { $0 }, userID, provider: .phone) }
+            try await work.audit(.phoneVerified, user: userID, details: ["phone": SMSDefences.masked(e164: record.phone)])
+            guard let user = try await tx.user(id: userID) else { throw GatehouseError.unauthorized() }
+            return user
+        }
+        return UserResponse(user: user.payload(identities: try await store.identities(of: userID)))
+    }
+
+    /// `DELETE /v1/me/phone`: never the account's last way in (409 `last_identity`).
+    func remove(_ signedIn: SignedIn, client: ClientInfo) async throws {
+        let userID = signedIn.user.id
+        try await unitOfWork.run(client: client) { work in
+            let tx = work.tx
+            try await tx.lockUser(userID)
+            try ownerProof.require(signedIn, changing: .phone, factors: try await tx.mfaFactors(of: userID))
+            guard let user = try await tx.user(id: userID), user.phone != nil else { return }
+            try await lifecycle.requireAnotherWayIn(
+                work.narrowed { $0 }, userID, removing: [.phone: 1],
+                message: preset.text("error.phone_last_way_in", "This number is the only way to sign in to this account, so it cannot be removed."))
+            try await tx.setPhone(userID, phone: nil, verifiedAt: nil, now: work.now)
+            _ = try await tx.deleteIdentities(of: userID, provider: .phone)
+            try await work.audit(.phoneRemoved, user: userID)
+        }
+    }
+
+    func phoneInUse() -> GatehouseError {
+        GatehouseError(.phoneInUse, preset.text("error.phone_in_use", "This phone number belongs to another account."))
+    }
+}

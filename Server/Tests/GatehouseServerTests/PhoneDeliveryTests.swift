@@ -1,0 +1,126 @@
+import Foundation
+import GatehouseCore
+import GatehouseServer
+import GatehouseStore
+import GatehouseTestSupport
+import GatehouseWire
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Testing
+
+/// Issue 43: SMS delivered to real receivers (`Tests/support/sms_receiver.py`): an app's send
+/// hook whose every signature is checked by the `standardwebhooks` package from PyPI, and a
+/// local server speaking Twilio's Messages API that checks the account's Basic auth and the form
+/// fields. A receiver that fails twice gets the SMS once; a queued SMS survives `kill -9`.
+@Suite struct PhoneDeliveryTests {
+    static let accountSID = "AC" + String(repeating: "0123456789abcdef", count: 2)
+    static let authToken = "twilio-test-auth-token-43"
+
+    /// A code sent through the hook arrives signed, once, and signs in.
+    @Test(.requires(SMSReceiver.python != nil, "GATEHOUSE_TEST_PYTHON with standardwebhooks"))
+    func theSendHookGetsASignedPostAndTheCodeSignsIn() async throws {
+        let secret = SMSReceiver.newHookSecret()
+        let receiver = try await SMSReceiver(.hook(secret: secret))
+        defer { receiver.stop() }
+        try await TestApp.run(.sqlite, preset: "hannah", adjust: {
+            PhoneTests.roomy(&$0)
+            $0.smsSender = SMSSenderSettings.hook(url: URL(string: receiver.url + "/sms")!, secret: secret)
+        }) { client, config in
+            let api = AuthClient(client: client)
+            #expect(try await api.post("/v1/auth/phone/code", PhoneTests.json(["phone": "(415) 555-0142"])).status == .accepted)
+            let received = try await receiver.waitForMessages()
+            let message = try #require(received.first)
+            #expect(message.to == PhoneTests.number && message.purpose == "sign_in")
+            let code = try #require(message.code)
+            #expect(message.text == "Your Hannah Health sign-in code is \(code). It expires in 10 minutes. Don't share it.\n\n@127.0.0.1 #\(code)")
+            #expect(message.webhookID?.hasPrefix("msg_") == true)
+            #expect(receiver.rejections.isEmpty, "\(receiver.rejections)")
+            let signIn = try await api.post("/v1/auth/phone/verify", PhoneTests.json(["phone": PhoneTests.number, "code": code]))
+            #expect(signIn.status == .ok, "\(signIn.text)")
+            // Once sent, the outbox keeps no code.
+            let row = try await TestApp.withStore(config) { store in try await store.recentMail(limit: 10).first { $0.kind == "sms" } }
+            #expect(row?.status == "sent" && row?.textBody == nil && row?.payload == nil)
+        }
+    }
+
+    /// Twilio's Messages API with `From`, and with a Messaging Service.
+    @Test(.requires(SMSReceiver.python != nil, "GATEHOUSE_TEST_PYTHON"), arguments: [false, true])
+    func twilioGetsTheFormWithTheAccountsBasicAuth(_ messagingService: Bool) async throws {
+        let receiver = try await SMSReceiver(.twilio(accountSID: Self.accountSID, authToken: Self.authToken))
+        defer { receiver.stop() }
+        let service = "MG" + String(repeating: "ab12", count: 8)
+        try await TestApp.run(.sqlite, preset: "hannah", adjust: {
+            PhoneTests.roomy(&$0)
+            $0.smsSender = .twilio(
+                TwilioSettings(
+                    accountSID: Self.accountSID, authToken: Self.authToken, sender: messagingService ? .messagingService(service) : .from("+15005550006"),
+                    apiURL: URL(string: receiver.url)!))
+        }) { client, _ in
+            let api = AuthClient(client: client)
+            #expect(try await api.post("/v1/auth/phone/code", PhoneTests.json(["phone": "+1 415 555 0142"])).status == .accepted)
+            let message = try #require(try await receiver.waitForMessages().first)
+            #expect(message.to == PhoneTests.number && message.sid?.hasPrefix("SM") == true)
+            #expect(messagingService ? message.messagingServiceSID == service && message.from == nil : message.from == "+15005550006")
+            let body = try #require(message.body)
+            #expect(body.hasPrefix("Your Hannah Health sign-in code is ") && body.hasSuffix("\n\n@127.0.0.1 #\(body.suffix(6))"))
+            #expect(receiver.rejections.isEmpty, "\(receiver.rejections)")
+        }
+    }
+
+    /// A receiver that fails twice, then takes it: the SMS arrives once, on the third attempt.
+    @Test(.requires(SMSReceiver.python != nil, "GATEHOUSE_TEST_PYTHON with standardwebhooks"))
+    func aReceiverThatFailsTwiceGetsTheSMSOnce() async throws {
+        let secret = SMSReceiver.newHookSecret()
+        let receiver = try await SMSReceiver(.hook(secret: secret), failFirst: 2)
+        defer { receiver.stop() }
+        try await TestApp.run(.sqlite, preset: "hannah", adjust: {
+            PhoneTests.roomy(&$0)
+            $0.smsSender = SMSSenderSettings.hook(url: URL(string: receiver.url + "/sms")!, secret: secret)
+        }) { client, config in
+            let api = AuthClient(client: client)
+            #expect(try await api.post("/v1/auth/phone/code", PhoneTests.json(["phone": PhoneTests.number])).status == .accepted)
+            let received = try await receiver.waitForMessages()
+            // Nothing more comes once it was taken.
+            try await Task.sleep(for: .seconds(2))
+            #expect(receiver.messages.count == 1 && received.count == 1)
+            #expect(receiver.failures == 2 && receiver.rejections.isEmpty, "\(receiver.rejections)")
+            let row = try await TestApp.withStore(config) { store in try await store.recentMail(limit: 10).first { $0.kind == "sms" } }
+            #expect(row?.status == "sent" && row?.attempts == 3)
+            // Two failures in a row are below the pause (3), and the success started the count again.
+            let paused = try await TestApp.withStore(config) { store in try await store.throttle(key: "sms-failures:\(PhoneTests.number)") }
+            #expect(paused == nil)
+        }
+    }
+
+    /// An SMS queued just before `kill -9` (the hook down) is sent by the next start.
+    @Test(.requires(SMSReceiver.python != nil, "GATEHOUSE_TEST_PYTHON with standardwebhooks"))
+    func anSMSQueuedBeforeACrashIsSentAfterRestart() async throws {
+        let port = try SMTPSink.freePort()
+        let secret = SMSReceiver.newHookSecret()
+        let directory = try ServerProcess.makeDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let environment = [
+            "GATEHOUSE_PORT": "0", "GATEHOUSE_ADMIN_KEY": TestApp.adminKey, "GATEHOUSE_PRESET": "hannah",
+            "GATEHOUSE_SMS_HOOK_URL": "http://127.0.0.1:\(port)/sms", "GATEHOUSE_SMS_HOOK_SECRET": secret, "GATEHOUSE_LOG_LEVEL": "warning",
+        ]
+        let first = try ServerProcess(environment: environment, directory: directory)
+        let base = try await first.baseURL()
+        let sent = try await HTTP.request(
+            base.appendingPathComponent("v1/auth/phone/code"), method: "POST", headers: ["Content-Type": "application/json"],
+            body: Data(#"{"phone": "+14155550142"}"#.utf8))
+        #expect(sent.status == 202)
+        first.signal(SIGKILL)
+        _ = try await first.exitStatus()
+
+        let receiver = try await SMSReceiver(.hook(secret: secret), port: port)
+        defer { receiver.stop() }
+        let second = try ServerProcess(environment: environment, directory: directory)
+        _ = try await second.baseURL()
+        let message = try #require(try await receiver.waitForMessages().first)
+        #expect(message.to == "+14155550142" && message.purpose == "sign_in" && message.code?.count == 6)
+        #expect(receiver.rejections.isEmpty, "\(receiver.rejections)")
+        second.signal(SIGTERM)
+        _ = try await second.exitStatus()
+    }
+}

@@ -1,0 +1,102 @@
+import Foundation
+import GatehouseCore
+import Testing
+
+/// Phone numbers in E.164: `PhoneNumber.parse` on exact values, and against Google's
+/// libphonenumber (the `phonenumbers` package) on thousands of numbers typed the ways people
+/// type them, made by Tests/support/phone_cases.py.
+@Suite struct PhoneNumberTests {
+    /// One input and what libphonenumber makes of it: an E.164 number, or "refuse".
+    struct Case: Decodable {
+        let input: String
+        let region: String
+        let expect: String
+    }
+
+    struct Cases: Decodable {
+        let cases: [Case]
+    }
+
+    static var script: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("support/phone_cases.py")
+    }
+
+    /// Runs phone_cases.py with `GATEHOUSE_TEST_PYTHON` and decodes what it prints.
+    static func libphonenumberCases() throws -> [Case] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try #require(SMTPSink.python))
+        process.arguments = [script.path]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        // Read before waiting: the script prints more than a pipe holds, so it would block.
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        try #require(process.terminationStatus == 0, "phone_cases.py failed (is phonenumbers installed?)")
+        return try JSONDecoder().decode(Cases.self, from: data).cases
+    }
+
+    @Test(.requires(SMTPSink.python != nil, "GATEHOUSE_TEST_PYTHON with phonenumbers"))
+    func agreesWithLibphonenumber() throws {
+        let cases = try Self.libphonenumberCases()
+        #expect(cases.count >= 2_000)
+        #expect(Set(cases.map(\.region)).count >= 20)
+        var mismatches: [String] = []
+        for item in cases {
+            let got: String
+            do {
+                got = try PhoneNumber.parse(item.input, defaultRegion: item.region).e164
+            } catch {
+                got = "refuse (\(error))"
+            }
+            let agrees = item.expect == "refuse" ? got.hasPrefix("refuse") : got == item.expect
+            if !agrees {
+                mismatches.append("\(item.input.debugDescription) in \(item.region): expected \(item.expect), got \(got)")
+            }
+        }
+        for mismatch in mismatches.prefix(20) {
+            Issue.record("\(mismatch)")
+        }
+        #expect(mismatches.isEmpty, "\(mismatches.count) of \(cases.count) inputs disagree with libphonenumber")
+    }
+
+    @Test func nationalFormatUsesTheDefaultRegion() throws {
+        let number = try PhoneNumber.parse("(415) 555-0100", defaultRegion: "US")
+        #expect(number.e164 == "+14155550100")
+        #expect(number.callingCode == "1")
+        #expect(number.nationalNumber == "4155550100")
+        #expect(number.description == "+14155550100")
+        #expect(try PhoneNumber.parse("1 415 555 0100", defaultRegion: "us").e164 == "+14155550100")
+        #expect(try PhoneNumber.parse("020 7946 0958", defaultRegion: "GB").e164 == "+442079460958")
+    }
+
+    @Test func internationalForms() throws {
+        #expect(try PhoneNumber.parse("+44 20 7946 0958", defaultRegion: "US").e164 == "+442079460958")
+        #expect(try PhoneNumber.parse("+44 (0)20 7946 0958", defaultRegion: "US").e164 == "+442079460958")
+        #expect(try PhoneNumber.parse("0044 20 7946 0958", defaultRegion: "GB").e164 == "+442079460958")
+        #expect(try PhoneNumber.parse("011 44 20 7946 0958", defaultRegion: "US").e164 == "+442079460958")
+        // A leading 0 that is part of the number (Italy has no trunk prefix).
+        #expect(try PhoneNumber.parse("+39 06 6982 0000", defaultRegion: "US").e164 == "+390669820000")
+    }
+
+    @Test func refusals() {
+        #expect(throws: PhoneNumber.Refusal.impossibleLength) { try PhoneNumber.parse("555-0100", defaultRegion: "US") }
+        #expect(throws: PhoneNumber.Refusal.impossibleLength) { try PhoneNumber.parse("+1 415 555 01000", defaultRegion: "US") }
+        #expect(throws: PhoneNumber.Refusal.notANumber) { try PhoneNumber.parse("call me", defaultRegion: "US") }
+        #expect(throws: PhoneNumber.Refusal.notANumber) {
+            try PhoneNumber.parse(String(repeating: "1", count: 41), defaultRegion: "US")
+        }
+        #expect(throws: PhoneNumber.Refusal.unknownCallingCode) { try PhoneNumber.parse("+999 1234", defaultRegion: "US") }
+        #expect(throws: PhoneNumber.Refusal.empty) { try PhoneNumber.parse(" ( ) - ", defaultRegion: "US") }
+        #expect(throws: PhoneNumber.Refusal.unknownRegion) { try PhoneNumber.parse("415 555 0100", defaultRegion: "XX") }
+    }
+
+    @Test func callingCodesAndRangeKeys() throws {
+        #expect(PhoneNumber.callingCode(ofRegion: "US") == "1")
+        #expect(PhoneNumber.callingCode(ofRegion: "CA") == "1")
+        #expect(PhoneNumber.callingCode(ofRegion: "GB") == "44")
+        #expect(PhoneNumber.callingCode(ofRegion: "XX") == nil)
+        #expect(try PhoneNumber.parse("+14155550100", defaultRegion: "US").rangeKey == "+14155550")
+    }
+}
