@@ -235,8 +235,7 @@ extension Gatehouse {
     /// Whether the preset enables passkeys: its configuration loaded now, or else the last one
     /// known (offline); false when none was ever loaded.
     func offersPasskeys() async -> Bool {
-        let configuration = (try? await loadConfiguration()) ?? configurationCache
-        return configuration?.signInMethods.contains("passkey") ?? false
+        await enabledMethods().contains("passkey")
     }
 
     private func deviceFailure(_ error: any Error) -> GatehouseClientError {

@@ -10,7 +10,7 @@ extension PlanState {
 }
 
 /// How a person signs in: an identity on the account, the last way used on this device
-/// (`.email`, `.apple`, `.google`, `.magicLink`, `.anonymous`, `.passkey`).
+/// (`.email`, `.apple`, `.google`, `.magicLink`, `.anonymous`, `.passkey`, `.phone`).
 public typealias SignInProvider = Provider
 
 /// The snapshot's plan, typed.

@@ -97,7 +97,7 @@ import Testing
             "handz": ["email_password", "apple", "google", "passkey"],
             "oklah": ["anonymous"],
             "syncwell": ["email_password", "apple", "google"],
-            "hannah": ["magic_link", "passkey"],
+            "hannah": ["magic_link", "passkey", "phone"],
         ]
         try await TestApp.run(.sqlite, preset: preset) { client, _ in
             let response = try await client.execute(uri: "/v1/config", method: .get)

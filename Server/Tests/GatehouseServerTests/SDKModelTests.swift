@@ -318,7 +318,7 @@ final class IDLog: @unchecked Sendable {
             device.transport.setNetworkDown(true)
             let offline = try device.launch(port: port)
             let cached = try await offline.loadConfiguration()
-            #expect(cached.preset == "hannah" && cached.signInMethods == ["magic_link", "passkey"])
+            #expect(cached.preset == "hannah" && cached.signInMethods == ["magic_link", "passkey", "phone"])
             #expect(await offline.text("welcome.start_trial", "fallback") == "Start Free 7-Day Trial")
             device.transport.setNetworkDown(false)
         }

@@ -3,9 +3,13 @@ import GatehouseCore
 import GatehouseWire
 import Observation
 
-/// Hannah Health's way in (magic link only): the address, then "check your email", then the
-/// link opened in the app or the 6-digit code typed (for a link opened in another browser),
-/// then signed in; a new account's 7-day trial starts with it, and the model says so.
+/// Hannah Health's way in: the address, then "check your email", then the link opened in the
+/// app or the 6-digit code typed (for a link opened in another browser), then signed in; a new
+/// account's 7-day trial starts with it, and the model says so.
+///
+/// Where the preset turns phone sign-in on (Hannah's phase 3), the address step also offers a
+/// phone number (``phoneLabel``): ``usePhone()`` makes the ``PhoneSignInModel`` whose screens
+/// show while ``phoneSignIn`` is set, and its sign-in ends this way in as a magic link does.
 @MainActor @Observable
 public final class MagicLinkOnboarding {
     /// Which screen of the way in shows.
@@ -35,17 +39,65 @@ public final class MagicLinkOnboarding {
     public private(set) var trialDaysLeft: Int?
 
     private let client: Gatehouse
+    private let now: @Sendable () -> Date
 
     /// A way in on the address step; call ``start()`` to read the preset.
-    public init(client: Gatehouse) { self.client = client }
+    ///
+    /// - Parameters:
+    ///   - client: The client the person signs in through.
+    ///   - now: The clock the phone way in's resend countdown reads; the system's by default.
+    public init(client: Gatehouse, now: @escaping @Sendable () -> Date = { Date() }) {
+        self.client = client
+        self.now = now
+    }
 
     /// "Sign in with a passkey" on the address step, when the preset enables passkeys (`start()`
     /// reads it): a returning person signs in without waiting for a mail.
     public private(set) var passkeyLabel: String?
 
-    /// Reads the preset: whether passkeys are offered, and in which words.
+    /// "Sign in with a phone number" on the address step, when the preset enables phone
+    /// sign-in (`start()` reads it); nil otherwise.
+    public private(set) var phoneLabel: String?
+    /// Whether the address step offers a phone number instead (``phoneLabel``).
+    public var offersPhone: Bool { phoneLabel != nil }
+    /// The phone way in, while the person uses it (``usePhone()``): show its screens instead of
+    /// the address step's. Cleared when it signs in (the step is then `.signedIn`) and by
+    /// ``useEmail()``.
+    public private(set) var phoneSignIn: PhoneSignInModel?
+
+    /// Reads the preset: whether passkeys and phone numbers are offered, and in which words.
     public func start() async {
-        passkeyLabel = await client.offersPasskeys() ? await client.text("welcome.passkey", "Sign in with a passkey") : nil
+        let methods = await client.enabledMethods()
+        passkeyLabel = methods.contains("passkey") ? await client.text("welcome.passkey", "Sign in with a passkey") : nil
+        phoneLabel = methods.contains("phone") ? await client.text("welcome.phone", "Sign in with a phone number") : nil
+    }
+
+    /// The phone button on the address step: the phone way in, with the preset's words loaded;
+    /// nil when the preset does not offer it. Its sign-in moves this model to `.signedIn`, with
+    /// the trial announced as after a magic link.
+    @discardableResult
+    public func usePhone() async -> PhoneSignInModel? {
+        guard offersPhone, step == .email else { return nil }
+        if let phoneSignIn { return phoneSignIn }
+        let model = PhoneSignInModel(client: client, now: now) { [weak self] result in self?.phoneSignedIn(result) }
+        phoneSignIn = model
+        errorMessage = nil
+        await model.load()
+        return model
+    }
+
+    /// Back from the phone way in to the address.
+    public func useEmail() {
+        phoneSignIn = nil
+    }
+
+    private func phoneSignedIn(_ result: SignInResult) {
+        guard let phone = phoneSignIn else { return }
+        errorMessage = nil
+        trialDaysLeft = phone.trialDaysLeft
+        trialStartedMessage = phone.trialStartedMessage
+        phoneSignIn = nil
+        step = .signedIn(newAccount: result.created)
     }
 
     /// The passkey button; true when signed in (then the step is `.signedIn`).
@@ -133,12 +185,26 @@ public final class MagicLinkOnboarding {
 
     private func finish(_ result: SignInResult) async {
         errorMessage = nil
-        let snapshot = try? await client.entitlements()
-        trialDaysLeft = snapshot?.plan == .trial ? snapshot?.trial?.daysLeft : nil
-        trialStartedMessage = result.created && trialDaysLeft != nil
-            ? await client.text("trial.started", "Your free trial has started.") : nil
-        // The server started the trial with the account (Hannah): CH08 §9's `trial_started`.
-        if trialStartedMessage != nil { await client.track("trial_started") }
+        let trial = await TrialWelcome.after(result, client: client)
+        trialDaysLeft = trial.daysLeft
+        trialStartedMessage = trial.startedMessage
         step = .signedIn(newAccount: result.created)
+    }
+}
+
+/// What a sign-in says of the trial, whichever way in it took (a magic link, a phone number):
+/// the days left on a trial, and the preset's "trial started" words for a new account on one.
+struct TrialWelcome: Sendable, Equatable {
+    var daysLeft: Int?
+    var startedMessage: String?
+
+    /// Reads the snapshot after `result`; a new account on a trial is reported as CH08 §9's
+    /// `trial_started` (the server started the trial with the account, as Hannah's preset does).
+    static func after(_ result: SignInResult, client: Gatehouse) async -> TrialWelcome {
+        let snapshot = try? await client.entitlements()
+        let daysLeft = snapshot?.plan == .trial ? snapshot?.trial?.daysLeft : nil
+        let started = result.created && daysLeft != nil ? await client.text("trial.started", "Your free trial has started.") : nil
+        if started != nil { await client.track("trial_started") }
+        return TrialWelcome(daysLeft: daysLeft, startedMessage: started)
     }
 }
