@@ -184,7 +184,7 @@ func makeRouter(_ infra: Infrastructure, _ useCases: UseCases) -> Router<Gatehou
             compat: SupabaseCompatService(
                 store: infra.store, authenticator: u.authenticator, passwords: u.passwords, sessions: u.sessions, reset: u.reset,
                 magicLinks: u.magicLinks, providers: u.providers, profiles: u.profiles, users: u.users, mfa: u.mfa,
-                verification: u.verification, magicCodes: MagicCodes(store: infra.store, links: infra.links, preset: preset, clock: infra.clock),
+                verification: u.verification, phone: u.phone, magicCodes: MagicCodes(store: infra.store, links: infra.links, preset: preset, clock: infra.clock),
                 codes: GoTrueCodes(chainKey: infra.chainKey, clock: infra.clock),
                 redirects: RedirectPolicy(allowlist: config.redirectAllowlist + [preset.app.openAppURL].compactMap { $0 }),
                 siteURL: preset.app.openAppURL ?? config.publicURL.absoluteString, preset: preset, clock: infra.clock),

@@ -305,3 +305,33 @@ import Testing
         }
     }
 }
+
+/// `/auth/v1`'s phone flows with Supabase's own Python clients, unchanged:
+/// `sign_in_with_otp({"phone"})`, `verify_otp(type "sms")`, `update_user({"phone"})` and
+/// `verify_otp(type "phone_change")`, on both databases.
+@Suite struct SupabasePhoneTests {
+    static var script: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("support/supabase_phone_check.py")
+    }
+
+    static let steps = [
+        "settings offer phone", "sign in with an SMS code", "one send a minute per number", "change the number with phone_change",
+        "refusals in GoTrue's words",
+    ]
+
+    @Test(.requires(SMTPSink.python != nil, "GATEHOUSE_TEST_PYTHON"), arguments: Backend.available, ["supabase_auth", "gotrue"])
+    func supabasesOwnClientSignsInWithAPhone(_ backend: Backend, _ library: String) async throws {
+        try await TestApp.run(backend, preset: "hannah", setup: .live, adjust: {
+            PhoneTests.roomy(&$0)
+            SupabaseCompatTests.withBothKeys(&$0)
+        }) { client, _ in
+            let output = try await Command.run(
+                try #require(SMTPSink.python),
+                [Self.script.path, "--url", "http://127.0.0.1:\(try #require(client.port))", "--anon", SupabaseCompatTests.anonKey,
+                 "--library", library])
+            for step in Self.steps { #expect(output.contains("ok: \(step)\n"), "missing step: \(step)\n\(output)") }
+            #expect(output.contains("ALL OK"), "\(output)")
+        }
+    }
+}

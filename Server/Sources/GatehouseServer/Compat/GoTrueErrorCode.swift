@@ -23,6 +23,7 @@ enum GoTrueErrorCode: String, CaseIterable, Sendable {
     case insufficientAAL = "insufficient_aal"
     case reauthenticationNeeded = "reauthentication_needed"
     case emailExists = "email_exists"
+    case phoneExists = "phone_exists"
     case captchaFailed = "captcha_failed"
     case notAdmin = "not_admin"
     case userNotFound = "user_not_found"
@@ -53,6 +54,7 @@ enum GoTrueErrorCode: String, CaseIterable, Sendable {
         .internalError: (.unexpectedFailure, 500), .invalidDisplayName: (.validationFailed, 422),
         .invalidHandle: (.validationFailed, 422), .invalidAvatarURL: (.validationFailed, 422),
         .invalidCode: (.mfaVerificationFailed, 422), .tooManyFactors: (.tooManyEnrolledMFAFactors, 422),
+        .invalidPhone: (.validationFailed, 400), .phoneInUse: (.phoneExists, 422),
     ]
 }
 

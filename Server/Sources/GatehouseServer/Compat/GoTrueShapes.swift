@@ -12,7 +12,9 @@ struct GoTrueUser: Encodable, Sendable {
     var aud: String
     var role: String
     var email: String
+    /// GoTrue's form: the E.164 digits without `+`, or "".
     var phone: String
+    var phoneConfirmedAt: String?
     var emailConfirmedAt: String?
     var confirmedAt: String?
     var lastSignInAt: String?
@@ -30,6 +32,7 @@ struct GoTrueUser: Encodable, Sendable {
         case id, aud, role, email, phone, identities
         case factors
         case emailConfirmedAt = "email_confirmed_at", confirmedAt = "confirmed_at", lastSignInAt = "last_sign_in_at"
+        case phoneConfirmedAt = "phone_confirmed_at"
         case appMetadata = "app_metadata", userMetadata = "user_metadata", createdAt = "created_at", updatedAt = "updated_at"
         case bannedUntil = "banned_until", isAnonymous = "is_anonymous"
     }
@@ -42,9 +45,11 @@ struct GoTrueUser: Encodable, Sendable {
         aud = Self.audience
         role = Self.audience
         email = user.email ?? ""
-        phone = ""
+        phone = user.phone.map { String($0.drop { $0 == "+" }) } ?? ""
+        phoneConfirmedAt = user.phoneVerifiedAt.map(GoTrueTime.format)
         emailConfirmedAt = user.emailVerifiedAt.map(GoTrueTime.format)
-        confirmedAt = emailConfirmedAt
+        // GoTrue's `confirmed_at`: the first of the address's and the number's confirmations.
+        confirmedAt = [user.emailVerifiedAt, user.phoneVerifiedAt].compactMap { $0 }.min().map(GoTrueTime.format)
         self.lastSignInAt = lastSignInAt.map(GoTrueTime.format)
         let providers = identities.map { GoTrueIdentity.providerName($0.provider) }
         appMetadata = [
@@ -158,6 +163,10 @@ struct GoTrueIdentity: Encodable, Sendable {
         provider = Self.providerName(identity.provider)
         var data: [String: JSONValue] = ["sub": .string(identity.subject)]
         if let email = identity.email { data["email"] = .string(email) }
+        if identity.provider == .phone {
+            data["phone"] = .string(String(identity.subject.drop { $0 == "+" }))
+            data["phone_verified"] = .bool(true)
+        }
         data["email_verified"] = .bool(identity.provider != .email || identity.email != nil)
         identityData = data
         email = identity.email
@@ -234,7 +243,7 @@ struct GoTrueSettings: Encodable, Sendable {
     init(_ methods: SignInMethods) {
         external = [
             "email": methods.emailPassword || methods.magicLink, "anonymous_users": methods.anonymous, "apple": methods.apple,
-            "google": methods.google, "phone": false,
+            "google": methods.google, "phone": methods.phone,
         ]
         disableSignup = false
         // Gatehouse signs a new account in at once and verifies the address beside it.

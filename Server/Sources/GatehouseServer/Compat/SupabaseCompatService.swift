@@ -22,6 +22,7 @@ struct SupabaseCompatService: Sendable {
     let users: OperatorService
     let mfa: MFAService
     let verification: EmailVerificationService
+    let phone: PhoneService
     /// The 6-digit code of a magic-link mail: `/reauthenticate`'s nonce.
     let magicCodes: MagicCodes
     let codes: GoTrueCodes
@@ -87,10 +88,32 @@ struct SupabaseCompatService: Sendable {
         try await savePKCE(pkce, email: email, purpose: .magicLink)
     }
 
-    /// `POST /verify` and `GET /verify`: a magic link's token or code (`magiclink`, `email`), or a
-    /// reset link (`recovery`), for a session.
-    func verify(type: String, token: String?, tokenHash: String?, email: String?, client: ClientInfo) async throws -> GoTrueSession {
+    /// `POST /otp` with `phone`: an SMS code (`phone/code`); `create_user: false` texts only a
+    /// number that has an account.
+    func phoneOTP(phone number: String, createUser: Bool, captchaToken: String?, client: ClientInfo) async throws {
+        try await phone.sendCode(phone: number, captchaToken: captchaToken, client: client, existingAccountsOnly: !createUser)
+    }
+
+    /// `POST /verify` and `GET /verify`: a magic link's token or code (`magiclink`, `email`), a
+    /// reset link (`recovery`), an SMS code (`sms`), or the code a new number got (`phone_change`),
+    /// for a session.
+    func verify(
+        type: String, token: String?, tokenHash: String?, email: String?, phone number: String? = nil, client: ClientInfo
+    ) async throws -> GoTrueSession {
         switch type {
+        case "sms", "phone_change":
+            guard let number, let token else { throw GatehouseError.invalidRequest("Send the phone number and the code as token.") }
+            do {
+                let answer =
+                    type == "sms"
+                    ? try await phone.verify(phone: number, code: token, client: client)
+                    : try await phone.confirmChange(phone: number, code: token, client: client)
+                return try await session(try signedIn(answer).session)
+            } catch var error as GatehouseError where error.code == .invalidCode {
+                // A wrong SMS code is GoTrue's expired-or-invalid OTP, as a wrong mailed code is.
+                error.code = .tokenInvalid
+                throw error
+            }
         case "magiclink", "email":
             let answer = try await magicLinks.verify(token: tokenHash, email: email, code: token, client: client)
             return try await session(try signedIn(answer).session)
@@ -100,7 +123,7 @@ struct SupabaseCompatService: Sendable {
             }
             return try await session(try signedIn(try await reset.redeem(token: link, client: client)).session)
         default:
-            throw GatehouseError.invalidRequest("The type must be magiclink, email or recovery.")
+            throw GatehouseError.invalidRequest("The type must be magiclink, email, recovery, sms or phone_change.")
         }
     }
 
@@ -120,6 +143,10 @@ struct SupabaseCompatService: Sendable {
     /// upgrade, same id); a new password with the current one, or after a reset link.
     func updateUser(_ signedIn: SignedIn, _ body: GoTrueUserUpdate, client: ClientInfo) async throws -> GoTrueUser {
         var signedIn = signedIn
+        if let number = body.phone {
+            // A code to the new number; `POST /verify` with `phone_change` makes it the account's.
+            try await phone.add(signedIn, phone: number, captchaToken: nil, client: client)
+        }
         if let email = body.email {
             guard signedIn.user.isAnonymous, let password = body.password else {
                 throw GatehouseError(
@@ -302,13 +329,14 @@ struct GoTrueTokenRequest: Decodable, Sendable {
 /// `PUT /user`.
 struct GoTrueUserUpdate: Decodable, Sendable {
     var email: String?
+    var phone: String?
     var password: String?
     var currentPassword: String?
     var nonce: String?
     var data: [String: JSONValue]?
 
     enum CodingKeys: String, CodingKey {
-        case email, password, data, nonce
+        case email, phone, password, data, nonce
         case currentPassword = "current_password"
     }
 }
@@ -316,6 +344,10 @@ struct GoTrueUserUpdate: Decodable, Sendable {
 /// `POST /otp`, `POST /recover`, `POST /resend`.
 struct GoTrueEmailRequest: Decodable, Sendable {
     var email: String?
+    /// `/otp`: a number for an SMS code instead of an address.
+    var phone: String?
+    /// `/otp` with `phone`: `sms` (GoTrue's `whatsapp` is not offered).
+    var channel: String?
     var type: String?
     var security: GoTrueSecurity?
     var codeChallenge: String?
@@ -324,7 +356,7 @@ struct GoTrueEmailRequest: Decodable, Sendable {
     /// has an account.
     var createUser: Bool?
     enum CodingKeys: String, CodingKey {
-        case email, type
+        case email, phone, channel, type
         case security = "gotrue_meta_security", codeChallenge = "code_challenge", codeChallengeMethod = "code_challenge_method"
         case createUser = "create_user"
     }
@@ -363,8 +395,9 @@ struct GoTrueVerifyRequest: Decodable, Sendable {
     var token: String?
     var tokenHash: String?
     var email: String?
+    var phone: String?
     enum CodingKeys: String, CodingKey {
-        case type, token, email
+        case type, token, email, phone
         case tokenHash = "token_hash"
     }
 }

@@ -87,6 +87,15 @@ struct SupabaseController {
 
     @Sendable func otp(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
         let body = try await input.body(GoTrueEmailRequest.self, request)
+        if let phone = body.phone, body.email == nil {
+            guard body.channel == nil || body.channel == "sms" else {
+                throw GatehouseError.invalidRequest("Codes go by SMS only: channel must be sms.")
+            }
+            try await compat.phoneOTP(
+                phone: phone, createUser: body.createUser ?? true, captchaToken: body.security?.captchaToken,
+                client: input.client(request, context))
+            return try JSONBody.response(["message_id": String?.none])
+        }
         try await compat.otp(
             email: try Self.required(body.email, "email"), createUser: body.createUser ?? true,
             redirectTo: request.uri.queryParameters["redirect_to"].map(String.init), pkce: try body.pkce(), client: input.client(request, context))
@@ -102,7 +111,8 @@ struct SupabaseController {
     @Sendable func verify(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
         let body = try await input.body(GoTrueVerifyRequest.self, request)
         let session = try await compat.verify(
-            type: body.type, token: body.token, tokenHash: body.tokenHash, email: body.email, client: input.client(request, context))
+            type: body.type, token: body.token, tokenHash: body.tokenHash, email: body.email, phone: body.phone,
+            client: input.client(request, context))
         return try JSONBody.response(session, headers: noStore)
     }
 

@@ -52,13 +52,15 @@ struct PhoneService: Sendable {
 
     /// `POST /v1/auth/phone/code`: 202 whether or not the number has an account; a code goes
     /// out when the number may sign in or sign up.
-    func sendCode(phone: String, captchaToken: String?, client: ClientInfo) async throws {
+    /// `existingAccountsOnly` (`/auth/v1`'s `create_user: false`): only a number with an account
+    /// gets a code, whatever the preset says of sign-ups.
+    func sendCode(phone: String, captchaToken: String?, client: ClientInfo, existingAccountsOnly: Bool = false) async throws {
         try gate.requireMethod(preset.signInMethods.phone)
         let number = try number(phone)
         try await defences.admit(number, client: client, captchaToken: captchaToken)
         // Without sign-ups only a number with an account gets a code; the lookup runs either way.
         let owner = try await store.user(phone: number.e164)
-        guard preset.sms.signUp || owner != nil else { return }
+        guard (preset.sms.signUp && !existingAccountsOnly) || owner != nil else { return }
         try await unitOfWork.run(client: client) { work in
             try await codes.send(work.narrowed { $0 }, to: number, purpose: .signIn, userID: nil)
         }
@@ -139,27 +141,62 @@ struct PhoneService: Sendable {
         try gate.requireMethod(preset.signInMethods.phone)
         let userID = signedIn.user.id
         let record = try await codes.check(phone: nil, userID: userID, purpose: .verifyPhone, code: code, now: clock.now, in: store)
-        let user = try await unitOfWork.run(client: client) { work -> User in
-            let tx = work.tx
-            try await tx.lockUser(userID)
-            guard let current = try await tx.user(id: userID) else { throw GatehouseError.unauthorized() }
-            // The owner's proof holds until this write: a factor added meanwhile asks for `aal2`.
-            try ownerProof.require(signedIn, changing: .phone, factors: try await tx.mfaFactors(of: userID))
-            try await codes.use(record, work.narrowed { $0 })
-            do {
-                try await tx.setPhone(userID, phone: record.phone, verifiedAt: work.now, now: work.now)
-                _ = try await tx.deleteIdentities(of: userID, provider: .phone)
-                try await tx.insertIdentity(Identity(userID: userID, provider: .phone, subject: record.phone, email: nil, createdAt: work.now))
-            } catch let error as StoreError where error.uniqueKey == .phone || error.uniqueKey == .identity {
-                throw phoneInUse()
-            }
-            // An anonymous account with a proved number is one a person can come back to.
-            if current.isAnonymous { try await lifecycle.upgradeAnonymous(work.narrowed { $0 }, userID, provider: .phone) }
-            try await work.audit(.phoneVerified, user: userID, details: ["phone": SMSDefences.masked(e164: record.phone)])
-            guard let user = try await tx.user(id: userID) else { throw GatehouseError.unauthorized() }
-            return user
-        }
+        let user = try await unitOfWork.run(client: client) { work in try await attach(work, record, to: userID, signedIn: signedIn) }
         return UserResponse(user: user.payload(identities: try await store.identities(of: userID)))
+    }
+
+    /// `/auth/v1`'s `POST /verify` with `phone_change`: the code the new number got, found by
+    /// the number (GoTrue's clients send no session with it). The number becomes the account's
+    /// that asked for the code, and a session opens, as GoTrue's does.
+    func confirmChange(phone: String, code: String, client: ClientInfo) async throws -> SignInAnswer<SignInResponse> {
+        try gate.requireMethod(preset.signInMethods.phone)
+        let number = try number(phone)
+        do {
+            try await throttle.limitIP("phone-code", client: client, limit: preset.throttling.loginPerIPPerMinute, windowSeconds: 60)
+        } catch let error as GatehouseError where error.code == .rateLimited {
+            throw throttle.tooManyAttempts(error.retryAfter ?? 60)
+        }
+        let record = try await codes.check(phone: number.e164, userID: nil, purpose: .verifyPhone, code: code, now: clock.now, in: store)
+        guard let userID = record.userID else { throw codes.invalidCode(nil) }
+        let outcome = try await unitOfWork.run(client: client) { work -> SignInOutcome in
+            let user = try await attach(work, record, to: userID, signedIn: nil)
+            guard !user.isDisabled else { throw GatehouseError.accountDisabled(preset) }
+            return try await sessions.signIn(work.narrowed { $0 }, user, provider: .phone, method: Self.method, event: .login)
+        }
+        return outcome.answer { SignInResponse(user: $0.user, session: $0.session, created: false) }
+    }
+
+    /// Makes a proved number the account's, in the caller's transaction: the code used up, the
+    /// number and its identity set (409 `phone_in_use` when another account took it meanwhile),
+    /// an anonymous account upgraded. With the session that asked, the owner's proof is checked
+    /// again here, so it holds until this write.
+    private func attach(_ work: Work<Stores>, _ record: PhoneCode, to userID: UserID, signedIn: SignedIn?) async throws -> User {
+        try await work.tx.lockUser(userID)
+        guard let current = try await work.tx.user(id: userID) else { throw GatehouseError.unauthorized() }
+        // A factor added meanwhile asks for `aal2`.
+        if let asking = signedIn {
+            let factors = try await work.tx.mfaFactors(of: userID)
+            try ownerProof.require(asking, changing: .phone, factors: factors)
+        }
+        try await codes.use(record, work.narrowed { $0 })
+        try await setNumber(work, record.phone, of: userID)
+        // An anonymous account with a proved number is one a person can come back to.
+        if current.isAnonymous { try await lifecycle.upgradeAnonymous(work.narrowed { $0 }, userID, provider: .phone) }
+        try await work.audit(.phoneVerified, user: userID, details: ["phone": SMSDefences.masked(e164: record.phone)])
+        guard let user = try await work.tx.user(id: userID) else { throw GatehouseError.unauthorized() }
+        return user
+    }
+
+    /// The number and its identity, verified now; 409 `phone_in_use` when another account has it.
+    private func setNumber(_ work: Work<Stores>, _ phone: String, of userID: UserID) async throws {
+        do throws(StoreError) {
+            try await work.tx.setPhone(userID, phone: phone, verifiedAt: work.now, now: work.now)
+            _ = try await work.tx.deleteIdentities(of: userID, provider: .phone)
+            try await work.tx.insertIdentity(Identity(userID: userID, provider: .phone, subject: phone, email: nil, createdAt: work.now))
+        } catch {
+            if error.uniqueKey == .phone || error.uniqueKey == .identity { throw phoneInUse() }
+            throw error
+        }
     }
 
     /// `DELETE /v1/me/phone`: never the account's last way in (409 `last_identity`).

@@ -1,0 +1,95 @@
+"""Supabase's own Python auth client, unchanged, signing in with a phone number against a live
+Gatehouse's /auth/v1 (issue 43): sign_in_with_otp({"phone"}), verify_otp(type "sms"),
+update_user({"phone"}) and verify_otp(type "phone_change"). The SMS is read from the dev outbox
+(GET /dev/outbox, kind "sms"). Each step prints one line; the first failure exits non-zero.
+
+Usage: supabase_phone_check.py --url http://127.0.0.1:PORT --anon KEY --library supabase_auth|gotrue
+"""
+import argparse
+import importlib
+import sys
+import time
+
+import httpx
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    for name in ("url", "anon", "library"):
+        parser.add_argument("--" + name, required=True)
+    options = parser.parse_args()
+    lib = importlib.import_module(options.library)
+    errors = importlib.import_module(options.library + ".errors")
+    auth_url = options.url + "/auth/v1"
+
+    def client():
+        return lib.SyncGoTrueClient(url=auth_url, headers={"apikey": options.anon}, auto_refresh_token=False, persist_session=False)
+
+    def step(name):
+        print("ok:", name, flush=True)
+
+    def code_for(number, after=None):
+        """The code of the newest SMS to `number` in the dev outbox (its last line is `@host #code`)."""
+        for _ in range(200):
+            messages = httpx.get(options.url + "/dev/outbox").json()["messages"]
+            for message in messages:
+                if message["kind"] == "sms" and message["to"] == number and message["id"] != after:
+                    return message["id"], message["text"].rsplit("#", 1)[1].strip()
+            time.sleep(0.05)
+        raise AssertionError(f"no SMS to {number}")
+
+    first, second = "+14155550142", "+14155550143"
+    auth = client()
+
+    settings = httpx.get(auth_url + "/settings", headers={"apikey": options.anon}).json()
+    assert settings["external"]["phone"] is True, settings
+    step("settings offer phone")
+
+    answer = auth.sign_in_with_otp({"phone": "(415) 555-0142"})
+    assert answer.user is None and answer.session is None, answer
+    sent, code = code_for(first)
+    try:
+        auth.verify_otp({"phone": first, "token": "000000" if code != "000000" else "111111", "type": "sms"})
+        raise AssertionError("a wrong code went through")
+    except errors.AuthApiError as error:
+        assert error.code == "otp_expired" and error.status == 403, (error.code, error.status, error.message)
+    signed = auth.verify_otp({"phone": first, "token": code, "type": "sms"})
+    assert signed.session is not None and signed.session.access_token, signed
+    user = signed.user
+    assert user.phone == "14155550142" and user.phone_confirmed_at is not None, user
+    assert [identity.provider for identity in (user.identities or [])] == ["phone"], user.identities
+    assert user.app_metadata.get("provider") == "phone", user.app_metadata
+    step("sign in with an SMS code")
+
+    again = client()
+    again.sign_in_with_otp({"phone": "+14155550144"})
+    try:
+        again.sign_in_with_otp({"phone": "+14155550144"})
+        raise AssertionError("a second send within the minute went through")
+    except errors.AuthApiError as error:
+        assert error.status == 429 and error.code == "over_request_rate_limit", (error.code, error.status)
+    step("one send a minute per number")
+
+    updated = auth.update_user({"phone": second})
+    assert updated.user.phone == "14155550142", updated.user
+    _, change = code_for(second)
+    changed = auth.verify_otp({"phone": second, "token": change, "type": "phone_change"})
+    assert changed.user.phone == "14155550143" and changed.user.id == user.id, changed.user
+    assert auth.get_user(changed.session.access_token).user.phone == "14155550143"
+    step("change the number with phone_change")
+
+    try:
+        auth.sign_in_with_otp({"phone": "+44 20 7946 0958"})
+        raise AssertionError("a number of another country went through")
+    except errors.AuthApiError as error:
+        assert error.status == 400 and error.code == "validation_failed", (error.code, error.status)
+    step("refusals in GoTrue's words")
+    print("ALL OK", flush=True)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except Exception as error:  # noqa: BLE001 - the test prints whatever failed
+        print("FAILED:", repr(error), flush=True)
+        sys.exit(1)
