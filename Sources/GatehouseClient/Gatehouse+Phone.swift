@@ -52,15 +52,15 @@ extension Gatehouse {
     /// this session has not proved it (a ``StepUpPrompt`` answers both), 409 `phone_in_use`,
     /// 400 `invalid_phone`, 429 `rate_limited` with `retryAfter`; `not_signed_in` without a
     /// session.
-    public func addPhone(_ phone: String) async throws(GatehouseClientError) {
-        try await call(Endpoints.addPhone, body: PhoneChangeRequest(phone: phone), auth: .required)
+    public func addPhone(_ phone: String, captchaToken: String? = nil) async throws(GatehouseClientError) {
+        try await call(Endpoints.addPhone, body: PhoneChangeRequest(phone: phone, captchaToken: captchaToken), auth: .required)
     }
 
     /// `POST /v1/me/phone/verify`: the code the new number received. The number becomes the
     /// account's, verified, and a way to sign in; the updated user is kept (`userUpdated`).
     ///
     /// Throws ``GatehouseClientError``: 400 `invalid_code` (with `details.attempts_left`),
-    /// 400 `code_exhausted`, 409 `phone_in_use`, and the refusals of ``addPhone(_:)`` for a
+    /// 400 `code_exhausted`, 409 `phone_in_use`, and the refusals of ``addPhone(_:captchaToken:)`` for a
     /// sign-in that is no longer recent.
     @discardableResult
     public func verifyPhone(code: String) async throws(GatehouseClientError) -> UserPayload {
@@ -74,7 +74,7 @@ extension Gatehouse {
     ///
     /// Throws ``GatehouseClientError``: 409 `last_identity` when the number is the account's only
     /// way in (the message says so in the preset's words), and the refusals of
-    /// ``addPhone(_:)`` for a sign-in that is no longer recent.
+    /// ``addPhone(_:captchaToken:)`` for a sign-in that is no longer recent.
     public func removePhone() async throws(GatehouseClientError) {
         try await call(Endpoints.removePhone, auth: .required)
         _ = try? await refreshUser()

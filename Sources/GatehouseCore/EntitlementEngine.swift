@@ -6,6 +6,8 @@ import GatehouseWire
 public struct EntitlementInput: Sendable, Equatable {
     /// `nil` for a guest.
     public var userID: UserID?
+    /// Whether the account proved a way to reach its owner: its address, or its number (issue
+    /// 43: Hannah's SMS-first users pass her verification rules with a verified number).
     public var emailVerified: Bool
     public var accountCreatedAt: Date?
     /// An operator's override, as stored: honoured when it names one of `PlanState.all`.
@@ -276,7 +278,7 @@ extension EntitlementEngine {
     /// for the plan state and the trial.
     public func input(for user: User, subscriptions: [SubscriptionRecord] = [], creditsSpent: [String: Int] = [:]) -> EntitlementInput {
         EntitlementInput(
-            userID: user.id, emailVerified: user.emailVerified, accountCreatedAt: user.createdAt, planOverride: user.planOverride,
+            userID: user.id, emailVerified: user.emailVerified || user.phoneVerifiedAt != nil, accountCreatedAt: user.createdAt, planOverride: user.planOverride,
             trialStartedAt: user.trialStartedAt ?? (settings.trial.startsAtSignup ? user.createdAt : nil), subscriptions: subscriptions,
             creditsSpent: creditsSpent)
     }

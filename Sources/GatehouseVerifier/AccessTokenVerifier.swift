@@ -19,6 +19,10 @@ public struct GatehouseUser: Sendable, Equatable {
     /// Whether the account's email was verified when the token was issued (`email_verified`; false
     /// when the claim is absent).
     public var emailVerified: Bool
+    /// Whether the account's phone number was proved with a code (`phone_verified`; false when
+    /// the claim is absent). A verified number passes the preset's verification rules as a
+    /// verified address does.
+    public var phoneVerified: Bool = false
     /// When the token expires (its `exp`); ``AccessTokenVerifier`` still accepts it for the leeway
     /// (30 s by default) after that.
     public var expiresAt: Date
@@ -153,7 +157,7 @@ public actor AccessTokenVerifier {
             userID: claims.sub, sessionID: claims.sid, plan: claims.plan ?? .free,
             planExpiresAt: claims.planExpiresAt.map { Date(timeIntervalSince1970: TimeInterval($0)) },
             isAnonymous: claims.isAnonymous ?? false, emailVerified: claims.emailVerified ?? false,
-            expiresAt: Date(timeIntervalSince1970: TimeInterval(claims.exp)),
+            phoneVerified: claims.phoneVerified ?? false, expiresAt: Date(timeIntervalSince1970: TimeInterval(claims.exp)),
             assuranceLevel: claims.aal ?? .aal1, authenticationMethods: claims.amr ?? [])
     }
 

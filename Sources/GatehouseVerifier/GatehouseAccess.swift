@@ -70,7 +70,7 @@ public struct GatehouseAccess: Sendable {
         let engine = try await rules.current()
         let now = clock.now
         guard let decision = engine.decide(
-                action, context: context, plan: user.plan(at: now), emailVerified: user.emailVerified, assurance: user.assurance, at: now)
+                action, context: context, plan: user.plan(at: now), emailVerified: user.emailVerified || user.phoneVerified, assurance: user.assurance, at: now)
         else { throw UnknownAction(action: action) }
         return decision
     }

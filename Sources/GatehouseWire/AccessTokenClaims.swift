@@ -12,6 +12,8 @@ public struct AccessTokenClaims: Codable, Sendable, Equatable {
     public var isAnonymous: Bool?
     public var plan: PlanState?
     public var emailVerified: Bool?
+    /// Whether the account's phone number was proved with a code (`phone_verified`, issue 43).
+    public var phoneVerified: Bool?
     public var planExpiresAt: Int64?
     /// How the session's holder signed in (RFC 8176's idea, the contract's shape): methods
     /// `password`, `magic_link`, `apple`, `google`, `anonymous`, `passkey`, then `totp` or
@@ -24,13 +26,16 @@ public struct AccessTokenClaims: Codable, Sendable, Equatable {
         case iss, aud, sub, sid, iat, nbf, exp, plan, amr, aal
         case isAnonymous = "is_anonymous"
         case emailVerified = "email_verified"
+        case phoneVerified = "phone_verified"
         case planExpiresAt = "plan_expires_at"
     }
 
     public init(
         iss: String, aud: String, sub: String, sid: String, iat: Int64?, nbf: Int64?, exp: Int64, isAnonymous: Bool?, plan: PlanState?,
-        emailVerified: Bool?, planExpiresAt: Int64?, amr: [AuthenticationMethodReference]? = nil, aal: AssuranceLevel? = nil
+        emailVerified: Bool?, planExpiresAt: Int64?, amr: [AuthenticationMethodReference]? = nil, aal: AssuranceLevel? = nil,
+        phoneVerified: Bool? = nil
     ) {
+        self.phoneVerified = phoneVerified
         self.aal = aal
         self.iss = iss
         self.aud = aud

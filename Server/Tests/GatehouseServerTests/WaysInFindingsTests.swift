@@ -267,7 +267,11 @@ struct WaysInFindingsTests {
                 headers: ["Authorization": "Bearer \(account.session.accessToken)"])
             let answers = try await BurstGate.exclusive { try await LastByteRace.send(port: try #require(client.port), request, copies: 30) }
             #expect(answers.filter { $0.status == 200 }.count == 1, "\(answers.map(\.status))")
-            #expect(answers.allSatisfy { [200, 400, 429].contains($0.status) }, "\(answers.map(\.status))")
+            // One that reads the factor after the winner confirmed it meets an account with a
+            // confirmed factor: its aal1 session is asked to step up (403 `mfa_required`).
+            #expect(
+                answers.allSatisfy { [200, 400, 429].contains($0.status) || ($0.status == 403 && $0.error?.code == .mfaRequired) },
+                "\(answers.map(\.status))")
         }
     }
 

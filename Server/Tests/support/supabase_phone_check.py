@@ -78,6 +78,22 @@ def main():
     assert auth.get_user(changed.session.access_token).user.phone == "14155550143"
     step("change the number with phone_change")
 
+    # A number and a password (the preset has passwords): no session until the code proves it.
+    number, password = "+14155550145", "Correct-Horse-42-battery"
+    made = client().sign_up({"phone": number, "password": password})
+    assert made.session is None and made.user.phone == "14155550145" and made.user.phone_confirmed_at is None, made
+    try:
+        client().sign_in_with_password({"phone": number, "password": password})
+        raise AssertionError("an unproved number signed in")
+    except errors.AuthApiError as error:
+        assert error.code == "invalid_credentials", (error.code, error.status)
+    _, confirm = code_for(number)
+    confirmed = client().verify_otp({"phone": number, "token": confirm, "type": "sms"})
+    assert confirmed.session is not None and confirmed.user.id == made.user.id and confirmed.user.phone_confirmed_at, confirmed
+    again = client().sign_in_with_password({"phone": number, "password": password})
+    assert again.session is not None and again.user.id == made.user.id, again
+    step("sign up with a number and a password")
+
     try:
         auth.sign_in_with_otp({"phone": "+44 20 7946 0958"})
         raise AssertionError("a number of another country went through")

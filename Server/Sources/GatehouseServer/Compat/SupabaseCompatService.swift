@@ -49,9 +49,25 @@ struct SupabaseCompatService: Sendable {
         return try await session(try signedIn(answer).session, applying: body.data)
     }
 
-    /// `POST /token?grant_type=password`.
-    func passwordGrant(email: String, password: String, captchaToken: String?, client: ClientInfo) async throws -> GoTrueSession {
-        let answer = try await passwords.login(email: email, password: password, client: client, captchaToken: captchaToken)
+    /// `POST /signup` with a number and a password: GoTrue's user, no session until the code
+    /// proves the number (`POST /verify` with `type: sms`).
+    func phoneSignup(_ body: GoTrueSignup, phone number: String, client: ClientInfo) async throws -> GoTrueUser {
+        guard let password = body.password else { throw GatehouseError.invalidRequest("A password is needed to sign up.") }
+        let user = try await phone.signUpWithPassword(phone: number, password: password, captchaToken: body.captchaToken, client: client)
+        return try await goTrueUser(user)
+    }
+
+    /// `POST /token?grant_type=password`, by address or by verified number.
+    func passwordGrant(email: String?, phone number: String?, password: String, captchaToken: String?, client: ClientInfo) async throws -> GoTrueSession {
+        let name: PasswordService.LoginName
+        if let email {
+            name = .email(email)
+        } else if let number {
+            name = .phone(try phone.number(number))
+        } else {
+            throw GatehouseError.invalidRequest("Send an email address or a phone number with the password.")
+        }
+        let answer = try await passwords.login(name, password: password, client: client, captchaToken: captchaToken)
         return try await session(try signedIn(answer).session)
     }
 
@@ -282,137 +298,5 @@ struct SupabaseCompatService: Sendable {
         let factors = try await store.mfaFactors(of: user.id).map(GoTrueFactor.init)
         shaped.factors = factors.isEmpty ? nil : factors
         return shaped
-    }
-}
-
-// MARK: Request bodies
-
-/// `POST /signup`.
-struct GoTrueSignup: Decodable, Sendable {
-    var email: String?
-    var password: String?
-    var data: [String: JSONValue]?
-    var security: GoTrueSecurity?
-    var captchaToken: String? { security?.captchaToken }
-
-    enum CodingKeys: String, CodingKey {
-        case email, password, data
-        case security = "gotrue_meta_security"
-    }
-}
-
-/// GoTrue's CAPTCHA carrier.
-struct GoTrueSecurity: Decodable, Sendable {
-    var captchaToken: String?
-    enum CodingKeys: String, CodingKey { case captchaToken = "captcha_token" }
-}
-
-/// `POST /token`'s body for each grant.
-struct GoTrueTokenRequest: Decodable, Sendable {
-    var email: String?
-    var password: String?
-    var refreshToken: String?
-    var provider: String?
-    var idToken: String?
-    var nonce: String?
-    var authCode: String?
-    var codeVerifier: String?
-    var security: GoTrueSecurity?
-
-    enum CodingKeys: String, CodingKey {
-        case email, password, provider, nonce
-        case refreshToken = "refresh_token", idToken = "id_token", security = "gotrue_meta_security"
-        case authCode = "auth_code", codeVerifier = "code_verifier"
-    }
-}
-
-/// `PUT /user`.
-struct GoTrueUserUpdate: Decodable, Sendable {
-    var email: String?
-    var phone: String?
-    var password: String?
-    var currentPassword: String?
-    var nonce: String?
-    var data: [String: JSONValue]?
-
-    enum CodingKeys: String, CodingKey {
-        case email, phone, password, data, nonce
-        case currentPassword = "current_password"
-    }
-}
-
-/// `POST /otp`, `POST /recover`, `POST /resend`.
-struct GoTrueEmailRequest: Decodable, Sendable {
-    var email: String?
-    /// `/otp`: a number for an SMS code instead of an address.
-    var phone: String?
-    /// `/otp` with `phone`: `sms` (GoTrue's `whatsapp` is not offered).
-    var channel: String?
-    var type: String?
-    var security: GoTrueSecurity?
-    var codeChallenge: String?
-    var codeChallengeMethod: String?
-    /// `/otp`: false (supabase-swift's `shouldCreateUser: false`) mails only an address that
-    /// has an account.
-    var createUser: Bool?
-    enum CodingKeys: String, CodingKey {
-        case email, phone, channel, type
-        case security = "gotrue_meta_security", codeChallenge = "code_challenge", codeChallengeMethod = "code_challenge_method"
-        case createUser = "create_user"
-    }
-
-    /// The PKCE challenge sent, checked; nil when none was.
-    func pkce() throws -> (challenge: String, method: String)? {
-        guard let codeChallenge else { return nil }
-        guard GoTrueCodes.isPKCEValue(codeChallenge) else {
-            throw GatehouseError.invalidRequest("code_challenge must be 43 to 128 characters of A-Z, a-z, 0-9, '-', '.', '_', '~'.")
-        }
-        return (codeChallenge, try GoTrueCodes.method(codeChallengeMethod))
-    }
-}
-
-/// `POST /factors`.
-struct GoTrueEnrollRequest: Decodable, Sendable {
-    var factorType: String
-    var friendlyName: String?
-    enum CodingKeys: String, CodingKey {
-        case factorType = "factor_type", friendlyName = "friendly_name"
-    }
-}
-
-/// `POST /factors/{id}/verify`.
-struct GoTrueFactorVerifyRequest: Decodable, Sendable {
-    var challengeID: String
-    var code: String
-    enum CodingKeys: String, CodingKey {
-        case challengeID = "challenge_id", code
-    }
-}
-
-/// `POST /verify`.
-struct GoTrueVerifyRequest: Decodable, Sendable {
-    var type: String
-    var token: String?
-    var tokenHash: String?
-    var email: String?
-    var phone: String?
-    enum CodingKeys: String, CodingKey {
-        case type, token, email, phone
-        case tokenHash = "token_hash"
-    }
-}
-
-/// `POST` and `PUT /admin/users…`.
-struct GoTrueAdminUser: Decodable, Sendable {
-    var email: String?
-    var password: String?
-    var passwordHash: String?
-    var emailConfirm: Bool?
-    var userMetadata: [String: JSONValue]?
-    var banDuration: String?
-
-    enum CodingKeys: String, CodingKey {
-        case email, password
-        case passwordHash = "password_hash", emailConfirm = "email_confirm", userMetadata = "user_metadata", banDuration = "ban_duration"
     }
 }

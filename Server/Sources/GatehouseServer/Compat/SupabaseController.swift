@@ -82,6 +82,9 @@ struct SupabaseController {
 
     @Sendable func signup(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
         let body = try await input.body(GoTrueSignup.self, request)
+        if let phone = body.phone, body.email == nil {
+            return try JSONBody.response(try await compat.phoneSignup(body, phone: phone, client: input.client(request, context)), headers: noStore)
+        }
         return try JSONBody.response(try await compat.signup(body, client: input.client(request, context)), headers: noStore)
     }
 
@@ -210,7 +213,8 @@ struct SupabaseController {
         switch request.uri.queryParameters["grant_type"].map(String.init) {
         case "password":
             session = try await compat.passwordGrant(
-                email: try Self.required(body.email, "email"), password: try Self.required(body.password, "password"),
+                email: body.phone == nil ? try Self.required(body.email, "email") : body.email, phone: body.phone,
+                password: try Self.required(body.password, "password"),
                 captchaToken: body.security?.captchaToken, client: client)
         case "refresh_token":
             session = try await compat.refreshGrant(try Self.required(body.refreshToken, "refresh_token"), client: client)

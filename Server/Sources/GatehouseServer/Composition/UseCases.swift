@@ -128,7 +128,8 @@ struct UseCases {
             defences: SMSDefences(
                 throttle: throttle, gate: gate, settings: preset.sms, presetName: preset.name, audit: unitOfWork.narrowed { _ in () },
                 metrics: infra.metrics, clock: clock, copy: preset.copy),
-            sessions: issuer, lifecycle: lifecycle, ownerProof: ownerProof, throttle: throttle, preset: preset, clock: clock)
+            sessions: issuer, lifecycle: lifecycle, ownerProof: ownerProof, credentials: credentials, throttle: throttle, preset: preset,
+            clock: clock)
         console = ConsoleService(
             store: store, unitOfWork: unitOfWork.narrowed { $0 }, entitlements: entitlementReads, engine: infra.engine, keys: infra.keys,
             preset: preset, clock: clock)

@@ -67,7 +67,7 @@ public struct AccessTokens: Sendable {
             nbf: now.unixSeconds, exp: expires, isAnonymous: user.isAnonymous, plan: engine.state(of: input, at: now),
             emailVerified: user.emailVerified, planExpiresAt: engine.planExpiry(input, at: now)?.unixSeconds,
             amr: session.authenticationMethods.map { AuthenticationMethodReference(method: $0.method, timestamp: $0.at.unixSeconds) },
-            aal: session.assurance)
+            aal: session.assurance, phoneVerified: user.phoneVerifiedAt != nil)
         guard let collection = keys.collection, let kid = keys.activeKID else {
             throw GatehouseError.internalError(nil)
         }

@@ -7,7 +7,14 @@ import GatehouseWire
 struct PasswordService: Sendable {
     /// What this use case reads and writes: its transactions see the store through this and no more.
     typealias Stores = any UserStore & PasswordStore & IdentityStore & IdempotencyStore & SessionStore & RefreshTokenStore
-        & EmailTokenStore & SubscriptionStore & MFAFactorStore & MFAChallengeStore
+        & EmailTokenStore & SubscriptionStore & MFAFactorStore & MFAChallengeStore & PhoneStore
+
+    /// What a password sign-in names the account by: its address, or (on `/auth/v1`) its
+    /// verified number.
+    enum LoginName: Sendable {
+        case email(String)
+        case phone(PhoneNumber)
+    }
 
     let store: Stores
     let unitOfWork: UnitOfWork<Stores>
@@ -83,14 +90,31 @@ struct PasswordService: Sendable {
     static let method = "password"
 
     func login(email: String, password: String, client: ClientInfo, captchaToken: String? = nil) async throws -> SignInAnswer<AuthResponse> {
+        try await login(.email(email), password: password, client: client, captchaToken: captchaToken)
+    }
+
+    /// A password sign-in by address, or by a verified number (a number never proved is no
+    /// name to sign in by: it answers as an unknown one).
+    func login(_ name: LoginName, password: String, client: ClientInfo, captchaToken: String? = nil) async throws -> SignInAnswer<AuthResponse> {
         try gate.requireMethod(preset.signInMethods.emailPassword)
         try await throttle.limitIP("login", client: client, limit: preset.throttling.loginPerIPPerMinute, windowSeconds: 60)
         try await gate.requireCaptchaIfNeeded(client, token: captchaToken)
-        let normalized = EmailAddress.normalize(email)
-        // Unknown accounts cost the same hashing work as known ones and get the same answer.
-        let user = EmailAddress.isValid(email) ? try await store.user(normalizedEmail: normalized) : nil
+        let account: String
+        let user: User?
+        let provider: Provider
+        switch name {
+        case .email(let email):
+            account = EmailAddress.normalize(email)
+            // Unknown accounts cost the same hashing work as known ones and get the same answer.
+            user = EmailAddress.isValid(email) ? try await store.user(normalizedEmail: account) : nil
+            provider = .email
+        case .phone(let number):
+            account = number.e164
+            user = try await store.user(phone: number.e164).flatMap { $0.phoneVerifiedAt == nil ? nil : $0 }
+            provider = .phone
+        }
         let verification = try await credentials.checkAttempt(
-            password, against: user?.passwordHash, account: normalized, userID: user?.id, client: client, event: .login)
+            password, against: user?.passwordHash, account: account, userID: user?.id, client: client, event: .login)
         guard let user, verification.matches else { throw GatehouseError.invalidCredentials(preset) }
         guard !user.isDisabled else {
             try await unitOfWork.audit(.login, .failure, user: user.id, client: client, details: ["reason": "account disabled"])
@@ -102,7 +126,7 @@ struct PasswordService: Sendable {
             _ = try await store.rehashPassword(user.id, from: old, to: try await credentials.hash(password), now: clock.now)
         }
         return try await unitOfWork.run(client: client) { work in
-            try await sessions.signIn(work.narrowed { $0 }, user, provider: .email, method: Self.method, event: .login).answer
+            try await sessions.signIn(work.narrowed { $0 }, user, provider: provider, method: Self.method, event: .login).answer
         }
     }
 

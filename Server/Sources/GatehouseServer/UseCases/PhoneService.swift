@@ -19,6 +19,7 @@ struct PhoneService: Sendable {
     let sessions: SessionIssuer
     let lifecycle: AccountLifecycle
     let ownerProof: OwnerProof
+    let credentials: Credentials
     let throttle: Throttle
     let preset: Preset
     let clock: any WallClock
@@ -66,6 +67,36 @@ struct PhoneService: Sendable {
         }
     }
 
+    /// `/auth/v1`'s `POST /signup` with a number and a password (where the preset has
+    /// passwords): the account is made with the number not yet proved, and a code goes to it;
+    /// `POST /verify` with `type: sms` proves it and opens the first session. Until then the
+    /// number is no name to sign in by, and a code someone else asks for proves it instead,
+    /// ending the password (`verify`).
+    func signUpWithPassword(phone: String, password: String, captchaToken: String?, client: ClientInfo) async throws -> User {
+        try gate.requireMethod(preset.signInMethods.phone)
+        try gate.requireMethod(preset.signInMethods.emailPassword)
+        try await gate.requireCaptchaIfNeeded(client, token: captchaToken)
+        let number = try number(phone)
+        try await credentials.checkStrength(password, email: "")
+        if try await store.user(phone: number.e164) != nil { throw phoneInUse() }
+        try await defences.admit(number, client: client, captchaToken: captchaToken)
+        let hash = try await credentials.hash(password)
+        return try await lifecycle.withTemporaryHandle { handle in
+            try await unitOfWork.run(client: client) { work -> User in
+                var user = User(id: .random(), handle: handle, passwordHash: hash, passwordChangedAt: work.now, createdAt: work.now)
+                user.phone = number.e164
+                do {
+                    try await lifecycle.create(work.narrowed { $0 }, user, identity: nil, provider: .phone)
+                } catch let error as StoreError where error.uniqueKey == .phone {
+                    throw phoneInUse()
+                }
+                // The sign-up's own code names the account: proving with it keeps the password.
+                try await codes.send(work.narrowed { $0 }, to: number, purpose: .signIn, userID: user.id)
+                return user
+            }
+        }
+    }
+
     /// `POST /v1/auth/phone/verify`: signs in with the code, or signs up where the preset
     /// allows it (with Hannah's preset the trial starts, as with a magic link). An account with
     /// a second factor gets its challenge.
@@ -81,7 +112,7 @@ struct PhoneService: Sendable {
         let (outcome, created) = try await lifecycle.withTemporaryHandle { handle in
             try await unitOfWork.run(client: client) { work -> (SignInOutcome, Bool) in
                 try await codes.use(record, work.narrowed { $0 })
-                let (user, created) = try await signInUser(work, number: number, handle: handle)
+                let (user, created) = try await signInUser(work, number: number, handle: handle, code: record)
                 let outcome = try await sessions.signIn(
                     work.narrowed { $0 }, user, provider: .phone, method: Self.method, event: created ? .signup : .login)
                 return (outcome, created)
@@ -94,11 +125,13 @@ struct PhoneService: Sendable {
     /// sign-ups racing for one number one commits). An account whose number was never proved
     /// may have been set up by someone else with it: the number's holder gets it without
     /// anything added before this proof.
-    private func signInUser(_ work: Work<Stores>, number: PhoneNumber, handle: String?) async throws -> (User, created: Bool) {
+    private func signInUser(_ work: Work<Stores>, number: PhoneNumber, handle: String?, code: PhoneCode) async throws -> (User, created: Bool) {
         let (tx, now) = (work.tx, work.now)
         if let found = try await tx.user(phone: number.e164) {
             guard !found.isDisabled else { throw GatehouseError.accountDisabled(preset) }
-            let user = try await lifecycle.proveOwnership(work.narrowed { $0 }, found, proved: .phone, removePassword: true)
+            // Only the code the account's own sign-up sent keeps the password it set.
+            let user = try await lifecycle.proveOwnership(
+                work.narrowed { $0 }, found, proved: .phone, removePassword: code.userID != found.id)
             if try await tx.identities(of: user.id).contains(where: { $0.provider == .phone }) == false {
                 try await tx.insertIdentity(Identity(userID: user.id, provider: .phone, subject: number.e164, email: nil, createdAt: now))
             }
