@@ -27,19 +27,9 @@ extension SQLStore {
     }
 
     public func newestPhoneCode(phone: String?, purpose: SMSPurpose, userID: UserID?) async throws(StoreError) -> PhoneCode? {
-        var conditions = ["purpose = ?"]
-        var binds: [SQLValue] = [.text(purpose.rawValue)]
-        if let phone {
-            conditions.append("phone = ?")
-            binds.append(.text(phone))
-        }
-        if let userID {
-            conditions.append("user_id = ?")
-            binds.append(.text(userID.description))
-        }
+        let (conditions, binds) = Self.phoneCodeFilter(phone: phone, userID: userID, purpose: purpose)
         return try await executor.query(
-            "SELECT \(Self.phoneCodeColumns) FROM phone_codes WHERE \(conditions.joined(separator: " AND ")) ORDER BY created_at DESC, id DESC LIMIT 1",
-            binds
+            "SELECT \(Self.phoneCodeColumns) FROM phone_codes WHERE \(conditions) ORDER BY created_at DESC, id DESC LIMIT 1", binds
         ).first.map(Self.phoneCode(from:))
     }
 
@@ -67,8 +57,14 @@ extension SQLStore {
     }
 
     public func retirePhoneCodes(phone: String?, userID: UserID?, purpose: SMSPurpose, at date: Date) async throws(StoreError) {
-        var conditions = ["purpose = ?", "used_at IS NULL"]
-        var binds: [SQLValue] = [.integer(date.unixSeconds), .text(purpose.rawValue)]
+        let (conditions, binds) = Self.phoneCodeFilter(phone: phone, userID: userID, purpose: purpose)
+        try await executor.query("UPDATE phone_codes SET used_at = ? WHERE used_at IS NULL AND \(conditions)", [.integer(date.unixSeconds)] + binds)
+    }
+
+    /// The codes of `purpose`, to a number and/or of an account: the condition and its binds.
+    private static func phoneCodeFilter(phone: String?, userID: UserID?, purpose: SMSPurpose) -> (String, [SQLValue]) {
+        var conditions = ["purpose = ?"]
+        var binds: [SQLValue] = [.text(purpose.rawValue)]
         if let phone {
             conditions.append("phone = ?")
             binds.append(.text(phone))
@@ -77,7 +73,7 @@ extension SQLStore {
             conditions.append("user_id = ?")
             binds.append(.text(userID.description))
         }
-        try await executor.query("UPDATE phone_codes SET used_at = ? WHERE \(conditions.joined(separator: " AND "))", binds)
+        return (conditions.joined(separator: " AND "), binds)
     }
 
     static func phoneCode(from row: SQLRow) throws(StoreError) -> PhoneCode {

@@ -103,11 +103,7 @@ struct PhoneService: Sendable {
     func verify(phone: String, code: String, client: ClientInfo) async throws -> SignInAnswer<SignInResponse> {
         try gate.requireMethod(preset.signInMethods.phone)
         let number = try number(phone)
-        do {
-            try await throttle.limitIP("phone-code", client: client, limit: preset.throttling.loginPerIPPerMinute, windowSeconds: 60)
-        } catch let error as GatehouseError where error.code == .rateLimited {
-            throw throttle.tooManyAttempts(error.retryAfter ?? 60)
-        }
+        try await limitGuesses(client)
         let record = try await codes.check(phone: number.e164, userID: nil, purpose: .signIn, code: code, now: clock.now, in: store)
         let (outcome, created) = try await lifecycle.withTemporaryHandle { handle in
             try await unitOfWork.run(client: client) { work -> (SignInOutcome, Bool) in
@@ -184,11 +180,7 @@ struct PhoneService: Sendable {
     func confirmChange(phone: String, code: String, client: ClientInfo) async throws -> SignInAnswer<SignInResponse> {
         try gate.requireMethod(preset.signInMethods.phone)
         let number = try number(phone)
-        do {
-            try await throttle.limitIP("phone-code", client: client, limit: preset.throttling.loginPerIPPerMinute, windowSeconds: 60)
-        } catch let error as GatehouseError where error.code == .rateLimited {
-            throw throttle.tooManyAttempts(error.retryAfter ?? 60)
-        }
+        try await limitGuesses(client)
         let record = try await codes.check(phone: number.e164, userID: nil, purpose: .verifyPhone, code: code, now: clock.now, in: store)
         guard let userID = record.userID else { throw codes.invalidCode(nil) }
         let outcome = try await unitOfWork.run(client: client) { work -> SignInOutcome in
@@ -246,6 +238,15 @@ struct PhoneService: Sendable {
             try await tx.setPhone(userID, phone: nil, verifiedAt: nil, now: work.now)
             _ = try await tx.deleteIdentities(of: userID, provider: .phone)
             try await work.audit(.phoneRemoved, user: userID)
+        }
+    }
+
+    /// Code checks per client address a minute (the login limit): 429 `too_many_attempts`.
+    private func limitGuesses(_ client: ClientInfo) async throws {
+        do {
+            try await throttle.limitIP("phone-code", client: client, limit: preset.throttling.loginPerIPPerMinute, windowSeconds: 60)
+        } catch let error as GatehouseError where error.code == .rateLimited {
+            throw throttle.tooManyAttempts(error.retryAfter ?? 60)
         }
     }
 
