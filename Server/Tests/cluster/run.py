@@ -47,6 +47,12 @@ and that SIGTERM stops every remaining node within 15 seconds. Then, on a second
      same account and create none; after the account is upgraded (email and password) 12 more
      replays released together never sign in to it.
 
+Then, on a third cluster with the `hannah` preset (phone numbers on, issue 43):
+
+  n. SMS code race: 60 wrong codes at one number's code released together use exactly its 5
+     guesses, none signs in, and the right code is then refused with 400 code_exhausted;
+  o. SMS send race: 30 sends to one number released together text it once.
+
 "Released together" is the last-byte technique: one raw connection per request to the nodes' own
 ports (not nginx), every request sent but its final byte, then all the final bytes at once.
 
@@ -78,6 +84,8 @@ PRESET = "handz"
 SERVICE_KEY = "cluster-service-key-" + secrets.token_hex(8)
 # The preset of the second cluster (magic links and anonymous starts are off in handz).
 ALL_METHODS_PRESET = "default"
+# The preset of the third cluster: phone numbers are on in hannah only.
+PHONE_PRESET = "hannah"
 PASSWORD = "correct horse battery staple"
 # How stale a node's cached session may be (SessionCache.Settings.stalenessBound, docs/scaling.md).
 SESSION_CACHE_BOUND = 0.5
@@ -1116,6 +1124,67 @@ class Checks:
                 f"{replies.release_seconds * 1000:.1f} ms) -> {tally(replies)}; code_attempts {limit}; "
                 f"the right code then -> 400 code_exhausted")
 
+    def sms_code(self, number, seconds=20):
+        """The code of the newest SMS to `number`, from the outbox (its last line is `@host #code`)."""
+        deadline = time.monotonic() + seconds
+        while True:
+            rows = self.cluster.postgres.query(
+                f"SELECT translate(text_body, E'\\r\\n\\t', '   ') FROM outbox WHERE kind = 'sms' "
+                f"AND recipient = '{number}' AND text_body IS NOT NULL ORDER BY created_at DESC LIMIT 1")
+            if rows:
+                text = " ".join(rows[0])
+                found = re.findall(r"#(\d{6})\s*$", text)
+                require(len(found) == 1, f"expected the one-time-code line in the SMS to {number}: {text[:300]!r}")
+                return found[0]
+            require(time.monotonic() < deadline, f"no SMS to {number} queued within {seconds} s")
+            time.sleep(0.1)
+
+    @staticmethod
+    def new_number():
+        return "+1415555" + f"{secrets.randbelow(10000):04d}"
+
+    # n. Wrong SMS codes released together over the nodes (issue 43).
+    def sms_code_race(self):
+        limit = 5
+        number = self.new_number()
+        sent = call(self.a.url, "POST", "/v1/auth/phone/code", {"phone": number})
+        require(sent.status == 202, f"POST /v1/auth/phone/code on {self.a.name}: expected 202, got {sent!r}")
+        code = self.sms_code(number)
+        wrong = [guess for guess in (f"{n:06d}" for n in range(61)) if guess != code][:60]
+        replies, elapsed = self.burst(len(wrong), "POST", "/v1/auth/phone/verify",
+                                      lambda index: {"phone": number, "code": wrong[index]})
+        unexpected = [reply for reply in replies
+                      if not (reply.status == 400 and reply.code in ("invalid_code", "code_exhausted"))]
+        require(not unexpected, f"{len(wrong)} wrong SMS codes released together: expected only 400 invalid_code or "
+                                f"code_exhausted, got {tally(replies)}, e.g. {unexpected[:2]}")
+        compared = sum(1 for reply in replies if reply.code == "invalid_code")
+        require(compared == limit - 1, f"{compared} wrong SMS codes answered invalid_code (guesses left) with a limit of "
+                                       f"{limit} ({tally(replies)})")
+        rows = self.cluster.postgres.query(
+            f"SELECT attempts FROM phone_codes WHERE phone = '{number}' ORDER BY created_at DESC LIMIT 1")
+        require(rows == [[str(limit)]], f"attempts of the SMS code after {len(wrong)} wrong codes: expected {limit}, got {rows}")
+        right = call(self.b.url, "POST", "/v1/auth/phone/verify", {"phone": number, "code": code})
+        require(right.status == 400 and right.code == "code_exhausted",
+                f"the right SMS code on {self.b.name} after the wrong ones: expected 400 code_exhausted, got {right!r}")
+        return (f"{len(wrong)} wrong codes released together over nodes 1-3 in {elapsed:.2f} s -> {tally(replies)}; "
+                f"attempts {limit}; the right code then -> 400 code_exhausted")
+
+    # o. Sends to one number released together over the nodes (issue 43).
+    def sms_send_race(self):
+        number = self.new_number()
+        # Not across a minute's boundary: the per-number limit counts in clock-aligned minutes.
+        while time.time() % 60 > 55:
+            time.sleep(0.2)
+        replies, elapsed = self.burst(30, "POST", "/v1/auth/phone/code", {"phone": number})
+        accepted = sum(1 for reply in replies if reply.status == 202)
+        limited = sum(1 for reply in replies if reply.status == 429 and reply.code == "rate_limited")
+        require(accepted == 1 and limited == 29,
+                f"30 sends to one number released together: expected 1 x 202 and 29 x 429 rate_limited, got {tally(replies)}")
+        time.sleep(0.3)
+        rows = self.cluster.postgres.query(f"SELECT count(*) FROM outbox WHERE kind = 'sms' AND recipient = '{number}'")
+        require(rows == [["1"]], f"SMS queued for the number after 30 sends released together: expected 1, got {rows}")
+        return f"30 sends released together over nodes 1-3 in {elapsed:.2f} s -> {tally(replies)}; 1 SMS queued"
+
     # h. Wrong passwords released together over the nodes (finding 2).
     def login_lockout_race(self):
         threshold = self.settings["lockout_after"]
@@ -1301,6 +1370,7 @@ def run_checks(binary):
     # Magic links and anonymous starts are off in handz: g. and i. run on a second cluster with
     # the `default` preset (every method on) once the first one is shut down.
     second = None
+    third = None
     active = cluster
     current = "start"
     try:
@@ -1381,6 +1451,26 @@ def run_checks(binary):
 
         current = f"shutdown ({ALL_METHODS_PRESET} preset)"
         report(current, shutdown(second))
+        second.stop()
+
+        current = f"start ({PHONE_PRESET} preset)"
+        third = Cluster(binary, nodes=3, overrides={"GATEHOUSE_PRESET": PHONE_PRESET})
+        active = third
+        timing = third.start()
+        report(current, f"PostgreSQL on :{third.postgres.port}, nodes :{third.nodes[0].port} :{third.nodes[1].port} "
+                        f":{third.nodes[2].port}, nginx :{third.nginx.port}; {timing['total']:.1f} s")
+        phones = Checks(third, preset_settings(PHONE_PRESET))
+
+        current = "n. SMS code race"
+        t = time.monotonic()
+        report(current, f"{phones.sms_code_race()}; {time.monotonic() - t:.1f} s")
+
+        current = "o. SMS send race"
+        t = time.monotonic()
+        report(current, f"{phones.sms_send_race()}; {time.monotonic() - t:.1f} s")
+
+        current = f"shutdown ({PHONE_PRESET} preset)"
+        report(current, shutdown(third))
 
         report("total", f"{time.monotonic() - started:.1f} s; key propagation {propagation:.2f} s")
         return 0
@@ -1400,8 +1490,12 @@ def run_checks(binary):
         try:
             cluster.stop()
         finally:
-            if second is not None:
-                second.stop()
+            try:
+                if second is not None:
+                    second.stop()
+            finally:
+                if third is not None:
+                    third.stop()
 
 
 # ---------------------------------------------------------------------------------------------
