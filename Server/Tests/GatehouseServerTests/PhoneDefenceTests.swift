@@ -27,7 +27,7 @@ import Testing
                 PhoneTests.roomy(&config)
                 config.metrics = true
                 Self.tighten(defence, &config, captcha: verifyURL, refusing: refusing)
-            }) { client, config in
+            }) { client, _ in
                 let api = AuthClient(client: client)
                 func send(_ number: String, captcha: String? = nil) async throws -> TestResponse {
                     var body = ["phone": number]
@@ -87,7 +87,6 @@ import Testing
                 #expect(rows.contains { $0.details["reason"] == defence.rawValue && $0.outcome == "failure" }, "\(rows)")
                 #expect(rows.allSatisfy { !($0.details["phone"] ?? "").contains("555014") }, "numbers are masked in the audit trail")
                 #expect(try await Self.metric(api, #"gatehouse_sms_refused_total{reason="\#(defence.rawValue)"}"#) >= 1)
-                _ = config
             }
         } }
     }
