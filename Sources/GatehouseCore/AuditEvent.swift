@@ -103,6 +103,9 @@ extension AuditEvent {
         case smsRefused = "sms_refused"
         /// Deliveries to a number kept failing: its sends pause for a day (`failures`).
         case smsNumberPaused = "sms_number_paused"
+        /// An operator's promotional grant (`grant_id`, `tier`, `until`, `reason`, `by`).
+        case grantCreated = "grant_created"
+        case grantRevoked = "grant_revoked"
     }
 
     /// How it went (`outcome`).

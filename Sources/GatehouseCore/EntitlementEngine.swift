@@ -15,6 +15,10 @@ public struct EntitlementInput: Sendable, Equatable {
     public var trialStartedAt: Date?
     /// The account's App Store subscriptions.
     public var subscriptions: [SubscriptionRecord]
+    /// The account's Stripe subscriptions.
+    public var stripeSubscriptions: [StripeSubscriptionRecord]
+    /// The account's promotional grants, revoked and ended ones included.
+    public var grants: [PlanGrant]
     /// Credits spent in the current period, by name.
     public var creditsSpent: [String: Int]
     /// How the caller's session was signed in; nil when unknown (a guest, or a decision made
@@ -23,10 +27,12 @@ public struct EntitlementInput: Sendable, Equatable {
 
     public init(
         userID: UserID?, emailVerified: Bool = false, accountCreatedAt: Date? = nil, planOverride: String? = nil,
-        trialStartedAt: Date? = nil, subscriptions: [SubscriptionRecord] = [], creditsSpent: [String: Int] = [:],
-        assurance: Assurance? = nil
+        trialStartedAt: Date? = nil, subscriptions: [SubscriptionRecord] = [], stripeSubscriptions: [StripeSubscriptionRecord] = [],
+        grants: [PlanGrant] = [], creditsSpent: [String: Int] = [:], assurance: Assurance? = nil
     ) {
         self.assurance = assurance
+        self.stripeSubscriptions = stripeSubscriptions
+        self.grants = grants
         self.userID = userID
         self.emailVerified = emailVerified
         self.accountCreatedAt = accountCreatedAt
@@ -43,56 +49,49 @@ public struct EntitlementInput: Sendable, Equatable {
 public struct EntitlementEngine: Sendable {
     public let settings: EntitlementSettings
     public let copy: [String: String]
+    /// The Stripe prices the app sells and the plan and tier each gives (the preset's `stripe`).
+    public let stripePrices: [String: ProductSettings]
 
-    public init(settings: EntitlementSettings, copy: [String: String]) {
+    public init(settings: EntitlementSettings, copy: [String: String], stripePrices: [String: ProductSettings] = [:]) {
         self.settings = settings
         self.copy = copy
+        self.stripePrices = stripePrices
+    }
+
+    /// The engine of `preset`: its entitlements, copy and Stripe prices.
+    public init(preset: Preset) {
+        self.init(settings: preset.entitlements, copy: preset.copy, stripePrices: preset.stripe.prices)
     }
 
     // MARK: Plan state
 
-    /// CH08 §2: no user → guest; an override; an active subscription → pro (an introductory
-    /// offer → trial); a renewal due but not yet confirmed → pro_grace; a trial running → trial;
-    /// else free. A purchase still pending has posted nothing, so it changes nothing.
+    /// CH08 §2: no user → guest; an override; else the winning right of the ledger (a
+    /// subscription, a grant, the trial): paid → pro, trial → trial (an introductory offer, a
+    /// Stripe trial, the server trial), unconfirmed renewal or billing trouble → pro_grace; none →
+    /// free. A purchase still pending has posted nothing, so it changes nothing.
     public func state(of input: EntitlementInput, at now: Date) -> PlanState {
         guard input.userID != nil else { return .guest }
         if let plan = input.planOverride.flatMap(PlanState.init(known:)) { return plan }
-        switch storeEntitlement(input, at: now)?.entitlement {
+        switch winningRight(input, at: now)?.entitlement {
         case .paid: return .pro
         case .trial: return .trial
         case .unconfirmedRenewal: return .proGrace
-        case .notEntitled, nil: break
+        case .notEntitled, nil: return .free
         }
-        if let end = serverTrialEnd(input), now < end { return .trial }
-        return .free
     }
 
     /// `state(of:at:)` in its wire form: the snapshot's `plan_state`, the token's `plan` claim.
     public func planState(_ input: EntitlementInput, at now: Date) -> String { state(of: input, at: now).rawValue }
 
-    /// The subscription that decides the plan: the best entitlement among the account's
-    /// subscriptions to products this app sells (paid, then trial, then unconfirmed renewal).
-    func storeEntitlement(_ input: EntitlementInput, at now: Date) -> (record: SubscriptionRecord, entitlement: SubscriptionRecord.Entitlement)? {
-        func rank(_ e: SubscriptionRecord.Entitlement) -> Int {
-            switch e {
-            case .paid: 3
-            case .trial: 2
-            case .unconfirmedRenewal: 1
-            case .notEntitled: 0
-            }
-        }
-        var best: (record: SubscriptionRecord, entitlement: SubscriptionRecord.Entitlement)?
-        for record in input.subscriptions where settings.products[record.productID] != nil {
-            let e = record.entitlement(at: now, graceHours: settings.proGraceHours)
-            if e != .notEntitled, rank(e) > best.map({ rank($0.entitlement) }) ?? 0 { best = (record, e) }
-        }
-        return best
-    }
-
-    /// The subscription Settings → Subscription shows: the one deciding the plan, else the
-    /// most recently changed.
-    func shownSubscription(_ input: EntitlementInput, at now: Date) -> SubscriptionRecord? {
-        storeEntitlement(input, at: now)?.record ?? input.subscriptions.max { $0.signedAt < $1.signedAt }
+    /// The subscription Settings → Subscription shows: the winning right's, else the most
+    /// recently changed App Store subscription.
+    func shownSubscription(_ input: EntitlementInput, at now: Date) -> SubscriptionInfo? {
+        if let info = winningRight(input, at: now)?.info { return info }
+        let record = input.subscriptions.filter { settings.products[$0.productID] != nil }.max { $0.signedAt < $1.signedAt }
+        guard let record else { return nil }
+        var info = record.info(at: now, graceHours: settings.proGraceHours)
+        info.source = PlanSource.appStore.rawValue
+        return info
     }
 
     /// The end of the server trial (`/v1/trial/start`, or sign-up when the preset says so).
@@ -100,9 +99,10 @@ public struct EntitlementEngine: Sendable {
         input.trialStartedAt.map { $0.addingTimeInterval(TimeInterval(settings.trial.days) * 86_400) }
     }
 
-    /// When the running trial ends: an introductory offer's period or the server trial.
+    /// When the running trial ends: an introductory offer's or a Stripe trial's period, or the
+    /// server trial.
     public func trialEnd(_ input: EntitlementInput, at now: Date) -> Date? {
-        if case .trial(let until) = storeEntitlement(input, at: now)?.entitlement { return until }
+        if case .trial(let until) = winningRight(input, at: now)?.entitlement { return until }
         return serverTrialEnd(input)
     }
 
@@ -156,16 +156,12 @@ public struct EntitlementEngine: Sendable {
         return EntitlementsPayload(
             planState: state, capabilities: plan.capabilities, limits: plan.limits, credits: credits, trial: trial,
             readOnly: isReadOnly(state), tier: tier(input, state: state, at: now),
-            subscription: shownSubscription(input, at: now)?.info(at: now, graceHours: settings.proGraceHours), evaluatedAt: now.rfc3339)
+            subscription: shownSubscription(input, at: now), sources: activeSources(input, at: now), evaluatedAt: now.rfc3339)
     }
 
-    /// The product's tier when a subscription gives the plan, else the plan's own.
+    /// The winning right's tier (a product's, a price's, a grant's), else the plan's own.
     func tier(_ input: EntitlementInput, state: PlanState, at now: Date) -> String? {
-        if input.planOverride == nil, let record = storeEntitlement(input, at: now)?.record,
-            let tier = settings.products[record.productID]?.tier
-        {
-            return tier
-        }
+        if input.planOverride == nil, let tier = winningRight(input, at: now)?.tier { return tier }
         return settings.plan(state).tier
     }
 
@@ -276,20 +272,26 @@ public struct EntitlementEngine: Sendable {
 extension EntitlementEngine {
     /// The input for an account from its stored fields and subscriptions (no credits): enough
     /// for the plan state and the trial.
-    public func input(for user: User, subscriptions: [SubscriptionRecord] = [], creditsSpent: [String: Int] = [:]) -> EntitlementInput {
+    public func input(
+        for user: User, subscriptions: [SubscriptionRecord] = [], stripeSubscriptions: [StripeSubscriptionRecord] = [], grants: [PlanGrant] = [],
+        creditsSpent: [String: Int] = [:]
+    ) -> EntitlementInput {
         EntitlementInput(
             userID: user.id, emailVerified: user.emailVerified || user.phoneVerifiedAt != nil, accountCreatedAt: user.createdAt, planOverride: user.planOverride,
             trialStartedAt: user.trialStartedAt ?? (settings.trial.startsAtSignup ? user.createdAt : nil), subscriptions: subscriptions,
-            creditsSpent: creditsSpent)
+            stripeSubscriptions: stripeSubscriptions, grants: grants, creditsSpent: creditsSpent)
     }
 
-    /// When the paid plan ends by the clock if nothing new arrives (a trial's end; a
-    /// subscription's renewal date plus the pro_grace window, or its billing grace end), for the
-    /// `plan_expires_at` claim. `nil` for free, guest, an override, or no end.
+    /// When the paid plan ends by the clock if nothing new arrives, for the `plan_expires_at`
+    /// claim: the latest end among the rights giving a plan now (a subscription's renewal date plus
+    /// the pro_grace window, a billing grace's or a cancelled subscription's period end, a grant's
+    /// `until`, a trial's end), so the plan cannot outlive the claim and the claim never ends one
+    /// source's plan while another still gives it. `nil` for free, guest, an override, or no end.
     public func planExpiry(_ input: EntitlementInput, at now: Date) -> Date? {
         guard input.planOverride == nil, [.trial, .pro, .proGrace].contains(state(of: input, at: now)) else { return nil }
-        if let store = storeEntitlement(input, at: now) { return store.record.entitlementEnd(graceHours: settings.proGraceHours) }
-        return serverTrialEnd(input)
+        let ends = ledger(input, at: now).filter { $0.entitlement != .notEntitled }.map(\.end)
+        if ends.contains(where: { $0 == nil }) { return nil }
+        return ends.compactMap { $0 }.max()
     }
 }
 

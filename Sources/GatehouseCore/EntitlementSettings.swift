@@ -24,6 +24,9 @@ public struct EntitlementSettings: Sendable, Equatable, PresetSection {
     public var actionLabels = ["upgrade": "Upgrade to Pro", "not_now": "Not now", "sign_up": "Create account", "verify_email": "Verify email"]
     /// App Store product ids and the plan each one gives (the SDK offers these for purchase).
     public var products: [String: ProductSettings] = [:]
+    /// The tiers the app sells, lowest first: when two sources give the paid plan, the higher tier
+    /// wins (Hannah: premium, then nutritionist). A grant's tier must be one of them.
+    public var tiers: [String] = []
     /// How long after a renewal date a subscription stays `pro_grace` while its renewal cannot be
     /// confirmed (CH08 §2, decision 16: 72 hours).
     public var proGraceHours = 72
@@ -37,7 +40,7 @@ public struct EntitlementSettings: Sendable, Equatable, PresetSection {
         [
             .key("plans", \.plans), .key("actions", \.actions), .key("credit_period", \.creditPeriod), .key("trial", \.trial),
             .key("read_only_when_free", \.readOnlyWhenFree), .key("action_labels", \.actionLabels), .key("products", \.products),
-            .key("pro_grace_hours", \.proGraceHours), .key("meters", \.meters),
+            .key("tiers", \.tiers), .key("pro_grace_hours", \.proGraceHours), .key("meters", \.meters),
         ]
     }
 

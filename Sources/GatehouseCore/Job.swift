@@ -37,4 +37,6 @@ public enum JobKind: String, Sendable, CaseIterable {
     case appleRevoke = "apple_revoke"
     /// Deliver a domain event to the configured webhook.
     case webhook
+    /// Cancel every live Stripe subscription of a deleted account's customer (issue 44).
+    case stripeCancel = "stripe_cancel"
 }

@@ -29,6 +29,8 @@ public struct Preset: Sendable, Equatable, PresetCodable {
     public var mfa = MFASettings()
     /// Codes by SMS (on when `sign_in_methods.phone` is): regions, limits and the day's budget.
     public var sms = SMSSettings()
+    /// The Stripe prices sold on the web and the plan and tier each gives (issue 44).
+    public var stripe = StripeSettings()
     /// User-facing strings (error messages, banners, prompts), by key.
     public var copy: [String: String] = [:]
 
@@ -40,7 +42,7 @@ public struct Preset: Sendable, Equatable, PresetCodable {
             .key("tokens", \.tokens), .key("enumeration_protection", \.enumerationProtection), .key("verification", \.verification),
             .key("email", \.email), .key("throttling", \.throttling), .key("handles", \.handles), .key("privacy", \.privacy),
             .key("entitlements", \.entitlements), .key("passkeys", \.passkeys), .key("mfa", \.mfa),
-            .key("sms", \.sms), .key("copy", \.copy),
+            .key("sms", \.sms), .key("stripe", \.stripe), .key("copy", \.copy),
         ]
     }
 
@@ -110,6 +112,13 @@ public struct Preset: Sendable, Equatable, PresetCodable {
         check(signInMethods.enabled.count > 0, "'sign_in_methods' must turn on at least one method")
         problems += entitlements.problems()
         problems += sms.problems()
+        problems += stripe.problems()
+        let tiers = Set(entitlements.tiers)
+        for (id, price) in stripe.prices.sorted(by: { $0.key < $1.key }) {
+            if let tier = price.tier, !tiers.isEmpty, !tiers.contains(tier) {
+                problems.append("'stripe.prices.\(id).tier' must be one of 'entitlements.tiers'")
+            }
+        }
         return problems
     }
 }

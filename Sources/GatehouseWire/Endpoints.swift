@@ -138,6 +138,12 @@ public enum Endpoints {
     public static let applePurchaseRestoreHint = Endpoint<ApplePurchaseRequest, RestoreHint>(applePurchase.method, applePurchase.path, applePurchase.caller)
     public static let appStoreNotification = Endpoint<AppStoreNotificationRequest, NoContent>(.post, "/v1/webhooks/apple/app-store", .anyone)
     public static let appleAccountEvent = Endpoint<AppleEventRequest, NoContent>(.post, "/v1/webhooks/apple/sign-in", .anyone)
+    /// A Stripe Checkout Session in subscription mode for the signed-in account (issue 44).
+    public static let stripeCheckout = Endpoint<StripeCheckoutRequest, StripeCheckoutResponse>(.post, "/v1/purchases/stripe/checkout", .session)
+    /// A Stripe Billing Portal session for the account's customer (404 before any checkout).
+    public static let stripePortal = Endpoint<StripePortalRequest, StripePortalResponse>(.post, "/v1/purchases/stripe/portal", .session)
+    /// Stripe's events, raw, signed with `Stripe-Signature`.
+    public static let stripeWebhook = Endpoint<OpaqueJSON, NoContent>(.post, "/webhooks/stripe", .anyone)
 
     // MARK: Hosted pages (the links mailed)
 
@@ -167,6 +173,10 @@ public enum Endpoints {
     /// Removes one factor (audited, mailed to the user): the recovery path when every factor and
     /// recovery code is lost. With no confirmed factor left, the recovery codes go too.
     public static let adminDeleteMFAFactor = Endpoint<NoBody, NoContent>(.delete, "/admin/v1/users/{id}/mfa/factors/{factor}", .adminKey)
+    /// Promotional grants: make one (201), list them, revoke one.
+    public static let adminCreateGrant = Endpoint<GrantRequest, GrantResponse>(.post, "/admin/v1/users/{id}/grants", .adminKey)
+    public static let adminGrants = Endpoint<NoBody, GrantList>(.get, "/admin/v1/users/{id}/grants", .adminKey)
+    public static let adminRevokeGrant = Endpoint<NoBody, NoContent>(.delete, "/admin/v1/users/{id}/grants/{grant}", .adminKey)
     public static let adminEvents = Endpoint<NoBody, EventList>(.get, "/admin/v1/events", .adminKey)
     public static let adminAudit = Endpoint<NoBody, AuditList>(.get, "/admin/v1/audit", .adminKey)
     /// 202 with the queued mail's id.
@@ -194,12 +204,14 @@ public enum Endpoints {
         unlinkIdentity.erased, unlinkEmail.erased, unlinkApple.erased, unlinkGoogle.erased, merge.erased,
         me.erased, updateProfile.erased, deleteAccount.erased, chooseAnonymousName.erased, exportData.erased, handleAvailability.erased,
         entitlements.erased, checkEntitlement.erased, spendCredit.erased, startTrial.erased, events.erased, recordUsage.erased,
-        applePurchase.erased, appStoreNotification.erased, appleAccountEvent.erased,
+        applePurchase.erased, appStoreNotification.erased, appleAccountEvent.erased, stripeCheckout.erased, stripePortal.erased,
+        stripeWebhook.erased,
         verifyEmailPage.erased, verifyEmailForm.erased, resetPasswordPage.erased, resetPasswordForm.erased, magicLinkPage.erased,
         resendLinkForm.erased,
         devOutbox.erased,
         adminUsers.erased, adminUser.erased, adminDisableUser.erased, adminEnableUser.erased, adminDeleteUser.erased,
-        adminSetPlan.erased, adminMFAFactors.erased, adminDeleteMFAFactor.erased, adminEvents.erased, adminAudit.erased, adminTestMail.erased, adminKeys.erased, adminRotateKeys.erased,
+        adminSetPlan.erased, adminMFAFactors.erased, adminDeleteMFAFactor.erased, adminCreateGrant.erased, adminGrants.erased, adminRevokeGrant.erased,
+        adminEvents.erased, adminAudit.erased, adminTestMail.erased, adminKeys.erased, adminRotateKeys.erased,
         adminImportFirebase.erased, adminImportSupabase.erased,
     ]
 }

@@ -8,13 +8,16 @@ public struct EntitlementsPayload: Codable, Sendable, Hashable {
     public var readOnly: Bool
     public var tier: String?
     public var subscription: SubscriptionInfo?
+    /// Every source giving a plan now (App Store, Stripe, a grant), each with its own expiry.
+    public var sources: [SubscriptionInfo]?
     public var evaluatedAt: String
 
     public init(
         planState: PlanState, capabilities: [String: Bool] = [:], limits: [String: Int?] = [:],
         credits: [String: CreditBalance] = [:], trial: TrialInfo? = nil, readOnly: Bool = false, tier: String? = nil,
-        subscription: SubscriptionInfo? = nil, evaluatedAt: String
+        subscription: SubscriptionInfo? = nil, sources: [SubscriptionInfo]? = nil, evaluatedAt: String
     ) {
+        self.sources = sources
         self.planState = planState
         self.capabilities = capabilities
         self.limits = limits
@@ -30,7 +33,7 @@ public struct EntitlementsPayload: Codable, Sendable, Hashable {
         case planState = "plan_state"
         case capabilities, limits, credits, trial
         case readOnly = "read_only"
-        case tier, subscription
+        case tier, subscription, sources
         case evaluatedAt = "evaluated_at"
     }
 
@@ -44,6 +47,7 @@ public struct EntitlementsPayload: Codable, Sendable, Hashable {
         try container.encode(readOnly, forKey: .readOnly)
         try container.encode(tier, forKey: .tier)
         try container.encode(subscription, forKey: .subscription)
+        try container.encodeIfPresent(sources, forKey: .sources)
         try container.encode(evaluatedAt, forKey: .evaluatedAt)
     }
 }
@@ -89,7 +93,10 @@ public struct SubscriptionInfo: Codable, Sendable, Hashable {
     public var renewsAt: String?
     public var expiresAt: String?
     public var willRenew: Bool
-    public init(productID: String, status: String, renewsAt: String?, expiresAt: String?, willRenew: Bool) {
+    /// Where the right comes from: `app_store`, `stripe` or `grant`.
+    public var source: String?
+    public init(productID: String, status: String, renewsAt: String?, expiresAt: String?, willRenew: Bool, source: String? = nil) {
+        self.source = source
         self.productID = productID
         self.status = status
         self.renewsAt = renewsAt
@@ -102,10 +109,12 @@ public struct SubscriptionInfo: Codable, Sendable, Hashable {
         case renewsAt = "renews_at"
         case expiresAt = "expires_at"
         case willRenew = "will_renew"
+        case source
     }
     /// Every member of the contract's object is present, `null` when unknown.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(source, forKey: .source)
         try container.encode(productID, forKey: .productID)
         try container.encode(status, forKey: .status)
         try container.encode(renewsAt, forKey: .renewsAt)

@@ -90,6 +90,10 @@ extension ErrorCode {
     public static let invalidPhone: ErrorCode = "invalid_phone"
     /// The number belongs to another account.
     public static let phoneInUse: ErrorCode = "phone_in_use"
+    /// A webhook whose signature does not check (Stripe's `Stripe-Signature`).
+    public static let invalidSignature: ErrorCode = "invalid_signature"
+    /// A Stripe price the preset does not sell.
+    public static let unknownPrice: ErrorCode = "unknown_price"
 }
 
 extension ErrorCode {
@@ -111,7 +115,7 @@ extension ErrorCode {
         .unknownAction: 400, .trialAlreadyUsed: 409, .invalidSignedPayload: 400, .planRequired: 403, .subscriptionInUse: 409,
         .invalidCredential: 400, .challengeInvalid: 400, .credentialInUse: 409,
         .invalidCode: 400, .tooManyFactors: 409, .mfaRequired: 403,
-        .invalidPhone: 400, .phoneInUse: 409,
+        .invalidPhone: 400, .phoneInUse: 409, .invalidSignature: 400, .unknownPrice: 400,
     ]
 
     /// The status this code answers with unless the server names another (only

@@ -200,6 +200,9 @@ public struct AccountExport: Codable, Sendable, Hashable {
     public var mfaChallenges: [ExportedMFAChallenge]
     /// SMS codes sent to add a number to the account: the number and times, never the code.
     public var phoneCodes: [ExportedPhoneCode]
+    /// The plan ledger's other rows: the Stripe customer's id, Stripe's subscriptions as last
+    /// read, and operators' grants (revoked and ended ones included).
+    public var stripeCustomers: [String], stripeSubscriptions: [ExportedStripeSubscription], planGrants: [GrantPayload]
 
     public init(
         exportedAt: String, users: UserPayload, planOverride: String?, identities: [IdentityPayload], sessions: [SessionInfo],
@@ -207,8 +210,12 @@ public struct AccountExport: Codable, Sendable, Hashable {
         creditLedger: [ExportedCreditSpend], subscriptions: [ExportedSubscription], entitlements: EntitlementsPayload,
         usageRecords: [ExportedUsage] = [], usageMeters: [ExportedUsageCount] = [], passkeys: [PasskeyPayload] = [],
         passkeyChallenges: [ExportedPasskeyChallenge] = [], mfaFactors: [MFAFactorPayload] = [],
-        mfaRecoveryCodes: [ExportedRecoveryCode] = [], mfaChallenges: [ExportedMFAChallenge] = [], phoneCodes: [ExportedPhoneCode] = []
+        mfaRecoveryCodes: [ExportedRecoveryCode] = [], mfaChallenges: [ExportedMFAChallenge] = [], phoneCodes: [ExportedPhoneCode] = [],
+        stripeCustomers: [String] = [], stripeSubscriptions: [ExportedStripeSubscription] = [], planGrants: [GrantPayload] = []
     ) {
+        self.stripeCustomers = stripeCustomers
+        self.stripeSubscriptions = stripeSubscriptions
+        self.planGrants = planGrants
         self.phoneCodes = phoneCodes
         self.mfaFactors = mfaFactors
         self.mfaRecoveryCodes = mfaRecoveryCodes
@@ -250,8 +257,12 @@ public struct AccountExport: Codable, Sendable, Hashable {
         case mfaRecoveryCodes = "mfa_recovery_codes"
         case mfaChallenges = "mfa_challenges"
         case phoneCodes = "phone_codes"
+        case stripeCustomers = "stripe_customers"
+        case stripeSubscriptions = "stripe_subscriptions"
+        case planGrants = "plan_grants"
     }
 }
+
 
 /// A recovery code in an export: its times only, never the code or its hash.
 public struct ExportedRecoveryCode: Codable, Sendable, Hashable {

@@ -1,0 +1,115 @@
+import Foundation
+import GatehouseCore
+import GatehouseWire
+
+extension SQLStore {
+    public func stripeCustomer(of userID: UserID) async throws(StoreError) -> String? {
+        try await executor.query("SELECT customer_id FROM stripe_customers WHERE user_id = ?", [.text(userID.description)])
+            .first?.string("customer_id")
+    }
+
+    public func stripeCustomerOwner(_ customerID: String) async throws(StoreError) -> UserID? {
+        guard let text = try await executor.query("SELECT user_id FROM stripe_customers WHERE customer_id = ?", [.text(customerID)])
+            .first?.string("user_id")
+        else { return nil }
+        return UserID(text)
+    }
+
+    public func saveStripeCustomer(userID: UserID, customerID: String, at date: Date) async throws(StoreError) -> String {
+        let saved = try await executor.query(
+            "INSERT INTO stripe_customers (user_id, customer_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING RETURNING customer_id",
+            [.text(userID.description), .text(customerID), .integer(date.unixSeconds)])
+        if let row = saved.first { return try row.string("customer_id") }
+        guard let stored = try await stripeCustomer(of: userID) else { throw StoreError.conflict("the customer belongs to another account") }
+        return stored
+    }
+
+    private static let stripeColumns =
+        "subscription_id, customer_id, user_id, price_id, status, current_period_end, cancel_at_period_end, trial_end, read_at, updated_at"
+
+    public func stripeSubscriptions(of userID: UserID) async throws(StoreError) -> [StripeSubscriptionRecord] {
+        try await executor.query(
+            "SELECT \(Self.stripeColumns) FROM stripe_subscriptions WHERE user_id = ? ORDER BY read_at, subscription_id", [.text(userID.description)]
+        ).map(Self.stripeSubscription(from:))
+    }
+
+    @discardableResult
+    public func saveStripeSubscription(_ record: StripeSubscriptionRecord) async throws(StoreError) -> Bool {
+        let updates = Self.stripeColumns.split(separator: ",").dropFirst().map { $0.trimmingCharacters(in: .whitespaces) }
+            .map { $0 == "user_id" ? "user_id = COALESCE(stripe_subscriptions.user_id, excluded.user_id)" : "\($0) = excluded.\($0)" }
+            .joined(separator: ", ")
+        let terminal = StripeSubscriptionRecord.terminalStatuses.sorted().map { "'\($0)'" }.joined(separator: ", ")
+        return !(try await executor.query(
+            """
+            INSERT INTO stripe_subscriptions (\(Self.stripeColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (subscription_id) DO UPDATE SET \(updates)
+            WHERE stripe_subscriptions.read_at <= excluded.read_at AND stripe_subscriptions.status NOT IN (\(terminal))
+            RETURNING subscription_id
+            """,
+            [
+                .text(record.subscriptionID), .text(record.customerID), SQLValue(record.userID?.description), .text(record.priceID),
+                .text(record.status), SQLValue(record.currentPeriodEnd?.unixSeconds), SQLValue(record.cancelAtPeriodEnd),
+                SQLValue(record.trialEnd?.unixSeconds), .integer(record.readAt.unixMilliseconds), .integer(record.updatedAt.unixSeconds),
+            ]
+        ).isEmpty)
+    }
+
+    public func recordStripeEvent(id: String, type: String, outcome: String, at date: Date) async throws(StoreError) -> Bool {
+        !(try await executor.query(
+            "INSERT INTO stripe_events (event_id, type, outcome, received_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING event_id",
+            [.text(id), .text(type), .text(outcome), .integer(date.unixSeconds)]
+        ).isEmpty)
+    }
+
+    private static func stripeSubscription(from row: SQLRow) throws(StoreError) -> StripeSubscriptionRecord {
+        var user: UserID?
+        if let text = try row.optionalString("user_id") {
+            guard let id = UserID(text) else { throw StoreError.decoding("bad stripe_subscriptions.user_id") }
+            user = id
+        }
+        return StripeSubscriptionRecord(
+            subscriptionID: try row.string("subscription_id"), customerID: try row.string("customer_id"), userID: user,
+            priceID: try row.string("price_id"), status: try row.string("status"),
+            currentPeriodEnd: try row.optionalInt("current_period_end").map(Date.init(unixSeconds:)),
+            cancelAtPeriodEnd: try row.bool("cancel_at_period_end"), trialEnd: try row.optionalInt("trial_end").map(Date.init(unixSeconds:)),
+            readAt: Date(unixMilliseconds: try row.int("read_at")), updatedAt: Date(unixSeconds: try row.int("updated_at")))
+    }
+
+    // MARK: Grants
+
+    private static let grantColumns = "id, user_id, plan, tier, starts_at, ends_at, reason, created_by, revoked_at"
+
+    public func insertGrant(_ grant: PlanGrant) async throws(StoreError) {
+        try await executor.query(
+            "INSERT INTO plan_grants (\(Self.grantColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                .text(grant.id.uuidString.lowercased()), .text(grant.userID.description), .text(grant.plan.rawValue), SQLValue(grant.tier),
+                .integer(grant.startsAt.unixSeconds), .integer(grant.until.unixSeconds), .text(grant.reason), .text(grant.createdBy),
+                SQLValue(grant.revokedAt?.unixSeconds),
+            ])
+    }
+
+    public func grants(of userID: UserID) async throws(StoreError) -> [PlanGrant] {
+        try await executor.query(
+            "SELECT \(Self.grantColumns) FROM plan_grants WHERE user_id = ? ORDER BY starts_at, id", [.text(userID.description)]
+        ).map(Self.grant(from:))
+    }
+
+    public func revokeGrant(_ id: UUID, of userID: UserID, at date: Date) async throws(StoreError) -> Bool {
+        !(try await executor.query(
+            "UPDATE plan_grants SET revoked_at = ? WHERE id = ? AND user_id = ? AND revoked_at IS NULL RETURNING id",
+            [.integer(date.unixSeconds), .text(id.uuidString.lowercased()), .text(userID.description)]
+        ).isEmpty)
+    }
+
+    private static func grant(from row: SQLRow) throws(StoreError) -> PlanGrant {
+        guard let id = UUID(uuidString: try row.string("id")), let user = UserID(try row.string("user_id")) else {
+            throw StoreError.decoding("bad plan_grants row")
+        }
+        return PlanGrant(
+            id: id, userID: user, plan: PlanState(rawValue: try row.string("plan")), tier: try row.optionalString("tier"),
+            startsAt: Date(unixSeconds: try row.int("starts_at")), until: Date(unixSeconds: try row.int("ends_at")),
+            reason: try row.string("reason"), createdBy: try row.string("created_by"),
+            revokedAt: try row.optionalInt("revoked_at").map(Date.init(unixSeconds:)))
+    }
+}

@@ -1,0 +1,36 @@
+import Foundation
+import GatehouseCore
+
+/// Stripe's side of the plan ledger (issue 44): the customer made for each account, each
+/// subscription's state as last read from Stripe's API, and the events applied.
+public protocol StripeStore: Sendable {
+    /// The account's Stripe customer, if one was made.
+    func stripeCustomer(of userID: UserID) async throws(StoreError) -> String?
+    /// The account a Stripe customer was made for, if it is one of ours.
+    func stripeCustomerOwner(_ customerID: String) async throws(StoreError) -> UserID?
+    /// Keeps `customerID` as the account's customer unless one is stored already (the account is
+    /// the key, so parallel checkouts keep the first); answers the customer stored afterwards.
+    func saveStripeCustomer(userID: UserID, customerID: String, at date: Date) async throws(StoreError) -> String
+    func stripeSubscriptions(of userID: UserID) async throws(StoreError) -> [StripeSubscriptionRecord]
+    /// Saves Stripe's state of a subscription in one conditional statement, unless a later read
+    /// is stored or the stored state ended it for good (a late read never revives it); a stored
+    /// owner is never replaced. True when written.
+    @discardableResult
+    func saveStripeSubscription(_ record: StripeSubscriptionRecord) async throws(StoreError) -> Bool
+    /// Notes an event as applied by its id (a unique key); false when it had been already.
+    func recordStripeEvent(id: String, type: String, outcome: String, at date: Date) async throws(StoreError) -> Bool
+}
+
+/// Operators' promotional grants.
+public protocol GrantStore: Sendable {
+    func insertGrant(_ grant: PlanGrant) async throws(StoreError)
+    /// Every grant of the account, revoked and ended ones included, oldest first.
+    func grants(of userID: UserID) async throws(StoreError) -> [PlanGrant]
+    /// Revokes a live grant of the account in one conditional statement; false when there is no
+    /// such grant or it was revoked already.
+    func revokeGrant(_ id: UUID, of userID: UserID, at date: Date) async throws(StoreError) -> Bool
+}
+
+/// Every source of the plan ledger (`PlanSource`): what reading an account's plan needs. Use
+/// cases that compute a plan see the store through this, so a new source's rows reach each one.
+public protocol PlanLedgerStore: SubscriptionStore, StripeStore, GrantStore {}

@@ -1,0 +1,227 @@
+import Foundation
+import GatehouseWire
+
+// One ledger of rights to a plan (issue 44). Every source keeps its own row with its own expiry
+// and state; the plan, its tier and `plan_expires_at` are computed over all of them, so ending or
+// refunding one source never ends what another sold or granted.
+
+/// Where a right to a plan comes from. Closed: a new source does not compile until every rule
+/// that walks the ledger (the engine, the export, the console) says what it means.
+public enum PlanSource: String, Sendable, CaseIterable, Codable {
+    /// A StoreKit subscription (`SubscriptionRecord`).
+    case appStore = "app_store"
+    /// A Stripe subscription bought on the web (`StripeSubscriptionRecord`).
+    case stripe
+    /// An operator's promotional grant (`PlanGrant`).
+    case grant
+    /// The server trial (`/v1/trial/start`, or sign-up when the preset says so): the floor, counted
+    /// only when nothing bought or granted gives a plan.
+    case trial
+}
+
+/// What one source gives at a moment: its entitlement, tier, end and the object the snapshot shows.
+public struct PlanRight: Sendable, Equatable {
+    public var source: PlanSource
+    public var entitlement: SubscriptionRecord.Entitlement
+    /// The tier the source sells (a product's or price's, a grant's), `nil` for the plan's own.
+    public var tier: String?
+    /// When it stops giving its plan if nothing new arrives.
+    public var end: Date?
+    /// The snapshot's `subscription` object for it (`nil` for the trial, shown under `trial`).
+    public var info: SubscriptionInfo?
+}
+
+/// What Gatehouse keeps of one Stripe subscription: Stripe's own state as last read from its API
+/// (never assembled from webhook payloads, so the order events arrive in does not matter).
+public struct StripeSubscriptionRecord: Sendable, Equatable {
+    public var subscriptionID: String
+    public var customerID: String
+    /// `nil` when no account is known for the customer (acknowledged and recorded).
+    public var userID: UserID?
+    public var priceID: String
+    /// Stripe's status: `trialing`, `active`, `past_due`, `canceled`, `unpaid`, `incomplete`,
+    /// `incomplete_expired` or `paused`.
+    public var status: String
+    public var currentPeriodEnd: Date?
+    public var cancelAtPeriodEnd: Bool
+    public var trialEnd: Date?
+    /// When this state was read from Stripe: an older read never overwrites a newer one.
+    public var readAt: Date
+    public var updatedAt: Date
+
+    public init(
+        subscriptionID: String, customerID: String, userID: UserID?, priceID: String, status: String, currentPeriodEnd: Date?,
+        cancelAtPeriodEnd: Bool, trialEnd: Date?, readAt: Date, updatedAt: Date
+    ) {
+        self.subscriptionID = subscriptionID
+        self.customerID = customerID
+        self.userID = userID
+        self.priceID = priceID
+        self.status = status
+        self.currentPeriodEnd = currentPeriodEnd
+        self.cancelAtPeriodEnd = cancelAtPeriodEnd
+        self.trialEnd = trialEnd
+        self.readAt = readAt
+        self.updatedAt = updatedAt
+    }
+
+    /// Stripe's statuses that end a subscription for good: a late read never revives one.
+    public static let terminalStatuses: Set<String> = ["canceled", "incomplete_expired"]
+
+    public var isTerminal: Bool { Self.terminalStatuses.contains(status) }
+
+    /// `trialing` → trial until its end; `active` → paid until the period ends (then, unless it
+    /// was cancelled at the period's end, the pro_grace window while the renewal is confirmed);
+    /// `past_due` → pro_grace (billing grace) until the unpaid period ends; anything else gives
+    /// nothing, so the plan falls back to what the other sources grant.
+    public func entitlement(at now: Date, graceHours: Int) -> SubscriptionRecord.Entitlement {
+        guard let end = currentPeriodEnd else { return .notEntitled }
+        switch status {
+        case "trialing":
+            let until = trialEnd ?? end
+            return now < until ? .trial(until: until) : .notEntitled
+        case "active":
+            if now < end { return .paid }
+            if !cancelAtPeriodEnd && now < end.addingTimeInterval(TimeInterval(graceHours) * 3600) { return .unconfirmedRenewal }
+            return .notEntitled
+        case "past_due":
+            return now < end ? .unconfirmedRenewal : .notEntitled
+        default:
+            return .notEntitled
+        }
+    }
+
+    /// When it stops giving its plan if nothing new arrives.
+    public func entitlementEnd(graceHours: Int) -> Date? {
+        guard let end = currentPeriodEnd else { return nil }
+        switch status {
+        case "trialing": return trialEnd ?? end
+        case "active": return cancelAtPeriodEnd ? end : end.addingTimeInterval(TimeInterval(graceHours) * 3600)
+        case "past_due": return end
+        default: return nil
+        }
+    }
+
+    /// The snapshot's `subscription` object, in the vocabulary App Store subscriptions use.
+    public func info(at now: Date, graceHours: Int) -> SubscriptionInfo {
+        let shown: String
+        switch status {
+        case "trialing", "active": shown = entitlement(at: now, graceHours: graceHours) == .notEntitled ? "expired" : "active"
+        case "past_due": shown = "billing_grace"
+        case "unpaid": shown = "billing_retry"
+        case "paused": shown = "paused"
+        case "incomplete": shown = "incomplete"
+        default: shown = "expired"
+        }
+        let renews = ["trialing", "active"].contains(status) && !cancelAtPeriodEnd && (currentPeriodEnd.map { now < $0 } ?? false)
+        return SubscriptionInfo(
+            productID: priceID, status: shown, renewsAt: renews ? currentPeriodEnd?.rfc3339 : nil, expiresAt: currentPeriodEnd?.rfc3339,
+            willRenew: !cancelAtPeriodEnd && ["trialing", "active", "past_due"].contains(status), source: PlanSource.stripe.rawValue)
+    }
+}
+
+/// An operator's promotional grant: the paid plan (at a tier, or the plan's own) from `startsAt`
+/// until `until`, unless revoked.
+public struct PlanGrant: Sendable, Equatable {
+    public var id: UUID
+    public var userID: UserID
+    /// Always `pro` today: a grant gives the paid plan.
+    public var plan: PlanState
+    public var tier: String?
+    public var startsAt: Date
+    public var until: Date
+    public var reason: String
+    /// The operator who made it (`admin_key`, or the console's operator).
+    public var createdBy: String
+    public var revokedAt: Date?
+
+    public init(
+        id: UUID = UUID(), userID: UserID, plan: PlanState = .pro, tier: String?, startsAt: Date, until: Date, reason: String,
+        createdBy: String, revokedAt: Date? = nil
+    ) {
+        self.id = id
+        self.userID = userID
+        self.plan = plan
+        self.tier = tier
+        self.startsAt = startsAt
+        self.until = until
+        self.reason = reason
+        self.createdBy = createdBy
+        self.revokedAt = revokedAt
+    }
+
+    public func isActive(at now: Date) -> Bool { revokedAt == nil && startsAt <= now && now < until }
+
+    public func info(at now: Date) -> SubscriptionInfo {
+        SubscriptionInfo(
+            productID: "grant", status: isActive(at: now) ? "active" : (revokedAt != nil ? "revoked" : "expired"), renewsAt: nil,
+            expiresAt: until.rfc3339, willRenew: false, source: PlanSource.grant.rawValue)
+    }
+}
+
+extension EntitlementEngine {
+    /// Every source's right at `now`, entitled or not, in `PlanSource` order. Each case says what
+    /// its rows give; the trial is listed only while it runs.
+    public func ledger(_ input: EntitlementInput, at now: Date) -> [PlanRight] {
+        let grace = settings.proGraceHours
+        var rights: [PlanRight] = []
+        for source in PlanSource.allCases {
+            switch source {
+            case .appStore:
+                for record in input.subscriptions where settings.products[record.productID] != nil {
+                    var info = record.info(at: now, graceHours: grace)
+                    info.source = source.rawValue
+                    rights.append(
+                        PlanRight(
+                            source: source, entitlement: record.entitlement(at: now, graceHours: grace),
+                            tier: settings.products[record.productID]?.tier, end: record.entitlementEnd(graceHours: grace), info: info))
+                }
+            case .stripe:
+                for record in input.stripeSubscriptions where stripePrices[record.priceID] != nil {
+                    rights.append(
+                        PlanRight(
+                            source: source, entitlement: record.entitlement(at: now, graceHours: grace),
+                            tier: stripePrices[record.priceID]?.tier, end: record.entitlementEnd(graceHours: grace),
+                            info: record.info(at: now, graceHours: grace)))
+                }
+            case .grant:
+                for grant in input.grants {
+                    rights.append(
+                        PlanRight(
+                            source: source, entitlement: grant.isActive(at: now) ? .paid : .notEntitled, tier: grant.tier, end: grant.until,
+                            info: grant.info(at: now)))
+                }
+            case .trial:
+                if let end = serverTrialEnd(input), now < end {
+                    rights.append(PlanRight(source: source, entitlement: .trial(until: end), tier: nil, end: end, info: nil))
+                }
+            }
+        }
+        return rights
+    }
+
+    /// The right that decides the plan: among what was bought or granted, the best entitlement
+    /// (paid, then trial, then unconfirmed renewal), then the higher tier (the preset's
+    /// `entitlements.tiers` order), then the later end; the server trial only when none gives one.
+    public func winningRight(_ input: EntitlementInput, at now: Date) -> PlanRight? {
+        func rank(_ e: SubscriptionRecord.Entitlement) -> Int {
+            switch e {
+            case .paid: 3
+            case .trial: 2
+            case .unconfirmedRenewal: 1
+            case .notEntitled: 0
+            }
+        }
+        func tierRank(_ tier: String?) -> Int { tier.flatMap { settings.tiers.firstIndex(of: $0) } ?? -1 }
+        let entitled = ledger(input, at: now).filter { $0.entitlement != .notEntitled }
+        let bought = entitled.filter { $0.source != .trial }
+        return (bought.isEmpty ? entitled : bought).max { a, b in
+            (rank(a.entitlement), tierRank(a.tier), a.end ?? .distantFuture) < (rank(b.entitlement), tierRank(b.tier), b.end ?? .distantFuture)
+        }
+    }
+
+    /// The snapshot's `sources`: the object of every source giving a plan now.
+    public func activeSources(_ input: EntitlementInput, at now: Date) -> [SubscriptionInfo] {
+        ledger(input, at: now).filter { $0.entitlement != .notEntitled }.compactMap(\.info)
+    }
+}
