@@ -322,4 +322,75 @@ import Testing
             #expect(try await console.get("/admin/users/\(UUID().uuidString.lowercased())").status == .notFound)
         }
     }
+
+    /// A promotional grant made in the console (issue 44) on a new Hannah account, in its 7-day
+    /// trial: a day that is not one is refused on the page; the grant is listed, and the account
+    /// is pro at the grant's tier with a `grant` source; revoked, it is back to the trial's
+    /// premium. Both are in the trail with the console as their actor.
+    @Test(arguments: Backend.available)
+    func grantsAreMadeListedAndRevoked(_ backend: Backend) async throws {
+        let clock = ManualClock(Date())
+        try await TestApp.run(backend, preset: "hannah", clock: clock) { client, config in
+            let auth = AuthClient(client: client)
+            #expect(try await auth.post("/v1/auth/magic-link", #"{"email": "grant.console@example.com"}"#).status == .accepted)
+            let mail = try await EmailFlowTests.outboxMail(config, kind: "magic_link")
+            let link = try EmailFlowTests.token(in: ReceivedMail(text: mail.textBody ?? ""), path: "/auth/magic-link")
+            let signedUp = try await auth.post("/v1/auth/magic-link/verify", #"{"token": "\#(link)"}"#).json(SignInResponse.self)
+            let user = signedUp.user.id
+            func entitlements() async throws -> EntitlementsPayload {
+                try await auth.get("/v1/entitlements", token: signedUp.session.accessToken).json(EntitlementsPayload.self)
+            }
+            let trial = try await entitlements()
+            #expect(trial.planState == "trial" && trial.tier == "premium")
+            #expect(!(trial.sources ?? []).contains { $0.source == "grant" })
+
+            let (_, signedIn) = try await Console.signIn(client)
+            let console = try #require(signedIn)
+            let before = try await console.get("/admin/users/\(user)").text
+            #expect(before.contains(#"<option value="nutritionist">nutritionist</option>"#))
+            #expect(before.contains(#"id="grant""#) && !before.contains("data-grant-id="))
+
+            let path = "/admin/users/\(user)/grants"
+            let notADay = try await console.post(path, ["tier": "nutritionist", "until": "2031-02-30", "reason": "press"])
+            #expect(notADay.status == .badRequest && notADay.text.contains(#"data-error="invalid_request""#))
+            #expect(notADay.text.contains(#"data-page="user""#) && !notADay.text.contains("data-grant-id="))
+
+            let day = String((clock.now + 30 * 86_400).rfc3339.prefix(10))
+            let made = try await console.post(path, ["tier": "nutritionist", "until": day, "reason": "press review"])
+            #expect(made.status == .seeOther && made.headers[.location] == "/admin/users/\(user)?notice=grant_created")
+            let listed = try await console.get("/admin/users/\(user)?notice=grant_created").text
+            #expect(listed.contains(#"data-notice="grant_created""#))
+            let grant = try #require(listed.range(of: #"data-grant-id=""#).map { String(listed[$0.upperBound...].prefix { $0 != "\"" }) })
+            #expect(listed.contains(#"<tr data-grant-id="\#(grant)" data-state="active">"#))
+            #expect(listed.contains("<td>nutritionist</td>") && listed.contains("<td>press review</td>") && listed.contains("admin_console"))
+            #expect(listed.contains(#"action="/admin/users/\#(user)/grants/\#(grant)/revoke""#))
+            #expect(listed.contains(#"data-plan-state="pro""#) && listed.contains(#"data-source="grant""#))
+
+            let granted = try await entitlements()
+            #expect(granted.planState == "pro" && granted.tier == "nutritionist")
+            let source = try #require(granted.sources?.first { $0.source == "grant" })
+            #expect(source.expiresAt == "\(day)T23:59:59Z")
+
+            let revoked = try await console.post("/admin/users/\(user)/grants/\(grant)/revoke", [:])
+            #expect(revoked.status == .seeOther && revoked.headers[.location] == "/admin/users/\(user)?notice=grant_revoked")
+            let after = try await console.get("/admin/users/\(user)").text
+            #expect(after.contains(#"<tr data-grant-id="\#(grant)" data-state="revoked">"#) && !after.contains("/grants/\(grant)/revoke"))
+            let back = try await entitlements()
+            #expect(back.planState == "trial" && back.tier == "premium")
+            #expect(!(back.sources ?? []).contains { $0.source == "grant" })
+            // A grant revoked already is not the account's to revoke.
+            #expect(try await console.post("/admin/users/\(user)/grants/\(grant)/revoke", [:]).status == .notFound)
+
+            let trail = try await client.execute(uri: "/admin/v1/audit?limit=50", method: .get, headers: TestApp.adminHeaders)
+                .json(AuditList.self).events.filter { $0.userID == user }
+            let created = try #require(trail.first { $0.event == "grant_created" })
+            #expect(
+                created.details == [
+                    "by": "admin_console", "grant_id": grant, "tier": "nutritionist", "until": "\(day)T23:59:59Z", "reason": "press review",
+                ])
+            let ended = try #require(trail.first { $0.event == "grant_revoked" })
+            #expect(ended.details == ["by": "admin_console", "grant_id": grant])
+            #expect(trail.filter { $0.event == "grant_created" }.count == 1)
+        }
+    }
 }

@@ -40,6 +40,8 @@ struct ConsoleController {
         userAction(router, ConsoleRoutes.revokeAllSessions, notice: "sessions_revoked", revokeAllSessions)
         userAction(router, ConsoleRoutes.setPlan, notice: "plan_set", setPlan)
         userAction(router, ConsoleRoutes.grantCredits, notice: "credits_granted", grantCredits)
+        userAction(router, ConsoleRoutes.createGrant, notice: "grant_created", createGrant)
+        userAction(router, ConsoleRoutes.revokeGrant, notice: "grant_revoked", revokeGrant)
         userAction(router, ConsoleRoutes.disable, notice: "disabled", disable)
         userAction(router, ConsoleRoutes.enable, notice: "enabled", enable)
         userAction(router, ConsoleRoutes.sendMail, sendMail)
@@ -97,6 +99,18 @@ struct ConsoleController {
         guard let amount = Int(form["amount"] ?? "") else { throw GatehouseError.invalidRequest("The amount must be a whole number.") }
         try await operators.grantCredits(
             id, credit: form["credit"] ?? "", amount: amount, reason: form["reason"], by: ConsoleService.actor, client: client)
+    }
+
+    /// A promotional grant until the end (UTC) of the form's day, at its tier or the plan's own.
+    @Sendable func createGrant(_ id: String, _ form: [String: String], _ context: GatehouseRequestContext, _ client: ClientInfo) async throws {
+        guard let until = Self.endOfDay(form["until"] ?? "") else { throw GatehouseError.invalidRequest("The date must be a day, YYYY-MM-DD.") }
+        let tier = form["tier"].flatMap { $0.isEmpty ? nil : $0 }
+        _ = try await operators.createGrant(
+            id, GrantRequest(tier: tier, until: until, reason: form["reason"] ?? ""), by: ConsoleService.actor, client: client)
+    }
+
+    @Sendable func revokeGrant(_ id: String, _ form: [String: String], _ context: GatehouseRequestContext, _ client: ClientInfo) async throws {
+        try await operators.revokeGrant(id, grant: try context.parameters.require("grant"), by: ConsoleService.actor, client: client)
     }
 
     @Sendable func disable(_ id: String, _ form: [String: String], _ context: GatehouseRequestContext, _ client: ClientInfo) async throws {
@@ -176,7 +190,9 @@ struct ConsoleController {
     // MARK: Pages
 
     private func userPage(_ id: String) async throws -> ConsoleViews.Page {
-        views.user(try await console.user(id), live: console.isLive, credits: operators.creditNames)
+        views.user(
+            try await console.user(id), live: console.isLive, liveGrant: console.isLive, credits: operators.creditNames,
+            tiers: operators.knownTiers.sorted())
     }
 
     private func keysPage() async throws -> ConsoleViews.Page {
@@ -339,6 +355,17 @@ struct ConsoleController {
         guard let text, !text.isEmpty else { return nil }
         guard let id = UserID(text) else { throw GatehouseError.invalidRequest("The user id is not valid.") }
         return id
+    }
+
+    /// An HTML date input's `YYYY-MM-DD` as the RFC 3339 end of that day in UTC; nil for anything
+    /// that is not a day of the calendar.
+    static func endOfDay(_ day: String) -> String? {
+        let parts = day.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.map(\.count) == [4, 2, 2], day.allSatisfy({ $0 == "-" || ("0"..."9").contains($0) }) else { return nil }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        let components = DateComponents(calendar: calendar, year: Int(parts[0]), month: Int(parts[1]), day: Int(parts[2]))
+        return components.isValidDate ? "\(day)T23:59:59Z" : nil
     }
 
     /// A page of 50 from the cursor in the query (the operator's paging, `PageQuery`).

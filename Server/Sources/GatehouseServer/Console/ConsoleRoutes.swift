@@ -10,6 +10,8 @@ enum ConsoleRoutes {
     static let revokeAllSessions = Route(.post, "/admin/users/{id}/sessions/revoke-all")
     static let setPlan = Route(.post, "/admin/users/{id}/plan")
     static let grantCredits = Route(.post, "/admin/users/{id}/credits")
+    static let createGrant = Route(.post, "/admin/users/{id}/grants")
+    static let revokeGrant = Route(.post, "/admin/users/{id}/grants/{grant}/revoke")
     static let disable = Route(.post, "/admin/users/{id}/disable")
     static let enable = Route(.post, "/admin/users/{id}/enable")
     static let sendMail = Route(.post, "/admin/users/{id}/mail")
@@ -23,7 +25,7 @@ enum ConsoleRoutes {
     static let preset = Route(.get, "/admin/preset")
 
     static let all = [
-        overview, signIn, signOut, users, user, revokeSession, revokeAllSessions, setPlan, grantCredits, disable, enable, sendMail,
-        delete, audit, events, keys, rotateKeys, mail, testMail, preset,
+        overview, signIn, signOut, users, user, revokeSession, revokeAllSessions, setPlan, grantCredits, createGrant, revokeGrant, disable,
+        enable, sendMail, delete, audit, events, keys, rotateKeys, mail, testMail, preset,
     ]
 }

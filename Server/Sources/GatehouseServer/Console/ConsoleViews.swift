@@ -34,7 +34,8 @@ struct ConsoleViews: Sendable {
         "enabled": "The account was enabled.", "reset_sent": "A password reset link was queued.",
         "magic_link_sent": "A sign-in link was queued.", "verification_sent": "A verification link was queued.",
         "user_deleted": "The account was deleted.", "keys_rotated": "The signing key was rotated.",
-        "test_mail_queued": "The test mail was queued.",
+        "test_mail_queued": "The test mail was queued.", "grant_created": "The grant was made.",
+        "grant_revoked": "The grant was revoked.",
     ]
 
     func render(_ page: Page, csrf: String?, nonce: String) -> String {
@@ -153,63 +154,6 @@ struct ConsoleViews: Sendable {
                 },
                 "empty": page.rows.isEmpty, "next": page.next.map(query.link(after:)) ?? "",
                 "scan_note": query.plan != nil, "scanned": page.scanned,
-            ])
-    }
-
-    func user(_ detail: ConsoleService.UserDetail, live: (Session) -> Bool, credits: [String]) -> Page {
-        let user = detail.user
-        let sessions: [[String: Any]] = detail.sessions.map { session in
-            let state = session.isRevoked ? "revoked" : (live(session) ? "active" : "expired")
-            return [
-                "id": session.id.description, "state": state, "active": state == "active", "provider": session.provider.rawValue,
-                "method": session.method ?? "", "created": Self.time(session.createdAt), "last_active": Self.time(session.lastActiveAt),
-                "agent": session.userAgent ?? "", "ip": session.ipAddress ?? "", "reason": session.revokedReason ?? "",
-            ]
-        }
-        let balances: [[String: Any]] = detail.entitlements.credits.sorted { $0.key < $1.key }.map {
-            ["name": $0.key, "remaining": $0.value.remaining, "granted": $0.value.granted, "resets": $0.value.resetsAt ?? ""]
-        }
-        return Page(
-            name: "user", title: user.email ?? user.displayName ?? user.id.description,
-            values: [
-                "id": user.id.description, "email": user.email ?? "", "has_email": user.email != nil,
-                "offers_reset": user.email != nil && preset.signInMethods.emailPassword,
-                "offers_magic_link": user.email != nil && preset.signInMethods.magicLink,
-                "verified": user.emailVerified, "unverified": user.email != nil && !user.emailVerified,
-                "display_name": user.displayName ?? "", "handle": user.handle ?? "", "anonymous": user.isAnonymous,
-                "created": Self.time(user.createdAt), "disabled": user.isDisabled, "disabled_text": user.isDisabled ? "true" : "false",
-                "disabled_reason": user.disabledReason ?? "", "plan_state": detail.entitlements.planState,
-                "plan_override": user.planOverride ?? "none", "trial_ends": detail.entitlements.trial.map { $0.endsAt } ?? "",
-                "confirm_text": ConsoleService.confirmationText(user),
-                "plans": Self.options(Self.accountPlans, none: "No override", selected: user.planOverride),
-                "identities": detail.identities.map {
-                    ["provider": $0.provider.rawValue, "subject": $0.subject, "email": $0.email ?? "", "relay": $0.isPrivateRelay] as [String: Any]
-                },
-                "passkeys": detail.passkeys.map {
-                    [
-                        "name": $0.name, "created": Self.time($0.createdAt), "last_used": $0.lastUsedAt.map(Self.time) ?? "never",
-                        "synced": $0.backedUp ? "yes" : "no",
-                    ]
-                },
-                "ways_in": Credential.allCases.map { ["name": $0.rawValue, "count": detail.credentials[$0]] as [String: Any] },
-                "factors": detail.factors.map {
-                    ["name": $0.name, "type": $0.type, "confirmed": $0.confirmedAt.map(Self.time) ?? "not confirmed"]
-                },
-                "sessions": sessions, "has_live_sessions": sessions.contains { $0["active"] as? Bool == true },
-                "balances": balances, "credit_names": credits, "has_credit_names": !credits.isEmpty,
-                "purchases": detail.subscriptions.map {
-                    [
-                        "product": $0.productID, "status": $0.status.rawValue, "expires": $0.expiresAt.map(Self.time) ?? "",
-                        "environment": $0.environment, "transaction": $0.originalTransactionID,
-                    ]
-                },
-                "ledger": detail.ledger.prefix(50).map {
-                    [
-                        "credit": $0.credit, "amount": $0.amount < 0 ? "+\(-$0.amount)" : "−\($0.amount)", "action": $0.action,
-                        "subject": $0.subject ?? "", "at": Self.time($0.createdAt),
-                    ]
-                },
-                "audit": detail.audit.map(Self.auditRow), "events": detail.events.map(Self.eventRow),
             ])
     }
 

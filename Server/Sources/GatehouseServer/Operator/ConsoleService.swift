@@ -9,7 +9,7 @@ import GatehouseWire
 /// `OperatorKeysService`'s), with `by: admin_console` and the operator's browser as the client.
 struct ConsoleService: Sendable {
     /// What this use case reads and writes: its transactions see the store through this and no more.
-    typealias Stores = any UserStore & IdentityStore & SessionStore & EntitlementStore & SubscriptionStore & PasskeyStore
+    typealias Stores = any UserStore & IdentityStore & SessionStore & EntitlementStore & PlanLedgerStore & PasskeyStore
         & MFAFactorStore & RecoveryCodeStore & ConsoleStore & SigningKeyStore & OutboxStore
 
     let store: Stores
@@ -129,6 +129,8 @@ struct ConsoleService: Sendable {
         var sessions: [Session]
         var entitlements: EntitlementsPayload
         var subscriptions: [SubscriptionRecord]
+        /// Promotional grants, revoked and ended ones included.
+        var grants: [PlanGrant]
         var ledger: [CreditSpend]
         var audit: [AuditEvent]
         var events: [DomainEvent]
@@ -141,6 +143,7 @@ struct ConsoleService: Sendable {
             factors: try await store.mfaFactors(of: user.id), credentials: try await AccountLifecycle.inventory(of: user.id, in: store),
             sessions: try await store.sessions(of: user.id).sorted { $0.createdAt > $1.createdAt },
             entitlements: try await entitlements.snapshot(user), subscriptions: try await store.subscriptions(of: user.id),
+            grants: try await store.grants(of: user.id).sorted { $0.startsAt > $1.startsAt },
             ledger: try await store.creditLedger(of: user.id).sorted { $0.createdAt > $1.createdAt },
             audit: try await store.auditEvents(userID: user.id, event: nil, before: nil, limit: 50),
             events: try await store.events(after: nil, type: nil, userID: user.id, limit: 50))
@@ -162,6 +165,9 @@ struct ConsoleService: Sendable {
 
     /// The sessions an account has that still work.
     func isLive(_ session: Session) -> Bool { session.isLive(at: clock.now, settings: preset.tokens) }
+
+    /// The grants that still give the plan (the ones to offer Revoke for).
+    func isLive(_ grant: PlanGrant) -> Bool { grant.isActive(at: clock.now) }
 
     /// Every credit a plan of this preset grants, by name.
     var creditNames: [String] {

@@ -1,0 +1,87 @@
+import Foundation
+import GatehouseCore
+import GatehouseStore
+import GatehouseWire
+
+/// A user's page: profile, plan and credits, grants, actions, sessions, ways in, purchases and
+/// the plan ledger's sources, the credit ledger, audit trail and events.
+extension ConsoleViews {
+    /// A user's page. `live` tells the sessions that still work and `liveGrant` the grants that
+    /// still give the plan (those offer Revoke); `tiers` are what a grant may give.
+    func user(
+        _ detail: ConsoleService.UserDetail, live: (Session) -> Bool, liveGrant: (PlanGrant) -> Bool, credits: [String], tiers: [String]
+    ) -> Page {
+        let user = detail.user
+        let sessions: [[String: Any]] = detail.sessions.map { session in
+            let state = session.isRevoked ? "revoked" : (live(session) ? "active" : "expired")
+            return [
+                "id": session.id.description, "state": state, "active": state == "active", "provider": session.provider.rawValue,
+                "method": session.method ?? "", "created": Self.time(session.createdAt), "last_active": Self.time(session.lastActiveAt),
+                "agent": session.userAgent ?? "", "ip": session.ipAddress ?? "", "reason": session.revokedReason ?? "",
+            ]
+        }
+        let balances: [[String: Any]] = detail.entitlements.credits.sorted { $0.key < $1.key }.map {
+            ["name": $0.key, "remaining": $0.value.remaining, "granted": $0.value.granted, "resets": $0.value.resetsAt ?? ""]
+        }
+        let grants: [[String: Any]] = detail.grants.map { grant in
+            let state = grant.revokedAt != nil ? "revoked" : (liveGrant(grant) ? "active" : "ended")
+            return [
+                "id": grant.id.uuidString.lowercased(), "state": state, "active": state == "active",
+                // Not `tier`: an empty one is dropped and mustache would show the page's.
+                "grant_tier": grant.tier ?? "",
+                "until": Self.time(grant.until), "reason": grant.reason, "by": grant.createdBy, "created": Self.time(grant.startsAt),
+                "revoked": grant.revokedAt.map(Self.time) ?? "",
+            ]
+        }
+        // The plan ledger as the entitlement engine read it: every source's own right.
+        let sources: [[String: Any]] = (detail.entitlements.sources ?? []).map {
+            ["source": $0.source ?? "", "product": $0.productID, "status": $0.status, "expires": $0.expiresAt ?? ""]
+        }
+        return Page(
+            name: "user", title: user.email ?? user.displayName ?? user.id.description,
+            values: [
+                "id": user.id.description, "email": user.email ?? "", "has_email": user.email != nil,
+                "offers_reset": user.email != nil && preset.signInMethods.emailPassword,
+                "offers_magic_link": user.email != nil && preset.signInMethods.magicLink,
+                "verified": user.emailVerified, "unverified": user.email != nil && !user.emailVerified,
+                "display_name": user.displayName ?? "", "handle": user.handle ?? "", "anonymous": user.isAnonymous,
+                "created": Self.time(user.createdAt), "disabled": user.isDisabled, "disabled_text": user.isDisabled ? "true" : "false",
+                "disabled_reason": user.disabledReason ?? "", "plan_state": detail.entitlements.planState,
+                "plan_tier": detail.entitlements.tier ?? "",
+                "plan_override": user.planOverride ?? "none", "trial_ends": detail.entitlements.trial.map { $0.endsAt } ?? "",
+                "confirm_text": ConsoleService.confirmationText(user),
+                "plans": Self.options(Self.accountPlans, none: "No override", selected: user.planOverride),
+                "identities": detail.identities.map {
+                    ["provider": $0.provider.rawValue, "subject": $0.subject, "email": $0.email ?? "", "relay": $0.isPrivateRelay] as [String: Any]
+                },
+                "passkeys": detail.passkeys.map {
+                    [
+                        "name": $0.name, "created": Self.time($0.createdAt), "last_used": $0.lastUsedAt.map(Self.time) ?? "never",
+                        "synced": $0.backedUp ? "yes" : "no",
+                    ]
+                },
+                "ways_in": Credential.allCases.map { ["name": $0.rawValue, "count": detail.credentials[$0]] as [String: Any] },
+                "factors": detail.factors.map {
+                    ["name": $0.name, "type": $0.type, "confirmed": $0.confirmedAt.map(Self.time) ?? "not confirmed"]
+                },
+                "sessions": sessions, "has_live_sessions": sessions.contains { $0["active"] as? Bool == true },
+                "balances": balances, "credit_names": credits, "has_credit_names": !credits.isEmpty,
+                "purchases": detail.subscriptions.map {
+                    [
+                        "product": $0.productID, "status": $0.status.rawValue, "expires": $0.expiresAt.map(Self.time) ?? "",
+                        "environment": $0.environment, "transaction": $0.originalTransactionID,
+                    ]
+                },
+                "sources": sources, "has_sources": !sources.isEmpty,
+                "grants": grants, "has_grants": !grants.isEmpty,
+                "tiers": Self.options(tiers, none: "The plan's own tier", selected: nil),
+                "ledger": detail.ledger.prefix(50).map {
+                    [
+                        "credit": $0.credit, "amount": $0.amount < 0 ? "+\(-$0.amount)" : "−\($0.amount)", "action": $0.action,
+                        "subject": $0.subject ?? "", "at": Self.time($0.createdAt),
+                    ]
+                },
+                "audit": detail.audit.map(Self.auditRow), "events": detail.events.map(Self.eventRow),
+            ])
+    }
+}
