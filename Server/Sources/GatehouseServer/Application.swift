@@ -158,6 +158,7 @@ func makeRouter(_ infra: Infrastructure, _ useCases: UseCases) -> Router<Gatehou
     ).register(on: router)
     PasskeysController(passkeys: u.passkeys, authenticator: u.authenticator, input: input).register(on: router, signedIn: signedIn)
     PhoneController(phone: u.phone, input: input).register(on: router, signedIn: signedIn)
+    StripeController(stripe: u.stripe, input: input).register(on: router, signedIn: signedIn)
     MFAController(mfa: u.mfa, authenticator: u.authenticator, input: input).register(on: router, signedIn: signedIn)
     WellKnownController(relyingParty: config.relyingParty, preset: preset).register(on: router)
     SessionsController(sessions: u.sessions, input: input).register(on: router, signedIn: signedIn)

@@ -149,6 +149,72 @@ final class ScriptedTransport: HTTPTransport, @unchecked Sendable {
         #expect(await iterator.next() == .signedOut(.sessionRevoked))
     }
 
+    static func snapshot(_ plan: String, source: String? = nil) -> String {
+        let subscription = source.map {
+            #"{"source":"\#($0)","product_id":"price_premium","status":"active","renews_at":null,"expires_at":"2026-12-21T10:00:00Z","will_renew":true}"#
+        }
+        return #"{"plan_state":"\#(plan)","capabilities":{},"limits":{},"credits":{},"trial":null,"read_only":false,"tier":null,"subscription":\#(subscription ?? "null"),"sources":[\#(subscription ?? "")],"evaluated_at":"2026-11-21T10:00:00Z"}"#
+    }
+
+    /// Issue 44: the checkout posts the price and both return URLs and answers Stripe's page;
+    /// with no URL passed and no return address it refuses on the device, sending nothing; the
+    /// server's `unknown_price` arrives as itself.
+    @Test func stripeCheckoutPostsThePriceAndTheReturnURLs() async throws {
+        let transport = ScriptedTransport([
+            Self.login.0: Self.login.1,
+            "POST /v1/purchases/stripe/checkout": [
+                .respond(200, #"{"url":"https://checkout.stripe.com/c/pay/cs_test_a1","session_id":"cs_test_a1"}"#),
+                .respond(400, #"{"error":{"code":"unknown_price","message":"This plan isn't sold here."}}"#),
+            ],
+        ])
+        let client = try await Self.signedIn(transport)
+        let back = try #require(URL(string: "hannahhealth://auth"))
+        let page = try await client.stripeCheckoutURL(price: "price_premium", successURL: back, cancelURL: back)
+        #expect(page.absoluteString == "https://checkout.stripe.com/c/pay/cs_test_a1")
+        let sent = try #require(transport.requests.last { $0.url.path == "/v1/purchases/stripe/checkout" })
+        #expect(sent.method == "POST" && sent.headers["Authorization"] == "Bearer a1")
+        let body = try JSONDecoder().decode(StripeCheckoutRequest.self, from: try #require(sent.body))
+        #expect(body == StripeCheckoutRequest(price: "price_premium", successURL: "hannahhealth://auth", cancelURL: "hannahhealth://auth"))
+        #expect(try JSONSerialization.jsonObject(with: sent.body!) as? [String: String]
+            == ["price": "price_premium", "success_url": "hannahhealth://auth", "cancel_url": "hannahhealth://auth"])
+
+        // No return address (no configuration loaded, no `appLinks`): refused here.
+        do throws(GatehouseClientError) {
+            _ = try await client.stripeCheckoutURL(price: "price_premium")
+            Issue.record("a checkout without a return address was sent")
+        } catch {
+            #expect(error.code == .invalidRedirect && error.status == nil)
+        }
+        #expect(transport.paths.filter { $0 == "POST /v1/purchases/stripe/checkout" }.count == 1)
+
+        do throws(GatehouseClientError) {
+            _ = try await client.stripeCheckoutURL(price: "price_nope", successURL: back, cancelURL: back)
+            Issue.record("an unknown price was taken")
+        } catch {
+            #expect(error.code == .unknownPrice && error.status == 400 && error.message == "This plan isn't sold here.")
+        }
+    }
+
+    /// Issue 44: back from Stripe, the snapshot is read again while it has not changed (the
+    /// webhook trails the redirect), and the new plan is kept and announced.
+    @Test func backFromStripeTheSnapshotIsReadUntilThePlanChanges() async throws {
+        let clock = TestClientClock()
+        let transport = ScriptedTransport([
+            Self.login.0: Self.login.1,
+            "GET /v1/entitlements": [
+                .respond(200, Self.snapshot("free")), .respond(200, Self.snapshot("free")), .respond(200, Self.snapshot("free")),
+                .respond(200, Self.snapshot("pro", source: "stripe")),
+            ],
+        ])
+        let client = try await Self.signedIn(transport, clock: clock)
+        #expect(try await client.entitlements().planState == .free)
+        let after = await client.didReturnFromStripe()
+        #expect(after?.planState == .pro && after?.subscription?.source == "stripe" && after?.sources?.map(\.source) == ["stripe"])
+        #expect(await client.currentEntitlements?.planState == .pro)
+        #expect(clock.waits == [0.5, 1])
+        #expect(transport.paths.filter { $0 == "GET /v1/entitlements" }.count == 4)
+    }
+
     @Test func theTokenFileIsPrivate() throws {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-\(UUID().uuidString)/session.json")
         defer { try? FileManager.default.removeItem(at: url.deletingLastPathComponent()) }

@@ -71,6 +71,11 @@ def main():
             # measured in BENCHMARKS.md, not here).
             GATEHOUSE_ARGON2_MEMORY_KIB="1024",
             GATEHOUSE_ARGON2_ITERATIONS="1",
+            # Stripe configured at a closed loopback port: the default preset sells no price, so
+            # checkout answers 400 unknown_price and nothing ever reaches "Stripe".
+            GATEHOUSE_STRIPE_SECRET_KEY="sk_test_fuzz_" + secrets.token_urlsafe(12),
+            GATEHOUSE_STRIPE_WEBHOOK_SECRETS="whsec_" + secrets.token_urlsafe(24),
+            GATEHOUSE_STRIPE_API_URL="http://127.0.0.1:9",
         )
         log = open(os.path.join(directory, "server.log"), "w")
         server = subprocess.Popen([binary, "serve"], env=environment, stdout=log, stderr=subprocess.STDOUT)

@@ -46,6 +46,8 @@ struct Infrastructure {
     let jobs: JobWorker
     let unitOfWork: UnitOfWork<any GatehouseStore>
     let appleTokens: AppleTokenClient?
+    /// Stripe's API (`GATEHOUSE_STRIPE_*`); nil when not configured.
+    let stripe: StripeClient?
     let appleKeys: ProviderKeySet
     /// This node's copies of sessions (PostgreSQL with `GATEHOUSE_SESSION_CACHE` on).
     let sessionCache: SessionCache?
@@ -105,7 +107,7 @@ struct Infrastructure {
             untracedHTTPClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: untraced)
         }
         links = EmailLinks(publicURL: config.publicURL, chainKey: chainKey)
-        engine = EntitlementEngine(settings: preset.entitlements, copy: preset.copy)
+        engine = EntitlementEngine(preset: preset)
         tokens = AccessTokens(
             keys: keys, chainKey: chainKey, issuer: config.issuer, audience: config.audience, settings: preset.tokens, clock: clock,
             engine: engine)
@@ -141,6 +143,9 @@ struct Infrastructure {
             appleTokens = nil
         }
         let appleJobs = AppleJobs(tokens: appleTokens, store: store, sealer: sealer, clock: clock, logger: logger).handlers
+        let stripeClient = config.stripe.map { [httpClient] in StripeClient(settings: $0, client: httpClient) }
+        stripe = stripeClient
+        let stripeJobs = StripeJobs(client: stripeClient, logger: logger)
         var sender: WebhookSender?
         if let url = config.webhookURL, let secret = config.webhookSecret {
             sender = WebhookSender(url: url, secret: secret, client: httpClient, clock: clock, tracer: tracer)
@@ -152,6 +157,8 @@ struct Infrastructure {
             switch kind {
             case .appleExchange, .appleRevoke:
                 jobHandlers[kind] = appleJobs[kind]
+            case .stripeCancel:
+                jobHandlers[kind] = stripeJobs.cancel
             case .webhook:
                 // Queued only when a webhook is configured (`EventRecorder.webhookConfigured`).
                 guard let sender else { continue }
@@ -168,7 +175,7 @@ struct Infrastructure {
         }
         // Webhooks are retried for about a day (backoff capped at an hour) before they are given up.
         jobs = JobWorker(
-            store: store, sealer: sealer, clock: clock, logger: logger, handlers: jobHandlers, maximumAttempts: [WebhookSender.jobKind: 30],
+            store: store, sealer: sealer, clock: clock, logger: logger, handlers: jobHandlers, maximumAttempts: [WebhookSender.jobKind: 30, .stripeCancel: 30],
             telemetry: telemetry)
         let events = EventRecorder(
             jobs: jobs, webhookConfigured: config.webhookURL != nil, clock: clock, trialStartsAtSignup: preset.entitlements.trial.startsAtSignup)

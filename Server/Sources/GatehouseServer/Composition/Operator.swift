@@ -95,7 +95,7 @@ public enum Operator {
             try await body(
                 OperatorService(
                     store: store, unitOfWork: unitOfWork(config, store).narrowed { $0 }, lifecycle: AccountLifecycle(handles: preset.handles),
-                    removal: FactorRemoval(mail: mail), engine: EntitlementEngine(settings: preset.entitlements, copy: preset.copy),
+                    removal: FactorRemoval(mail: mail), engine: EntitlementEngine(preset: preset),
                     tokens: preset.tokens, clock: SystemClock()))
         }
     }

@@ -22,6 +22,7 @@ struct UseCases {
     let usage: UsageService
     let analytics: AnalyticsService
     let purchases: PurchaseService
+    let stripe: StripeService
     let users: OperatorService
     let imports: ImportService
     let operatorMail: OperatorMailService
@@ -103,6 +104,9 @@ struct UseCases {
             store: store, verifier: AppStoreJWSVerifier(roots: infra.appStoreRoots),
             bundleID: config.appStoreBundleID ?? config.appleAudiences.first, environments: config.appStoreEnvironments,
             entitlements: entitlementReads, engine: infra.engine, unitOfWork: unitOfWork.narrowed { $0 }, clock: clock, logger: infra.logger)
+        stripe = StripeService(
+            store: store, unitOfWork: unitOfWork.narrowed { $0 }, client: infra.stripe, webhookSecrets: config.stripe?.webhookSecrets ?? [],
+            prices: preset.stripe.prices, redirects: redirects, entitlements: entitlementReads, clock: clock, logger: infra.logger)
         let removal = FactorRemoval(mail: accountMail)
         users = OperatorService(
             store: store, unitOfWork: unitOfWork.narrowed { $0 }, lifecycle: lifecycle, removal: removal, engine: infra.engine,

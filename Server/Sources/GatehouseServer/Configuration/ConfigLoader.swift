@@ -20,7 +20,7 @@ extension GatehouseConfig {
         "apple_private_key_file", "apple_client_id", "apple_token_url", "apple_revoke_url", "service_key",
         "passkey_rp_id", "passkey_origins", "apple_app_ids", "supabase_anon_key", "supabase_service_role_key",
         "sms_hook_url", "sms_hook_secret", "twilio_account_sid", "twilio_auth_token", "twilio_from", "twilio_messaging_service_sid",
-        "twilio_api_url",
+        "twilio_api_url", "stripe_secret_key", "stripe_webhook_secrets", "stripe_api_url",
     ]
 
     /// The SMS sender the settings name: the send hook or Twilio (not both), every part it needs.
@@ -59,7 +59,7 @@ extension GatehouseConfig {
         return .twilio(TwilioSettings(accountSID: sid, authToken: token, sender: sender, apiURL: apiURL))
     }
 
-    static let secretKeys: Set<String> = ["admin_key", "service_key", "supabase_service_role_key", "secret_key", "webhook_secret", "smtp_url", "captcha_secret", "sms_hook_secret", "twilio_auth_token"]
+    static let secretKeys: Set<String> = ["admin_key", "service_key", "supabase_service_role_key", "secret_key", "webhook_secret", "smtp_url", "captcha_secret", "sms_hook_secret", "twilio_auth_token", "stripe_secret_key", "stripe_webhook_secrets"]
 
     /// Reads and validates the configuration from `environment` (normally the process's) and
     /// the file it names. Reports every problem at once.
@@ -256,6 +256,7 @@ extension GatehouseConfig {
             settings.problem("webhook_secret", "is required when GATEHOUSE_WEBHOOK_URL is set")
         }
         config.smsSender = smsSender(&settings)
+        config.stripe = stripe(&settings)
         if let bytes = settings.int("max_body_bytes", range: 1_024...(64 << 20), meaning: "a size in bytes from 1024 to 67108864") {
             config.maxBodyBytes = bytes
         }

@@ -82,6 +82,8 @@ public struct GatehouseConfig: Sendable {
     /// Where SMS codes go (`GATEHOUSE_SMS_HOOK_URL`, or `GATEHOUSE_TWILIO_*`); nil: the dev
     /// outbox, in development only.
     public var smsSender: SMSSenderSettings?
+    /// Stripe's API and webhook secrets (`GATEHOUSE_STRIPE_*`); nil: web checkout answers 503.
+    public var stripe: StripeAPISettings?
     public var maxBodyBytes = 65_536
     /// PostgreSQL connections each node may open (PostgreSQL's `max_connections` must exceed the
     /// sum over all nodes, see docs/scaling.md).
@@ -163,6 +165,7 @@ public struct GatehouseConfig: Sendable {
             "public_url": publicURL.absoluteString, "environment": environment.rawValue,
             "smtp": smtpURL.map(Self.redactURL) ?? "dev outbox",
             "sms": smsSender?.summary ?? "dev outbox",
+            "stripe": stripe.map { "on at \($0.apiURL.absoluteString), \($0.webhookSecrets.count) webhook secret(s)" } ?? "off",
             "admin_key": adminKey == nil ? "file \(adminKeyFile)" : "<redacted>",
             "secret_key": secretKey == nil ? "unset (signing keys stored unencrypted)" : "<redacted>",
             "ip_limits": ipLimits ? "on" : "off", "max_body_bytes": String(maxBodyBytes),

@@ -25,6 +25,9 @@ struct AdminController {
         admin.on(Endpoints.adminSetPlan, use: adminSetPlan)
         admin.on(Endpoints.adminMFAFactors, use: adminMFAFactors)
         admin.on(Endpoints.adminDeleteMFAFactor, use: adminDeleteMFAFactor)
+        admin.on(Endpoints.adminCreateGrant, use: adminCreateGrant)
+        admin.on(Endpoints.adminGrants, use: adminGrants)
+        admin.on(Endpoints.adminRevokeGrant, use: adminRevokeGrant)
         admin.on(Endpoints.adminEvents, use: adminEvents)
         admin.on(Endpoints.adminAudit, use: adminAudit)
         admin.on(Endpoints.adminTestMail, use: adminTestMail)
@@ -72,6 +75,21 @@ struct AdminController {
 
     @Sendable func adminDeleteMFAFactor(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
         try await self.users.removeFactor(try context.parameters.require("id"), factor: try context.parameters.require("factor"))
+        return JSONBody.empty()
+    }
+
+    @Sendable func adminCreateGrant(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        let body = try await request.decodeJSON(GrantRequest.self, limit: self.bodyLimit)
+        return try JSONBody.response(
+            GrantResponse(grant: try await self.users.createGrant(try context.parameters.require("id"), body)), status: .created)
+    }
+
+    @Sendable func adminGrants(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try JSONBody.response(try await self.users.grants(try context.parameters.require("id")))
+    }
+
+    @Sendable func adminRevokeGrant(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try await self.users.revokeGrant(try context.parameters.require("id"), grant: try context.parameters.require("grant"))
         return JSONBody.empty()
     }
 

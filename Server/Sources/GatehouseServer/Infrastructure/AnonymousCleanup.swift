@@ -9,7 +9,7 @@ import ServiceLifecycle
 /// `privacy.anonymous_cleanup_days` (default: never), hourly, with a `user.deleted` event each.
 final class AnonymousCleanup: PeriodicSweep {
     /// What this use case reads and writes: its transactions see the store through this and no more.
-    typealias Stores = any UserStore & ProfileStore & SessionStore
+    typealias Stores = any UserStore & ProfileStore & SessionStore & StripeStore
 
     let store: Stores
     let unitOfWork: UnitOfWork<Stores>

@@ -58,7 +58,7 @@ public struct AccessTokens: Sendable {
 
     /// The contract's Session object for `refreshToken` with a fresh access token.
     /// `reader` is the store (or the caller's transaction) the plan claims are read from.
-    func session(for user: User, session: Session, refreshToken: String, in reader: any SubscriptionStore) async throws -> SessionPayload {
+    func session(for user: User, session: Session, refreshToken: String, in reader: any PlanLedgerStore) async throws -> SessionPayload {
         let now = clock.now
         let expires = now.unixSeconds + Int64(settings.accessTokenTTLSeconds)
         let input = try await engine.storedInput(for: user, in: reader)

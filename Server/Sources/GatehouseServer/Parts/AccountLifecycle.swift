@@ -13,7 +13,7 @@ struct AccountLifecycle: Sendable {
     /// What each change writes and reads: a caller's unit of work declares it too.
     typealias Creating = any UserStore & IdentityStore
     typealias Upgrading = any ProfileStore & IdentityStore & IdempotencyStore
-    typealias Deleting = any UserStore
+    typealias Deleting = any UserStore & StripeStore
     typealias Reading = any UserStore & IdentityStore & PasskeyStore & MFAFactorStore & RecoveryCodeStore
     typealias ProvingInbox = any UserStore & PasswordStore & IdentityStore & PasskeyStore & MFAFactorStore & RecoveryCodeStore
         & SessionStore & IdempotencyStore & PhoneStore
@@ -52,9 +52,10 @@ struct AccountLifecycle: Sendable {
         try await work.record(.userUpgraded, user: id, data: ["provider": provider.rawValue])
     }
 
-    /// Deletes an account: queues the revocation of Apple's token (if Gatehouse holds one),
-    /// deletes the user (its identities, sessions, tokens and links go by cascade) and records
-    /// `user.deleted` with `reason`. False when there is no such user.
+    /// Deletes an account: queues the revocation of Apple's token (if Gatehouse holds one) and
+    /// the cancellation of its Stripe subscriptions, deletes the user (its identities, sessions,
+    /// tokens, links and ledger rows go by cascade) and records `user.deleted` with `reason`.
+    /// False when there is no such user.
     func delete(_ work: Work<Deleting>, _ id: UserID, reason: String) async throws -> Bool {
         for credential in Credential.allCases {
             switch credential {
@@ -62,6 +63,16 @@ struct AccountLifecycle: Sendable {
             case .apple: try await work.queueAppleRevocation(of: id)
             // Their rows reference the user's and go with it (ON DELETE CASCADE in every migration).
             case .password, .emailLink, .google, .passkey, .anonymous, .phone, .totp, .recoveryCodes: continue
+            }
+        }
+        for source in PlanSource.allCases {
+            switch source {
+            // Stripe would go on billing: every live subscription is cancelled, by a job.
+            case .stripe:
+                if let customer = try await work.tx.stripeCustomer(of: id) { try await work.enqueueJob(kind: .stripeCancel, payload: ["customer": customer]) }
+            // Apple bills through the person's Apple account, which they cancel there; grants and
+            // the trial are rows of the account's own.
+            case .appStore, .grant, .trial: continue
             }
         }
         guard try await work.tx.deleteUser(id) else { return false }

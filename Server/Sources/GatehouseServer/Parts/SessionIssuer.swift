@@ -41,7 +41,7 @@ struct SessionIssuer: Sendable {
 
     /// What opening a session writes and reads (the caller's unit of work declares it too).
     typealias Opening = any SessionStore & RefreshTokenStore & MFAFactorStore & MFAChallengeStore & IdentityStore
-        & SubscriptionStore
+        & PlanLedgerStore
     typealias Starting = any SessionStore & RefreshTokenStore
 
     /// Signs in an account that proved its first factor (`method`, the token's `amr`; the
@@ -101,7 +101,7 @@ struct SessionIssuer: Sendable {
     }
 
     /// The session object of the answer: the tokens for `session`.
-    func payload(_ user: User, session: Session, refreshToken: String, in reader: any SubscriptionStore) async throws -> SessionPayload {
+    func payload(_ user: User, session: Session, refreshToken: String, in reader: any PlanLedgerStore) async throws -> SessionPayload {
         try await tokens.session(for: user, session: session, refreshToken: refreshToken, in: reader)
     }
 

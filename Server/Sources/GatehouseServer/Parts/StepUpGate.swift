@@ -10,7 +10,7 @@ import GatehouseStore
 /// not list is allowed.
 struct StepUpGate: Sendable {
     let engine: EntitlementEngine
-    let store: any SubscriptionStore
+    let store: any PlanLedgerStore
     let clock: any WallClock
 
     /// 403 with the gate's reason (`mfa_required`, `reauthentication_required`, …) and its

@@ -7,7 +7,7 @@ import GatehouseWire
 /// (`EntitlementEngine`) and the account's stored facts.
 struct EntitlementService: Sendable {
     /// What this use case reads and writes: its transactions see the store through this and no more.
-    typealias Stores = any UserStore & EntitlementStore & SubscriptionStore
+    typealias Stores = any UserStore & EntitlementStore & PlanLedgerStore
 
     let unitOfWork: UnitOfWork<Stores>
     let entitlements: Entitlements
@@ -120,10 +120,19 @@ extension GateDecision {
 }
 
 extension EntitlementEngine {
-    /// The input for `user` from the stored account and its App Store subscriptions (read only
-    /// when the app sells any), without credits.
-    func storedInput(for user: User, in reader: any SubscriptionStore) async throws -> EntitlementInput {
-        let subscriptions = settings.products.isEmpty ? [] : try await reader.subscriptions(of: user.id)
-        return input(for: user, subscriptions: subscriptions)
+    /// The input for `user` from the stored account and every source of its plan ledger,
+    /// without credits.
+    func storedInput(for user: User, in reader: any PlanLedgerStore) async throws -> EntitlementInput {
+        // Every source of the ledger, each read where the preset sells through it (grants always).
+        var sources: (appStore: [SubscriptionRecord], stripe: [StripeSubscriptionRecord], grants: [PlanGrant]) = ([], [], [])
+        for source in PlanSource.allCases {
+            switch source {
+            case .appStore: if !settings.products.isEmpty { sources.appStore = try await reader.subscriptions(of: user.id) }
+            case .stripe: if !stripePrices.isEmpty { sources.stripe = try await reader.stripeSubscriptions(of: user.id) }
+            case .grant: sources.grants = try await reader.grants(of: user.id)
+            case .trial: continue  // The account's own fields.
+            }
+        }
+        return input(for: user, subscriptions: sources.appStore, stripeSubscriptions: sources.stripe, grants: sources.grants)
     }
 }

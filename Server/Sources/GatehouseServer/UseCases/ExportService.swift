@@ -8,7 +8,7 @@ import GatehouseWire
 struct ExportService: Sendable {
     /// What this use case reads and writes: its transactions see the store through this and no more.
     typealias Stores = any UserStore & IdentityStore & IdempotencyStore & EventStore & SessionStore & AuditStore & EmailTokenStore
-        & EntitlementStore & SubscriptionStore & UsageStore & PasskeyStore & MFAFactorStore & RecoveryCodeStore
+        & EntitlementStore & PlanLedgerStore & UsageStore & PasskeyStore & MFAFactorStore & RecoveryCodeStore
         & MFAChallengeStore & ConsoleStore & PhoneStore
 
     let store: Stores
@@ -80,6 +80,14 @@ struct ExportService: Sendable {
                 ExportedPhoneCode(
                     phone: $0.phone, purpose: $0.purpose, createdAt: $0.createdAt.rfc3339, expiresAt: $0.expiresAt.rfc3339,
                     usedAt: $0.usedAt?.rfc3339)
-            })
+            },
+            stripeCustomers: [try await store.stripeCustomer(of: user.id)].compactMap { $0 },
+            stripeSubscriptions: try await store.stripeSubscriptions(of: user.id).map {
+                ExportedStripeSubscription(
+                    subscriptionID: $0.subscriptionID, customerID: $0.customerID, priceID: $0.priceID, status: $0.status,
+                    currentPeriodEnd: $0.currentPeriodEnd?.rfc3339, cancelAtPeriodEnd: $0.cancelAtPeriodEnd, trialEnd: $0.trialEnd?.rfc3339,
+                    updatedAt: $0.updatedAt.rfc3339)
+            },
+            planGrants: try await store.grants(of: user.id).map(OperatorService.payload))
     }
 }

@@ -15,7 +15,7 @@ import GatehouseWire
 struct MFAService: Sendable {
     /// What this use case reads and writes: its transactions see the store through this and no more.
     typealias Stores = any UserStore & IdentityStore & SessionStore & SessionAssuranceStore & RefreshTokenStore
-        & SubscriptionStore & MFAFactorStore & RecoveryCodeStore & MFAChallengeStore
+        & PlanLedgerStore & MFAFactorStore & RecoveryCodeStore & MFAChallengeStore
 
     let store: Stores
     let unitOfWork: UnitOfWork<Stores>

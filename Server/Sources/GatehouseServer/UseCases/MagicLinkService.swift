@@ -8,7 +8,7 @@ import GatehouseWire
 struct MagicLinkService: Sendable {
     /// What this use case reads and writes: its transactions see the store through this and no more.
     typealias Stores = any PhoneStore & UserStore & PasswordStore & IdentityStore & ProfileStore & IdempotencyStore & SessionStore
-        & RefreshTokenStore & EmailTokenStore & SubscriptionStore & PasskeyStore & MFAFactorStore & RecoveryCodeStore
+        & RefreshTokenStore & EmailTokenStore & PlanLedgerStore & PasskeyStore & MFAFactorStore & RecoveryCodeStore
         & MFAChallengeStore
 
     let store: Stores

@@ -10,7 +10,7 @@ import GatehouseWire
 struct PasskeyService: Sendable {
     /// What this use case reads and writes: its transactions see the store through this and no more.
     typealias Stores = any UserStore & IdentityStore & ProfileStore & IdempotencyStore & SessionStore & RefreshTokenStore
-        & EmailTokenStore & SubscriptionStore & PasskeyStore & MFAFactorStore & RecoveryCodeStore & MFAChallengeStore
+        & EmailTokenStore & PlanLedgerStore & PasskeyStore & MFAFactorStore & RecoveryCodeStore & MFAChallengeStore
 
     let store: Stores
     let unitOfWork: UnitOfWork<Stores>

@@ -7,7 +7,7 @@ import GatehouseWire
 struct PasswordService: Sendable {
     /// What this use case reads and writes: its transactions see the store through this and no more.
     typealias Stores = any UserStore & PasswordStore & IdentityStore & IdempotencyStore & SessionStore & RefreshTokenStore
-        & EmailTokenStore & SubscriptionStore & MFAFactorStore & MFAChallengeStore & PhoneStore
+        & EmailTokenStore & PlanLedgerStore & MFAFactorStore & MFAChallengeStore & PhoneStore
 
     /// What a password sign-in names the account by: its address, or (on `/auth/v1`) its
     /// verified number.

@@ -9,7 +9,7 @@ import GatehouseWire
 struct PhoneService: Sendable {
     /// What this use case reads and writes: its transactions see the store through this and no more.
     typealias Stores = any PhoneStore & UserStore & PasswordStore & IdentityStore & ProfileStore & IdempotencyStore & SessionStore
-        & RefreshTokenStore & SubscriptionStore & PasskeyStore & MFAFactorStore & RecoveryCodeStore & MFAChallengeStore
+        & RefreshTokenStore & PlanLedgerStore & PasskeyStore & MFAFactorStore & RecoveryCodeStore & MFAChallengeStore
 
     let store: Stores
     let unitOfWork: UnitOfWork<Stores>

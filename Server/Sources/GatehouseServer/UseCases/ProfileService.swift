@@ -9,7 +9,7 @@ import GatehouseWire
 struct ProfileService: Sendable {
     /// What this use case reads and writes: its transactions see the store through this and no more.
     typealias Stores = any UserStore & IdentityStore & ProfileStore & IdempotencyStore & SessionStore & RefreshTokenStore
-        & SubscriptionStore & MFAFactorStore & MFAChallengeStore
+        & PlanLedgerStore & MFAFactorStore & MFAChallengeStore
 
     let store: Stores
     let unitOfWork: UnitOfWork<Stores>

@@ -13,7 +13,7 @@ import GatehouseWire
 struct ProviderSignInService: Sendable {
     /// What this use case reads and writes: its transactions see the store through this and no more.
     typealias Stores = any UserStore & PasswordStore & IdentityStore & ProfileStore & IdempotencyStore & SessionStore
-        & RefreshTokenStore & EmailTokenStore & SubscriptionStore & ReplayStore & PasskeyStore & MFAFactorStore
+        & RefreshTokenStore & EmailTokenStore & PlanLedgerStore & ReplayStore & PasskeyStore & MFAFactorStore
         & RecoveryCodeStore & MFAChallengeStore
 
     let store: Stores

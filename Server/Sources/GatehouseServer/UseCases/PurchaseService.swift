@@ -9,7 +9,7 @@ import Logging
 /// and environments, and applied to the account's subscription in `signedDate` order.
 struct PurchaseService: Sendable {
     /// What this use case reads and writes: its transactions see the store through this and no more.
-    typealias Stores = any UserStore & IdentityStore & EntitlementStore & SubscriptionStore
+    typealias Stores = any UserStore & IdentityStore & EntitlementStore & PlanLedgerStore
 
     let store: Stores
     let verifier: AppStoreJWSVerifier
@@ -67,9 +67,9 @@ struct PurchaseService: Sendable {
             if isNew {
                 try await work.record(
                     .purchaseSucceeded, user: user.id,
-                    data: ["product_id": transaction.productId, "transaction_id": transaction.transactionId, "source": "app"])
+                    data: ["product_id": transaction.productId, "transaction_id": transaction.transactionId, "source": "app_store", "channel": "app"])
             }
-            try await recordPlanChange(work, user: user.id, before: before)
+            try await entitlements.recordPlanChange(work.narrowed { $0 }, user: user.id, before: before, source: .appStore)
         }
         return .snapshot(try await entitlements.snapshot(try await store.user(id: user.id) ?? user))
     }
@@ -123,7 +123,7 @@ struct PurchaseService: Sendable {
                 data["kind"] = notification.notificationType == "DID_RENEW" ? "renewal" : (notification.subtype?.lowercased() ?? "purchase")
                 try await work.record(.purchaseSucceeded, user: owner.id, data: data)
             }
-            try await recordPlanChange(work, user: owner.id, before: before)
+            try await entitlements.recordPlanChange(work.narrowed { $0 }, user: owner.id, before: before, source: .appStore)
         }
         logger.info(
             "app store notification", metadata: ["type": "\(notification.notificationType)", "subtype": "\(notification.subtype ?? "")"])
@@ -150,15 +150,6 @@ struct PurchaseService: Sendable {
         if try await work.tx.startTrial(user.id, at: start) {
             try await work.record(.trialStarted, user: user.id, data: ["source": "app_store", "product_id": transaction.productId])
         }
-    }
-
-    private func recordPlanChange(_ work: Work<Stores>, user: UserID, before: EntitlementInput) async throws {
-        let now = work.now
-        guard let updated = try await work.tx.user(id: user) else { return }
-        let after = try await entitlements.input(for: updated, in: work.tx)
-        let from = engine.planState(before, at: now)
-        let to = engine.planState(after, at: now)
-        if from != to { try await work.record(.planChanged, user: user, data: ["from": from, "to": to]) }
     }
 
     /// The account a purchase belongs to: the stored owner, else the `appAccountToken` the app

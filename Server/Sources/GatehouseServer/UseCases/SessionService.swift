@@ -7,7 +7,7 @@ import GatehouseWire
 /// and revoking them.
 struct SessionService: Sendable {
     /// What this use case reads and writes: its transactions see the store through this and no more.
-    typealias Stores = any UserStore & IdempotencyStore & SessionStore & RefreshTokenStore & SubscriptionStore
+    typealias Stores = any UserStore & IdempotencyStore & SessionStore & RefreshTokenStore & PlanLedgerStore
 
     let store: Stores
     let unitOfWork: UnitOfWork<Stores>

@@ -9,7 +9,7 @@ import GatehouseWire
 /// decision) come from the same rules as every other gate.
 struct UsageService: Sendable {
     /// What this use case reads and writes: its transactions see the store through this and no more.
-    typealias Stores = any UserStore & EntitlementStore & SubscriptionStore & UsageStore
+    typealias Stores = any UserStore & EntitlementStore & PlanLedgerStore & UsageStore
 
     let store: Stores
     let unitOfWork: UnitOfWork<Stores>
