@@ -64,15 +64,21 @@ extension Gatehouse {
     @discardableResult
     public func entitlements() async throws(GatehouseClientError) -> EntitlementsPayload {
         do throws(GatehouseClientError) {
-            let payload = try await call(Endpoints.entitlements, auth: .optional)
-            isOffline = false
-            storeEntitlements(payload)
-            trackSnapshotLoaded(payload)
-            return payload
+            return try await fetchEntitlements()
         } catch {
             if error.isNetworkFailure, let current = currentEntitlements { return current }
             throw error
         }
+    }
+
+    /// `GET /v1/entitlements`, kept and reported; a network failure is thrown, not answered from
+    /// the cache.
+    func fetchEntitlements() async throws(GatehouseClientError) -> EntitlementsPayload {
+        let payload = try await call(Endpoints.entitlements, auth: .optional)
+        isOffline = false
+        storeEntitlements(payload)
+        trackSnapshotLoaded(payload)
+        return payload
     }
 
     /// The snapshot the app should show now, from the cache, offline too. While the server
