@@ -31,6 +31,10 @@ extension SQLStore {
         counts.notifications = try await executor.query(
             "DELETE FROM app_store_notifications WHERE received_at < ? RETURNING notification_uuid", [.integer(notificationsBefore.unixSeconds)]
         ).count
+        // Stripe redelivers an event for three days at most: its id guards no longer after that.
+        counts.notifications += try await executor.query(
+            "DELETE FROM stripe_events WHERE received_at < ? RETURNING event_id", [.integer(notificationsBefore.unixSeconds)]
+        ).count
         return counts
     }
 }

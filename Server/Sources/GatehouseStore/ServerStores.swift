@@ -101,7 +101,7 @@ public protocol RetentionStore: Sendable {
     /// Audit rows older than `cutoff`; ended sessions (revoked, or idle since before
     /// `idleBefore`) last active before `cutoff`; the client address and user agent of live
     /// sessions created before `cutoff`; rate-limit windows that started before `windowsBefore`,
-    /// and single-use message ids kept until before it; App Store notification ids received
-    /// before `notificationsBefore`.
+    /// and single-use message ids kept until before it; App Store notification and Stripe event
+    /// ids received before `notificationsBefore`.
     func purge(cutoff: Date, idleBefore: Date, windowsBefore: Date, notificationsBefore: Date) async throws(StoreError) -> PurgeCounts
 }

@@ -209,6 +209,8 @@ import Testing
             _ = try await store.hitRateLimit(key: "login:10.0.0.1", windowStart: (now - 3600).unixSeconds)
             _ = try await store.recordNotification(uuid: "old", type: "DID_RENEW", at: now - 31 * day)
             _ = try await store.recordNotification(uuid: "new", type: "DID_RENEW", at: now - day)
+            _ = try await store.recordStripeEvent(id: "evt_old", type: "invoice.paid", outcome: "applied", at: now - 31 * day)
+            _ = try await store.recordStripeEvent(id: "evt_new", type: "invoice.paid", outcome: "applied", at: now - day)
 
             let counts = try await store.purge(
                 cutoff: now - 30 * day, idleBefore: now - 30 * day, windowsBefore: now - 2 * day, notificationsBefore: now - 30 * day)
@@ -217,7 +219,7 @@ import Testing
             expected.sessions = 2
             expected.sessionsCleared = 1
             expected.rateLimitWindows = 1
-            expected.notifications = 1
+            expected.notifications = 2
             #expect(counts == expected)
             let left = try await store.sessions(of: owner.id)
             #expect(Set(left.map(\.id)) == [live.id, recent.id])
@@ -227,6 +229,8 @@ import Testing
             #expect(try await store.rateLimitCount(key: "login:10.0.0.1", windowStart: (now - 3600).unixSeconds) == 1)
             // A notification id purged is no longer a duplicate; a kept one still is.
             #expect(try await store.recordNotification(uuid: "new", type: "DID_RENEW", at: now) == false)
+            #expect(try await store.recordStripeEvent(id: "evt_new", type: "invoice.paid", outcome: "applied", at: now) == false)
+            #expect(try await store.recordStripeEvent(id: "evt_old", type: "invoice.paid", outcome: "applied", at: now) == true)
             // Nothing older is left: a second sweep removes nothing.
             #expect(try await store.purge(cutoff: now - 30 * day, idleBefore: now - 30 * day, windowsBefore: now - 2 * day, notificationsBefore: now - 30 * day) == PurgeCounts())
         }

@@ -8,7 +8,7 @@ import ServiceLifecycle
 /// Deletes, hourly, what is kept only for a while (decision 11): audit rows and session
 /// metadata older than the preset's `privacy.retention_days` (ended sessions go; live ones lose
 /// their client address and user agent), plus rate-limit windows older than two days and App
-/// Store notification ids older than 30 days (Apple retries for three days at most).
+/// Store notification and Stripe event ids older than 30 days (both retry for three days at most).
 final class RetentionSweep: PeriodicSweep {
     let store: any RetentionStore & UsageStore & PasskeyStore & MFAFactorStore & MFAChallengeStore
     let days: Int
