@@ -25,6 +25,7 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportM
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest, ExportTraceServiceResponse)
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
+from http_body import read_body
 
 RESPONSES = {"/v1/traces": ExportTraceServiceResponse, "/v1/metrics": ExportMetricsServiceResponse,
              "/v1/logs": ExportLogsServiceResponse}
@@ -96,15 +97,7 @@ def main():
             self.wfile.write(body)
 
         def read_body(self):
-            if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-                body = b""
-                while size := int(self.rfile.readline().split(b";")[0], 16):
-                    body += self.rfile.read(size)
-                    self.rfile.readline()  # the CRLF after each chunk
-                while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                    pass  # trailers
-            else:
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            body = read_body(self)
             if self.headers.get("Content-Encoding", "").lower() == "gzip":
                 body = gzip.decompress(body)
             return body

@@ -29,6 +29,7 @@ from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from standardwebhooks.webhooks import Webhook
+from http_body import read_body
 
 PURPOSES = {"sign_in", "verify_phone"}
 E164 = re.compile(r"\+[1-9][0-9]{1,14}")
@@ -190,15 +191,7 @@ def main():
             self.reply(status, json.dumps(value).encode(), headers=headers)
 
         def read_body(self):
-            if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-                body = b""
-                while size := int(self.rfile.readline().split(b";")[0], 16):
-                    body += self.rfile.read(size)
-                    self.rfile.readline()  # the CRLF after each chunk
-                while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                    pass  # trailers
-                return body
-            return self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            return read_body(self)
 
         def reject(self, rejected):
             append(options.rejects, {"status": rejected.status, "reason": rejected.reason,

@@ -47,6 +47,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import stripe_objects as objects
 from stripe_account import Account, Answer
 from stripe_validation import Invalid, Spec, nest
+from http_body import read_body
 
 
 def authorized(header, key):
@@ -97,15 +98,7 @@ def main():
             self.wfile.write(body)
 
         def read_body(self):
-            if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-                body = b""
-                while size := int(self.rfile.readline().split(b";")[0], 16):
-                    body += self.rfile.read(size)
-                    self.rfile.readline()  # the CRLF after each chunk
-                while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                    pass  # trailers
-                return body
-            return self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            return read_body(self)
 
         def reject(self, status, reason, kind="invalid_request_error", param=None):
             with account.lock:
