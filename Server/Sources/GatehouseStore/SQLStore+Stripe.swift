@@ -33,6 +33,18 @@ extension SQLStore {
         ).map(Self.stripeSubscription(from:))
     }
 
+    public func stripeSubscriptionOwner(_ subscriptionID: String) async throws(StoreError) -> UserID? {
+        try await executor.query("SELECT user_id FROM stripe_subscriptions WHERE subscription_id = ?", [.text(subscriptionID)])
+            .first?.optionalString("user_id").flatMap(UserID.init)
+    }
+
+    public func moveStripeRows(from: UserID, to: UserID) async throws(StoreError) {
+        try await executor.query("UPDATE stripe_subscriptions SET user_id = ? WHERE user_id = ?", [.text(to.description), .text(from.description)])
+        try await executor.query(
+            "UPDATE stripe_customers SET user_id = ? WHERE user_id = ? AND NOT EXISTS (SELECT 1 FROM stripe_customers kept WHERE kept.user_id = ?)",
+            [.text(to.description), .text(from.description), .text(to.description)])
+    }
+
     @discardableResult
     public func saveStripeSubscription(_ record: StripeSubscriptionRecord) async throws(StoreError) -> Bool {
         let updates = Self.stripeColumns.split(separator: ",").dropFirst().map { $0.trimmingCharacters(in: .whitespaces) }
@@ -100,6 +112,10 @@ extension SQLStore {
             "UPDATE plan_grants SET revoked_at = ? WHERE id = ? AND user_id = ? AND revoked_at IS NULL RETURNING id",
             [.integer(date.unixSeconds), .text(id.uuidString.lowercased()), .text(userID.description)]
         ).isEmpty)
+    }
+
+    public func moveGrants(from: UserID, to: UserID) async throws(StoreError) {
+        try await executor.query("UPDATE plan_grants SET user_id = ? WHERE user_id = ?", [.text(to.description), .text(from.description)])
     }
 
     private static func grant(from row: SQLRow) throws(StoreError) -> PlanGrant {

@@ -12,6 +12,12 @@ public protocol StripeStore: Sendable {
     /// the key, so parallel checkouts keep the first); answers the customer stored afterwards.
     func saveStripeCustomer(userID: UserID, customerID: String, at date: Date) async throws(StoreError) -> String
     func stripeSubscriptions(of userID: UserID) async throws(StoreError) -> [StripeSubscriptionRecord]
+    /// The account a stored subscription belongs to (a merged account's subscription keeps
+    /// its customer, which may be no longer the account's own).
+    func stripeSubscriptionOwner(_ subscriptionID: String) async throws(StoreError) -> UserID?
+    /// Gives `from`'s Stripe subscriptions to `to`, and its customer too when `to` has none (an
+    /// anonymous account merged into another).
+    func moveStripeRows(from: UserID, to: UserID) async throws(StoreError)
     /// Saves Stripe's state of a subscription in one conditional statement, unless a later read
     /// is stored or the stored state ended it for good (a late read never revives it); a stored
     /// owner is never replaced. True when written.
@@ -29,6 +35,8 @@ public protocol GrantStore: Sendable {
     /// Revokes a live grant of the account in one conditional statement; false when there is no
     /// such grant or it was revoked already.
     func revokeGrant(_ id: UUID, of userID: UserID, at date: Date) async throws(StoreError) -> Bool
+    /// Gives `from`'s grants to `to` (an anonymous account merged into another).
+    func moveGrants(from: UserID, to: UserID) async throws(StoreError)
 }
 
 /// Every source of the plan ledger (`PlanSource`): what reading an account's plan needs. Use

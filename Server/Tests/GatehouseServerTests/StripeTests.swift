@@ -260,4 +260,41 @@ import Testing
             try await Self.noRejections(standIn)
         }
     }
+
+    /// A subscription bought on the web while anonymous stays with the person when the anonymous
+    /// account is merged into the one they sign in to (every source of the ledger moves), and
+    /// Stripe's later events still reach it.
+    @Test(arguments: Backend.available)
+    func aWebPurchaseMadeAnonymouslySurvivesTheMerge(_ backend: Backend) async throws {
+        let standIn = try await StripeStandIn()
+        defer { standIn.stop() }
+        let clock = ManualClock(Date())
+        let stripe = Self.configure(standIn)
+        try await TestApp.run(backend, clock: clock, adjust: {
+            stripe(&$0)
+            $0.preset.stripe.prices = [Self.premium: ProductSettings(plan: .pro, tier: "premium")]
+        }) { client, _ in
+            let api = AuthClient(client: client)
+            let owner = try await api.account("kept@example.com")
+            let guest = try await AccountTests.anonymous(api)
+            let subscription = try await Self.subscribe(client, standIn, token: guest.session.accessToken, now: clock.now)
+            #expect(try await Self.snapshot(api, guest.session.accessToken).planState == "pro")
+            let taken = try await api.post(
+                "/v1/auth/identities/email", AuthClient.credentials("kept@example.com", "correct horse battery"), token: guest.session.accessToken)
+            let mergeToken = try #require(taken.error?.details?["merge_token"].flatMap { if case .string(let t) = $0 { t } else { nil } })
+            #expect(try await Self.snapshot(api, owner.session.accessToken).planState == "free")
+            #expect(try await api.post("/v1/auth/merge", #"{"merge_token": "\#(mergeToken)"}"#, token: owner.session.accessToken).status == .ok)
+            var kept = try await Self.snapshot(api, owner.session.accessToken)
+            #expect(kept.planState == "pro" && kept.subscription?.source == "stripe", "\(kept)")
+            // Stripe's next event for that subscription still reaches the account kept.
+            _ = try await standIn.updateSubscription(subscription.id, status: "past_due")
+            try await Self.send(client, standIn, "customer.subscription.updated", subscription: subscription.id, at: clock.now)
+            kept = try await Self.snapshot(api, owner.session.accessToken)
+            #expect(kept.planState == "pro_grace", "\(kept)")
+            // The customer came along: the portal opens for the account kept.
+            let portal = try await api.post("/v1/purchases/stripe/portal", #"{"return_url": "\#(Self.origin)/settings"}"#, token: owner.session.accessToken)
+            #expect(portal.status == .ok, "\(portal.text)")
+            try await Self.noRejections(standIn)
+        }
+    }
 }

@@ -213,8 +213,16 @@ struct ProfileService: Sendable {
             guard let source = try await tx.user(id: claim.from), source.isAnonymous else {
                 throw GatehouseError(status: 400, code: .tokenInvalid, message: "This merge has already happened.")
             }
-            // A purchase made while anonymous stays with the person.
-            try await tx.moveSubscriptions(from: source.id, to: claim.to)
+            // What was bought or granted while anonymous stays with the person: every source of
+            // the plan ledger moves to the account kept.
+            for ledger in PlanSource.allCases {
+                switch ledger {
+                case .appStore: try await tx.moveSubscriptions(from: source.id, to: claim.to)
+                case .stripe: try await tx.moveStripeRows(from: source.id, to: claim.to)
+                case .grant: try await tx.moveGrants(from: source.id, to: claim.to)
+                case .trial: continue  // The account kept has its own.
+                }
+            }
             // Two parallel merges of one token: one deletes, the other finds nothing (PostgreSQL
             // reads the source without a lock).
             guard try await tx.deleteUser(source.id) else {

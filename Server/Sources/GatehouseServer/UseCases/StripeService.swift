@@ -83,7 +83,11 @@ struct StripeService: Sendable {
             var outcome = subscriptions == nil ? "ignored" : "applied"
             var owners: [String: User] = [:]
             for subscription in subscriptions ?? [] {
-                guard let ownerID = try await work.tx.stripeCustomerOwner(subscription.customer), let owner = try await work.tx.user(id: ownerID) else {
+                // The customer's account, else the account the subscription was stored for (one
+                // merged into another keeps its subscription under its first customer).
+                var ownerID = try await work.tx.stripeCustomerOwner(subscription.customer)
+                if ownerID == nil { ownerID = try await work.tx.stripeSubscriptionOwner(subscription.id) }
+                guard let ownerID, let owner = try await work.tx.user(id: ownerID) else {
                     outcome = "unknown_customer"
                     continue
                 }
