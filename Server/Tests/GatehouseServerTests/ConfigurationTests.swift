@@ -131,11 +131,40 @@ import Testing
             "GATEHOUSE_ADMIN_KEY": "admin-key-that-is-long-enough-123", "GATEHOUSE_SECRET_KEY": "secret-key-that-is-long-enough-0123456789",
             "GATEHOUSE_SMTP_URL": "smtp://mailer:hunter2hunter2@mail.example.com:587",
             "GATEHOUSE_DATABASE_URL": "postgres://gatehouse:dbpassword@db.example.com/gatehouse",
+            "GATEHOUSE_STRIPE_SECRET_KEY": "sk_test_51StripeKeyNeverLogged0123",
+            "GATEHOUSE_STRIPE_WEBHOOK_SECRETS": "whsec_SigningSecretNeverLogged0123,whsec_RolledSecretNeverLogged4567",
         ])
+        #expect(config.stripe?.webhookSecrets.count == 2)
         let summary = config.redactedSummary.values.joined(separator: " ")
-        for secret in ["admin-key-that-is-long-enough-123", "secret-key-that-is-long-enough", "hunter2hunter2", "dbpassword"] {
+        for secret in [
+            "admin-key-that-is-long-enough-123", "secret-key-that-is-long-enough", "hunter2hunter2", "dbpassword", "StripeKeyNeverLogged",
+            "SigningSecretNeverLogged", "RolledSecretNeverLogged",
+        ] {
             #expect(!summary.contains(secret))
         }
+    }
+
+    /// Issue 44: Stripe's key comes with its webhook secrets or not at all, and a webhook secret is
+    /// Stripe's `whsec_…`; either mistake stops the start naming the variable.
+    @Test func stripeNeedsItsKeyAndWebhookSecretsTogether() async throws {
+        let key = "sk_test_51StripeKeyNeverLogged0123"
+        do throws(ConfigurationError) {
+            _ = try await load(["GATEHOUSE_STRIPE_SECRET_KEY": key])
+            Issue.record("a Stripe key without webhook secrets was accepted")
+        } catch {
+            #expect(error.problems == ["GATEHOUSE_STRIPE_WEBHOOK_SECRETS: is required when GATEHOUSE_STRIPE_SECRET_KEY is set"])
+        }
+        do throws(ConfigurationError) {
+            _ = try await load(["GATEHOUSE_STRIPE_SECRET_KEY": key, "GATEHOUSE_STRIPE_WEBHOOK_SECRETS": "whsec_GoodSecret0123456789,not-a-signing-secret-0123"])
+            Issue.record("a webhook secret that is not whsec_… was accepted")
+        } catch {
+            #expect(error.problems == ["GATEHOUSE_STRIPE_WEBHOOK_SECRETS: must be Stripe signing secrets (whsec_…), comma-separated"])
+            #expect(!error.problems.joined().contains("not-a-signing-secret"))
+        }
+        #expect(try await load([:]).stripe == nil)
+        let stripe = try await load(["GATEHOUSE_STRIPE_SECRET_KEY": key, "GATEHOUSE_STRIPE_WEBHOOK_SECRETS": "whsec_GoodSecret0123456789"]).stripe
+        #expect(stripe?.secretKey == key && stripe?.webhookSecrets == ["whsec_GoodSecret0123456789"])
+        #expect(stripe?.apiURL == StripeAPISettings.defaultAPIURL)
     }
 
     @Test func trustedProxyRangesMatchAddresses() throws {
