@@ -15,6 +15,9 @@ public struct PublicConfiguration: Sendable, Equatable, Codable {
     public var verificationRequiredFor: [String]
     /// The entitlement rules, so the SDK decides gates the same way offline.
     public var entitlements: EntitlementSettings?
+    /// The Stripe prices sold on the web and the plan and tier of each (empty: none), for
+    /// `Gatehouse.stripeCheckoutURL(price:)`.
+    public var stripe: StripeSettings
     public var copy: [String: String]
 
     public init(preset: Preset) {
@@ -28,6 +31,7 @@ public struct PublicConfiguration: Sendable, Equatable, Codable {
         enumerationProtection = preset.enumerationProtection
         verificationRequiredFor = preset.verification.requiredFor
         entitlements = preset.entitlements
+        stripe = preset.stripe
         copy = preset.copy
     }
 
@@ -42,6 +46,7 @@ public struct PublicConfiguration: Sendable, Equatable, Codable {
         case enumerationProtection = "enumeration_protection"
         case verificationRequiredFor = "verification_required_for"
         case entitlements
+        case stripe
         case copy
     }
 
@@ -58,6 +63,7 @@ public struct PublicConfiguration: Sendable, Equatable, Codable {
         enumerationProtection = try c.decode(EnumerationProtection.self, forKey: .enumerationProtection)
         verificationRequiredFor = try c.decodeIfPresent([String].self, forKey: .verificationRequiredFor) ?? []
         entitlements = try? c.decodeIfPresent(EntitlementSettings.self, forKey: .entitlements)
+        stripe = (try? c.decodeIfPresent(StripeSettings.self, forKey: .stripe)) ?? StripeSettings()
         copy = try c.decode([String: String].self, forKey: .copy)
     }
 }

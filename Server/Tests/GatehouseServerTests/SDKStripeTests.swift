@@ -24,7 +24,10 @@ import Testing
         let device = try TestDevice()
         defer { device.remove() }
         let client = try device.launch(port: try #require(server.port))
-        _ = try await client.loadConfiguration()
+        // What the app sells on the web, from the preset (`/v1/config`'s `stripe.prices`).
+        let configuration = try await client.loadConfiguration()
+        #expect(configuration.stripe.prices[StripeTests.premium]?.tier == "premium")
+        #expect(configuration.stripe.prices[StripeTests.nutritionist]?.tier == "nutritionist")
         try await client.sendMagicLink(email: "web.buyer@example.com")
         let mail = try await EmailFlowTests.outboxMail(config, kind: "magic_link")
         let token = try EmailFlowTests.token(in: ReceivedMail(text: mail.textBody ?? ""), path: "/auth/magic-link")
