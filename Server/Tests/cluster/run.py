@@ -47,17 +47,27 @@ and that SIGTERM stops every remaining node within 15 seconds. Then, on a second
      same account and create none; after the account is upgraded (email and password) 12 more
      replays released together never sign in to it.
 
-Then, on a third cluster with the `hannah` preset (phone numbers on, issue 43):
+Then, on a third cluster with the `hannah` preset (phone numbers on, issue 43; Stripe, issue 44,
+every node pointed at one Stripe stand-in, Server/Tests/support/stripe_standin.py, run with
+GATEHOUSE_TEST_PYTHON or .build-venv's Python, which has Stripe's own `stripe` package):
 
   n. SMS code race: 60 wrong codes at one number's code released together use exactly its 5
      guesses, none signs in, and the right code is then refused with 400 code_exhausted;
-  o. SMS send race: 30 sends to one number released together text it once.
+  o. SMS send race: 30 sends to one number released together text it once;
+  p. Stripe webhook race: 20 deliveries of one signed checkout.session.completed released together
+     all answer 200 and apply it once (one purchase.succeeded and one plan.changed for the account
+     in /admin/v1/events, plan_state pro, one stripe_events row);
+  q. Stripe first checkout race: 10 first checkouts of one account released together all answer
+     200 with one Stripe customer (every checkout session the stand-in accepted names it, one
+     customer made under gatehouse-customer-<id>, one stripe_customers row), and the stand-in
+     rejected no request of the run.
 
 "Released together" is the last-byte technique: one raw connection per request to the nodes' own
 ports (not nginx), every request sent but its final byte, then all the final bytes at once.
 
 Every process is stopped and every temporary file removed at the end, on failure too. Standard
-library only. Report lines look like `cluster: <check>: ok (<details>)`.
+library only (the Stripe stand-in runs in its own Python). Report lines look like
+`cluster: <check>: ok (<details>)`.
 """
 import argparse
 import base64
@@ -68,6 +78,7 @@ import json
 import os
 import re
 import secrets
+import select
 import shutil
 import signal
 import socket
@@ -86,6 +97,9 @@ SERVICE_KEY = "cluster-service-key-" + secrets.token_hex(8)
 ALL_METHODS_PRESET = "default"
 # The preset of the third cluster: phone numbers are on in hannah only.
 PHONE_PRESET = "hannah"
+# Stripe (issue 44), on the third cluster too: a price hannah sells and the return URLs' origin.
+STRIPE_PRICE = "price_hannah_premium_monthly"
+STRIPE_ORIGIN = "https://hannah.example"
 PASSWORD = "correct horse battery staple"
 # How stale a node's cached session may be (SessionCache.Settings.stalenessBound, docs/scaling.md).
 SESSION_CACHE_BOUND = 0.5
@@ -189,12 +203,13 @@ def last_byte_burst(requests, hold=0.2, timeout=30, meanwhile=None):
     a pause of `hold` seconds so that every server has read its part, then all the final bytes
     in one tight loop: no request can be complete before the others are sent. Then every answer
     is read (they wait in the kernel's buffers meanwhile). Each request is (host, port, method,
-    path, json_body_or_None, headers_dict). `meanwhile`, when given, runs while they are held
-    (after the pause, before the final bytes). Returns the Replies in order; CheckFailed when a
-    request got no answer."""
+    path, json_body_or_bytes_or_None, headers_dict). `meanwhile`, when given, runs while they are
+    held (after the pause, before the final bytes). Returns the Replies in order; CheckFailed when
+    a request got no answer."""
     payloads = []
     for host, port, method, path, body, headers in requests:
-        data = b"" if body is None else json.dumps(body).encode()
+        # Bytes go as they are (a signed webhook's exact payload); anything else as JSON.
+        data = b"" if body is None else body if isinstance(body, bytes) else json.dumps(body).encode()
         fields = {"Host": f"{host}:{port}", "Accept": "application/json", "Connection": "close"}
         if body is not None:
             fields["Content-Type"] = "application/json"
@@ -682,6 +697,79 @@ class Cluster:
                 self.postgres.stop()
             finally:
                 shutil.rmtree(self.directory, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# The Stripe stand-in (Server/Tests/support/stripe_standin.py)
+
+
+def test_python():
+    """The Python with the test packages (the stand-in signs webhooks and checks them with Stripe's
+    own `stripe` package): GATEHOUSE_TEST_PYTHON, as scripts/test exports it, else .build-venv."""
+    configured = os.environ.get("GATEHOUSE_TEST_PYTHON")
+    candidate = configured or os.path.join(os.path.dirname(ROOT), ".build-venv", "bin", "python")
+    if os.access(candidate, os.X_OK):
+        return candidate
+    raise CheckFailed(f"no Python for the Stripe stand-in at {candidate}: set GATEHOUSE_TEST_PYTHON to a Python with "
+                      f"`stripe` (scripts/lib/common.sh's ensure_venv makes .build-venv)")
+
+
+class StripeStandIn:
+    """Stripe's API on a free loopback port, checking every request against Stripe's OpenAPI
+    description; its control API completes checkouts and makes and signs events. It stops when its
+    standard input closes."""
+
+    SUPPORT = os.path.join(ROOT, "Tests", "support")
+
+    def __init__(self):
+        self.secret_key = "sk_test_cluster_" + secrets.token_hex(12)
+        self.webhook_secret = "whsec_cluster_" + secrets.token_hex(16)
+        self.directory = tempfile.mkdtemp(prefix="gatehouse-cluster-stripe-")
+        self.log_path = os.path.join(self.directory, "stripe-standin.log")
+        self.process = None
+        self.url = None
+
+    def environment(self, origin):
+        """What every node needs to use the stand-in, and `origin` for Checkout's return URLs."""
+        return {"GATEHOUSE_STRIPE_SECRET_KEY": self.secret_key, "GATEHOUSE_STRIPE_WEBHOOK_SECRETS": self.webhook_secret,
+                "GATEHOUSE_STRIPE_API_URL": self.url, "GATEHOUSE_REDIRECT_ALLOWLIST": origin}
+
+    def start(self, seconds=30):
+        with open(self.log_path, "w") as log:
+            self.process = subprocess.Popen(
+                [test_python(), os.path.join(self.SUPPORT, "stripe_standin.py"), "--port", "0",
+                 "--secret-key", self.secret_key, "--spec", os.path.join(self.SUPPORT, "stripe-openapi.json"),
+                 "--webhook-secret", self.webhook_secret],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True)
+        ready, _, _ = select.select([self.process.stdout], [], [], seconds)
+        line = self.process.stdout.readline() if ready else ""
+        if not line.startswith("READY "):
+            how = f"exited with {self.process.wait(5)}" if not line else f"printed {line.strip()!r}"
+            if not ready:
+                how = f"did not print READY within {seconds} s"
+            raise CheckFailed(f"the Stripe stand-in did not start: {how}:\n{tail(self.log_path)}")
+        self.url = f"http://127.0.0.1:{int(line.split()[1])}"
+
+    def control(self, method, path, body=None):
+        reply = call(self.url, method, f"/_control/{path}", body)
+        require(reply.status == 200, f"the Stripe stand-in's {method} /_control/{path}: {reply!r}")
+        return reply.json
+
+    def diagnostics(self):
+        text = tail(self.log_path, 15)
+        return f"\n---- Stripe stand-in log ----\n{text}" if text.strip() else ""
+
+    def stop(self):
+        if self.process is not None:
+            try:
+                self.process.stdin.close()
+                self.process.wait(10)
+            except (OSError, subprocess.TimeoutExpired):
+                self.process.kill()
+                self.process.wait(5)
+            self.process.stdout.close()
+            self.process = None
+        shutil.rmtree(self.directory, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1185,6 +1273,96 @@ class Checks:
         require(rows == [["1"]], f"SMS queued for the number after 30 sends released together: expected 1, got {rows}")
         return f"30 sends released together over nodes 1-3 in {elapsed:.2f} s -> {tally(replies)}; 1 SMS queued"
 
+    def magic_sign_in(self, label):
+        """A new account signed in with a magic link's code (hannah has no passwords): (user id, access token)."""
+        email = self.email(label)
+        sent = call(self.a.url, "POST", "/v1/auth/magic-link", {"email": email})
+        require(sent.status == 202, f"POST /v1/auth/magic-link on {self.a.name}: expected 202, got {sent!r}")
+        reply = call(self.b.url, "POST", "/v1/auth/magic-link/verify", {"email": email, "code": self.magic_code(email)})
+        require(reply.status == 200, f"the magic-link code on {self.b.name}: expected 200, got {reply!r}")
+        return reply.json["user"]["id"], reply.json["session"]["access_token"]
+
+    def events_of(self, user_id):
+        """Every event of `user_id` in GET /admin/v1/events, page by page (oldest first)."""
+        found, cursor = [], None
+        while True:
+            path = "/admin/v1/events?limit=1000" + (f"&after={cursor}" if cursor else "")
+            reply = call(self.proxy, "GET", path, token=self.cluster.admin_key)
+            require(reply.status == 200, f"GET {path}: {reply!r}")
+            events = reply.json["events"]
+            found += [event for event in events if event.get("user_id") == user_id]
+            if not events:
+                return found
+            cursor = reply.json["next_cursor"]
+
+    @staticmethod
+    def checkout_body():
+        return {"price": STRIPE_PRICE, "success_url": f"{STRIPE_ORIGIN}/paid", "cancel_url": f"{STRIPE_ORIGIN}/cancelled"}
+
+    # p. One signed Stripe event delivered 20 times at once over the nodes (issue 44).
+    def stripe_webhook_race(self, stripe):
+        user_id, token = self.magic_sign_in("stripehook")
+        checkout = call(self.c.url, "POST", "/v1/purchases/stripe/checkout", self.checkout_body(), token=token)
+        require(checkout.status == 200, f"POST /v1/purchases/stripe/checkout on {self.c.name}: expected 200, got {checkout!r}")
+        session = checkout.json["session_id"]
+        now = int(time.time())
+        stripe.control("POST", f"checkout/{session}/complete",
+                       {"status": "active", "period_start": now, "period_end": now + 30 * 86400})
+        event = stripe.control("POST", "events", {"type": "checkout.session.completed", "session": session})
+        signed = stripe.control("POST", "sign", {"event": event["id"]})
+        deliveries = 20
+        replies, elapsed = self.burst(deliveries, "POST", "/webhooks/stripe", signed["payload"].encode(),
+                                      headers={"Stripe-Signature": signed["header"]})
+        require(all(reply.status == 200 for reply in replies),
+                f"{deliveries} deliveries of one event released together: expected {deliveries} x 200, got {tally(replies)}")
+        events = collections.Counter(event["type"] for event in self.events_of(user_id))
+        require(events["purchase.succeeded"] == 1 and events["plan.changed"] == 1,
+                f"events of the account after {deliveries} deliveries of {event['id']}: expected one purchase.succeeded "
+                f"and one plan.changed, got {dict(events)}")
+        snapshot = call(self.a.url, "GET", "/v1/entitlements", token=token)
+        require(snapshot.status == 200 and snapshot.json.get("plan_state") == "pro",
+                f"GET /v1/entitlements on {self.a.name} after the checkout's event: expected plan_state pro, got {snapshot!r}")
+        recorded = self.cluster.postgres.query(f"SELECT outcome FROM stripe_events WHERE event_id = '{event['id']}'")
+        require(recorded == [["applied"]], f"stripe_events rows for {event['id']}: expected one applied, got {recorded}")
+        rejected = stripe.control("GET", "rejections")["rejections"]
+        require(not rejected, f"the Stripe stand-in rejected {len(rejected)} request(s): {rejected[:3]}")
+        return (f"{deliveries} deliveries of one signed checkout.session.completed released together over nodes 1-3 "
+                f"in {elapsed:.2f} s (final bytes in {replies.release_seconds * 1000:.1f} ms) -> {tally(replies)}; "
+                f"1 purchase.succeeded, 1 plan.changed, plan_state pro, one stripe_events row (applied)")
+
+    # q. An account's first checkouts released together over the nodes make one customer (issue 44).
+    def stripe_checkout_race(self, stripe):
+        user_id, token = self.magic_sign_in("stripecheckout")
+        before = len(stripe.control("GET", "requests")["requests"])
+        attempts = 10
+        replies, elapsed = self.burst(attempts, "POST", "/v1/purchases/stripe/checkout", self.checkout_body(),
+                                      headers={"Authorization": f"Bearer {token}"})
+        require(all(reply.status == 200 for reply in replies),
+                f"{attempts} first checkouts released together: expected {attempts} x 200, got {tally(replies)}, "
+                f"e.g. {[reply for reply in replies if reply.status != 200][:2]}")
+        made = stripe.control("GET", "requests")["requests"][before:]
+        sessions = [request for request in made
+                    if (request["method"], request["path"], request["status"]) == ("POST", "/v1/checkout/sessions", 200)]
+        named = {request["form"].get("customer") for request in sessions}
+        require(len(sessions) == attempts and len(named) == 1 and None not in named,
+                f"{attempts} first checkouts: expected {attempts} accepted checkout sessions naming one customer, got "
+                f"{len(sessions)} naming {sorted(map(str, named))}")
+        creates = [request for request in made if request["path"] == "/v1/customers"]
+        keys = {request["idempotency_key"] for request in creates}
+        created = [request for request in creates if request["status"] == 200 and not request["replayed"]]
+        require(keys == {f"gatehouse-customer-{user_id}"} and len(created) == 1,
+                f"customer creations for the account: expected one under gatehouse-customer-{user_id}, got "
+                f"{len(created)} made, keys {sorted(map(str, keys))}")
+        stored = self.cluster.postgres.query(f"SELECT customer_id FROM stripe_customers WHERE user_id = '{user_id}'")
+        require(stored == [[next(iter(named))]], f"stripe_customers rows for the account: {stored}, the sessions name {named}")
+        rejected = stripe.control("GET", "rejections")["rejections"]
+        require(not rejected, f"the Stripe stand-in rejected {len(rejected)} request(s): {rejected[:3]}")
+        answers = collections.Counter(f"{request['status']}{' replayed' if request['replayed'] else ''}" for request in creates)
+        return (f"{attempts} first checkouts released together over nodes 1-3 in {elapsed:.2f} s -> {tally(replies)}; "
+                f"{len(sessions)} checkout sessions at the stand-in, all for {next(iter(named))}; POST /v1/customers "
+                f"{', '.join(f'{n} x {answer}' for answer, n in sorted(answers.items()))}; "
+                f"one stripe_customers row; no request rejected")
+
     # h. Wrong passwords released together over the nodes (finding 2).
     def login_lockout_race(self):
         threshold = self.settings["lockout_after"]
@@ -1371,6 +1549,7 @@ def run_checks(binary):
     # the `default` preset (every method on) once the first one is shut down.
     second = None
     third = None
+    stripe = None
     active = cluster
     current = "start"
     try:
@@ -1454,11 +1633,16 @@ def run_checks(binary):
         second.stop()
 
         current = f"start ({PHONE_PRESET} preset)"
-        third = Cluster(binary, nodes=3, overrides={"GATEHOUSE_PRESET": PHONE_PRESET})
+        # Every node of the third cluster calls the one Stripe stand-in and checks its signatures.
+        stripe = StripeStandIn()
+        stripe.start()
+        third = Cluster(binary, nodes=3,
+                        overrides={"GATEHOUSE_PRESET": PHONE_PRESET, **stripe.environment(STRIPE_ORIGIN)})
         active = third
         timing = third.start()
         report(current, f"PostgreSQL on :{third.postgres.port}, nodes :{third.nodes[0].port} :{third.nodes[1].port} "
-                        f":{third.nodes[2].port}, nginx :{third.nginx.port}; {timing['total']:.1f} s")
+                        f":{third.nodes[2].port}, nginx :{third.nginx.port}, Stripe stand-in {stripe.url}; "
+                        f"{timing['total']:.1f} s")
         phones = Checks(third, preset_settings(PHONE_PRESET))
 
         current = "n. SMS code race"
@@ -1469,6 +1653,14 @@ def run_checks(binary):
         t = time.monotonic()
         report(current, f"{phones.sms_send_race()}; {time.monotonic() - t:.1f} s")
 
+        current = "p. Stripe webhook race"
+        t = time.monotonic()
+        report(current, f"{phones.stripe_webhook_race(stripe)}; {time.monotonic() - t:.1f} s")
+
+        current = "q. Stripe first checkout race"
+        t = time.monotonic()
+        report(current, f"{phones.stripe_checkout_race(stripe)}; {time.monotonic() - t:.1f} s")
+
         current = f"shutdown ({PHONE_PRESET} preset)"
         report(current, shutdown(third))
 
@@ -1476,13 +1668,13 @@ def run_checks(binary):
         return 0
     except CheckFailed as error:
         report(current, str(error), status="FAILED")
-        diagnostics = active.diagnostics()
+        diagnostics = active.diagnostics() + (stripe.diagnostics() if stripe is not None else "")
         if diagnostics:
             print(diagnostics, file=sys.stderr)
         return 1
     except Exception as error:  # an unexpected answer shape, a connection error, ...
         report(current, f"{type(error).__name__}: {error}", status="FAILED")
-        diagnostics = active.diagnostics()
+        diagnostics = active.diagnostics() + (stripe.diagnostics() if stripe is not None else "")
         if diagnostics:
             print(diagnostics, file=sys.stderr)
         raise
@@ -1494,8 +1686,12 @@ def run_checks(binary):
                 if second is not None:
                     second.stop()
             finally:
-                if third is not None:
-                    third.stop()
+                try:
+                    if third is not None:
+                        third.stop()
+                finally:
+                    if stripe is not None:
+                        stripe.stop()
 
 
 # ---------------------------------------------------------------------------------------------
