@@ -21,6 +21,16 @@ public struct RedirectPolicy: Sendable, Equatable {
         allowed = Set(allowlist.compactMap(Self.origin(of:)))
     }
 
+    /// `candidate` when it may be used, else 400 `invalid_redirect` (the magic link's
+    /// `redirect_to`, Stripe's return URLs).
+    public func require(_ candidate: String) throws(GatehouseError) -> String {
+        guard let allowed = check(candidate) else {
+            throw GatehouseError(
+                status: 400, code: .invalidRedirect, message: "This redirect address is not allowed. Add its origin to GATEHOUSE_REDIRECT_ALLOWLIST.")
+        }
+        return allowed
+    }
+
     /// The normalised URL when `candidate` may be used, else `nil`.
     public func check(_ candidate: String) -> String? {
         guard let origin = Self.origin(of: candidate), allowed.contains(origin) else { return nil }

@@ -73,6 +73,10 @@ extension SQLStore {
         ).isEmpty)
     }
 
+    public func stripeEventRecorded(_ id: String) async throws(StoreError) -> Bool {
+        !(try await executor.query("SELECT event_id FROM stripe_events WHERE event_id = ?", [.text(id)]).isEmpty)
+    }
+
     private static func stripeSubscription(from row: SQLRow) throws(StoreError) -> StripeSubscriptionRecord {
         var user: UserID?
         if let text = try row.optionalString("user_id") {

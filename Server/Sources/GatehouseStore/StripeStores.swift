@@ -25,6 +25,8 @@ public protocol StripeStore: Sendable {
     func saveStripeSubscription(_ record: StripeSubscriptionRecord) async throws(StoreError) -> Bool
     /// Notes an event as applied by its id (a unique key); false when it had been already.
     func recordStripeEvent(id: String, type: String, outcome: String, at date: Date) async throws(StoreError) -> Bool
+    /// Whether the event was recorded (a read; `recordStripeEvent` is what decides).
+    func stripeEventRecorded(_ id: String) async throws(StoreError) -> Bool
 }
 
 /// Operators' promotional grants.

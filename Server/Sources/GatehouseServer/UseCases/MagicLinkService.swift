@@ -33,14 +33,7 @@ struct MagicLinkService: Sendable {
         email: String, redirectTo: String?, client: ClientInfo, upgrading: User? = nil, existingAccountsOnly: Bool = false
     ) async throws {
         try gate.requireMethod(preset.signInMethods.magicLink)
-        let redirect = try redirectTo.map { candidate in
-            guard let allowed = redirects.check(candidate) else {
-                throw GatehouseError(
-                    status: 400, code: .invalidRedirect,
-                    message: "This redirect address is not allowed. Add its origin to GATEHOUSE_REDIRECT_ALLOWLIST.")
-            }
-            return allowed
-        }
+        let redirect = try redirectTo.map { try redirects.require($0) }
         let (address, _) = try await requests.check(email: email, kind: .magicLink, client: client)
         try await unitOfWork.run { work in
             try await mail.queueRequest(

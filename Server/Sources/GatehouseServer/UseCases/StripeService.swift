@@ -32,8 +32,8 @@ struct StripeService: Sendable {
         guard prices[request.price] != nil else {
             throw GatehouseError(status: 400, code: .unknownPrice, message: "'\(request.price)' is not a price this app sells.")
         }
-        let success = try allowed(request.successURL)
-        let cancel = try allowed(request.cancelURL)
+        let success = try redirects.require(request.successURL)
+        let cancel = try redirects.require(request.cancelURL)
         let customer = try await customer(for: user, client: client)
         let session = try await reaching {
             try await client.createCheckoutSession(customer: customer, userID: user.id, price: request.price, successURL: success, cancelURL: cancel)
@@ -44,7 +44,7 @@ struct StripeService: Sendable {
     /// `POST /v1/purchases/stripe/portal`: 404 until a checkout made the account's customer.
     func portal(_ request: StripePortalRequest, user: User) async throws -> StripePortalResponse {
         let client = try configured()
-        let returnURL = try allowed(request.returnURL)
+        let returnURL = try redirects.require(request.returnURL)
         guard let customer = try await store.stripeCustomer(of: user.id) else {
             throw GatehouseError.notFound("This account has no Stripe billing yet.")
         }
@@ -75,6 +75,9 @@ struct StripeService: Sendable {
         else {
             throw GatehouseError.invalidRequest("The body is not a Stripe event.")
         }
+        // A redelivery of an event applied already is acknowledged without asking Stripe again
+        // (the event's unique key below still decides between copies arriving together).
+        if try await store.stripeEventRecorded(id) { return }
         let readAt = clock.now
         // The first invoice comes with the checkout: only a cycle's invoice is a renewal.
         let cycle = type != "invoice.paid" || object["billing_reason"] as? String == "subscription_cycle"
@@ -151,14 +154,6 @@ struct StripeService: Sendable {
             throw GatehouseError(status: 503, code: .providerUnavailable, message: "Payments on the web are not set up on this server.")
         }
         return client
-    }
-
-    private func allowed(_ candidate: String) throws -> String {
-        guard let url = redirects.check(candidate) else {
-            throw GatehouseError(
-                status: 400, code: .invalidRedirect, message: "This redirect address is not allowed. Add its origin to GATEHOUSE_REDIRECT_ALLOWLIST.")
-        }
-        return url
     }
 
     /// Runs a call to Stripe; a failure to reach it (or an error it answers) is 503
