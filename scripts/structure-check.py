@@ -13,7 +13,7 @@ Each check lists what breaks its rule, file:line. The rules:
   statuses       no `status:` argument whose value differs from its code's default status
                  (ErrorCode.defaultStatuses), except where docs/errors.md documents it
   plan-literals  no plan-state string literal in GatehouseClient or GatehouseVerifier
-  route-tables   every route registered from a table (`Endpoints`, `ConsoleRoutes`, `GoTrueRoutes`,
+  route-tables   every route registered from a table (`Endpoints`, `ConsoleRoutes`, `GoTrueRoutes`, `OAuthRoutes`,
                  `MetricsController.route`): no path or prefix written at a router call, and every
                  handler a named method (`use:`), not a closure
   file-length    no Swift file under Sources/ or Server/Sources/ over 400 lines

@@ -106,6 +106,22 @@ extension AuditEvent {
         /// An operator's promotional grant (`grant_id`, `tier`, `until`, `reason`, `by`).
         case grantCreated = "grant_created"
         case grantRevoked = "grant_revoked"
+        /// The OpenID provider (`client_id` in the details): a code issued after a sign-in at
+        /// `/oauth/authorize`, a consent given or withdrawn, tokens issued at `/oauth/token`
+        /// (`grant_type`), a token revoked (RFC 7009), a code used twice (its session revoked),
+        /// the app's hand-over made or used, a browser signed out (RP-initiated logout).
+        case oauthAuthorized = "oauth_authorized"
+        case oauthConsentGranted = "oauth_consent_granted"
+        case oauthConsentRevoked = "oauth_consent_revoked"
+        case oauthTokenIssued = "oauth_token_issued"
+        case oauthTokenRevoked = "oauth_token_revoked"
+        case oauthCodeReuse = "oauth_code_reuse"
+        case oauthHandover = "oauth_handover"
+        case oauthLogout = "oauth_logout"
+        /// An operator registered a client, rotated its secret or deleted it (`client_id`, `by`).
+        case oauthClientCreated = "oauth_client_created"
+        case oauthClientSecretRotated = "oauth_client_secret_rotated"
+        case oauthClientDeleted = "oauth_client_deleted"
     }
 
     /// How it went (`outcome`).

@@ -27,13 +27,25 @@ public struct Session: Sendable, Equatable {
     /// The second factor verified (`totp`, `recovery_code`) and when.
     public var secondFactor: String?
     public var secondFactorAt: Date?
+    /// The OpenID provider's client the session was issued to (issue 45); nil for the app's own
+    /// sessions and a browser's sign-in at the provider. Its refresh tokens work only at
+    /// `/oauth/token` for that client, the app's only at `/v1/auth/refresh`.
+    public var clientID: String?
+    /// The scopes granted to the client (space-separated), with `clientID`.
+    public var scope: String?
+    /// When the person last proved a first factor for a client's session (the ID token's
+    /// `auth_time`): the browser session's sign-in, not the code's exchange.
+    public var authTime: Date?
 
     public init(
         id: SessionID = .random(), userID: UserID, provider: Provider, createdAt: Date, lastActiveAt: Date? = nil,
         expiresAt: Date? = nil, revokedAt: Date? = nil, revokedReason: String? = nil, userAgent: String? = nil,
         ipAddress: String? = nil, method: String? = nil, assurance: AssuranceLevel = .aal1, secondFactor: String? = nil,
-        secondFactorAt: Date? = nil
+        secondFactorAt: Date? = nil, clientID: String? = nil, scope: String? = nil, authTime: Date? = nil
     ) {
+        self.clientID = clientID
+        self.scope = scope
+        self.authTime = authTime
         self.method = method
         self.assurance = assurance
         self.secondFactor = secondFactor
@@ -154,4 +166,12 @@ public enum SessionRevokeReason: String, Sendable, CaseIterable {
     /// Apple told of a revoked consent, or of a deleted Apple account.
     case appleConsentRevoked = "apple_consent-revoked"
     case appleAccountDelete = "apple_account-delete"
+    /// The OpenID provider: a client's token revoked (RFC 7009), a code used twice, the person
+    /// withdrew the client's consent, an operator deleted the client, or the browser signed out
+    /// (RP-initiated logout).
+    case oauthTokenRevoked = "oauth_token_revoked"
+    case oauthCodeReuse = "oauth_code_reuse"
+    case oauthConsentRevoked = "oauth_consent_revoked"
+    case oauthClientDeleted = "oauth_client_deleted"
+    case oauthLogout = "oauth_logout"
 }

@@ -145,6 +145,16 @@ public enum Endpoints {
     /// Stripe's events, raw, signed with `Stripe-Signature`.
     public static let stripeWebhook = Endpoint<OpaqueJSON, NoContent>(.post, "/webhooks/stripe", .anyone)
 
+    // MARK: The OpenID provider, seen from the app (issue 45)
+
+    /// A one-time URL, good for 60 seconds, that opens a client's web surface signed in as the
+    /// caller's account (the app's second factor counts only if its session has one).
+    public static let handover = Endpoint<HandoverRequest, HandoverResponse>(.post, "/v1/oauth/handover", .session)
+    /// The clients the person let in, with what each may read.
+    public static let connections = Endpoint<NoBody, ConnectedClientList>(.get, "/v1/me/connections", .session)
+    /// Withdraws a client's consent and ends its sessions.
+    public static let revokeConnection = Endpoint<NoBody, NoContent>(.delete, "/v1/me/connections/{client}", .session)
+
     // MARK: Hosted pages (the links mailed)
 
     public static let verifyEmailPage = Endpoint<NoBody, HTMLPage>(.get, "/auth/verify-email", .anyone)
@@ -177,6 +187,13 @@ public enum Endpoints {
     public static let adminCreateGrant = Endpoint<GrantRequest, GrantResponse>(.post, "/admin/v1/users/{id}/grants", .adminKey)
     public static let adminGrants = Endpoint<NoBody, GrantList>(.get, "/admin/v1/users/{id}/grants", .adminKey)
     public static let adminRevokeGrant = Endpoint<NoBody, NoContent>(.delete, "/admin/v1/users/{id}/grants/{grant}", .adminKey)
+    /// The OpenID provider's clients: register (201, the secret shown once), list, rotate the
+    /// secret, delete (its sessions end).
+    public static let adminCreateOAuthClient = Endpoint<OAuthClientRequest, OAuthClientPayload>(.post, "/admin/v1/oauth/clients", .adminKey)
+    public static let adminOAuthClients = Endpoint<NoBody, OAuthClientList>(.get, "/admin/v1/oauth/clients", .adminKey)
+    public static let adminRotateOAuthClientSecret = Endpoint<NoBody, OAuthClientPayload>(
+        .post, "/admin/v1/oauth/clients/{client}/secret", .adminKey)
+    public static let adminDeleteOAuthClient = Endpoint<NoBody, NoContent>(.delete, "/admin/v1/oauth/clients/{client}", .adminKey)
     public static let adminEvents = Endpoint<NoBody, EventList>(.get, "/admin/v1/events", .adminKey)
     public static let adminAudit = Endpoint<NoBody, AuditList>(.get, "/admin/v1/audit", .adminKey)
     /// 202 with the queued mail's id.
@@ -205,12 +222,13 @@ public enum Endpoints {
         me.erased, updateProfile.erased, deleteAccount.erased, chooseAnonymousName.erased, exportData.erased, handleAvailability.erased,
         entitlements.erased, checkEntitlement.erased, spendCredit.erased, startTrial.erased, events.erased, recordUsage.erased,
         applePurchase.erased, appStoreNotification.erased, appleAccountEvent.erased, stripeCheckout.erased, stripePortal.erased,
-        stripeWebhook.erased,
+        stripeWebhook.erased, handover.erased, connections.erased, revokeConnection.erased,
         verifyEmailPage.erased, verifyEmailForm.erased, resetPasswordPage.erased, resetPasswordForm.erased, magicLinkPage.erased,
         resendLinkForm.erased,
         devOutbox.erased,
         adminUsers.erased, adminUser.erased, adminDisableUser.erased, adminEnableUser.erased, adminDeleteUser.erased,
         adminSetPlan.erased, adminMFAFactors.erased, adminDeleteMFAFactor.erased, adminCreateGrant.erased, adminGrants.erased, adminRevokeGrant.erased,
+        adminCreateOAuthClient.erased, adminOAuthClients.erased, adminRotateOAuthClientSecret.erased, adminDeleteOAuthClient.erased,
         adminEvents.erased, adminAudit.erased, adminTestMail.erased, adminKeys.erased, adminRotateKeys.erased,
         adminImportFirebase.erased, adminImportSupabase.erased,
     ]

@@ -177,6 +177,11 @@ func makeRouter(_ infra: Infrastructure, _ useCases: UseCases) -> Router<Gatehou
         verification: u.verification, reset: u.reset, magicLinks: u.magicLinks, links: u.linkStates, templates: infra.templates, resolver: input.resolver,
         preset: preset, secureCookies: config.publicURL.scheme == "https", bodyLimit: config.maxBodyBytes
     ).register(on: router)
+    OAuthController(openID: u.openID, input: input).register(on: router, signedIn: signedIn)
+    OAuthPagesController(
+        openID: u.openID, passwords: u.passwords, mfa: u.mfa, templates: infra.templates, resolver: input.resolver, preset: preset,
+        secureCookies: config.publicURL.scheme == "https", bodyLimit: config.maxBodyBytes
+    ).register(on: router)
     if config.isDevelopment {
         DevController(store: infra.store).register(on: router)
     }
@@ -203,7 +208,7 @@ func makeRouter(_ infra: Infrastructure, _ useCases: UseCases) -> Router<Gatehou
     ).register(on: router)
     AdminController(
         users: u.users, imports: u.imports, keys: infra.keys, operatorKeys: u.operatorKeys, adminKey: infra.adminKey, keyAttempts: keyAttempts,
-        operatorMail: u.operatorMail, bodyLimit: config.maxBodyBytes
+        operatorMail: u.operatorMail, clients: u.clients, bodyLimit: config.maxBodyBytes
     ).register(on: router)
     return router
 }

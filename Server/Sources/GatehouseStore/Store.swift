@@ -3,7 +3,7 @@
 public protocol GatehouseStore: UserStore, PasswordStore, IdentityStore, ProfileStore, IdempotencyStore, EventStore,
     SessionStore, SessionAssuranceStore, RefreshTokenStore, ThrottleStore, SigningKeyStore, SecretStore, AuditStore, OutboxStore,
     EmailTokenStore, JobStore, EntitlementStore, SubscriptionStore, ReplayStore, RetentionStore, UsageStore, PasskeyStore,
-    MFAFactorStore, RecoveryCodeStore, MFAChallengeStore, ConsoleStore, PhoneStore, PlanLedgerStore
+    MFAFactorStore, RecoveryCodeStore, MFAChallengeStore, ConsoleStore, PhoneStore, PlanLedgerStore, OAuthClientStore, OAuthGrantStore
 {
     var dialect: SQLDialect { get }
     /// Runs `body` in one transaction against a store bound to it.

@@ -76,7 +76,7 @@ import Testing
             let all = routes.withLock { $0 }
             #expect(Set(ConsoleController.operations).subtracting(all).sorted() == [])
             let registered = all.filter { !ConsoleController.operations.contains($0) }
-            let table = Endpoints.all.map(\.description) + SupabaseController.operations + MetricsController.operations
+            let table = Endpoints.all.map(\.description) + SupabaseController.operations + MetricsController.operations + OAuthController.operations
             let documented = Self.documentedOperations(yaml)
             #expect(registered.count > 50 && documented.count > 50)
             #expect(Set(registered).count == registered.count, "the router registers a route twice")

@@ -32,6 +32,8 @@ struct UseCases {
     let phone: PhoneService
     let lifecycle: AccountLifecycle
     let console: ConsoleService
+    let openID: OpenIDService
+    let clients: OperatorClientsService
 
     init(_ infra: Infrastructure) {
         let (config, preset, store, clock, unitOfWork, throttle) = (
@@ -76,7 +78,9 @@ struct UseCases {
         passwords = PasswordService(
             store: store, unitOfWork: unitOfWork.narrowed { $0 }, throttle: throttle, stepUp: stepUp, gate: gate, credentials: credentials, sessions: issuer,
             lifecycle: lifecycle, mail: accountMail, preset: preset, clock: clock)
-        sessions = SessionService(store: store, unitOfWork: unitOfWork.narrowed { $0 }, sessions: issuer, tokens: infra.tokens, preset: preset, clock: clock)
+        let chains = RefreshChains(tokens: infra.tokens, preset: preset)
+        sessions = SessionService(
+            store: store, unitOfWork: unitOfWork.narrowed { $0 }, sessions: issuer, tokens: infra.tokens, chains: chains, preset: preset, clock: clock)
         verification = EmailVerificationService(store: store, unitOfWork: unitOfWork.narrowed { $0 }, mail: accountMail, preset: preset, clock: clock)
         reset = PasswordResetService(
             store: store, unitOfWork: unitOfWork.narrowed { $0 }, gate: gate, credentials: credentials, requests: requests, lifecycle: lifecycle,
@@ -134,6 +138,10 @@ struct UseCases {
                 metrics: infra.metrics, clock: clock, copy: preset.copy),
             sessions: issuer, lifecycle: lifecycle, ownerProof: ownerProof, credentials: credentials, throttle: throttle, preset: preset,
             clock: clock)
+        openID = OpenIDService(
+            store: store, unitOfWork: unitOfWork.narrowed { $0 }, tokens: OpenIDTokens(tokens: infra.tokens, settings: preset.tokens, clock: clock),
+            chains: chains, throttle: throttle, preset: preset, clock: clock)
+        clients = OperatorClientsService(store: store, unitOfWork: unitOfWork.narrowed { $0 }, appAudience: infra.tokens.audience, clock: clock)
         console = ConsoleService(
             store: store, unitOfWork: unitOfWork.narrowed { $0 }, entitlements: entitlementReads, engine: infra.engine, keys: infra.keys,
             preset: preset, clock: clock)

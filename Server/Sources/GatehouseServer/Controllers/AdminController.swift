@@ -13,6 +13,7 @@ struct AdminController {
     let adminKey: AdminKey
     let keyAttempts: OperatorKeyAttempts
     let operatorMail: OperatorMailService
+    let clients: OperatorClientsService
     let bodyLimit: Int
 
     func register(on router: Router<GatehouseRequestContext>) {
@@ -35,6 +36,31 @@ struct AdminController {
         admin.on(Endpoints.adminImportSupabase, use: adminImportSupabase)
         admin.on(Endpoints.adminKeys, use: adminKeys)
         admin.on(Endpoints.adminRotateKeys, use: adminRotateKeys)
+        admin.on(Endpoints.adminCreateOAuthClient, use: adminCreateOAuthClient)
+        admin.on(Endpoints.adminOAuthClients, use: adminOAuthClients)
+        admin.on(Endpoints.adminRotateOAuthClientSecret, use: adminRotateOAuthClientSecret)
+        admin.on(Endpoints.adminDeleteOAuthClient, use: adminDeleteOAuthClient)
+    }
+
+    // MARK: The OpenID provider's clients
+
+    @Sendable func adminCreateOAuthClient(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        let body = try await request.decodeJSON(OAuthClientRequest.self, limit: self.bodyLimit)
+        return try JSONBody.response(try await clients.create(body, by: OperatorService.operatorActor, client: nil), status: .created, headers: noStore)
+    }
+
+    @Sendable func adminOAuthClients(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try JSONBody.response(try await clients.list())
+    }
+
+    @Sendable func adminRotateOAuthClientSecret(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try JSONBody.response(
+            try await clients.rotateSecret(try context.parameters.require("client"), by: OperatorService.operatorActor, client: nil), headers: noStore)
+    }
+
+    @Sendable func adminDeleteOAuthClient(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try await clients.delete(try context.parameters.require("client"), by: OperatorService.operatorActor, client: nil)
+        return JSONBody.empty()
     }
 
     @Sendable func adminUsers(_ request: Request, context: GatehouseRequestContext) async throws -> Response {

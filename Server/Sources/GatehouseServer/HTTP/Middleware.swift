@@ -239,7 +239,8 @@ struct SecurityHeadersMiddleware: RouterMiddleware {
         var response = try await next(request, context)
         if response.headers[.cacheControl] == nil { response.headers[.cacheControl] = "no-store" }
         response.headers[.xContentTypeOptions] = "nosniff"
-        response.headers[.referrerPolicy] = "no-referrer"
+        // The OpenID provider's pages ask for `same-origin`, so their form posts name their origin.
+        if response.headers[.referrerPolicy] == nil { response.headers[.referrerPolicy] = "no-referrer" }
         if hsts { response.headers[.strictTransportSecurity] = "max-age=31536000; includeSubDomains" }
         return response
     }

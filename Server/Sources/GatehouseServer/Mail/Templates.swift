@@ -158,6 +158,32 @@ struct Templates: Sendable {
         var form: Form?
         var link: (url: String, label: String)?
         var hint: String?
+        /// A form of fields and buttons (the OpenID provider's sign-in, second factor and consent).
+        var fieldsForm: FieldsForm?
+
+        struct FieldsForm {
+            struct Field {
+                var name: String
+                var label: String
+                var type: String
+                var autocomplete: String
+                var value = ""
+                var numeric = false
+            }
+            struct Button {
+                var name: String?
+                var value: String?
+                var label: String
+                var secondary = false
+            }
+            var id: String
+            var action: String
+            var csrf: String
+            var hidden: [(name: String, value: String)]
+            var scopes: [(scope: String, text: String)] = []
+            var fields: [Field] = []
+            var buttons: [Button]
+        }
 
         struct Form {
             var action: String
@@ -169,9 +195,11 @@ struct Templates: Sendable {
         }
     }
 
-    func render(_ page: Page, nonce: String) -> String {
+    /// `referrer` is the page's referrer policy: `no-referrer` but on the OpenID provider's
+    /// pages, whose posts must name their origin.
+    func render(_ page: Page, nonce: String, referrer: String = "no-referrer") -> String {
         var context: [String: Any] = [
-            "app_name": preset.app.name, "brand_color": preset.app.brandColor, "nonce": nonce, "state": page.state,
+            "referrer": referrer, "app_name": preset.app.name, "brand_color": preset.app.brandColor, "nonce": nonce, "state": page.state,
             "title": page.title, "heading": page.heading, "paragraphs": page.paragraphs, "errors": page.errors,
         ]
         if let icon = page.icon {
@@ -193,6 +221,21 @@ struct Templates: Sendable {
         }
         if let link = page.link { context["link"] = ["url": link.url, "label": link.label] }
         if let hint = page.hint { context["hint"] = hint }
+        if let form = page.fieldsForm {
+            context["fields_form"] = [
+                "id": form.id, "action": form.action, "csrf": form.csrf,
+                "hidden": form.hidden.map { ["name": $0.name, "value": $0.value] },
+                "has_scopes": !form.scopes.isEmpty, "scopes": form.scopes.map { ["scope": $0.scope, "text": $0.text] },
+                "fields": form.fields.map {
+                    ["name": $0.name, "label": $0.label, "type": $0.type, "autocomplete": $0.autocomplete, "value": $0.value, "numeric": $0.numeric] as [String: Any]
+                },
+                "buttons": form.buttons.map { button -> [String: Any] in
+                    var values: [String: Any] = ["label": button.label, "secondary": button.secondary]
+                    if let name = button.name { values["name"] = ["name": name, "value": button.value ?? ""] }
+                    return values
+                },
+            ] as [String: Any]
+        }
         return library.render(context, withTemplate: "page.html") ?? ""
     }
 }

@@ -13,47 +13,15 @@ struct SessionService: Sendable {
     let unitOfWork: UnitOfWork<Stores>
     let sessions: SessionIssuer
     let tokens: AccessTokens
+    let chains: RefreshChains
     let preset: Preset
     let clock: any WallClock
 
     // MARK: Refresh
 
-    private enum RefreshResult: Sendable {
-        case issued(User, Session, String)
-        case revoked
-    }
-
     func refresh(_ token: String, client: ClientInfo) async throws -> SessionResponse {
-        let hash = StoredSecret.hash(token)
-        let result = try await unitOfWork.run(client: client) { work -> RefreshResult in
-            let (tx, now) = (work.tx, work.now)
-            guard let record = try await tx.refreshToken(hash: hash), let session = try await tx.session(id: record.sessionID) else {
-                throw invalidRefreshToken
-            }
-            switch RefreshRotationPolicy.decide(token: record, session: session, now: now, settings: preset.tokens) {
-            case .expired:
-                guard session.isRevoked else { throw invalidRefreshToken }
-                // Disabling ends every session; the app still learns why.
-                if try await tx.user(id: session.userID)?.isDisabled == true { throw GatehouseError.accountDisabled(preset) }
-                throw sessionRevoked
-            case .reuseDetected:
-                _ = try await tx.revokeSession(session.id, reason: .refreshTokenReuse, at: now)
-                try await work.audit(.refreshReuseDetected, .sessionRevoked, user: session.userID, session: session.id)
-                return .revoked
-            case .repeatSuccessor:
-                let successor = try tokens.successor(of: token)
-                guard try await tx.refreshToken(hash: StoredSecret.hash(successor)) != nil else { throw invalidRefreshToken }
-                return .issued(try await liveUser(tx, session.userID), session, successor)
-            case .rotate:
-                let successor = try tokens.successor(of: token)
-                try await tx.markRefreshTokenRotated(hash: hash, at: now)
-                try await tx.insertRefreshToken(
-                    RefreshTokenRecord(
-                        hash: StoredSecret.hash(successor), sessionID: session.id, issuedAt: now,
-                        expiresAt: now.addingTimeInterval(TimeInterval(preset.tokens.refreshTokenTTLSeconds))))
-                try await tx.touchSession(session.id, at: now)
-                return .issued(try await liveUser(tx, session.userID), session, successor)
-            }
+        let result = try await unitOfWork.run(client: client) { work in
+            try await chains.rotate(work.narrowed { $0 }, token: token, owner: .app)
         }
         switch result {
         case .revoked:
@@ -62,12 +30,6 @@ struct SessionService: Sendable {
         case .issued(let user, let session, let refresh):
             return SessionResponse(session: try await sessions.payload(user, session: session, refreshToken: refresh, in: store))
         }
-    }
-
-    private func liveUser(_ tx: any UserStore, _ id: UserID) async throws -> User {
-        guard let user = try await tx.user(id: id) else { throw invalidRefreshToken }
-        guard !user.isDisabled else { throw GatehouseError.accountDisabled(preset) }
-        return user
     }
 
     // MARK: Logout and the session list
@@ -113,12 +75,8 @@ struct SessionService: Sendable {
         }
     }
 
-    var invalidRefreshToken: GatehouseError {
-        GatehouseError(status: 401, code: .invalidRefreshToken, message: "This session is no longer valid. Please sign in again.")
-    }
-    var sessionRevoked: GatehouseError {
-        GatehouseError(status: 401, code: .sessionRevoked, message: "This session has been signed out. Please sign in again.")
-    }
+    var invalidRefreshToken: GatehouseError { RefreshChains.invalidRefreshToken }
+    var sessionRevoked: GatehouseError { RefreshChains.sessionRevoked }
 }
 
 /// Who a request's access token speaks for: the signature and claims (`AccessTokens`), then a

@@ -1,0 +1,274 @@
+import Foundation
+import GatehouseCore
+import GatehouseWire
+import HTTPTypes
+import Hummingbird
+import NIOCore
+
+/// The OpenID provider's pages (issue 45): `/oauth/authorize` (sign-in, second factor and
+/// consent, in the preset's colours and copy), the app's hand-over and RP-initiated logout.
+///
+/// Like the mail pages they load nothing from elsewhere and run no script (a strict CSP, no
+/// framing), and every form is a POST carrying a CSRF token equal to its `SameSite=Strict`
+/// cookie, from this origin. The pages send `Referrer-Policy: same-origin`, so the browser names
+/// their origin on their own posts and a post naming another origin, or none (`null`), is refused.
+/// A browser signed in at the provider holds an opaque cookie (`SameSite=Lax`, so a client's
+/// redirect to `/oauth/authorize` carries it) that stands for a session of the account.
+struct OAuthPagesController {
+    let openID: OpenIDService
+    let passwords: PasswordService
+    let mfa: MFAService
+    let templates: Templates
+    let resolver: ClientAddressResolver
+    let preset: Preset
+    let secureCookies: Bool
+    let bodyLimit: Int
+
+    var browserCookie: String { secureCookies ? "__Host-gatehouse_op" : "gatehouse_op" }
+    var csrfCookie: String { secureCookies ? "__Host-gatehouse_oauth_csrf" : "gatehouse_oauth_csrf" }
+
+    func register(on router: Router<GatehouseRequestContext>) {
+        router.on(OAuthRoutes.authorize, use: authorize)
+        router.on(OAuthRoutes.authorizeForm, use: authorizeForm)
+        router.on(OAuthRoutes.handover, use: handover)
+        router.on(OAuthRoutes.logout, use: logout)
+    }
+
+    // MARK: Routes
+
+    @Sendable func authorize(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        // Form-encoded (`+` is a space), as relying parties' libraries write it.
+        let query = PagesController.parseForm(request.uri.query ?? "")
+        let csrf = request.cookies[csrfCookie].map(\.value).flatMap { PagesController.isToken($0) ? $0 : nil } ?? randomToken(bytes: 32)
+        let client = resolver.client(request, context.peerAddress)
+        return try await proceed(query, csrf: csrf, browser: try await openID.browser(cookie: request.cookies[browserCookie]?.value), client: client)
+    }
+
+    @Sendable func authorizeForm(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        let fields = PagesController.parseForm(String(buffer: try await request.collectBody(limit: bodyLimit)))
+        let cookie = request.cookies[csrfCookie]?.value ?? ""
+        guard Self.fromThisOrigin(request), PagesController.isToken(cookie),
+            constantTimeEquals(Array(cookie.utf8), Array((fields["csrf_token"] ?? "").utf8))
+        else {
+            return render(
+                page("forbidden", text("page.csrf.title", "Please open the link again"), [text("page.oauth.forbidden", "This form could not be checked. Go back to the app or site and start again.")]),
+                csrf: randomToken(bytes: 32), formTarget: nil, status: .forbidden)
+        }
+        let client = resolver.client(request, context.peerAddress)
+        let browser = try await openID.browser(cookie: request.cookies[browserCookie]?.value)
+        guard case .success(let authorization) = AuthorizationRequest.check(fields, client: try await openID.client(fields["client_id"])) else {
+            return try await proceed(fields, csrf: cookie, browser: browser, client: client)
+        }
+        switch fields["step"] {
+        case "sign_in":
+            let email = fields["email"] ?? ""
+            do {
+                switch try await passwords.login(email: email, password: fields["password"] ?? "", client: client) {
+                case .signedIn(let response):
+                    return try await signedIn(response.session.sessionID, authorization, csrf: cookie, client: client)
+                case .mfaRequired(let challenge):
+                    return render(mfaPage(authorization, challenge: challenge.challengeID, csrf: cookie, errors: []), csrf: cookie, formTarget: authorization)
+                }
+            } catch let error as GatehouseError {
+                return render(signInPage(authorization, csrf: cookie, email: email, errors: [error.message]), csrf: cookie, formTarget: authorization)
+            }
+        case "mfa":
+            let challenge = fields["challenge_id"] ?? ""
+            do {
+                let verified = try await mfa.verify(
+                    MFAVerifyRequest(challengeID: challenge, code: fields["code"] ?? ""), signedIn: nil, client: client)
+                return try await signedIn(verified.session.sessionID, authorization, csrf: cookie, client: client)
+            } catch let error as GatehouseError where error.code == .invalidCode {
+                return render(mfaPage(authorization, challenge: challenge, csrf: cookie, errors: [error.message]), csrf: cookie, formTarget: authorization)
+            } catch let error as GatehouseError {
+                return render(signInPage(authorization, csrf: cookie, email: "", errors: [error.message]), csrf: cookie, formTarget: authorization)
+            }
+        case "consent":
+            guard let browser else { return render(signInPage(authorization, csrf: cookie, email: "", errors: []), csrf: cookie, formTarget: authorization) }
+            let location = try await openID.decide(authorization, allow: fields["decision"] == "allow", browser: browser, client: client)
+            return redirect(location)
+        default:
+            return try await proceed(fields, csrf: cookie, browser: browser, client: client)
+        }
+    }
+
+    @Sendable func handover(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        let code = PagesController.parseForm(request.uri.query ?? "")["code"] ?? ""
+        guard let (cookie, location) = try await openID.openHandover(code: code, client: resolver.client(request, context.peerAddress)) else {
+            let refused = page(
+                "error", text("page.oauth.handover_used.title", "This link has expired"),
+                [text("page.oauth.handover_used.body", "Links from {app} that sign you in on the web work once, for a minute. Open it again from {app}.")],
+                status: "warning")
+            return render(refused, csrf: randomToken(bytes: 32), formTarget: nil, status: .badRequest)
+        }
+        var response = redirect(location)
+        response.headers.append(HTTPField(name: .setCookie, value: browserCookieValue(cookie)))
+        return response
+    }
+
+    @Sendable func logout(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        // Form-encoded (`+` is a space), as relying parties' libraries write it.
+        let query = PagesController.parseForm(request.uri.query ?? "")
+        let browser = try await openID.browser(cookie: request.cookies[browserCookie]?.value)
+        let response: Response
+        do {
+            if let location = try await openID.logout(query, browser: browser, caller: resolver.client(request, context.peerAddress)) {
+                response = redirect(location)
+            } else {
+                let done = page(
+                    "logged-out", text("page.oauth.signed_out.title", "You are signed out"),
+                    [text("page.oauth.signed_out.body", "You signed out of {app} on this browser.")], status: "success")
+                response = render(done, csrf: randomToken(bytes: 32), formTarget: nil)
+            }
+        } catch let error as OAuthProtocolError {
+            return render(page("error", text("page.oauth.error.title", "Something is not right"), [error.description], status: "warning"),
+                csrf: randomToken(bytes: 32), formTarget: nil, status: .badRequest)
+        }
+        var cleared = response
+        cleared.headers.append(HTTPField(name: .setCookie, value: browserCookieValue("", maxAge: 0)))
+        return cleared
+    }
+
+    // MARK: Steps
+
+    /// The next page for a request (query or form): an error page for a client or redirect URI
+    /// that cannot be trusted, else the sign-in, the consent or the redirect back.
+    private func proceed(_ parameters: [String: String], csrf: String, browser: (User, Session)?, client: ClientInfo) async throws -> Response {
+        switch AuthorizationRequest.check(parameters, client: try await openID.client(parameters["client_id"])) {
+        case .failure(.page(let reason)):
+            return render(
+                page("error", text("page.oauth.error.title", "Something is not right"), [reason], status: "warning"), csrf: csrf, formTarget: nil,
+                status: .badRequest)
+        case .failure(.redirect(let error, let description)):
+            let redirectURI = parameters["redirect_uri"] ?? ""
+            return redirect(
+                OpenIDService.append(to: redirectURI, [("error", error), ("error_description", description), ("state", parameters["state"]), ("iss", openID.issuer)]))
+        case .success(let authorization):
+            switch try await openID.next(authorization, browser: browser, client: client) {
+            case .signIn:
+                return render(signInPage(authorization, csrf: csrf, email: "", errors: []), csrf: csrf, formTarget: authorization)
+            case .consent(let target):
+                return render(consentPage(authorization, client: target, user: browser?.0, csrf: csrf), csrf: csrf, formTarget: authorization)
+            case .redirect(let location):
+                return redirect(location)
+            }
+        }
+    }
+
+    /// A sign-in completed on the page: the browser is remembered, then the request goes on.
+    private func signedIn(_ sessionID: String, _ authorization: AuthorizationRequest, csrf: String, client: ClientInfo) async throws -> Response {
+        guard let id = SessionID(sessionID) else { throw GatehouseError.internalError(nil) }
+        let cookie = try await openID.rememberBrowser(id)
+        let browser = try await openID.browser(cookie: cookie)
+        var response = try await proceed(Dictionary(uniqueKeysWithValues: authorization.parameters), csrf: csrf, browser: browser, client: client)
+        response.headers.append(HTTPField(name: .setCookie, value: browserCookieValue(cookie)))
+        return response
+    }
+
+    // MARK: Pages
+
+    private func hidden(_ authorization: AuthorizationRequest, step: String) -> [(name: String, value: String)] {
+        authorization.parameters.map { (name: $0.0, value: $0.1) } + [(name: "step", value: step)]
+    }
+
+    private func signInPage(_ authorization: AuthorizationRequest, csrf: String, email: String, errors: [String]) -> Templates.Page {
+        var result = page("sign-in", text("page.oauth.sign_in.title", "Sign in to {app}"), [text("page.oauth.sign_in.body", "Use your {app} account.")])
+        result.errors = errors
+        result.fieldsForm = .init(
+            id: "sign-in", action: OAuthRoutes.authorizeForm.path, csrf: csrf, hidden: hidden(authorization, step: "sign_in"),
+            fields: [
+                .init(name: "email", label: text("page.oauth.email", "Email"), type: "email", autocomplete: "username", value: email),
+                .init(name: "password", label: text("page.oauth.password", "Password"), type: "password", autocomplete: "current-password"),
+            ],
+            buttons: [.init(name: nil, value: nil, label: text("page.oauth.sign_in.button", "Sign in"))])
+        return result
+    }
+
+    private func mfaPage(_ authorization: AuthorizationRequest, challenge: String, csrf: String, errors: [String]) -> Templates.Page {
+        var result = page("mfa", text("page.oauth.mfa.title", "Enter your code"), [text("page.oauth.mfa.body", "Open your authenticator app and enter the 6-digit code for {app}.")])
+        result.errors = errors
+        result.fieldsForm = .init(
+            id: "mfa", action: OAuthRoutes.authorizeForm.path, csrf: csrf,
+            hidden: hidden(authorization, step: "mfa") + [(name: "challenge_id", value: challenge)],
+            fields: [.init(name: "code", label: text("page.oauth.mfa.code", "Code"), type: "text", autocomplete: "one-time-code", numeric: true)],
+            buttons: [.init(name: nil, value: nil, label: text("page.oauth.mfa.button", "Continue"))])
+        return result
+    }
+
+    private func consentPage(_ authorization: AuthorizationRequest, client: OAuthClient, user: User?, csrf: String) -> Templates.Page {
+        var result = page(
+            "consent", text("page.oauth.consent.title", "{client} wants to use your {app} account", ["client": client.name]),
+            [text("page.oauth.consent.body", "Signed in as {account}. {client} will be able to:", ["client": client.name, "account": user?.email ?? "you"])])
+        let scopes = authorization.scopes.map { scope in
+            (scope: scope, text: text("page.oauth.scope.\(scope)", Self.scopeDefaults[scope] ?? scope))
+        }
+        result.fieldsForm = .init(
+            id: "consent", action: OAuthRoutes.authorizeForm.path, csrf: csrf, hidden: hidden(authorization, step: "consent"), scopes: scopes,
+            buttons: [
+                .init(name: "decision", value: "allow", label: text("page.oauth.consent.allow", "Allow")),
+                .init(name: "decision", value: "deny", label: text("page.oauth.consent.deny", "Cancel"), secondary: true),
+            ])
+        return result
+    }
+
+    static let scopeDefaults = [
+        "openid": "Know who you are on {app}", "email": "See your email address", "profile": "See your name",
+        "offline_access": "Stay signed in when you are away",
+    ]
+
+    private func page(_ state: String, _ heading: String, _ paragraphs: [String], status icon: String? = nil) -> Templates.Page {
+        Templates.Page(state: state, title: heading, heading: heading, paragraphs: paragraphs, icon: icon)
+    }
+
+    private func text(_ key: String, _ fallback: String, _ values: [String: String] = [:]) -> String {
+        templates.text(key, fallback, values)
+    }
+
+    // MARK: Plumbing
+
+    /// The page with its CSP: no script, styles by nonce, no framing, and forms only to this
+    /// origin and (for the redirect that follows a post) the client's redirect URI's origin.
+    private func render(_ page: Templates.Page, csrf: String, formTarget: AuthorizationRequest?, status: HTTPResponse.Status = .ok) -> Response {
+        let nonce = randomToken(bytes: 16)
+        var formAction = "'self'"
+        if let target = formTarget.flatMap({ URLComponents(string: $0.redirectURI) }), let scheme = target.scheme {
+            if let host = target.host, !host.isEmpty {
+                formAction += " \(scheme)://\(host)\(target.port.map { ":\($0)" } ?? "")"
+            } else {
+                formAction += " \(scheme):"
+            }
+        }
+        var headers: HTTPFields = [
+            .contentType: "text/html; charset=utf-8",
+            .contentSecurityPolicy:
+                "default-src 'none'; style-src 'nonce-\(nonce)'; img-src data:; form-action \(formAction); frame-ancestors 'none'; base-uri 'none'",
+            .xFrameOptions: "DENY", .cacheControl: "no-store", .referrerPolicy: "same-origin",
+        ]
+        headers[.setCookie] = secureCookies
+            ? "\(csrfCookie)=\(csrf); Path=/; Max-Age=3600; HttpOnly; SameSite=Strict; Secure"
+            : "\(csrfCookie)=\(csrf); Path=/oauth; Max-Age=3600; HttpOnly; SameSite=Strict"
+        let html = templates.render(page, nonce: nonce, referrer: "same-origin")
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: html)))
+    }
+
+    private func redirect(_ location: String) -> Response {
+        Response(status: .seeOther, headers: [.location: location, .cacheControl: "no-store", .referrerPolicy: "no-referrer"])
+    }
+
+    private func browserCookieValue(_ value: String, maxAge: Int? = nil) -> String {
+        let age = maxAge ?? preset.tokens.refreshTokenTTLSeconds
+        return secureCookies
+            ? "\(browserCookie)=\(value); Path=/; Max-Age=\(age); HttpOnly; SameSite=Lax; Secure"
+            : "\(browserCookie)=\(value); Path=/oauth; Max-Age=\(age); HttpOnly; SameSite=Lax"
+    }
+
+    /// A form post from this origin: the browser names it in `Origin` (the pages' referrer
+    /// policy is `same-origin`); a post from another origin, or an opaque one (`null`), is
+    /// refused. Browsers that send no `Origin` are left to the CSRF cookie.
+    static func fromThisOrigin(_ request: Request) -> Bool {
+        guard let origin = request.headers[.origin] else { return true }
+        guard origin != "null", let host = request.head.authority, let url = URL(string: origin), let originHost = url.host else { return false }
+        let authority = url.port.map { "\(originHost):\($0)" } ?? originHost
+        return authority.lowercased() == host.lowercased()
+    }
+}
