@@ -111,7 +111,7 @@ extension Gatehouse {
                 + "(or the preset's open_app_url).")
     }
 
-    private static func pageURL(_ text: String) throws(GatehouseClientError) -> URL {
+    static func pageURL(_ text: String) throws(GatehouseClientError) -> URL {
         guard let url = URL(string: text), url.scheme != nil, url.host != nil else { throw invalidResponse }
         return url
     }

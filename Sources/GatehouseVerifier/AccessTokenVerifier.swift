@@ -41,6 +41,31 @@ public struct GatehouseUser: Sendable, Equatable {
     }
 }
 
+/// What an access token of Gatehouse's OpenID provider grants (``AccessTokenVerifier/verifyClientAccess(_:)``):
+/// a person's sign-in at a client, or (`client_credentials`) the client itself.
+public struct GatehouseClientAccess: Sendable, Equatable {
+    /// The token's `sub`: the person's Gatehouse id, or the client's id for `client_credentials`.
+    public var subject: String
+    /// The client the token was issued to (`client_id`).
+    public var clientID: String
+    /// The scopes granted (`scope`).
+    public var scopes: [String]
+    /// The person's id; nil for a client's own token.
+    public var userID: String?
+    /// The Gatehouse session behind a person's token (`sid`).
+    public var sessionID: String?
+    public var expiresAt: Date
+
+    public init(subject: String, clientID: String, scopes: [String], userID: String?, sessionID: String?, expiresAt: Date) {
+        self.subject = subject
+        self.clientID = clientID
+        self.scopes = scopes
+        self.userID = userID
+        self.sessionID = sessionID
+        self.expiresAt = expiresAt
+    }
+}
+
 /// Verifies Gatehouse access tokens offline: ES256 signatures against the server's JWKS
 /// (fetched and cached; an unknown `kid` triggers one refetch, so key rotation needs nothing),
 /// `typ: at+jwt`, issuer, audience, expiry and not-before with a small leeway.
@@ -135,8 +160,51 @@ public actor AccessTokenVerifier {
 
     /// The user `token` (the bearer token, without `Bearer `) speaks for, once its signature and
     /// claims check out; the key set is fetched first when it is stale or lacks the token's `kid`.
+    /// A token the OpenID provider issued to a client (it carries `client_id`) is refused here:
+    /// read it with ``verifyClientAccess(_:)``.
     /// - Throws: ``AccessTokenVerifier/Failure``, saying why the token is refused.
     public func verify(_ token: String) async throws(Failure) -> GatehouseUser {
+        let payload = try await signedPayload(token)
+        guard let claims = try? JSONDecoder().decode(AccessTokenClaims.self, from: payload) else {
+            // A client's token has no `sid` of the app's: say it is for another audience.
+            if (try? JSONDecoder().decode(ClientProbe.self, from: payload))?.clientID != nil { throw .wrongAudience }
+            throw .malformed
+        }
+        guard (try? JSONDecoder().decode(ClientProbe.self, from: payload))?.clientID == nil else { throw .wrongAudience }
+        try check(iss: claims.iss, aud: claims.aud, exp: claims.exp, nbf: claims.nbf)
+        return GatehouseUser(
+            userID: claims.sub, sessionID: claims.sid, plan: claims.plan ?? .free,
+            planExpiresAt: claims.planExpiresAt.map { Date(timeIntervalSince1970: TimeInterval($0)) },
+            isAnonymous: claims.isAnonymous ?? false, emailVerified: claims.emailVerified ?? false,
+            phoneVerified: claims.phoneVerified ?? false, expiresAt: Date(timeIntervalSince1970: TimeInterval(claims.exp)),
+            assuranceLevel: claims.aal ?? .aal1, authenticationMethods: claims.amr ?? [])
+    }
+
+    /// What an access token of Gatehouse's OpenID provider grants, for a resource server: make the
+    /// verifier with the resource's own audience (the client's registered `audience`), and a token
+    /// for any other audience is refused with ``AccessTokenVerifier/Failure/wrongAudience``. The
+    /// app's own tokens carry no `client_id` and are refused as ``AccessTokenVerifier/Failure/malformed``.
+    /// Offline, like ``verify(_:)``: a token revoked at Gatehouse stays good here until it expires
+    /// (ask `/oauth/introspect` where that matters).
+    public func verifyClientAccess(_ token: String) async throws(Failure) -> GatehouseClientAccess {
+        let payload = try await signedPayload(token)
+        guard let claims = try? JSONDecoder().decode(OAuthAccessTokenClaims.self, from: payload), !claims.clientID.isEmpty else {
+            throw .malformed
+        }
+        try check(iss: claims.iss, aud: claims.aud, exp: claims.exp, nbf: claims.nbf)
+        let person = claims.sid != nil
+        return GatehouseClientAccess(
+            subject: claims.sub, clientID: claims.clientID, scopes: claims.scope.split(separator: " ").map(String.init),
+            userID: person ? claims.sub : nil, sessionID: claims.sid, expiresAt: Date(timeIntervalSince1970: TimeInterval(claims.exp)))
+    }
+
+    private struct ClientProbe: Decodable {
+        var clientID: String?
+        enum CodingKeys: String, CodingKey { case clientID = "client_id" }
+    }
+
+    /// The payload of an ES256 `at+jwt` whose signature verifies with a published key.
+    private func signedPayload(_ token: String) async throws(Failure) -> Data {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let headerData = Data(base64URLEncoded: String(parts[0])),
             let payload = Data(base64URLEncoded: String(parts[1])), let signature = Data(base64URLEncoded: String(parts[2])),
@@ -147,18 +215,15 @@ public actor AccessTokenVerifier {
         guard let ecdsa = try? P256.Signing.ECDSASignature(rawRepresentation: signature),
             key.isValidSignature(ecdsa, for: Data("\(parts[0]).\(parts[1])".utf8))
         else { throw .badSignature }
-        guard let claims = try? JSONDecoder().decode(AccessTokenClaims.self, from: payload) else { throw .malformed }
-        guard claims.iss == issuer else { throw .wrongIssuer }
-        guard claims.aud == audience else { throw .wrongAudience }
+        return payload
+    }
+
+    private func check(iss: String, aud: String, exp: Int64, nbf: Int64?) throws(Failure) {
+        guard iss == issuer else { throw .wrongIssuer }
+        guard aud == audience else { throw .wrongAudience }
         let now = clock.now.timeIntervalSince1970
-        guard TimeInterval(claims.exp) + leeway > now else { throw .expired }
-        if let nbf = claims.nbf, TimeInterval(nbf) - leeway > now { throw .notYetValid }
-        return GatehouseUser(
-            userID: claims.sub, sessionID: claims.sid, plan: claims.plan ?? .free,
-            planExpiresAt: claims.planExpiresAt.map { Date(timeIntervalSince1970: TimeInterval($0)) },
-            isAnonymous: claims.isAnonymous ?? false, emailVerified: claims.emailVerified ?? false,
-            phoneVerified: claims.phoneVerified ?? false, expiresAt: Date(timeIntervalSince1970: TimeInterval(claims.exp)),
-            assuranceLevel: claims.aal ?? .aal1, authenticationMethods: claims.amr ?? [])
+        guard TimeInterval(exp) + leeway > now else { throw .expired }
+        if let nbf, TimeInterval(nbf) - leeway > now { throw .notYetValid }
     }
 
     /// The key for `kid`: from the cache while it is fresh, else after one (shared) fetch.

@@ -242,3 +242,42 @@ public struct IDTokenClaims: Codable, Sendable, Hashable {
         case emailVerified = "email_verified"
     }
 }
+
+/// A consent in the export: the client, the scopes, when.
+public struct ExportedOAuthConsent: Codable, Sendable, Hashable {
+    public var clientID: String
+    public var scopes: [String]
+    /// RFC 3339.
+    public var grantedAt: String
+    public init(clientID: String, scopes: [String], grantedAt: String) {
+        self.clientID = clientID
+        self.scopes = scopes
+        self.grantedAt = grantedAt
+    }
+    enum CodingKeys: String, CodingKey {
+        case scopes
+        case clientID = "client_id"
+        case grantedAt = "granted_at"
+    }
+}
+
+/// A one-time code in the export (`authorization` or `handover`): for which client and when.
+public struct ExportedOAuthCode: Codable, Sendable, Hashable {
+    public var kind: String
+    public var clientID: String
+    /// RFC 3339.
+    public var createdAt: String
+    public var usedAt: String?
+    public init(kind: String, clientID: String, createdAt: String, usedAt: String?) {
+        self.kind = kind
+        self.clientID = clientID
+        self.createdAt = createdAt
+        self.usedAt = usedAt
+    }
+    enum CodingKeys: String, CodingKey {
+        case kind
+        case clientID = "client_id"
+        case createdAt = "created_at"
+        case usedAt = "used_at"
+    }
+}

@@ -92,7 +92,7 @@ VENV_PACKAGES=('aiosmtpd==1.4.6' 'selenium==4.27.1' 'openapi-spec-validator==0.9
   'soft-webauthn==0.1.4' 'webauthn==2.7.1' 'fido2==1.2.0' 'cbor2==5.9.0' 'cryptography==44.0.3' 'pyotp==2.9.0'
   'PyJWT==2.15.1' 'supabase-auth==2.34.1' 'gotrue==2.12.4' 'firebase-scrypt==0.1.0' 'bcrypt==5.0.0'
   'opentelemetry-proto==1.45.2' 'protobuf==7.36.2' 'phonenumbers==9.0.43' 'standardwebhooks==1.1.0'
-  'stripe==16.1.0')
+  'stripe==16.1.0' 'authlib==1.6.5')
 
 # Creates .build-venv, or completes it, unless it already holds VENV_PACKAGES at their versions.
 ensure_venv() {

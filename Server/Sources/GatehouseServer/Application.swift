@@ -203,6 +203,7 @@ func makeRouter(_ infra: Infrastructure, _ useCases: UseCases) -> Router<Gatehou
     MetricsController(metrics: infra.metrics, token: config.metricsToken).register(on: router)
     ConsoleController(
         console: u.console, operators: u.users, operatorMail: u.operatorMail, operatorKeys: u.operatorKeys, adminKey: infra.adminKey,
+        clients: u.clients,
         cookies: ConsoleCookies(key: infra.adminKey.consoleKey, lifetime: 1800, https: config.publicURL.scheme == "https"),
         views: infra.consoleViews, resolver: input.resolver, throttle: infra.throttle, clock: infra.clock, bodyLimit: config.maxBodyBytes
     ).register(on: router)

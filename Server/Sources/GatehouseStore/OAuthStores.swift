@@ -18,10 +18,12 @@ public protocol OAuthClientStore: Sendable {
 /// provider, and the clients' sessions.
 public protocol OAuthGrantStore: Sendable {
     func insertOAuthCode(_ code: OAuthCode) async throws(StoreError)
-    /// Uses a code in one conditional statement: only an unused code before its expiry, marked
+    /// Uses a code of `kind` in one conditional statement: only an unused code before its expiry, marked
     /// used by the session its use opens (`issuing`). Nil when it is unknown, used or expired,
     /// so of any number of parallel uses one at most gets it.
-    func useOAuthCode(hash: [UInt8], issuing: SessionID?, at date: Date) async throws(StoreError) -> OAuthCode?
+    func useOAuthCode(hash: [UInt8], kind: OAuthCodeKind, issuing: SessionID?, at date: Date) async throws(StoreError) -> OAuthCode?
+    /// The account's codes, oldest first (for its export).
+    func oauthCodes(of userID: UserID) async throws(StoreError) -> [OAuthCode]
     /// A code as stored, used or not (what a second use revokes).
     func oauthCode(hash: [UInt8]) async throws(StoreError) -> OAuthCode?
     func consent(of userID: UserID, to clientID: String) async throws(StoreError) -> OAuthConsent?

@@ -72,14 +72,20 @@ extension SQLStore {
             ])
     }
 
-    public func useOAuthCode(hash: [UInt8], issuing: SessionID?, at date: Date) async throws(StoreError) -> OAuthCode? {
+    public func useOAuthCode(hash: [UInt8], kind: OAuthCodeKind, issuing: SessionID?, at date: Date) async throws(StoreError) -> OAuthCode? {
         try await executor.query(
             """
             UPDATE oauth_codes SET used_at = ?, issued_session_id = ?
-            WHERE code_hash = ? AND used_at IS NULL AND expires_at > ? RETURNING \(Self.codeColumns)
+            WHERE code_hash = ? AND kind = ? AND used_at IS NULL AND expires_at > ? RETURNING \(Self.codeColumns)
             """,
-            [.integer(date.unixSeconds), SQLValue(issuing?.description), .blob(hash), .integer(date.unixSeconds)]
+            [.integer(date.unixSeconds), SQLValue(issuing?.description), .blob(hash), .text(kind.rawValue), .integer(date.unixSeconds)]
         ).first.map(Self.code(from:))
+    }
+
+    public func oauthCodes(of userID: UserID) async throws(StoreError) -> [OAuthCode] {
+        try await executor.query(
+            "SELECT \(Self.codeColumns) FROM oauth_codes WHERE user_id = ? ORDER BY created_at", [.text(userID.description)]
+        ).map(Self.code(from:))
     }
 
     public func oauthCode(hash: [UInt8]) async throws(StoreError) -> OAuthCode? {
@@ -109,6 +115,8 @@ extension SQLStore {
         ).first.map(Self.consent(from:))
     }
 
+    /// Read, joined, written: callers hold the account's row first (`holdSession`), so two
+    /// consents of one account never interleave here.
     public func saveConsent(_ consent: OAuthConsent) async throws(StoreError) {
         let stored = try await self.consent(of: consent.userID, to: consent.clientID)
         let scopes = OAuthScope.words(((stored?.scopes ?? []) + consent.scopes).joined(separator: " "))

@@ -28,6 +28,12 @@ extension SQLStore {
         counts.phoneCodes = try await executor.query(
             "DELETE FROM phone_codes WHERE expires_at < ? RETURNING id", [.integer(windowsBefore.unixSeconds)]
         ).count
+        counts.oauthRows = try await executor.query(
+            "DELETE FROM oauth_codes WHERE expires_at < ? RETURNING client_id", [.integer(windowsBefore.unixSeconds)]
+        ).count
+        counts.oauthRows += try await executor.query(
+            "DELETE FROM oauth_browser_sessions WHERE expires_at < ? RETURNING session_id", [.integer(windowsBefore.unixSeconds)]
+        ).count
         counts.notifications = try await executor.query(
             "DELETE FROM app_store_notifications WHERE received_at < ? RETURNING notification_uuid", [.integer(notificationsBefore.unixSeconds)]
         ).count

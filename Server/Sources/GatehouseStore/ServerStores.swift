@@ -85,6 +85,9 @@ public struct PurgeCounts: Sendable, Equatable {
     public var messageIDs = 0
     /// SMS codes expired before the rate-limit windows' cut-off (they can no longer be tried).
     public var phoneCodes = 0
+    /// The OpenID provider's one-time codes and browser sign-ins past their end (a used code is
+    /// kept until the windows' cut-off, so a late second use still revokes what it issued).
+    public var oauthRows = 0
     /// Usage meter rows of periods that started over 62 days ago (two months: a monthly
     /// meter's current and previous periods stay).
     public var usageRows = 0

@@ -8,7 +8,8 @@ import NIOCore
 
 /// The admin console at `/admin`: server-rendered pages for the operator, signed in with the
 /// admin key. Every form is a POST with the session's CSRF token and answers with a redirect
-/// (post/redirect/get), so a reload never repeats an action. Pages run no script and load
+/// (post/redirect/get), so a reload never repeats an action, but for the two that show an OAuth
+/// client's new secret once (`ConsoleController+Clients`). Pages run no script and load
 /// nothing from elsewhere.
 struct ConsoleController {
     let console: ConsoleService
@@ -16,6 +17,7 @@ struct ConsoleController {
     let operatorMail: OperatorMailService
     let operatorKeys: OperatorKeysService
     let adminKey: AdminKey
+    let clients: OperatorClientsService
     let cookies: ConsoleCookies
     let views: ConsoleViews
     let resolver: ClientAddressResolver
@@ -52,6 +54,10 @@ struct ConsoleController {
         router.on(ConsoleRoutes.rotateKeys, use: rotateKeys)
         router.on(ConsoleRoutes.mail, use: mail)
         router.on(ConsoleRoutes.testMail, use: testMail)
+        router.on(ConsoleRoutes.clients, use: clientsList)
+        router.on(ConsoleRoutes.createClient, use: createClient)
+        router.on(ConsoleRoutes.rotateClientSecret, use: rotateClientSecret)
+        router.on(ConsoleRoutes.deleteClient, use: deleteClient)
         router.on(ConsoleRoutes.preset, use: preset)
     }
 
@@ -273,7 +279,7 @@ struct ConsoleController {
     // MARK: Plumbing
 
     /// A signed-in GET page (the sign-in page when there is no live session).
-    private func page(
+    func page(
         _ request: Request, _ context: GatehouseRequestContext, _ build: () async throws -> ConsoleViews.Page
     ) async throws -> Response {
         guard let session = try await liveSession(request) else { return signInPage() }
@@ -294,7 +300,7 @@ struct ConsoleController {
 
     /// A signed-in form POST: checked for its session, origin and CSRF token before `run`. A
     /// refusal of the action itself answers `onError`'s page with the reason.
-    private func action(
+    func action(
         _ request: Request, _ context: GatehouseRequestContext, onError: (() async throws -> ConsoleViews.Page)? = nil,
         _ run: (ConsoleCookies.Session, [String: String], ClientInfo) async throws -> Response
     ) async throws -> Response {
@@ -331,12 +337,12 @@ struct ConsoleController {
         PagesController.parseForm(String(buffer: try await request.collectBody(limit: bodyLimit)))
     }
 
-    private func redirect(_ location: String, notice: String? = nil) -> Response {
+    func redirect(_ location: String, notice: String? = nil) -> Response {
         let target = notice.map { "\(location)?notice=\($0)" } ?? location
         return Response(status: .seeOther, headers: [.location: target, .cacheControl: "no-store"])
     }
 
-    private func render(_ page: ConsoleViews.Page, session: ConsoleCookies.Session?, status: HTTPResponse.Status) -> Response {
+    func render(_ page: ConsoleViews.Page, session: ConsoleCookies.Session?, status: HTTPResponse.Status) -> Response {
         let nonce = randomToken(bytes: 16)
         let html = views.render(page, csrf: session.map(cookies.csrf(for:)), nonce: nonce)
         return Response(

@@ -22,10 +22,15 @@ enum ConsoleRoutes {
     static let rotateKeys = Route(.post, "/admin/keys/rotate")
     static let mail = Route(.get, "/admin/mail")
     static let testMail = Route(.post, "/admin/mail/test")
+    static let clients = Route(.get, "/admin/clients")
+    static let createClient = Route(.post, "/admin/clients")
+    static let rotateClientSecret = Route(.post, "/admin/clients/{client}/secret")
+    static let deleteClient = Route(.post, "/admin/clients/{client}/delete")
     static let preset = Route(.get, "/admin/preset")
 
     static let all = [
         overview, signIn, signOut, users, user, revokeSession, revokeAllSessions, setPlan, grantCredits, createGrant, revokeGrant, disable,
-        enable, sendMail, delete, audit, events, keys, rotateKeys, mail, testMail, preset,
+        enable, sendMail, delete, audit, events, keys, rotateKeys, mail, testMail, clients, createClient, rotateClientSecret, deleteClient,
+        preset,
     ]
 }

@@ -35,7 +35,9 @@ struct ConsoleViews: Sendable {
         "magic_link_sent": "A sign-in link was queued.", "verification_sent": "A verification link was queued.",
         "user_deleted": "The account was deleted.", "keys_rotated": "The signing key was rotated.",
         "test_mail_queued": "The test mail was queued.", "grant_created": "The grant was made.",
-        "grant_revoked": "The grant was revoked.",
+        "grant_revoked": "The grant was revoked.", "client_created": "The client was registered.",
+        "client_secret_rotated": "The client has a new secret; the old one no longer works.",
+        "client_deleted": "The client was deleted; its sessions ended.",
     ]
 
     func render(_ page: Page, csrf: String?, nonce: String) -> String {
@@ -44,8 +46,8 @@ struct ConsoleViews: Sendable {
             "title": page.title, "csrf": csrf ?? "", "signed_in": csrf != nil,
             "nav": [
                 ("overview", "Overview", "/admin"), ("users", "Users", "/admin/users"), ("audit", "Audit log", "/admin/audit"),
-                ("events", "Events", "/admin/events"), ("keys", "Signing keys", "/admin/keys"), ("mail", "Mail", "/admin/mail"),
-                ("preset", "Preset", "/admin/preset"),
+                ("events", "Events", "/admin/events"), ("keys", "Signing keys", "/admin/keys"),
+                ("clients", "OAuth clients", "/admin/clients"), ("mail", "Mail", "/admin/mail"), ("preset", "Preset", "/admin/preset"),
             ].map { ["name": $0.0, "label": $0.1, "href": $0.2, "current": $0.0 == page.name || ($0.0 == "users" && page.name == "user")] },
         ]
         context[page.name.replacingOccurrences(of: "-", with: "_") + "_page"] = Self.compact(page.values)

@@ -83,7 +83,8 @@ struct OAuthController {
     @Sendable func introspect(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
         try await answering {
             let (form, credentials) = try await read(request)
-            return try JSONBody.response(try await openID.introspect(form, credentials: credentials), headers: [.cacheControl: "no-store"])
+            return try JSONBody.response(
+                try await openID.introspect(form, credentials: credentials, caller: input.client(request, context)), headers: [.cacheControl: "no-store"])
         }
     }
 
@@ -131,8 +132,13 @@ struct OAuthController {
             return try await body()
         } catch let error as OAuthProtocolError {
             var headers: HTTPFields = [.cacheControl: "no-store"]
-            if error.status == 401 {
-                headers[.wwwAuthenticate] = error.error == "invalid_token" ? "Bearer error=\"invalid_token\"" : "Basic realm=\"gatehouse\""
+            // RFC 6750 §3 for the bearer side, RFC 6749 §5.2 for client authentication.
+            switch (error.status, error.error) {
+            case (401, "invalid_token"): headers[.wwwAuthenticate] = "Bearer error=\"invalid_token\""
+            case (401, "invalid_request"): headers[.wwwAuthenticate] = "Bearer"
+            case (403, "insufficient_scope"): headers[.wwwAuthenticate] = "Bearer error=\"insufficient_scope\", scope=\"openid\""
+            case (401, _): headers[.wwwAuthenticate] = "Basic realm=\"gatehouse\""
+            default: break
             }
             if let retry = error.retryAfter { headers[.retryAfter] = String(retry) }
             return try JSONBody.response(

@@ -37,6 +37,26 @@ struct OAuthPagesController {
     // MARK: Routes
 
     @Sendable func authorize(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try await showingRefusals { try await authorizePage(request, context: context) }
+    }
+
+    @Sendable func authorizeForm(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try await showingRefusals { try await authorizePost(request, context: context) }
+    }
+
+    /// A refusal the provider's use case names (a client deleted, a sign-in ended mid-way)
+    /// is a page, not an internal error.
+    private func showingRefusals(_ body: () async throws -> Response) async throws -> Response {
+        do {
+            return try await body()
+        } catch let error as OAuthProtocolError {
+            return render(
+                page("error", text("page.oauth.error.title", "Something is not right"), [error.description], status: "warning"),
+                csrf: randomToken(bytes: 32), formTarget: nil, status: .badRequest)
+        }
+    }
+
+    private func authorizePage(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
         // Form-encoded (`+` is a space), as relying parties' libraries write it.
         let query = PagesController.parseForm(request.uri.query ?? "")
         let csrf = request.cookies[csrfCookie].map(\.value).flatMap { PagesController.isToken($0) ? $0 : nil } ?? randomToken(bytes: 32)
@@ -44,7 +64,7 @@ struct OAuthPagesController {
         return try await proceed(query, csrf: csrf, browser: try await openID.browser(cookie: request.cookies[browserCookie]?.value), client: client)
     }
 
-    @Sendable func authorizeForm(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+    private func authorizePost(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
         let fields = PagesController.parseForm(String(buffer: try await request.collectBody(limit: bodyLimit)))
         let cookie = request.cookies[csrfCookie]?.value ?? ""
         guard Self.fromThisOrigin(request), PagesController.isToken(cookie),
@@ -52,7 +72,8 @@ struct OAuthPagesController {
         else {
             return render(
                 page("forbidden", text("page.csrf.title", "Please open the link again"), [text("page.oauth.forbidden", "This form could not be checked. Go back to the app or site and start again.")]),
-                csrf: randomToken(bytes: 32), formTarget: nil, status: .forbidden)
+                // The browser's token stays: the person's own page still posts with it.
+                csrf: PagesController.isToken(cookie) ? cookie : randomToken(bytes: 32), formTarget: nil, status: .forbidden)
         }
         let client = resolver.client(request, context.peerAddress)
         let browser = try await openID.browser(cookie: request.cookies[browserCookie]?.value)
@@ -67,19 +88,24 @@ struct OAuthPagesController {
                 case .signedIn(let response):
                     return try await signedIn(response.session.sessionID, authorization, csrf: cookie, client: client)
                 case .mfaRequired(let challenge):
-                    return render(mfaPage(authorization, challenge: challenge.challengeID, csrf: cookie, errors: []), csrf: cookie, formTarget: authorization)
+                    let factor = challenge.factors.first { $0.type == "totp" }?.id ?? ""
+                    return render(
+                        mfaPage(authorization, challenge: challenge.challengeID, factor: factor, csrf: cookie, errors: []), csrf: cookie,
+                        formTarget: authorization)
                 }
             } catch let error as GatehouseError {
                 return render(signInPage(authorization, csrf: cookie, email: email, errors: [error.message]), csrf: cookie, formTarget: authorization)
             }
         case "mfa":
-            let challenge = fields["challenge_id"] ?? ""
+            let (challenge, factor) = (fields["challenge_id"] ?? "", fields["factor_id"] ?? "")
             do {
                 let verified = try await mfa.verify(
-                    MFAVerifyRequest(challengeID: challenge, code: fields["code"] ?? ""), signedIn: nil, client: client)
+                    MFAVerifyRequest(challengeID: challenge, factorID: factor, code: fields["code"] ?? ""), signedIn: nil, client: client)
                 return try await signedIn(verified.session.sessionID, authorization, csrf: cookie, client: client)
             } catch let error as GatehouseError where error.code == .invalidCode {
-                return render(mfaPage(authorization, challenge: challenge, csrf: cookie, errors: [error.message]), csrf: cookie, formTarget: authorization)
+                return render(
+                    mfaPage(authorization, challenge: challenge, factor: factor, csrf: cookie, errors: [error.message]), csrf: cookie,
+                    formTarget: authorization)
             } catch let error as GatehouseError {
                 return render(signInPage(authorization, csrf: cookie, email: "", errors: [error.message]), csrf: cookie, formTarget: authorization)
             }
@@ -184,12 +210,12 @@ struct OAuthPagesController {
         return result
     }
 
-    private func mfaPage(_ authorization: AuthorizationRequest, challenge: String, csrf: String, errors: [String]) -> Templates.Page {
+    private func mfaPage(_ authorization: AuthorizationRequest, challenge: String, factor: String, csrf: String, errors: [String]) -> Templates.Page {
         var result = page("mfa", text("page.oauth.mfa.title", "Enter your code"), [text("page.oauth.mfa.body", "Open your authenticator app and enter the 6-digit code for {app}.")])
         result.errors = errors
         result.fieldsForm = .init(
             id: "mfa", action: OAuthRoutes.authorizeForm.path, csrf: csrf,
-            hidden: hidden(authorization, step: "mfa") + [(name: "challenge_id", value: challenge)],
+            hidden: hidden(authorization, step: "mfa") + [(name: "challenge_id", value: challenge), (name: "factor_id", value: factor)],
             fields: [.init(name: "code", label: text("page.oauth.mfa.code", "Code"), type: "text", autocomplete: "one-time-code", numeric: true)],
             buttons: [.init(name: nil, value: nil, label: text("page.oauth.mfa.button", "Continue"))])
         return result

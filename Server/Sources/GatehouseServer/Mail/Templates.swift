@@ -200,7 +200,7 @@ struct Templates: Sendable {
     func render(_ page: Page, nonce: String, referrer: String = "no-referrer") -> String {
         var context: [String: Any] = [
             "referrer": referrer, "app_name": preset.app.name, "brand_color": preset.app.brandColor, "nonce": nonce, "state": page.state,
-            "title": page.title, "heading": page.heading, "paragraphs": page.paragraphs, "errors": page.errors,
+            "title": page.title, "heading": page.heading, "paragraphs": page.paragraphs, "errors": page.errors, "has_errors": !page.errors.isEmpty,
         ]
         if let icon = page.icon {
             context["icon"] = ["kind": icon, "symbol": icon == "success" ? "✓" : "!"]

@@ -5,8 +5,7 @@ import GatehouseStore
 import GatehouseWire
 
 /// The OpenID provider's clients, as operators register them (issue 45): the admin API
-/// (`/admin/v1/oauth/clients`), the console and `/auth/v1/admin/oauth/clients` are presenters
-/// over it. Every action is audited with `by`, like the other operator actions.
+/// (`/admin/v1/oauth/clients`) and the console are presenters over it. Every action is audited with `by`, like the other operator actions.
 struct OperatorClientsService: Sendable {
     typealias Stores = any OAuthClientStore & OAuthGrantStore & SessionStore
 
@@ -24,7 +23,9 @@ struct OperatorClientsService: Sendable {
     func create(_ request: OAuthClientRequest, by actor: String, client caller: ClientInfo?) async throws -> OAuthClientPayload {
         let name = request.name.trimmingCharacters(in: .whitespacesAndNewlines)
         guard (1...100).contains(name.count) else { throw GatehouseError.invalidRequest("Give the client a name of up to 100 characters.") }
-        try Self.checkURIs(request.redirectURIs, field: "redirect_uris", required: true)
+        // A backend that only uses client_credentials (API scopes alone) signs nobody in.
+        let signsPeopleIn = request.scopes.contains { OAuthScope(rawValue: $0) != nil }
+        try Self.checkURIs(request.redirectURIs, field: "redirect_uris", required: signsPeopleIn || request.isPublic)
         try Self.checkURIs(request.postLogoutRedirectURIs ?? [], field: "post_logout_redirect_uris", required: false)
         if let start = request.initiateLoginURI { try Self.checkURIs([start], field: "initiate_login_uri", required: true) }
         let scopes = OAuthScope.words(request.scopes.joined(separator: " "))

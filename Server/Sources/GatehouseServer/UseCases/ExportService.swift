@@ -9,7 +9,7 @@ struct ExportService: Sendable {
     /// What this use case reads and writes: its transactions see the store through this and no more.
     typealias Stores = any UserStore & IdentityStore & IdempotencyStore & EventStore & SessionStore & AuditStore & EmailTokenStore
         & EntitlementStore & PlanLedgerStore & UsageStore & PasskeyStore & MFAFactorStore & RecoveryCodeStore
-        & MFAChallengeStore & ConsoleStore & PhoneStore
+        & MFAChallengeStore & ConsoleStore & PhoneStore & OAuthGrantStore
 
     let store: Stores
     let entitlements: Entitlements
@@ -88,6 +88,12 @@ struct ExportService: Sendable {
                     currentPeriodEnd: $0.currentPeriodEnd?.rfc3339, cancelAtPeriodEnd: $0.cancelAtPeriodEnd, trialEnd: $0.trialEnd?.rfc3339,
                     updatedAt: $0.updatedAt.rfc3339)
             },
-            planGrants: try await store.grants(of: user.id).map(OperatorService.payload))
+            planGrants: try await store.grants(of: user.id).map(OperatorService.payload),
+            oauthConsents: try await store.consents(of: user.id).map {
+                ExportedOAuthConsent(clientID: $0.clientID, scopes: $0.scopes, grantedAt: $0.grantedAt.rfc3339)
+            },
+            oauthCodes: try await store.oauthCodes(of: user.id).map {
+                ExportedOAuthCode(kind: $0.kind.rawValue, clientID: $0.clientID, createdAt: $0.createdAt.rfc3339, usedAt: $0.usedAt?.rfc3339)
+            })
     }
 }

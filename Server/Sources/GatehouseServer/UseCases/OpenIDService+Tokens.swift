@@ -35,7 +35,7 @@ extension OpenIDService {
     /// The client behind `credentials`: a confidential client by its secret (constant-time
     /// against the stored hash), a public one by its id alone (it must not send a secret). Its
     /// per-minute limit is counted before anything else is done.
-    func authenticate(_ credentials: ClientCredentials) async throws -> OAuthClient {
+    func authenticate(_ credentials: ClientCredentials, caller: ClientInfo) async throws -> OAuthClient {
         guard let client = try await client(credentials.clientID) else { throw OAuthProtocolError.invalidClient }
         if client.isPublic {
             guard credentials.secret == nil else { throw OAuthProtocolError.invalidClient }
@@ -44,8 +44,11 @@ extension OpenIDService {
                 constantTimeEquals(StoredSecret.hash(secret), stored)
             else { throw OAuthProtocolError.invalidClient }
         }
+        // A public client's id is public: counted per client and address, so that nobody can
+        // use up its users' allowance; a confidential client's callers share its limit.
+        let key = client.isPublic ? "oauth_client:\(client.id):\(caller.ip ?? "-")" : "oauth_client:\(client.id)"
         do {
-            try await throttle.limit("oauth_client:\(client.id)", limit: client.rateLimitPerMinute, windowSeconds: 60)
+            try await throttle.limit(key, limit: client.rateLimitPerMinute, windowSeconds: 60)
         } catch let error as GatehouseError where error.code == .rateLimited {
             throw OAuthProtocolError(
                 status: 429, error: "rate_limited", description: "Too many requests from this client.", retryAfter: error.retryAfter)
@@ -56,7 +59,7 @@ extension OpenIDService {
     // MARK: The token endpoint
 
     func token(_ form: [String: String], credentials: ClientCredentials, caller: ClientInfo) async throws -> OAuthTokenResponse {
-        let client = try await authenticate(credentials)
+        let client = try await authenticate(credentials, caller: caller)
         switch form["grant_type"] {
         case "authorization_code": return try await exchange(form, client: client, caller: caller)
         case "refresh_token": return try await refresh(form, client: client, caller: caller)
@@ -81,7 +84,7 @@ extension OpenIDService {
         let hash = StoredSecret.hash(code)
         let sessionID = SessionID.random()
         let outcome = try await unitOfWork.run(client: caller) { work -> Exchange in
-            guard let used = try await work.tx.useOAuthCode(hash: hash, issuing: sessionID, at: work.now) else {
+            guard let used = try await work.tx.useOAuthCode(hash: hash, kind: .authorization, issuing: sessionID, at: work.now) else {
                 guard let spent = try await work.tx.oauthCode(hash: hash), spent.usedAt != nil, spent.kind == .authorization else {
                     return .refused(.invalidGrant("The code is not valid or has expired."))
                 }
@@ -90,7 +93,7 @@ extension OpenIDService {
                 }
                 return .reused
             }
-            guard used.kind == .authorization, used.clientID == client.id else { return .refused(.invalidGrant("The code was issued to another client.")) }
+            guard used.clientID == client.id else { return .refused(.invalidGrant("The code was issued to another client.")) }
             guard form["redirect_uri"] == used.redirectURI else { return .refused(.invalidGrant("redirect_uri differs from the authorization request's.")) }
             guard let verifier = form["code_verifier"], let challenge = used.codeChallenge,
                 PKCE.matches(verifier: verifier, challenge: challenge, sha256: { Array(SHA256.hash(data: $0)) })
@@ -129,10 +132,23 @@ extension OpenIDService {
     /// (`RefreshChains`), for this client's sessions only.
     private func refresh(_ form: [String: String], client: OAuthClient, caller: ClientInfo) async throws -> OAuthTokenResponse {
         guard let token = form["refresh_token"], !token.isEmpty else { throw OAuthProtocolError.invalidRequest("refresh_token is required.") }
+        // A wider scope is refused before the token rotates (a refused rotation would leave the
+        // client holding a token whose successor it never got).
+        let asked = form["scope"].map(OAuthScope.words)
+        if let asked, let record = try await store.refreshToken(hash: StoredSecret.hash(token)),
+            let granted = try await store.session(id: record.sessionID)?.scope, !Set(asked).isSubset(of: Set(OAuthScope.words(granted)))
+        {
+            throw OAuthProtocolError(status: 400, error: "invalid_scope", description: "A refresh cannot widen the scope.")
+        }
         let outcome: RefreshChains.Outcome
         do {
             outcome = try await unitOfWork.run(client: caller) { work in
-                try await chains.rotate(work.narrowed { $0 }, token: token, owner: .client(client.id))
+                let outcome = try await chains.rotate(work.narrowed { $0 }, token: token, owner: .client(client.id))
+                if case .issued(let user, let session, _) = outcome {
+                    try await work.audit(
+                        .oauthTokenIssued, user: user.id, session: session.id, details: ["client_id": client.id, "grant_type": "refresh_token"])
+                }
+                return outcome
             }
         } catch is GatehouseError {
             throw OAuthProtocolError.invalidGrant("The refresh token is not valid.")
@@ -140,10 +156,9 @@ extension OpenIDService {
         guard case .issued(let user, let session, let successor) = outcome else {
             throw OAuthProtocolError.invalidGrant("The refresh token was used already; the session is revoked.")
         }
-        let scopes = OAuthScope.words(session.scope)
-        if let asked = form["scope"], !Set(OAuthScope.words(asked)).isSubset(of: Set(scopes)) {
-            throw OAuthProtocolError(status: 400, error: "invalid_scope", description: "A refresh cannot widen the scope.")
-        }
+        // A narrower scope is granted as asked, for this answer's tokens.
+        let granted = OAuthScope.words(session.scope)
+        let scopes = asked.map { words in granted.filter(words.contains) } ?? granted
         return try await answer(client: client, user: user, session: session, scopes: scopes, nonce: nil, refresh: successor)
     }
 
@@ -188,7 +203,8 @@ extension OpenIDService {
 
     /// `GET /oauth/userinfo`: the claims the token's scopes allow.
     func userinfo(bearer: String?) async throws -> [String: JSONValue] {
-        guard let bearer, let (claims, user, _) = try await holder(of: bearer) else {
+        guard let bearer else { throw OAuthProtocolError(status: 401, error: "invalid_request", description: "An access token is required.") }
+        guard let (claims, user, _) = try await holder(of: bearer) else {
             throw OAuthProtocolError.invalidToken("The access token is not valid.")
         }
         let scopes = Set(OAuthScope.words(claims.scope))
@@ -207,7 +223,7 @@ extension OpenIDService {
     /// `POST /oauth/revoke` (RFC 7009): a refresh or access token of this client's ends its
     /// session. Anything else is answered the same (200), so the answer tells nothing.
     func revoke(_ form: [String: String], credentials: ClientCredentials, caller: ClientInfo) async throws {
-        let client = try await authenticate(credentials)
+        let client = try await authenticate(credentials, caller: caller)
         guard let token = form["token"], !token.isEmpty else { throw OAuthProtocolError.invalidRequest("token is required.") }
         var sessionID: SessionID?
         if let claims = await tokens.verifyAccessToken(token), claims.clientID == client.id {
@@ -227,13 +243,17 @@ extension OpenIDService {
 
     /// `POST /oauth/introspect` (RFC 7662), for confidential clients: whether a token of this
     /// provider is active now, and what it carries.
-    func introspect(_ form: [String: String], credentials: ClientCredentials) async throws -> [String: JSONValue] {
-        let client = try await authenticate(credentials)
+    func introspect(_ form: [String: String], credentials: ClientCredentials, caller: ClientInfo) async throws -> [String: JSONValue] {
+        let client = try await authenticate(credentials, caller: caller)
         guard !client.isPublic else { throw OAuthProtocolError.invalidClient }
         guard let token = form["token"], !token.isEmpty else { throw OAuthProtocolError.invalidRequest("token is required.") }
         let inactive: [String: JSONValue] = ["active": .bool(false)]
         if let claims = await tokens.verifyAccessToken(token) {
+            // A client reads its own tokens, and a resource server those meant for it.
+            guard claims.clientID == client.id || claims.aud == client.tokenAudience else { return inactive }
             if claims.sid != nil, try await holder(of: token) == nil { return inactive }
+            // A client's own token ends with the client.
+            if claims.sid == nil, try await self.client(claims.clientID) == nil { return inactive }
             var answer: [String: JSONValue] = [
                 "active": .bool(true), "token_type": .string("access_token"), "client_id": .string(claims.clientID),
                 "scope": .string(claims.scope), "sub": .string(claims.sub), "aud": .string(claims.aud), "iss": .string(claims.iss),
@@ -243,7 +263,8 @@ extension OpenIDService {
             return answer
         }
         guard let record = try await store.refreshToken(hash: StoredSecret.hash(token)), record.rotatedAt == nil, record.expiresAt > clock.now,
-            let (session, user) = try await store.sessionAndUser(id: record.sessionID), let owner = session.clientID, !user.isDisabled,
+            let (session, user) = try await store.sessionAndUser(id: record.sessionID), let owner = session.clientID, owner == client.id,
+            !user.isDisabled,
             session.isLive(at: clock.now, settings: preset.tokens)
         else { return inactive }
         return [
@@ -280,7 +301,9 @@ extension OpenIDService {
             if let (person, session) = browser, person.id == user, try await work.tx.revokeSession(session.id, reason: .oauthLogout, at: work.now) {
                 ended.append(session.id)
             }
-            try await work.audit(.oauthLogout, user: user, details: ["client_id": client.id, "sessions": String(ended.count)])
+            if !ended.isEmpty {
+                try await work.audit(.oauthLogout, user: user, details: ["client_id": client.id, "sessions": String(ended.count)])
+            }
         }
         return location
     }

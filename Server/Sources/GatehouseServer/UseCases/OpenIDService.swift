@@ -161,7 +161,7 @@ struct OpenIDService: Sendable {
             try await work.audit(.oauthHandover, user: signedIn.user.id, session: signedIn.session.id, details: ["client_id": target.id, "step": "issued"])
             return record.expiresAt
         }
-        return HandoverResponse(url: Self.append(to: issuer + "/oauth/handover", [("code", code)]), expiresAt: expires.rfc3339)
+        return HandoverResponse(url: Self.append(to: issuer + OAuthRoutes.handover.path, [("code", code)]), expiresAt: expires.rfc3339)
     }
 
     /// The hand-over URL opened in a browser: the code is used once, the app's session must
@@ -172,8 +172,8 @@ struct OpenIDService: Sendable {
         guard isBase64URLText(code, lengths: 43...43) else { return nil }
         let browserID = SessionID.random()
         let opened = try await unitOfWork.run(client: client) { work -> OAuthClient? in
-            guard let used = try await work.tx.useOAuthCode(hash: StoredSecret.hash(code), issuing: browserID, at: work.now),
-                used.kind == .handover, let target = try await work.tx.oauthClient(id: used.clientID),
+            guard let used = try await work.tx.useOAuthCode(hash: StoredSecret.hash(code), kind: .handover, issuing: browserID, at: work.now),
+                let target = try await work.tx.oauthClient(id: used.clientID),
                 let (app, user) = try await work.tx.holdSession(used.sessionID, of: used.userID), app.clientID == nil, live(app, user)
             else { return nil }
             try await work.tx.insertSession(
