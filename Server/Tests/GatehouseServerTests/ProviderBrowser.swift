@@ -153,10 +153,12 @@ enum OpenID {
     }
 
     /// A fresh account's code for `client`, with its verifier.
-    static func code(_ client: any TestClientProtocol, for registered: OAuthClientPayload, email: String) async throws -> (code: String, verifier: String) {
+    static func code(
+        _ client: any TestClientProtocol, for registered: OAuthClientPayload, email: String, scope: String = "openid email offline_access"
+    ) async throws -> (code: String, verifier: String) {
         _ = try await AuthClient(client: client).account(email, password)
         let (verifier, challenge) = pkce()
-        let back = try await authorize(ProviderBrowser(client), registered, email: email, challenge: challenge)
+        let back = try await authorize(ProviderBrowser(client), registered, email: email, challenge: challenge, scope: scope)
         return (try #require(ProviderBrowser.location(back)["code"]), verifier)
     }
 

@@ -136,3 +136,42 @@ struct SampleBackendContext: GatehouseUserContext {
         }
     }
 }
+
+extension VerifierTests {
+    /// The OpenID provider's access tokens for a resource server (issue 45): a backend made with
+    /// its own audience reads a client's token offline, a person's and the client's own; the same
+    /// token is refused for another audience, and never passes for one of the app's.
+    @Test func providerAccessTokensForAResourceServer() async throws {
+        try await TestApp.run(.sqlite, setup: .live) { gatehouse, config in
+            let port = try #require(gatehouse.port)
+            let resource = "https://api.handz.example"
+            let backend = try await OpenID.register(gatehouse, scopes: ["openid", "email", "api:read"], audience: resource)
+            func verifier(_ audience: String) -> AccessTokenVerifier {
+                AccessTokenVerifier(
+                    jwksURL: URL(string: "http://127.0.0.1:\(port)/.well-known/jwks.json")!, issuer: config.issuer, audience: audience,
+                    fetch: .http())
+            }
+            let own = try await OpenID.token(gatehouse, ["grant_type": "client_credentials", "scope": "api:read"], as: backend)
+            #expect(own.status == .ok, "\(own.text)")
+            let token = try #require(own.object["access_token"] as? String)
+            let access = try await verifier(resource).verifyClientAccess(token)
+            #expect(access.subject == backend.clientID && access.clientID == backend.clientID && access.userID == nil)
+            #expect(access.scopes == ["api:read"] && access.sessionID == nil)
+            await #expect(throws: AccessTokenVerifier.Failure.wrongAudience) { try await verifier("https://other.example").verifyClientAccess(token) }
+            await #expect(throws: AccessTokenVerifier.Failure.wrongAudience) { try await verifier(resource).verify(token) }
+            await #expect(throws: AccessTokenVerifier.Failure.wrongAudience) { try await verifier(config.audience).verify(token) }
+
+            // A person's token through the code flow carries the account.
+            let (code, codeVerifier) = try await OpenID.code(gatehouse, for: backend, email: "resource@example.com", scope: "openid email")
+            let person = try await OpenID.exchange(gatehouse, code: code, verifier: codeVerifier, as: backend).object
+            let personal = try await verifier(resource).verifyClientAccess(try #require(person["access_token"] as? String))
+            let id = try jwtParts(try #require(person["id_token"] as? String)).claims
+            #expect(personal.userID == id["sub"] as? String && personal.userID != nil && personal.sessionID == id["sid"] as? String)
+            #expect(personal.scopes == ["openid", "email"] && personal.clientID == backend.clientID)
+            // The app's own token is not a client's.
+            let app = try await AuthClient(client: gatehouse).login("resource@example.com").json(AuthResponse.self)
+            await #expect(throws: AccessTokenVerifier.Failure.malformed) { try await verifier(config.audience).verifyClientAccess(app.session.accessToken) }
+            #expect(try await verifier(config.audience).verify(app.session.accessToken).userID == personal.userID)
+        }
+    }
+}
