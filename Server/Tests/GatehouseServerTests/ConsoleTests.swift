@@ -393,4 +393,115 @@ import Testing
             #expect(trail.filter { $0.event == "grant_created" }.count == 1)
         }
     }
+
+    /// OAuth clients in the console (issue 45): a form that breaks the service's rules registers
+    /// nothing; a confidential client registered through the form has its secret on that answer
+    /// only, is listed on the page and in `GET /admin/v1/oauth/clients`, and gets
+    /// `client_credentials` tokens with it; a rotation shows a new secret once and the old one is
+    /// refused; a public client has no secret to show or rotate; the deletion needs the client's
+    /// id typed, and then its secret is refused too. The trail names the console as the actor.
+    @Test(arguments: Backend.available)
+    func oauthClientsAreRegisteredRotatedAndDeleted(_ backend: Backend) async throws {
+        try await TestApp.run(backend, clock: ManualClock(Date())) { client, _ in
+            let (_, signedIn) = try await Console.signIn(client)
+            let console = try #require(signedIn)
+            func listed() async throws -> [OAuthClientPayload] {
+                try await client.execute(uri: "/admin/v1/oauth/clients", method: .get, headers: TestApp.adminHeaders).json(OAuthClientList.self).clients
+            }
+            func secret(_ html: String) -> String? {
+                html.range(of: "data-client-secret>").map { String(html[$0.upperBound...].prefix { $0 != "<" }) }
+            }
+            func token(_ id: String, _ secret: String) async throws -> TestResponse {
+                let basic = Data("\(id):\(secret)".utf8).base64EncodedString()
+                return try await client.execute(
+                    uri: "/oauth/token", method: .post,
+                    headers: [.contentType: "application/x-www-form-urlencoded", .authorization: "Basic \(basic)"],
+                    body: ByteBuffer(string: "grant_type=client_credentials&scope=api%3Aread"))
+            }
+            let empty = try await console.get("/admin/clients")
+            #expect(empty.status == .ok && empty.text.contains(#"data-page="clients""#) && empty.text.contains("No client is registered."))
+            #expect(empty.text.contains(#"<a href="/admin/clients" data-nav="clients" aria-current="page">OAuth clients</a>"#))
+
+            let form = [
+                "name": "Reports backend", "redirect_uris": "https://reports.example.com/callback\r\n\r\nhttps://reports.example.com/other ",
+                "post_logout_redirect_uris": "https://reports.example.com/", "scope_openid": "1", "scope_email": "1",
+                "api_scopes": "api:read, api:write", "first_party": "1", "audience": "https://api.reports.example.com",
+                "initiate_login_uri": "https://reports.example.com/login",
+            ]
+            var offLoopback = form
+            offLoopback["redirect_uris"] = "http://reports.example.com/callback"
+            let refused = try await console.post("/admin/clients", offLoopback)
+            #expect(refused.status == .badRequest && refused.text.contains(#"data-error="invalid_request""#))
+            #expect(refused.text.contains(#"data-page="clients""#) && secret(refused.text) == nil)
+            #expect(try await listed().isEmpty)
+
+            let made = try await console.post("/admin/clients", form)
+            #expect(made.status == .created && made.headers[.cacheControl] == "no-store")
+            #expect(made.text.contains(#"data-notice="client_created""#))
+            let first = try #require(secret(made.text))
+            #expect(first.hasPrefix("ghs_") && first.count > 40)
+            let id = try #require(made.text.range(of: #"id="new-secret" data-client-id=""#).map { String(made.text[$0.upperBound...].prefix { $0 != "\"" }) })
+            #expect(made.text.contains(#"<tr data-client-id="\#(id)">"#))
+
+            // A later load lists the client and never shows its secret again.
+            let page = try await console.get("/admin/clients")
+            #expect(page.text.contains(#"<tr data-client-id="\#(id)">"#) && page.text.contains("Reports backend"))
+            #expect(page.text.contains("https://reports.example.com/callback<br>https://reports.example.com/other<br>"))
+            #expect(page.text.contains("openid email api:read api:write") && page.text.contains("first-party") && page.text.contains("confidential"))
+            #expect(page.text.contains(#"action="/admin/clients/\#(id)/secret""#))
+            #expect(!page.text.contains(first) && secret(page.text) == nil && !page.text.contains("new-secret"))
+            let registered = try #require(try await listed().first { $0.clientID == id })
+            #expect(registered.name == "Reports backend" && !registered.isPublic && registered.firstParty && registered.clientSecret == nil)
+            #expect(registered.redirectURIs == ["https://reports.example.com/callback", "https://reports.example.com/other"])
+            #expect(registered.postLogoutRedirectURIs == ["https://reports.example.com/"])
+            #expect(registered.scopes == ["openid", "email", "api:read", "api:write"])
+            #expect(registered.audience == "https://api.reports.example.com" && registered.initiateLoginURI == "https://reports.example.com/login")
+            let issued = try await token(id, first)
+            #expect(issued.status == .ok, "\(issued.text)")
+            let answer = try #require(try JSONSerialization.jsonObject(with: Data(issued.text.utf8)) as? [String: Any])
+            #expect(answer["scope"] as? String == "api:read" && (answer["access_token"] as? String)?.isEmpty == false)
+
+            // Rotation: without the form's token nothing changes; with it, a new secret, once.
+            #expect(try await console.post("/admin/clients/\(id)/secret", [:], csrf: .some(nil)).status == .forbidden)
+            #expect(try await token(id, first).status == .ok)
+            let rotated = try await console.post("/admin/clients/\(id)/secret", [:])
+            #expect(rotated.status == .ok && rotated.text.contains(#"data-notice="client_secret_rotated""#))
+            let second = try #require(secret(rotated.text))
+            #expect(second != first && second.hasPrefix("ghs_"))
+            let old = try await token(id, first)
+            #expect(old.status == .unauthorized && old.text.contains("invalid_client"))
+            #expect(try await token(id, second).status == .ok)
+            let reloaded = try await console.get("/admin/clients").text
+            #expect(!reloaded.contains(second) && secret(reloaded) == nil)
+
+            // A public client: no secret shown, nothing to rotate.
+            let app = try await console.post(
+                "/admin/clients", ["name": "Web dashboard", "redirect_uris": "https://dash.example.com/cb", "scope_openid": "1", "public": "1"])
+            #expect(app.status == .created && secret(app.text) == nil && !app.text.contains("new-secret"))
+            let dashboard = try #require(try await listed().first { $0.name == "Web dashboard" })
+            #expect(dashboard.isPublic && dashboard.scopes == ["openid"] && !dashboard.firstParty && dashboard.postLogoutRedirectURIs.isEmpty)
+            #expect(!app.text.contains(#"action="/admin/clients/\#(dashboard.clientID)/secret""#))
+            #expect(try await console.post("/admin/clients/\(dashboard.clientID)/secret", [:]).status == .badRequest)
+
+            // Deletion: the id typed exactly, or nothing happens.
+            let wrong = try await console.post("/admin/clients/\(id)/delete", ["confirm": "Reports backend"])
+            #expect(wrong.status == .unprocessableContent && wrong.text.contains(#"data-error="confirmation_mismatch""#))
+            #expect(try await listed().contains { $0.clientID == id })
+            let deleted = try await console.post("/admin/clients/\(id)/delete", ["confirm": id])
+            #expect(deleted.status == .seeOther && deleted.headers[.location] == "/admin/clients?notice=client_deleted")
+            let after = try await console.get("/admin/clients?notice=client_deleted").text
+            #expect(after.contains(#"data-notice="client_deleted""#) && !after.contains(#"<tr data-client-id="\#(id)">"#))
+            #expect(try await listed().map(\.clientID) == [dashboard.clientID])
+            #expect(try await token(id, second).status == .unauthorized)
+            #expect(try await console.post("/admin/clients/\(id)/delete", ["confirm": id]).status == .notFound)
+
+            let trail = try await client.execute(uri: "/admin/v1/audit?limit=50", method: .get, headers: TestApp.adminHeaders)
+                .json(AuditList.self).events.filter { $0.details["client_id"] == id }
+            #expect(
+                trail.first { $0.event == "oauth_client_created" }?.details
+                    == ["by": "admin_console", "client_id": id, "public": "false", "first_party": "true"])
+            #expect(trail.filter { $0.event == "oauth_client_secret_rotated" }.map(\.details) == [["by": "admin_console", "client_id": id]])
+            #expect(trail.first { $0.event == "oauth_client_deleted" }?.details == ["by": "admin_console", "client_id": id, "sessions": "0"])
+        }
+    }
 }
