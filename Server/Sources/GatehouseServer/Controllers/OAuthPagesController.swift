@@ -17,6 +17,7 @@ import NIOCore
 struct OAuthPagesController {
     let openID: OpenIDService
     let passwords: PasswordService
+    let magicLinks: MagicLinkService
     let mfa: MFAService
     let templates: Templates
     let resolver: ClientAddressResolver
@@ -32,6 +33,7 @@ struct OAuthPagesController {
         router.on(OAuthRoutes.authorizeForm, use: authorizeForm)
         router.on(OAuthRoutes.handover, use: handover)
         router.on(OAuthRoutes.logout, use: logout)
+        router.on(OAuthRoutes.magicLink, use: magicLink)
     }
 
     // MARK: Routes
@@ -80,7 +82,9 @@ struct OAuthPagesController {
         guard case .success(let authorization) = AuthorizationRequest.check(fields, client: try await openID.client(fields["client_id"])) else {
             return try await proceed(fields, csrf: cookie, browser: browser, client: client)
         }
-        switch fields["step"] {
+        // The sign-in form's buttons name the step; a form sent without one (Enter in a browser
+        // that names no button) is the password's.
+        switch fields["step"] ?? (fields["password"] != nil ? "sign_in" : nil) {
         case "sign_in":
             let email = fields["email"] ?? ""
             do {
@@ -96,6 +100,19 @@ struct OAuthPagesController {
             } catch let error as GatehouseError {
                 return render(signInPage(authorization, csrf: cookie, email: email, errors: [error.message]), csrf: cookie, formTarget: authorization)
             }
+        case "magic_link":
+            let email = fields["email"] ?? ""
+            var back = URLComponents(string: openID.issuer + OAuthRoutes.magicLink.path)
+            back?.queryItems = authorization.parameters.map { URLQueryItem(name: $0.0, value: $0.1) }
+            do {
+                try await magicLinks.request(email: email, redirectTo: nil, client: client, serverRedirect: back?.string)
+            } catch let error as GatehouseError {
+                return render(signInPage(authorization, csrf: cookie, email: email, errors: [error.message]), csrf: cookie, formTarget: authorization)
+            }
+            let sent = page(
+                "magic-link-sent", text("page.sent.title", "Check your email"),
+                [text("page.oauth.magic_sent.body", "We sent a sign-in link to {email}. Open it on this device to continue.", ["email": email])])
+            return render(sent, csrf: cookie, formTarget: nil)
         case "mfa":
             let (challenge, factor) = (fields["challenge_id"] ?? "", fields["factor_id"] ?? "")
             do {
@@ -130,6 +147,34 @@ struct OAuthPagesController {
         var response = redirect(location)
         response.headers.append(HTTPField(name: .setCookie, value: browserCookieValue(cookie)))
         return response
+    }
+
+    /// A magic link asked for on the sign-in page, back with its token and the pending request:
+    /// the token signs the browser in (the same use case as the app's link), then the request
+    /// goes on. A link past its time or used already shows a page.
+    @Sendable func magicLink(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try await showingRefusals {
+            var query = PagesController.parseForm(request.uri.query ?? "")
+            let token = query.removeValue(forKey: "token") ?? ""
+            let client = resolver.client(request, context.peerAddress)
+            let csrf = request.cookies[csrfCookie].map(\.value).flatMap { PagesController.isToken($0) ? $0 : nil } ?? randomToken(bytes: 32)
+            guard case .success(let authorization) = AuthorizationRequest.check(query, client: try await openID.client(query["client_id"])) else {
+                return try await proceed(query, csrf: csrf, browser: nil, client: client)
+            }
+            do {
+                switch try await magicLinks.verify(token: token, email: nil, code: nil, client: client) {
+                case .signedIn(let response):
+                    return try await signedIn(response.session.sessionID, authorization, csrf: csrf, client: client)
+                case .mfaRequired(let challenge):
+                    let factor = challenge.factors.first { $0.type == "totp" }?.id ?? ""
+                    return render(
+                        mfaPage(authorization, challenge: challenge.challengeID, factor: factor, csrf: csrf, errors: []), csrf: csrf,
+                        formTarget: authorization)
+                }
+            } catch let error as GatehouseError {
+                return render(signInPage(authorization, csrf: csrf, email: "", errors: [error.message]), csrf: csrf, formTarget: authorization)
+            }
+        }
     }
 
     @Sendable func logout(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
@@ -193,20 +238,33 @@ struct OAuthPagesController {
 
     // MARK: Pages
 
-    private func hidden(_ authorization: AuthorizationRequest, step: String) -> [(name: String, value: String)] {
-        authorization.parameters.map { (name: $0.0, value: $0.1) } + [(name: "step", value: step)]
+    private func hidden(_ authorization: AuthorizationRequest, step: String?) -> [(name: String, value: String)] {
+        authorization.parameters.map { (name: $0.0, value: $0.1) } + (step.map { [(name: "step", value: $0)] } ?? [])
     }
 
+    /// The preset's browser-capable ways in, in one form: the password (`step=sign_in`), and a
+    /// magic link that returns here (`step=magic_link`, `/oauth/magic-link`).
     private func signInPage(_ authorization: AuthorizationRequest, csrf: String, email: String, errors: [String]) -> Templates.Page {
         var result = page("sign-in", text("page.oauth.sign_in.title", "Sign in to {app}"), [text("page.oauth.sign_in.body", "Use your {app} account.")])
         result.errors = errors
+        let methods = preset.signInMethods
+        var fields: [Templates.Page.FieldsForm.Field] = [
+            .init(name: "email", label: text("page.oauth.email", "Email"), type: "email", autocomplete: "username", value: email)
+        ]
+        var buttons: [Templates.Page.FieldsForm.Button] = []
+        if methods.emailPassword {
+            fields.append(.init(name: "password", label: text("page.oauth.password", "Password"), type: "password", autocomplete: "current-password"))
+            buttons.append(.init(name: "step", value: "sign_in", label: text("page.oauth.sign_in.button", "Sign in")))
+        }
+        if methods.magicLink {
+            buttons.append(
+                .init(
+                    name: "step", value: "magic_link", label: text("page.oauth.magic_link.button", "Email me a sign-in link"),
+                    secondary: methods.emailPassword, skipsValidation: true))
+        }
         result.fieldsForm = .init(
-            id: "sign-in", action: OAuthRoutes.authorizeForm.path, csrf: csrf, hidden: hidden(authorization, step: "sign_in"),
-            fields: [
-                .init(name: "email", label: text("page.oauth.email", "Email"), type: "email", autocomplete: "username", value: email),
-                .init(name: "password", label: text("page.oauth.password", "Password"), type: "password", autocomplete: "current-password"),
-            ],
-            buttons: [.init(name: nil, value: nil, label: text("page.oauth.sign_in.button", "Sign in"))])
+            id: "sign-in", action: OAuthRoutes.authorizeForm.path, csrf: csrf, hidden: hidden(authorization, step: nil), fields: fields,
+            buttons: buttons)
         return result
     }
 

@@ -15,6 +15,8 @@ enum OAuthRoutes {
     static let logout = Route(.get, "/oauth/logout")
     /// The app's hand-over URL, opened in a browser.
     static let handover = Route(.get, "/oauth/handover")
+    /// Where a magic link asked for on the sign-in page returns, with the pending request.
+    static let magicLink = Route(.get, "/oauth/magic-link")
 
-    static let all = [discovery, authorize, authorizeForm, token, userinfo, userinfoPost, revoke, introspect, logout, handover]
+    static let all = [discovery, authorize, authorizeForm, token, userinfo, userinfoPost, revoke, introspect, logout, handover, magicLink]
 }

@@ -175,6 +175,8 @@ struct Templates: Sendable {
                 var value: String?
                 var label: String
                 var secondary = false
+                /// `formnovalidate`: the button posts without the fields the other one needs.
+                var skipsValidation = false
             }
             var id: String
             var action: String
@@ -230,7 +232,7 @@ struct Templates: Sendable {
                     ["name": $0.name, "label": $0.label, "type": $0.type, "autocomplete": $0.autocomplete, "value": $0.value, "numeric": $0.numeric] as [String: Any]
                 },
                 "buttons": form.buttons.map { button -> [String: Any] in
-                    var values: [String: Any] = ["label": button.label, "secondary": button.secondary]
+                    var values: [String: Any] = ["label": button.label, "secondary": button.secondary, "skips_validation": button.skipsValidation]
                     if let name = button.name { values["name"] = ["name": name, "value": button.value ?? ""] }
                     return values
                 },

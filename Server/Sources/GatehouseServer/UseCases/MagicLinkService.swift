@@ -29,11 +29,14 @@ struct MagicLinkService: Sendable {
     /// (the link signs a new person up).
     /// `existingAccountsOnly`: an address without an account gets no mail (the mail worker drops
     /// the request, so the answer does not depend on it), and so no link makes an account.
+    /// `serverRedirect`: an address of this server's own that the link returns to (the OpenID
+    /// provider's pending sign-in), made by the server and never taken from a request.
     func request(
-        email: String, redirectTo: String?, client: ClientInfo, upgrading: User? = nil, existingAccountsOnly: Bool = false
+        email: String, redirectTo: String?, client: ClientInfo, upgrading: User? = nil, existingAccountsOnly: Bool = false,
+        serverRedirect: String? = nil
     ) async throws {
         try gate.requireMethod(preset.signInMethods.magicLink)
-        let redirect = try redirectTo.map { try redirects.require($0) }
+        let redirect = try serverRedirect ?? redirectTo.map { try redirects.require($0) }
         let (address, _) = try await requests.check(email: email, kind: .magicLink, client: client)
         try await unitOfWork.run { work in
             try await mail.queueRequest(
