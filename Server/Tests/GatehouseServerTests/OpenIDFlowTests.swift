@@ -108,4 +108,26 @@ import Testing
             #expect(try await app.get("/v1/me", token: me.session.accessToken).status == .ok)
         }
     }
+
+    /// The resource owner password grant (RFC 9700 §2.4) and anything else unknown are not served;
+    /// nor is `client_credentials` for a public client.
+    @Test func thePasswordGrantIsNotServed() async throws {
+        try await TestApp.run(.sqlite) { client, _ in
+            _ = try await AuthClient(client: client).account("grant@example.com", OpenID.password)
+            let confidential = try await OpenID.register(client)
+            let password = try await OpenID.token(
+                client, ["grant_type": "password", "username": "grant@example.com", "password": OpenID.password], as: confidential)
+            #expect(password.status == .badRequest && OpenID.oauthError(password) == "unsupported_grant_type")
+            #expect(password.object["access_token"] == nil)
+            let implicit = try await OpenID.token(client, ["grant_type": "urn:ietf:params:oauth:grant-type:device_code"], as: confidential)
+            #expect(OpenID.oauthError(implicit) == "unsupported_grant_type")
+            let publicClient = try await OpenID.register(client, isPublic: true)
+            let own = try await OpenID.token(client, ["grant_type": "client_credentials"], as: publicClient)
+            #expect(own.status == .badRequest && OpenID.oauthError(own) == "unauthorized_client")
+            // A form is required: JSON is refused before anything is read.
+            let json = try await client.execute(
+                uri: "/oauth/token", method: .post, headers: [.contentType: "application/json"], body: ByteBuffer(string: #"{"grant_type": "client_credentials"}"#))
+            #expect(json.status == .badRequest && OpenID.oauthError(json) == "invalid_request")
+        }
+    }
 }

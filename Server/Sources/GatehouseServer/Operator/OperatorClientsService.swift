@@ -17,18 +17,19 @@ struct OperatorClientsService: Sendable {
     let clock: any WallClock
 
     static let maximumURIs = 20
+    static let clientIDPrefix = "gh_"
 
     /// `POST /admin/v1/oauth/clients`: the secret of a confidential client is in this answer
     /// only; the store keeps its SHA-256.
     func create(_ request: OAuthClientRequest, by actor: String, client caller: ClientInfo?) async throws -> OAuthClientPayload {
         let name = request.name.trimmingCharacters(in: .whitespacesAndNewlines)
         guard (1...100).contains(name.count) else { throw GatehouseError.invalidRequest("Give the client a name of up to 100 characters.") }
+        let scopes = OAuthScope.words(request.scopes.joined(separator: " "))
         // A backend that only uses client_credentials (API scopes alone) signs nobody in.
-        let signsPeopleIn = request.scopes.contains { OAuthScope(rawValue: $0) != nil }
+        let signsPeopleIn = scopes.contains { OAuthScope(rawValue: $0) != nil }
         try Self.checkURIs(request.redirectURIs, field: "redirect_uris", required: signsPeopleIn || request.isPublic)
         try Self.checkURIs(request.postLogoutRedirectURIs ?? [], field: "post_logout_redirect_uris", required: false)
         if let start = request.initiateLoginURI { try Self.checkURIs([start], field: "initiate_login_uri", required: true) }
-        let scopes = OAuthScope.words(request.scopes.joined(separator: " "))
         guard !scopes.isEmpty, scopes.allSatisfy({ OAuthScope(rawValue: $0) != nil || OAuthScope.isAPIScope($0) }) else {
             throw GatehouseError.invalidRequest(
                 "scopes are openid, email, profile, offline_access, or API scopes of lowercase letters, digits and :._- (e.g. api:read).")
@@ -37,15 +38,19 @@ struct OperatorClientsService: Sendable {
             throw GatehouseError.invalidRequest("API scopes are for confidential clients (client_credentials); a public client has none.")
         }
         if let audience = request.audience {
-            guard (1...200).contains(audience.count), audience != appAudience else {
-                throw GatehouseError.invalidRequest("audience must name a resource server, not the app's own token audience.")
+            // Not the app's own audience, and not a client's id (another client's tokens carry
+            // its id as their audience by default).
+            guard (1...200).contains(audience.count), audience == audience.trimmingCharacters(in: .whitespacesAndNewlines),
+                audience != appAudience, !audience.hasPrefix(Self.clientIDPrefix)
+            else {
+                throw GatehouseError.invalidRequest("audience must name a resource server: not the app's own token audience, nor a client's id.")
             }
         }
         let limit = request.rateLimitPerMinute ?? OAuthClient.defaultRateLimitPerMinute
         guard (1...100_000).contains(limit) else { throw GatehouseError.invalidRequest("rate_limit_per_minute is between 1 and 100000.") }
         let secret = request.isPublic ? nil : Self.newSecret()
         let record = OAuthClient(
-            id: "gh_" + randomToken(bytes: 12), name: name, secretHash: secret.map { StoredSecret.hash($0) }, isPublic: request.isPublic,
+            id: Self.clientIDPrefix + randomToken(bytes: 12), name: name, secretHash: secret.map { StoredSecret.hash($0) }, isPublic: request.isPublic,
             firstParty: request.firstParty ?? false, redirectURIs: request.redirectURIs, postLogoutRedirectURIs: request.postLogoutRedirectURIs ?? [],
             scopes: scopes, audience: request.audience, initiateLoginURI: request.initiateLoginURI, rateLimitPerMinute: limit, createdAt: clock.now)
         try await unitOfWork.run(client: caller) { work in
