@@ -54,8 +54,12 @@ public struct GatehouseClientAccess: Sendable, Equatable {
     public var userID: String?
     /// The Gatehouse session behind a person's token (`sid`).
     public var sessionID: String?
+    /// When the token expires (`exp`); the verifier accepts it for its leeway (30 s by default)
+    /// after that.
     public var expiresAt: Date
 
+    /// What ``AccessTokenVerifier/verifyClientAccess(_:)`` answers; made by hand for tests and
+    /// previews.
     public init(subject: String, clientID: String, scopes: [String], userID: String?, sessionID: String?, expiresAt: Date) {
         self.subject = subject
         self.clientID = clientID
