@@ -19,7 +19,8 @@ public struct OAuthClientRequest: Codable, Sendable, Hashable {
     /// Where a hand-over from the app sends the browser to start its sign-in (OpenID Connect's
     /// "initiating login from a third party"); a client without one cannot be handed over to.
     public var initiateLoginURI: String?
-    /// Token-endpoint requests a minute (all of the client's callers together); 600 when absent.
+    /// Requests a minute at the token, revocation and introspection endpoints: a confidential
+    /// client's callers share it, a public client's are counted per address; 600 when absent.
     public var rateLimitPerMinute: Int?
 
     public init(

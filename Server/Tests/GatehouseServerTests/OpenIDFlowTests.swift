@@ -38,6 +38,9 @@ import Testing
             let href = try #require(page.text.range(of: #"<a class="button" href="[^"]+""#, options: .regularExpression).map { String(page.text[$0]) })
             let target = try #require(URLComponents(string: ProviderBrowser.unescape(String(href.dropFirst(24).dropLast()))))
             #expect(target.path == "/oauth/magic-link" && target.queryItems?.contains { $0.name == "token" } == true)
+            // In another browser (someone else's link sent to this one): refused, and left unused.
+            let elsewhere = try await ProviderBrowser(client).get(target.path + "?" + (target.percentEncodedQuery ?? ""))
+            #expect(elsewhere.status == .badRequest && ProviderBrowser.state(elsewhere) == "error")
             let back = try await browser.get(target.path + "?" + (target.percentEncodedQuery ?? ""))
             #expect(ProviderBrowser.state(back) == "consent", "\(back.status) \(back.text)")
             var allow = ProviderBrowser.hidden(back)
@@ -48,7 +51,7 @@ import Testing
             let id = try jwtParts(try #require(tokens.object["id_token"] as? String)).claims
             #expect(id["email"] as? String == "nutrition@example.com" && id["amr"] as? [String] == ["email"])
             // The link works once.
-            let again = try await ProviderBrowser(client).get(target.path + "?" + (target.percentEncodedQuery ?? ""))
+            let again = try await browser.get(target.path + "?" + (target.percentEncodedQuery ?? ""))
             #expect(ProviderBrowser.state(again) == "sign-in" && again.text.contains(#"class="error""#))
         }
     }

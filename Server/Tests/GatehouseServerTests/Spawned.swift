@@ -113,9 +113,6 @@ final class Spawned: @unchecked Sendable {
 }
 
 extension Spawned {
-    /// Starts `python script arguments…`, a helper that runs until its standard input closes
-    /// (close `input` to stop it), and returns it with the first thing it printed (how it says
-    /// it is ready, e.g. its port).
     /// As `helper`, keeping the helper's output to read after its first line.
     static func helperKeepingOutput(python: String, _ arguments: [String]) throws -> (process: Spawned, input: Pipe, output: Pipe, firstLine: String) {
         let process = Spawned()
@@ -130,16 +127,11 @@ extension Spawned {
         return (process, input, output, String(decoding: output.fileHandleForReading.availableData, as: UTF8.self))
     }
 
+    /// Starts `python script arguments…`, a helper that runs until its standard input closes
+    /// (close `input` to stop it), and returns it with the first thing it printed (how it says
+    /// it is ready, e.g. its port).
     static func helper(python: String, _ arguments: [String]) throws -> (process: Spawned, input: Pipe, firstLine: String) {
-        let process = Spawned()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = arguments
-        let input = Pipe()
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        return (process, input, String(decoding: output.fileHandleForReading.availableData, as: UTF8.self))
+        let started = try helperKeepingOutput(python: python, arguments)
+        return (started.process, started.input, started.firstLine)
     }
 }

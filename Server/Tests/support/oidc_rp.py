@@ -101,7 +101,6 @@ import json
 import os
 import secrets
 import select
-import shutil
 import sys
 import threading
 import time
@@ -110,20 +109,21 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pyotp
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import browser as browser_driver  # noqa: E402 (this folder's Chromium driver)
 import requests
 from authlib.common.errors import AuthlibBaseError
 from authlib.integrations.requests_client import OAuth2Session
 from authlib.jose import JsonWebKey, JsonWebToken, JWTClaims
 from authlib.jose.errors import JoseError
 from authlib.oidc.core import CodeIDToken
-from selenium import webdriver
 from selenium.common.exceptions import (
     NoSuchElementException,
     NoSuchFrameException,
     StaleElementReferenceException,
     WebDriverException,
 )
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
 # Every wait (a page, a redirect, an HTTP answer) gives up after this long.
@@ -226,19 +226,6 @@ def step(name):
 # The browser.
 
 
-def find_executable(env_name, names):
-    override = os.environ.get(env_name)
-    if override:
-        if not (os.path.isfile(override) and os.access(override, os.X_OK)):
-            raise Failure(f"{env_name}={override} is not an executable file")
-        return override
-    for name in names:
-        path = shutil.which(name) if "/" not in name else (name if os.access(name, os.X_OK) else None)
-        if path:
-            return path
-    raise Failure(f"none of {', '.join(names)} found (set {env_name}; on Debian: apt install chromium chromium-driver)")
-
-
 class Browser:
     """Headless Chromium emulating a phone, each one a fresh profile (no cookies), and the refusals
     (CSP violations and the like) it has logged."""
@@ -246,39 +233,11 @@ class Browser:
     def __init__(self, label):
         self.label = label
         self.refusals = []
-        chromium = find_executable(
-            "GATEHOUSE_CHROMIUM",
-            [
-                "chromium",
-                "chromium-browser",
-                "google-chrome",
-                "google-chrome-stable",
-                "/Applications/Chromium.app/Contents/MacOS/Chromium",
-                "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
-            ],
-        )
-        chromedriver = find_executable("GATEHOUSE_CHROMEDRIVER", ["chromedriver"])
-        options = webdriver.ChromeOptions()
-        options.binary_location = chromium
-        for argument in (
-            "--headless=new",
-            "--no-sandbox",
-            "--disable-dev-shm-usage",
-            "--disable-gpu",
-            "--no-first-run",
-            "--no-default-browser-check",
-            "--disable-extensions",
-            "--hide-scrollbars",
-            "--window-size=390,844",
-        ):
-            options.add_argument(argument)
-        options.add_experimental_option("mobileEmulation", {"deviceMetrics": DEVICE_METRICS, "userAgent": USER_AGENT})
-        options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-        # An explicit driver path keeps Selenium Manager from downloading anything.
+        # The same headless Chromium at a phone's size as the hosted pages' driver (browser.py).
         try:
-            self.driver = webdriver.Chrome(service=Service(executable_path=chromedriver), options=options)
-        except WebDriverException as error:
-            raise Failure(f"could not start {chromium} with {chromedriver}: {one_line(error.msg or str(error))}")
+            self.driver = browser_driver.start_driver(phone=True)
+        except browser_driver.Failure as error:
+            raise Failure(str(error)) from None
         self.driver.set_page_load_timeout(TIMEOUT)
 
     def quit(self):

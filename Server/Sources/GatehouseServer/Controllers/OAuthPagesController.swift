@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import GatehouseCore
 import GatehouseWire
@@ -92,18 +93,18 @@ struct OAuthPagesController {
                 case .signedIn(let response):
                     return try await signedIn(response.session.sessionID, authorization, csrf: cookie, client: client)
                 case .mfaRequired(let challenge):
-                    let factor = challenge.factors.first { $0.type == "totp" }?.id ?? ""
-                    return render(
-                        mfaPage(authorization, challenge: challenge.challengeID, factor: factor, csrf: cookie, errors: []), csrf: cookie,
-                        formTarget: authorization)
+                    return challengePage(challenge, authorization, csrf: cookie)
                 }
             } catch let error as GatehouseError {
                 return render(signInPage(authorization, csrf: cookie, email: email, errors: [error.message]), csrf: cookie, formTarget: authorization)
             }
         case "magic_link":
             let email = fields["email"] ?? ""
+            // The link comes back to this browser only: it carries a hash of the browser's CSRF
+            // cookie, so a link someone else asked for cannot sign this browser in as them.
             var back = URLComponents(string: openID.issuer + OAuthRoutes.magicLink.path)
-            back?.queryItems = authorization.parameters.map { URLQueryItem(name: $0.0, value: $0.1) }
+            back?.queryItems =
+                authorization.parameters.map { URLQueryItem(name: $0.0, value: $0.1) } + [URLQueryItem(name: "binding", value: Self.binding(cookie))]
             do {
                 try await magicLinks.request(email: email, redirectTo: nil, client: client, serverRedirect: back?.string)
             } catch let error as GatehouseError {
@@ -156,8 +157,18 @@ struct OAuthPagesController {
         try await showingRefusals {
             var query = PagesController.parseForm(request.uri.query ?? "")
             let token = query.removeValue(forKey: "token") ?? ""
+            let binding = query.removeValue(forKey: "binding") ?? ""
             let client = resolver.client(request, context.peerAddress)
-            let csrf = request.cookies[csrfCookie].map(\.value).flatMap { PagesController.isToken($0) ? $0 : nil } ?? randomToken(bytes: 32)
+            let own = request.cookies[csrfCookie].map(\.value).flatMap { PagesController.isToken($0) ? $0 : nil }
+            guard let own, constantTimeEquals(Array(Self.binding(own).utf8), Array(binding.utf8)) else {
+                // Another browser than the one that asked: the link is left unused for that one.
+                let elsewhere = page(
+                    "error", text("page.oauth.other_browser.title", "Open the link where you asked for it"),
+                    [text("page.oauth.other_browser.body", "This sign-in link works in the browser where you asked for it. Open it there, or start again here.")],
+                    status: "warning")
+                return render(elsewhere, csrf: own ?? randomToken(bytes: 32), formTarget: nil, status: .badRequest)
+            }
+            let csrf = own
             guard case .success(let authorization) = AuthorizationRequest.check(query, client: try await openID.client(query["client_id"])) else {
                 return try await proceed(query, csrf: csrf, browser: nil, client: client)
             }
@@ -166,10 +177,7 @@ struct OAuthPagesController {
                 case .signedIn(let response):
                     return try await signedIn(response.session.sessionID, authorization, csrf: csrf, client: client)
                 case .mfaRequired(let challenge):
-                    let factor = challenge.factors.first { $0.type == "totp" }?.id ?? ""
-                    return render(
-                        mfaPage(authorization, challenge: challenge.challengeID, factor: factor, csrf: csrf, errors: []), csrf: csrf,
-                        formTarget: authorization)
+                    return challengePage(challenge, authorization, csrf: csrf)
                 }
             } catch let error as GatehouseError {
                 return render(signInPage(authorization, csrf: csrf, email: "", errors: [error.message]), csrf: csrf, formTarget: authorization)
@@ -262,10 +270,22 @@ struct OAuthPagesController {
                     name: "step", value: "magic_link", label: text("page.oauth.magic_link.button", "Email me a sign-in link"),
                     secondary: methods.emailPassword, skipsValidation: true))
         }
+        guard !buttons.isEmpty else {
+            // A preset without a way in from a browser (anonymous accounts only).
+            result.paragraphs = [text("page.oauth.no_web_sign_in", "{app} has no sign-in on the web. Open {app} on your phone.")]
+            return result
+        }
         result.fieldsForm = .init(
             id: "sign-in", action: OAuthRoutes.authorizeForm.path, csrf: csrf, hidden: hidden(authorization, step: nil), fields: fields,
             buttons: buttons)
         return result
+    }
+
+    /// The second factor's page for a sign-in that met a challenge (its TOTP factor).
+    private func challengePage(_ challenge: MFAChallengePayload, _ authorization: AuthorizationRequest, csrf: String) -> Response {
+        let factor = challenge.factors.first { $0.type == "totp" }?.id ?? ""
+        return render(
+            mfaPage(authorization, challenge: challenge.challengeID, factor: factor, csrf: csrf, errors: []), csrf: csrf, formTarget: authorization)
     }
 
     private func mfaPage(_ authorization: AuthorizationRequest, challenge: String, factor: String, csrf: String, errors: [String]) -> Templates.Page {
@@ -349,6 +369,12 @@ struct OAuthPagesController {
     /// A form post from this origin: the browser names it in `Origin` (the pages' referrer
     /// policy is `same-origin`); a post from another origin, or an opaque one (`null`), is
     /// refused. Browsers that send no `Origin` are left to the CSRF cookie.
+    /// What a magic link asked for on the page carries of the browser's CSRF cookie: its SHA-256,
+    /// so the link (in a mail, a log) never reveals the cookie.
+    static func binding(_ cookie: String) -> String {
+        Data(SHA256.hash(data: Data(cookie.utf8))).base64URLEncoded
+    }
+
     static func fromThisOrigin(_ request: Request) -> Bool {
         guard let origin = request.headers[.origin] else { return true }
         guard origin != "null", let host = request.head.authority, let url = URL(string: origin), let originHost = url.host else { return false }

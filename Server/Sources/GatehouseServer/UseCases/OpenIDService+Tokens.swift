@@ -134,9 +134,11 @@ extension OpenIDService {
         guard let token = form["refresh_token"], !token.isEmpty else { throw OAuthProtocolError.invalidRequest("refresh_token is required.") }
         // A wider scope is refused before the token rotates (a refused rotation would leave the
         // client holding a token whose successor it never got).
-        let asked = form["scope"].map(OAuthScope.words)
+        // An empty `scope` is no scope parameter.
+        let asked = form["scope"].map(OAuthScope.words).flatMap { $0.isEmpty ? nil : $0 }
         if let asked, let record = try await store.refreshToken(hash: StoredSecret.hash(token)),
-            let granted = try await store.session(id: record.sessionID)?.scope, !Set(asked).isSubset(of: Set(OAuthScope.words(granted)))
+            let session = try await store.session(id: record.sessionID), session.clientID == client.id,
+            !Set(asked).isSubset(of: Set(OAuthScope.words(session.scope)))
         {
             throw OAuthProtocolError(status: 400, error: "invalid_scope", description: "A refresh cannot widen the scope.")
         }
@@ -168,6 +170,9 @@ extension OpenIDService {
             throw OAuthProtocolError(status: 400, error: "unauthorized_client", description: "A public client cannot use client_credentials.")
         }
         let registered = client.scopes.filter(OAuthScope.isAPIScope)
+        guard !registered.isEmpty else {
+            throw OAuthProtocolError(status: 400, error: "unauthorized_client", description: "This client has no API scopes for client_credentials.")
+        }
         let asked = form["scope"].map(OAuthScope.words) ?? registered
         guard Set(asked).isSubset(of: Set(registered)) else {
             throw OAuthProtocolError(status: 400, error: "invalid_scope", description: "Ask for API scopes this client registered.")
