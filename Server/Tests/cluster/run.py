@@ -38,6 +38,12 @@ skipped) in front of them. Then checks, across nodes:
      link held on nodes 1 and 3 with their bodies back while the owner signs out everywhere on
      node 2, then completed: 401 each, nothing written; then two sessions' "old -> old" changes
      on nodes 1 and 3 released with the owner's change on node 2: the owner's stands;
+  r. the OpenID provider (issue 45): a confidential client registered through node 1, a code got
+     through the hosted sign-in and consent pages on node 1 (cookies and Origin as a browser's),
+     then 20 copies of its token request released together over nodes 1-3 and nginx: at most one
+     200, invalid_grant for the rest; the winner's access token answers 401 at /oauth/userinfo on
+     every node within 2 s, its refresh token is refused with invalid_grant, and the reuse is
+     audited; then the consent holds on node 2 (a sign-in there goes straight back with a code);
 and that SIGTERM stops every remaining node within 15 seconds. Then, on a second cluster with the
 `default` preset (magic links and anonymous starts are off in handz):
 
@@ -63,7 +69,8 @@ GATEHOUSE_TEST_PYTHON or .build-venv's Python, which has Stripe's own `stripe` p
      rejected no request of the run.
 
 "Released together" is the last-byte technique: one raw connection per request to the nodes' own
-ports (not nginx), every request sent but its final byte, then all the final bytes at once.
+ports (not nginx; r. adds nginx's, which passes a request on once its body is whole), every
+request sent but its final byte, then all the final bytes at once.
 
 Every process is stopped and every temporary file removed at the end, on failure too. Standard
 library only (the Stripe stand-in runs in its own Python). Report lines look like
@@ -73,6 +80,8 @@ import argparse
 import base64
 import collections
 import glob
+import hashlib
+import html
 import http.client
 import json
 import os
@@ -87,6 +96,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -101,6 +111,9 @@ PHONE_PRESET = "hannah"
 STRIPE_PRICE = "price_hannah_premium_monthly"
 STRIPE_ORIGIN = "https://hannah.example"
 PASSWORD = "correct horse battery staple"
+# The OpenID provider's client (issue 45): where its codes go back to, and what it asks for.
+OIDC_REDIRECT = "http://127.0.0.1:9999/cb"
+OIDC_SCOPES = ["openid", "email", "offline_access"]
 # How stale a node's cached session may be (SessionCache.Settings.stalenessBound, docs/scaling.md).
 SESSION_CACHE_BOUND = 0.5
 # Each node's PostgreSQL pool (PostgresDatabase's default `maximumConnections`; the session
@@ -140,9 +153,12 @@ class Reply:
 
     @property
     def code(self):
+        """Gatehouse's `{"error": {"code"}}`, or the OAuth endpoints' RFC 6749 `{"error": "..."}`."""
         payload = self.json
         if isinstance(payload, dict) and isinstance(payload.get("error"), dict):
             return payload["error"].get("code")
+        if isinstance(payload, dict) and isinstance(payload.get("error"), str):
+            return payload["error"]
         return None
 
     def header(self, name):
@@ -165,7 +181,8 @@ def call(base, method, path, body=None, token=None, headers=None, timeout=15):
         sent = {"Accept": "application/json", "Connection": "close"}
         data = None
         if body is not None:
-            data = json.dumps(body).encode()
+            # Bytes go as they are (a form, with its Content-Type in `headers`); anything else as JSON.
+            data = body if isinstance(body, bytes) else json.dumps(body).encode()
             sent["Content-Type"] = "application/json"
         if token:
             sent["Authorization"] = f"Bearer {token}"
@@ -287,6 +304,101 @@ def refresh(base, token):
 def jwt_header(token):
     part = token.split(".")[0]
     return json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
+
+
+def jwt_claims(token):
+    part = token.split(".")[1]
+    return json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
+
+
+FORM = "application/x-www-form-urlencoded"
+
+
+def form(fields):
+    return urllib.parse.urlencode(fields).encode()
+
+
+def basic(user, password):
+    """HTTP Basic as RFC 6749 §2.3.1 has it: each part form-encoded first."""
+    pair = f"{urllib.parse.quote_plus(user)}:{urllib.parse.quote_plus(password)}"
+    return {"Authorization": "Basic " + base64.b64encode(pair.encode()).decode()}
+
+
+def pkce_pair():
+    """A random PKCE verifier and its S256 challenge."""
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    return verifier, challenge
+
+
+class ProviderBrowser:
+    """A browser on one node's provider pages (/oauth/...): keeps that host:port's cookies (the
+    CSRF cookie, the signed-in browser's cookie), reads a page's state and hidden fields, and
+    posts its forms naming the node's origin, as the page's own form would."""
+
+    def __init__(self, base):
+        self.base = base
+        self.cookies = {}
+
+    def _headers(self, extra=None):
+        headers = {"Accept": "text/html"}
+        if self.cookies:
+            headers["Cookie"] = "; ".join(f"{name}={value}" for name, value in sorted(self.cookies.items()))
+        headers.update(extra or {})
+        return headers
+
+    def _keep(self, reply):
+        for key, value in reply.headers:
+            if key.lower() != "set-cookie":
+                continue
+            name, _, rest = value.partition("=")
+            kept = rest.split(";", 1)[0]
+            if not kept or re.search(r";\s*max-age=0\b", value, re.IGNORECASE):
+                self.cookies.pop(name.strip(), None)
+            else:
+                self.cookies[name.strip()] = kept
+        return reply
+
+    def get(self, path):
+        return self._keep(call(self.base, "GET", path, headers=self._headers()))
+
+    def post(self, path, fields):
+        return self._keep(call(self.base, "POST", path, form(fields),
+                               headers=self._headers({"Content-Type": FORM, "Origin": self.base})))
+
+    @staticmethod
+    def state(reply):
+        """`data-state` of the page's <main>, or None (a redirect, JSON, ...)."""
+        found = re.search(r'<main data-state="([^"]*)"', reply.body.decode("utf-8", "replace"))
+        return found.group(1) if found else None
+
+    @staticmethod
+    def hidden(reply):
+        text = reply.body.decode("utf-8", "replace")
+        return {html.unescape(name): html.unescape(value)
+                for name, value in re.findall(r'<input type="hidden" name="([^"]*)" value="([^"]*)">', text)}
+
+    @staticmethod
+    def location(reply):
+        """The redirect's target and its query, one value a name."""
+        target = reply.header("Location") or ""
+        parts = urllib.parse.urlsplit(target)
+        query = {name: values[-1] for name, values in urllib.parse.parse_qs(parts.query, keep_blank_values=True).items()}
+        return f"{parts.scheme}://{parts.netloc}{parts.path}", query
+
+    @staticmethod
+    def describe(reply):
+        """A page as `HTTP 200 page consent: <heading> [<errors>]`, a redirect with its Location."""
+        if reply.header("Location"):
+            return f"HTTP {reply.status} -> {reply.header('Location')}"
+        state = ProviderBrowser.state(reply)
+        if state is None:
+            return repr(reply)
+        text = reply.body.decode("utf-8", "replace")
+        heading = re.search(r"<h1>(.*?)</h1>", text, re.S)
+        errors = [html.unescape(error) for error in re.findall(r'<p class="error"[^>]*>(.*?)</p>', text, re.S)]
+        return (f"HTTP {reply.status} page {state}: {html.unescape(heading.group(1)) if heading else ''}"
+                f"{' ' + str(errors) if errors else ''}")
 
 
 def free_port():
@@ -1363,6 +1475,144 @@ class Checks:
                 f"{', '.join(f'{n} x {answer}' for answer, n in sorted(answers.items()))}; "
                 f"one stripe_customers row; no request rejected")
 
+    def provider_code(self, node, client_id, email, consent):
+        """A code from the provider's pages on `node`'s own address (cookies are per host:port):
+        GET /oauth/authorize, the sign-in form with the password, then Allow on the consent page
+        when `consent` (else the sign-in must lead straight back to the client). Returns the code,
+        its PKCE verifier and the pages seen."""
+        verifier, challenge = pkce_pair()
+        query = urllib.parse.urlencode({
+            "response_type": "code", "client_id": client_id, "redirect_uri": OIDC_REDIRECT, "scope": " ".join(OIDC_SCOPES),
+            "state": "s", "nonce": "n", "code_challenge": challenge, "code_challenge_method": "S256"},
+            quote_via=urllib.parse.quote)
+        browser = ProviderBrowser(node.url)
+        page = browser.get(f"/oauth/authorize?{query}")
+        seen = [ProviderBrowser.state(page)]
+        require(page.status == 200 and seen[-1] == "sign-in",
+                f"GET /oauth/authorize on {node.name}: expected 200 with the sign-in page, got {ProviderBrowser.describe(page)}")
+        page = browser.post("/oauth/authorize", {**ProviderBrowser.hidden(page), "email": email, "password": PASSWORD})
+        if consent:
+            seen.append(ProviderBrowser.state(page))
+            require(page.status == 200 and seen[-1] == "consent",
+                    f"the sign-in form on {node.name}: expected 200 with the consent page, got {ProviderBrowser.describe(page)}")
+            page = browser.post("/oauth/authorize", {**ProviderBrowser.hidden(page), "decision": "allow"})
+            what = "Allow on the consent page"
+        else:
+            what = "the sign-in form (consent given before)"
+        require(page.status == 303, f"{what} on {node.name}: expected 303 back to the client, got {ProviderBrowser.describe(page)}")
+        target, back = ProviderBrowser.location(page)
+        require(target == OIDC_REDIRECT and back.get("state") == "s" and back.get("iss") == self.proxy and back.get("code"),
+                f"{what} on {node.name}: expected {OIDC_REDIRECT}?code=..&state=s&iss={self.proxy}, got {page.header('Location')}")
+        return back["code"], verifier, seen
+
+    # r. The OpenID provider (issue 45): one authorization code released 20 times together over
+    # the three nodes and nginx gives at most one set of tokens, and a second use revokes it.
+    def oauth_code_race(self):
+        registered = call(self.a.url, "POST", "/admin/v1/oauth/clients",
+                          {"name": "cluster", "redirect_uris": [OIDC_REDIRECT], "scopes": OIDC_SCOPES, "public": False},
+                          token=self.cluster.admin_key)
+        require(registered.status == 201 and (registered.json or {}).get("client_id") and registered.json.get("client_secret"),
+                f"POST /admin/v1/oauth/clients on {self.a.name}: expected 201 with client_id and client_secret, got {registered!r}")
+        client_id, secret = registered.json["client_id"], registered.json["client_secret"]
+        credentials = {"Content-Type": FORM, **basic(client_id, secret)}
+        email, account = self.new_account(self.c, "oidc")
+        user_id = account["user"]["id"]
+
+        code, verifier, pages = self.provider_code(self.a, client_id, email, consent=True)
+        body = form({"grant_type": "authorization_code", "code": code, "redirect_uri": OIDC_REDIRECT, "code_verifier": verifier})
+        targets = [(node.port, node.name) for node in self.cluster.nodes] + [(self.cluster.nginx.port, "nginx")]
+        copies = 20
+        where = [targets[index % len(targets)] for index in range(copies)]
+        started = time.monotonic()
+        replies = last_byte_burst([("127.0.0.1", port, "POST", "/oauth/token", body, credentials) for port, _ in where])
+        answered = time.monotonic()
+        elapsed = answered - started
+        issued = [(name, reply) for (_, name), reply in zip(where, replies) if reply.status == 200]
+        refused = [reply for reply in replies if reply.status == 400 and reply.code == "invalid_grant"]
+        require(len(issued) <= 1 and len(issued) + len(refused) == copies,
+                f"{copies} copies of one code released together over nodes 1-3 and nginx: expected at most one 200 and "
+                f"400 invalid_grant for the rest, got {tally(replies)}, e.g. "
+                f"{[reply for reply in replies if reply.status not in (200, 400)][:2] or [reply for reply in replies if reply.status == 200][:2]}")
+        reasons = collections.Counter((reply.json or {}).get("error_description") for reply in refused)
+
+        if issued:
+            winner, tokens = issued[0][0], issued[0][1].json
+            require(all(tokens.get(key) for key in ("access_token", "refresh_token", "id_token")),
+                    f"the 200 ({winner}) lacks access_token, refresh_token or id_token: {issued[0][1]!r}")
+            claims = jwt_claims(tokens["id_token"])
+            require(claims.get("nonce") == "n" and claims.get("aud") == client_id and claims.get("sub") == user_id
+                    and claims.get("iss") == self.proxy,
+                    f"the ID token of the 200 ({winner}): expected nonce n, aud {client_id}, sub {user_id}, iss {self.proxy}, "
+                    f"got {claims}")
+            # Every node (and nginx) refuses the winner's access token within 2 s of the answers,
+            # and never serves it again once it has refused it.
+            refused_after = {}
+            pending = [(node.url, node.name) for node in self.cluster.nodes] + [(self.proxy, "nginx")]
+            polls = collections.defaultdict(list)
+            deadline = answered + 2.0
+            while pending and time.monotonic() < deadline:
+                for base, name in list(pending):
+                    began = time.monotonic()
+                    reply = call(base, "GET", "/oauth/userinfo", token=tokens["access_token"])
+                    polls[name].append(reply.status)
+                    require(reply.status in (200, 401),
+                            f"GET /oauth/userinfo on {name} with the revoked code's access token: expected 200 or 401, got {reply!r}")
+                    if reply.status == 401:
+                        require(reply.code == "invalid_token", f"GET /oauth/userinfo on {name}: 401 without invalid_token: {reply!r}")
+                        refused_after.setdefault(name, began - answered)
+                        if polls[name][-3:] == [401, 401, 401]:
+                            pending.remove((base, name))
+                    else:
+                        require(name not in refused_after, f"{name} served the revoked access token again after refusing it ({polls[name]})")
+                if pending:
+                    time.sleep(0.05)
+            require(not pending, f"{', '.join(name for _, name in pending)} still served the access token of a code used twice "
+                                 f"2 s after the answers (statuses {dict(polls)})")
+            again = call(self.c.url, "POST", "/oauth/token",
+                         form({"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"]}), headers=credentials)
+            require(again.status == 400 and again.code == "invalid_grant",
+                    f"the refresh token of a code used twice on {self.c.name}: expected 400 invalid_grant, got {again!r}")
+            audit = call(self.b.url, "GET", f"/admin/v1/audit?user_id={user_id}", token=self.cluster.admin_key)
+            require(audit.status == 200, f"GET /admin/v1/audit: expected 200, got {audit!r}")
+            reuse = [row for row in audit.json.get("events", []) if row.get("event") == "oauth_code_reuse"]
+            require(reuse and all(row.get("outcome") == "session_revoked" for row in reuse),
+                    f"audit of the account after the code was used twice: expected oauth_code_reuse session_revoked, got "
+                    f"{[(row.get('event'), row.get('outcome')) for row in audit.json.get('events', [])]}")
+            slowest = max(refused_after.values())
+            outcome = (f"the 200 ({winner}): ID token nonce/aud/sub/iss right; its access token -> 401 invalid_token at "
+                       f"/oauth/userinfo on nodes 1-3 and nginx from {max(0.0, slowest) * 1000:.0f} ms after the answers "
+                       f"({sum(len(rows) for rows in polls.values())} polls, none served after a refusal); its refresh token "
+                       f"on node 3 -> 400 invalid_grant; audit oauth_code_reuse session_revoked x {len(reuse)}")
+        else:
+            outcome = "no copy got tokens"
+        late = call(self.proxy, "POST", "/oauth/token", body, headers=credentials)
+        require(late.status == 400 and late.code == "invalid_grant",
+                f"the code once more through nginx after the burst: expected 400 invalid_grant, got {late!r}")
+
+        # The consent given on node 1 holds on node 2: a new sign-in there goes straight back
+        # with a code, which works, and its tokens are served by every node.
+        second, second_verifier, seen = self.provider_code(self.b, client_id, email, consent=False)
+        exchanged = call(self.proxy, "POST", "/oauth/token",
+                         form({"grant_type": "authorization_code", "code": second, "redirect_uri": OIDC_REDIRECT,
+                               "code_verifier": second_verifier}), headers=credentials)
+        require(exchanged.status == 200 and exchanged.json.get("refresh_token"),
+                f"the code from node 2 exchanged through nginx: expected 200 with a refresh token, got {exchanged!r}")
+        for node in self.cluster.nodes:
+            info = call(node.url, "GET", "/oauth/userinfo", token=exchanged.json["access_token"])
+            require(info.status == 200 and info.json.get("sub") == user_id and info.json.get("email") == email,
+                    f"GET /oauth/userinfo on {node.name} with the second code's access token: expected 200 with sub and email, "
+                    f"got {info!r}")
+        rotated = call(self.c.url, "POST", "/oauth/token",
+                       form({"grant_type": "refresh_token", "refresh_token": exchanged.json["refresh_token"]}), headers=credentials)
+        require(rotated.status == 200 and rotated.json.get("refresh_token") not in (None, exchanged.json["refresh_token"]),
+                f"the second code's refresh token on {self.c.name}: expected 200 with a new refresh token, got {rotated!r}")
+        return (f"confidential client registered on node 1; code through the pages on node 1 ({' -> '.join(pages)} -> 303); "
+                f"{copies} copies of the token request released together over nodes 1-3 and nginx ({copies // len(targets)} each) "
+                f"in {elapsed:.2f} s (final bytes in {replies.release_seconds * 1000:.1f} ms) -> {tally(replies)} "
+                f"({'; '.join(f'{n} x {text!r}' for text, n in sorted(reasons.items(), key=lambda item: str(item[0])))}); "
+                f"{outcome}; the code once more through nginx -> 400 invalid_grant; consent remembered on node 2 "
+                f"({' -> '.join(seen)} -> 303 with a code), its tokens served by nodes 1-3, refresh on node 3 rotated")
+
     # h. Wrong passwords released together over the nodes (finding 2).
     def login_lockout_race(self):
         threshold = self.settings["lockout_after"]
@@ -1599,6 +1849,10 @@ def run_checks(binary):
         current = "k. usage meter race"
         t = time.monotonic()
         report(current, f"{checks.usage_meter_race()}; {time.monotonic() - t:.1f} s")
+
+        current = "r. OpenID provider code race"
+        t = time.monotonic()
+        report(current, f"{checks.oauth_code_race()}; {time.monotonic() - t:.1f} s")
 
         current = "a. refresh reuse across nodes"
         t = time.monotonic()
