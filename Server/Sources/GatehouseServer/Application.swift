@@ -179,7 +179,7 @@ func makeRouter(_ infra: Infrastructure, _ useCases: UseCases) -> Router<Gatehou
     ).register(on: router)
     OAuthController(openID: u.openID, input: input).register(on: router, signedIn: signedIn)
     OAuthPagesController(
-        openID: u.openID, passwords: u.passwords, magicLinks: u.magicLinks, mfa: u.mfa, templates: infra.templates, resolver: input.resolver, preset: preset,
+        openID: u.openID, passwords: u.passwords, magicLinks: u.magicLinks, passkeys: u.passkeys, mfa: u.mfa, templates: infra.templates, resolver: input.resolver, preset: preset,
         secureCookies: config.publicURL.scheme == "https", bodyLimit: config.maxBodyBytes
     ).register(on: router)
     if config.isDevelopment {

@@ -19,17 +19,20 @@ import Testing
     static let password = "Correct-Horse-Battery-9"
 
     /// A server on its own port whose public URL (the issuer) is that port.
+    /// `host`: the public URL's host (`localhost` where the browser must make passkeys: WebAuthn
+    /// takes no IP address as its rp id).
     static func withServer(
-        _ backend: Backend, preset: String, _ body: (URL) async throws -> Void
+        _ backend: Backend, preset: String, host: String = "127.0.0.1", _ body: (URL) async throws -> Void
     ) async throws {
         let (database, cleanup) = try await TestDatabase.make(backend)
         let port = try SMTPSink.freePort()
         let server = try ServerProcess(environment: ServerProcess.environment(database: database.environmentValue, [
-            "GATEHOUSE_PORT": String(port), "GATEHOUSE_PUBLIC_URL": "http://127.0.0.1:\(port)", "GATEHOUSE_PRESET": preset,
+            "GATEHOUSE_PORT": String(port), "GATEHOUSE_PUBLIC_URL": "http://\(host):\(port)", "GATEHOUSE_PRESET": preset,
             "GATEHOUSE_LOG_LEVEL": "warning",
         ]))
         do {
-            try await body(try await server.baseURL())
+            let listening = try await server.baseURL()
+            try await body(host == "127.0.0.1" ? listening : URL(string: "http://\(host):\(port)")!)
         } catch {
             server.signal(SIGTERM)
             _ = try? await server.exitStatus()
@@ -181,6 +184,21 @@ import Testing
             _ = try await Self.signUp(base, email)
             let run = try await Self.rp(["attacks", "--base", root, "--admin-key", TestApp.adminKey, "--email", email, "--password", Self.password])
             Self.expectLines(["frame refused", "cross-origin consent refused", "redirect mismatch refused", "OK"], in: run)
+        }
+    }
+
+    /// Passkeys on the provider's page: a passkey made by Chromium's own WebAuthn (a virtual
+    /// platform authenticator) through the app's routes, then "Sign in with a passkey" on the
+    /// sign-in page signs the person in (amr `hwk`).
+    @Test(.requires(SMTPSink.python != nil && browser != nil, "GATEHOUSE_TEST_PYTHON and GATEHOUSE_TEST_BROWSER"), arguments: Backend.available)
+    func aPasskeySignsInOnTheProvidersPage(_ backend: Backend) async throws {
+        try await Self.withServer(backend, preset: "handz", host: "localhost") { base in
+            let root = base.absoluteString.trimmingCharacters(in: CharacterSet(charactersIn: "/"))
+            let email = "passkey-\(backend)@example.com"
+            let account = try await Self.signUp(base, email)
+            let run = try await Self.rp(["passkey", "--base", root, "--admin-key", TestApp.adminKey, "--email", email, "--password", Self.password])
+            Self.expectLines(["passkey registered", "OK"], in: run)
+            #expect(run.lines.contains { $0.hasPrefix("passkey signed in sub=\(account.user.id) amr hwk") }, "\(run.text)")
         }
     }
 }

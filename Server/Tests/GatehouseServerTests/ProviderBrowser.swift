@@ -64,11 +64,12 @@ final class ProviderBrowser: @unchecked Sendable {
         return String(text[range].dropFirst(12).dropLast())
     }
 
-    /// The page's hidden inputs, unescaped.
+    /// The hidden inputs of the page's first form (the sign-in page's passkey form follows it),
+    /// unescaped.
     static func hidden(_ response: TestResponse) -> [String: String] {
         var fields: [String: String] = [:]
         let pattern = try! NSRegularExpression(pattern: #"<input type="hidden" name="([^"]+)" value="([^"]*)">"#)
-        let text = response.text
+        let text = response.text.components(separatedBy: "</form>").first ?? response.text
         for match in pattern.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
             guard let name = Range(match.range(at: 1), in: text), let value = Range(match.range(at: 2), in: text) else { continue }
             fields[String(text[name])] = unescape(String(text[value]))

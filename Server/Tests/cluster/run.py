@@ -374,7 +374,8 @@ class ProviderBrowser:
 
     @staticmethod
     def hidden(reply):
-        text = reply.body.decode("utf-8", "replace")
+        # The first form's fields: the sign-in page's passkey form follows it.
+        text = reply.body.decode("utf-8", "replace").split("</form>")[0]
         return {html.unescape(name): html.unescape(value)
                 for name, value in re.findall(r'<input type="hidden" name="([^"]*)" value="([^"]*)">', text)}
 

@@ -125,6 +125,7 @@ from selenium.common.exceptions import (
     WebDriverException,
 )
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.virtual_authenticator import VirtualAuthenticatorOptions
 
 # Every wait (a page, a redirect, an HTTP answer) gives up after this long.
 TIMEOUT = 20.0
@@ -1312,6 +1313,89 @@ def run_attacks(args):
 # main
 
 
+# passkeys
+
+
+# Registers a passkey for the signed-in account (its Bearer token, arguments[0]) with the browser's
+# own WebAuthn (the virtual authenticator answers), through the app's JSON routes, from a page of
+# the provider's origin; calls back with {status, body} or {error}.
+REGISTER_PASSKEY_JS = """
+const token = arguments[0], done = arguments[arguments.length - 1];
+const bytes = t => Uint8Array.from(atob(t.replace(/-/g, '+').replace(/_/g, '/') + '==='.slice((t.length + 3) % 4)), c => c.charCodeAt(0));
+const text = b => btoa(String.fromCharCode(...new Uint8Array(b))).replace(/\\+/g, '-').replace(/\\//g, '_').replace(/=+$/, '');
+(async () => {
+  const headers = {'Content-Type': 'application/json', 'Authorization': 'Bearer ' + token};
+  const asked = await fetch('/v1/passkeys/registration/options', {method: 'POST', headers, body: '{}'});
+  const ceremony = await asked.json();
+  if (!asked.ok) { done({error: 'options: ' + asked.status + ' ' + JSON.stringify(ceremony)}); return; }
+  const o = ceremony.options;
+  const made = await navigator.credentials.create({publicKey: {
+    rp: o.rp, user: {id: bytes(o.user.id), name: o.user.name, displayName: o.user.displayName},
+    challenge: bytes(o.challenge), pubKeyCredParams: o.pubKeyCredParams, timeout: o.timeout,
+    excludeCredentials: (o.excludeCredentials || []).map(c => ({type: c.type, id: bytes(c.id)})),
+    authenticatorSelection: o.authenticatorSelection, attestation: o.attestation}});
+  const body = {challenge_id: ceremony.challenge_id, name: 'Chromium', credential: {id: made.id, rawId: text(made.rawId), type: made.type,
+    authenticatorAttachment: made.authenticatorAttachment,
+    response: {clientDataJSON: text(made.response.clientDataJSON), attestationObject: text(made.response.attestationObject),
+      transports: made.response.getTransports ? made.response.getTransports() : []}}};
+  const verified = await fetch('/v1/passkeys/registration/verify', {method: 'POST', headers, body: JSON.stringify(body)});
+  done({status: verified.status, body: await verified.text()});
+})().catch(error => done({error: String(error)}));
+"""
+
+
+def run_passkey(args):
+    """A passkey made in Chromium (a virtual platform authenticator) signs in on the provider's page."""
+    provider = Provider(args.base)
+    rp = RelyingParty()
+    browser = None
+    scopes = ["openid", "email"]
+    try:
+        registered = provider.register(args.admin_key, client_payload("oidc_rp passkey", scopes, rp, public=True))
+        client = Client(provider, registered["client_id"], None, "none", scopes, f"{rp.base}/callback")
+        say(f"client {client.client_id}")
+        browser = Browser("passkey")
+        options = VirtualAuthenticatorOptions()
+        options.protocol = VirtualAuthenticatorOptions.Protocol.CTAP2
+        options.transport = VirtualAuthenticatorOptions.Transport.INTERNAL
+        options.has_resident_key = True
+        options.has_user_verification = True
+        options.is_user_verified = True
+        browser.driver.add_virtual_authenticator(options)
+        with step("sign-in page"):
+            url, state = client.authorization_url()
+            browser.open(url)
+            browser.wait_for("sign-in")
+            if not browser.driver.find_elements(By.CSS_SELECTOR, "#passkey-button"):
+                raise browser.failure("the sign-in page offers no passkey")
+        with step("passkey registration"):
+            session = http_session()
+            login = json_answer(
+                session.post(f"{provider.base}/v1/auth/login", json={"email": args.email, "password": args.password}, timeout=TIMEOUT),
+                "password login",
+            )
+            browser.driver.set_script_timeout(TIMEOUT)
+            made = browser.driver.execute_async_script(REGISTER_PASSKEY_JS, login["session"]["access_token"])
+            if "error" in made or made.get("status") not in (200, 201):
+                raise Failure(f"the browser's passkey was not registered: {one_line(made, 500)}")
+            say("passkey registered")
+        with step("passkey sign-in"):
+            mark = rp.mark()
+            browser.fill("#email", args.email)
+            browser.click_and_wait(browser.find("#passkey-button"), "consent", "the passkey button")
+            browser.submit("form#consent", "callback")
+            hit = rp.wait_for_hit(mark, "/callback", "the callback")
+        with step("token exchange"):
+            token, nonce = client.exchange(hit, state)
+        with step("ID token"):
+            claims = client.id_token(token["id_token"], nonce, token["access_token"], scopes, email=args.email)
+            say(f"passkey signed in sub={claims['sub']} amr {','.join(claims.get('amr', []))}")
+    finally:
+        if browser:
+            browser.quit()
+        rp.close()
+
+
 def base_url(text):
     parts = urlsplit(text)
     if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
@@ -1344,6 +1428,9 @@ def parse_arguments(argv=None):
     attacks.add_argument("--email", required=True)
     attacks.add_argument("--password", required=True)
     attacks.add_argument("--totp-secret", metavar="B32")
+    passkey = common("passkey", "register a passkey in Chromium and sign in with it on the provider's page")
+    passkey.add_argument("--email", required=True)
+    passkey.add_argument("--password", required=True)
     args = parser.parse_args(argv)
     if getattr(args, "prefix", None) and not args.screenshots:
         parser.error("--prefix needs --screenshots")
@@ -1360,6 +1447,7 @@ RUNS = {
     "client-credentials": run_client_credentials,
     "handover": run_handover,
     "attacks": run_attacks,
+    "passkey": run_passkey,
 }
 
 

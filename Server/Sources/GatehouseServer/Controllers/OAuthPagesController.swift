@@ -19,6 +19,7 @@ struct OAuthPagesController {
     let openID: OpenIDService
     let passwords: PasswordService
     let magicLinks: MagicLinkService
+    let passkeys: PasskeyService
     let mfa: MFAService
     let templates: Templates
     let resolver: ClientAddressResolver
@@ -114,6 +115,25 @@ struct OAuthPagesController {
                 "magic-link-sent", text("page.sent.title", "Check your email"),
                 [text("page.oauth.magic_sent.body", "We sent a sign-in link to {email}. Open it on this device to continue.", ["email": email])])
             return render(sent, csrf: cookie, formTarget: nil)
+        case "passkey":
+            // The page's script posts the browser's signed assertion (WebAuthn) for a ceremony it
+            // opened at /v1/passkeys/authentication/options: the same use case as the app's.
+            do {
+                guard let text = fields["credential"], !text.isEmpty,
+                    let credential = try? JSONDecoder().decode(PasskeyAssertionCredential.self, from: Data(text.utf8))
+                else {
+                    throw GatehouseError.invalidRequest(text("page.oauth.passkey.failed", "The passkey could not be used. Try again, or use another way."))
+                }
+                let assertion = PasskeyAssertionRequest(challengeID: fields["challenge_id"] ?? "", credential: credential)
+                switch try await passkeys.signIn(assertion, client: client) {
+                case .signedIn(let response):
+                    return try await signedIn(response.session.sessionID, authorization, csrf: cookie, client: client)
+                case .mfaRequired(let challenge):
+                    return challengePage(challenge, authorization, csrf: cookie)
+                }
+            } catch let error as GatehouseError {
+                return render(signInPage(authorization, csrf: cookie, email: "", errors: [error.message]), csrf: cookie, formTarget: authorization)
+            }
         case "mfa":
             let (challenge, factor) = (fields["challenge_id"] ?? "", fields["factor_id"] ?? "")
             do {
@@ -244,95 +264,11 @@ struct OAuthPagesController {
         return response
     }
 
-    // MARK: Pages
-
-    private func hidden(_ authorization: AuthorizationRequest, step: String?) -> [(name: String, value: String)] {
-        authorization.parameters.map { (name: $0.0, value: $0.1) } + (step.map { [(name: "step", value: $0)] } ?? [])
-    }
-
-    /// The preset's browser-capable ways in, in one form: the password (`step=sign_in`), and a
-    /// magic link that returns here (`step=magic_link`, `/oauth/magic-link`).
-    private func signInPage(_ authorization: AuthorizationRequest, csrf: String, email: String, errors: [String]) -> Templates.Page {
-        var result = page("sign-in", text("page.oauth.sign_in.title", "Sign in to {app}"), [text("page.oauth.sign_in.body", "Use your {app} account.")])
-        result.errors = errors
-        let methods = preset.signInMethods
-        var fields: [Templates.Page.FieldsForm.Field] = [
-            .init(name: "email", label: text("page.oauth.email", "Email"), type: "email", autocomplete: "username", value: email)
-        ]
-        var buttons: [Templates.Page.FieldsForm.Button] = []
-        if methods.emailPassword {
-            fields.append(.init(name: "password", label: text("page.oauth.password", "Password"), type: "password", autocomplete: "current-password"))
-            buttons.append(.init(name: "step", value: "sign_in", label: text("page.oauth.sign_in.button", "Sign in")))
-        }
-        if methods.magicLink {
-            buttons.append(
-                .init(
-                    name: "step", value: "magic_link", label: text("page.oauth.magic_link.button", "Email me a sign-in link"),
-                    secondary: methods.emailPassword, skipsValidation: true))
-        }
-        guard !buttons.isEmpty else {
-            // A preset without a way in from a browser (anonymous accounts only).
-            result.paragraphs = [text("page.oauth.no_web_sign_in", "{app} has no sign-in on the web. Open {app} on your phone.")]
-            return result
-        }
-        result.fieldsForm = .init(
-            id: "sign-in", action: OAuthRoutes.authorizeForm.path, csrf: csrf, hidden: hidden(authorization, step: nil), fields: fields,
-            buttons: buttons)
-        return result
-    }
-
-    /// The second factor's page for a sign-in that met a challenge (its TOTP factor).
-    private func challengePage(_ challenge: MFAChallengePayload, _ authorization: AuthorizationRequest, csrf: String) -> Response {
-        let factor = challenge.factors.first { $0.type == "totp" }?.id ?? ""
-        return render(
-            mfaPage(authorization, challenge: challenge.challengeID, factor: factor, csrf: csrf, errors: []), csrf: csrf, formTarget: authorization)
-    }
-
-    private func mfaPage(_ authorization: AuthorizationRequest, challenge: String, factor: String, csrf: String, errors: [String]) -> Templates.Page {
-        var result = page("mfa", text("page.oauth.mfa.title", "Enter your code"), [text("page.oauth.mfa.body", "Open your authenticator app and enter the 6-digit code for {app}.")])
-        result.errors = errors
-        result.fieldsForm = .init(
-            id: "mfa", action: OAuthRoutes.authorizeForm.path, csrf: csrf,
-            hidden: hidden(authorization, step: "mfa") + [(name: "challenge_id", value: challenge), (name: "factor_id", value: factor)],
-            fields: [.init(name: "code", label: text("page.oauth.mfa.code", "Code"), type: "text", autocomplete: "one-time-code", numeric: true)],
-            buttons: [.init(name: nil, value: nil, label: text("page.oauth.mfa.button", "Continue"))])
-        return result
-    }
-
-    private func consentPage(_ authorization: AuthorizationRequest, client: OAuthClient, user: User?, csrf: String) -> Templates.Page {
-        var result = page(
-            "consent", text("page.oauth.consent.title", "{client} wants to use your {app} account", ["client": client.name]),
-            [text("page.oauth.consent.body", "Signed in as {account}. {client} will be able to:", ["client": client.name, "account": user?.email ?? "you"])])
-        let scopes = authorization.scopes.map { scope in
-            (scope: scope, text: text("page.oauth.scope.\(scope)", Self.scopeDefaults[scope] ?? scope))
-        }
-        result.fieldsForm = .init(
-            id: "consent", action: OAuthRoutes.authorizeForm.path, csrf: csrf, hidden: hidden(authorization, step: "consent"), scopes: scopes,
-            buttons: [
-                .init(name: "decision", value: "allow", label: text("page.oauth.consent.allow", "Allow")),
-                .init(name: "decision", value: "deny", label: text("page.oauth.consent.deny", "Cancel"), secondary: true),
-            ])
-        return result
-    }
-
-    static let scopeDefaults = [
-        "openid": "Know who you are on {app}", "email": "See your email address", "profile": "See your name",
-        "offline_access": "Stay signed in when you are away",
-    ]
-
-    private func page(_ state: String, _ heading: String, _ paragraphs: [String], status icon: String? = nil) -> Templates.Page {
-        Templates.Page(state: state, title: heading, heading: heading, paragraphs: paragraphs, icon: icon)
-    }
-
-    private func text(_ key: String, _ fallback: String, _ values: [String: String] = [:]) -> String {
-        templates.text(key, fallback, values)
-    }
-
     // MARK: Plumbing
 
     /// The page with its CSP: no script, styles by nonce, no framing, and forms only to this
     /// origin and (for the redirect that follows a post) the client's redirect URI's origin.
-    private func render(_ page: Templates.Page, csrf: String, formTarget: AuthorizationRequest?, status: HTTPResponse.Status = .ok) -> Response {
+    func render(_ page: Templates.Page, csrf: String, formTarget: AuthorizationRequest?, status: HTTPResponse.Status = .ok) -> Response {
         let nonce = randomToken(bytes: 16)
         var formAction = "'self'"
         if let target = formTarget.flatMap({ URLComponents(string: $0.redirectURI) }), let scheme = target.scheme {
@@ -342,10 +278,12 @@ struct OAuthPagesController {
                 formAction += " \(scheme):"
             }
         }
+        // The passkey button's script, by nonce, and its one call to this origin; no other page runs any.
+        let script = page.passkey == nil ? "" : " script-src 'nonce-\(nonce)'; connect-src 'self';"
         var headers: HTTPFields = [
             .contentType: "text/html; charset=utf-8",
             .contentSecurityPolicy:
-                "default-src 'none'; style-src 'nonce-\(nonce)'; img-src data:; form-action \(formAction); frame-ancestors 'none'; base-uri 'none'",
+                "default-src 'none';\(script) style-src 'nonce-\(nonce)'; img-src data:; form-action \(formAction); frame-ancestors 'none'; base-uri 'none'",
             .xFrameOptions: "DENY", .cacheControl: "no-store", .referrerPolicy: "same-origin",
         ]
         headers[.setCookie] = secureCookies

@@ -160,6 +160,10 @@ struct Templates: Sendable {
         var hint: String?
         /// A form of fields and buttons (the OpenID provider's sign-in, second factor and consent).
         var fieldsForm: FieldsForm?
+        /// The passkey button of the OpenID provider's sign-in page: its script asks
+        /// `optionsPath` for a ceremony, has the browser sign it (WebAuthn) and posts the
+        /// assertion in a form of `hidden` fields.
+        var passkey: (label: String, optionsPath: String, action: String, csrf: String, hidden: [(name: String, value: String)])?
 
         struct FieldsForm {
             struct Field {
@@ -236,6 +240,12 @@ struct Templates: Sendable {
                     if let name = button.name { values["name"] = ["name": name, "value": button.value ?? ""] }
                     return values
                 },
+            ] as [String: Any]
+        }
+        if let passkey = page.passkey {
+            context["passkey"] = [
+                "label": passkey.label, "options_path": passkey.optionsPath, "action": passkey.action, "csrf": passkey.csrf,
+                "hidden": passkey.hidden.map { ["name": $0.name, "value": $0.value] },
             ] as [String: Any]
         }
         return library.render(context, withTemplate: "page.html") ?? ""
