@@ -25,7 +25,7 @@ struct OAuthProtocolError: Error, Sendable, Equatable {
 /// a browser signs in through the password and second-factor use cases (the same checks as a
 /// login) or through the app's hand-over, which carries the app's session over as it is.
 struct OpenIDService: Sendable {
-    typealias Stores = any UserStore & IdentityStore & SessionStore & RefreshTokenStore & OAuthClientStore & OAuthGrantStore & PlanLedgerStore
+    typealias Stores = any UserStore & SessionStore & RefreshTokenStore & OAuthClientStore & OAuthGrantStore
 
     let store: Stores
     let unitOfWork: UnitOfWork<Stores>
