@@ -122,6 +122,15 @@ extension AuditEvent {
         case oauthClientCreated = "oauth_client_created"
         case oauthClientSecretRotated = "oauth_client_secret_rotated"
         case oauthClientDeleted = "oauth_client_deleted"
+        /// An operator (the service role too) changed the account's metadata (`kind`:
+        /// `user_metadata`, `app_metadata`, `by`), its address (`email_changed`: `by`,
+        /// `verified`), or made a sign-in link for it without a mail (`link_generated`: `type`,
+        /// `by`); the holder changed their own `user_metadata` (`by`: `user`).
+        case metadataChanged = "metadata_changed"
+        case emailChanged = "email_changed"
+        case linkGenerated = "link_generated"
+        /// An operator (`by`) invited an address: an account without a way in but the link mailed.
+        case userInvited = "user_invited"
     }
 
     /// How it went (`outcome`).

@@ -240,6 +240,9 @@ public struct TokenSettings: Sendable, Equatable, PresetSection {
     public var refreshReuseIntervalSeconds = 10
     /// Clock leeway for `exp`, `nbf` and `iat` checks.
     public var leewaySeconds = 30
+    /// Supabase's `role`, `email` and `app_metadata` claims in every access token, not only in
+    /// those `/auth/v1` issues (issue 46): for an app whose row-level security reads them.
+    public var supabaseClaims = false
 
     public init() {}
 
@@ -248,6 +251,7 @@ public struct TokenSettings: Sendable, Equatable, PresetSection {
             .key("access_token_ttl_seconds", \.accessTokenTTLSeconds), .key("refresh_token_ttl_seconds", \.refreshTokenTTLSeconds),
             .key("refresh_inactivity_ttl_seconds", \.refreshInactivityTTLSeconds), .key("session_absolute_ttl_seconds", \.sessionAbsoluteTTLSeconds),
             .key("refresh_reuse_interval_seconds", \.refreshReuseIntervalSeconds), .key("leeway_seconds", \.leewaySeconds),
+            .key("supabase_claims", \.supabaseClaims),
         ]
     }
 }

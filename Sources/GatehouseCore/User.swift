@@ -36,6 +36,12 @@ public struct User: Sendable, Equatable {
     /// When the number was proved with a code; nil while it is not (a sign-up with a number
     /// and a password on `/auth/v1` before its code).
     public var phoneVerifiedAt: Date?
+    /// Free JSON the account's holder and the operator keep on it (GoTrue's `user_metadata`),
+    /// written under `AccountMetadata`'s rules.
+    public var userMetadata: [String: JSONValue] = [:]
+    /// Free JSON only operators and the service role write (`app_metadata`: roles, a tenant),
+    /// what an app's own rules read from the token.
+    public var appMetadata: [String: JSONValue] = [:]
 
     public init(
         id: UserID, email: String? = nil, normalizedEmail: String? = nil, emailVerifiedAt: Date? = nil,
@@ -102,6 +108,6 @@ extension User {
                 IdentityPayload(
                     provider: $0.provider, email: $0.email, isPrivateRelay: $0.isPrivateRelay,
                     createdAt: $0.createdAt.rfc3339)
-            }, phone: phone, phoneVerified: phoneVerifiedAt != nil)
+            }, phone: phone, phoneVerified: phoneVerifiedAt != nil, userMetadata: userMetadata, appMetadata: appMetadata)
     }
 }

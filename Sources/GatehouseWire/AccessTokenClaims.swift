@@ -21,6 +21,21 @@ public struct AccessTokenClaims: Codable, Sendable, Equatable {
     public var amr: [AuthenticationMethodReference]?
     /// `aal1` (one factor) or `aal2` (a second factor verified, at sign-in or by a step-up).
     public var aal: AssuranceLevel?
+    /// Supabase's claims (issue 46), in tokens issued through `/auth/v1`, and in every token
+    /// where the preset's `tokens.supabase_claims` is on (`role`, `email`, `app_metadata`
+    /// there): what a Supabase app's row-level security and `getClaims()` read.
+    /// `authenticated` for every signed-in account, anonymous ones too (as GoTrue's).
+    public var role: String?
+    /// The account's address, or "" without one.
+    public var email: String?
+    /// The account's number without `+` (GoTrue's form), or "".
+    public var phone: String?
+    /// `provider`, `providers` and what operators set.
+    public var appMetadata: [String: JSONValue]?
+    /// What the holder keeps (`/auth/v1` tokens only).
+    public var userMetadata: [String: JSONValue]?
+    /// The session's id again, under GoTrue's name (`/auth/v1` tokens only).
+    public var sessionID: String?
 
     public enum CodingKeys: String, CodingKey {
         case iss, aud, sub, sid, iat, nbf, exp, plan, amr, aal
@@ -28,6 +43,10 @@ public struct AccessTokenClaims: Codable, Sendable, Equatable {
         case emailVerified = "email_verified"
         case phoneVerified = "phone_verified"
         case planExpiresAt = "plan_expires_at"
+        case role, email, phone
+        case appMetadata = "app_metadata"
+        case userMetadata = "user_metadata"
+        case sessionID = "session_id"
     }
 
     public init(

@@ -47,12 +47,19 @@ public struct UserPayload: Codable, Sendable, Hashable {
     public var phone: String?
     /// Whether the number was proved with a code.
     public var phoneVerified: Bool
+    /// Free JSON the holder keeps on the account (`PATCH /v1/me` `user_metadata`); `{}` when none.
+    public var userMetadata: [String: JSONValue]
+    /// Free JSON only operators write (roles and the like); `{}` when none.
+    public var appMetadata: [String: JSONValue]
 
     public init(
         id: String, email: String?, emailVerified: Bool, isAnonymous: Bool, displayName: String?,
         handle: String?, avatarURL: String?, createdAt: String, onboardingComplete: Bool,
-        identities: [IdentityPayload], phone: String? = nil, phoneVerified: Bool = false
+        identities: [IdentityPayload], phone: String? = nil, phoneVerified: Bool = false,
+        userMetadata: [String: JSONValue] = [:], appMetadata: [String: JSONValue] = [:]
     ) {
+        self.userMetadata = userMetadata
+        self.appMetadata = appMetadata
         self.phone = phone
         self.phoneVerified = phoneVerified
         self.id = id
@@ -80,6 +87,8 @@ public struct UserPayload: Codable, Sendable, Hashable {
         case identities
         case phone
         case phoneVerified = "phone_verified"
+        case userMetadata = "user_metadata"
+        case appMetadata = "app_metadata"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -97,6 +106,9 @@ public struct UserPayload: Codable, Sendable, Hashable {
         // A server from before phone numbers sends neither.
         phone = try container.decodeIfPresent(String.self, forKey: .phone)
         phoneVerified = try container.decodeIfPresent(Bool.self, forKey: .phoneVerified) ?? false
+        // Nor metadata, before issue 46.
+        userMetadata = try container.decodeIfPresent([String: JSONValue].self, forKey: .userMetadata) ?? [:]
+        appMetadata = try container.decodeIfPresent([String: JSONValue].self, forKey: .appMetadata) ?? [:]
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -113,6 +125,8 @@ public struct UserPayload: Codable, Sendable, Hashable {
         try container.encode(identities, forKey: .identities)
         try container.encode(phone, forKey: .phone)
         try container.encode(phoneVerified, forKey: .phoneVerified)
+        try container.encode(userMetadata, forKey: .userMetadata)
+        try container.encode(appMetadata, forKey: .appMetadata)
     }
 }
 

@@ -32,8 +32,15 @@ public struct ProfilePatch: Codable, Sendable, Hashable {
     /// True when `avatar_url` was in the body (possibly as null).
     public var setsAvatarURL: Bool
     public var onboardingComplete: Bool?
+    /// Keys to merge into the account's `user_metadata` (`null` removes one), at most 4 KiB of
+    /// JSON once merged.
+    public var userMetadata: [String: JSONValue]?
 
-    public init(displayName: String? = nil, handle: String? = nil, avatarURL: String? = nil, setsAvatarURL: Bool = false, onboardingComplete: Bool? = nil) {
+    public init(
+        displayName: String? = nil, handle: String? = nil, avatarURL: String? = nil, setsAvatarURL: Bool = false, onboardingComplete: Bool? = nil,
+        userMetadata: [String: JSONValue]? = nil
+    ) {
+        self.userMetadata = userMetadata
         self.displayName = displayName
         self.handle = handle
         self.avatarURL = avatarURL
@@ -46,10 +53,12 @@ public struct ProfilePatch: Codable, Sendable, Hashable {
         case handle
         case avatarURL = "avatar_url"
         case onboardingComplete = "onboarding_complete"
+        case userMetadata = "user_metadata"
     }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
+        userMetadata = try c.decodeIfPresent([String: JSONValue].self, forKey: .userMetadata)
         displayName = try c.decodeIfPresent(String.self, forKey: .displayName)
         handle = try c.decodeIfPresent(String.self, forKey: .handle)
         setsAvatarURL = c.contains(.avatarURL)
@@ -63,6 +72,7 @@ public struct ProfilePatch: Codable, Sendable, Hashable {
         try c.encodeIfPresent(handle, forKey: .handle)
         if setsAvatarURL { try c.encode(avatarURL, forKey: .avatarURL) }
         try c.encodeIfPresent(onboardingComplete, forKey: .onboardingComplete)
+        try c.encodeIfPresent(userMetadata, forKey: .userMetadata)
     }
 }
 

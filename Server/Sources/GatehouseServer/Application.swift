@@ -188,7 +188,8 @@ func makeRouter(_ infra: Infrastructure, _ useCases: UseCases) -> Router<Gatehou
     if let anonKey = config.supabaseAnonKey {
         SupabaseController(
             compat: SupabaseCompatService(
-                store: infra.store, authenticator: u.authenticator, passwords: u.passwords, sessions: u.sessions, reset: u.reset,
+                store: infra.store, unitOfWork: infra.unitOfWork.narrowed { $0 }, authenticator: u.authenticator, tokens: infra.tokens,
+                clients: u.clients, links: infra.links, publicURL: config.publicURL.absoluteString, passwords: u.passwords, sessions: u.sessions, reset: u.reset,
                 magicLinks: u.magicLinks, providers: u.providers, profiles: u.profiles, users: u.users, mfa: u.mfa,
                 verification: u.verification, phone: u.phone, magicCodes: MagicCodes(store: infra.store, links: infra.links, preset: preset, clock: infra.clock),
                 codes: GoTrueCodes(chainKey: infra.chainKey, clock: infra.clock),

@@ -26,6 +26,9 @@ public protocol UserStore: Sendable {
     /// take turns (spends, links, deletion) do (PostgreSQL row lock; SQLite's single writer
     /// already serialises them).
     func lockUser(_ id: UserID) async throws(StoreError)
+    /// Replaces one of the account's metadata objects (merged by the caller under
+    /// `AccountMetadata`'s rules, inside a transaction that holds `lockUser`).
+    func setMetadata(_ id: UserID, _ kind: AccountMetadata.Kind, _ object: [String: JSONValue], now: Date) async throws(StoreError)
 }
 
 /// A password's stored hash: every change is a compare-and-set on the hash it was decided from.

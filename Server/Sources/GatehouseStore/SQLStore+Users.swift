@@ -1,18 +1,19 @@
 import Foundation
 import GatehouseCore
+import GatehouseWire
 
 extension SQLStore {
     static let userColumns = """
         id, email, email_normalized, email_verified_at, is_anonymous, display_name, handle, avatar_url, \
         onboarding_complete, password_hash, password_changed_at, disabled_at, disabled_reason, created_at, updated_at, \
-        name_suggestions, plan_override, trial_started_at, last_sign_in_at, phone, phone_verified_at
+        name_suggestions, plan_override, trial_started_at, last_sign_in_at, phone, phone_verified_at, user_metadata, app_metadata
         """
 
     // MARK: Accounts
 
     public func insertUser(_ user: User) async throws(StoreError) {
         try await executor.query(
-            "INSERT INTO users (\(Self.userColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO users (\(Self.userColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 .text(user.id.description), SQLValue(user.email), SQLValue(user.normalizedEmail),
                 SQLValue(user.emailVerifiedAt?.unixSeconds), SQLValue(user.isAnonymous),
@@ -23,6 +24,7 @@ extension SQLStore {
                 .integer(user.updatedAt.unixSeconds), SQLValue(Self.encodeNames(user.nameSuggestions)), SQLValue(user.planOverride),
                 SQLValue(user.trialStartedAt?.unixSeconds), SQLValue(user.lastSignInAt?.unixSeconds),
                 SQLValue(user.phone), SQLValue(user.phoneVerifiedAt?.unixSeconds),
+                SQLValue(AccountMetadata.encoded(user.userMetadata)), SQLValue(AccountMetadata.encoded(user.appMetadata)),
             ])
     }
 
@@ -210,6 +212,17 @@ extension SQLStore {
             [.integer(now.unixSeconds), .text(id.description)])
     }
 
+    // MARK: Metadata
+
+    public func setMetadata(_ id: UserID, _ kind: AccountMetadata.Kind, _ object: [String: JSONValue], now: Date) async throws(StoreError) {
+        defer { changed(.user(id)) }
+        // The column's name comes from the closed enum, never from input.
+        let column = kind == .user ? "user_metadata" : "app_metadata"
+        try await executor.query(
+            "UPDATE users SET \(column) = ?, updated_at = ? WHERE id = ?",
+            [SQLValue(AccountMetadata.encoded(object)), .integer(now.unixSeconds), .text(id.description)])
+    }
+
     // MARK: Plan and trial
 
     public func setPlanOverride(_ id: UserID, _ plan: String?, now: Date) async throws(StoreError) {
@@ -267,6 +280,8 @@ extension SQLStore {
         user.lastSignInAt = try row.optionalInt("last_sign_in_at").map(Date.init(unixSeconds:))
         user.phone = try row.optionalString("phone")
         user.phoneVerifiedAt = try row.optionalInt("phone_verified_at").map(Date.init(unixSeconds:))
+        user.userMetadata = AccountMetadata.decoded(try row.optionalString("user_metadata"))
+        user.appMetadata = AccountMetadata.decoded(try row.optionalString("app_metadata"))
         return user
     }
 

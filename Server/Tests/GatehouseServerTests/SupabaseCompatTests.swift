@@ -234,4 +234,52 @@ import Testing
             #expect(answers.filter { $0.status == 403 && $0.json?["error_code"] as? String == "otp_expired" }.count == 11)
         }
     }
+
+    static var goTrueScript: URL {
+        script.deletingLastPathComponent().appendingPathComponent("supabase_gotrue_check.py")
+    }
+
+    static let goTrueSteps = [
+        "list_users with and without page arguments", "get_claims verified with the JWKS",
+        "admin create and update with user_metadata and app_metadata", "update_user with data",
+        "admin email change and email_confirm", "invite_user_by_email", "generate_link for every type, each link used",
+        "admin factors: list and delete", "an unknown path answers GoTrue's error shape",
+        "identity_data.email_verified follows the address", "a password change without proof answers GoTrue's code",
+        "oauth clients map onto the provider's clients",
+    ]
+    static let rowLevelSecurityStep = "row-level security reads Gatehouse's claims"
+
+    /// The answers GoTrue gives that apps and operators rely on (issue 46), read by Supabase's
+    /// own Python client: the admin list with empty page arguments, claims it verifies with the
+    /// JWKS, free `user_metadata` and operator-only `app_metadata`, the admin's address changes,
+    /// invitations, every `generate_link` type used, the admin factor calls, GoTrue's error shape
+    /// on unknown paths, OAuth clients, and a row-level security policy written as Supabase apps
+    /// write them reading the claims in PostgreSQL (with `psql`; in CI it must run).
+    @Test(.requires(SMTPSink.python != nil, "GATEHOUSE_TEST_PYTHON"), arguments: Backend.available)
+    func supabasesOwnClientSeesGoTruesAnswers(_ backend: Backend) async throws {
+        let postgresURL = TestDatabase.postgresAdminURL
+        let bindir = PrivatePostgres.binaries
+        if TestEnvironment.isCI {
+            try #require(
+                postgresURL != nil && bindir != nil,
+                "CI runs the row-level security step: set GATEHOUSE_TEST_POSTGRES_URL and GATEHOUSE_TEST_PG_BINDIR")
+        }
+        let database: [String] = if let postgresURL, let bindir { ["--pg-url", postgresURL, "--psql", bindir + "/psql"] } else { [] }
+        let sink = try await SMTPSink()
+        defer { sink.stop() }
+        try await TestApp.run(backend, preset: "default", setup: .live, adjust: Self.configure(sink)) { client, _ in
+            let output = try await Command.run(
+                try #require(SMTPSink.python),
+                [Self.goTrueScript.path, "--url", "http://127.0.0.1:\(try #require(client.port))", "--anon", Self.anonKey,
+                 "--service", Self.serviceRoleKey, "--maildir", sink.maildir.path, "--app-url", Self.appURL] + database)
+            for step in Self.goTrueSteps { #expect(output.contains("ok: \(step)\n"), "missing step: \(step)\n\(output)") }
+            if database.isEmpty {
+                #expect(output.contains("skip: row-level security\n"), "\(output)")
+            } else {
+                let step = Self.rowLevelSecurityStep
+                #expect(output.contains("ok: \(step)\n"), "missing step: \(step)\n\(output)")
+            }
+            #expect(output.contains("ALL OK"), "\(output)")
+        }
+    }
 }

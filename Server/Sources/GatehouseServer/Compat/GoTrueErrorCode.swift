@@ -36,6 +36,10 @@ enum GoTrueErrorCode: String, CaseIterable, Sendable {
     case badCodeVerifier = "bad_code_verifier"
     case mfaChallengeExpired = "mfa_challenge_expired"
     case mfaFactorNotFound = "mfa_factor_not_found"
+    case oauthClientNotFound = "oauth_client_not_found"
+    /// A path `/auth/v1` does not serve (GoTrue's router answers these in plain text; here in
+    /// its error shape, so a client reads it).
+    case notFound = "not_found"
 
     /// Gatehouse's code → GoTrue's, with GoTrue's status for it (nil keeps Gatehouse's). A code
     /// not here goes out as Gatehouse's own.

@@ -128,10 +128,18 @@ struct GoTrueAdminUser: Decodable, Sendable {
     var passwordHash: String?
     var emailConfirm: Bool?
     var userMetadata: [String: JSONValue]?
+    var appMetadata: [String: JSONValue]?
     var banDuration: String?
 
     enum CodingKeys: String, CodingKey {
         case email, password
         case passwordHash = "password_hash", emailConfirm = "email_confirm", userMetadata = "user_metadata", banDuration = "ban_duration"
+        case appMetadata = "app_metadata"
     }
+}
+
+/// `POST /invite`.
+struct GoTrueInvite: Decodable, Sendable {
+    var email: String
+    var data: [String: JSONValue]?
 }

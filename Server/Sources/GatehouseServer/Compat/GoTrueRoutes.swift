@@ -1,3 +1,5 @@
+import HTTPTypes
+
 /// Every route of `/auth/v1` (Supabase Auth's paths), declared once: `SupabaseController`
 /// registers these and `OpenAPITests` holds the router and the OpenAPI document to them.
 enum GoTrueRoutes {
@@ -28,12 +30,29 @@ enum GoTrueRoutes {
     static let adminUser = Route(.get, "/auth/v1/admin/users/{id}")
     static let adminUpdateUser = Route(.put, "/auth/v1/admin/users/{id}")
     static let adminDeleteUser = Route(.delete, "/auth/v1/admin/users/{id}")
+    static let adminFactors = Route(.get, "/auth/v1/admin/users/{id}/factors")
+    static let adminDeleteFactor = Route(.delete, "/auth/v1/admin/users/{id}/factors/{factor_id}")
+    static let invite = Route(.post, "/auth/v1/invite")
+    static let generateLink = Route(.post, "/auth/v1/admin/generate_link")
+    /// The OpenID provider's clients (docs/oidc.md), in GoTrue's OAuth server's shapes.
+    static let oauthClients = Route(.get, "/auth/v1/admin/oauth/clients")
+    static let createOAuthClient = Route(.post, "/auth/v1/admin/oauth/clients")
+    static let oauthClient = Route(.get, "/auth/v1/admin/oauth/clients/{client_id}")
+    static let deleteOAuthClient = Route(.delete, "/auth/v1/admin/oauth/clients/{client_id}")
+    static let regenerateSecret = Route(.post, "/auth/v1/admin/oauth/clients/{client_id}/regenerate_secret")
+
+    /// Any other path under `/auth/v1`, for any method: GoTrue's error shape, 404 `not_found`.
+    /// Not operations of the API, so not in `all`.
+    static let unknown = [HTTPRequest.Method.get, .post, .put, .patch, .delete].map { Route($0, "/auth/v1/**") }
 
     /// The routes an anon key reaches (and `verifyLink`, which needs none).
     static let anon = [
         verifyLink, settings, jwks, signup, token, otp, resend, reauthenticate, reauthenticatePost, verify, recover, user, updateUser,
         logout, enroll, challenge, verifyFactor, unenroll,
     ]
-    static let admin = [adminUsers, adminCreateUser, adminUser, adminUpdateUser, adminDeleteUser]
+    static let admin = [
+        adminUsers, adminCreateUser, adminUser, adminUpdateUser, adminDeleteUser, adminFactors, adminDeleteFactor, invite, generateLink,
+        oauthClients, createOAuthClient, oauthClient, deleteOAuthClient, regenerateSecret,
+    ]
     static let all = anon + admin
 }

@@ -27,6 +27,8 @@ struct GoTrueUser: Encodable, Sendable {
     var isAnonymous: Bool
     /// The account's second factors; absent when it has none, as in GoTrue.
     var factors: [GoTrueFactor]?
+    /// In the answer to an invitation only (Gatehouse keeps no invitation time).
+    var invitedAt: String?
 
     enum CodingKeys: String, CodingKey {
         case id, aud, role, email, phone, identities
@@ -34,7 +36,7 @@ struct GoTrueUser: Encodable, Sendable {
         case emailConfirmedAt = "email_confirmed_at", confirmedAt = "confirmed_at", lastSignInAt = "last_sign_in_at"
         case phoneConfirmedAt = "phone_confirmed_at"
         case appMetadata = "app_metadata", userMetadata = "user_metadata", createdAt = "created_at", updatedAt = "updated_at"
-        case bannedUntil = "banned_until", isAnonymous = "is_anonymous"
+        case bannedUntil = "banned_until", isAnonymous = "is_anonymous", invitedAt = "invited_at"
     }
 
     /// The audience and role GoTrue gives every signed-in user.
@@ -52,12 +54,13 @@ struct GoTrueUser: Encodable, Sendable {
         confirmedAt = [user.emailVerifiedAt, user.phoneVerifiedAt].compactMap { $0 }.min().map(GoTrueTime.format)
         self.lastSignInAt = lastSignInAt.map(GoTrueTime.format)
         let providers = identities.map { GoTrueIdentity.providerName($0.provider) }
-        appMetadata = [
+        // What operators set, with the ways in (which the server keeps) over it.
+        appMetadata = user.appMetadata.merging([
             "provider": .string(providers.first ?? (user.isAnonymous ? "anonymous" : "email")),
             "providers": .array(Self.unique(providers).map(JSONValue.string)),
-        ]
+        ]) { _, derived in derived }
         userMetadata = GoTrueMetadata.userMetadata(of: user)
-        self.identities = identities.filter { $0.provider != .anonymous }.map(GoTrueIdentity.init)
+        self.identities = identities.filter { $0.provider != .anonymous }.map { GoTrueIdentity($0, of: user) }
         createdAt = GoTrueTime.format(user.createdAt)
         updatedAt = GoTrueTime.format(user.updatedAt)
         // GoTrue's way of saying "disabled": banned until far in the future.
@@ -156,7 +159,7 @@ struct GoTrueIdentity: Encodable, Sendable {
         case updatedAt = "updated_at", lastSignInAt = "last_sign_in_at"
     }
 
-    init(_ identity: Identity) {
+    init(_ identity: Identity, of user: User) {
         identityID = identity.id.uuidString.lowercased()
         id = identity.subject
         userID = identity.userID.description
@@ -167,7 +170,9 @@ struct GoTrueIdentity: Encodable, Sendable {
             data["phone"] = .string(String(identity.subject.drop { $0 == "+" }))
             data["phone_verified"] = .bool(true)
         }
-        data["email_verified"] = .bool(identity.provider != .email || identity.email != nil)
+        // The address's own state for the email identity (proved or not yet); a provider's
+        // address came with its token.
+        data["email_verified"] = .bool(identity.provider == .email ? user.emailVerified : identity.email != nil)
         identityData = data
         email = identity.email
         createdAt = GoTrueTime.format(identity.createdAt)
@@ -255,13 +260,27 @@ struct GoTrueSettings: Encodable, Sendable {
     }
 }
 
-/// The metadata GoTrue keeps as free JSON, mapped onto Gatehouse's profile fields: only these
-/// keys are kept (docs/supabase-compat.md).
+/// GoTrue's `user_metadata`: the account's own (`AccountMetadata`), with the keys Gatehouse's
+/// profile keeps (a name, an avatar, a handle) and the address's state over it
+/// (docs/supabase-compat.md).
 enum GoTrueMetadata {
     static let displayNameKeys = ["display_name", "full_name", "name"]
 
+    /// GoTrue's words for the rule that a new password needs proof (`reauthentication_needed`).
+    static let reauthenticationMessage = "Password update requires reauthentication"
+
+    /// Refuses metadata that would be over the limit, before anything is written.
+    static func checkSize(_ object: [String: JSONValue]?, kind: AccountMetadata.Kind) throws {
+        guard let object else { return }
+        do {
+            _ = try AccountMetadata.merged([:], object, kind: kind)
+        } catch {
+            throw GatehouseError.invalidRequest(error.message)
+        }
+    }
+
     static func userMetadata(of user: User) -> [String: JSONValue] {
-        var metadata: [String: JSONValue] = [:]
+        var metadata = user.userMetadata
         if let name = user.displayName {
             metadata["display_name"] = .string(name)
             metadata["full_name"] = .string(name)
@@ -273,29 +292,26 @@ enum GoTrueMetadata {
         return metadata
     }
 
-    /// The profile change a `data` (or `user_metadata`) object asks for; `nil` when it names
-    /// none of the mapped keys.
+    /// The profile change a `data` (or `user_metadata`) object asks for: the mapped keys to the
+    /// profile, every other key to `user_metadata`; `nil` for no object or an empty one.
     static func patch(from data: [String: JSONValue]?) -> ProfilePatch? {
-        guard let data else { return nil }
+        guard let data, !data.isEmpty else { return nil }
         var patch = ProfilePatch()
-        var touched = false
+        patch.userMetadata = data
         for key in displayNameKeys {
             if case .string(let name)? = data[key] {
                 patch.displayName = name
-                touched = true
                 break
             }
         }
         if let avatar = data["avatar_url"] {
             if case .string(let url) = avatar { patch.avatarURL = url }
             patch.setsAvatarURL = true
-            touched = true
         }
         if case .string(let handle)? = data["handle"] {
             patch.handle = handle
-            touched = true
         }
-        return touched ? patch : nil
+        return patch
     }
 }
 

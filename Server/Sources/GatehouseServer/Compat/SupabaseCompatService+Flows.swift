@@ -21,7 +21,7 @@ extension SupabaseCompatService {
         let target = redirectTarget(redirectTo)
         let purpose: EmailTokenPurpose
         switch type {
-        case "magiclink", "email", "signup": purpose = .magicLink
+        case "magiclink", "email", "signup", "invite": purpose = .magicLink
         case "recovery": purpose = .passwordReset
         default: throw GatehouseError.invalidRequest("The type must be magiclink, email, signup or recovery.")
         }

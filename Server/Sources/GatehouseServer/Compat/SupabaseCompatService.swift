@@ -9,10 +9,19 @@ import GatehouseWire
 /// docs/supabase-compat.md.
 struct SupabaseCompatService: Sendable {
     /// What this use case reads and writes: its transactions see the store through this and no more.
-    typealias Stores = any UserStore & IdentityStore & SessionStore & EmailTokenStore & MFAFactorStore
+    typealias Stores = any UserStore & IdentityStore & SessionStore & EmailTokenStore & MFAFactorStore & PlanLedgerStore
 
     let store: Stores
+    /// `/admin/generate_link`'s links, made in one transaction with their audit row.
+    let unitOfWork: UnitOfWork<Stores>
     let authenticator: Authenticator
+    /// Re-signs a session's access token with GoTrue's claims.
+    let tokens: AccessTokens
+    /// `/admin/oauth/clients`: the OpenID provider's clients.
+    let clients: OperatorClientsService
+    let links: EmailLinks
+    /// Where `/admin/generate_link`'s links point (`…/auth/v1/verify`).
+    let publicURL: String
     let passwords: PasswordService
     let sessions: SessionService
     let reset: PasswordResetService
@@ -37,8 +46,11 @@ struct SupabaseCompatService: Sendable {
     /// `POST /signup`: with an address and a password, an email account; with neither, an
     /// anonymous one (GoTrue's `signInAnonymously`).
     func signup(_ body: GoTrueSignup, client: ClientInfo) async throws -> GoTrueSession {
-        // A profile that would be refused refuses the sign-up, before the account exists.
-        if let patch = GoTrueMetadata.patch(from: body.data) { try await profiles.check(patch) }
+        // A profile (or metadata) that would be refused refuses the sign-up, before the account exists.
+        if let patch = GoTrueMetadata.patch(from: body.data) {
+            try await profiles.check(patch)
+            try GoTrueMetadata.checkSize(patch.userMetadata, kind: .user)
+        }
         guard let email = body.email, !email.isEmpty else {
             guard body.password == nil else { throw GatehouseError.invalidRequest("An email address is needed with a password.") }
             let answer = try await profiles.anonymous(client: client, idempotencyKey: nil)
@@ -130,7 +142,7 @@ struct SupabaseCompatService: Sendable {
                 error.code = .tokenInvalid
                 throw error
             }
-        case "magiclink", "email":
+        case "magiclink", "email", "invite":
             let answer = try await magicLinks.verify(token: tokenHash, email: email, code: token, client: client)
             return try await session(try signedIn(answer).session)
         case "recovery":
@@ -139,7 +151,7 @@ struct SupabaseCompatService: Sendable {
             }
             return try await session(try signedIn(try await reset.redeem(token: link, client: client)).session)
         default:
-            throw GatehouseError.invalidRequest("The type must be magiclink, email, recovery, sms or phone_change.")
+            throw GatehouseError.invalidRequest("The type must be magiclink, email, invite, recovery, sms or phone_change.")
         }
     }
 
@@ -179,7 +191,13 @@ struct SupabaseCompatService: Sendable {
                 try await magicCodes.consume(email: email, code: nonce)
                 _ = try await passwords.setPasswordAfterLink(signedIn, new: password, proven: true, client: client)
             } else {
-                _ = try await passwords.setPasswordAfterLink(signedIn, new: password, client: client)
+                do {
+                    _ = try await passwords.setPasswordAfterLink(signedIn, new: password, client: client)
+                } catch var error as GatehouseError where error.code == .reauthenticationRequired {
+                    // Gatehouse's rule (a change needs proof), in GoTrue's own words for it.
+                    error.message = GoTrueMetadata.reauthenticationMessage
+                    throw error
+                }
             }
         }
         if let patch = GoTrueMetadata.patch(from: body.data) {
@@ -193,71 +211,11 @@ struct SupabaseCompatService: Sendable {
         try await sessions.logout(signedIn.identity, scope: SignOutScope(rawValue: scope ?? "global"), client: client)
     }
 
-    // MARK: The operator's calls (service role key)
-
-    /// `GET /admin/users?page=&per_page=`: GoTrue counts pages from 1; Gatehouse's list walks
-    /// its cursor to the page asked for. `total` is every account's count, for GoTrue's
-    /// `X-Total-Count` and `Link` headers (what supabase-swift and supabase-js page with).
-    func listUsers(page: Int, perPage: Int) async throws -> (list: GoTrueUserList, total: Int) {
-        guard page >= 1, (1...200).contains(perPage) else {
-            throw GatehouseError.invalidRequest("page must be 1 or more and per_page 1 to 200.")
-        }
-        let total = try await store.userCount()
-        var cursor: String?
-        var listed: AdminUserList?
-        for _ in 1...page {
-            if listed != nil, cursor == nil { return (GoTrueUserList(users: [], aud: GoTrueUser.audience), total) }
-            listed = try await users.list(search: nil, cursor: cursor, limit: perPage)
-            cursor = listed?.nextCursor
-        }
-        var found: [GoTrueUser] = []
-        for entry in listed?.users ?? [] {
-            if let id = UserID(entry.user.id) { found.append(try await goTrueUser(id: id)) }
-        }
-        return (GoTrueUserList(users: found, aud: GoTrueUser.audience), total)
-    }
-
-    func createUser(_ body: GoTrueAdminUser) async throws -> GoTrueUser {
-        guard let email = body.email else { throw GatehouseError.invalidRequest("An email address is needed.") }
-        let name = GoTrueMetadata.patch(from: body.userMetadata)?.displayName
-        let user = try await passwords.createByOperator(
-            email: email, password: body.password, passwordHash: body.passwordHash, emailConfirmed: body.emailConfirm ?? false,
-            displayName: name)
-        return try await goTrueUser(user)
-    }
-
-    func getUser(_ id: String) async throws -> GoTrueUser {
-        try await goTrueUser(id: try userID(id))
-    }
-
-    /// `PUT /admin/users/{id}`: a password, a ban (`ban_duration`, `none` lifts it), metadata.
-    func updateUser(_ id: String, _ body: GoTrueAdminUser) async throws -> GoTrueUser {
-        let userID = try userID(id)
-        guard let user = try await store.user(id: userID) else { throw Self.noUser }
-        if let password = body.password { try await passwords.setByOperator(user, password: password) }
-        if let ban = body.banDuration {
-            if ban == "none" {
-                _ = try await users.enable(id)
-            } else {
-                _ = try await users.disable(id, reason: "banned with ban_duration \(ban)")
-            }
-        }
-        if let patch = GoTrueMetadata.patch(from: body.userMetadata), let fresh = try await store.user(id: userID) {
-            _ = try await profiles.patch(user: fresh, patch)
-        }
-        return try await goTrueUser(id: userID)
-    }
-
-    func deleteUser(_ id: String) async throws {
-        _ = try userID(id)
-        try await users.delete(id)
-    }
-
     // MARK: Shapes
 
-    private static let noUser = GatehouseError(status: 404, code: .notFound, message: "User not found")
+    static let noUser = GatehouseError(status: 404, code: .notFound, message: "User not found")
 
-    private func userID(_ text: String) throws -> UserID {
+    func userID(_ text: String) throws -> UserID {
         guard let id = UserID(text) else { throw Self.noUser }
         return id
     }
@@ -276,16 +234,24 @@ struct SupabaseCompatService: Sendable {
 
     /// The GoTrue session of a native one; the user is read again only when metadata was applied
     /// after the sign-in.
+    /// The access token is signed again with GoTrue's claims (`role`, `email`, `phone`,
+    /// `app_metadata`, `user_metadata`, `session_id`) for the same session: what a Supabase app's
+    /// `getClaims()` and row-level security read.
     func session(_ session: SessionPayload, applying data: [String: JSONValue]? = nil) async throws -> GoTrueSession {
         let signedIn = try await authenticator.signedIn(token: session.accessToken)
-        guard let patch = GoTrueMetadata.patch(from: data) else {
-            return GoTrueSession(session, user: try await goTrueUser(signedIn.user))
+        var user = signedIn.user
+        if let patch = GoTrueMetadata.patch(from: data) {
+            _ = try await profiles.patch(signedIn, patch)
+            guard let fresh = try await store.user(id: user.id) else { throw Self.noUser }
+            user = fresh
         }
-        _ = try await profiles.patch(signedIn, patch)
-        return GoTrueSession(session, user: try await goTrueUser(id: signedIn.user.id))
+        let shaped = try await goTrueUser(user)
+        let claims = SupabaseClaims(appMetadata: shaped.appMetadata, userMetadata: shaped.userMetadata)
+        let signed = try await tokens.session(for: user, session: signedIn.session, refreshToken: session.refreshToken, in: store, supabase: claims)
+        return GoTrueSession(signed, user: shaped)
     }
 
-    private func goTrueUser(id: UserID) async throws -> GoTrueUser {
+    func goTrueUser(id: UserID) async throws -> GoTrueUser {
         guard let user = try await store.user(id: id) else { throw Self.noUser }
         return try await goTrueUser(user)
     }

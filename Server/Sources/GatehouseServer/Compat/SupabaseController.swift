@@ -45,6 +45,7 @@ struct SupabaseController {
         api.on(GoTrueRoutes.challenge, use: challenge)
         api.on(GoTrueRoutes.verifyFactor, use: verifyFactor)
         api.on(GoTrueRoutes.unenroll, use: unenroll)
+        for route in GoTrueRoutes.unknown { api.on(route, use: unknownPath) }
         guard let serviceRoleKey else { return }
         let admin = api.group().add(middleware: BearerKeyMiddleware(key: serviceRoleKey, name: "service role key", attempts: keyAttempts))
         admin.on(GoTrueRoutes.adminUsers, use: adminUsers)
@@ -52,6 +53,11 @@ struct SupabaseController {
         admin.on(GoTrueRoutes.adminUser, use: adminUser)
         admin.on(GoTrueRoutes.adminUpdateUser, use: adminUpdateUser)
         admin.on(GoTrueRoutes.adminDeleteUser, use: adminDeleteUser)
+        SupabaseAdminHandlers(compat: compat, input: input).register(on: admin)
+    }
+
+    @Sendable func unknownPath(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        throw GoTrueError(status: 404, .notFound, "No API route matches \(request.method.rawValue) \(request.uri.path).")
     }
 
     // MARK: Handlers
@@ -175,8 +181,12 @@ struct SupabaseController {
 
     @Sendable func adminUsers(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
         let query = request.uri.queryParameters
-        guard let page = Int(query["page"].map(String.init) ?? "1"), let perPage = Int(query["per_page"].map(String.init) ?? "50")
-        else {
+        // GoTrue reads an empty value as none (supabase-py's `list_users()` sends `?page=&per_page=`).
+        func number(_ name: String, _ fallback: Int) -> Int? {
+            guard let text = query[Substring(name)].map(String.init), !text.isEmpty else { return fallback }
+            return Int(text)
+        }
+        guard let page = number("page", 1), let perPage = number("per_page", 50) else {
             throw GatehouseError.invalidRequest("page and per_page must be numbers.")
         }
         let (list, total) = try await compat.listUsers(page: page, perPage: perPage)

@@ -17,7 +17,19 @@ struct OperatorClientsService: Sendable {
     let clock: any WallClock
 
     static let maximumURIs = 20
+    /// Clients registered before issue 46 have ids of this prefix; newer ones a lowercase UUID,
+    /// the form GoTrue's OAuth server gives (and Supabase's admin clients check).
     static let clientIDPrefix = "gh_"
+
+    /// Whether `text` has the form of a client's id, old or new.
+    static func looksLikeClientID(_ text: String) -> Bool {
+        text.hasPrefix(clientIDPrefix) || UUID(uuidString: text) != nil
+    }
+
+    func find(_ id: String) async throws -> OAuthClient {
+        guard let found = try await store.oauthClient(id: id) else { throw GatehouseError.notFound("No such client.") }
+        return found
+    }
 
     /// `POST /admin/v1/oauth/clients`: the secret of a confidential client is in this answer
     /// only; the store keeps its SHA-256.
@@ -41,7 +53,7 @@ struct OperatorClientsService: Sendable {
             // Not the app's own audience, and not a client's id (another client's tokens carry
             // its id as their audience by default).
             guard (1...200).contains(audience.count), audience == audience.trimmingCharacters(in: .whitespacesAndNewlines),
-                audience != appAudience, !audience.hasPrefix(Self.clientIDPrefix)
+                audience != appAudience, !Self.looksLikeClientID(audience)
             else {
                 throw GatehouseError.invalidRequest("audience must name a resource server: not the app's own token audience, nor a client's id.")
             }
@@ -50,7 +62,7 @@ struct OperatorClientsService: Sendable {
         guard (1...100_000).contains(limit) else { throw GatehouseError.invalidRequest("rate_limit_per_minute is between 1 and 100000.") }
         let secret = request.isPublic ? nil : Self.newSecret()
         let record = OAuthClient(
-            id: Self.clientIDPrefix + randomToken(bytes: 12), name: name, secretHash: secret.map { StoredSecret.hash($0) }, isPublic: request.isPublic,
+            id: UUID().uuidString.lowercased(), name: name, secretHash: secret.map { StoredSecret.hash($0) }, isPublic: request.isPublic,
             firstParty: request.firstParty ?? false, redirectURIs: request.redirectURIs, postLogoutRedirectURIs: request.postLogoutRedirectURIs ?? [],
             scopes: scopes, audience: request.audience, initiateLoginURI: request.initiateLoginURI, rateLimitPerMinute: limit, createdAt: clock.now)
         try await unitOfWork.run(client: caller) { work in

@@ -58,16 +58,23 @@ public struct AccessTokens: Sendable {
 
     /// The contract's Session object for `refreshToken` with a fresh access token.
     /// `reader` is the store (or the caller's transaction) the plan claims are read from.
-    func session(for user: User, session: Session, refreshToken: String, in reader: any PlanLedgerStore) async throws -> SessionPayload {
+    /// `supabase`: Supabase's claims for a token `/auth/v1` issues; without it, the preset's
+    /// `tokens.supabase_claims` decides whether `role`, `email` and `app_metadata` are added.
+    func session(
+        for user: User, session: Session, refreshToken: String, in reader: any PlanLedgerStore, supabase: SupabaseClaims? = nil
+    ) async throws -> SessionPayload {
         let now = clock.now
         let expires = now.unixSeconds + Int64(settings.accessTokenTTLSeconds)
         let input = try await engine.storedInput(for: user, in: reader)
-        let claims = AccessTokenClaims(
+        var claims = AccessTokenClaims(
             iss: issuer, aud: audience, sub: user.id.description, sid: session.id.description, iat: now.unixSeconds,
             nbf: now.unixSeconds, exp: expires, isAnonymous: user.isAnonymous, plan: engine.state(of: input, at: now),
             emailVerified: user.emailVerified, planExpiresAt: engine.planExpiry(input, at: now)?.unixSeconds,
             amr: session.authenticationMethods.map { AuthenticationMethodReference(method: $0.method, timestamp: $0.at.unixSeconds) },
             aal: session.assurance, phoneVerified: user.phoneVerifiedAt != nil)
+        if let supabase = supabase ?? (settings.supabaseClaims ? SupabaseClaims(user) : nil) {
+            supabase.add(to: &claims, user: user, session: session)
+        }
         guard let collection = keys.collection, let kid = keys.activeKID else {
             throw GatehouseError.internalError(nil)
         }
@@ -135,6 +142,39 @@ public struct AccessTokens: Sendable {
     }
 
     static let invalid = GatehouseError.unauthorized("The access token is missing or not valid.")
+}
+
+/// Supabase's claims beside Gatehouse's own (issue 46): `role` (`authenticated`, as GoTrue gives
+/// every signed-in account), `email` and `app_metadata` where the preset's
+/// `tokens.supabase_claims` asks for them; every claim of GoTrue's tokens (`phone`,
+/// `user_metadata`, `session_id` too) in tokens `/auth/v1` issues.
+struct SupabaseClaims: Sendable {
+    static let role = "authenticated"
+    var appMetadata: [String: JSONValue]
+    /// nil: the preset switch's three claims only.
+    var userMetadata: [String: JSONValue]?
+
+    /// The preset switch's: the operator's `app_metadata` as it is stored.
+    init(_ user: User) {
+        appMetadata = user.appMetadata
+        userMetadata = nil
+    }
+
+    /// `/auth/v1`'s: the objects as GoTrue's user shows them.
+    init(appMetadata: [String: JSONValue], userMetadata: [String: JSONValue]) {
+        self.appMetadata = appMetadata
+        self.userMetadata = userMetadata
+    }
+
+    func add(to claims: inout AccessTokenClaims, user: User, session: Session) {
+        claims.role = Self.role
+        claims.email = user.email ?? ""
+        claims.appMetadata = appMetadata
+        guard let userMetadata else { return }
+        claims.userMetadata = userMetadata
+        claims.phone = user.phone.map { String($0.drop { $0 == "+" }) } ?? ""
+        claims.sessionID = session.id.description
+    }
 }
 
 /// Access tokens whose header and signature this node has verified, keyed by the token's

@@ -212,8 +212,15 @@ struct PasswordService: Sendable {
     /// policy applies), a hash made elsewhere (bcrypt or Argon2id, checked at the first sign-in and
     /// then replaced), or neither (a magic link or reset signs in). No session is opened.
     func createByOperator(
-        email: String, password: String?, passwordHash: String?, emailConfirmed: Bool, displayName: String?
+        email: String, password: String?, passwordHash: String?, emailConfirmed: Bool, displayName: String?,
+        userMetadata: [String: JSONValue] = [:], appMetadata: [String: JSONValue] = [:]
     ) async throws -> User {
+        let metadata: (user: [String: JSONValue], app: [String: JSONValue])
+        do {
+            metadata = (try AccountMetadata.merged([:], userMetadata, kind: .user), try AccountMetadata.merged([:], appMetadata, kind: .app))
+        } catch {
+            throw GatehouseError.invalidRequest(error.message)
+        }
         let address = try credentials.canonicalAddress(email)
         let normalized = EmailAddress.normalize(address)
         let hash: String?
@@ -238,6 +245,7 @@ struct PasswordService: Sendable {
                         displayName: displayName, handle: handle, passwordHash: hash, passwordChangedAt: hash == nil ? nil : now,
                         createdAt: now)
                     user.onboardingComplete = false
+                    (user.userMetadata, user.appMetadata) = metadata
                     let identity = Identity(userID: user.id, provider: .email, subject: normalized, email: address, createdAt: now)
                     try await lifecycle.create(work.narrowed { $0 }, user, identity: identity, provider: .email)
                     try await work.audit(.signup, user: user.id, details: ["provider": "email", "by": "operator"])

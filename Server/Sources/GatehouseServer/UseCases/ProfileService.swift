@@ -118,7 +118,10 @@ struct ProfileService: Sendable {
     /// Applies `change` to the account as stored now, read under its lock, and writes the
     /// profile's fields: what a change leaves alone is never taken from the request's copy, so
     /// two changes of different fields both stand.
-    private func changeProfile(of id: UserID, _ change: @escaping @Sendable (inout User) -> Void) async throws {
+    private func changeProfile(
+        of id: UserID, metadata: [String: JSONValue]? = nil, by writer: AccountMetadata.Writer = .holder,
+        _ change: @escaping @Sendable (inout User) -> Void
+    ) async throws {
         try await unitOfWork.run { work in
             try await work.tx.lockUser(id)
             guard var stored = try await work.tx.user(id: id) else { throw GatehouseError.unauthorized() }
@@ -126,6 +129,9 @@ struct ProfileService: Sendable {
             try await work.tx.updateProfile(
                 id, displayName: stored.displayName, handle: stored.handle, avatarURL: stored.avatarURL,
                 onboardingComplete: stored.onboardingComplete, now: work.now)
+            if let metadata, try await !MetadataWrites.apply(work.narrowed { $0 }, user: id, [.user: metadata], by: writer).isEmpty {
+                try await work.audit(.metadataChanged, user: id, details: ["kind": AccountMetadata.Kind.user.rawValue, "by": writer.name])
+            }
         }
     }
 
@@ -136,12 +142,12 @@ struct ProfileService: Sendable {
 
     /// The same change made to `user` by whoever may (the user, or an operator through
     /// `/auth/v1/admin/users`).
-    func patch(user: User, _ patch: ProfilePatch) async throws -> UserResponse {
+    func patch(user: User, _ patch: ProfilePatch, by writer: AccountMetadata.Writer = .holder) async throws -> UserResponse {
         let displayName = try patch.displayName.map(validDisplayName)
         let handle = try patch.handle.map(validHandle)
         if patch.setsAvatarURL { try checkAvatarURL(patch.avatarURL) }
         do {
-            try await changeProfile(of: user.id) { stored in
+            try await changeProfile(of: user.id, metadata: patch.userMetadata, by: writer) { stored in
                 if let displayName { stored.displayName = displayName }
                 if let handle { stored.handle = handle }
                 if patch.setsAvatarURL { stored.avatarURL = patch.avatarURL }
