@@ -2,8 +2,8 @@ import Foundation
 import GatehouseWire
 
 /// The rules for an account's two free JSON objects (issue 46), in one place for every surface
-/// that writes them: `/auth/v1` (sign-up `data`, `PUT /user`, the service role's admin calls),
-/// `PATCH /v1/me`, the admin API and the console.
+/// that writes them: `/auth/v1` (sign-up `data`, `PUT /user`, the service role's admin calls) and
+/// `PATCH /v1/me`.
 ///
 /// - `user_metadata`: the holder's, written by the holder and by operators.
 /// - `app_metadata`: written by operators only (the service role is one); what an app's rules

@@ -30,6 +30,15 @@ public struct GatehouseUser: Sendable, Equatable {
     public var assuranceLevel: AssuranceLevel = .aal1
     /// The token's `amr`: how and when each factor was proved.
     public var authenticationMethods: [AuthenticationMethodReference] = []
+    /// Supabase's claims, where the token has them (tokens `/auth/v1` issues, and every token
+    /// with the preset's `tokens.supabase_claims` on): `role` (`authenticated`), the account's
+    /// `email` ("" without one), and `app_metadata`, what operators set (roles, a tenant),
+    /// which the holder cannot change. nil where the token has none.
+    public var role: String? = nil
+    public var email: String? = nil
+    public var appMetadata: [String: JSONValue]? = nil
+    /// The holder's own metadata, in tokens `/auth/v1` issues; never a basis for access.
+    public var userMetadata: [String: JSONValue]? = nil
 
     /// What gates see: the level and the latest factor's time (nil without an `amr`).
     public var assurance: Assurance? { Assurance(aal: assuranceLevel, amr: authenticationMethods) }
@@ -176,12 +185,14 @@ public actor AccessTokenVerifier {
         }
         guard (try? JSONDecoder().decode(ClientProbe.self, from: payload))?.clientID == nil else { throw .wrongAudience }
         try check(iss: claims.iss, aud: claims.aud, exp: claims.exp, nbf: claims.nbf)
-        return GatehouseUser(
+        var user = GatehouseUser(
             userID: claims.sub, sessionID: claims.sid, plan: claims.plan ?? .free,
             planExpiresAt: claims.planExpiresAt.map { Date(timeIntervalSince1970: TimeInterval($0)) },
             isAnonymous: claims.isAnonymous ?? false, emailVerified: claims.emailVerified ?? false,
             phoneVerified: claims.phoneVerified ?? false, expiresAt: Date(timeIntervalSince1970: TimeInterval(claims.exp)),
             assuranceLevel: claims.aal ?? .aal1, authenticationMethods: claims.amr ?? [])
+        (user.role, user.email, user.appMetadata, user.userMetadata) = (claims.role, claims.email, claims.appMetadata, claims.userMetadata)
+        return user
     }
 
     /// What an access token of Gatehouse's OpenID provider grants, for a resource server: make the

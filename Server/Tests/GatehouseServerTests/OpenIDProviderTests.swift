@@ -130,7 +130,7 @@ import Testing
             let run = try await Self.rp(["client-credentials", "--base", root, "--admin-key", TestApp.adminKey, "--audience", audience])
             Self.expectLines(["client credentials ok", "wrong secret refused", "no secret refused", "OK"], in: run)
             let token = try #require(run.lines.first { $0.hasPrefix("token ") }).dropFirst(6)
-            let client = try #require(run.lines.first { $0.hasPrefix("client gh_") }).dropFirst(7)
+            let client = try #require(run.lines.first { $0.hasPrefix("client ") && UUID(uuidString: String($0.dropFirst(7))) != nil }).dropFirst(7)
             func verifier(_ audience: String) -> AccessTokenVerifier {
                 AccessTokenVerifier(jwksURL: base.appendingPathComponent(".well-known/jwks.json"), issuer: root, audience: audience, fetch: .http())
             }

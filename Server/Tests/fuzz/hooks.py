@@ -6,7 +6,7 @@ ask for a new one. Admin operations get the admin key.
 
 `/auth/v1` (Supabase compatibility) operations carry `apikey: <anon key>`; those the document
 secures with `bearerAuth` add a fresh account's access token (the tokens work on both surfaces),
-and `/auth/v1/admin/` adds `Authorization: Bearer <service role key>`. `GET /auth/v1/verify`
+and `/auth/v1/admin/` and `/auth/v1/invite` add `Authorization: Bearer <service role key>`. `GET /auth/v1/verify`
 declares no security (a browser follows it) and gets none. Without the Supabase keys in the
 environment `/auth/v1` gets no credentials (and the server answers 404 there).
 
@@ -47,7 +47,7 @@ METRICS_TOKEN = os.environ.get("GATEHOUSE_FUZZ_METRICS_TOKEN")
 # Operations under these prefixes have providers of their own.
 NATIVE_ADMIN = "^/admin/"
 SUPABASE = "^/auth/v1/"
-SUPABASE_ADMIN = "^/auth/v1/admin/"
+SUPABASE_ADMIN = "^/auth/v1/(admin/|invite$)"
 METRICS = "^/metrics$"
 
 

@@ -3,9 +3,9 @@ import GatehouseCore
 import GatehouseStore
 import GatehouseWire
 
-/// An operator's changes to an account's data (issue 46): its metadata and its address. On every
-/// operator surface: the admin API, the console, and `/auth/v1/admin/users` with the service role
-/// key (GoTrue's `PUT /admin/users/{id}`).
+/// An operator's changes to an account's data (issue 46): its metadata and its address. Today
+/// through `/auth/v1/admin/users` with the service role key (GoTrue's `PUT /admin/users/{id}`);
+/// another operator surface would call the same actions.
 extension OperatorService {
     /// Merges `user_metadata` and `app_metadata` (top level; `null` removes a key) under
     /// `AccountMetadata`'s rules; audited once per object changed.
@@ -42,6 +42,9 @@ extension OperatorService {
                 let same = stored.normalizedEmail == normalized
                 let verifiedAt = verified ? (same ? stored.emailVerifiedAt ?? work.now : work.now) : (same ? stored.emailVerifiedAt : nil)
                 try await work.tx.updateEmail(user.id, email: address, normalizedEmail: normalized, verifiedAt: verifiedAt, now: work.now)
+                // A reset link mailed to the old address is found by the account, not the address:
+                // it ends with the address, or its holder could still take the account.
+                if !same { try await work.tx.retireEmailTokens(userID: user.id, normalizedEmail: nil, purpose: .passwordReset, at: work.now) }
                 if !same, let identity = try await work.tx.identities(of: user.id).first(where: { $0.provider == .email }) {
                     _ = try await work.tx.deleteIdentities(of: user.id, provider: .email)
                     try await work.tx.insertIdentity(
