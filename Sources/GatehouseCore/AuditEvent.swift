@@ -129,8 +129,6 @@ extension AuditEvent {
         case metadataChanged = "metadata_changed"
         case emailChanged = "email_changed"
         case linkGenerated = "link_generated"
-        /// An operator (`by`) invited an address: an account without a way in but the link mailed.
-        case userInvited = "user_invited"
     }
 
     /// How it went (`outcome`).
