@@ -55,21 +55,22 @@ public enum AccountMetadata {
     /// The most compact JSON each object may take, in bytes.
     public static let maxBytes = 4_096
 
-    public struct Refusal: Error, Sendable, Equatable {
-        public var message: String
-    }
-
     /// `current` with `patch` merged at the top level (`null` removes a key); derived keys in
-    /// the patch are ignored. Throws when the result is over `maxBytes`.
-    public static func merged(_ current: [String: JSONValue], _ patch: [String: JSONValue], kind: Kind) throws(Refusal) -> [String: JSONValue] {
+    /// the patch are ignored. Throws 400 `invalid_request` when the result is over `maxBytes`.
+    public static func merged(_ current: [String: JSONValue], _ patch: [String: JSONValue], kind: Kind) throws(GatehouseError) -> [String: JSONValue] {
         var result = current
         for (key, value) in patch where !kind.derivedKeys.contains(key) {
             if value == .null { result[key] = nil } else { result[key] = value }
         }
         guard (encoded(result)?.utf8.count ?? 0) <= maxBytes else {
-            throw Refusal(message: "\(kind.rawValue) may hold at most \(maxBytes) bytes of JSON.")
+            throw GatehouseError.invalidRequest("\(kind.rawValue) may hold at most \(maxBytes) bytes of JSON.")
         }
         return result
+    }
+
+    /// A new account's object as it will be stored (`patch` on nothing); throws as `merged` does.
+    public static func fresh(_ patch: [String: JSONValue]?, kind: Kind) throws(GatehouseError) -> [String: JSONValue] {
+        try merged([:], patch ?? [:], kind: kind)
     }
 
     /// Compact JSON with sorted keys, as stored; nil for an empty object.

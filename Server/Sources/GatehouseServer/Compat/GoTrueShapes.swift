@@ -42,12 +42,17 @@ struct GoTrueUser: Encodable, Sendable {
     /// The audience and role GoTrue gives every signed-in user.
     static let audience = "authenticated"
 
+    /// A number in GoTrue's form: E.164 without `+`, or "" for none.
+    static func phone(_ e164: String?) -> String {
+        e164.map { String($0.drop { $0 == "+" }) } ?? ""
+    }
+
     init(_ user: User, identities: [Identity], lastSignInAt: Date?) {
         id = user.id.description
         aud = Self.audience
         role = Self.audience
         email = user.email ?? ""
-        phone = user.phone.map { String($0.drop { $0 == "+" }) } ?? ""
+        phone = GoTrueUser.phone(user.phone)
         phoneConfirmedAt = user.phoneVerifiedAt.map(GoTrueTime.format)
         emailConfirmedAt = user.emailVerifiedAt.map(GoTrueTime.format)
         // GoTrue's `confirmed_at`: the first of the address's and the number's confirmations.
@@ -167,7 +172,7 @@ struct GoTrueIdentity: Encodable, Sendable {
         var data: [String: JSONValue] = ["sub": .string(identity.subject)]
         if let email = identity.email { data["email"] = .string(email) }
         if identity.provider == .phone {
-            data["phone"] = .string(String(identity.subject.drop { $0 == "+" }))
+            data["phone"] = .string(GoTrueUser.phone(identity.subject))
             data["phone_verified"] = .bool(true)
         }
         // The address's own state for the email identity (proved or not yet); a provider's
@@ -271,12 +276,7 @@ enum GoTrueMetadata {
 
     /// Refuses metadata that would be over the limit, before anything is written.
     static func checkSize(_ object: [String: JSONValue]?, kind: AccountMetadata.Kind) throws {
-        guard let object else { return }
-        do {
-            _ = try AccountMetadata.merged([:], object, kind: kind)
-        } catch {
-            throw GatehouseError.invalidRequest(error.message)
-        }
+        _ = try AccountMetadata.fresh(object, kind: kind)
     }
 
     static func userMetadata(of user: User) -> [String: JSONValue] {

@@ -87,7 +87,9 @@ extension SupabaseCompatService {
 
     /// `GET /admin/users/{id}/factors`: every factor, confirmed or not (never a secret).
     func factors(of id: String) async throws -> [GoTrueFactor] {
-        try await store.mfaFactors(of: try userID(id)).map(GoTrueFactor.init)
+        let userID = try userID(id)
+        guard try await store.user(id: userID) != nil else { throw Self.noUser }
+        return try await store.mfaFactors(of: userID).map(GoTrueFactor.init)
     }
 
     /// `DELETE /admin/users/{id}/factors/{factor}`: support's removal (`OperatorService`), audited

@@ -13,6 +13,9 @@ extension SupabaseCompatService {
     /// `type=invite`) proves the address and signs the invitee in. An address whose account is
     /// verified already is 422 `email_exists`; one whose account is not gets the mail again.
     func invite(_ body: GoTrueInvite, redirectTo: String?, client: ClientInfo) async throws -> GoTrueUser {
+        // What the mail request would refuse, refused before there is an account to leave behind.
+        try magicLinks.gate.requireMethod(preset.signInMethods.magicLink)
+        if let redirectTo { _ = try redirects.require(redirectTo) }
         let user = try await invitee(email: body.email, data: body.data)
         try await magicLinks.request(email: body.email, redirectTo: redirectTo, client: client, existingAccountsOnly: true)
         var shaped = try await goTrueUser(user)

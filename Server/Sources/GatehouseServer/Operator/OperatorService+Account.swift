@@ -41,6 +41,7 @@ extension OperatorService {
                 guard let stored = try await work.tx.user(id: user.id) else { throw GatehouseError.notFound("User not found") }
                 let same = stored.normalizedEmail == normalized
                 let verifiedAt = verified ? (same ? stored.emailVerifiedAt ?? work.now : work.now) : (same ? stored.emailVerifiedAt : nil)
+                guard !same || verifiedAt != stored.emailVerifiedAt || stored.email != address else { return }
                 try await work.tx.updateEmail(user.id, email: address, normalizedEmail: normalized, verifiedAt: verifiedAt, now: work.now)
                 // A reset link mailed to the old address is found by the account, not the address:
                 // it ends with the address, or its holder could still take the account.

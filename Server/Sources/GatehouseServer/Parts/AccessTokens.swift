@@ -149,7 +149,7 @@ public struct AccessTokens: Sendable {
 /// `tokens.supabase_claims` asks for them; every claim of GoTrue's tokens (`phone`,
 /// `user_metadata`, `session_id` too) in tokens `/auth/v1` issues.
 struct SupabaseClaims: Sendable {
-    static let role = "authenticated"
+    static let role = GoTrueUser.audience
     var appMetadata: [String: JSONValue]
     /// nil: the preset switch's three claims only.
     var userMetadata: [String: JSONValue]?
@@ -172,7 +172,7 @@ struct SupabaseClaims: Sendable {
         claims.appMetadata = appMetadata
         guard let userMetadata else { return }
         claims.userMetadata = userMetadata
-        claims.phone = user.phone.map { String($0.drop { $0 == "+" }) } ?? ""
+        claims.phone = GoTrueUser.phone(user.phone)
         claims.sessionID = session.id.description
     }
 }

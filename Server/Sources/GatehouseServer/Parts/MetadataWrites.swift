@@ -27,12 +27,7 @@ enum MetadataWrites {
         for kind in AccountMetadata.Kind.allCases {
             guard let patch = patches[kind] else { continue }
             let current = kind == .user ? stored.userMetadata : stored.appMetadata
-            let merged: [String: JSONValue]
-            do {
-                merged = try AccountMetadata.merged(current, patch, kind: kind)
-            } catch {
-                throw GatehouseError.invalidRequest(error.message)
-            }
+            let merged = try AccountMetadata.merged(current, patch, kind: kind)
             guard merged != current else { continue }
             try await work.tx.setMetadata(id, kind, merged, now: work.now)
             changed.append(kind)

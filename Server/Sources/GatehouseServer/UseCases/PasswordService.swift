@@ -215,12 +215,7 @@ struct PasswordService: Sendable {
         email: String, password: String?, passwordHash: String?, emailConfirmed: Bool, displayName: String?,
         userMetadata: [String: JSONValue] = [:], appMetadata: [String: JSONValue] = [:]
     ) async throws -> User {
-        let metadata: (user: [String: JSONValue], app: [String: JSONValue])
-        do {
-            metadata = (try AccountMetadata.merged([:], userMetadata, kind: .user), try AccountMetadata.merged([:], appMetadata, kind: .app))
-        } catch {
-            throw GatehouseError.invalidRequest(error.message)
-        }
+        let metadata = (user: try AccountMetadata.fresh(userMetadata, kind: .user), app: try AccountMetadata.fresh(appMetadata, kind: .app))
         let address = try credentials.canonicalAddress(email)
         let normalized = EmailAddress.normalize(address)
         let hash: String?
