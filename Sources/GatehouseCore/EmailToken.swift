@@ -8,6 +8,11 @@ public struct EmailTokenPurpose: RawRepresentable, Hashable, Sendable, CustomStr
     public static let verifyEmail = EmailTokenPurpose(rawValue: "verify_email")
     public static let passwordReset = EmailTokenPurpose(rawValue: "password_reset")
     public static let magicLink = EmailTokenPurpose(rawValue: "magic_link")
+    /// A link that makes its address (the token's `email`) the account's: sent to the new
+    /// address it proves it; sent to the current one (`…_current`), it moves the account to the
+    /// new address unverified (issue 46, GoTrue's `email_change_new` and `email_change_current`).
+    public static let emailChangeNew = EmailTokenPurpose(rawValue: "email_change_new")
+    public static let emailChangeCurrent = EmailTokenPurpose(rawValue: "email_change_current")
     public var description: String { rawValue }
 }
 

@@ -248,3 +248,23 @@ public struct DisableUserRequest: Codable, Sendable, Hashable {
         case reason
     }
 }
+
+/// `PATCH /admin/v1/users/{id}/metadata` body: each object given is merged into the account's
+/// at the top level (each key replaces its key, `null` removes it, keys not sent stay), at most
+/// 4096 bytes of JSON once merged. Absent or `null` leaves that object as it is.
+public struct AdminMetadataRequest: Codable, Sendable, Hashable {
+    /// Keys to merge into `user_metadata`.
+    public var userMetadata: [String: JSONValue]?
+    /// Keys to merge into `app_metadata` (roles, a tenant: what only operators write).
+    public var appMetadata: [String: JSONValue]?
+
+    public init(userMetadata: [String: JSONValue]? = nil, appMetadata: [String: JSONValue]? = nil) {
+        self.userMetadata = userMetadata
+        self.appMetadata = appMetadata
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case userMetadata = "user_metadata"
+        case appMetadata = "app_metadata"
+    }
+}

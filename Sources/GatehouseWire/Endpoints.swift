@@ -178,6 +178,9 @@ public enum Endpoints {
     public static let adminEnableUser = Endpoint<NoBody, AdminUser>(.post, "/admin/v1/users/{id}/enable", .adminKey)
     public static let adminDeleteUser = Endpoint<NoBody, NoContent>(.delete, "/admin/v1/users/{id}", .adminKey)
     public static let adminSetPlan = Endpoint<PlanOverrideRequest, AdminUser>(.put, "/admin/v1/users/{id}/plan", .adminKey)
+    /// Merges `user_metadata` and `app_metadata` (top level, `null` removes a key, 4096 bytes
+    /// each); audited `metadata_changed` once per object changed.
+    public static let adminSetMetadata = Endpoint<AdminMetadataRequest, AdminUser>(.patch, "/admin/v1/users/{id}/metadata", .adminKey)
     /// A user's second factors, for support (no secrets).
     public static let adminMFAFactors = Endpoint<NoBody, MFAFactorsResponse>(.get, "/admin/v1/users/{id}/mfa/factors", .adminKey)
     /// Removes one factor (audited, mailed to the user): the recovery path when every factor and
@@ -227,7 +230,8 @@ public enum Endpoints {
         resendLinkForm.erased,
         devOutbox.erased,
         adminUsers.erased, adminUser.erased, adminDisableUser.erased, adminEnableUser.erased, adminDeleteUser.erased,
-        adminSetPlan.erased, adminMFAFactors.erased, adminDeleteMFAFactor.erased, adminCreateGrant.erased, adminGrants.erased, adminRevokeGrant.erased,
+        adminSetPlan.erased, adminSetMetadata.erased, adminMFAFactors.erased, adminDeleteMFAFactor.erased, adminCreateGrant.erased,
+        adminGrants.erased, adminRevokeGrant.erased,
         adminCreateOAuthClient.erased, adminOAuthClients.erased, adminRotateOAuthClientSecret.erased, adminDeleteOAuthClient.erased,
         adminEvents.erased, adminAudit.erased, adminTestMail.erased, adminKeys.erased, adminRotateKeys.erased,
         adminImportFirebase.erased, adminImportSupabase.erased,

@@ -328,8 +328,11 @@ def generated(run, params):
     query = parse_qs(urlsplit(properties.action_link).query)
     assert query["type"] == [LINK_TYPE.get(kind, kind)], properties.action_link
     assert query["token"] == [properties.hashed_token], properties.action_link
-    # A magic link's code signs in as the link does; a reset link has none.
-    assert re.fullmatch(r"[0-9]{6}", properties.email_otp) if kind != "recovery" else properties.email_otp == "", properties.email_otp
+    # A magic link's code signs in as the link does; the other links have none.
+    if kind in ("magiclink", "invite"):
+        assert re.fullmatch(r"[0-9]{6}", properties.email_otp), properties.email_otp
+    else:
+        assert properties.email_otp == "", properties.email_otp
     assert properties.verification_type == kind, properties
     redirect = params.get("options", {}).get("redirect_to")
     if redirect:
@@ -341,12 +344,18 @@ def generated(run, params):
 def generate_link_for_every_type(run):
     common = {"redirect_to": run.app_url}
 
-    # signup links are not served (docs/supabase-compat.md): the owner's first proof of an
-    # address would end a password someone else set; refused before any account is made.
+    # signup: an unconfirmed account with the password and the data; the link confirms it and
+    # keeps the password.
     address = run.address("gen-signup")
-    refused(lambda: run.admin.generate_link({"type": "signup", "email": address, "password": PASSWORD, "options": common}),
-            "validation_failed", 400)
-    assert all(u.email != address for u in run.admin.list_users(page=1, per_page=200))
+    signup = generated(run, {"type": "signup", "email": address, "password": PASSWORD,
+                             "options": {**common, "data": {"favorite_color": "amber"}}})
+    assert signup.user.email_confirmed_at is None and signup.user.user_metadata["favorite_color"] == "amber", signup.user
+    values = run.signed_in_by_link(signup.properties.action_link, "signup")
+    assert run.client().get_user(values["access_token"]).user.id == signup.user.id
+    assert run.admin.get_user_by_id(signup.user.id).user.email_confirmed_at is not None
+    assert run.signed_in(address)[1].user.id == signup.user.id
+    run.used_up(signup.properties.action_link)
+    refused(lambda: run.admin.generate_link({"type": "signup", "email": address, "password": PASSWORD}), "email_exists", 422)
 
     # invite: a new address; the link opens a session and confirms it.
     address = run.address("gen-invite")
@@ -390,15 +399,34 @@ def generate_link_for_every_type(run):
     refused(lambda: run.client().sign_in_with_password({"email": existing.email, "password": PASSWORD}), "invalid_credentials", 400)
     run.used_up(recovery.properties.action_link)
 
-    # email_change links are not served (docs/supabase-compat.md: PUT /admin/users/{id} with
-    # email changes an address); recovery needs an account.
-    existing = run.confirmed_user("gen-change")
-    for kind in ("email_change_new", "email_change_current"):
-        refused(lambda: run.admin.generate_link({"type": kind, "email": existing.email, "new_email": run.address("gen-moved")}),
-                "validation_failed", 400)
-    assert run.admin.get_user_by_id(existing.id).user.email == existing.email
+    # email_change_new: the new inbox's link moves the address and proves it.
+    existing = run.confirmed_user("gen-change-new")
+    moved_to = run.address("gen-changed-new")
+    change = generated(run, {"type": "email_change_new", "email": existing.email, "new_email": moved_to, "options": common})
+    assert change.user.id == existing.id and change.user.new_email == moved_to, change.user
+    values = run.signed_in_by_link(change.properties.action_link, "email_change")
+    landed = run.client().get_user(values["access_token"]).user
+    assert landed.id == existing.id and landed.email == moved_to and landed.email_confirmed_at is not None, landed
+    assert run.signed_in(moved_to)[1].user.id == existing.id
+    run.used_up(change.properties.action_link)
+
+    # email_change_current: the current inbox's link moves the address, unproved.
+    existing = run.confirmed_user("gen-change-current")
+    moved_to = run.address("gen-changed-current")
+    change = generated(run, {"type": "email_change_current", "email": existing.email, "new_email": moved_to, "options": common})
+    assert change.user.id == existing.id and change.user.new_email == moved_to, change.user
+    values = run.signed_in_by_link(change.properties.action_link, "email_change")
+    now = run.admin.get_user_by_id(existing.id).user
+    assert now.email == moved_to and now.email_confirmed_at is None, now
+    run.used_up(change.properties.action_link)
+
+    # Recovery and email changes need an account; an email change a free address.
     nobody = run.address("gen-nobody")
     refused(lambda: run.admin.generate_link({"type": "recovery", "email": nobody}), "user_not_found", 404)
+    refused(lambda: run.admin.generate_link({"type": "email_change_new", "email": nobody, "new_email": run.address("gen-nowhere")}),
+            "user_not_found", 404)
+    refused(lambda: run.admin.generate_link({"type": "email_change_current", "email": now.email, "new_email": landed.email}),
+            "email_exists", 422)
 
 
 def admin_factors_list_and_delete(run):

@@ -29,6 +29,8 @@ struct GoTrueUser: Encodable, Sendable {
     var factors: [GoTrueFactor]?
     /// In the answer to an invitation only (Gatehouse keeps no invitation time).
     var invitedAt: String?
+    /// In `generate_link`'s answer for an email change only: the address its link moves to.
+    var newEmail: String?
 
     enum CodingKeys: String, CodingKey {
         case id, aud, role, email, phone, identities
@@ -36,7 +38,7 @@ struct GoTrueUser: Encodable, Sendable {
         case emailConfirmedAt = "email_confirmed_at", confirmedAt = "confirmed_at", lastSignInAt = "last_sign_in_at"
         case phoneConfirmedAt = "phone_confirmed_at"
         case appMetadata = "app_metadata", userMetadata = "user_metadata", createdAt = "created_at", updatedAt = "updated_at"
-        case bannedUntil = "banned_until", isAnonymous = "is_anonymous", invitedAt = "invited_at"
+        case bannedUntil = "banned_until", isAnonymous = "is_anonymous", invitedAt = "invited_at", newEmail = "new_email"
     }
 
     /// The audience and role GoTrue gives every signed-in user.

@@ -19,13 +19,15 @@ extension SupabaseCompatService {
     /// too, as `#error=…&error_code=…&error_description=…`.
     func verifyLink(token: String, type: String, redirectTo: String?, client: ClientInfo) async throws -> String {
         let target = redirectTarget(redirectTo)
-        let purpose: EmailTokenPurpose
+        // What `POST /verify` calls it, and which requests' PKCE challenges apply.
+        let (verifyType, purpose): (String, EmailTokenPurpose)
         switch type {
-        case "magiclink", "email", "signup", "invite": purpose = .magicLink
-        case "recovery": purpose = .passwordReset
-        default: throw GatehouseError.invalidRequest("The type must be magiclink, email, signup or recovery.")
+        case "magiclink", "email", "invite": (verifyType, purpose) = ("magiclink", .magicLink)
+        case "signup", "email_change": (verifyType, purpose) = (type, .magicLink)
+        case "recovery": (verifyType, purpose) = ("recovery", .passwordReset)
+        default: throw GatehouseError.invalidRequest("The type must be magiclink, email, invite, signup, email_change or recovery.")
         }
-        let session = try await verify(type: purpose == .passwordReset ? "recovery" : "magiclink", token: nil, tokenHash: token, email: nil, client: client)
+        let session = try await verify(type: verifyType, token: nil, tokenHash: token, email: nil, client: client)
         let normalized = EmailAddress.normalize(session.user.email)
         if !normalized.isEmpty, let pkce = try await store.takePKCERequest(normalizedEmail: normalized, purpose: purpose, now: clock.now) {
             let code = try codes.authCode(refreshToken: session.refreshToken, challenge: pkce.challenge, method: pkce.method)

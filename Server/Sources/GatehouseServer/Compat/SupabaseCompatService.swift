@@ -145,13 +145,21 @@ struct SupabaseCompatService: Sendable {
         case "magiclink", "email", "invite":
             let answer = try await magicLinks.verify(token: tokenHash, email: email, code: token, client: client)
             return try await session(try signedIn(answer).session)
+        case "signup", "email_change":
+            guard let link = tokenHash ?? token, !link.isEmpty else { throw GatehouseError.invalidRequest("Send the link's token as token_hash.") }
+            // A sign-up's link is a verification link, or a magic link made for an address
+            // without an account (`generate_link` `magiclink`).
+            if type == "signup", try await store.emailToken(hash: StoredSecret.hash(link))?.purpose == .magicLink {
+                return try await verify(type: "magiclink", token: nil, tokenHash: link, email: nil, client: client)
+            }
+            return try await session(try signedIn(try await verification.signIn(token: link, client: client)).session)
         case "recovery":
             guard let link = tokenHash ?? token, !link.isEmpty else {
                 throw GatehouseError.invalidRequest("Send the reset link's token as token_hash.")
             }
             return try await session(try signedIn(try await reset.redeem(token: link, client: client)).session)
         default:
-            throw GatehouseError.invalidRequest("The type must be magiclink, email, invite, recovery, sms or phone_change.")
+            throw GatehouseError.invalidRequest("The type must be magiclink, email, invite, signup, email_change, recovery, sms or phone_change.")
         }
     }
 

@@ -81,7 +81,8 @@ struct UseCases {
         let chains = RefreshChains(tokens: infra.tokens, preset: preset)
         sessions = SessionService(
             store: store, unitOfWork: unitOfWork.narrowed { $0 }, sessions: issuer, tokens: infra.tokens, chains: chains, preset: preset, clock: clock)
-        verification = EmailVerificationService(store: store, unitOfWork: unitOfWork.narrowed { $0 }, mail: accountMail, preset: preset, clock: clock)
+        verification = EmailVerificationService(
+            store: store, unitOfWork: unitOfWork.narrowed { $0 }, mail: accountMail, sessions: issuer, preset: preset, clock: clock)
         reset = PasswordResetService(
             store: store, unitOfWork: unitOfWork.narrowed { $0 }, gate: gate, credentials: credentials, requests: requests, lifecycle: lifecycle,
             mail: accountMail, throttle: throttle, sessions: issuer, preset: preset, clock: clock)

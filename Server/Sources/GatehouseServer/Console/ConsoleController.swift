@@ -41,6 +41,7 @@ struct ConsoleController {
         userAction(router, ConsoleRoutes.revokeSession, notice: "session_revoked", revokeSession)
         userAction(router, ConsoleRoutes.revokeAllSessions, notice: "sessions_revoked", revokeAllSessions)
         userAction(router, ConsoleRoutes.setPlan, notice: "plan_set", setPlan)
+        userAction(router, ConsoleRoutes.setMetadata, notice: "metadata_set", setMetadata)
         userAction(router, ConsoleRoutes.grantCredits, notice: "credits_granted", grantCredits)
         userAction(router, ConsoleRoutes.createGrant, notice: "grant_created", createGrant)
         userAction(router, ConsoleRoutes.revokeGrant, notice: "grant_revoked", revokeGrant)
@@ -99,6 +100,13 @@ struct ConsoleController {
     @Sendable func setPlan(_ id: String, _ form: [String: String], _ context: GatehouseRequestContext, _ client: ClientInfo) async throws {
         let plan = form["plan"].flatMap { $0.isEmpty ? nil : $0 }
         _ = try await operators.setPlanOverride(id, plan: plan, by: ConsoleService.actor, reason: form["reason"], required: true, client: client)
+    }
+
+    /// The form's two objects, each JSON text, merged as the admin API's are; an empty field
+    /// leaves its object. Both are read before anything is written.
+    @Sendable func setMetadata(_ id: String, _ form: [String: String], _ context: GatehouseRequestContext, _ client: ClientInfo) async throws {
+        let user = try ConsoleViews.metadataPatch(form, .user), app = try ConsoleViews.metadataPatch(form, .app)
+        try await operators.setMetadata(id, userMetadata: user, appMetadata: app, by: ConsoleService.actor, client: client)
     }
 
     @Sendable func grantCredits(_ id: String, _ form: [String: String], _ context: GatehouseRequestContext, _ client: ClientInfo) async throws {

@@ -9,6 +9,7 @@ enum ConsoleRoutes {
     static let revokeSession = Route(.post, "/admin/users/{id}/sessions/{session}/revoke")
     static let revokeAllSessions = Route(.post, "/admin/users/{id}/sessions/revoke-all")
     static let setPlan = Route(.post, "/admin/users/{id}/plan")
+    static let setMetadata = Route(.post, "/admin/users/{id}/metadata")
     static let grantCredits = Route(.post, "/admin/users/{id}/credits")
     static let createGrant = Route(.post, "/admin/users/{id}/grants")
     static let revokeGrant = Route(.post, "/admin/users/{id}/grants/{grant}/revoke")
@@ -29,8 +30,8 @@ enum ConsoleRoutes {
     static let preset = Route(.get, "/admin/preset")
 
     static let all = [
-        overview, signIn, signOut, users, user, revokeSession, revokeAllSessions, setPlan, grantCredits, createGrant, revokeGrant, disable,
-        enable, sendMail, delete, audit, events, keys, rotateKeys, mail, testMail, clients, createClient, rotateClientSecret, deleteClient,
-        preset,
+        overview, signIn, signOut, users, user, revokeSession, revokeAllSessions, setPlan, setMetadata, grantCredits, createGrant, revokeGrant,
+        disable, enable, sendMail, delete, audit, events, keys, rotateKeys, mail, testMail, clients, createClient, rotateClientSecret,
+        deleteClient, preset,
     ]
 }

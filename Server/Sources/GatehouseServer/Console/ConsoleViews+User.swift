@@ -3,7 +3,7 @@ import GatehouseCore
 import GatehouseStore
 import GatehouseWire
 
-/// A user's page: profile, plan and credits, grants, actions, sessions, ways in, purchases and
+/// A user's page: profile, metadata, plan and credits, grants, actions, sessions, ways in, purchases and
 /// the plan ledger's sources, the credit ledger, audit trail and events.
 extension ConsoleViews {
     /// A user's page. `live` tells the sessions that still work and `liveGrant` the grants that
@@ -50,6 +50,7 @@ extension ConsoleViews {
                 "plan_tier": detail.entitlements.tier ?? "",
                 "plan_override": user.planOverride ?? "none", "trial_ends": detail.entitlements.trial.map { $0.endsAt } ?? "",
                 "confirm_text": ConsoleService.confirmationText(user),
+                "user_metadata": Self.prettyJSON(user.userMetadata), "app_metadata": Self.prettyJSON(user.appMetadata),
                 "plans": Self.options(Self.accountPlans, none: "No override", selected: user.planOverride),
                 "identities": detail.identities.map {
                     ["provider": $0.provider.rawValue, "subject": $0.subject, "email": $0.email ?? "", "relay": $0.isPrivateRelay] as [String: Any]
@@ -83,5 +84,27 @@ extension ConsoleViews {
                 },
                 "audit": detail.audit.map(Self.auditRow), "events": detail.events.map(Self.eventRow),
             ])
+    }
+
+    /// A metadata object as the page shows it and its form is prefilled: indented, keys sorted,
+    /// `{}` when empty (the template escapes it as it escapes everything).
+    static func prettyJSON(_ object: [String: JSONValue]) -> String {
+        guard !object.isEmpty else { return "{}" }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return (try? encoder.encode(object)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    }
+
+    /// The metadata form's field for `kind` (`user_metadata`, `app_metadata`) as a merge patch:
+    /// nil when the field is absent or blank (that object stays as it is); 400 `invalid_request`
+    /// unless it is one JSON object (a key named twice or nesting past the request limit included).
+    static func metadataPatch(_ form: [String: String], _ kind: AccountMetadata.Kind) throws -> [String: JSONValue]? {
+        let text = (form[kind.rawValue] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !text.isEmpty else { return nil }
+        let data = Data(text.utf8)
+        guard JSONShape.problem(in: data) == nil, let object = try? JSONDecoder().decode([String: JSONValue].self, from: data) else {
+            throw GatehouseError.invalidRequest("\(kind.rawValue) must be one JSON object.")
+        }
+        return object
     }
 }

@@ -37,7 +37,7 @@ struct ConsoleViews: Sendable {
         "test_mail_queued": "The test mail was queued.", "grant_created": "The grant was made.",
         "grant_revoked": "The grant was revoked.", "client_created": "The client was registered.",
         "client_secret_rotated": "The client has a new secret; the old one no longer works.",
-        "client_deleted": "The client was deleted; its sessions ended.",
+        "client_deleted": "The client was deleted; its sessions ended.", "metadata_set": "The metadata was saved.",
     ]
 
     func render(_ page: Page, csrf: String?, nonce: String) -> String {

@@ -24,6 +24,7 @@ struct AdminController {
         admin.on(Endpoints.adminEnableUser, use: adminEnableUser)
         admin.on(Endpoints.adminDeleteUser, use: adminDeleteUser)
         admin.on(Endpoints.adminSetPlan, use: adminSetPlan)
+        admin.on(Endpoints.adminSetMetadata, use: adminSetMetadata)
         admin.on(Endpoints.adminMFAFactors, use: adminMFAFactors)
         admin.on(Endpoints.adminDeleteMFAFactor, use: adminDeleteMFAFactor)
         admin.on(Endpoints.adminCreateGrant, use: adminCreateGrant)
@@ -93,6 +94,16 @@ struct AdminController {
     @Sendable func adminSetPlan(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
         let body = try await request.decodeJSON(PlanOverrideRequest.self, limit: self.bodyLimit)
         return try JSONBody.response(try await self.users.setPlanOverride(try context.parameters.require("id"), plan: body.plan))
+    }
+
+    /// Merges the body's objects into the account's metadata (`OperatorService.setMetadata`:
+    /// top level, `null` removes a key, 4096 bytes each) and answers the account as
+    /// `GET /admin/v1/users/{id}` does.
+    @Sendable func adminSetMetadata(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        let body = try await request.decodeJSON(AdminMetadataRequest.self, limit: self.bodyLimit)
+        let reference = try context.parameters.require("id")
+        try await self.users.setMetadata(reference, userMetadata: body.userMetadata, appMetadata: body.appMetadata)
+        return try JSONBody.response(try await self.users.show(reference))
     }
 
     @Sendable func adminMFAFactors(_ request: Request, context: GatehouseRequestContext) async throws -> Response {

@@ -25,35 +25,23 @@ extension OperatorService {
     }
 
     /// Changes the account's address as the operator says, without a mail: unverified unless
-    /// `verified` (the operator vouches for it). The address is the account's email identity's
-    /// too, so a password and a magic link follow it; sessions stay. Until it is verified, its
-    /// owner's first proof (a magic link, a reset link) ends every other way in, as for any
-    /// unverified address. 409 `email_in_use` when another account has it.
+    /// `verified` (the operator vouches for it), under `AddressChange`'s rules; sessions stay.
+    /// 409 `email_in_use` when another account has it.
     func changeEmail(_ reference: String, to address: String, verified: Bool, by actor: String = operatorActor, client: ClientInfo? = nil) async throws {
         let user = try await find(reference)
         guard EmailAddress.isValid(address) else {
             throw GatehouseError(status: 400, code: .invalidEmail, message: "Unable to validate email address: invalid format")
         }
-        let normalized = EmailAddress.normalize(address)
         do {
             try await unitOfWork.run(client: client) { work in
                 try await work.tx.lockUser(user.id)
                 guard let stored = try await work.tx.user(id: user.id) else { throw GatehouseError.notFound("User not found") }
-                let same = stored.normalizedEmail == normalized
-                let verifiedAt = verified ? (same ? stored.emailVerifiedAt ?? work.now : work.now) : (same ? stored.emailVerifiedAt : nil)
-                guard !same || verifiedAt != stored.emailVerifiedAt || stored.email != address else { return }
-                try await work.tx.updateEmail(user.id, email: address, normalizedEmail: normalized, verifiedAt: verifiedAt, now: work.now)
-                // A reset link mailed to the old address is found by the account, not the address:
-                // it ends with the address, or its holder could still take the account.
-                if !same { try await work.tx.retireEmailTokens(userID: user.id, normalizedEmail: nil, purpose: .passwordReset, at: work.now) }
-                if !same, let identity = try await work.tx.identities(of: user.id).first(where: { $0.provider == .email }) {
-                    _ = try await work.tx.deleteIdentities(of: user.id, provider: .email)
-                    try await work.tx.insertIdentity(
-                        Identity(userID: user.id, provider: .email, subject: normalized, email: address, createdAt: identity.createdAt))
+                guard case .changed(let nowVerified) = try await AddressChange.apply(work.narrowed { $0 }, stored, to: address, verified: verified) else {
+                    return
                 }
-                try await work.audit(.emailChanged, user: user.id, details: ["by": actor, "verified": String(verifiedAt != nil)])
+                try await work.audit(.emailChanged, user: user.id, details: ["by": actor, "verified": String(nowVerified)])
             }
-        } catch let error as StoreError where error.uniqueKey == .email || error.uniqueKey == .identity {
+        } catch let error as StoreError where AddressChange.inUse(error) {
             throw GatehouseError(status: 409, code: .emailInUse, message: "This email is already in use.")
         }
     }

@@ -7,11 +7,14 @@ import GatehouseWire
 /// the hosted page alike.
 struct EmailVerificationService: Sendable {
     /// What this use case reads and writes: its transactions see the store through this and no more.
-    typealias Stores = any UserStore & IdentityStore & EmailTokenStore
+    typealias Stores = any UserStore & IdentityStore & EmailTokenStore & SessionStore & RefreshTokenStore & MFAFactorStore
+        & MFAChallengeStore & PlanLedgerStore
 
     let store: Stores
     let unitOfWork: UnitOfWork<Stores>
     let mail: AccountMail
+    /// `signIn(token:client:)`'s session.
+    let sessions: SessionIssuer
     let preset: Preset
     let clock: any WallClock
 
@@ -43,6 +46,52 @@ struct EmailVerificationService: Sendable {
     func verify(token: String) async throws -> UserResponse {
         let user = try await verifiedUser(token: token)
         return UserResponse(user: user.payload(identities: try await store.identities(of: user.id)))
+    }
+
+    /// `/auth/v1`'s `GET` and `POST /verify` with `type` `signup` or `email_change`, as GoTrue
+    /// answers them: the link used once (a second use is refused, not answered again), its
+    /// address verified (`verify_email`) or made the account's (`email_change_*`, under
+    /// `AddressChange`'s rules), and a session, in one transaction. The link proves the inbox it
+    /// went to, as a magic link does (`amr` `magic_link`); an account with a second factor gets
+    /// its challenge instead.
+    func signIn(token: String, client: ClientInfo) async throws -> SignInAnswer<SignInResponse> {
+        let hash = StoredSecret.hash(token)
+        let now = clock.now
+        let purposes: [EmailTokenPurpose] = [.verifyEmail, .emailChangeNew, .emailChangeCurrent]
+        guard let record = try await store.emailToken(hash: hash), purposes.contains(record.purpose), let userID = record.userID else {
+            throw GatehouseError.tokenInvalid(preset)
+        }
+        switch record.state(at: now) {
+        case .expired: throw GatehouseError.tokenExpired(preset)
+        case .used: throw GatehouseError.tokenInvalid(preset)
+        case .valid: break
+        }
+        do {
+            let outcome = try await unitOfWork.run(client: client) { work -> SignInOutcome in
+                guard try await work.tx.useEmailToken(hash: hash, at: now) else { throw GatehouseError.tokenInvalid(preset) }
+                try await work.tx.lockUser(userID)
+                guard let stored = try await work.tx.user(id: userID) else { throw GatehouseError.tokenInvalid(preset) }
+                guard !stored.isDisabled else { throw GatehouseError.accountDisabled(preset) }
+                if record.purpose == .verifyEmail {
+                    // The address the link was made for, still the account's.
+                    guard try await work.tx.markEmailVerified(userID, normalizedEmail: record.normalizedEmail, at: now) else {
+                        throw GatehouseError.tokenInvalid(preset)
+                    }
+                    try await work.audit(.emailVerified, user: userID)
+                } else {
+                    let outcome = try await AddressChange.apply(
+                        work.narrowed { $0 }, stored, to: record.email, verified: record.purpose == .emailChangeNew)
+                    if case .changed(let verified) = outcome {
+                        try await work.audit(.emailChanged, user: userID, details: ["by": "user", "verified": String(verified)])
+                    }
+                }
+                guard let user = try await work.tx.user(id: userID) else { throw GatehouseError.tokenInvalid(preset) }
+                return try await sessions.signIn(work.narrowed { $0 }, user, provider: .email, method: MagicLinkService.method, event: .login)
+            }
+            return outcome.answer { SignInResponse(user: $0.user, session: $0.session, created: false) }
+        } catch let error as StoreError where AddressChange.inUse(error) {
+            throw GatehouseError(status: 409, code: .emailInUse, message: "This email is already in use.")
+        }
     }
 
     private func verifiedUser(token: String) async throws -> User {
