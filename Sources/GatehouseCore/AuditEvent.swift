@@ -121,6 +121,8 @@ extension AuditEvent {
         /// An operator registered a client, rotated its secret or deleted it (`client_id`, `by`).
         case oauthClientCreated = "oauth_client_created"
         case oauthClientSecretRotated = "oauth_client_secret_rotated"
+        /// Its name or redirect URIs changed (`client_id`, `by`).
+        case oauthClientUpdated = "oauth_client_updated"
         case oauthClientDeleted = "oauth_client_deleted"
         /// An operator (the service role too) changed the account's metadata (`kind`:
         /// `user_metadata`, `app_metadata`, `by`), its address (`email_changed`: `by`,

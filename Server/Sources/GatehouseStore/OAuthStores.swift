@@ -10,6 +10,8 @@ public protocol OAuthClientStore: Sendable {
     func oauthClients() async throws(StoreError) -> [OAuthClient]
     /// Replaces a confidential client's secret hash; false when there is no such client.
     func replaceOAuthClientSecret(id: String, hash: [UInt8]) async throws(StoreError) -> Bool
+    /// A client's name and redirect URIs replaced; false when there is no such client.
+    func updateOAuthClient(id: String, name: String, redirectURIs: [String]) async throws(StoreError) -> Bool
     /// Deletes the client (its codes and consents with it); false when there was none.
     func deleteOAuthClient(id: String) async throws(StoreError) -> Bool
 }

@@ -31,6 +31,13 @@ extension SQLStore {
         ).isEmpty)
     }
 
+    public func updateOAuthClient(id: String, name: String, redirectURIs: [String]) async throws(StoreError) -> Bool {
+        !(try await executor.query(
+            "UPDATE oauth_clients SET name = ?, redirect_uris = ? WHERE client_id = ? RETURNING client_id",
+            [.text(name), .text(Self.list(redirectURIs)), .text(id)]
+        ).isEmpty)
+    }
+
     public func deleteOAuthClient(id: String) async throws(StoreError) -> Bool {
         !(try await executor.query("DELETE FROM oauth_clients WHERE client_id = ? RETURNING client_id", [.text(id)]).isEmpty)
     }

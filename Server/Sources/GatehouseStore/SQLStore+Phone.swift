@@ -28,8 +28,14 @@ extension SQLStore {
 
     public func newestPhoneCode(phone: String?, purpose: SMSPurpose, userID: UserID?) async throws(StoreError) -> PhoneCode? {
         let (conditions, binds) = Self.phoneCodeFilter(phone: phone, userID: userID, purpose: purpose)
+        // A send retires the older live codes, so the live one (if any) is the newest: it goes
+        // first, also when two were made within the same second (`created_at` is in seconds and
+        // `id` is random, so neither orders them).
         return try await executor.query(
-            "SELECT \(Self.phoneCodeColumns) FROM phone_codes WHERE \(conditions) ORDER BY created_at DESC, id DESC LIMIT 1", binds
+            """
+            SELECT \(Self.phoneCodeColumns) FROM phone_codes WHERE \(conditions)
+            ORDER BY CASE WHEN used_at IS NULL THEN 0 ELSE 1 END, created_at DESC, id DESC LIMIT 1
+            """, binds
         ).first.map(Self.phoneCode(from:))
     }
 

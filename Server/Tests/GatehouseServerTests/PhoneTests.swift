@@ -342,4 +342,27 @@ import Testing
             #expect(output.contains("ALL OK"), "\(output)")
         }
     }
+
+    /// `resend` with `sms` (a phone sign-up's code: the newest works, the replaced one does not,
+    /// the password stays) and `phone_change` (the change's code again), with three sends a
+    /// minute per number so a resend fits; nothing to a number with nothing pending, and the
+    /// fourth send refused.
+    @Test(.requires(SMTPSink.python != nil, "GATEHOUSE_TEST_PYTHON"), arguments: Backend.available)
+    func supabasesOwnClientResendsSMSCodes(_ backend: Backend) async throws {
+        try await TestApp.run(backend, preset: "hannah", setup: .live, adjust: {
+            PhoneTests.roomy(&$0)
+            SupabaseCompatTests.withBothKeys(&$0)
+            $0.preset.signInMethods.emailPassword = true
+            $0.preset.sms.perNumberPerMinute = 3
+        }) { client, _ in
+            let output = try await Command.run(
+                try #require(SMTPSink.python),
+                [Self.script.path, "--url", "http://127.0.0.1:\(try #require(client.port))", "--anon", SupabaseCompatTests.anonKey,
+                 "--library", "supabase_auth", "--resend"])
+            for step in ["resend a sign-up's code", "resend a number change's code"] {
+                #expect(output.contains("ok: \(step)\n"), "missing step: \(step)\n\(output)")
+            }
+            #expect(output.contains("ALL OK"), "\(output)")
+        }
+    }
 }

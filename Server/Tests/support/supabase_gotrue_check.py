@@ -503,6 +503,12 @@ def oauth_clients_map_onto_the_providers_clients(run):
     assert len(listed) == 1 and listed[0].client_secret is None and listed[0].client_name == "Dashboard", listed
     fetched = oauth.get_client(made.client_id).client
     assert fetched.client_id == made.client_id and fetched.client_name == "Dashboard" and fetched.client_secret is None, fetched
+    # update_client: the name and the redirect URIs; a field it cannot change is refused.
+    updated = oauth.update_client(made.client_id, {"client_name": "Dashboard 2", "redirect_uris": ["https://dash.example.com/cb2"]}).client
+    assert updated.client_name == "Dashboard 2" and updated.redirect_uris == ["https://dash.example.com/cb2"], updated
+    assert oauth.get_client(made.client_id).client.client_name == "Dashboard 2"
+    refused(lambda: oauth.update_client(made.client_id, {"scope": "openid"}), "validation_failed", 400)
+    refused(lambda: oauth.update_client(made.client_id, {"redirect_uris": ["http://evil.example.com/cb"]}), "validation_failed", 400)
     regenerated = oauth.regenerate_client_secret(made.client_id).client
     assert regenerated.client_id == made.client_id, regenerated
     assert regenerated.client_secret.startswith("ghs_") and regenerated.client_secret != made.client_secret, regenerated

@@ -17,6 +17,7 @@ def main():
     parser = argparse.ArgumentParser()
     for name in ("url", "anon", "library"):
         parser.add_argument("--" + name, required=True)
+    parser.add_argument("--resend", action="store_true", help="only the resend steps (a preset with 3 sends a minute per number)")
     options = parser.parse_args()
     lib = importlib.import_module(options.library)
     errors = importlib.import_module(options.library + ".errors")
@@ -37,6 +38,11 @@ def main():
                     return message["id"], message["text"].rsplit("#", 1)[1].strip()
             time.sleep(0.05)
         raise AssertionError(f"no SMS to {number}")
+
+    if options.resend:
+        resend(options, client, code_for, errors, step)
+        print("ALL OK", flush=True)
+        return
 
     first, second = "+14155550142", "+14155550143"
     auth = client()
@@ -101,6 +107,54 @@ def main():
         assert error.status == 400 and error.code == "validation_failed", (error.code, error.status)
     step("refusals in GoTrue's words")
     print("ALL OK", flush=True)
+
+
+def resend(options, client, code_for, errors, step):
+    """`resend` with `sms` and `phone_change`: the newest code works, the one before it no more."""
+    number, password = "+14155550146", "Correct-Horse-42-battery"
+    made = client().sign_up({"phone": number, "password": password})
+    assert made.session is None and made.user.phone_confirmed_at is None, made
+    first_id, first = code_for(number)
+    client().resend({"type": "sms", "phone": number})
+    _, second = code_for(number, after=first_id)
+    if second != first:
+        try:
+            client().verify_otp({"phone": number, "token": first, "type": "sms"})
+            raise AssertionError("the code the resend replaced went through")
+        except errors.AuthApiError as error:
+            assert error.code == "otp_expired" and error.status == 403, (error.code, error.status)
+    confirmed = client().verify_otp({"phone": number, "token": second, "type": "sms"})
+    assert confirmed.session is not None and confirmed.user.id == made.user.id and confirmed.user.phone_confirmed_at, confirmed
+    # The sign-up's code again: the password stays.
+    signed = client().sign_in_with_password({"phone": number, "password": password})
+    assert signed.user.id == made.user.id, signed
+    # A proved number has no sign-up code to resend: nothing is sent, the answer the same.
+    client().resend({"type": "sms", "phone": number})
+    time.sleep(0.5)
+    messages = [m for m in httpx.get(options.url + "/dev/outbox").json()["messages"] if m["kind"] == "sms" and m["to"] == number]
+    assert len(messages) == 2, messages
+    step("resend a sign-up's code")
+
+    auth = client()
+    auth.set_session(signed.session.access_token, signed.session.refresh_token)
+    moved = "+14155550147"
+    auth.update_user({"phone": moved})
+    change_id, change = code_for(moved)
+    client().resend({"type": "phone_change", "phone": moved})
+    _, again = code_for(moved, after=change_id)
+    changed = client().verify_otp({"phone": moved, "token": again, "type": "phone_change"})
+    assert changed.user.phone == "14155550147" and changed.user.id == made.user.id, changed.user
+    # A number no change is pending for gets nothing; a fourth send in the minute is refused.
+    client().resend({"type": "phone_change", "phone": "+14155550148"})
+    time.sleep(0.5)
+    assert not [m for m in httpx.get(options.url + "/dev/outbox").json()["messages"] if m["to"] == "+14155550148"]
+    client().resend({"type": "phone_change", "phone": moved})
+    try:
+        client().resend({"type": "phone_change", "phone": moved})
+        raise AssertionError("a send over the per-number limit went through")
+    except errors.AuthApiError as error:
+        assert error.status == 429 and error.code == "over_request_rate_limit", (error.code, error.status)
+    step("resend a number change's code")
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ enum GoTrueRoutes {
     static let createOAuthClient = Route(.post, "/auth/v1/admin/oauth/clients")
     static let oauthClient = Route(.get, "/auth/v1/admin/oauth/clients/{client_id}")
     static let deleteOAuthClient = Route(.delete, "/auth/v1/admin/oauth/clients/{client_id}")
+    static let updateOAuthClient = Route(.put, "/auth/v1/admin/oauth/clients/{client_id}")
     static let regenerateSecret = Route(.post, "/auth/v1/admin/oauth/clients/{client_id}/regenerate_secret")
 
     /// Any other path under `/auth/v1`, for any method: GoTrue's error shape, 404 `not_found`.
@@ -52,7 +53,7 @@ enum GoTrueRoutes {
     ]
     static let admin = [
         adminUsers, adminCreateUser, adminUser, adminUpdateUser, adminDeleteUser, adminFactors, adminDeleteFactor, invite, generateLink,
-        oauthClients, createOAuthClient, oauthClient, deleteOAuthClient, regenerateSecret,
+        oauthClients, createOAuthClient, oauthClient, updateOAuthClient, deleteOAuthClient, regenerateSecret,
     ]
     static let all = anon + admin
 }

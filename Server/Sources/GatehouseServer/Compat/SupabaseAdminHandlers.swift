@@ -19,6 +19,7 @@ struct SupabaseAdminHandlers {
         admin.on(GoTrueRoutes.oauthClients, use: oauthClients)
         admin.on(GoTrueRoutes.createOAuthClient, use: createOAuthClient)
         admin.on(GoTrueRoutes.oauthClient, use: oauthClient)
+        admin.on(GoTrueRoutes.updateOAuthClient, use: updateOAuthClient)
         admin.on(GoTrueRoutes.deleteOAuthClient, use: deleteOAuthClient)
         admin.on(GoTrueRoutes.regenerateSecret, use: regenerateSecret)
     }
@@ -60,6 +61,12 @@ struct SupabaseAdminHandlers {
 
     @Sendable func oauthClient(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
         try JSONBody.response(try await compat.oauthClient(try context.parameters.require("client_id")), headers: noStore)
+    }
+
+    @Sendable func updateOAuthClient(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        let body = try await input.body(GoTrueOAuthClientRequest.self, request)
+        let updated = try await compat.updateOAuthClient(try context.parameters.require("client_id"), body, client: input.client(request, context))
+        return try JSONBody.response(updated, headers: noStore)
     }
 
     @Sendable func deleteOAuthClient(_ request: Request, context: GatehouseRequestContext) async throws -> Response {

@@ -125,6 +125,18 @@ extension SupabaseCompatService {
         GoTrueOAuthClient(OperatorClientsService.payload(try await knownClient(id), secret: nil))
     }
 
+    /// `PUT /admin/oauth/clients/{id}`: its `client_name` and `redirect_uris`; other fields are
+    /// refused (400), not dropped.
+    func updateOAuthClient(_ id: String, _ body: GoTrueOAuthClientRequest, client: ClientInfo) async throws -> GoTrueOAuthClient {
+        _ = try await knownClient(id)
+        guard body.scope == nil, body.clientType == nil, body.tokenEndpointAuthMethod == nil else {
+            throw GatehouseError.invalidRequest("Only client_name and redirect_uris can be changed; register a new client for the rest.")
+        }
+        guard body.clientName != nil || body.redirectURIs != nil else { throw GatehouseError.invalidRequest("No fields provided for update") }
+        return GoTrueOAuthClient(
+            try await clients.update(id, name: body.clientName, redirectURIs: body.redirectURIs, by: Self.serviceRole, client: client))
+    }
+
     /// `POST /admin/oauth/clients/{id}/regenerate_secret`.
     func regenerateSecret(_ id: String, client: ClientInfo) async throws -> GoTrueOAuthClient {
         let found = try await knownClient(id)

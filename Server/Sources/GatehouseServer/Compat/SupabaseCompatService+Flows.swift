@@ -70,7 +70,7 @@ extension SupabaseCompatService {
     /// limits. The answer is the same whether or not the address has an unverified account.
     func resend(type: String, email: String) async throws {
         guard type == "signup" || type == "email_change" else {
-            throw GatehouseError.invalidRequest("The type must be signup or email_change (phone types are not served).")
+            throw GatehouseError.invalidRequest("The type must be signup, email_change, sms or phone_change.")
         }
         guard EmailAddress.isValid(email) else { throw GatehouseError(status: 400, code: .invalidEmail, message: "Unable to validate email address: invalid format") }
         guard let user = try await store.user(normalizedEmail: EmailAddress.normalize(email)), !user.emailVerified, !user.isDisabled else { return }
@@ -81,6 +81,16 @@ extension SupabaseCompatService {
             // that would tell it exists.
             guard preset.enumerationProtection == .helpful else { return }
             throw error
+        }
+    }
+
+    /// `POST /resend` with `sms` (a phone sign-up's code) or `phone_change` (a number change's
+    /// code), and `phone`: the code again, under every SMS pumping defence (docs/phone.md).
+    func resendSMS(type: String, phone number: String, captchaToken: String?, client: ClientInfo) async throws {
+        switch type {
+        case "sms": try await phone.resendSignUpCode(phone: number, captchaToken: captchaToken, client: client)
+        case "phone_change": try await phone.resendChangeCode(phone: number, captchaToken: captchaToken, client: client)
+        default: throw GatehouseError.invalidRequest("With a phone number the type must be sms or phone_change.")
         }
     }
 

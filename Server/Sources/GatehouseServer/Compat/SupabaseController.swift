@@ -113,6 +113,11 @@ struct SupabaseController {
 
     @Sendable func resend(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
         let body = try await input.body(GoTrueEmailRequest.self, request)
+        if let phone = body.phone, body.email == nil {
+            try await compat.resendSMS(
+                type: try Self.required(body.type, "type"), phone: phone, captchaToken: body.security?.captchaToken, client: input.client(request, context))
+            return try JSONBody.response(["message_id": String?.none])
+        }
         try await compat.resend(type: try Self.required(body.type, "type"), email: try Self.required(body.email, "email"))
         return try JSONBody.response(["message_id": String?.none])
     }

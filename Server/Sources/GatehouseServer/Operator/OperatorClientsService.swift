@@ -79,6 +79,24 @@ struct OperatorClientsService: Sendable {
         OAuthClientList(clients: try await store.oauthClients().map { Self.payload($0, secret: nil) })
     }
 
+    /// A client's name and redirect URIs, under the rules of its registration; its codes, consents
+    /// and sessions stay (a code is still exchanged only at the redirect URI it was issued for).
+    func update(_ id: String, name: String?, redirectURIs: [String]?, by actor: String, client caller: ClientInfo?) async throws -> OAuthClientPayload {
+        let found = try await find(id)
+        let newName = (name ?? found.name).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard (1...100).contains(newName.count) else { throw GatehouseError.invalidRequest("Give the client a name of up to 100 characters.") }
+        let uris = redirectURIs ?? found.redirectURIs
+        let signsPeopleIn = found.scopes.contains { OAuthScope(rawValue: $0) != nil }
+        try Self.checkURIs(uris, field: "redirect_uris", required: signsPeopleIn || found.isPublic)
+        try await unitOfWork.run(client: caller) { work in
+            guard try await work.tx.updateOAuthClient(id: id, name: newName, redirectURIs: uris) else { throw GatehouseError.notFound("No such client.") }
+            try await work.audit(.oauthClientUpdated, user: nil, details: ["by": actor, "client_id": id])
+        }
+        var updated = found
+        (updated.name, updated.redirectURIs) = (newName, uris)
+        return Self.payload(updated, secret: nil)
+    }
+
     /// `POST /admin/v1/oauth/clients/{client}/secret`: a new secret, shown once; the old one
     /// stops working at once.
     func rotateSecret(_ id: String, by actor: String, client caller: ClientInfo?) async throws -> OAuthClientPayload {

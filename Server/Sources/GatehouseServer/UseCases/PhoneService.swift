@@ -67,6 +67,35 @@ struct PhoneService: Sendable {
         }
     }
 
+    /// `/auth/v1`'s `POST /resend` with `sms`: the sign-up's code again, to a number whose
+    /// account has not proved it yet. The new code names that account, as the sign-up's did, so
+    /// proving with it keeps the password. Nothing is sent otherwise; the answer is the same.
+    /// Every pumping defence applies, as to any send.
+    func resendSignUpCode(phone: String, captchaToken: String?, client: ClientInfo) async throws {
+        try gate.requireMethod(preset.signInMethods.phone)
+        let number = try number(phone)
+        try await defences.admit(number, client: client, captchaToken: captchaToken)
+        guard let owner = try await store.user(phone: number.e164), owner.phoneVerifiedAt == nil, !owner.isDisabled else { return }
+        try await unitOfWork.run(client: client) { work in
+            try await codes.send(work.narrowed { $0 }, to: number, purpose: .signIn, userID: owner.id)
+        }
+    }
+
+    /// `/auth/v1`'s `POST /resend` with `phone_change`: the code of a change to this number
+    /// again, for the account that asked for it (found by the number, as `confirmChange` finds
+    /// it), while that request is live. Nothing is sent otherwise; the answer is the same.
+    func resendChangeCode(phone: String, captchaToken: String?, client: ClientInfo) async throws {
+        try gate.requireMethod(preset.signInMethods.phone)
+        let number = try number(phone)
+        try await defences.admit(number, client: client, captchaToken: captchaToken)
+        guard let pending = try await store.newestPhoneCode(phone: number.e164, purpose: .verifyPhone, userID: nil),
+            pending.usedAt == nil, pending.expiresAt > clock.now, let userID = pending.userID
+        else { return }
+        try await unitOfWork.run(client: client) { work in
+            try await codes.send(work.narrowed { $0 }, to: number, purpose: .verifyPhone, userID: userID)
+        }
+    }
+
     /// `/auth/v1`'s `POST /signup` with a number and a password (where the preset has
     /// passwords): the account is made with the number not yet proved, and a code goes to it;
     /// `POST /verify` with `type: sms` proves it and opens the first session. Until then the
