@@ -20,6 +20,9 @@ public struct ImportedAccount: Sendable, Equatable {
     public var lastSignInAt: Date?
     /// Provider identities other than email (which follows from `email`) and anonymous.
     public var identities: [ImportedIdentity]
+    /// The account's metadata objects (`AccountMetadata`), where the source has them (Supabase).
+    public var userMetadata: [String: JSONValue] = [:]
+    public var appMetadata: [String: JSONValue] = [:]
 
     public init(
         id: UserID, sourceID: String, email: String? = nil, emailVerifiedAt: Date? = nil, isAnonymous: Bool = false,

@@ -18,19 +18,23 @@ public struct SupabaseUserRow: Sendable, Equatable, Codable {
     public var isSSOUser: Bool?
     public var phone: String?
     public var rawUserMetaData: [String: JSONValue]?
+    /// What GoTrue's service role set (roles and the like); its `provider` and `providers` are
+    /// derived here again from the identities.
+    public var rawAppMetaData: [String: JSONValue]?
 
     enum CodingKeys: String, CodingKey {
         case id, email, phone
         case encryptedPassword = "encrypted_password", emailConfirmedAt = "email_confirmed_at", createdAt = "created_at"
         case lastSignInAt = "last_sign_in_at", bannedUntil = "banned_until", deletedAt = "deleted_at", isAnonymous = "is_anonymous"
-        case isSSOUser = "is_sso_user", rawUserMetaData = "raw_user_meta_data"
+        case isSSOUser = "is_sso_user", rawUserMetaData = "raw_user_meta_data", rawAppMetaData = "raw_app_meta_data"
     }
 
     public init(
         id: String, email: String? = nil, encryptedPassword: String? = nil, emailConfirmedAt: Date? = nil, createdAt: Date? = nil,
         lastSignInAt: Date? = nil, bannedUntil: Date? = nil, deletedAt: Date? = nil, isAnonymous: Bool? = nil, isSSOUser: Bool? = nil,
-        phone: String? = nil, rawUserMetaData: [String: JSONValue]? = nil
+        phone: String? = nil, rawUserMetaData: [String: JSONValue]? = nil, rawAppMetaData: [String: JSONValue]? = nil
     ) {
+        self.rawAppMetaData = rawAppMetaData
         self.id = id
         self.email = email
         self.encryptedPassword = encryptedPassword
@@ -175,12 +179,20 @@ public enum SupabaseExport {
         }.first
         var avatar: String?
         if case .string(let url)? = metadata["avatar_url"] ?? metadata["picture"] { avatar = ImportChecks.avatarURL(url) }
-        let account = ImportedAccount(
+        // Both objects are kept as GoTrue kept them, under `AccountMetadata`'s rules.
+        let kept: (user: [String: JSONValue], app: [String: JSONValue])
+        do {
+            kept = (try AccountMetadata.fresh(metadata, kind: .user), try AccountMetadata.fresh(user.rawAppMetaData, kind: .app))
+        } catch {
+            return .failure(ImportFormatError(error.message))
+        }
+        var account = ImportedAccount(
             id: id, sourceID: user.id.lowercased(), email: anonymous ? nil : email,
             emailVerifiedAt: anonymous || email == nil ? nil : user.emailConfirmedAt, isAnonymous: anonymous && email == nil,
             displayName: name, avatarURL: avatar, password: anonymous ? nil : password,
             disabled: user.bannedUntil.map { $0 > now } ?? false, createdAt: user.createdAt ?? now, lastSignInAt: user.lastSignInAt,
             identities: anonymous ? [] : imported)
+        (account.userMetadata, account.appMetadata) = kept
         guard ImportChecks.reachable(account) else {
             return .failure(ImportFormatError(user.phone?.isEmpty == false ? "phone sign-in is not supported" : "no email address, identity or anonymous flag"))
         }

@@ -45,16 +45,18 @@ public struct SupabaseAuthSource: Sendable {
             "id::text AS id", column("email", "email::text"), column("encrypted_password", "encrypted_password::text"),
             epoch("email_confirmed_at"), epoch("created_at"), epoch("last_sign_in_at"), epoch("banned_until"), epoch("deleted_at"),
             flag("is_anonymous"), flag("is_sso_user"), column("phone", "phone::text"), column("raw_user_meta_data", "raw_user_meta_data::text"),
+            column("raw_app_meta_data", "raw_app_meta_data::text"),
         ].joined(separator: ", ")
         let userRows = try await database.query(
             "SELECT \(select) FROM auth.users \(Self.order) LIMIT ? OFFSET ?", [.integer(Int64(limit)), .integer(Int64(offset))])
         var pageUsers: [SupabaseUserRow] = []
         for row in userRows {
             func date(_ name: String) throws(StoreError) -> Date? { try row.optionalInt(name).map(Date.init(unixSeconds:)) }
-            var metadata: [String: JSONValue]?
-            if let text = try row.optionalString("raw_user_meta_data") {
-                metadata = (try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)))?.objectValue
+            func object(_ name: String) throws(StoreError) -> [String: JSONValue]? {
+                guard let text = try row.optionalString(name) else { return nil }
+                return (try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)))?.objectValue
             }
+            let metadata = try object("raw_user_meta_data")
             pageUsers.append(
                 SupabaseUserRow(
                     id: try row.string("id"), email: try row.optionalString("email"),
@@ -62,7 +64,7 @@ public struct SupabaseAuthSource: Sendable {
                     createdAt: try date("created_at"), lastSignInAt: try date("last_sign_in_at"), bannedUntil: try date("banned_until"),
                     deletedAt: try date("deleted_at"), isAnonymous: try row.optionalInt("is_anonymous").map { $0 != 0 },
                     isSSOUser: try row.optionalInt("is_sso_user").map { $0 != 0 }, phone: try row.optionalString("phone"),
-                    rawUserMetaData: metadata))
+                    rawUserMetaData: metadata, rawAppMetaData: try object("raw_app_meta_data")))
         }
         // GoTrue before late 2023 kept the provider's id in `id` and had no `provider_id`.
         let providerID = identities.contains("provider_id") ? "i.provider_id::text" : "i.id::text"

@@ -55,6 +55,29 @@ import Testing
         }
     }
 
+    /// Twelve writes of twelve keys released together (the last-byte technique), the holder's
+    /// and an operator's: each merges into what is stored when it holds the account's row, so
+    /// every key is kept.
+    @Test(arguments: Backend.available)
+    func writesReleasedTogetherLoseNoKey(_ backend: Backend) async throws {
+        try await TestApp.run(backend, setup: .live, adjust: ConcurrentLimitTests.patient) { client, _ in
+            let api = AuthClient(client: client)
+            let account = try await api.account("race@example.com")
+            let token = account.session.accessToken
+            let requests = (0..<12).map { key in
+                let body = #"{"user_metadata": {"k\#(key)": \#(key)}}"#
+                return key.isMultiple(of: 3)
+                    ? LastByteRace.request("PATCH", "/v1/me", json: body, headers: ["Authorization": "Bearer \(token)"])
+                    : LastByteRace.request(
+                        "PATCH", "/admin/v1/users/\(account.user.id)/metadata", json: body, headers: ["Authorization": "Bearer \(TestApp.adminKey)"])
+            }
+            let answers = try await BurstGate.exclusive { try await LastByteRace.send(port: try #require(client.port), requests) }
+            #expect(answers.map(\.status) == Array(repeating: 200, count: 12), "\(answers.map(\.status))")
+            let me = try await api.get("/v1/me", token: token).json(MeResponse.self).user
+            #expect(me.userMetadata == Dictionary(uniqueKeysWithValues: (0..<12).map { ("k\($0)", JSONValue.number(Double($0))) }))
+        }
+    }
+
     @Test(arguments: Backend.available)
     func nativeTokensCarrySupabasesClaimsWhenThePresetSaysSo(_ backend: Backend) async throws {
         let adjust: (inout GatehouseConfig) -> Void = { config in

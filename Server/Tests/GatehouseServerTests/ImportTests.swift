@@ -207,9 +207,11 @@ import Testing
         try await Self.supabaseSource({ source in
             func user(_ id: String, _ email: String?, _ hash: String?, created: String, extra: String = "", values: String = "") async throws {
                 try await source.query(
-                    "INSERT INTO auth.users (instance_id, id, aud, role, email, encrypted_password, created_at, raw_user_meta_data\(extra)) "
+                    "INSERT INTO auth.users (instance_id, id, aud, role, email, encrypted_password, created_at, raw_user_meta_data, "
+                        + "raw_app_meta_data\(extra)) "
                         + "VALUES ('00000000-0000-0000-0000-000000000000', '\(id)', 'authenticated', 'authenticated', ?, ?, '\(created)', "
-                        + "'{\"full_name\": \"Alice Liddell\", \"avatar_url\": \"https://cdn.example.com/a.png\"}'\(values))",
+                        + "'{\"full_name\": \"Alice Liddell\", \"avatar_url\": \"https://cdn.example.com/a.png\", \"team\": \"red\"}', "
+                        + "'{\"provider\": \"email\", \"providers\": [\"email\"], \"roles\": [\"editor\"]}'\(values))",
                     [SQLValue(email), SQLValue(hash)])
             }
             try await user(Self.alice, "Alice@Example.com", aliceHash, created: "2023-01-01 10:00:00.123456+00",
@@ -246,6 +248,9 @@ import Testing
                 let aliceUser = try alice.json(AuthResponse.self).user
                 #expect(aliceUser.id == Self.alice, "Supabase's id is kept: the app's rows keyed by auth.uid() still match")
                 #expect(aliceUser.displayName == "Alice Liddell" && aliceUser.avatarURL == "https://cdn.example.com/a.png")
+                // GoTrue's metadata comes along: the free keys kept, the derived ones (the profile's,
+                // `provider`, `providers`) made here again.
+                #expect(aliceUser.userMetadata == ["team": .string("red")] && aliceUser.appMetadata == ["roles": .array([.string("editor")])])
                 #expect(aliceUser.emailVerified && aliceUser.createdAt == "2023-01-01T10:00:00Z")
                 let bob = try await api.login("bob@example.com", "bob builds things")
                 #expect(bob.status == .ok, "\(bob.text)")
@@ -324,7 +329,8 @@ import Testing
                 {"users": [{"id": "7b0c4b9e-1d1f-4a52-9f3a-1b2c3d4e5f67", "email": "json@example.com",
                             "encrypted_password": "$2a$04$3THsdJmT/ZC1desV8NpqueGXbSLyQlvN9iKV5wH68bY004l/eTKPS",
                             "email_confirmed_at": "2023-05-06T07:08:09.123456+00:00", "created_at": "2023-05-06T07:08:09.123456+02:00",
-                            "is_anonymous": false, "raw_user_meta_data": {"name": "Jay Son"}},
+                            "is_anonymous": false, "raw_user_meta_data": {"name": "Jay Son", "plan_note": "vip"},
+                            "raw_app_meta_data": {"tenant": "acme"}},
                            {"id": "not-a-uuid", "email": "x@example.com"}],
                  "identities": [], "first_row": 11}
                 """
@@ -336,6 +342,7 @@ import Testing
             #expect(signedIn.status == .ok, "\(signedIn.text)")
             let user = try signedIn.json(AuthResponse.self).user
             #expect(user.displayName == "Jay Son" && user.createdAt == "2023-05-06T05:08:09Z")
+            #expect(user.userMetadata == ["plan_note": .string("vip")] && user.appMetadata == ["tenant": .string("acme")])
         }
     }
 }

@@ -346,7 +346,7 @@ import Testing
     /// `resend` with `sms` (a phone sign-up's code: the newest works, the replaced one does not,
     /// the password stays) and `phone_change` (the change's code again), with three sends a
     /// minute per number so a resend fits; nothing to a number with nothing pending, and the
-    /// fourth send refused.
+    /// per-number limits refusing a send past them.
     @Test(.requires(SMTPSink.python != nil, "GATEHOUSE_TEST_PYTHON"), arguments: Backend.available)
     func supabasesOwnClientResendsSMSCodes(_ backend: Backend) async throws {
         try await TestApp.run(backend, preset: "hannah", setup: .live, adjust: {

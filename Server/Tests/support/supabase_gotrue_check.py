@@ -357,6 +357,18 @@ def generate_link_for_every_type(run):
     run.used_up(signup.properties.action_link)
     refused(lambda: run.admin.generate_link({"type": "signup", "email": address, "password": PASSWORD}), "email_exists", 422)
 
+    # signup for an unverified account that was there already (its password anyone may have set):
+    # the link is the owner's first proof, which ends that password.
+    address = run.address("gen-signup-existing")
+    earlier = run.client().sign_up({"email": address, "password": PASSWORD}).user
+    answer = run.admin.generate_link({"type": "signup", "email": address, "password": "Other-Horse-47-battery", "options": common})
+    assert answer.user.id == earlier.id and answer.properties.verification_type == "signup", answer
+    assert re.fullmatch(r"[0-9]{6}", answer.properties.email_otp), answer.properties
+    values = run.signed_in_by_link(answer.properties.action_link, "signup")
+    assert run.client().get_user(values["access_token"]).user.email_confirmed_at is not None
+    refused(lambda: run.client().sign_in_with_password({"email": address, "password": PASSWORD}), "invalid_credentials", 400)
+    run.used_up(answer.properties.action_link)
+
     # invite: a new address; the link opens a session and confirms it.
     address = run.address("gen-invite")
     invite = generated(run, {"type": "invite", "email": address, "options": common})

@@ -24,19 +24,21 @@ extension SupabaseCompatService {
     }
 
     /// A generated sign-up's account: made with the password (unverified) when there is none;
-    /// an unverified one is used again, a verified one is 422 `email_exists`.
-    private func signupUser(_ body: GoTrueGenerateLink) async throws -> User {
+    /// an unverified one is used as it is (`password` and `data` are not applied to it), a
+    /// verified one is 422 `email_exists`.
+    private func signupUser(_ body: GoTrueGenerateLink) async throws -> (User, created: Bool) {
         if let existing = try await store.user(normalizedEmail: EmailAddress.normalize(body.email)) {
             if existing.emailVerified { throw Self.emailExists }
-            return existing
+            return (existing, false)
         }
         guard let password = body.password else { throw GatehouseError.invalidRequest("A signup link needs a password.") }
         try GoTrueMetadata.checkSize(body.data, kind: .user)
         let patch = GoTrueMetadata.patch(from: body.data)
         if let patch { try await profiles.check(patch) }
-        return try await passwords.createByOperator(
+        let user = try await passwords.createByOperator(
             email: body.email, password: password, passwordHash: nil, emailConfirmed: false, displayName: patch?.displayName,
             userMetadata: body.data ?? [:])
+        return (user, true)
     }
 
     /// An email change's new address: well formed, and no account's.
@@ -82,10 +84,12 @@ extension SupabaseCompatService {
             if body.type == "magiclink", try await store.user(normalizedEmail: EmailAddress.normalize(body.email)) == nil { type = "signup" }
             user = try await invitee(email: body.email, data: body.data, refuseVerified: body.type == "invite")
         case "signup":
-            // A verification link: following it proves the address and keeps the password the
-            // service role set (a magic link, the owner's first proof, would end it).
-            purpose = .verifyEmail
-            user = try await signupUser(body)
+            // For the account made here, a verification link: following it proves the address and
+            // keeps the password the service role set. For an unverified account that was there
+            // already, whose password anyone may have set, a magic link: the owner's first proof,
+            // which ends everything added before it.
+            let (found, created) = try await signupUser(body)
+            (purpose, user) = (created ? .verifyEmail : .magicLink, found)
         case "recovery", "email_change_current", "email_change_new":
             guard let found = try await store.user(normalizedEmail: EmailAddress.normalize(body.email)) else {
                 throw GoTrueError(status: 404, .userNotFound, "User with this email not found")

@@ -153,6 +153,7 @@ struct ImportService: Sendable {
             disabledAt: account.disabled ? work.now : nil, disabledReason: account.disabled ? "disabled in \(source.capitalized) before the import" : nil,
             createdAt: account.createdAt, updatedAt: work.now)
         user.lastSignInAt = account.lastSignInAt
+        (user.userMetadata, user.appMetadata) = (account.userMetadata, account.appMetadata)
         try await work.tx.insertUser(user)
         var providers: [Provider] = []
         if account.isAnonymous {
