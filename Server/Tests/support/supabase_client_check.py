@@ -24,6 +24,16 @@ import httpx
 import pyotp
 
 
+def patient_http(library):
+    """The client's HTTP client, waiting up to 60 s (httpx's default is 5): the test suite runs
+    many servers at once on two cores, and a slow answer is not a wrong one."""
+    try:
+        client_class = importlib.import_module(library + ".http_clients").SyncClient
+    except ModuleNotFoundError:
+        client_class = httpx.Client
+    return client_class(timeout=60, follow_redirects=True, http2=True)
+
+
 def main():
     parser = argparse.ArgumentParser()
     for name in ("url", "anon", "service", "maildir", "reset-path", "magic-path", "app-url", "library"):
@@ -37,10 +47,12 @@ def main():
 
     def client():
         return lib.SyncGoTrueClient(
-            url=auth_url, headers={"apikey": options.anon}, auto_refresh_token=False, persist_session=False)
+            url=auth_url, headers={"apikey": options.anon}, auto_refresh_token=False, persist_session=False,
+            http_client=patient_http(options.library))
 
     admin = lib.SyncGoTrueAdminAPI(
-        url=auth_url, headers={"apikey": options.service, "Authorization": "Bearer " + options.service})
+        url=auth_url, headers={"apikey": options.service, "Authorization": "Bearer " + options.service},
+        http_client=patient_http(options.library))
 
     def step(name):
         print("ok:", name, flush=True)

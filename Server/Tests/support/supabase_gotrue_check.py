@@ -38,6 +38,13 @@ PASSWORD = "Correct-Horse-42-battery"
 LINK_TYPE = {"email_change_current": "email_change", "email_change_new": "email_change"}
 
 
+
+def patient_http():
+    """The client's HTTP client, waiting up to 60 s (httpx's default is 5): the test suite runs
+    many servers at once on two cores, and a slow answer is not a wrong one."""
+    return httpx.Client(timeout=60, follow_redirects=True, http2=True)
+
+
 class Run:
     """What every step shares: the options, the clients, the run's tag, and helpers."""
 
@@ -47,12 +54,14 @@ class Run:
         self.app_url = options.app_url
         self.tag = uuid.uuid4().hex[:8]
         self.admin = SyncGoTrueAdminAPI(
-            url=self.auth_url, headers={"apikey": options.service, "Authorization": "Bearer " + options.service})
+            url=self.auth_url, headers={"apikey": options.service, "Authorization": "Bearer " + options.service},
+            http_client=patient_http())
         self.service_headers = {"apikey": options.service, "Authorization": "Bearer " + options.service}
 
     def client(self):
         return SyncGoTrueClient(
-            url=self.auth_url, headers={"apikey": self.options.anon}, auto_refresh_token=False, persist_session=False)
+            url=self.auth_url, headers={"apikey": self.options.anon}, auto_refresh_token=False, persist_session=False,
+            http_client=patient_http())
 
     def address(self, name):
         return f"gt-{self.tag}-{name}@example.com"
