@@ -35,7 +35,11 @@ public struct GatehouseUser: Sendable, Equatable {
     /// `email` ("" without one), and `app_metadata`, what operators set (roles, a tenant),
     /// which the holder cannot change. nil where the token has none.
     public var role: String? = nil
+    /// The account's address as the token's Supabase `email` claim says it ("" without one);
+    /// nil where the token has no such claim.
     public var email: String? = nil
+    /// What operators set on the account (`app_metadata`: roles, a tenant), which the holder
+    /// cannot change: the object to base an app's own access rules on. nil where the token has none.
     public var appMetadata: [String: JSONValue]? = nil
     /// The holder's own metadata, in tokens `/auth/v1` issues; never a basis for access.
     public var userMetadata: [String: JSONValue]? = nil
