@@ -18,6 +18,10 @@ Each check lists what breaks its rule, file:line. The rules:
                  handler a named method (`use:`), not a closure
   file-length    no Swift file under Sources/ or Server/Sources/ over 400 lines
   doc-paths      every repository path docs/architecture.md names in backticks exists
+  fact-writes    every store method that writes a row `SessionCache` keeps a copy of drops it:
+                 users and sessions (`changed(`, but for a new row and `touchSession`), and the
+                 tables an account's `AccountFacts` come from (`changed(.facts(…))`, each method a
+                 case of `SessionCacheStoreTests.FactWrite`, the test that checks it does; issue 47)
 
 Usage: structure-check.py [--report] [CHECK...]
 Without --report it exits 1 when any rule is broken (the test command runs it so); --report
@@ -189,9 +193,49 @@ def doc_paths():
     return found
 
 
+FACT_TABLES = ("identities", "subscriptions", "stripe_subscriptions", "plan_grants", "credit_ledger")
+# The rows SessionCache keeps copies of besides the facts: every write drops them (changed(.session
+# or .user)), but a new row (no copy of it can exist) and a session's last_active_at moving
+# forward (a copy older there is only stricter; PostgreSQL's trigger skips it too).
+CACHED_ROW_WRITE = re.compile(r"(?:INSERT INTO|UPDATE|DELETE FROM)\s+(users|sessions)\b")
+NEW_OR_STRICTER = {"insertUser", "insertSession", "touchSession"}
+FACT_WRITE = re.compile(r"(?:INSERT INTO|UPDATE|DELETE FROM)\s+(" + "|".join(FACT_TABLES) + r")\b")
+
+
+def fact_writes():
+    found = []
+    test = ROOT / "Server" / "Tests" / "GatehouseStoreTests" / "SessionCacheStoreTests.swift"
+    enum = re.search(r"enum FactWrite: CaseIterable \{(.*?)\n    \}", test.read_text(), re.S)
+    cases = set(re.findall(r"\b(\w+)\b", re.sub(r"\bcase\b", " ", enum.group(1)))) if enum else set()
+    for path in swift_files(STORE):
+        name, start, body = None, 0, []
+
+        def judge():
+            text = "\n".join(body)
+            kept = set(CACHED_ROW_WRITE.findall(text))
+            if name and kept and "changed(" not in text and name not in NEW_OR_STRICTER:
+                found.append(f"{relative(path)}:{start}: {name} writes {', '.join(sorted(kept))} without changed(...)")
+            tables = set(FACT_WRITE.findall(text))
+            if name and tables:
+                if "changed(" not in text:
+                    found.append(f"{relative(path)}:{start}: {name} writes {', '.join(sorted(tables))} without changed(.facts(...))")
+                if name not in cases:
+                    found.append(f"{relative(path)}:{start}: {name} writes {', '.join(sorted(tables))} but is not a case of FactWrite")
+
+        for number, line in code_lines(path):
+            declaration = re.match(r"\s*(?:public |private |fileprivate |static |@discardableResult )*func (\w+)", line)
+            if declaration:
+                judge()
+                name, start, body = declaration.group(1), number, []
+            body.append(line)
+        judge()
+    return found
+
+
 CHECKS = {
     "use-cases": use_cases, "service-names": service_names, "whole-store": whole_store, "wide-stores": wide_stores, "statuses": statuses,
     "plan-literals": plan_literals, "route-tables": route_tables, "file-length": file_length, "doc-paths": doc_paths,
+    "fact-writes": fact_writes,
 }
 
 

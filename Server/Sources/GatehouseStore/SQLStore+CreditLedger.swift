@@ -3,12 +3,16 @@ import GatehouseCore
 
 extension SQLStore {
     public func creditsSpent(of userID: UserID, since periodStart: Date) async throws(StoreError) -> [String: Int] {
-        let rows = try await executor.query(
-            "SELECT credit, CAST(SUM(amount) AS BIGINT) AS spent FROM credit_ledger WHERE user_id = ? AND period_start >= ? GROUP BY credit",
-            [.text(userID.description), .integer(periodStart.unixSeconds)])
-        var spent: [String: Int] = [:]
-        for row in rows { spent[try row.string("credit")] = Int(try row.int("spent")) }
-        return spent
+        try await accountFact(
+            of: userID, cached: { $0.credits.flatMap { $0.since == periodStart ? $0.spent : nil } }, keep: { $0.credits = (periodStart, $1) }
+        ) { () async throws(StoreError) in
+            let rows = try await executor.query(
+                "SELECT credit, CAST(SUM(amount) AS BIGINT) AS spent FROM credit_ledger WHERE user_id = ? AND period_start >= ? GROUP BY credit",
+                [.text(userID.description), .integer(periodStart.unixSeconds)])
+            var spent: [String: Int] = [:]
+            for row in rows { spent[try row.string("credit")] = Int(try row.int("spent")) }
+            return spent
+        }
     }
 
     private static let spendColumns = "id, user_id, credit, amount, action, subject, idempotency_key, period_start, created_at"
@@ -21,6 +25,7 @@ extension SQLStore {
     }
 
     public func insertCreditSpend(_ spend: CreditSpend) async throws(StoreError) {
+        defer { changed(.facts(spend.userID)) }
         try await executor.query(
             "INSERT INTO credit_ledger (\(Self.spendColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [

@@ -4,6 +4,7 @@ import GatehouseWire
 
 extension SQLStore {
     public func insertIdentity(_ identity: Identity) async throws(StoreError) {
+        defer { changed(.facts(identity.userID)) }
         try await executor.query(
             """
             INSERT INTO identities (id, user_id, provider, subject, email, is_private_relay, created_at)
@@ -17,12 +18,14 @@ extension SQLStore {
     }
 
     public func identities(of userID: UserID) async throws(StoreError) -> [Identity] {
-        try await executor.query(
-            """
-            SELECT id, user_id, provider, subject, email, is_private_relay, created_at
-            FROM identities WHERE user_id = ? ORDER BY created_at, id
-            """, [.text(userID.description)]
-        ).map(Self.identity(from:))
+        try await accountFact(of: userID, cached: \.identities, keep: { $0.identities = $1 }) { () async throws(StoreError) in
+            try await executor.query(
+                """
+                SELECT id, user_id, provider, subject, email, is_private_relay, created_at
+                FROM identities WHERE user_id = ? ORDER BY created_at, id
+                """, [.text(userID.description)]
+            ).map(Self.identity(from:))
+        }
     }
 
     public func identity(provider: Provider, subject: String) async throws(StoreError) -> Identity? {
@@ -35,13 +38,15 @@ extension SQLStore {
     }
 
     public func updateIdentity(_ id: UUID, email: String?, isPrivateRelay: Bool) async throws(StoreError) {
-        try await executor.query(
-            "UPDATE identities SET email = ?, is_private_relay = ? WHERE id = ?",
+        let owners = try await executor.query(
+            "UPDATE identities SET email = ?, is_private_relay = ? WHERE id = ? RETURNING user_id",
             [SQLValue(email), SQLValue(isPrivateRelay), .text(id.uuidString.lowercased())])
+        for row in owners { if let owner = UserID(try row.string("user_id")) { changed(.facts(owner)) } }
     }
 
     public func deleteIdentities(of userID: UserID, provider: Provider) async throws(StoreError) -> Int {
-        try await executor.query(
+        defer { changed(.facts(userID)) }
+        return try await executor.query(
             "DELETE FROM identities WHERE user_id = ? AND provider = ? RETURNING id", [.text(userID.description), .text(provider.rawValue)]
         ).count
     }
@@ -73,6 +78,7 @@ extension SQLStore {
     public func setProviderToken(
         userID: UserID, provider: Provider, subject: String, value: [UInt8], encryption: String
     ) async throws(StoreError) {
+        defer { changed(.facts(userID)) }
         try await executor.query(
             """
             UPDATE identities SET provider_token = ?, provider_token_encryption = ?

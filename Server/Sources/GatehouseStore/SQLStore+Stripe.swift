@@ -28,9 +28,11 @@ extension SQLStore {
         "subscription_id, customer_id, user_id, price_id, status, current_period_end, cancel_at_period_end, trial_end, read_at, updated_at"
 
     public func stripeSubscriptions(of userID: UserID) async throws(StoreError) -> [StripeSubscriptionRecord] {
-        try await executor.query(
-            "SELECT \(Self.stripeColumns) FROM stripe_subscriptions WHERE user_id = ? ORDER BY read_at, subscription_id", [.text(userID.description)]
-        ).map(Self.stripeSubscription(from:))
+        try await accountFact(of: userID, cached: \.stripeSubscriptions, keep: { $0.stripeSubscriptions = $1 }) { () async throws(StoreError) in
+            try await executor.query(
+                "SELECT \(Self.stripeColumns) FROM stripe_subscriptions WHERE user_id = ? ORDER BY read_at, subscription_id", [.text(userID.description)]
+            ).map(Self.stripeSubscription(from:))
+        }
     }
 
     public func stripeSubscriptionOwner(_ subscriptionID: String) async throws(StoreError) -> UserID? {
@@ -39,6 +41,7 @@ extension SQLStore {
     }
 
     public func moveStripeRows(from: UserID, to: UserID) async throws(StoreError) {
+        defer { changed(.facts(from)); changed(.facts(to)) }
         try await executor.query("UPDATE stripe_subscriptions SET user_id = ? WHERE user_id = ?", [.text(to.description), .text(from.description)])
         try await executor.query(
             "UPDATE stripe_customers SET user_id = ? WHERE user_id = ? AND NOT EXISTS (SELECT 1 FROM stripe_customers kept WHERE kept.user_id = ?)",
@@ -51,19 +54,20 @@ extension SQLStore {
             .map { $0 == "user_id" ? "user_id = COALESCE(stripe_subscriptions.user_id, excluded.user_id)" : "\($0) = excluded.\($0)" }
             .joined(separator: ", ")
         let terminal = StripeSubscriptionRecord.terminalStatuses.sorted().map { "'\($0)'" }.joined(separator: ", ")
-        return !(try await executor.query(
+        let saved = try await executor.query(
             """
             INSERT INTO stripe_subscriptions (\(Self.stripeColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (subscription_id) DO UPDATE SET \(updates)
             WHERE stripe_subscriptions.read_at <= excluded.read_at AND stripe_subscriptions.status NOT IN (\(terminal))
-            RETURNING subscription_id
+            RETURNING subscription_id, user_id
             """,
             [
                 .text(record.subscriptionID), .text(record.customerID), SQLValue(record.userID?.description), .text(record.priceID),
                 .text(record.status), SQLValue(record.currentPeriodEnd?.unixSeconds), SQLValue(record.cancelAtPeriodEnd),
                 SQLValue(record.trialEnd?.unixSeconds), .integer(record.readAt.unixMilliseconds), .integer(record.updatedAt.unixSeconds),
-            ]
-        ).isEmpty)
+            ])
+        for row in saved { if let owner = try row.optionalString("user_id").flatMap(UserID.init) { changed(.facts(owner)) } }
+        return !saved.isEmpty
     }
 
     public func recordStripeEvent(id: String, type: String, outcome: String, at date: Date) async throws(StoreError) -> Bool {
@@ -96,6 +100,7 @@ extension SQLStore {
     private static let grantColumns = "id, user_id, plan, tier, starts_at, ends_at, reason, created_by, revoked_at"
 
     public func insertGrant(_ grant: PlanGrant) async throws(StoreError) {
+        defer { changed(.facts(grant.userID)) }
         try await executor.query(
             "INSERT INTO plan_grants (\(Self.grantColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
@@ -106,19 +111,23 @@ extension SQLStore {
     }
 
     public func grants(of userID: UserID) async throws(StoreError) -> [PlanGrant] {
-        try await executor.query(
-            "SELECT \(Self.grantColumns) FROM plan_grants WHERE user_id = ? ORDER BY starts_at, id", [.text(userID.description)]
-        ).map(Self.grant(from:))
+        try await accountFact(of: userID, cached: \.grants, keep: { $0.grants = $1 }) { () async throws(StoreError) in
+            try await executor.query(
+                "SELECT \(Self.grantColumns) FROM plan_grants WHERE user_id = ? ORDER BY starts_at, id", [.text(userID.description)]
+            ).map(Self.grant(from:))
+        }
     }
 
     public func revokeGrant(_ id: UUID, of userID: UserID, at date: Date) async throws(StoreError) -> Bool {
-        !(try await executor.query(
+        defer { changed(.facts(userID)) }
+        return !(try await executor.query(
             "UPDATE plan_grants SET revoked_at = ? WHERE id = ? AND user_id = ? AND revoked_at IS NULL RETURNING id",
             [.integer(date.unixSeconds), .text(id.uuidString.lowercased()), .text(userID.description)]
         ).isEmpty)
     }
 
     public func moveGrants(from: UserID, to: UserID) async throws(StoreError) {
+        defer { changed(.facts(from)); changed(.facts(to)) }
         try await executor.query("UPDATE plan_grants SET user_id = ? WHERE user_id = ?", [.text(to.description), .text(from.description)])
     }
 

@@ -13,10 +13,12 @@ extension SQLStore {
     }
 
     public func subscriptions(of userID: UserID) async throws(StoreError) -> [SubscriptionRecord] {
-        try await executor.query(
-            "SELECT \(Self.subscriptionColumns) FROM subscriptions WHERE user_id = ? ORDER BY signed_at, original_transaction_id",
-            [.text(userID.description)]
-        ).map(Self.subscription(from:))
+        try await accountFact(of: userID, cached: \.subscriptions, keep: { $0.subscriptions = $1 }) { () async throws(StoreError) in
+            try await executor.query(
+                "SELECT \(Self.subscriptionColumns) FROM subscriptions WHERE user_id = ? ORDER BY signed_at, original_transaction_id",
+                [.text(userID.description)]
+            ).map(Self.subscription(from:))
+        }
     }
 
     @discardableResult
@@ -40,11 +42,16 @@ extension SQLStore {
                 .integer(record.updatedAt.unixSeconds),
             ])
         // Newer facts were stored meanwhile (nothing written): the owner is theirs.
-        if let row = saved.first { return try row.optionalString("user_id").flatMap(UserID.init) }
+        if let row = saved.first {
+            let owner = try row.optionalString("user_id").flatMap(UserID.init)
+            if let owner { changed(.facts(owner)) }
+            return owner
+        }
         return try await subscription(originalTransactionID: record.originalTransactionID, forUpdate: false)?.userID
     }
 
     public func moveSubscriptions(from: UserID, to: UserID) async throws(StoreError) {
+        defer { changed(.facts(from)); changed(.facts(to)) }
         try await executor.query("UPDATE subscriptions SET user_id = ? WHERE user_id = ?", [.text(to.description), .text(from.description)])
     }
 

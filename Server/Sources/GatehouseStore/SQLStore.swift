@@ -51,6 +51,22 @@ public struct SQLStore: GatehouseStore {
 
     public var dialect: SQLDialect { executor.dialect }
 
+    /// One of an account's ``AccountFacts``: outside a transaction, this node's copy when the
+    /// cache may serve it, else `read` from the database (and kept, unless a change was dropped
+    /// meanwhile). A transaction always reads the database: what it decides and writes never
+    /// rests on a copy.
+    func accountFact<T: Sendable>(
+        of user: UserID, cached: (AccountFacts) -> T?, keep: @escaping (inout AccountFacts, T) -> Void,
+        read: () async throws(StoreError) -> T
+    ) async throws(StoreError) -> T {
+        guard !isTransaction, let sessionCache else { return try await read() }
+        if let facts = sessionCache.facts(of: user), let value = cached(facts) { return value }
+        let ticket = sessionCache.ticket()
+        let value = try await read()
+        sessionCache.keepFact(of: user, ticket: ticket) { keep(&$0, value) }
+        return value
+    }
+
     public func transaction<T: Sendable>(_ body: @escaping @Sendable (any GatehouseStore) async throws -> T) async throws -> T {
         guard let database else {
             // Already inside a transaction: join it.

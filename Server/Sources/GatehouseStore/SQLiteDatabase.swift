@@ -141,6 +141,34 @@ public final class SQLiteDatabase: SQLDatabase {
         }
     }
 
+    /// Keeps `cache` in step with this file until cancelled: this process's own writes drop
+    /// their copies as they commit (`SQLStore`), and every
+    /// ``SessionCache/Settings/heartbeatInterval`` the writer's `PRAGMA data_version` is read,
+    /// which moves only when another connection, so another process (the CLI), has committed:
+    /// then every copy goes. Each poll tells the cache that every change committed before it
+    /// began has been applied, so copies are served only while polls keep coming (a writer held
+    /// by a long transaction delays them, and the cache reads afresh meanwhile).
+    public func feedChanges(into cache: SessionCache) async {
+        cache.restart()
+        var seen: Int64?
+        while !Task.isCancelled {
+            let began = cache.instant
+            await writerLock.lock()
+            let version = try? await Self.run("PRAGMA data_version", [], on: writer).first?.int("data_version")
+            writerLock.unlock()
+            if let version {
+                if let seen, seen != version { cache.drop(.everything) }
+                seen = version
+                cache.heard(through: began)
+            } else {
+                cache.restart()
+                seen = nil
+            }
+            try? await Task.sleep(for: cache.settings.heartbeatInterval)
+        }
+        cache.restart()
+    }
+
     public func shutdown() async {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         for connection in readers + [writer] {

@@ -2,8 +2,10 @@ import Foundation
 import GatehouseCore
 import Synchronization
 
-/// A node's short-lived copy of the sessions (and their accounts) that access tokens name, so
-/// that a token-authenticated read does not ask the database each time.
+/// A node's short-lived copy of the sessions (and their accounts) that access tokens name, and
+/// of what the entitlement snapshot reads of each account (``AccountFacts``: its identities,
+/// plan ledger and this period's credits), so that a token-authenticated read (`GET /v1/me`,
+/// `POST /v1/entitlements/check`) does not ask the database each time.
 ///
 /// A copy is served only while two things hold, which together bound how stale it can be:
 /// - **Changes are being heard.** PostgreSQL announces every change to a session or an account
@@ -13,7 +15,9 @@ import Synchronization
 ///   order, so when a heartbeat comes back, every change committed before it was sent has been
 ///   applied. Copies are served only while the newest returned heartbeat was sent less than
 ///   ``stalenessBound`` ago: a change committed longer ago than that has been applied, whatever
-///   happened to the connection. Without a listener (SQLite, the CLI), nothing is served.
+///   happened to the connection. On SQLite the same role is played by a poll of the writer's
+///   `PRAGMA data_version` (`SQLiteDatabase.feedChanges`), which moves when another process (the
+///   CLI) has committed: every copy goes then. Without either, nothing is served.
 /// - **The copy is young.** A copy older than ``timeToLive`` is read again (a safety net for
 ///   a change made where no trigger fires).
 ///
@@ -49,6 +53,8 @@ public final class SessionCache: Sendable {
     public enum Change: Sendable, Equatable {
         case session(SessionID)
         case user(UserID)
+        /// A row an account's ``AccountFacts`` come from: those facts go, its sessions stay.
+        case facts(UserID)
         /// Many rows at once (the retention sweep): every copy goes.
         case everything
     }
@@ -64,8 +70,15 @@ public final class SessionCache: Sendable {
         var storedAt: ContinuousClock.Instant
     }
 
+    fileprivate struct FactsEntry {
+        var facts: AccountFacts
+        var storedAt: ContinuousClock.Instant
+    }
+
     fileprivate struct State {
         var entries: [SessionID: Entry] = [:]
+        /// What the snapshot reads of each account; dropped with the account (`.user`).
+        var facts: [UserID: FactsEntry] = [:]
         var byUser: [UserID: Set<SessionID>] = [:]
         /// Moves on every drop; a read that began under an older epoch is not kept.
         var epoch: UInt64 = 0
@@ -127,6 +140,39 @@ public final class SessionCache: Sendable {
         }
     }
 
+    /// The kept facts of account `id`, if they may be served now (the same bounds as a session).
+    public func facts(of id: UserID) -> AccountFacts? {
+        let now = self.now()
+        return state.withLock { state in
+            guard let heard = state.heardThrough, now - heard < settings.stalenessBound,
+                let entry = state.facts[id], now - entry.storedAt < settings.timeToLive
+            else { return nil }
+            return entry.facts
+        }
+    }
+
+    /// Keeps one fact of account `id` read from the database (``AccountFacts`` is filled fact by
+    /// fact, each read keeping its own), unless something was dropped since `ticket` was taken.
+    /// The entry's age is its oldest fact's: a new fact does not make the others younger.
+    public func keepFact(of id: UserID, ticket: Ticket, _ fill: (inout AccountFacts) -> Void) {
+        let now = self.now()
+        state.withLock { state in
+            guard state.heardThrough != nil, state.epoch == ticket.epoch else { return }
+            if var entry = state.facts[id], now - entry.storedAt < settings.timeToLive {
+                fill(&entry.facts)
+                state.facts[id] = entry
+                return
+            }
+            if state.facts[id] == nil, state.facts.count >= settings.capacity {
+                state.removeExpired(before: now - settings.timeToLive)
+                guard state.facts.count < settings.capacity else { return }
+            }
+            var facts = AccountFacts()
+            fill(&facts)
+            state.facts[id] = FactsEntry(facts: facts, storedAt: now)
+        }
+    }
+
     // MARK: Dropping
 
     /// Drops the copies `change` names.
@@ -138,6 +184,9 @@ public final class SessionCache: Sendable {
                 state.remove(id)
             case .user(let id):
                 for session in state.byUser[id] ?? [] { state.remove(session) }
+                state.facts[id] = nil
+            case .facts(let id):
+                state.facts[id] = nil
             case .everything:
                 state.removeAll()
             }
@@ -167,6 +216,8 @@ public final class SessionCache: Sendable {
             drop(.session(id))
         } else if payload.hasPrefix("u:"), let id = UserID(String(payload.dropFirst(2))) {
             drop(.user(id))
+        } else if payload.hasPrefix("f:"), let id = UserID(String(payload.dropFirst(2))) {
+            drop(.facts(id))
         } else if payload.hasPrefix("h:") {
             let parts = payload.split(separator: ":")
             guard parts.count == 3, parts[1] == node, let number = UInt64(parts[2]) else { return }
@@ -180,6 +231,15 @@ public final class SessionCache: Sendable {
             drop(.everything)
         }
     }
+
+    /// SQLite's poll (`SQLiteDatabase.feedChanges`): every change committed before `sent` has been
+    /// applied (dropped), so copies may be served for ``Settings/stalenessBound`` after it.
+    func heard(through sent: ContinuousClock.Instant) {
+        state.withLock { state in state.heardThrough = max(state.heardThrough ?? sent, sent) }
+    }
+
+    /// The instant on this cache's clock, for ``heard(through:)``.
+    var instant: ContinuousClock.Instant { now() }
 
     /// The listener is (re)connected or lost: nothing is served until a heartbeat sent on the
     /// new connection comes back, and every copy goes (changes may have been missed).
@@ -208,9 +268,26 @@ extension SessionCache.State {
     fileprivate mutating func removeAll() {
         entries.removeAll()
         byUser.removeAll()
+        facts.removeAll()
     }
 
     fileprivate mutating func removeExpired(before cutoff: ContinuousClock.Instant) {
         for (id, entry) in entries where entry.storedAt < cutoff { remove(id) }
+        for (id, entry) in facts where entry.storedAt < cutoff { facts[id] = nil }
     }
+}
+
+/// What the entitlement snapshot and `GET /v1/me` read of one account beside its row, as a
+/// node's ``SessionCache`` keeps it: each fact is nil until a read outside a transaction has kept
+/// it. Every write to these tables drops the account's facts (`SQLStore.changed(.facts(_:))`, and
+/// PostgreSQL's triggers for every node); a transaction never reads from here.
+public struct AccountFacts: Sendable {
+    public var identities: [Identity]?
+    public var subscriptions: [SubscriptionRecord]?
+    public var stripeSubscriptions: [StripeSubscriptionRecord]?
+    public var grants: [PlanGrant]?
+    /// `creditsSpent(of:since:)`, for the period that began at `since` only.
+    public var credits: (since: Date, spent: [String: Int])?
+
+    public init() {}
 }

@@ -42,6 +42,11 @@ import Testing
         Shipped(version: 19, name: "trace_context", sqlite: "8349d1ea0f7e5522", postgres: "8349d1ea0f7e5522"),
         Shipped(version: 21, name: "console_sessions", sqlite: "404502953ad2879", postgres: "afaa35a847ca5f8a"),
         Shipped(version: 20, name: "usage_by_period", sqlite: "679d60fd70e51203", postgres: "5e05c0b753486649"),
+        Shipped(version: 22, name: "phone_numbers", sqlite: "46d1f1e478db25f0", postgres: "e54bbf06affcc42d"),
+        Shipped(version: 23, name: "stripe_and_grants", sqlite: "30e7d316ba507219", postgres: "faa6f0218385ba0f"),
+        Shipped(version: 24, name: "openid_provider", sqlite: "b57a391078649f95", postgres: "8867c7834c11142c"),
+        Shipped(version: 25, name: "account_metadata", sqlite: "26ee80f36eeadc27", postgres: "26ee80f36eeadc27"),
+        Shipped(version: 26, name: "account_fact_notices", sqlite: "72d14ae7c77fe736", postgres: "da85e284d91d1c90"),
     ]
 
     @Test(arguments: [SQLDialect.sqlite, .postgres])

@@ -145,4 +145,130 @@ import Testing
             #expect(store.cachedSessionAndUser(id: second.id)?.user.displayName == "New")
         }
     }
+
+    // MARK: An account's facts (issue 47)
+
+    /// Reads every fact of `user` outside a transaction, so the cache keeps them all.
+    func readFacts(_ store: SQLStore, _ user: UserID) async throws {
+        _ = try await store.identities(of: user)
+        _ = try await store.subscriptions(of: user)
+        _ = try await store.stripeSubscriptions(of: user)
+        _ = try await store.grants(of: user)
+        _ = try await store.creditsSpent(of: user, since: Self.t0)
+    }
+
+    /// Each write to a table an account's facts come from, as the store offers it. A new write
+    /// method on those tables belongs here (scripts/structure-check.py names the tables).
+    enum FactWrite: CaseIterable {
+        case insertIdentity, updateIdentity, setProviderToken, deleteIdentities
+        case saveSubscription, moveSubscriptions, saveStripeSubscription, moveStripeRows
+        case insertGrant, revokeGrant, moveGrants, insertCreditSpend
+    }
+
+    /// Every write above drops the facts of the account it touches (both, when rows move), at
+    /// once outside a transaction and when the transaction ends inside one; a transaction never
+    /// reads a fact from the cache.
+    @Test(arguments: Backend.available)
+    func everyWriteOfAnAccountsFactsDropsThem(_ backend: Backend) async throws {
+        try await TestDatabase.with(backend) { database, _ in
+            try await Migrator(database: database).migrate(now: 1_800_000_000)
+            let cache = listening()
+            let store = SQLStore(database: database, sessionCache: cache)
+            let (owner, other) = (User(id: .random(), createdAt: Self.t0), User(id: .random(), createdAt: Self.t0))
+            for user in [owner, other] { try await store.insertUser(user) }
+            let identity = Identity(userID: owner.id, provider: .google, subject: "g-1", email: "a@example.com", createdAt: Self.t0)
+            let grant = PlanGrant(userID: owner.id, tier: nil, startsAt: Self.t0, until: Self.t0 + 86_400, reason: "test", createdBy: "test")
+            for write in FactWrite.allCases {
+                try await readFacts(store, owner.id)
+                try await readFacts(store, other.id)
+                #expect(cache.facts(of: owner.id)?.grants != nil && cache.facts(of: owner.id)?.credits != nil)
+                var moved = false
+                switch write {
+                case .insertIdentity: try await store.insertIdentity(identity)
+                case .updateIdentity: try await store.updateIdentity(identity.id, email: "b@example.com", isPrivateRelay: false)
+                case .setProviderToken:
+                    try await store.setProviderToken(userID: owner.id, provider: .google, subject: "g-1", value: [1], encryption: "test")
+                case .deleteIdentities: _ = try await store.deleteIdentities(of: owner.id, provider: .google)
+                case .saveSubscription:
+                    try await store.saveSubscription(
+                        SubscriptionRecord(
+                            originalTransactionID: "otx-1", userID: owner.id, productID: "pro", environment: "Sandbox", status: .active,
+                            expiresAt: Self.t0 + 86_400, willRenew: true, introductory: false, signedAt: Self.t0, updatedAt: Self.t0))
+                case .moveSubscriptions: try await store.moveSubscriptions(from: owner.id, to: other.id); moved = true
+                case .saveStripeSubscription:
+                    // Saved without an owner, as a webhook may: the row's owner is still dropped.
+                    for user in [owner.id, nil] {
+                        try await store.saveStripeSubscription(
+                            StripeSubscriptionRecord(
+                                subscriptionID: "sub_1", customerID: "cus_1", userID: user, priceID: "price_1", status: user == nil ? "past_due" : "active",
+                                currentPeriodEnd: nil, cancelAtPeriodEnd: false, trialEnd: nil, readAt: Self.t0 + (user == nil ? 2 : 1), updatedAt: Self.t0))
+                        if user != nil { try await readFacts(store, owner.id) }
+                    }
+                case .moveStripeRows: try await store.moveStripeRows(from: owner.id, to: other.id); moved = true
+                case .insertGrant: try await store.insertGrant(grant)
+                case .revokeGrant: #expect(try await store.revokeGrant(grant.id, of: owner.id, at: Self.t0))
+                case .moveGrants: try await store.moveGrants(from: owner.id, to: other.id); moved = true
+                case .insertCreditSpend:
+                    try await store.transaction { tx in
+                        try await tx.insertCreditSpend(
+                            CreditSpend(
+                                userID: owner.id, credit: "practice", action: "practice", subject: nil, idempotencyKey: "k-1", periodStart: Self.t0,
+                                createdAt: Self.t0))
+                        #expect(cache.facts(of: owner.id) != nil, "dropped before the transaction ended")
+                        #expect(try await tx.creditsSpent(of: owner.id, since: Self.t0) == ["practice": 1], "a transaction read a copy")
+                    }
+                }
+                #expect(cache.facts(of: owner.id) == nil, "\(write) left the owner's facts")
+                #expect((cache.facts(of: other.id) == nil) == moved, "\(write): the other account's facts")
+            }
+            #expect(try await store.creditsSpent(of: owner.id, since: Self.t0) == ["practice": 1])
+        }
+    }
+
+    /// SQLite: a write by another connection to the file (the CLI's) is not this store's to
+    /// drop; `feedChanges` sees it through `PRAGMA data_version` and every copy goes within the
+    /// bound. With the poll stopped, nothing is served past the bound.
+    @Test func anotherProcesssWriteToTheSQLiteFileIsSeenWithinTheBound() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-facts-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = DatabaseURL.sqlite(path: directory.appendingPathComponent("node.sqlite").path)
+        let database = try await url.open(logger: TestDatabase.logger)
+        let cli = try await url.open(logger: TestDatabase.logger)
+        try await Migrator(database: database).migrate(now: 1_800_000_000)
+        let cache = SessionCache(settings: .init(timeToLive: .seconds(3600), heartbeatInterval: .milliseconds(100), stalenessBound: .milliseconds(500)))
+        let store = SQLStore(database: database, sessionCache: cache)
+        let feed = Task { await (database as! SQLiteDatabase).feedChanges(into: cache) }
+        let owner = User(id: .random(), createdAt: Self.t0)
+        try await store.insertUser(owner)
+
+        // Kept and served: the same read answers from the copy while the poll keeps coming.
+        var served = false
+        for _ in 0..<50 where !served {
+            _ = try await store.grants(of: owner.id)
+            served = cache.facts(of: owner.id)?.grants == []
+            if !served { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(served, "the facts were never kept")
+
+        let start = ContinuousClock.now
+        try await SQLStore(database: cli).insertGrant(
+            PlanGrant(userID: owner.id, tier: nil, startsAt: Self.t0, until: Self.t0 + 86_400, reason: "cli", createdBy: "cli"))
+        var lastStale: Duration = .zero
+        while try await store.grants(of: owner.id).isEmpty {
+            lastStale = ContinuousClock.now - start
+            #expect(lastStale < .seconds(5), "the other connection's grant was never seen")
+            if lastStale >= .seconds(5) { break }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(lastStale <= .milliseconds(500), "a read begun \(lastStale) after another process's write still saw the copy")
+
+        // No poll, no copies: past the bound the cache reads afresh.
+        feed.cancel()
+        _ = await feed.value
+        _ = try await store.grants(of: owner.id)
+        #expect(cache.facts(of: owner.id) == nil)
+        await cli.shutdown()
+        await database.shutdown()
+    }
 }

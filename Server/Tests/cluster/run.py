@@ -38,6 +38,8 @@ skipped) in front of them. Then checks, across nodes:
      link held on nodes 1 and 3 with their bodies back while the owner signs out everywhere on
      node 2, then completed: 401 each, nothing written; then two sessions' "old -> old" changes
      on nodes 1 and 3 released with the owner's change on node 2: the owner's stands;
+  s. account facts (issue 47): a credit spent on node 1 and a grant made on node 2 reach every
+     node's /v1/me (its cached identities, ledger and credits) within the session cache's bound;
   r. the OpenID provider (issue 45): a confidential client registered through node 1, a code got
      through the hosted sign-in and consent pages on node 1 (cookies and Origin as a browser's),
      then 20 copies of its token request released together over nodes 1-3 and nginx: at most one
@@ -1044,6 +1046,66 @@ class Checks:
                 f"from {disabled_seen * 1000:.0f} ms, last served {disabled * 1000:.0f} ms; bound {SESSION_CACHE_BOUND * 1000:.0f} ms; "
                 f"{count + more} polls over the three nodes, none served after a refusal")
 
+    # s. What the entitlement snapshot reads of an account beside its row (this period's credits,
+    # its grants: SessionCache's AccountFacts) is kept by every node, and a change made on one node
+    # reaches every node's copy within the bound docs/scaling.md states.
+    def account_facts_reach_every_node(self):
+        _, account = self.new_account(self.a, "facts")
+        token = account["session"]["access_token"]
+        user_id = account["user"]["id"]
+        nodes = self.cluster.nodes
+
+        def facts(node):
+            me = call(node.url, "GET", "/v1/me", token=token)
+            require(me.status == 200, f"GET /v1/me on {node.name}: expected 200, got {me!r}")
+            entitlements = me.json["entitlements"]
+            return entitlements["plan_state"], (entitlements.get("credits") or {}).get("practice", {}).get("remaining")
+
+        def settle(what, change, expected, view=lambda value: value):
+            """Every node reads the facts twice (kept), `change` runs, then every node is polled
+            for 1.5 s: the last answer without the change must have begun within the bound."""
+            before = {node.name: view((facts(node), facts(node))[1]) for node in nodes}
+            require(all(value != expected for value in before.values()), f"{what}: the change was there before it was made ({before})")
+            change()
+            answered = time.monotonic()
+            polls = {node.name: [] for node in nodes}
+
+            def poll(node):
+                while time.monotonic() - answered < 1.5:
+                    began = time.monotonic()
+                    polls[node.name].append((began - answered, view(facts(node))))
+
+            threads = [threading.Thread(target=poll, args=(node,)) for node in nodes]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            late = 0.0
+            for name, rows in polls.items():
+                require(rows and rows[-1][1] == expected, f"{what}: {name} still answers {rows[-1][1] if rows else None} 1.5 s after the change")
+                stale = [offset for offset, value in rows if value != expected]
+                if stale:
+                    first_fresh = next(offset for offset, value in rows if value == expected)
+                    require(stale[-1] < first_fresh, f"{what}: {name} answered the old facts again after the new ones")
+                    late = max(late, stale[-1])
+            require(late <= SESSION_CACHE_BOUND,
+                    f"{what}: a request begun {late * 1000:.0f} ms after the change still saw the old facts (bound {SESSION_CACHE_BOUND * 1000:.0f} ms)")
+            return late, sum(len(rows) for rows in polls.values())
+
+        plan, remaining = facts(self.a)
+        spent = lambda: require(call(self.a.url, "POST", "/v1/credits/practice/spend",
+                                     {"idempotency_key": "facts-1", "action": "practice_saved_flow"}, token=token).status == 200,
+                                "a practice spend on node 1")
+        spend_late, spend_polls = settle("a spend on node 1", spent, (plan, remaining - 1))
+        until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 86400))
+        granted = lambda: require(call(self.b.url, "POST", f"/admin/v1/users/{user_id}/grants", {"until": until, "reason": "cluster"},
+                                       token=self.cluster.admin_key).status == 201, "a grant on node 2")
+        _, after_spend = facts(self.c)
+        grant_late, grant_polls = settle("a grant on node 2", granted, "pro", view=lambda value: value[0])
+        return (f"practice credits {remaining} -> {after_spend} by a spend on node 1: the old balance last served "
+                f"{spend_late * 1000:.0f} ms after its answer; plan {plan} -> pro by a grant on node 2: the old plan last served "
+                f"{grant_late * 1000:.0f} ms after; bound {SESSION_CACHE_BOUND * 1000:.0f} ms; {spend_polls + grant_polls} polls")
+
     # b. Login throttling counts across nodes.
     def login_throttling(self):
         email, _ = self.new_account(self.c, "throttle")
@@ -1826,6 +1888,10 @@ def run_checks(binary):
         current = "d. credits never overspend"
         t = time.monotonic()
         report(current, f"{checks.credits()}; {time.monotonic() - t:.1f} s")
+
+        current = "s. account facts reach every node"
+        t = time.monotonic()
+        report(current, f"{checks.account_facts_reach_every_node()}; {time.monotonic() - t:.1f} s")
 
         current = "l. revocation reaches every node"
         t = time.monotonic()

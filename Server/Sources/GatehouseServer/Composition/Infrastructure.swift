@@ -82,7 +82,7 @@ struct Infrastructure {
             logger: logger, poolSize: config.databasePoolSize, preparedStatements: config.databasePreparedStatements,
             observer: metrics.isEnabled ? metrics : nil)
         // PostgreSQL only: SQLite is one node reading a local file, with no round trip to save.
-        sessionCache = config.sessionCache && database is PostgresDatabase ? SessionCache() : nil
+        sessionCache = config.sessionCache ? SessionCache() : nil
         let store = SQLStore(database: database, sessionCache: sessionCache, tracer: tracer)
         self.store = store
         keys = KeyRing(store: store, transactions: Transactions(store) { $0 }, clock: clock, secretKey: config.secretKey, logger: logger)

@@ -91,9 +91,10 @@ public struct GatehouseConfig: Sendable {
     /// PostgreSQL: queries as named prepared statements, parsed and planned once per connection.
     /// Off for a connection pooler that cannot keep them (PgBouncer in transaction mode before 1.21).
     public var databasePreparedStatements = true
-    /// PostgreSQL: each node keeps recent sessions in memory for token-authenticated reads,
-    /// dropped across nodes by LISTEN/NOTIFY (`SessionCache`; bound in docs/scaling.md). SQLite,
-    /// one node on a local file, always reads the database.
+    /// Each node keeps recent sessions, and what the entitlement snapshot reads of their
+    /// accounts, in memory for token-authenticated reads (`SessionCache`; bound in
+    /// docs/scaling.md): dropped across nodes by LISTEN/NOTIFY on PostgreSQL; on SQLite by this
+    /// process's own writes and, for another process's (the CLI), a poll of `PRAGMA data_version`.
     public var sessionCache = true
     /// `GET /metrics` (Prometheus text) is served: `GATEHOUSE_METRICS=on`, or a token set.
     public var metrics = false
