@@ -14,16 +14,26 @@ extension Gatehouse {
     // MARK: Configuration
 
     /// `GET /v1/config`, cached on the device so the next launch has it with no network
-    /// (decision 25). Falls back to the cached copy when the server cannot be reached.
+    /// (decision 25). A cached copy is revalidated: the request names its `ETag` in
+    /// `If-None-Match`, and the server's 304 keeps it without sending the document again. Falls
+    /// back to the cached copy when the server cannot be reached.
     @discardableResult
     public func loadConfiguration() async throws(GatehouseClientError) -> PublicConfiguration {
         do throws(GatehouseClientError) {
-            let response = try await exchange(Endpoints.configuration, auth: .none)
-            guard let configuration = try? JSONDecoder().decode(PublicConfiguration.self, from: response.body) else {
+            var headers: [String: String] = [:]
+            let etag = storage.data(forKey: Self.configurationTagKey).map { String(decoding: $0, as: UTF8.self) }
+            if configurationCache != nil, let etag { headers["If-None-Match"] = etag }
+            let response = try await exchange(Endpoints.configuration, auth: .none, headers: headers)
+            if response.status == 304, let configurationCache {
+                isOffline = false
+                return configurationCache
+            }
+            guard response.status != 304, let configuration = try? JSONDecoder().decode(PublicConfiguration.self, from: response.body) else {
                 throw Self.invalidResponse
             }
             configurationCache = configuration
             storage.set(response.body, forKey: "config")
+            storage.set(response.headers["etag"].map { Data($0.utf8) }, forKey: Self.configurationTagKey)
             isOffline = false
             return configuration
         } catch {
@@ -32,6 +42,9 @@ extension Gatehouse {
             throw error
         }
     }
+
+    /// Where the cached configuration's `ETag` is kept, beside the document (`config`).
+    static let configurationTagKey = "config.etag"
 
     /// The configuration last loaded (this launch or an earlier one).
     public var configurationSnapshot: PublicConfiguration? { configurationCache }

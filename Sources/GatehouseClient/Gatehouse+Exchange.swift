@@ -44,8 +44,10 @@ extension Gatehouse {
 
     /// The answer as the server sent it, for a caller that keeps the bytes (the export, the
     /// cached configuration) or does not read them.
-    func exchange<Response>(_ endpoint: Endpoint<NoBody, Response>, auth: Auth) async throws(GatehouseClientError) -> HTTPResponse {
-        try await exchange(endpoint.method, endpoint.path.expand(), body: nil, auth: auth)
+    func exchange<Response>(_ endpoint: Endpoint<NoBody, Response>, auth: Auth, headers: [String: String] = [:])
+        async throws(GatehouseClientError) -> HTTPResponse
+    {
+        try await exchange(endpoint.method, endpoint.path.expand(), body: nil, auth: auth, headers: headers)
     }
 
     func exchange<Body: Encodable, Response>(_ endpoint: Endpoint<Body, Response>, body: Body, auth: Auth)
@@ -79,7 +81,9 @@ extension Gatehouse {
                 throw error
             }
         }
-        guard (200..<300).contains(response.status) else { throw Self.error(from: response) }
+        // 304 answers a conditional request (`If-None-Match`): the caller's copy is current.
+        let notModified = response.status == 304 && headers["If-None-Match"] != nil
+        guard (200..<300).contains(response.status) || notModified else { throw Self.error(from: response) }
         return response
     }
 

@@ -47,6 +47,7 @@ public final class CountingTransport: HTTPTransport, @unchecked Sendable {
     private let lock = NSLock()
     private var counts: [String: Int] = [:]
     private var log: [String] = []
+    private var answerLog: [String] = []
     private var down = false
     /// When set, a request to this path reaches the server but its answer is lost.
     private var loseAnswerTo: String?
@@ -62,13 +63,17 @@ public final class CountingTransport: HTTPTransport, @unchecked Sendable {
         }
         if isDown { throw URLError(.notConnectedToInternet) }
         let response = try await inner.send(request)
+        lock.withLock { answerLog.append("\(key) \(response.status)") }
         if lose { throw URLError(.networkConnectionLost) }
         return response
     }
 
+    /// Each answer that came back, as `METHOD /path STATUS`, in order.
+    public var answers: [String] { lock.withLock { answerLog } }
+
     public func count(_ key: String) -> Int { lock.withLock { counts[key] ?? 0 } }
     public var requests: [String] { lock.withLock { log } }
-    public func reset() { lock.withLock { counts = [:]; log = [] } }
+    public func reset() { lock.withLock { counts = [:]; log = []; answerLog = [] } }
     public func setNetworkDown(_ value: Bool) { lock.withLock { down = value } }
     public func loseAnswers(to path: String?) { lock.withLock { loseAnswerTo = path } }
 }

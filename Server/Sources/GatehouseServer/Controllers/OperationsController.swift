@@ -9,8 +9,17 @@ struct OperationsController {
     /// Asks the database for an answer (`/health`), promptly or not at all.
     let ping: @Sendable () async throws -> Void
     let keys: KeyRing
-    let publicConfiguration: PublicConfiguration
+    /// `GET /v1/config`: encoded once, since it changes only with the preset (which a restart
+    /// loads); its `ETag` lets a client revalidate a cached copy (304).
+    let configurationDocument: EncodedDocument
     let openAPI: [UInt8]
+
+    init(ping: @escaping @Sendable () async throws -> Void, keys: KeyRing, publicConfiguration: PublicConfiguration, openAPI: [UInt8]) throws {
+        self.ping = ping
+        self.keys = keys
+        self.configurationDocument = try EncodedDocument(publicConfiguration, cacheControl: "public, max-age=60")
+        self.openAPI = openAPI
+    }
 
     func register(on router: Router<GatehouseRequestContext>) {
         router.on(Endpoints.health, use: healthRoute)
@@ -29,7 +38,7 @@ struct OperationsController {
     }
 
     @Sendable func configuration(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
-        try JSONBody.response(self.publicConfiguration, headers: [.cacheControl: "public, max-age=60"])
+        configurationDocument.response(to: request)
     }
 
     @Sendable func openAPIRoute(_ request: Request, context: GatehouseRequestContext) async throws -> Response {

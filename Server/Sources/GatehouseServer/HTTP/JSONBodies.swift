@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import GatehouseCore
 import GatehouseWire
@@ -12,15 +13,57 @@ enum JSONBody {
         return encoder
     }()
 
+    /// `value` as the answer's JSON body, written by `CompactJSON` (the same bytes as `encoder`).
     static func response(_ value: some Encodable, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) throws -> Response {
-        let data = try encoder.encode(value)
+        let bytes = try CompactJSON.encode(value)
         var fields = headers
         fields[.contentType] = "application/json; charset=utf-8"
-        return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 
     static func empty(_ status: HTTPResponse.Status = .noContent) -> Response {
         Response(status: status)
+    }
+}
+
+/// A JSON document that changes only with the preset (`GET /v1/config`): encoded once when the
+/// server starts, served as the same bytes with a strong `ETag` (their SHA-256), and answered
+/// 304 with no body when the request's `If-None-Match` names that tag, so a client's cached copy
+/// revalidates without the document crossing the network again.
+struct EncodedDocument: Sendable {
+    let body: ByteBuffer
+    /// `"` + the bytes' SHA-256 in base64url + `"`: changes whenever a byte does.
+    let etag: String
+    let cacheControl: String
+
+    init(_ value: some Encodable, cacheControl: String) throws {
+        let data = try JSONBody.encoder.encode(value)
+        body = ByteBuffer(bytes: data)
+        etag = "\"" + Data(SHA256.hash(data: data)).base64URLEncoded + "\""
+        self.cacheControl = cacheControl
+    }
+
+    func response(to request: Request) -> Response {
+        var headers: HTTPFields = [.eTag: etag, .cacheControl: cacheControl]
+        if Self.matches(request.headers[values: .ifNoneMatch], etag) {
+            return Response(status: .notModified, headers: headers)
+        }
+        headers[.contentType] = "application/json; charset=utf-8"
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: body))
+    }
+
+    /// RFC 9110 §13.1.2: `*`, or a comma-separated list of entity tags compared weakly (a `W/`
+    /// prefix is ignored), across every `If-None-Match` field the request carried.
+    static func matches(_ fields: [String], _ etag: String) -> Bool {
+        for field in fields {
+            for part in field.split(separator: ",") {
+                var tag = part.trimmingCharacters(in: .whitespaces)[...]
+                if tag == "*" { return true }
+                if tag.hasPrefix("W/") { tag = tag.dropFirst(2) }
+                if tag == etag[...] { return true }
+            }
+        }
+        return false
     }
 }
 
