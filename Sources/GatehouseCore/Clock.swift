@@ -48,9 +48,50 @@ extension Date {
         self.init(timeIntervalSince1970: TimeInterval(unixMilliseconds) / 1000)
     }
 
-    /// RFC 3339 UTC with whole seconds, as the contract sends timestamps.
+    /// RFC 3339 UTC with whole seconds, as the contract sends timestamps
+    /// (`2026-11-28T01:40:00Z`; the time to the nearest millisecond, its fraction of a second dropped). Written from the civil date
+    /// by arithmetic: `ISO8601DateFormatter` went through ICU and a lock on every call, a few
+    /// times in every `GET /v1/me` (issue 47). `ClockTests` holds it to the formatter's output.
     public var rfc3339: String {
-        rfc3339Formatter.string(from: self)
+        // As Foundation's formatter does: to the nearest millisecond, then the whole second.
+        let milliseconds = Int64((timeIntervalSince1970 * 1000).rounded())
+        let seconds = milliseconds >= 0 ? milliseconds / 1000 : (milliseconds - 999) / 1000
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let inDay = seconds - days * 86_400
+        // Days since 1970-01-01 to the proleptic Gregorian date (era-based, exact for any year).
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let shiftedMonth = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
+        let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        var text = [UInt8]()
+        text.reserveCapacity(20)
+        func digits(_ value: Int64, _ width: Int) {
+            var buffer = [UInt8](repeating: UInt8(ascii: "0"), count: width)
+            var rest = value
+            for index in stride(from: width - 1, through: 0, by: -1) {
+                buffer[index] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+            }
+            text.append(contentsOf: buffer)
+        }
+        digits(year, 4)
+        text.append(UInt8(ascii: "-"))
+        digits(month, 2)
+        text.append(UInt8(ascii: "-"))
+        digits(day, 2)
+        text.append(UInt8(ascii: "T"))
+        digits(inDay / 3600, 2)
+        text.append(UInt8(ascii: ":"))
+        digits(inDay / 60 % 60, 2)
+        text.append(UInt8(ascii: ":"))
+        digits(inDay % 60, 2)
+        text.append(UInt8(ascii: "Z"))
+        return String(decoding: text, as: UTF8.self)
     }
 
     /// Parses an RFC 3339 time (with an offset or `Z`; fractional seconds allowed).
@@ -67,11 +108,14 @@ extension Date {
     }
 }
 
-// SAFETY: ISO8601DateFormatter is documented thread-safe for formatting once configured;
-// it is configured here once and never mutated again.
-nonisolated(unsafe) private let rfc3339Formatter: ISO8601DateFormatter = {
-    let formatter = ISO8601DateFormatter()
-    formatter.formatOptions = [.withInternetDateTime]
-    formatter.timeZone = TimeZone(identifier: "UTC")
-    return formatter
-}()
+
+extension Calendar {
+    /// The Gregorian calendar in UTC, made once: credit periods and usage windows are counted in
+    /// it on every entitlement check, and making a `Calendar` each time was a visible part of
+    /// one (issue 47).
+    public static let utcGregorian: Calendar = {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        return calendar
+    }()
+}

@@ -116,8 +116,7 @@ public struct EntitlementEngine: Sendable {
 
     /// The period credits count in: `[start, end)`.
     public func creditPeriod(_ input: EntitlementInput, at now: Date) -> (start: Date, end: Date) {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
+        let calendar = Calendar.utcGregorian
         if settings.creditPeriod == "anniversary", let created = input.accountCreatedAt {
             let day = calendar.component(.day, from: created)
             var start = Self.monthDay(calendar, of: now, day: day)

@@ -131,8 +131,7 @@ public struct MeterSettings: Sendable, Equatable, PresetCodable {
 
     /// The UTC period holding `date`: its start and the start of the next.
     public func window(at date: Date) -> (start: Date, end: Date) {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
+        let calendar = Calendar.utcGregorian
         let component: Calendar.Component = period == "hour" ? .hour : period == "month" ? .month : .day
         let start = calendar.dateInterval(of: component, for: date)!.start
         return (start, calendar.date(byAdding: component, value: 1, to: start)!)

@@ -7,6 +7,8 @@ import Hummingbird
 import HummingbirdCore
 import HummingbirdTLS
 import Logging
+import NIOCore
+import NIOPosix
 import ServiceLifecycle
 import Tracing
 
@@ -69,7 +71,7 @@ public func buildApplication(
     let telemetry = try Telemetry.make(config: config, dependencies: dependencies, logger: logger)
     let infra = try await Infrastructure(config: config, dependencies: dependencies, telemetry: telemetry, logger: logger)
     let useCases = UseCases(infra)
-    let router = makeRouter(infra, useCases)
+    let router = try makeRouter(infra, useCases)
     dependencies.onRoutes?(
         router.routes.map { route in "\(route.method) /" + route.path.components.map(\.description).joined(separator: "/") })
 
@@ -84,7 +86,9 @@ public func buildApplication(
     if infra.untracedHTTPClient !== infra.httpClient { services.append(HTTPClientShutdown(client: infra.untracedHTTPClient)) }
     if let postgres = database as? PostgresDatabase {
         services.insert(postgres.service, at: 0)
-        if let cache = infra.sessionCache { services.append(SessionCacheFeed(database: postgres, cache: cache)) }
+        if let cache = infra.sessionCache { services.append(SessionCacheFeed(feed: { await postgres.feedSessionChanges(into: cache) })) }
+    } else if let sqlite = database as? SQLiteDatabase, let cache = infra.sessionCache {
+        services.append(SessionCacheFeed(feed: { await sqlite.feedChanges(into: cache) }))
     }
     // First, so that it stops last: the spans of the others' shutdown are still exported.
     if let exporter = telemetry.service { services.insert(exporter, at: 0) }
@@ -134,7 +138,7 @@ public func buildApplication(
 
 /// What is mounted: the middleware every request passes, then each resource's routes. The
 /// signed-in routes share one group behind the access-token check.
-func makeRouter(_ infra: Infrastructure, _ useCases: UseCases) -> Router<GatehouseRequestContext> {
+func makeRouter(_ infra: Infrastructure, _ useCases: UseCases) throws -> Router<GatehouseRequestContext> {
     let (config, preset, u) = (infra.config, infra.preset, useCases)
     let input = HTTPInput(resolver: ClientAddressResolver(trustedProxies: config.trustedProxies), bodyLimit: config.maxBodyBytes)
     let router = Router(context: GatehouseRequestContext.self)
@@ -150,7 +154,7 @@ func makeRouter(_ infra: Infrastructure, _ useCases: UseCases) -> Router<Gatehou
     let signedIn = router.group().add(middleware: AccessTokenMiddleware(authenticator: u.authenticator))
         .group(context: AuthenticatedContext.self)
 
-    OperationsController(ping: { try await infra.store.ping() }, keys: infra.keys, publicConfiguration: PublicConfiguration(preset: preset), openAPI: infra.openAPI)
+    try OperationsController(ping: { try await infra.store.ping() }, keys: infra.keys, publicConfiguration: PublicConfiguration(preset: preset), openAPI: infra.openAPI)
         .register(on: router)
     SignInController(
         passwords: u.passwords, profiles: u.profiles, providers: u.providers, magicLinks: u.magicLinks, authenticator: u.authenticator,
@@ -271,18 +275,23 @@ struct DatabaseShutdown: Service {
     }
 }
 
-/// Keeps this node's `SessionCache` in step with PostgreSQL's change announcements until the
-/// server stops.
+/// Keeps this node's `SessionCache` in step with the database until the server stops:
+/// PostgreSQL's change announcements, or SQLite's `PRAGMA data_version` poll.
 struct SessionCacheFeed: Service {
-    let database: PostgresDatabase
-    let cache: SessionCache
+    let feed: @Sendable () async -> Void
 
     func run() async throws {
-        let (database, cache) = (self.database, self.cache)
-        let feed = Task { await database.feedSessionChanges(into: cache) }
+        let feed = Task { await self.feed() }
         try? await gracefulShutdown()
         // Cancelled, not awaited: nothing the listener does matters once the server stops, and
         // a shutdown must not wait on its connection.
         feed.cancel()
     }
+}
+
+/// Makes SwiftNIO's singleton event loops Swift concurrency's global executor; call once, from
+/// the main thread, before any task runs (the `gatehouse` command's entry does). True when it
+/// took effect.
+public func runConcurrencyOnEventLoops() -> Bool {
+    NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
 }

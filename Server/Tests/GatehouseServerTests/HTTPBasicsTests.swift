@@ -36,6 +36,15 @@ import Testing
             let replaced = try await client.execute(
                 uri: "/health", method: .get, headers: [HTTPField.Name("X-Request-Id")!: "bad id\" with quotes"])
             #expect(replaced.headers[HTTPField.Name("X-Request-Id")!] != "bad id\" with quotes")
+            // A new id is a version-4 UUID in lowercase, different every time.
+            var seen = Set<String>()
+            for _ in 0..<50 {
+                let id = try #require(try await client.execute(uri: "/health", method: .get).headers[HTTPField.Name("X-Request-Id")!])
+                #expect(UUID(uuidString: id)?.uuidString.lowercased() == id && id.count == 36, "\(id)")
+                #expect(Array(id)[14] == "4" && "89ab".contains(Array(id)[19]), "\(id)")
+                seen.insert(id)
+            }
+            #expect(seen.count == 50)
         }
     }
 

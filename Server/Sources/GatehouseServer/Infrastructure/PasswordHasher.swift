@@ -82,11 +82,32 @@ public final class PasswordHasher: Sendable {
         pool.start()
     }
 
+    /// Runs `body` on one of the pool's threads, which first lowers its own scheduling priority
+    /// (`nice` ``hashingNiceness``, on Linux, where a thread's niceness is its own). A login's hash then
+    /// takes what the event loops and the database's threads leave: when eight logins hash on
+    /// both cores, a `GET /v1/me` still gets a core at once instead of queueing behind them
+    /// (issue 47), and with nothing else to run the hashes take the cores as before.
+    private func onHashingThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await pool.runIfActive {
+            Self.lowerPriority()
+            return try body()
+        }
+    }
+
+    /// The niceness of a hashing thread (0 is the default, 19 the lowest priority).
+    static let hashingNiceness: Int32 = 10
+
+    private static func lowerPriority() {
+        #if os(Linux)
+        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(gatehouse_thread_id()), hashingNiceness)
+        #endif
+    }
+
     /// A new Argon2id hash of `password`.
     public func hash(_ password: String) async throws -> String {
         let (parameters, timed) = (self.parameters, self.timed)
         return try await traced(tracer, "password.hash", attributes: ["gatehouse.hash.algorithm": .string("argon2id")]) {
-            try await pool.runIfActive {
+            try await onHashingThread {
                 let started = ContinuousClock.now
                 defer { timed?("hash", ContinuousClock.now - started) }
                 return try Self.argon2id(Array(password.utf8), parameters: parameters)
@@ -160,7 +181,7 @@ public final class PasswordHasher: Sendable {
         guard scheme.hasPrefix("$2$"), let cost = UInt8(scheme.dropFirst(3).prefix(2)), cost >= 4,
             Int(cost) <= PasswordHashBounds.maximumBcryptCost
         else { return nil }
-        return try await pool.runIfActive { Bcrypt.hash(secret, cost: cost) }
+        return try await onHashingThread { Bcrypt.hash(secret, cost: cost) }
     }
 
     private func check(_ password: String, against target: String, known: Bool) async throws -> Verification {
@@ -169,7 +190,7 @@ public final class PasswordHasher: Sendable {
             guard let project = try await firebaseKeys?.parameters(keyID: firebase.keyID) else {
                 return Verification(matches: false, needsRehash: false)
             }
-            return try await pool.runIfActive {
+            return try await onHashingThread {
                 let started = ContinuousClock.now
                 defer { timed?("verify", ContinuousClock.now - started) }
                 let computed = try FirebaseScrypt.hash(Array(password.utf8), salt: firebase.salt, parameters: project)
@@ -180,7 +201,7 @@ public final class PasswordHasher: Sendable {
         // does not match, and costs what the decoy costs.
         let target = PasswordHashBounds.problem(target) == nil ? target : decoy
         let known = known && target != decoy
-        return try await pool.runIfActive {
+        return try await onHashingThread {
             let started = ContinuousClock.now
             defer { timed?("verify", ContinuousClock.now - started) }
             let bytes = Array(password.utf8)
