@@ -21,6 +21,15 @@
 -- counts it (a scenario that sets `bench.shareable` shares accounts instead: login, where
 -- me_with_logins may have more login connections than accounts). An answer whose X-Request-Id names no slot in flight counts as `unmatched_answers`.
 --
+-- Behind a proxy that sets an X-Request-Id of its own (the cluster's nginx: `harness.py cluster`
+-- finds that out and sets WRK_BEHIND_PROXY=1) an answer cannot name its slot. Then a scenario
+-- that sets `bench.identify` ({column = NAME, pattern = LUA_PATTERN}: the accounts column whose
+-- values identify a slot, which `bench.sliced` must list, and the pattern whose capture finds
+-- that value in an answer's body) still tracks its slots, by the body (`slots_found_by_body`):
+-- refresh, whose chains must never have two requests in flight, by the session's id. The other
+-- scenarios take their accounts in turn, untracked, where sharing one is harmless (GET /v1/me,
+-- login, check).
+--
 -- done() prints one line "WRK_RESULT {json}" with wrk's summary, the latency percentiles (µs),
 -- every status code counted in response() and the scenario's own counters (`bench.count`).
 
@@ -35,6 +44,7 @@ end
 bench.tag = env("WRK_RUN_TAG", "wrk")
 bench.threads = tonumber(env("WRK_THREADS", "1"))
 bench.scenario = env("WRK_SCENARIO", "?")
+bench.behind_proxy = env("WRK_BEHIND_PROXY", "") == "1"
 
 -- Main state ------------------------------------------------------------------------------
 
@@ -185,6 +195,12 @@ function init(args)
     free[tail] = slot
   end
   in_flight = {}
+  owner = {}
+  if bench.identify then
+    for slot, key in ipairs(_G[bench.identify.column] or error("bench.identify's column is not in bench.sliced")) do
+      owner[key] = slot
+    end
+  end
   -- wrk calls request() once on its first thread, right after init() and before any connection
   -- exists, to check the request's shape (script_verify_request); that request is never sent.
   verify_pending = (tid == 1)
@@ -193,6 +209,11 @@ end
 
 local function take()
   local slot
+  if bench.behind_proxy and not bench.identify then
+    -- The answers cannot name their slot (the proxy's X-Request-Id): accounts in turn, untracked.
+    shared_turn = (shared_turn or 0) % slots + 1
+    return shared_turn, 0
+  end
   if head <= tail then
     slot = free[head]
     free[head] = nil
@@ -226,17 +247,28 @@ local function header(headers, name)
   return nil
 end
 
-local function give_back(headers)
+local function release(slot)
+  in_flight[slot] = nil
+  tail = tail + 1
+  free[tail] = slot
+  return slot
+end
+
+local function give_back(headers, body)
   local id = header(headers, "X-Request-Id")
   local slot, sent = nil, nil
   if id then slot, sent = id:match("^wrk%d+s(%d+)n(%d+)$") end
   slot, sent = tonumber(slot), tonumber(sent)
   if sent == 0 then return nil end -- a shared account's request (take)
-  if slot and in_flight[slot] == sent then
-    in_flight[slot] = nil
-    tail = tail + 1
-    free[tail] = slot
-    return slot
+  if slot and in_flight[slot] == sent then return release(slot) end
+  if bench.behind_proxy then
+    if not bench.identify then return nil end -- untracked (take)
+    local key = body and body:match(bench.identify.pattern)
+    slot = key and owner[key]
+    if slot and in_flight[slot] then
+      bench.count("slots_found_by_body")
+      return release(slot)
+    end
   end
   bench.count("unmatched_answers")
   return nil
@@ -255,6 +287,6 @@ end
 function response(status, headers, body)
   counts[status] = (counts[status] or 0) + 1
   local slot = nil
-  if slots > 0 then slot = give_back(headers) end
+  if slots > 0 then slot = give_back(headers, body) end
   if bench.response then bench.response(slot, status, headers, body) end
 end

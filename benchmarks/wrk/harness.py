@@ -2,16 +2,30 @@
 """The wrk benchmark harness's Python half (stdlib only); benchmarks/wrk/run drives it.
 
   harness.py hash --bench-binary PATH --out FILE
-      Times one Argon2id hash with `gatehouse-bench hash` (production parameters, one thread).
+      Times one Argon2id hash with `gatehouse-bench hash` (one thread) at the server's cost: the
+      production parameters, or BENCH_SERVER_ENV's GATEHOUSE_ARGON2_* settings.
   harness.py db --database sqlite|postgres --url URL --binary PATH --seconds S --connections C
                 --scenarios "..." --out FILE [--hash FILE] [--database-version TEXT]
       Starts `gatehouse serve` on that database, times the first healthy answer, signs up C
       accounts, runs every scenario with wrk (benchmarks/wrk/*.lua) while watching the server's
-      CPU time and memory, and writes the figures to FILE.
+      CPU time and memory, and writes the figures to FILE (with the Argon2 cost the server ran
+      at, and the hash timing when given).
+      The `ceiling` scenario loads, in one run, the static GET /.well-known/jwks.json (held in
+      memory: what the framework itself serves), an unmatched path (404), GET /v1/config,
+      GET /v1/me and POST /v1/entitlements/check in short slices taken in rotation over
+      BENCH_CEILING_ROUNDS rounds (default 3), and gives each route's rate as a share of the
+      static route's.
+  harness.py cluster --url URL --pids P1,P2,... --seconds S --connections C --scenarios "..."
+                     --out FILE [--hash FILE] [--database NAME] [--database-version TEXT]
+      The same scenarios against a deployment already running (benchmarks/wrk/capacity starts
+      Server/Tests/cluster/run.py --serve: 3 nodes on one PostgreSQL behind nginx), signing up
+      and loading through URL; the CPU counted is the sum of the given processes' (the nodes':
+      nginx's and PostgreSQL's are not counted).
   harness.py report --out FILE [--hash FILE] PART...
-      Joins the parts with the machine's description, writes FILE and prints Markdown tables,
-      the targets of the performance issue marked met / not met. Exits 1 if any scenario had
-      unexpected answers or socket errors.
+      Joins the parts with the machine's description, writes FILE and prints Markdown tables:
+      each part's scenarios, the ceiling's shares, the capacity per core of CPU against
+      Keycloak's published sizing, and the targets of the performance issue marked met / not
+      met. Exits 1 if any scenario had unexpected answers or socket errors.
   harness.py ab --binary PATH --workdir DIR --out FILE --config NAME 'KEY=VALUE ...' --config ...
                 [--rounds N] [--slices K] [--seconds S] [--connections C] [--server-cpus LIST --wrk-cpus LIST]
                 [--perf-dir DIR]
@@ -37,12 +51,27 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-ALL_SCENARIOS = ["me", "refresh", "supabase_refresh", "login", "signup", "handles", "check", "spend", "jwks", "me_with_logins",
+ALL_SCENARIOS = ["ceiling", "me", "refresh", "supabase_refresh", "login", "signup", "handles", "check", "spend", "jwks", "me_with_logins",
                  "connections", "passkey_options", "passkey"]
+# Through a deployment the harness did not start (`cluster`): no idle-connection count (nginx
+# holds them), no passkeys or Supabase surface (the nodes are not configured for them).
+CLUSTER_SCENARIOS = [name for name in ALL_SCENARIOS if name not in ("connections", "passkey_options", "passkey", "supabase_refresh")]
+# The routes of `ceiling`, the static one first: (name, script).
+CEILING_ROUTES = [("jwks", "jwks.lua"), ("notfound", "notfound.lua"), ("config", "config.lua"), ("me", "me.lua"), ("check", "check.lua")]
+CEILING_ROUNDS = int(os.environ.get("BENCH_CEILING_ROUNDS", "3"))
+# The server's Argon2id cost when no GATEHOUSE_ARGON2_* setting is given (Argon2Parameters()).
+ARGON2_DEFAULT = {"memory_kib": 19456, "iterations": 2, "parallelism": 1}
+# Keycloak's published sizing, per vCPU, at Argon2id 7 MiB / 5 iterations / parallelism 1: password
+# logins and refresh-token requests per second; and the issue's goals as multiples of them.
+KEYCLOAK_PER_VCPU = {"login": 15, "refresh": 120}
+CAPACITY_GOALS = {"login": 3, "refresh": 10}
+HOST = "127.0.0.1"  # where the server listens (`cluster`: nginx's host)
+BEHIND_PROXY = False  # `cluster`, when the proxy answers with an X-Request-Id of its own (common.lua)
 # The `apikey` of /auth/v1 (the Supabase-compatible surface, served only when it is set).
 SUPABASE_ANON_KEY = "bench-supabase-anon-key-0123456789"
 CHECK_ACTION = os.environ.get("BENCH_CHECK_ACTION", "practice_saved_flow")
@@ -85,33 +114,55 @@ def cpu_seconds(pid):
 
 
 class Monitor:
-    """The server's CPU time across a run, and its resident memory sampled every 50 ms."""
+    """The server's CPU time across a run, and its resident memory sampled every 50 ms. With
+    several processes (a cluster's nodes): their CPU time summed, the peak of their summed
+    resident memory, and the sum of their lifetime peaks (VmHWM)."""
 
-    def __init__(self, pid):
-        self.pid = pid
+    def __init__(self, pids):
+        self.pids = [pids] if isinstance(pids, int) else list(pids)
         self.peak_rss_kib = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
     def _sample(self):
         while True:
-            rss = proc_status(self.pid, "VmRSS")
+            rss = sum(proc_status(pid, "VmRSS") or 0 for pid in self.pids)
             if rss:
                 self.peak_rss_kib = max(self.peak_rss_kib, rss)
             if self._stop.wait(0.05):
                 return
 
     def __enter__(self):
-        self.cpu_before = cpu_seconds(self.pid)
+        self.cpu_before = sum(cpu_seconds(pid) for pid in self.pids)
         self._thread.start()
         return self
 
     def __exit__(self, *exc):
         self._stop.set()
         self._thread.join()
-        self.cpu_used = cpu_seconds(self.pid) - self.cpu_before
-        self.hwm_kib = proc_status(self.pid, "VmHWM")
+        self.cpu_used = sum(cpu_seconds(pid) for pid in self.pids) - self.cpu_before
+        hwm = [proc_status(pid, "VmHWM") for pid in self.pids]
+        self.hwm_kib = sum(hwm) if all(value is not None for value in hwm) else None
         return False
+
+
+def server_settings(settings=None):
+    """KEY=VALUE words as a dict: `settings`, or BENCH_SERVER_ENV's when None."""
+    words = os.environ.get("BENCH_SERVER_ENV", "").split() if settings is None else settings
+    return dict(word.partition("=")[::2] for word in words)
+
+
+def argon2_settings(settings=None):
+    """The Argon2id cost the server runs at, from its GATEHOUSE_ARGON2_* settings (BENCH_SERVER_ENV's
+    when `settings` is None)."""
+    given = {key: value for key, value in server_settings(settings).items() if key.startswith("GATEHOUSE_ARGON2_")}
+    values = dict(ARGON2_DEFAULT)
+    for key, name in (("GATEHOUSE_ARGON2_MEMORY_KIB", "memory_kib"), ("GATEHOUSE_ARGON2_ITERATIONS", "iterations"),
+                      ("GATEHOUSE_ARGON2_PARALLELISM", "parallelism")):
+        if key in given:
+            values[name] = int(given[key])
+    label = f"{values['memory_kib']} KiB / {values['iterations']} / {values['parallelism']}"
+    return dict(values, settings=given, label=label if given else f"default {label}")
 
 
 def free_port():
@@ -144,10 +195,7 @@ class Server:
             GATEHOUSE_SUPABASE_ANON_KEY=SUPABASE_ANON_KEY,
         )
         # One setting changed for an A/B run, e.g. BENCH_SERVER_ENV="GATEHOUSE_SESSION_CACHE=off".
-        settings = os.environ.get("BENCH_SERVER_ENV", "").split() if self.settings is None else self.settings
-        for setting in settings:
-            key, _, value = setting.partition("=")
-            env[key] = value
+        env.update(server_settings(self.settings))
         self.stdout = open(os.path.join(self.workdir, "server.out"), "w")
         self.stderr = open(os.path.join(self.workdir, "server.err"), "w")
         started = time.monotonic()
@@ -166,6 +214,10 @@ class Server:
                 pass
             time.sleep(0.01)
         raise RuntimeError(f"gatehouse did not answer /health within 60 s: {self.tail()}")
+
+    @property
+    def pids(self):
+        return [self.process.pid]
 
     def tail(self):
         self.stderr.flush()
@@ -186,7 +238,7 @@ class Server:
 
 
 def call(port, method, path, body=None, token=None):
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    connection = http.client.HTTPConnection(HOST, port, timeout=60)
     headers = {}
     data = None
     if body is not None:
@@ -227,11 +279,12 @@ def seed(port, count, tag):
         access = answer["session"]["access_token"]
         answer = expect(*call(port, "POST", "/v1/auth/login", {"email": email, "password": password}), 200, "login")
         refresh = answer["session"]["refresh_token"]
+        session = answer["session"]["session_id"]
         handle = None
         if index % 2 == 0:
             handle = f"wt{tag}{index}"
             expect(*call(port, "PATCH", "/v1/me", {"handle": handle}, token=access), 200, "setting a handle")
-        return {"email": email, "password": password, "access": access, "refresh": refresh, "handle": handle}
+        return {"email": email, "password": password, "access": access, "refresh": refresh, "session": session, "handle": handle}
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=min(16, count)) as pool:
         return list(pool.map(one, range(count)))
@@ -253,6 +306,7 @@ def new_chains(port, accounts):
     def one(account):
         answer = expect(*call(port, "POST", "/v1/auth/login", {"email": account["email"], "password": account["password"]}), 200, "login")
         account["refresh"] = answer["session"]["refresh_token"]
+        account["session"] = answer["session"]["session_id"]
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=min(16, len(accounts))) as pool:
         list(pool.map(one, accounts))
@@ -265,7 +319,7 @@ def write_accounts(path, accounts):
                 raise ValueError(f"unexpected character in {value!r}")
         return "{" + ",".join(json.dumps(value) for value in values) + "}"
 
-    columns = {name: [account[name] for account in accounts] for name in ("email", "password", "access", "refresh")}
+    columns = {name: [account[name] for account in accounts] for name in ("email", "password", "access", "refresh", "session")}
     columns["taken"] = [account["handle"] for account in accounts if account["handle"]]
     with open(path, "w") as handle:
         handle.write("return {\n")
@@ -282,13 +336,14 @@ WRK_PREFIX = []  # e.g. taskset -c 1 (harness.py ab --wrk-cpus)
 
 def wrk_command(script, port, threads, connections, seconds):
     return WRK_PREFIX + ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--timeout", "10s", "--latency",
-            "-s", os.path.join(HERE, script), f"http://127.0.0.1:{port}"]
+            "-s", os.path.join(HERE, script), f"http://{HOST}:{port}"]
 
 
 def wrk_env(scenario, accounts_file, threads):
     env = dict(os.environ)
     env.update(WRK_ACCOUNTS=accounts_file, WRK_THREADS=str(threads), WRK_RUN_TAG=random_tag(),
-               WRK_SCENARIO=scenario, WRK_CHECK_ACTION=CHECK_ACTION, WRK_SUPABASE_ANON_KEY=SUPABASE_ANON_KEY)
+               WRK_SCENARIO=scenario, WRK_CHECK_ACTION=CHECK_ACTION, WRK_SUPABASE_ANON_KEY=SUPABASE_ANON_KEY,
+               WRK_BEHIND_PROXY="1" if BEHIND_PROXY else "")
     return env
 
 
@@ -326,6 +381,8 @@ EXPECTED = {
     "check": ("POST /v1/entitlements/check", {200}),
     "spend": ("POST /v1/credits/practice/spend", {200, 403}),
     "jwks": ("GET /.well-known/jwks.json", {200}),
+    "notfound": ("GET /no/such/path", {404}),
+    "config": ("GET /v1/config", {200}),
     "passkey_options": ("POST /v1/passkeys/authentication/options", {200}),
     "passkey": ("POST /v1/passkeys/authentication/verify", {200}),
 }
@@ -380,7 +437,7 @@ LOAD_BEFORE = {}  # scenario -> the machine's 1-minute load average as it starte
 def run_scenario(server, name, script, threads, connections, seconds, accounts_file, workdir):
     LOAD_BEFORE[name] = round(os.getloadavg()[0], 2)
     log(f"{name}: wrk -t{threads} -c{connections} -d{seconds}s {script}")
-    with Monitor(server.process.pid) as monitor:
+    with Monitor(server.pids) as monitor:
         process, out = start_wrk(script[:-4], script, server.port, threads, connections, seconds, accounts_file, workdir, name)
         raw = finish_wrk(process, out, name, seconds)
     result = figures(name, raw, threads, connections, EXPECTED[raw["scenario"]][1], monitor)
@@ -394,7 +451,7 @@ def me_with_logins(server, threads, connections, seconds, accounts_file, workdir
     from 0.5 s before until about 1 s after."""
     LOAD_BEFORE["me_with_logins"] = round(os.getloadavg()[0], 2)
     log(f"me_with_logins: me at {connections} connections during {LOGIN_NEIGHBOURS} concurrent logins")
-    with Monitor(server.process.pid) as monitor:
+    with Monitor(server.pids) as monitor:
         login_process, login_out = start_wrk("login", "login.lua", server.port, 1, LOGIN_NEIGHBOURS, seconds + 2, accounts_file, workdir,
                                              "me_with_logins-login")
         time.sleep(0.5)
@@ -504,12 +561,166 @@ def passkey_sign_ins(server, threads, connections, seconds, accounts_file, workd
     return result
 
 
-def command_db(args):
+def ceiling(server, threads, connections, seconds, accounts_file, workdir, fresh_tokens):
+    """The framework's own ceiling beside the token reads, in one run: each round loads every
+    route of CEILING_ROUTES for `seconds / rounds` seconds (at least 2) one after another, the
+    order rotated each round, so that the machine's drift over the run falls on every route
+    alike. Each route's rate is also given as a share of the static route's (GET
+    /.well-known/jwks.json, held in memory), per round and over the run."""
+    rounds = max(1, CEILING_ROUNDS)
+    slice_seconds = max(2, round(seconds / rounds))
+    LOAD_BEFORE["ceiling"] = round(os.getloadavg()[0], 2)
+    log(f"ceiling: {rounds} rounds of {len(CEILING_ROUTES)} routes, {slice_seconds} s each")
+    slices = []
+    for round_index in range(rounds):
+        fresh_tokens()
+        shift = round_index % len(CEILING_ROUTES)
+        for route, script in CEILING_ROUTES[shift:] + CEILING_ROUTES[:shift]:
+            result = run_scenario(server, f"ceiling-{route}-r{round_index + 1}", script, threads, connections, slice_seconds,
+                                  accounts_file, workdir)
+            slices.append({"round": round_index + 1, "route": route, "result": result})
+
+    def rate(rows):
+        seconds_total = sum(row["result"]["seconds"] for row in rows)
+        return sum(row["result"]["requests"] for row in rows) / seconds_total if seconds_total else 0
+
+    static = CEILING_ROUTES[0][0]
+    static_by_round = {r: rate([row for row in slices if row["route"] == static and row["round"] == r]) for r in range(1, rounds + 1)}
+    static_rate = rate([row for row in slices if row["route"] == static])
+    routes = {}
+    for route, _ in CEILING_ROUTES:
+        rows = [row for row in slices if row["route"] == route]
+        results = [row["result"] for row in rows]
+        requests = sum(result["requests"] for result in results)
+        cpu = sum(result["server"]["cpu_seconds"] for result in results)
+        statuses = {}
+        for result in results:
+            for code, count in result["statuses"].items():
+                statuses[code] = statuses.get(code, 0) + count
+        shares = [rate([row]) / static_by_round[row["round"]] if static_by_round[row["round"]] else None for row in rows]
+        known = [share for share in shares if share is not None]
+        routes[route] = {
+            "request": results[0]["request"],
+            "requests": requests,
+            "seconds": round(sum(result["seconds"] for result in results), 2),
+            "requests_per_second": round(rate(rows), 1),
+            "p99_ms_worst_slice": max(result["latency_ms"]["p99"] for result in results),
+            "p99_ms_mean_weighted_by_requests": round(sum(result["latency_ms"]["p99"] * result["requests"] for result in results)
+                                                      / requests, 3) if requests else None,
+            "p50_ms_mean_weighted_by_requests": round(sum(result["latency_ms"]["p50"] * result["requests"] for result in results)
+                                                      / requests, 3) if requests else None,
+            "cpu_ms_per_request": round(cpu / requests * 1000, 4) if requests else None,
+            "share_of_static": round(rate(rows) / static_rate, 4) if static_rate else None,
+            "share_of_static_by_round": [round(share, 4) if share is not None else None for share in shares],
+            "share_of_static_min": round(min(known), 4) if known else None,
+            "share_of_static_max": round(max(known), 4) if known else None,
+            "statuses": statuses,
+            "unexpected_total": sum(result["unexpected_total"] for result in results),
+        }
+    for route, row in routes.items():
+        log(f"ceiling: {route} {row['requests_per_second']:,.0f} req/s, {row['share_of_static'] * 100:.1f} % of the static route "
+            f"({row['share_of_static_min'] * 100:.1f}–{row['share_of_static_max'] * 100:.1f} % over {rounds} rounds), "
+            f"{row['cpu_ms_per_request']} CPU ms/request")
+    return {
+        "scenario": "ceiling",
+        "rounds": rounds,
+        "slice_seconds": slice_seconds,
+        "threads": threads,
+        "connections": connections,
+        "static_route": static,
+        "routes": routes,
+        "unexpected_total": sum(row["unexpected_total"] for row in routes.values()),
+        "load_average_1m_before": LOAD_BEFORE["ceiling"],
+        "slices": [{"round": row["round"], "route": row["route"], "requests_per_second": row["result"]["requests_per_second"],
+                    "latency_ms": row["result"]["latency_ms"], "statuses": row["result"]["statuses"],
+                    "unexpected_total": row["result"]["unexpected_total"], "server": row["result"].get("server"),
+                    "load_average_1m_before": row["result"]["load_average_1m_before"]} for row in slices],
+    }
+
+
+def raise_file_limit():
     try:
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # the server inherits it
     except (ValueError, OSError):
         pass
+
+
+def read_hash(path):
+    if path and os.path.exists(path):
+        with open(path) as handle:
+            return json.load(handle)
+    return None
+
+
+def load(server, part, args, scenarios, threads, connections, workdir, what):
+    """Signs up one account per connection through `server`, warms up and runs `scenarios`,
+    putting the figures into `part`."""
+    tag = random_tag()
+    started = time.monotonic()
+    accounts = seed(server.port, connections, tag)
+    seeded_at = time.monotonic()
+    part["seed_seconds"] = round(seeded_at - started, 2)
+    part["accounts"] = len(accounts)
+    log(f"{what}: {len(accounts)} accounts signed up in {part['seed_seconds']} s")
+    accounts_file = os.path.join(workdir, "accounts.lua")
+    write_accounts(accounts_file, accounts)
+
+    def fresh_tokens():
+        nonlocal seeded_at
+        if time.monotonic() - seeded_at > TOKEN_MAX_AGE:
+            log("access tokens are getting old: signing the accounts in again")
+            relogin(server.port, accounts)
+            write_accounts(accounts_file, accounts)
+            seeded_at = time.monotonic()
+
+    if args.warmup > 0:
+        log(f"warm-up: {args.warmup} s of GET /v1/me (not recorded)")
+        process, out = start_wrk("me", "me.lua", server.port, threads, connections, args.warmup, accounts_file, workdir, "warmup")
+        finish_wrk(process, out, "warm-up", args.warmup)
+
+    results = part["scenarios"]
+    chains_used = False
+    for name in scenarios:
+        fresh_tokens()
+        if name in ("refresh", "supabase_refresh"):
+            if chains_used:
+                log("new refresh chains for this scenario")
+                new_chains(server.port, accounts)
+                write_accounts(accounts_file, accounts)
+            chains_used = True
+        if name == "ceiling":
+            results[name] = ceiling(server, threads, connections, args.seconds, accounts_file, workdir, fresh_tokens)
+        elif name == "handles":
+            results["handles"] = run_scenario(server, "handles", "handles.lua", threads, connections, args.seconds, accounts_file, workdir)
+            results["handles_1"] = run_scenario(server, "handles_1", "handles.lua", 1, 1, args.seconds, accounts_file, workdir)
+        elif name == "login":
+            results["login"] = run_scenario(server, "login", "login.lua", threads, connections, args.seconds, accounts_file, workdir)
+            if not args.hash:
+                # No gatehouse-bench: one hash's time is the p50 of a single-connection login run.
+                results["login_1"] = run_scenario(server, "login_1", "login.lua", 1, 1, min(args.seconds, 5), accounts_file, workdir)
+        elif name == "me_with_logins":
+            results[name] = me_with_logins(server, threads, connections, args.seconds, accounts_file, workdir)
+        elif name == "connections":
+            results[name] = idle_connections(server, IDLE_CONNECTIONS)
+        elif name == "passkey":
+            results[name] = passkey_sign_ins(server, threads, connections, args.seconds, accounts_file, workdir)
+        else:
+            results[name] = run_scenario(server, name, f"{name}.lua", threads, connections, args.seconds, accounts_file, workdir)
+
+
+def new_part(database, args, connections, threads):
+    part = {"database": database, "database_version": args.database_version, "seconds": args.seconds,
+            "connections": connections, "threads": threads, "check_action": CHECK_ACTION,
+            "argon2": argon2_settings(), "scenarios": {}}
+    hash_row = read_hash(args.hash)
+    if hash_row:
+        part["argon2_hash"] = hash_row
+    return part
+
+
+def command_db(args):
+    raise_file_limit()
     scenarios = args.scenarios.split()
     for name in scenarios:
         if name not in ALL_SCENARIOS:
@@ -520,62 +731,13 @@ def command_db(args):
     threads = min(2, connections)
     connections -= connections % threads  # wrk gives each thread connections / threads
     server = Server(args.binary, args.url, workdir)
-    part = {"database": args.database, "database_version": args.database_version, "seconds": args.seconds,
-            "connections": connections, "threads": threads, "check_action": CHECK_ACTION, "scenarios": {}}
+    part = new_part(args.database, args, connections, threads)
     try:
-        log(f"{args.database}: starting {args.binary} serve")
+        log(f"{args.database}: starting {args.binary} serve (Argon2id {part['argon2']['label']})")
         part["first_healthy_ms"] = round(server.start() * 1000, 1)
         log(f"{args.database}: first healthy response after {part['first_healthy_ms']} ms")
         part["rss_after_start_mib"] = mib(proc_status(server.process.pid, "VmRSS"))
-        tag = random_tag()
-        started = time.monotonic()
-        accounts = seed(server.port, connections, tag)
-        seeded_at = time.monotonic()
-        part["seed_seconds"] = round(seeded_at - started, 2)
-        part["accounts"] = len(accounts)
-        log(f"{args.database}: {len(accounts)} accounts signed up in {part['seed_seconds']} s")
-        accounts_file = os.path.join(workdir, "accounts.lua")
-        write_accounts(accounts_file, accounts)
-
-        def fresh_tokens():
-            nonlocal seeded_at
-            if time.monotonic() - seeded_at > TOKEN_MAX_AGE:
-                log("access tokens are getting old: signing the accounts in again")
-                relogin(server.port, accounts)
-                write_accounts(accounts_file, accounts)
-                seeded_at = time.monotonic()
-
-        if args.warmup > 0:
-            log(f"warm-up: {args.warmup} s of GET /v1/me (not recorded)")
-            process, out = start_wrk("me", "me.lua", server.port, threads, connections, args.warmup, accounts_file, workdir, "warmup")
-            finish_wrk(process, out, "warm-up", args.warmup)
-
-        results = part["scenarios"]
-        chains_used = False
-        for name in scenarios:
-            fresh_tokens()
-            if name in ("refresh", "supabase_refresh"):
-                if chains_used:
-                    log("new refresh chains for this scenario")
-                    new_chains(server.port, accounts)
-                    write_accounts(accounts_file, accounts)
-                chains_used = True
-            if name == "handles":
-                results["handles"] = run_scenario(server, "handles", "handles.lua", threads, connections, args.seconds, accounts_file, workdir)
-                results["handles_1"] = run_scenario(server, "handles_1", "handles.lua", 1, 1, args.seconds, accounts_file, workdir)
-            elif name == "login":
-                results["login"] = run_scenario(server, "login", "login.lua", threads, connections, args.seconds, accounts_file, workdir)
-                if not args.hash:
-                    # No gatehouse-bench: one hash's time is the p50 of a single-connection login run.
-                    results["login_1"] = run_scenario(server, "login_1", "login.lua", 1, 1, min(args.seconds, 5), accounts_file, workdir)
-            elif name == "me_with_logins":
-                results[name] = me_with_logins(server, threads, connections, args.seconds, accounts_file, workdir)
-            elif name == "connections":
-                results[name] = idle_connections(server, IDLE_CONNECTIONS)
-            elif name == "passkey":
-                results[name] = passkey_sign_ins(server, threads, connections, args.seconds, accounts_file, workdir)
-            else:
-                results[name] = run_scenario(server, name, f"{name}.lua", threads, connections, args.seconds, accounts_file, workdir)
+        load(server, part, args, scenarios, threads, connections, workdir, args.database)
         part["server_vmhwm_mib"] = mib(proc_status(server.process.pid, "VmHWM"))
     except Exception as error:  # recorded in the part, reported, and the run fails
         part["failure"] = f"{type(error).__name__}: {error}"
@@ -586,12 +748,79 @@ def command_db(args):
         json.dump(part, handle, indent=2)
 
 
+class Deployment:
+    """A deployment the harness did not start (benchmarks/wrk/capacity's cluster): where to send
+    requests, and the processes whose CPU time and memory count as the server's."""
+
+    def __init__(self, url, pids, workdir):
+        address = urllib.parse.urlsplit(url)
+        if address.scheme != "http" or not address.hostname:
+            raise SystemExit(f"--url must be http://HOST:PORT, not {url!r}")
+        self.host = address.hostname
+        self.port = address.port or 80
+        self.pids = pids
+        self.workdir = workdir
+
+    def echoes_request_id(self):
+        """Whether an answer carries the X-Request-Id its request was sent with (not a proxy's own)."""
+        connection = http.client.HTTPConnection(self.host, self.port, timeout=10)
+        connection.request("GET", "/health", headers={"X-Request-Id": "wrkprobe1s1n1"})
+        response = connection.getresponse()
+        response.read()
+        connection.close()
+        if response.status != 200:
+            raise RuntimeError(f"GET /health through {self.host}:{self.port}: {response.status}")
+        return response.getheader("X-Request-Id") == "wrkprobe1s1n1"
+
+
+def command_cluster(args):
+    global HOST, BEHIND_PROXY
+    raise_file_limit()
+    scenarios = args.scenarios.split()
+    for name in scenarios:
+        if name not in CLUSTER_SCENARIOS:
+            raise SystemExit(f"scenario {name!r} does not run against a cluster (these do: {' '.join(CLUSTER_SCENARIOS)})")
+    pids = [int(pid) for pid in args.pids.replace(",", " ").split()]
+    for pid in pids:
+        if not os.path.exists(f"/proc/{pid}/stat"):
+            raise SystemExit(f"no process {pid} (--pids: the nodes' process ids)")
+    workdir = os.path.join(os.path.dirname(os.path.abspath(args.out)), "cluster-work")
+    os.makedirs(workdir, exist_ok=True)
+    connections = args.connections
+    threads = min(2, connections)
+    connections -= connections % threads
+    deployment = Deployment(args.url, pids, workdir)
+    HOST = deployment.host
+    part = new_part(args.database, args, connections, threads)
+    part.update(url=args.url, nodes=len(pids), node_pids=pids,
+                cpu_counted=f"the {len(pids)} Gatehouse nodes' processes, summed; nginx's and PostgreSQL's CPU are not counted")
+    try:
+        BEHIND_PROXY = not deployment.echoes_request_id()
+        part["request_ids"] = ("the proxy answers with X-Request-Id of its own: refresh chains are matched by their session's id, "
+                               "other scenarios take their accounts in turn" if BEHIND_PROXY else "echoed")
+        log(f"{args.database}: {args.url}, {len(pids)} node processes {pids} (Argon2id {part['argon2']['label']}); "
+            f"X-Request-Id {'replaced by the proxy' if BEHIND_PROXY else 'echoed'}")
+        part["rss_after_start_mib"] = mib(sum(proc_status(pid, "VmRSS") or 0 for pid in pids))
+        load(deployment, part, args, scenarios, threads, connections, workdir, args.database)
+        hwm = [proc_status(pid, "VmHWM") for pid in pids]
+        part["server_vmhwm_mib"] = mib(sum(hwm)) if all(value is not None for value in hwm) else None
+    except Exception as error:  # recorded in the part, reported, and the run fails
+        part["failure"] = f"{type(error).__name__}: {error}"
+        log(f"{args.database}: FAILED: {part['failure']}")
+    with open(args.out, "w") as handle:
+        json.dump(part, handle, indent=2)
+
+
 # --- hashing ----------------------------------------------------------------------------------
 
 
 def command_hash(args):
-    log(f"timing Argon2id with {args.bench_binary} hash")
-    output = subprocess.run([args.bench_binary, "hash"], capture_output=True, text=True, timeout=300, check=True).stdout
+    # The cost the server runs at: GATEHOUSE_ARGON2_* of BENCH_SERVER_ENV (as Server.start passes
+    # them), never a GATEHOUSE_ variable of the caller's own environment.
+    env = {key: value for key, value in os.environ.items() if not key.startswith("GATEHOUSE_")}
+    env.update(argon2_settings()["settings"])
+    log(f"timing Argon2id with {args.bench_binary} hash ({argon2_settings()['label']})")
+    output = subprocess.run([args.bench_binary, "hash"], capture_output=True, text=True, timeout=600, check=True, env=env).stdout
     row = json.loads(output.strip().splitlines()[-1])
     row["source"] = f"{os.path.relpath(args.bench_binary, REPO)} hash"
     with open(args.out, "w") as handle:
@@ -660,58 +889,156 @@ def verdict(ok):
     return "met" if ok else "**not met**"
 
 
+def part_title(part):
+    database = part["database"]
+    version = part.get("database_version") or "postgres"
+    if database == "sqlite":
+        return "SQLite (WAL, default durability)"
+    if database == "postgres":
+        return f"PostgreSQL, durable ({version})"
+    if database.startswith("postgres-cluster"):
+        return f"{part.get('nodes', '?')} Gatehouse nodes on one durable PostgreSQL ({version}) behind nginx"
+    return database
+
+
+def part_label(part):
+    """A short name for the part in the tables that span parts."""
+    database = part["database"]
+    name = {"sqlite": "SQLite", "postgres": "PostgreSQL"}.get(database)
+    if not name:
+        name = f"cluster of {part.get('nodes', '?')} (PostgreSQL, nginx)" if database.startswith("postgres-cluster") else database
+    return name
+
+
+def argon2_label(part):
+    return (part.get("argon2") or {}).get("label", "not recorded")
+
+
+def hash_time(part, hash_row):
+    """One Argon2id hash's time at the part's cost, in ms, and where it comes from: the part's own
+    hash timing, else the report's (--hash) when its parameters match the part's, else a
+    single-connection login's p50 (an approximation: a whole login's wall time)."""
+    argon2 = part.get("argon2")
+    for candidate in (part.get("argon2_hash"), hash_row):
+        if not candidate or "hash_ms_p50" not in candidate:
+            continue
+        if argon2 and any(candidate.get(key) != argon2.get(key) for key in ("memory_kib", "iterations", "parallelism")):
+            continue
+        return candidate["hash_ms_p50"], f"one hash {candidate['hash_ms_p50']} ms by `{candidate.get('source')}`"
+    login_1 = part["scenarios"].get("login_1")
+    if login_1:
+        return login_1["latency_ms"]["p50"], f"one hash ≈ single-connection login p50 {login_1['latency_ms']['p50']} ms"
+    return None, None
+
+
+def is_keycloak_cost(part):
+    argon2 = part.get("argon2") or {}
+    return (argon2.get("memory_kib"), argon2.get("iterations"), argon2.get("parallelism")) == (7168, 5, 1)
+
+
 def targets(part, hash_row):
-    """The performance issue's targets for one database: (target, measured, met or not or None)."""
+    """Issue 47's targets for one part: (target, measured, met or not, or None: judged by hand or
+    not measurable)."""
     s = part["scenarios"]
     rows = []
-    cores = os.cpu_count() or 2
+    database = part["database"]
 
+    ceiling = s.get("ceiling")
+    if ceiling and database == "sqlite":
+        static = ceiling["routes"][ceiling["static_route"]]
+        for route in ("config", "me", "check"):
+            row = ceiling["routes"].get(route)
+            if not row or row["share_of_static"] is None:
+                continue
+            rows.append((f"`{row['request']}` ≥ 85 % of the static route's req/s (SQLite, `ceiling`)",
+                         f"{row['share_of_static'] * 100:.1f} % ({row['requests_per_second']:,.0f} ÷ {static['requests_per_second']:,.0f} req/s; "
+                         f"{row['share_of_static_min'] * 100:.1f}–{row['share_of_static_max'] * 100:.1f} % over {ceiling['rounds']} rounds)",
+                         row["share_of_static"] >= 0.85))
     me = s.get("me")
-    if me:
-        note = "" if me["connections"] == 64 else f" (at {me['connections']} connections; the target is at 64)"
-        rows.append(("GET /v1/me ≥ 10,000 req/s and p99 ≤ 10 ms at 64 connections",
-                     f"{me['requests_per_second']:,.0f} req/s, p99 {me['latency_ms']['p99']} ms{note}",
-                     me["requests_per_second"] >= 10000 and me["latency_ms"]["p99"] <= 10))
-    refresh = s.get("refresh")
-    if refresh:
-        floor = 2000 if part["database"] == "postgres" else 1000
-        rows.append((f"refresh ≥ {floor:,} req/s ({part['database']})", f"{refresh['requests_per_second']:,.0f} req/s",
-                     refresh["requests_per_second"] >= floor))
-    check = s.get("check")
-    if check:
-        rows.append(("entitlements/check ≥ 15,000 req/s", f"{check['requests_per_second']:,.0f} req/s", check["requests_per_second"] >= 15000))
-    typing = s.get("handles_1")
-    if typing:
-        rows.append(("handle availability p99 ≤ 5 ms (1 connection)", f"p99 {typing['latency_ms']['p99']} ms", typing["latency_ms"]["p99"] <= 5))
-    login = s.get("login")
-    if login:
-        if hash_row:
-            hash_ms, source = hash_row["hash_ms_p50"], f"one hash {hash_row['hash_ms_p50']} ms by `{hash_row['source']}`"
-        elif s.get("login_1"):
-            hash_ms, source = s["login_1"]["latency_ms"]["p50"], f"one hash ≈ single-connection login p50 {s['login_1']['latency_ms']['p50']} ms"
-        else:
-            hash_ms, source = None, "no hash time"
-        if hash_ms:
-            ceiling = cores / (hash_ms / 1000)
-            rows.append((f"login ≥ 90 % of {cores} cores ÷ one hash's time",
-                         f"{login['requests_per_second']:,.1f} req/s = {login['requests_per_second'] / ceiling * 100:.0f} % of {ceiling:.0f}/s ({source})",
-                         login["requests_per_second"] >= 0.9 * ceiling))
-    idle = s.get("connections")
-    if idle:
-        rss = idle["rss_with_connections_mib"]
-        rows.append((f"RSS ≤ 150 MiB at {idle['connections']:,} open connections",
-                     f"{rss} MiB ({idle['still_open_after_1s']} open)", rss is not None and rss <= 150 and idle["still_open_after_1s"] == idle["connections"]))
     mixed = s.get("me_with_logins")
     if mixed:
         if me:
-            rows.append(("/v1/me p99 during 8 concurrent logins ≤ 2× plain p99",
-                         f"p99 {mixed['latency_ms']['p99']} ms vs {me['latency_ms']['p99']} ms plain "
+            rows.append((f"`GET /v1/me` p99 during {LOGIN_NEIGHBOURS} concurrent logins ≤ 2× idle p99",
+                         f"p99 {mixed['latency_ms']['p99']} ms vs {me['latency_ms']['p99']} ms idle "
                          f"({mixed['latency_ms']['p99'] / me['latency_ms']['p99']:.2f}×)",
                          mixed["latency_ms"]["p99"] <= 2 * me["latency_ms"]["p99"]))
         else:
-            rows.append(("/v1/me p99 during 8 concurrent logins ≤ 2× plain p99", f"p99 {mixed['latency_ms']['p99']} ms (no plain `me` run)", None))
-    if "first_healthy_ms" in part:
-        rows.append(("first healthy response ≤ 1 s", f"{part['first_healthy_ms']:,.0f} ms", part["first_healthy_ms"] <= 1000))
+            rows.append((f"`GET /v1/me` p99 during {LOGIN_NEIGHBOURS} concurrent logins ≤ 2× idle p99",
+                         f"p99 {mixed['latency_ms']['p99']} ms (no idle `me` run)", None))
+    idle = s.get("connections")
+    if idle:
+        rss = idle["rss_with_connections_mib"]
+        megabytes = rss * 1.048576 if rss is not None else None
+        rows.append((f"RSS ≤ 150 MB at {idle['connections']:,} open connections",
+                     f"{megabytes:.1f} MB = {rss} MiB ({idle['still_open_after_1s']:,} open)" if rss is not None else "not read",
+                     megabytes is not None and megabytes <= 150 and idle["still_open_after_1s"] == idle["connections"]))
+    for name in ("refresh", "spend"):
+        row = s.get(name)
+        if row:
+            rows.append((f"`{row['request']}` not slower than before (judged against an earlier run by hand)",
+                         f"{row['requests_per_second']:,.0f} req/s, p99 {row['latency_ms']['p99']} ms", None))
+    return rows
+
+
+def database_ratios(parts):
+    """PostgreSQL ÷ SQLite ≥ 0.8 for GET /v1/me and check: the `me` and `check` scenarios' req/s,
+    and the ceiling's when both ran it (as the ratio of the routes' shares of each run's static
+    route, which takes out the machine's drift between the two runs; the plain req/s ratio is
+    shown beside it). Parts are paired by their Argon2 cost (a capacity run has two of each)."""
+    groups = {}
+    for part in parts:
+        groups.setdefault(argon2_label(part), {}).setdefault(part["database"], part)
+    rows = []
+    for label, by_database in groups.items():
+        sqlite, postgres = by_database.get("sqlite"), by_database.get("postgres")
+        if not sqlite or not postgres:
+            continue
+        suffix = f", Argon2id {label}" if len(groups) > 1 else ""
+        for name in ("me", "check"):
+            a, b = sqlite["scenarios"].get(name), postgres["scenarios"].get(name)
+            if a and b and a.get("requests_per_second"):
+                ratio = b["requests_per_second"] / a["requests_per_second"]
+                rows.append((f"PostgreSQL ÷ SQLite ≥ 0.8: `{a['request']}` (scenario `{name}`{suffix})",
+                             f"{ratio:.2f} ({b['requests_per_second']:,.0f} ÷ {a['requests_per_second']:,.0f} req/s)", ratio >= 0.8))
+        ca, cb = sqlite["scenarios"].get("ceiling"), postgres["scenarios"].get("ceiling")
+        if ca and cb:
+            for route in ("me", "check"):
+                ra, rb = ca["routes"].get(route), cb["routes"].get(route)
+                if not ra or not rb or not ra.get("share_of_static") or rb.get("share_of_static") is None:
+                    continue
+                ratio = rb["share_of_static"] / ra["share_of_static"]
+                plain = rb["requests_per_second"] / ra["requests_per_second"] if ra["requests_per_second"] else float("nan")
+                rows.append((f"PostgreSQL ÷ SQLite ≥ 0.8: `{ra['request']}` (`ceiling`, shares of each run's static route{suffix})",
+                             f"{ratio:.2f} ({rb['share_of_static'] * 100:.1f} % ÷ {ra['share_of_static'] * 100:.1f} %; req/s "
+                             f"{rb['requests_per_second']:,.0f} ÷ {ra['requests_per_second']:,.0f} = {plain:.2f})", ratio >= 0.8))
+    return rows
+
+
+def capacity(parts, hash_row):
+    """Requests per second of server CPU (requests ÷ the server's CPU seconds) for login, refresh
+    and GET /v1/me of every part, against Keycloak's published per-vCPU sizing."""
+    rows = []
+    for part in parts:
+        for name in ("login", "refresh", "me"):
+            row = part["scenarios"].get(name)
+            cpu = (row or {}).get("server", {}).get("cpu_seconds")
+            if not row or not cpu:
+                continue
+            per_cpu = row["requests"] / cpu
+            entry = {"deployment": part_label(part), "database": part["database"], "argon2": argon2_label(part), "scenario": name,
+                     "request": row["request"], "requests": row["requests"], "requests_per_second": row["requests_per_second"],
+                     "server_cpu_seconds": cpu, "requests_per_cpu_second": round(per_cpu, 1)}
+            if name in KEYCLOAK_PER_VCPU:
+                times = per_cpu / KEYCLOAK_PER_VCPU[name]
+                entry.update(keycloak_per_vcpu=KEYCLOAK_PER_VCPU[name], times_keycloak=round(times, 2), goal_times=CAPACITY_GOALS[name])
+                # A login is one password hash: it compares with Keycloak's only at Keycloak's cost.
+                entry["met"] = times >= CAPACITY_GOALS[name] if name != "login" or is_keycloak_cost(part) else None
+            if name == "login":
+                hash_ms, source = hash_time(part, hash_row)
+                entry["cpu_ms_per_login"] = round(cpu / row["requests"] * 1000, 2)
+                if hash_ms:
+                    entry.update(hash_ms=hash_ms, hash_source=source, hashes_per_login=round(entry["cpu_ms_per_login"] / hash_ms, 2))
+            rows.append(entry)
     return rows
 
 
@@ -720,10 +1047,7 @@ def command_report(args):
     for path in args.parts:
         with open(path) as handle:
             parts.append(json.load(handle))
-    hash_row = None
-    if args.hash and os.path.exists(args.hash):
-        with open(args.hash) as handle:
-            hash_row = json.load(handle)
+    hash_row = read_hash(args.hash)
     report = {
         "generated_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "machine": machine_info(),
@@ -746,27 +1070,36 @@ def command_report(args):
              f"(m={hash_row.get('memory_kib')} KiB, t={hash_row.get('iterations')}, p={hash_row.get('parallelism')})")
     failed = False
     for part in parts:
-        database = part["database"]
         entry = dict(part)
         entry["targets"] = [{"target": target, "measured": measured, "met": met} for target, measured, met in targets(part, hash_row)]
         report["databases"].append(entry)
         emit("")
-        title = "SQLite (WAL, default durability)" if database == "sqlite" else f"PostgreSQL, durable ({part.get('database_version') or 'postgres'})"
-        emit(f"## {title}: {part['seconds']} s per scenario, {part['connections']} connections, wrk -t{part['threads']}")
+        emit(f"## {part_title(part)}: {part['seconds']} s per scenario, {part['connections']} connections, wrk -t{part['threads']}")
         emit("")
         if "failure" in part:
             failed = True
             emit(f"**Run failed:** {part['failure']}")
             emit("")
+        hash_ms, hash_source = hash_time(part, hash_row)
+        emit(f"Argon2id {argon2_label(part)}" + (f" ({hash_source})." if hash_ms else "."))
+        if part.get("cpu_counted"):
+            emit(f"Server CPU and memory: {part['cpu_counted']}. Requests and sign-ups went through {part.get('url')}"
+                 f"{'; ' + part['request_ids'] if part.get('request_ids') and part['request_ids'] != 'echoed' else ''}.")
+        emit("")
         if "first_healthy_ms" in part:
             emit(f"First healthy response {part['first_healthy_ms']} ms after spawn; RSS after start {part.get('rss_after_start_mib')} MiB; "
                  f"{part.get('accounts')} accounts seeded in {part.get('seed_seconds')} s.")
+            emit("")
+        elif "accounts" in part:
+            emit(f"RSS after start {part.get('rss_after_start_mib')} MiB; {part.get('accounts')} accounts seeded in {part.get('seed_seconds')} s.")
             emit("")
         emit("| scenario | conns | req/s | p50 ms | p99 ms | p99.9 ms | non-2xx | unexpected | peak RSS MiB (sampled) | server CPU s / 1k req | load 1m |")
         emit("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for name, row in part["scenarios"].items():
             if row.get("unexpected_total"):
                 failed = True
+            if name == "ceiling":
+                continue  # its own table below
             if name == "connections":
                 emit(f"| idle keep-alive connections | {row['connections']:,} | — | — | — | — | — | {row['unexpected_total']} | "
                      f"{row['rss_with_connections_mib']} (before: {row['rss_before_mib']}) | — | {row.get('load_average_1m_before')} |")
@@ -786,13 +1119,63 @@ def command_report(args):
                 emit(f"| … the concurrent logins | {logins['connections']} | {logins['requests_per_second']:,.1f} | {logins['latency_ms']['p50']} | "
                      f"{logins['latency_ms']['p99']} | {logins['latency_ms']['p99_9']} | {logins['non_2xx']} | {logins['unexpected_total']} | — | — | |")
         emit("")
-        emit(f"Server VmHWM (lifetime peak) at the end: {part.get('server_vmhwm_mib')} MiB. Handles answers: "
-             f"{part['scenarios'].get('handles', {}).get('counters', {})}.")
+        emit(f"Server VmHWM (lifetime peak{', summed over the nodes' if part.get('nodes') else ''}) at the end: "
+             f"{part.get('server_vmhwm_mib')} MiB. Handles answers: {part['scenarios'].get('handles', {}).get('counters', {})}.")
+        ceiling_row = part["scenarios"].get("ceiling")
+        if ceiling_row:
+            emit("")
+            emit(f"### Ceiling (share of the static route in the same run): {ceiling_row['rounds']} rounds, "
+                 f"{ceiling_row['slice_seconds']} s per route per round, routes in rotation")
+            emit("")
+            emit(f"| route | req/s | share of static | min–max share over {ceiling_row['rounds']} rounds | p99 ms (worst slice) | "
+                 f"server CPU ms / request | unexpected |")
+            emit("|---|---:|---:|---:|---:|---:|---:|")
+            for route, row in ceiling_row["routes"].items():
+                share = lambda value: f"{value * 100:.1f} %" if value is not None else "—"
+                emit(f"| `{row['request']}` | {row['requests_per_second']:,.0f} | {share(row['share_of_static'])} | "
+                     f"{share(row['share_of_static_min'])} – {share(row['share_of_static_max'])} | {row['p99_ms_worst_slice']} | "
+                     f"{row['cpu_ms_per_request']} | {row['unexpected_total']} |")
         emit("")
         emit("| target | measured | |")
         emit("|---|---|---|")
         for row in entry["targets"]:
             emit(f"| {row['target']} | {row['measured']} | {verdict(row['met'])} |")
+
+    ratios = database_ratios(parts)
+    report["database_ratios"] = [{"target": target, "measured": measured, "met": met} for target, measured, met in ratios]
+    if ratios:
+        emit("")
+        emit("## PostgreSQL against SQLite")
+        emit("")
+        emit("| target | measured | |")
+        emit("|---|---|---|")
+        for target, measured, met in ratios:
+            emit(f"| {target} | {measured} | {verdict(met)} |")
+
+    rows = capacity(parts, hash_row)
+    report["capacity"] = rows
+    if rows:
+        emit("")
+        emit("## Capacity per core")
+        emit("")
+        emit("Requests per second of server CPU: a scenario's requests ÷ the CPU seconds the Gatehouse process (a cluster: its nodes, "
+             "summed) used in it. PostgreSQL's and nginx's CPU are not counted; wrk shares the machine. Keycloak's published sizing "
+             "per vCPU: 15 password logins/s and 120 refresh-token requests/s, at Argon2id 7168 KiB / 5 iterations / parallelism 1; "
+             "a login compares with it only at that cost. Hashes per login: server CPU ms per login ÷ one hash's time "
+             "(`gatehouse-bench hash`, one thread, so its wall time is its CPU time).")
+        emit("")
+        emit("| deployment | Argon2id | scenario | req/s | server CPU s | req per CPU-second | × Keycloak | goal | hashes per login |")
+        emit("|---|---|---|---:|---:|---:|---:|---|---:|")
+        for row in rows:
+            times = f"{row['times_keycloak']:.2f}×" if "times_keycloak" in row else "—"
+            goal = f"≥ {row['goal_times']}×: {verdict(row['met'])}" if "goal_times" in row else "—"
+            if row["scenario"] == "login" and row.get("met") is None and "goal_times" in row:
+                goal = f"≥ {row['goal_times']}×: n/a (not Keycloak's cost)"
+            hashes = (f"{row['hashes_per_login']:.2f} ({row['cpu_ms_per_login']} ÷ {row['hash_ms']} ms)" if "hashes_per_login" in row
+                      else (f"— ({row['cpu_ms_per_login']} CPU ms/login; no hash time)" if row["scenario"] == "login" else "—"))
+            emit(f"| {row['deployment']} | {row['argon2']} | `{row['request']}` | {row['requests_per_second']:,.1f} | {row['server_cpu_seconds']} | "
+                 f"{row['requests_per_cpu_second']:,.1f} | {times} | {goal} | {hashes} |")
+
     report["unexpected_errors"] = failed
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as handle:
@@ -962,6 +1345,17 @@ def main():
     db.add_argument("--warmup", type=int, default=1)
     db.add_argument("--hash", help="the hash timing file; without it login also runs on one connection")
     db.add_argument("--out", required=True)
+    cluster = commands.add_parser("cluster")
+    cluster.add_argument("--url", required=True, help="where to send requests (nginx's http://HOST:PORT)")
+    cluster.add_argument("--pids", required=True, help="the nodes' process ids, comma-separated (their CPU is counted)")
+    cluster.add_argument("--database", default="postgres-cluster-3", help="the part's name in the report")
+    cluster.add_argument("--database-version")
+    cluster.add_argument("--seconds", type=int, default=10)
+    cluster.add_argument("--connections", type=int, default=64)
+    cluster.add_argument("--scenarios", default="login refresh me")
+    cluster.add_argument("--warmup", type=int, default=1)
+    cluster.add_argument("--hash", help="the hash timing file; without it login also runs on one connection")
+    cluster.add_argument("--out", required=True)
     report = commands.add_parser("report")
     report.add_argument("--out", required=True)
     report.add_argument("--hash")
@@ -987,10 +1381,10 @@ def main():
         command_hash(args)
     elif args.command == "ab":
         command_ab(args)
-    elif args.command == "db":
+    elif args.command in ("db", "cluster"):
         if args.hash and not os.path.exists(args.hash):
             args.hash = None
-        command_db(args)
+        (command_db if args.command == "db" else command_cluster)(args)
     else:
         sys.exit(command_report(args))
 
