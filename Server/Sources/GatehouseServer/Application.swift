@@ -7,8 +7,6 @@ import Hummingbird
 import HummingbirdCore
 import HummingbirdTLS
 import Logging
-import NIOCore
-import NIOPosix
 import ServiceLifecycle
 import Tracing
 
@@ -287,11 +285,4 @@ struct SessionCacheFeed: Service {
         // a shutdown must not wait on its connection.
         feed.cancel()
     }
-}
-
-/// Makes SwiftNIO's singleton event loops Swift concurrency's global executor; call once, from
-/// the main thread, before any task runs (the `gatehouse` command's entry does). True when it
-/// took effect.
-public func runConcurrencyOnEventLoops() -> Bool {
-    NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
 }

@@ -3,26 +3,7 @@ import Foundation
 import GatehouseServer
 import GatehouseWire
 
-/// The process's entry: Swift concurrency's tasks are run on SwiftNIO's event loops (its
-/// singleton group, the one the server, PostgreSQL's pool and the HTTP client use), so a request
-/// is not handed from an event loop to the concurrency pool and back at every step (issue 47:
-/// those hops were about a quarter of a signed-in read's CPU). Blocking and CPU-heavy work keeps
-/// its own threads as before (SQLite's and the hashing pool). `GATEHOUSE_EVENT_LOOP_EXECUTOR=off`
-/// keeps Swift's own pool, for comparison.
 @main
-enum Main {
-    static func main() {
-        if ProcessInfo.processInfo.environment["GATEHOUSE_EVENT_LOOP_EXECUTOR"] != "off" {
-            _ = runConcurrencyOnEventLoops()
-        }
-        Task {
-            await Gatehouse.main()
-            exit(EXIT_SUCCESS)
-        }
-        dispatchMain()
-    }
-}
-
 struct Gatehouse: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gatehouse",
