@@ -1,11 +1,11 @@
 import Foundation
 
-/// Writes an `Encodable` value as the same bytes `JSONBody.encoder` gives (keys sorted,
-/// slashes unescaped, Foundation's default strategies for dates, data, URLs and decimals), with
-/// less machinery: no boxed values, no dynamic casts for every scalar, keys compared as bytes.
-/// The answers every signed-in read sends (`/v1/me`, `POST /v1/entitlements/check`) go through
-/// it; `CompactJSONTests` holds its output to `JSONEncoder`'s, byte for byte (issue 47: Foundation's
-/// encoder led the profile of those routes).
+/// Writes an `Encodable` value as the same bytes Foundation's `JSONEncoder` gives with
+/// `[.sortedKeys, .withoutEscapingSlashes]` and its default strategies for dates, data, URLs and
+/// decimals, with less machinery: no boxed values, no dynamic casts for every scalar, keys
+/// compared as bytes. Every JSON answer goes through it (`JSONBody`, `EncodedDocument`);
+/// `CompactJSONTests` holds its output to `JSONEncoder`'s, byte for byte (issue 47: Foundation's
+/// encoder led the profile of the signed-in reads).
 enum CompactJSON {
     static func encode(_ value: some Encodable) throws -> [UInt8] {
         let root = Slot()

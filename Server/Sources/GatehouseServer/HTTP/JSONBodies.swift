@@ -7,13 +7,7 @@ import NIOCore
 
 /// Encodes response bodies the one way Gatehouse sends JSON.
 enum JSONBody {
-    static let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }()
-
-    /// `value` as the answer's JSON body, written by `CompactJSON` (the same bytes as `encoder`).
+    /// `value` as the answer's JSON body, written by `CompactJSON`.
     static func response(_ value: some Encodable, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) throws -> Response {
         let bytes = try CompactJSON.encode(value)
         var fields = headers
@@ -37,7 +31,7 @@ struct EncodedDocument: Sendable {
     let cacheControl: String
 
     init(_ value: some Encodable, cacheControl: String) throws {
-        let data = try JSONBody.encoder.encode(value)
+        let data = Data(try CompactJSON.encode(value))
         body = ByteBuffer(bytes: data)
         etag = "\"" + Data(SHA256.hash(data: data)).base64URLEncoded + "\""
         self.cacheControl = cacheControl

@@ -37,7 +37,7 @@ struct RequestIDMiddleware: RouterMiddleware {
         var text = [UInt8]()
         text.reserveCapacity(36)
         for (index, byte) in bytes.enumerated() {
-            if [4, 6, 8, 10].contains(index) { text.append(UInt8(ascii: "-")) }
+            if index == 4 || index == 6 || index == 8 || index == 10 { text.append(UInt8(ascii: "-")) }
             text.append(hex[Int(byte >> 4)])
             text.append(hex[Int(byte & 0xF)])
         }
