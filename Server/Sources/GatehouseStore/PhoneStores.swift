@@ -18,9 +18,13 @@ public protocol PhoneStore: Sendable {
     func reservePhoneCodeAttempt(_ id: UUID, limit: Int, now: Date) async throws(StoreError) -> Int?
     /// Marks a code used; false when it was used already (a concurrent use won).
     func usePhoneCode(_ id: UUID, at date: Date) async throws(StoreError) -> Bool
-    /// Ends every unused code of `purpose` to a number (a newer code replaces them), or of an
-    /// account's (`verify_phone`).
+    /// Every code of `purpose` sent to a number since `since`, used or not, newest first: the
+    /// codes a typed code is checked against, and who asked for them (issue 58).
+    func phoneCodes(phone: String, purpose: SMSPurpose, since: Date) async throws(StoreError) -> [PhoneCode]
     /// The codes an account asked for to add a number (for an export; the caller leaves the hashes out).
     func phoneCodes(of userID: UserID) async throws(StoreError) -> [PhoneCode]
-    func retirePhoneCodes(phone: String?, userID: UserID?, purpose: SMSPurpose, at date: Date) async throws(StoreError)
+    /// Ends the unused codes of `purpose` that a newer code of the same request replaces: to
+    /// `phone` when given, and bound to `userID` (nil: bound to no account, the number's holder
+    /// asking to sign in). Another party's codes to the same number are left alone.
+    func retirePhoneCodes(phone: String?, boundTo userID: UserID?, purpose: SMSPurpose, at date: Date) async throws(StoreError)
 }

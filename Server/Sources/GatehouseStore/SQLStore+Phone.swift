@@ -56,15 +56,26 @@ extension SQLStore {
         ).isEmpty)
     }
 
+    public func phoneCodes(phone: String, purpose: SMSPurpose, since: Date) async throws(StoreError) -> [PhoneCode] {
+        try await executor.query(
+            """
+            SELECT \(Self.phoneCodeColumns) FROM phone_codes WHERE phone = ? AND purpose = ? AND created_at >= ?
+            ORDER BY created_at DESC, id DESC
+            """, [.text(phone), .text(purpose.rawValue), .integer(since.unixSeconds)]
+        ).map(Self.phoneCode(from:))
+    }
+
     public func phoneCodes(of userID: UserID) async throws(StoreError) -> [PhoneCode] {
         try await executor.query(
             "SELECT \(Self.phoneCodeColumns) FROM phone_codes WHERE user_id = ? ORDER BY created_at, id", [.text(userID.description)]
         ).map(Self.phoneCode(from:))
     }
 
-    public func retirePhoneCodes(phone: String?, userID: UserID?, purpose: SMSPurpose, at date: Date) async throws(StoreError) {
+    public func retirePhoneCodes(phone: String?, boundTo userID: UserID?, purpose: SMSPurpose, at date: Date) async throws(StoreError) {
         let (conditions, binds) = Self.phoneCodeFilter(phone: phone, userID: userID, purpose: purpose)
-        try await executor.query("UPDATE phone_codes SET used_at = ? WHERE used_at IS NULL AND \(conditions)", [.integer(date.unixSeconds)] + binds)
+        let unbound = userID == nil ? " AND user_id IS NULL" : ""
+        try await executor.query(
+            "UPDATE phone_codes SET used_at = ? WHERE used_at IS NULL AND \(conditions)\(unbound)", [.integer(date.unixSeconds)] + binds)
     }
 
     /// The codes of `purpose`, to a number and/or of an account: the condition and its binds.

@@ -134,12 +134,13 @@ import Testing
         #expect(await model.resend() == false)
         #expect(device.transport.requests.isEmpty, "\(device.transport.requests)")
 
-        // A wrong code: the server's words, the tries left, the field emptied, nobody signed in.
+        // A wrong code: the server's words, the field emptied, nobody signed in. By number alone
+        // no tries left are said (issue 58: the answer is the same whether a code is live).
         model.code = sent.code == "000000" ? "111111" : "000000"
         #expect(await model.submitCode() == false)
         #expect(model.step == .code && model.code.isEmpty)
         #expect(model.errorMessage == "That code is not right or has expired. Check the text message, or ask for a new code.")
-        #expect(model.attemptsLeft == 4 && model.attemptsLeftMessage == "4 tries left.")
+        #expect(model.attemptsLeft == nil && model.attemptsLeftMessage == nil)
         #expect(await client.state.user == nil)
 
         // Half a minute on, the countdown has half a minute left.

@@ -126,7 +126,8 @@ struct SupabaseCompatService: Sendable {
     /// reset link (`recovery`), an SMS code (`sms`), or the code a new number got (`phone_change`),
     /// for a session.
     func verify(
-        type: String, token: String?, tokenHash: String?, email: String?, phone number: String? = nil, client: ClientInfo
+        type: String, token: String?, tokenHash: String?, email: String?, phone number: String? = nil, asker: UserID? = nil,
+        client: ClientInfo
     ) async throws -> GoTrueSession {
         switch type {
         case "sms", "phone_change":
@@ -135,7 +136,7 @@ struct SupabaseCompatService: Sendable {
                 let answer =
                     type == "sms"
                     ? try await phone.verify(phone: number, code: token, client: client)
-                    : try await phone.confirmChange(phone: number, code: token, client: client)
+                    : try await phone.confirmChange(phone: number, code: token, asker: asker, client: client)
                 return try await session(try signedIn(answer).session)
             } catch var error as GatehouseError where error.code == .invalidCode {
                 // A wrong SMS code is GoTrue's expired-or-invalid OTP, as a wrong mailed code is.

@@ -11,10 +11,10 @@ struct MagicCodes: Sendable {
     let preset: Preset
     let clock: any WallClock
 
-    /// Finds the live code for an address and checks it. The attempt is reserved before the
-    /// comparison by one conditional update (`code_attempts < limit`, unused, unexpired), so
-    /// the limit holds for any number of parallel guesses (finding 1); the guess that uses the
-    /// last attempt and is wrong kills the code.
+    /// Finds the live code for an address and checks it through `CodeGuess`, the step SMS codes
+    /// share: the attempt is reserved before the comparison by one conditional update
+    /// (`code_attempts < limit`, unused, unexpired), so the limit holds for any number of
+    /// parallel guesses (finding 1); the guess that uses the last attempt and is wrong kills it.
     func check(email: String, code: String) async throws -> EmailToken {
         let normalized = EmailAddress.normalize(email)
         guard EmailAddress.isValid(email), let record = try await store.newestEmailToken(normalizedEmail: normalized, purpose: .magicLink)
@@ -24,26 +24,28 @@ struct MagicCodes: Sendable {
         let limit = preset.email.magicCodeMaxAttempts
         let now = clock.now
         guard record.state(at: now) == .valid else { return record }
-        guard let attempts = try await store.reserveCodeAttempt(hash: record.hash, limit: limit, now: now) else {
+        let trimmed = code.filter { !$0.isWhitespace }
+        let outcome = try await CodeGuess.run(
+            [record], limit: limit,
+            reserve: { try await store.reserveCodeAttempt(hash: $0.hash, limit: limit, now: now) },
+            matches: { try links.codeMatches(trimmed, token: $0) },
+            kill: { _ = try await store.useEmailToken(hash: $0.hash, at: now) })
+        switch outcome {
+        case .matched(let matched):
+            return matched
+        case .wrong(let attemptsLeft):
+            throw GatehouseError(
+                status: 400, code: .tokenInvalid,
+                message: preset.text("error.code_invalid", "That code is not right. Check the email and try again."),
+                details: ["attempts_left": .number(Double(attemptsLeft))])
+        case .killed:
+            throw GatehouseError.codeExhausted(preset)
+        case .unreserved, .nothingLive:
             // No attempt left, or used or expired meanwhile: say which.
             let current = try await store.emailToken(hash: record.hash) ?? record
             if MagicCodePolicy.isExhausted(unreserved: current, at: now, maxAttempts: limit) { throw GatehouseError.codeExhausted(preset) }
             return current
         }
-        let trimmed = code.filter { !$0.isWhitespace }
-        guard try links.codeMatches(trimmed, token: record) else {
-            switch MagicCodePolicy.wrongCode(attempt: attempts, maxAttempts: limit) {
-            case .exhausted:
-                _ = try await store.useEmailToken(hash: record.hash, at: now)
-                throw GatehouseError.codeExhausted(preset)
-            case .retry(let attemptsLeft):
-                throw GatehouseError(
-                    status: 400, code: .tokenInvalid,
-                    message: preset.text("error.code_invalid", "That code is not right. Check the email and try again."),
-                    details: ["attempts_left": .number(Double(attemptsLeft))])
-            }
-        }
-        return record
     }
 
     /// Refuses a link or code that is no longer valid: expired, used, or out of attempts.

@@ -5,9 +5,12 @@ import GatehouseStore
 import GatehouseWire
 
 /// The 6-digit codes sent by SMS (issue 43): made and queued with the write that asked for
-/// them, checked with a reserved guess, used once. The magic code's rules are the model: 10
-/// minutes, single use, 5 wrong guesses per code, each guess reserved by one conditional
-/// update before the comparison, so no burst of guesses gets more than the limit evaluated.
+/// them, checked with a reserved guess, used once. The guess is `CodeGuess`, the step mailed
+/// codes share: 10 minutes, single use, 5 wrong guesses per code, each guess reserved by one
+/// conditional update before the comparison, so no burst of guesses gets more than the limit
+/// evaluated. A code belongs to its number and purpose and to whoever asked (issue 58): a
+/// code asked for by the number's holder is bound to no account, one a sign-up or a change
+/// asked for names that account, and neither ends the other.
 struct PhoneCodes: Sendable {
     let chainKey: RefreshChainKey
     let preset: Preset
@@ -18,14 +21,16 @@ struct PhoneCodes: Sendable {
     /// The outbox row's `kind` for an SMS: the mail worker hands it to the SMS sender.
     static let outboxKind = "sms"
 
-    /// Makes a code for `phone`, ends the older live ones of the same purpose (and account),
-    /// stores its keyed hash and queues its SMS, all in the caller's transaction: a crash
-    /// between the commit and the send loses nothing.
+    /// Makes a code for `phone`, ends the older live ones of the same request (the same purpose
+    /// and binding: the number's holder asking, `userID` nil, or the account that asked), stores
+    /// its keyed hash and queues its SMS, all in the caller's transaction: a crash between the
+    /// commit and the send loses nothing. Another party's code to the same number stays live
+    /// (issue 58): a request never kills a code someone else asked for.
     func send(_ work: Work<any PhoneStore>, to phone: PhoneNumber, purpose: SMSPurpose, userID: UserID?) async throws {
         let id = UUID()
         let code = Self.newCode()
-        try await work.tx.retirePhoneCodes(
-            phone: purpose == .signIn ? phone.e164 : nil, userID: purpose == .verifyPhone ? userID : nil, purpose: purpose, at: work.now)
+        // A number change is the account's one pending change, whatever number it was to.
+        try await work.tx.retirePhoneCodes(phone: purpose == .signIn ? phone.e164 : nil, boundTo: userID, purpose: purpose, at: work.now)
         try await work.tx.insertPhoneCode(
             PhoneCode(
                 id: id, phone: phone.e164, purpose: purpose, userID: userID, codeHash: try hash(code, id: id), createdAt: work.now,
@@ -34,6 +39,12 @@ struct PhoneCodes: Sendable {
             OutboxMessage(
                 createdAt: work.now, kind: Self.outboxKind, recipient: phone.e164, subject: purpose.rawValue, textBody: text(code, purpose: purpose),
                 htmlBody: nil, payload: ["purpose": purpose.rawValue, "code": code]))
+    }
+
+    /// Every code of `purpose` sent to a number within a code's lifetime, newest first: the
+    /// codes a code typed with that number may be for.
+    func recent(to phone: String, purpose: SMSPurpose, now: Date, in store: any PhoneStore) async throws -> [PhoneCode] {
+        try await store.phoneCodes(phone: phone, purpose: purpose, since: now.addingTimeInterval(-TimeInterval(preset.sms.codeTTLSeconds)))
     }
 
     /// The SMS's words from the preset's copy (`sms.sign_in`, `sms.verify_phone`; `{app}`,
@@ -52,33 +63,38 @@ struct PhoneCodes: Sendable {
         return text + "\n\n@\(domain) #\(code)"
     }
 
-    /// Checks `code` against the newest code of `purpose` for the number (or the account's
-    /// newest `verify_phone` code): one guess is reserved before the comparison; the wrong guess
-    /// that takes the last one kills the code. Answers the code, still unused: the caller uses
-    /// it up inside the write it guards.
-    func check(phone: String?, userID: UserID?, purpose: SMSPurpose, code: String, now: Date, in store: any PhoneStore) async throws -> PhoneCode {
-        guard let record = try await store.newestPhoneCode(phone: phone, purpose: purpose, userID: userID) else { throw invalidCode(nil) }
+    /// Who hears how a wrong guess went.
+    enum Listener: Sendable {
+        /// The signed-in account that asked for its own code: the tries left and a dead code are
+        /// said (`attempts_left`, `code_exhausted`).
+        case asker
+        /// Anyone who names a number: every wrong guess answers `invalid_code` alone, whether or
+        /// not a code is live, so the answers say nothing of whether someone asked (issue 58).
+        case anyone
+    }
+
+    /// Checks `code` against `candidates` (the live ones among them) through `CodeGuess`: a
+    /// guess is reserved on each before any comparison; the wrong guess that takes a code's
+    /// last try kills it. Answers the code matched, still unused: the caller uses it up inside
+    /// the write it guards.
+    func check(_ candidates: [PhoneCode], code: String, now: Date, in store: any PhoneStore, listener: Listener) async throws -> PhoneCode {
         let limit = preset.sms.codeMaxAttempts
-        guard record.isLive(at: now) else {
-            throw record.attempts >= limit ? codeExhausted() : invalidCode(nil)
-        }
-        guard let attempt = try await store.reservePhoneCodeAttempt(record.id, limit: limit, now: now) else {
-            // Out of guesses, or used or expired meanwhile.
-            throw record.usedAt == nil && now < record.expiresAt ? codeExhausted() : invalidCode(nil)
-        }
         let trimmed = code.filter { !$0.isWhitespace }
-        guard trimmed.utf8.count == 6, trimmed.utf8.allSatisfy({ (48...57).contains($0) }),
-            constantTimeEquals(try hash(trimmed, id: record.id), record.codeHash)
-        else {
-            switch MagicCodePolicy.wrongCode(attempt: attempt, maxAttempts: limit) {
-            case .exhausted:
-                _ = try await store.usePhoneCode(record.id, at: now)
-                throw codeExhausted()
-            case .retry(let attemptsLeft):
-                throw invalidCode(attemptsLeft)
-            }
+        let wellFormed = trimmed.utf8.count == 6 && trimmed.utf8.allSatisfy { (48...57).contains($0) }
+        let outcome = try await CodeGuess.run(
+            candidates.filter { $0.isLive(at: now) }, limit: limit,
+            reserve: { try await store.reservePhoneCodeAttempt($0.id, limit: limit, now: now) },
+            matches: { try wellFormed && constantTimeEquals(hash(trimmed, id: $0.id), $0.codeHash) },
+            kill: { _ = try await store.usePhoneCode($0.id, at: now) })
+        if case .matched(let record) = outcome { return record }
+        guard listener == .asker else { throw invalidCode(nil) }
+        switch outcome {
+        case .matched(let record): return record
+        case .wrong(let attemptsLeft): throw invalidCode(attemptsLeft)
+        case .killed, .unreserved: throw codeExhausted()
+        case .nothingLive:
+            throw candidates.first.map { $0.attempts >= limit } == true ? codeExhausted() : invalidCode(nil)
         }
-        return record
     }
 
     /// Uses up a checked code inside the write it guards; a concurrent use that won answers `invalid_code`.

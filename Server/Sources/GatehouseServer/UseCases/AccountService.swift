@@ -80,7 +80,8 @@ struct AccountService: Sendable {
         if let code = request.smsCode {
             // A sign-in code texted to the account's own verified number, used up here.
             guard let phone = user.phone, user.phoneVerifiedAt != nil else { throw reauthenticationRequired("This account has no phone number.") }
-            let record = try await phoneCodes.check(phone: phone, userID: nil, purpose: .signIn, code: code, now: clock.now, in: store)
+            let candidates = try await phoneCodes.recent(to: phone, purpose: .signIn, now: clock.now, in: store)
+            let record = try await phoneCodes.check(candidates, code: code, now: clock.now, in: store, listener: .asker)
             try await unitOfWork.run { work in try await phoneCodes.use(record, work.narrowed { $0 }) }
         }
     }

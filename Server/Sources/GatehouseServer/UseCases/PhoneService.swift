@@ -67,59 +67,77 @@ struct PhoneService: Sendable {
         }
     }
 
-    /// `/auth/v1`'s `POST /resend` with `sms`: the sign-up's code again, to a number whose
-    /// account has not proved it yet. The new code names that account, as the sign-up's did, so
-    /// proving with it keeps the password. Nothing is sent otherwise; the answer is the same.
-    /// Every pumping defence applies, as to any send.
+    /// `/auth/v1`'s `POST /resend` with `sms`: the newest live sign-in code's request again,
+    /// as whoever made it asked (issue 58): the number's holder's own request (bound to no
+    /// account) gets a new code of the same kind, and a sign-up's code (naming its account, while
+    /// the number is unproved) gets that again. Nobody's other code is ended, so an unproved
+    /// sign-up cannot replace the code the holder asked for with one that keeps its password.
+    /// With nothing live nothing is sent and no limit is spent; the answer is the same.
     func resendSignUpCode(phone: String, captchaToken: String?, client: ClientInfo) async throws {
         try gate.requireMethod(preset.signInMethods.phone)
         let number = try number(phone)
+        guard let newest = try await codes.recent(to: number.e164, purpose: .signIn, now: clock.now, in: store).first(where: { $0.isLive(at: clock.now) })
+        else { return }
+        if let account = newest.userID {
+            guard let owner = try await store.user(phone: number.e164), owner.id == account, owner.phoneVerifiedAt == nil, !owner.isDisabled
+            else { return }
+        }
         try await defences.admit(number, client: client, captchaToken: captchaToken)
-        guard let owner = try await store.user(phone: number.e164), owner.phoneVerifiedAt == nil, !owner.isDisabled else { return }
         try await unitOfWork.run(client: client) { work in
-            try await codes.send(work.narrowed { $0 }, to: number, purpose: .signIn, userID: owner.id)
+            try await codes.send(work.narrowed { $0 }, to: number, purpose: .signIn, userID: newest.userID)
         }
     }
 
     /// `/auth/v1`'s `POST /resend` with `phone_change`: the code of a change to this number
-    /// again, for the account that asked for it (found by the number, as `confirmChange` finds
-    /// it), while that request is live. Nothing is sent otherwise; the answer is the same.
+    /// again, for the account that asked for it, while that request is live and no other
+    /// account's change to the number is (issue 58: two accounts' changes never meet in one
+    /// SMS thread). With nothing to resend nothing is sent and no limit is spent; the answer is the same.
     func resendChangeCode(phone: String, captchaToken: String?, client: ClientInfo) async throws {
         try gate.requireMethod(preset.signInMethods.phone)
         let number = try number(phone)
+        guard let userID = try await pendingChange(to: number) else { return }
         try await defences.admit(number, client: client, captchaToken: captchaToken)
-        guard let pending = try await store.newestPhoneCode(phone: number.e164, purpose: .verifyPhone, userID: nil),
-            pending.usedAt == nil, pending.expiresAt > clock.now, let userID = pending.userID
-        else { return }
         try await unitOfWork.run(client: client) { work in
             try await codes.send(work.narrowed { $0 }, to: number, purpose: .verifyPhone, userID: userID)
         }
     }
 
+    /// The one account with a live change to `number`; nil when none has, or several have.
+    private func pendingChange(to number: PhoneNumber) async throws -> UserID? {
+        let live = try await codes.recent(to: number.e164, purpose: .verifyPhone, now: clock.now, in: store).filter { $0.isLive(at: clock.now) }
+        let accounts = Set(live.compactMap(\.userID))
+        return accounts.count == 1 ? accounts.first : nil
+    }
+
     /// `/auth/v1`'s `POST /signup` with a number and a password (where the preset has
     /// passwords): the account is made with the number not yet proved, and a code goes to it;
     /// `POST /verify` with `type: sms` proves it and opens the first session. Until then the
-    /// number is no name to sign in by, and a code someone else asks for proves it instead,
-    /// ending the password (`verify`).
+    /// number is no name to sign in by, and a code the number's holder asks for proves it
+    /// instead, ending the password (`verify`).
+    /// A number that has an account answers the same (issue 58: no "this number has an
+    /// account" oracle): every pumping defence is spent first, the password is hashed, and the
+    /// answer is a new account's, but nothing is stored and nothing is sent.
     func signUpWithPassword(phone: String, password: String, captchaToken: String?, client: ClientInfo) async throws -> User {
         try gate.requireMethod(preset.signInMethods.phone)
         try gate.requireMethod(preset.signInMethods.emailPassword)
         try await gate.requireCaptchaIfNeeded(client, token: captchaToken)
         let number = try number(phone)
         try await credentials.checkStrength(password, email: "")
-        if try await store.user(phone: number.e164) != nil { throw phoneInUse() }
         try await defences.admit(number, client: client, captchaToken: captchaToken)
         let hash = try await credentials.hash(password)
         return try await lifecycle.withTemporaryHandle { handle in
             try await unitOfWork.run(client: client) { work -> User in
                 var user = User(id: .random(), handle: handle, passwordHash: hash, passwordChangedAt: work.now, createdAt: work.now)
                 user.phone = number.e164
+                guard try await work.tx.user(phone: number.e164) == nil else { return user }
                 do {
                     try await lifecycle.create(work.narrowed { $0 }, user, identity: nil, provider: .phone)
                 } catch let error as StoreError where error.uniqueKey == .phone {
-                    throw phoneInUse()
+                    // A sign-up for the number committed meanwhile: the answer stays the same.
+                    return user
                 }
-                // The sign-up's own code names the account: proving with it keeps the password.
+                // The sign-up's own code names the account: proving with it keeps the password,
+                // unless the holder asked for a code of their own meanwhile (`signInUser`).
                 try await codes.send(work.narrowed { $0 }, to: number, purpose: .signIn, userID: user.id)
                 return user
             }
@@ -133,7 +151,8 @@ struct PhoneService: Sendable {
         try gate.requireMethod(preset.signInMethods.phone)
         let number = try number(phone)
         try await limitGuesses(client)
-        let record = try await codes.check(phone: number.e164, userID: nil, purpose: .signIn, code: code, now: clock.now, in: store)
+        let candidates = try await codes.recent(to: number.e164, purpose: .signIn, now: clock.now, in: store)
+        let record = try await codes.check(candidates, code: code, now: clock.now, in: store, listener: .anyone)
         let (outcome, created) = try await lifecycle.withTemporaryHandle { handle in
             try await unitOfWork.run(client: client) { work -> (SignInOutcome, Bool) in
                 try await codes.use(record, work.narrowed { $0 })
@@ -149,14 +168,18 @@ struct PhoneService: Sendable {
     /// The account a code signs in to, made when there is none (unique key on the number: of
     /// sign-ups racing for one number one commits). An account whose number was never proved
     /// may have been set up by someone else with it: the number's holder gets it without
-    /// anything added before this proof.
+    /// anything added before this proof. Only the sign-up's own code keeps the password it set,
+    /// and only while the holder has asked for no code of their own since the sign-up (issue 58:
+    /// the holder who asked to sign in may type whichever SMS came last).
     private func signInUser(_ work: Work<Stores>, number: PhoneNumber, handle: String?, code: PhoneCode) async throws -> (User, created: Bool) {
         let (tx, now) = (work.tx, work.now)
         if let found = try await tx.user(phone: number.e164) {
             guard !found.isDisabled else { throw GatehouseError.accountDisabled(preset) }
-            // Only the code the account's own sign-up sent keeps the password it set.
+            // A code the holder asked for that was live when the sign-up was made counts too.
+            let since = found.createdAt.addingTimeInterval(-TimeInterval(preset.sms.codeTTLSeconds))
+            let holderAsked = try await tx.phoneCodes(phone: number.e164, purpose: .signIn, since: since).contains { $0.userID == nil }
             let user = try await lifecycle.proveOwnership(
-                work.narrowed { $0 }, found, proved: .phone, removePassword: code.userID != found.id)
+                work.narrowed { $0 }, found, proved: .phone, removePassword: code.userID != found.id || holderAsked)
             if try await tx.identities(of: user.id).contains(where: { $0.provider == .phone }) == false {
                 try await tx.insertIdentity(Identity(userID: user.id, provider: .phone, subject: number.e164, email: nil, createdAt: now))
             }
@@ -180,13 +203,13 @@ struct PhoneService: Sendable {
 
     /// `POST /v1/me/phone`: texts a code to the number to add (or change to). Needs a recent
     /// sign-in (and `aal2` once the account has a second factor), like every change to how
-    /// the account is protected; 409 `phone_in_use` when another account has the number.
+    /// the account is protected. Whether another account has the number is said only to
+    /// whoever proves it (409 `phone_in_use` at `confirm`; issue 58): the code goes out the same.
     func add(_ signedIn: SignedIn, phone: String, captchaToken: String?, client: ClientInfo) async throws {
         try gate.requireMethod(preset.signInMethods.phone)
         let number = try number(phone)
         let user = signedIn.user
         try ownerProof.require(signedIn, changing: .phone, factors: try await store.mfaFactors(of: user.id))
-        if let owner = try await store.user(phone: number.e164), owner.id != user.id { throw phoneInUse() }
         try await defences.admit(number, client: client, captchaToken: captchaToken)
         try await unitOfWork.run(client: client) { work in
             try await codes.send(work.narrowed { $0 }, to: number, purpose: .verifyPhone, userID: user.id)
@@ -198,19 +221,29 @@ struct PhoneService: Sendable {
     func confirm(_ signedIn: SignedIn, code: String, client: ClientInfo) async throws -> UserResponse {
         try gate.requireMethod(preset.signInMethods.phone)
         let userID = signedIn.user.id
-        let record = try await codes.check(phone: nil, userID: userID, purpose: .verifyPhone, code: code, now: clock.now, in: store)
+        let own = try await store.newestPhoneCode(phone: nil, purpose: .verifyPhone, userID: userID)
+        let record = try await codes.check(own.map { [$0] } ?? [], code: code, now: clock.now, in: store, listener: .asker)
         let user = try await unitOfWork.run(client: client) { work in try await attach(work, record, to: userID, signedIn: signedIn) }
         return UserResponse(user: user.payload(identities: try await store.identities(of: userID)))
     }
 
     /// `/auth/v1`'s `POST /verify` with `phone_change`: the code the new number got, found by
     /// the number (GoTrue's clients send no session with it). The number becomes the account's
-    /// that asked for the code, and a session opens, as GoTrue's does.
-    func confirmChange(phone: String, code: String, client: ClientInfo) async throws -> SignInAnswer<SignInResponse> {
+    /// that asked for the code, and a session opens, as GoTrue's does. The code is checked
+    /// against that account's own code only, and only while no other account's change to the
+    /// number is live (issue 58): by number alone nobody can tell which account's SMS was typed.
+    /// With `asker` (the session that came with the code) the code is checked against that
+    /// account's own change only, whoever else has one pending.
+    func confirmChange(phone: String, code: String, asker: UserID? = nil, client: ClientInfo) async throws -> SignInAnswer<SignInResponse> {
         try gate.requireMethod(preset.signInMethods.phone)
         let number = try number(phone)
         try await limitGuesses(client)
-        let record = try await codes.check(phone: number.e164, userID: nil, purpose: .verifyPhone, code: code, now: clock.now, in: store)
+        let pending: UserID?
+        if let asker { pending = asker } else { pending = try await pendingChange(to: number) }
+        let candidates = try await codes.recent(to: number.e164, purpose: .verifyPhone, now: clock.now, in: store).filter {
+            pending != nil && $0.userID == pending
+        }
+        let record = try await codes.check(candidates, code: code, now: clock.now, in: store, listener: .anyone)
         guard let userID = record.userID else { throw codes.invalidCode(nil) }
         let outcome = try await unitOfWork.run(client: client) { work -> SignInOutcome in
             let user = try await attach(work, record, to: userID, signedIn: nil)
