@@ -90,10 +90,10 @@ public func buildApplication(
     }
     // First, so that it stops last: the spans of the others' shutdown are still exported.
     if let exporter = telemetry.service { services.insert(exporter, at: 0) }
-    let cleanup = config.preset.privacy.anonymousCleanupDays.map {
-        AnonymousCleanup(store: store, unitOfWork: infra.unitOfWork.narrowed { $0 }, lifecycle: useCases.lifecycle, days: $0, clock: clock, logger: logger)
-    }
-    if let cleanup { services.append(cleanup) }
+    let cleanup = AccountCleanup(
+        store: store, unitOfWork: infra.unitOfWork.narrowed { $0 }, lifecycle: useCases.lifecycle,
+        rules: AccountCleanup.rules(anonymousCleanupDays: config.preset.privacy.anonymousCleanupDays), clock: clock, logger: logger)
+    services.append(cleanup)
     let retention = RetentionSweep(
         store: store, days: config.preset.privacy.retentionDays, idleSeconds: config.preset.tokens.refreshTokenTTLSeconds,
         unconfirmedFactorTTLSeconds: config.preset.mfa.unconfirmedFactorTTLSeconds, clock: clock, logger: logger)
@@ -127,7 +127,7 @@ public func buildApplication(
         try await chainKey.load(store: store, sealer: sealer, now: clock.now)
         mailWorker.start()
         jobs.start()
-        cleanup?.start()
+        cleanup.start()
         retention.start()
         logger.info("configuration", metadata: config.redactedSummary.mapValues { .string($0) })
     }

@@ -93,6 +93,9 @@ public protocol ProfileStore: Sendable {
     func user(handle: String) async throws(StoreError) -> User?
     /// Anonymous accounts created before `before` with no session active since then.
     func staleAnonymousUsers(before: Date, limit: Int) async throws(StoreError) -> [UserID]
+    /// Accounts a phone sign-up made before `before` whose number was never proved: no address,
+    /// no identity, not anonymous (issue 58). Nobody can sign in to them.
+    func unprovedPhoneSignUps(before: Date, limit: Int) async throws(StoreError) -> [UserID]
     /// Sets the display name and avatar only where they are empty (a provider never overwrites a profile).
     func fillProfile(_ id: UserID, displayName: String?, avatarURL: String?, now: Date) async throws(StoreError)
 }

@@ -43,6 +43,11 @@ extension SQLStore {
         try await executor.query("DELETE FROM throttles WHERE key = ?", [.text(key)])
     }
 
+    public func clearThrottleUnlessLocked(key: String, at date: Date) async throws(StoreError) {
+        try await executor.query(
+            "DELETE FROM throttles WHERE key = ? AND (locked_until IS NULL OR locked_until <= ?)", [.text(key), .integer(date.unixSeconds)])
+    }
+
     // MARK: Rate limits
 
     public func hitRateLimit(key: String, windowStart: Int64) async throws(StoreError) -> Int {

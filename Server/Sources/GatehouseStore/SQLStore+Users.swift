@@ -105,6 +105,25 @@ extension SQLStore {
         return true
     }
 
+    public func unprovedPhoneSignUps(before: Date, limit: Int) async throws(StoreError) -> [UserID] {
+        try Self.userIDs(
+            try await executor.query(
+                """
+                SELECT id FROM users u WHERE u.phone IS NOT NULL AND u.phone_verified_at IS NULL AND u.email IS NULL
+                AND u.is_anonymous = 0 AND u.created_at < ?
+                AND NOT EXISTS (SELECT 1 FROM identities i WHERE i.user_id = u.id)
+                ORDER BY u.created_at LIMIT ?
+                """, [.integer(before.unixSeconds), .integer(Int64(limit))]))
+    }
+
+    private static func userIDs(_ rows: [SQLRow]) throws(StoreError) -> [UserID] {
+        var ids: [UserID] = []
+        for row in rows {
+            if let id = UserID(try row.string("id")) { ids.append(id) }
+        }
+        return ids
+    }
+
     public func staleAnonymousUsers(before: Date, limit: Int) async throws(StoreError) -> [UserID] {
         let rows = try await executor.query(
             """
@@ -112,11 +131,7 @@ extension SQLStore {
             AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.user_id = u.id AND s.last_active_at >= ?)
             ORDER BY u.created_at LIMIT ?
             """, [.integer(before.unixSeconds), .integer(before.unixSeconds), .integer(Int64(limit))])
-        var ids: [UserID] = []
-        for row in rows {
-            if let id = UserID(try row.string("id")) { ids.append(id) }
-        }
-        return ids
+        return try Self.userIDs(rows)
     }
 
     // MARK: Password and address

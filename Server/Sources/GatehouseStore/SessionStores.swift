@@ -59,6 +59,9 @@ public protocol ThrottleStore: Sendable {
     /// threshold's worth of attempts between locks. A success undoes it with `clearThrottle`.
     func reserveAttempt(key: String, at date: Date, schedule: LockSchedule) async throws(StoreError) -> AttemptReservation
     func clearThrottle(key: String) async throws(StoreError)
+    /// Clears `key`'s count only while it holds no lock at `date`, in one statement: a success
+    /// that must not lift a lock already taken (an SMS delivered to a paused number, issue 58).
+    func clearThrottleUnlessLocked(key: String, at date: Date) async throws(StoreError)
     /// Adds one hit to `key` in the window starting at `windowStart` and returns the window's count.
     func hitRateLimit(key: String, windowStart: Int64) async throws(StoreError) -> Int
     /// The window's count without adding to it.

@@ -326,10 +326,10 @@ import Testing
             clock.advance(by: 31 * 86_400)
             let fresh = User(id: .random(), isAnonymous: true, createdAt: clock.now)
             try await store.insertUser(fresh)
-            let unitOfWork = UnitOfWork(store: store, narrow: { $0 as AnonymousCleanup.Stores }, events: events, mail: nil, jobs: jobs, privacy: PrivacySettings(), clock: clock)
-            let cleanup = AnonymousCleanup(
-                store: store, unitOfWork: unitOfWork, lifecycle: AccountLifecycle(handles: HandleSettings()), days: 30, clock: clock,
-                logger: TestApp.quietLogger)
+            let unitOfWork = UnitOfWork(store: store, narrow: { $0 as AccountCleanup.Stores }, events: events, mail: nil, jobs: jobs, privacy: PrivacySettings(), clock: clock)
+            let cleanup = AccountCleanup(
+                store: store, unitOfWork: unitOfWork, lifecycle: AccountLifecycle(handles: HandleSettings()),
+                rules: [.inactiveAnonymous(days: 30)], clock: clock, logger: TestApp.quietLogger)
             #expect(await cleanup.sweep() == 1)
             #expect(try await store.user(id: stale.id) == nil)
             let freshStays = try await store.user(id: fresh.id) != nil

@@ -93,6 +93,61 @@ import Testing
         }
     }
 
+    /// Issue 58: a hook answering with a redirect has not taken the SMS, and the redirect is never
+    /// followed: a 307 would re-post the signed body (the code in it) to another host, a 302
+    /// would turn into a GET there. The other host hears nothing; the SMS is not marked sent.
+    @Test(.requires(SMSReceiver.python != nil, "GATEHOUSE_TEST_PYTHON with standardwebhooks"), arguments: [307, 302])
+    func aRedirectIsAFailedDeliveryNeverFollowed(_ status: Int) async throws {
+        let secret = SMSReceiver.newHookSecret()
+        let elsewhere = try await SMSReceiver(.hook(secret: secret))
+        defer { elsewhere.stop() }
+        let redirecting = try await SMSReceiver(.hook(secret: secret), redirectTo: elsewhere.url + "/elsewhere", redirectStatus: status)
+        defer { redirecting.stop() }
+        try await TestApp.run(.sqlite, preset: "hannah", adjust: {
+            PhoneTests.roomy(&$0)
+            $0.smsSender = SMSSenderSettings.hook(url: URL(string: redirecting.url + "/sms")!, secret: secret)
+        }) { client, config in
+            let api = AuthClient(client: client)
+            #expect(try await api.post("/v1/auth/phone/code", PhoneTests.json(["phone": PhoneTests.number])).status == .accepted)
+            for _ in 0..<600 where redirecting.failures < 2 { try await Task.sleep(for: .milliseconds(100)) }
+            #expect(redirecting.failures >= 2, "the SMS was tried again after the redirect")
+            #expect(elsewhere.messages.isEmpty && elsewhere.rejections.isEmpty, "\(elsewhere.rejections)")
+            let row = try await TestApp.withStore(config) { store in try await store.recentMail(limit: 10).first { $0.kind == "sms" } }
+            #expect(row?.status != "sent")
+        }
+    }
+
+    /// Issue 58: a number paused after refused deliveries stays paused when a retry finally goes
+    /// through (a pumping run could otherwise lift its own pause); the holder typing the code lifts it.
+    @Test(.requires(SMSReceiver.python != nil, "GATEHOUSE_TEST_PYTHON with standardwebhooks"))
+    func aPauseIsLiftedByTheHoldersProofNotByADelivery() async throws {
+        let secret = SMSReceiver.newHookSecret()
+        let receiver = try await SMSReceiver(.hook(secret: secret), failFirst: 1, failStatus: 400)
+        defer { receiver.stop() }
+        try await TestApp.run(.sqlite, preset: "hannah", adjust: {
+            PhoneTests.roomy(&$0)
+            $0.preset.sms.pauseAfterFailures = 1
+            $0.smsSender = SMSSenderSettings.hook(url: URL(string: receiver.url + "/sms")!, secret: secret)
+        }) { client, config in
+            let api = AuthClient(client: client)
+            #expect(try await api.post("/v1/auth/phone/code", PhoneTests.json(["phone": PhoneTests.number])).status == .accepted)
+            let code = try #require(try await receiver.waitForMessages().first?.code)
+            #expect(receiver.failures == 1)
+            let key = "sms-failures:\(PhoneTests.number)"
+            var paused: ThrottleState?
+            for _ in 0..<50 {
+                paused = try await TestApp.withStore(config) { store in try await store.throttle(key: key) }
+                let sent = try await TestApp.withStore(config) { store in try await store.recentMail(limit: 10).first { $0.kind == "sms" }?.status }
+                if sent == "sent" { break }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            #expect(paused?.lockedUntil != nil, "the delivery lifted the pause")
+            let signedIn = try await api.post("/v1/auth/phone/verify", PhoneTests.json(["phone": PhoneTests.number, "code": code]))
+            #expect(signedIn.status == .ok, "\(signedIn.text)")
+            #expect(try await TestApp.withStore(config) { store in try await store.throttle(key: key) } == nil)
+        }
+    }
+
     /// An SMS queued just before `kill -9` (the hook down) is sent by the next start.
     @Test(.requires(SMSReceiver.python != nil, "GATEHOUSE_TEST_PYTHON with standardwebhooks"))
     func anSMSQueuedBeforeACrashIsSentAfterRestart() async throws {

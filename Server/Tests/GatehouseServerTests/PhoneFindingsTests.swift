@@ -1,6 +1,6 @@
 import Foundation
 import GatehouseCore
-import GatehouseServer
+@testable import GatehouseServer
 import GatehouseStore
 import GatehouseTestSupport
 import GatehouseWire
@@ -193,6 +193,62 @@ import Testing
             let ownerAnswer = try #require(try owner.json(SignInAnswer<SignInResponse>.self).signedIn)
             let me = try await api.get("/v1/me", token: ownerAnswer.session.accessToken).json(MeResponse.self)
             #expect(me.user.phone == registered && me.user.phoneVerified)
+        }
+    }
+
+    /// Finding 6: an account has one password lockout whichever name is typed. Five wrong
+    /// passwords by address lock it; the next, by its number, is refused as locked too (each
+    /// name had its own count before: ten wrong passwords a window).
+    @Test(arguments: Backend.available)
+    func oneLockoutPerAccountWhateverNameIsTyped(_ backend: Backend) async throws {
+        try await TestApp.run(backend, preset: "hannah", adjust: Self.configure) { client, config in
+            let api = AuthClient(client: client)
+            let number = "+14155550174"
+            let made = try await api.account("both.names.58@example.com", "correct horse battery staple 58")
+            #expect(try await api.post("/v1/me/phone", PhoneTests.json(["phone": number]), token: made.session.accessToken).status == .accepted)
+            let code = try await Self.newestCode(config, to: number)
+            #expect(try await api.post("/v1/me/phone/verify", PhoneTests.json(["code": code.code]), token: made.session.accessToken).status == .ok)
+            let threshold = config.preset.throttling.loginFailuresBeforeLockout
+            for _ in 0..<threshold {
+                let wrong = try await api.login("both.names.58@example.com", "not the password at all")
+                #expect(wrong.status == .unauthorized, "\(wrong.text)")
+            }
+            let byNumber = try await Self.goTrue(client, "/token?grant_type=password", ["phone": number, "password": "not the password either"])
+            #expect(byNumber.status == .tooManyRequests, "\(byNumber.text)")
+            let rightByNumber = try await Self.goTrue(client, "/token?grant_type=password", ["phone": number, "password": "correct horse battery staple 58"])
+            #expect(rightByNumber.status == .tooManyRequests, "\(rightByNumber.text)")
+        }
+    }
+
+    /// Finding 6: an unproved phone sign-up holds its number a day at most. The hourly cleanup
+    /// removes the account (with `user.deleted`), so the number is free again; a proved number,
+    /// and a day not yet over, stay.
+    @Test(arguments: Backend.available)
+    func anUnprovedPhoneSignUpFreesItsNumberAfterADay(_ backend: Backend) async throws {
+        try await TestDatabase.withStore(backend) { store in
+            let clock = ManualClock(Date())
+            let jobs = JobWorker(store: store, sealer: SecretSealer(secret: nil), clock: clock, logger: TestApp.quietLogger, handlers: [:])
+            let events = EventRecorder(jobs: jobs, webhookConfigured: false, clock: clock)
+            var unproved = User(id: .random(), passwordHash: "$argon2id$placeholder", createdAt: clock.now)
+            unproved.phone = "+14155550172"
+            var proved = User(id: .random(), createdAt: clock.now)
+            proved.phone = "+14155550173"
+            proved.phoneVerifiedAt = clock.now
+            try await store.insertUser(unproved)
+            try await store.insertUser(proved)
+            try await store.insertIdentity(Identity(userID: proved.id, provider: .phone, subject: "+14155550173", email: nil, createdAt: clock.now))
+            let unitOfWork = UnitOfWork(
+                store: store, narrow: { $0 as AccountCleanup.Stores }, events: events, mail: nil, jobs: jobs, privacy: PrivacySettings(), clock: clock)
+            let cleanup = AccountCleanup(
+                store: store, unitOfWork: unitOfWork, lifecycle: AccountLifecycle(handles: HandleSettings()),
+                rules: AccountCleanup.rules(anonymousCleanupDays: nil), clock: clock, logger: TestApp.quietLogger)
+            clock.advance(by: 86_000)
+            #expect(await cleanup.sweep() == 0)
+            clock.advance(by: 401)
+            #expect(await cleanup.sweep() == 1)
+            #expect(try await store.user(phone: "+14155550172") == nil)
+            #expect(try await store.user(phone: "+14155550173")?.id == proved.id)
+            #expect(try await store.events(after: nil, userID: unproved.id, limit: 10).map(\.type) == [.userDeleted])
         }
     }
 

@@ -51,9 +51,12 @@ final class SMSReceiver: Sendable {
             .appendingPathComponent("support/sms_receiver.py")
     }
 
-    /// `failFirst` answers the first that many otherwise valid requests with 500 (counted in
-    /// `failures`, not in `messages`).
-    init(_ mode: Mode, failFirst: Int = 0, port: Int? = nil) async throws {
+    /// `failFirst` answers the first that many otherwise valid requests with `failStatus` (counted
+    /// in `failures`, not in `messages`); `redirectTo` answers every valid request with a
+    /// `redirectStatus` redirect there (counted in `failures` too).
+    init(
+        _ mode: Mode, failFirst: Int = 0, failStatus: Int = 500, redirectTo: String? = nil, redirectStatus: Int = 307, port: Int? = nil
+    ) async throws {
         guard let python = Self.python else {
             throw ProcessError("GATEHOUSE_TEST_PYTHON (with standardwebhooks) is not set; run make test")
         }
@@ -65,8 +68,10 @@ final class SMSReceiver: Sendable {
         self.port = try port ?? SMTPSink.freePort()
         var arguments = [
             Self.script.path, "--port", String(self.port), "--out", messagesFile.path, "--rejects", rejectionsFile.path,
-            "--failures", failuresFile.path, "--fail-first", String(failFirst),
+            "--failures", failuresFile.path, "--fail-first", String(failFirst), "--fail-status", String(failStatus),
+            "--redirect-status", String(redirectStatus),
         ]
+        if let redirectTo { arguments += ["--redirect-to", redirectTo] }
         switch mode {
         case .hook(let secret):
             arguments += ["--mode", "hook", "--secret", secret]
@@ -92,7 +97,7 @@ final class SMSReceiver: Sendable {
     /// The rejected requests so far, each the raw JSON line `{"status", "reason", "method", "path"}`.
     var rejections: [String] { Self.lines(of: rejectionsFile) }
 
-    /// How many requests were answered 500 because of `failFirst`.
+    /// How many requests were answered with a failure or a redirect on purpose.
     var failures: Int { Self.lines(of: failuresFile).count }
 
     /// Polls (about 90 seconds at most, as `SMTPSink` does) until `count` messages have arrived.

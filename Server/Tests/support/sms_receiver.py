@@ -13,8 +13,9 @@
 
 Each accepted message is appended to --out as one JSON line; each rejected request to --rejects
 as {"status", "reason", "method", "path"}. With --fail-first N the first N otherwise valid
-requests are answered 500 and appended to --failures (the record they would have made, plus
-"status": 500) instead. Prints "READY <port>" when it listens (--port 0 picks a free port);
+requests are answered --fail-status (500 unless given) and appended to --failures (the record
+they would have made, plus "status") instead. With --redirect-to URL every valid request is
+answered 307 (or --redirect-status) with that Location, and recorded in --failures too. Prints "READY <port>" when it listens (--port 0 picks a free port);
 stops when its standard input closes."""
 import argparse
 import base64
@@ -59,6 +60,9 @@ def main():
     parser.add_argument("--rejects", help="rejected requests, one JSON line each")
     parser.add_argument("--failures", help="requests answered 500 by --fail-first, one JSON line each")
     parser.add_argument("--fail-first", type=int, default=0)
+    parser.add_argument("--fail-status", type=int, default=500)
+    parser.add_argument("--redirect-to", help="answer every valid request with a redirect to this URL")
+    parser.add_argument("--redirect-status", type=int, default=307)
     parser.add_argument("--secret", help="hook mode: the whsec_ signing secret")
     parser.add_argument("--account-sid", help="twilio mode: the AC account sid")
     parser.add_argument("--auth-token", help="twilio mode: the auth token")
@@ -212,15 +216,19 @@ def main():
                 record = verify_hook(self, body) if options.mode == "hook" else verify_twilio(self, body)
             except Rejected as rejected:
                 return self.reject(rejected)
+            if options.redirect_to:
+                append(options.failures, {**record, "status": options.redirect_status})
+                return self.reply(options.redirect_status, b"", "text/plain; charset=utf-8", {"Location": options.redirect_to})
             with lock:
                 fail = failed[0] < options.fail_first
                 if fail:
                     failed[0] += 1
             if fail:
-                append(options.failures, {**record, "status": 500})
+                status = options.fail_status
+                append(options.failures, {**record, "status": status})
                 if options.mode == "twilio":
-                    return self.reply_json(500, twilio_error(20500, "Internal Server Error", 500))
-                return self.reply(500, b"failing on purpose (--fail-first)", "text/plain; charset=utf-8")
+                    return self.reply_json(status, twilio_error(20500 if status >= 500 else 21211, "failing on purpose", status))
+                return self.reply(status, b"failing on purpose (--fail-first)", "text/plain; charset=utf-8")
             append(options.out, record)
             if options.mode == "twilio":
                 self.reply_json(201, message_resource(record))

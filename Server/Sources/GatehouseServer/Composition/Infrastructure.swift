@@ -96,13 +96,18 @@ struct Infrastructure {
         hasher = try PasswordHasher(
             parameters: config.argon2, threads: config.hashThreads, firebaseKeys: firebaseKeys, timed: timed, tracer: tracer)
         // With traces on, every outbound request is a client span and carries `traceparent`.
+        // No outgoing call follows a redirect (issue 58): a hook or a provider answering 3xx
+        // could re-post a signed body, codes included, to another host, or turn a POST into a
+        // bodiless GET whose 2xx would count as delivered. The 3xx is the answer, a failure.
         var httpConfiguration = HTTPClient.Configuration()
+        httpConfiguration.redirectConfiguration = .disallow
         httpConfiguration.tracing.tracer = tracer
         httpClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfiguration)
         if tracer == nil {
             untracedHTTPClient = httpClient
         } else {
             var untraced = HTTPClient.Configuration()
+            untraced.redirectConfiguration = .disallow
             untraced.tracing.tracer = nil
             untracedHTTPClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: untraced)
         }

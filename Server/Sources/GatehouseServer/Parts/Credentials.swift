@@ -17,6 +17,11 @@ struct Credentials: Sendable {
     /// One hash in flight per account on this node.
     let lanes = HashLanes()
 
+    /// The one lockout key of an account's password, whatever name was typed to reach it (its
+    /// address or its number; issue 58): its address when it has one (what a reset or a magic
+    /// link clears), else its id.
+    static func lockoutKey(_ user: User) -> String { user.normalizedEmail ?? user.id.description }
+
     /// Every password check (login, a sign-up's replay, a password change, the proof before a
     /// deletion) goes through here: an attempt on the account is reserved atomically before
     /// the hash (429 while locked), a success releases it, a failure stays counted and is

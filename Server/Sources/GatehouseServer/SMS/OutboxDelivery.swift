@@ -37,7 +37,9 @@ struct OutboxDelivery: MailTransport {
 /// Deliveries to one number that the receiver refuses in a row (`SMSDeliveryRefused.refusesNumber`):
 /// the one that reaches the preset's
 /// `sms.pause_after_failures` pauses sends to the number for a day (`SMSDefence.paused`), with
-/// an `sms_number_paused` audit row; a delivery that succeeds starts the count again.
+/// an `sms_number_paused` audit row; a delivery that succeeds starts the count again, but never
+/// lifts a pause already taken: only the holder's own proof of the number does (`PhoneService`,
+/// issue 58), or the day's end.
 struct SMSFailures: Sendable {
     let store: any ThrottleStore & AuditStore
     let threshold: Int
@@ -70,7 +72,7 @@ struct SMSFailures: Sendable {
     func succeeded(_ e164: String) async {
         metrics.smsSent()
         do {
-            try await store.clearThrottle(key: SMSDefences.failureKey(e164: e164))
+            try await store.clearThrottleUnlessLocked(key: SMSDefences.failureKey(e164: e164), at: clock.now)
         } catch {
             logger.warning("could not clear a number's failed SMS deliveries", metadata: ["cause": "\(error)"])
         }

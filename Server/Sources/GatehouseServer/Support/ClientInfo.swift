@@ -62,11 +62,27 @@ public struct ClientAddressResolver: Sendable {
         // Walk from the nearest hop back; the first one that is not a trusted proxy is the client.
         var client = peerAddress
         for hop in forwardedFor.split(separator: ",").reversed() {
-            guard let address = IPAddress(hop.trimmingCharacters(in: .whitespaces)) else { break }
+            guard let address = Self.hopAddress(hop) else { break }
             client = address
             if !isTrusted(address) { break }
         }
         return client.description
+    }
+
+    /// A hop as proxies write it: an address, `ip:port`, or `[v6]` and `[v6]:port` (issue 58: a
+    /// proxy adding the port made every client look like the proxy, sharing its limits).
+    static func hopAddress(_ hop: Substring) -> IPAddress? {
+        let text = hop.trimmingCharacters(in: .whitespaces)
+        if let address = IPAddress(text) { return address }
+        func isPort(_ digits: Substring) -> Bool { !digits.isEmpty && digits.count <= 5 && digits.allSatisfy { $0.isASCII && $0.isNumber } }
+        if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
+            let rest = text[text.index(after: close)...]
+            guard rest.isEmpty || (rest.first == ":" && isPort(rest.dropFirst())) else { return nil }
+            return IPAddress(String(text[text.index(after: text.startIndex)..<close]))
+        }
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 2, isPort(parts[1]) else { return nil }
+        return IPAddress(String(parts[0]))
     }
 
     private func isTrusted(_ address: IPAddress) -> Bool {

@@ -50,7 +50,7 @@ struct AccountService: Sendable {
         if let password = request.password {
             guard user.passwordHash != nil else { throw reauthenticationRequired("This account has no password.") }
             let verification = try await credentials.checkAttempt(
-                password, against: user.passwordHash, account: user.normalizedEmail ?? user.id.description, userID: user.id,
+                password, against: user.passwordHash, account: Credentials.lockoutKey(user), userID: user.id,
                 client: client, event: .deleteAccount)
             guard verification.matches else { throw reauthenticationRequired("That password is not right.") }
         }

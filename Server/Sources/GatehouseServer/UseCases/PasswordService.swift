@@ -113,8 +113,10 @@ struct PasswordService: Sendable {
             user = try await store.user(phone: number.e164).flatMap { $0.phoneVerifiedAt == nil ? nil : $0 }
             provider = .phone
         }
+        // An account has one lockout whichever name was typed; an unknown name has its own.
         let verification = try await credentials.checkAttempt(
-            password, against: user?.passwordHash, account: account, userID: user?.id, client: client, event: .login)
+            password, against: user?.passwordHash, account: user.map(Credentials.lockoutKey) ?? account, userID: user?.id, client: client,
+            event: .login)
         guard let user, verification.matches else { throw GatehouseError.invalidCredentials(preset) }
         guard !user.isDisabled else {
             try await unitOfWork.audit(.login, .failure, user: user.id, client: client, details: ["reason": "account disabled"])
@@ -137,7 +139,7 @@ struct PasswordService: Sendable {
     ) async throws -> UserResponse {
         let (identity, user) = (signedIn.identity, signedIn.user)
         try await stepUp.require(.changePassword, signedIn)
-        let key = user.normalizedEmail ?? user.id.description
+        let key = Credentials.lockoutKey(user)
         let verification = try await credentials.checkAttempt(
             current, against: user.passwordHash, account: key, userID: user.id, client: client, event: .passwordChange)
         guard var verified = user.passwordHash, verification.matches else { throw GatehouseError.invalidCredentials(preset) }

@@ -162,6 +162,7 @@ struct PhoneService: Sendable {
                 return (outcome, created)
             }
         }
+        try await provedByHolder(number.e164)
         return outcome.answer { SignInResponse(user: $0.user, session: $0.session, created: created) }
     }
 
@@ -224,6 +225,7 @@ struct PhoneService: Sendable {
         let own = try await store.newestPhoneCode(phone: nil, purpose: .verifyPhone, userID: userID)
         let record = try await codes.check(own.map { [$0] } ?? [], code: code, now: clock.now, in: store, listener: .asker)
         let user = try await unitOfWork.run(client: client) { work in try await attach(work, record, to: userID, signedIn: signedIn) }
+        try await provedByHolder(record.phone)
         return UserResponse(user: user.payload(identities: try await store.identities(of: userID)))
     }
 
@@ -250,6 +252,7 @@ struct PhoneService: Sendable {
             guard !user.isDisabled else { throw GatehouseError.accountDisabled(preset) }
             return try await sessions.signIn(work.narrowed { $0 }, user, provider: .phone, method: Self.method, event: .login)
         }
+        try await provedByHolder(record.phone)
         return outcome.answer { SignInResponse(user: $0.user, session: $0.session, created: false) }
     }
 
@@ -301,6 +304,12 @@ struct PhoneService: Sendable {
             _ = try await tx.deleteIdentities(of: userID, provider: .phone)
             try await work.audit(.phoneRemoved, user: userID)
         }
+    }
+
+    /// The number's holder typed its code: a pause on the number after failed deliveries ends
+    /// (issue 58: only this proof lifts it, never a delivery that finally went through).
+    private func provedByHolder(_ e164: String) async throws {
+        try await throttle.store.clearThrottle(key: SMSDefences.failureKey(e164: e164))
     }
 
     /// Code checks per client address a minute (the login limit): 429 `too_many_attempts`.
