@@ -47,6 +47,7 @@ import Testing
         Shipped(version: 24, name: "openid_provider", sqlite: "b57a391078649f95", postgres: "8867c7834c11142c"),
         Shipped(version: 25, name: "account_metadata", sqlite: "26ee80f36eeadc27", postgres: "26ee80f36eeadc27"),
         Shipped(version: 26, name: "account_fact_notices", sqlite: "72d14ae7c77fe736", postgres: "da85e284d91d1c90"),
+        Shipped(version: 27, name: "unproved_phone_index", sqlite: "165216e577018ea6", postgres: "165216e577018ea6"),
     ]
 
     @Test(arguments: [SQLDialect.sqlite, .postgres])
