@@ -4,7 +4,8 @@ import Testing
 
 /// Phone numbers in E.164: `PhoneNumber.parse` on exact values, and against Google's
 /// libphonenumber (the `phonenumbers` package) on thousands of numbers typed the ways people
-/// type them, made by Tests/support/phone_cases.py.
+/// type them, made by Tests/support/phone_cases.py; `PhoneNumber.region` and `kind` against it on
+/// thousands of numbers of every region and type, made by Tests/support/phone_kinds.py.
 @Suite struct PhoneNumberTests {
     /// One input and what libphonenumber makes of it: an E.164 number, or "refuse".
     struct Case: Decodable {
@@ -17,13 +18,37 @@ import Testing
         let cases: [Case]
     }
 
-    static var script: URL {
+    /// A number and the region and type libphonenumber gives it (`region` nil when no region of
+    /// its calling code fits; `kind` a `PhoneNumberKind` raw value).
+    struct KindCase: Decodable {
+        let e164: String
+        let region: String?
+        let kind: String
+    }
+
+    struct KindCases: Decodable {
+        let cases: [KindCase]
+    }
+
+    static var script: URL { supportScript("phone_cases.py") }
+
+    static func supportScript(_ name: String) -> URL {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("support/phone_cases.py")
+            .appendingPathComponent("support/\(name)")
     }
 
     /// Runs phone_cases.py with `GATEHOUSE_TEST_PYTHON` and decodes what it prints.
     static func libphonenumberCases() throws -> [Case] {
+        try JSONDecoder().decode(Cases.self, from: output(of: script)).cases
+    }
+
+    /// Runs phone_kinds.py with `GATEHOUSE_TEST_PYTHON` and decodes what it prints.
+    static func libphonenumberKinds() throws -> [KindCase] {
+        try JSONDecoder().decode(KindCases.self, from: output(of: supportScript("phone_kinds.py"))).cases
+    }
+
+    /// What `script` prints, run with `GATEHOUSE_TEST_PYTHON`.
+    static func output(of script: URL) throws -> Data {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try #require(SMTPSink.python))
         process.arguments = [script.path]
@@ -33,8 +58,9 @@ import Testing
         // Read before waiting: the script prints more than a pipe holds, so it would block.
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        try #require(process.terminationStatus == 0, "phone_cases.py failed (is phonenumbers installed?)")
-        return try JSONDecoder().decode(Cases.self, from: data).cases
+        try #require(
+            process.terminationStatus == 0, "\(script.lastPathComponent) failed (is phonenumbers installed?)")
+        return data
     }
 
     @Test(.requires(SMTPSink.python != nil, "GATEHOUSE_TEST_PYTHON with phonenumbers"))
@@ -59,6 +85,45 @@ import Testing
             Issue.record("\(mismatch)")
         }
         #expect(mismatches.isEmpty, "\(mismatches.count) of \(cases.count) inputs disagree with libphonenumber")
+    }
+
+    /// `region` and `kind` on every type of every region's numbers, NANP area codes and unassigned
+    /// numbers, as libphonenumber's getRegionCodeForNumber and getNumberType give them. A number
+    /// `parse` refuses (an impossible length) has no kind: that agrees with "unknown" only.
+    @Test(.requires(SMTPSink.python != nil, "GATEHOUSE_TEST_PYTHON with phonenumbers"))
+    func kindsAgreeWithLibphonenumber() throws {
+        let cases = try Self.libphonenumberKinds()
+        #expect(cases.count >= 10_000)
+        #expect(Set(cases.compactMap(\.region)).count >= 240)
+        #expect(Set(cases.map(\.kind)) == Set(PhoneNumberKind.allCases.map(\.rawValue)))
+        var mismatches: [String] = []
+        var classified = 0
+        for item in cases {
+            let number: PhoneNumber
+            do {
+                number = try PhoneNumber.parse(item.e164, defaultRegion: "US")
+            } catch {
+                if item.kind != "unknown" {
+                    mismatches.append("\(item.e164): expected \(item.kind), parse refused it (\(error))")
+                }
+                continue
+            }
+            classified += 1
+            guard number.e164 == item.e164 else {
+                mismatches.append("\(item.e164): parsed as \(number.e164)")
+                continue
+            }
+            if number.region != item.region || number.kind.rawValue != item.kind {
+                mismatches.append(
+                    "\(item.e164): expected \(item.region ?? "no region") \(item.kind), "
+                        + "got \(number.region ?? "no region") \(number.kind.rawValue)")
+            }
+        }
+        #expect(classified >= 10_000)
+        for mismatch in mismatches.prefix(20) {
+            Issue.record("\(mismatch)")
+        }
+        #expect(mismatches.isEmpty, "\(mismatches.count) of \(cases.count) numbers disagree with libphonenumber")
     }
 
     @Test func nationalFormatUsesTheDefaultRegion() throws {
