@@ -75,6 +75,8 @@ public enum MailKind: String, Sendable, CaseIterable {
     case mfaFactorAdded = "mfa_factor_added"
     case mfaFactorRemoved = "mfa_factor_removed"
     case recoveryCodeUsed = "recovery_code_used"
+    /// A number added to, changed on or removed from the account (issue 58).
+    case phoneChanged = "phone_changed"
     /// An operator's test of delivery.
     case test
 }

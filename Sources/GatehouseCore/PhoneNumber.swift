@@ -79,6 +79,12 @@ public struct PhoneNumber: Sendable, Hashable, CustomStringConvertible {
         plansByRegion[region.uppercased()]?.code
     }
 
+    /// The main region of a calling code ("1" -> "US", "44" -> "GB"), nil for an unknown code or
+    /// one of no region (+800).
+    public static func mainRegion(ofCallingCode code: String) -> String? {
+        plansByCode[code]?.regions.first
+    }
+
     /// The leading digits shared by a block of numbers (the E.164 without its last 3 digits), the
     /// key of per-range sending limits.
     public var rangeKey: String { String(e164.dropLast(3)) }

@@ -28,6 +28,17 @@ public enum PhoneNumberKind: String, Sendable, CaseIterable {
     case voicemail
     /// Not a valid number of any region of its calling code: an unassigned range.
     case unknown
+
+    /// Whether codes are texted to numbers of this kind (issue 58). Never to premium-rate or
+    /// shared-cost ranges (a text there pays the range's owner: the heart of SMS pumping), nor to
+    /// unassigned ones, nor to kinds that are no person's handset (toll-free, UAN, voicemail,
+    /// pager).
+    public var receivesCodes: Bool {
+        switch self {
+        case .fixedLine, .mobile, .fixedLineOrMobile, .voip, .personalNumber: true
+        case .tollFree, .premiumRate, .sharedCost, .pager, .uan, .voicemail, .unknown: false
+        }
+    }
 }
 
 extension PhoneNumber {

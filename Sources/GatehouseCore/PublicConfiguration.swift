@@ -18,6 +18,8 @@ public struct PublicConfiguration: Sendable, Equatable, Codable {
     /// The Stripe prices sold on the web and the plan and tier of each (empty: none), for
     /// `Gatehouse.stripeCheckoutURL(price:)`.
     public var stripe: StripeSettings
+    /// How SMS codes are paced, for the SDK's resend countdown (issue 58).
+    public var phoneCodes: PhoneCodeTiming
     public var copy: [String: String]
 
     public init(preset: Preset) {
@@ -32,6 +34,7 @@ public struct PublicConfiguration: Sendable, Equatable, Codable {
         verificationRequiredFor = preset.verification.requiredFor
         entitlements = preset.entitlements
         stripe = preset.stripe
+        phoneCodes = PhoneCodeTiming(sms: preset.sms)
         copy = preset.copy
     }
 
@@ -47,6 +50,7 @@ public struct PublicConfiguration: Sendable, Equatable, Codable {
         case verificationRequiredFor = "verification_required_for"
         case entitlements
         case stripe
+        case phoneCodes = "phone_codes"
         case copy
     }
 
@@ -64,6 +68,35 @@ public struct PublicConfiguration: Sendable, Equatable, Codable {
         verificationRequiredFor = try c.decodeIfPresent([String].self, forKey: .verificationRequiredFor) ?? []
         entitlements = try? c.decodeIfPresent(EntitlementSettings.self, forKey: .entitlements)
         stripe = (try? c.decodeIfPresent(StripeSettings.self, forKey: .stripe)) ?? StripeSettings()
+        phoneCodes = (try? c.decodeIfPresent(PhoneCodeTiming.self, forKey: .phoneCodes)) ?? PhoneCodeTiming()
         copy = try c.decode([String: String].self, forKey: .copy)
+    }
+}
+
+/// How SMS codes are paced (issue 58): what an app's resend countdown reads instead of a
+/// constant of its own. A server that does not say (an older one) leaves the countdown to its
+/// `retry_after` answers.
+public struct PhoneCodeTiming: Sendable, Equatable, Codable {
+    /// Seconds after a code before the same number may get another: a minute shared by the
+    /// preset's `sms.per_number_per_minute` sends. Nil when the server did not say.
+    public var resendAfterSeconds: Int?
+    /// How long a code works (`sms.code_ttl_seconds`). Nil when the server did not say.
+    public var codeTTLSeconds: Int?
+
+    /// The pacing of a preset's `sms` section.
+    public init(sms: SMSSettings) {
+        resendAfterSeconds = (60 + max(1, sms.perNumberPerMinute) - 1) / max(1, sms.perNumberPerMinute)
+        codeTTLSeconds = sms.codeTTLSeconds
+    }
+
+    /// Pacing as given; both nil when unknown.
+    public init(resendAfterSeconds: Int? = nil, codeTTLSeconds: Int? = nil) {
+        self.resendAfterSeconds = resendAfterSeconds
+        self.codeTTLSeconds = codeTTLSeconds
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case resendAfterSeconds = "resend_after_seconds"
+        case codeTTLSeconds = "code_ttl_seconds"
     }
 }

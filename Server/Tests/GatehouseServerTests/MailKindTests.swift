@@ -13,7 +13,7 @@ import Testing
             case .test:
                 #expect(Templates.mailDefaults[kind.rawValue] == nil)
             case .verification, .passwordReset, .magicLink, .passwordChanged, .newSignIn, .mfaFactorAdded, .mfaFactorRemoved,
-                .recoveryCodeUsed:
+                .recoveryCodeUsed, .phoneChanged:
                 #expect(Templates.mailDefaults[kind.rawValue]?["subject"] != nil, "\(kind)")
                 let mail = templates.mail(kind, link: URL(string: "https://example.com/x"), code: "123456", values: ["minutes": "15", "hours": "24"])
                 #expect(!mail.subject.isEmpty && !mail.subject.contains("{") && !mail.text.isEmpty, "\(kind): \(mail.subject)")

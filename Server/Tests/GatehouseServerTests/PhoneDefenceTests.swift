@@ -29,10 +29,11 @@ import Testing
                 Self.tighten(defence, &config, captcha: verifyURL, refusing: refusing)
             }) { client, _ in
                 let api = AuthClient(client: client)
-                func send(_ number: String, captcha: String? = nil) async throws -> TestResponse {
+                func send(_ number: String, captcha: String? = nil, from address: String? = nil) async throws -> TestResponse {
                     var body = ["phone": number]
                     body["captcha_token"] = captcha
-                    return try await api.post("/v1/auth/phone/code", PhoneTests.json(body))
+                    let hop: HTTPFields = address.map { [HTTPField.Name("X-Forwarded-For")!: $0] } ?? [:]
+                    return try await api.post("/v1/auth/phone/code", PhoneTests.json(body), headers: hop)
                 }
                 let refused: TestResponse
                 switch defence {
@@ -59,6 +60,13 @@ import Testing
                     for number in ["+14155550142", "+12125550142", "+13125550142"] { #expect(try await send(number).status == .accepted) }
                     refused = try await send("+16175550142")
                     #expect(refused.status == .tooManyRequests && refused.error?.code == .rateLimited)
+                case .network:
+                    // Three addresses of one /24 count as one network; another network is not held.
+                    #expect(try await send("+14155550142", from: "203.0.113.1").status == .accepted)
+                    #expect(try await send("+12125550142", from: "203.0.113.2").status == .accepted)
+                    refused = try await send("+13125550142", from: "203.0.113.3")
+                    #expect(refused.status == .tooManyRequests && refused.error?.code == .rateLimited)
+                    #expect(try await send("+13125550142", from: "198.51.100.3").status == .accepted, "another network is not held")
                 case .range:
                     // The same leading digits: +14155550 1xx.
                     #expect(try await send("+14155550142").status == .accepted)
@@ -77,6 +85,12 @@ import Testing
                     }
                     refused = try await send("+14155550142")
                     #expect(refused.status == .tooManyRequests && refused.error?.code == .rateLimited)
+                case .regionBudget:
+                    // Two sends a day to Canada's numbers; the United States' are not held by it.
+                    for number in ["+1 416 555 0142", "+1 604 555 0142"] { #expect(try await send(number).status == .accepted) }
+                    refused = try await send("+1 514 555 0142")
+                    #expect(refused.status == .tooManyRequests && refused.error?.code == .rateLimited)
+                    #expect(try await send("+14155550142").status == .accepted, "another region is not held")
                 case .dailyBudget:
                     for number in ["+14155550142", "+12125550142"] { #expect(try await send(number).status == .accepted) }
                     refused = try await send("+13125550142")
@@ -112,6 +126,12 @@ import Testing
             config.captchaVerifyURL = captcha
             config.captchaSecret = FakeCaptcha.secret
         case .client: config.preset.sms.perClientPerHour = 3
+        case .network:
+            config.preset.sms.perNetworkPerHour = 2
+            config.trustedProxies = ["127.0.0.1"]
+        case .regionBudget:
+            config.preset.sms.allowedCountries = ["US", "CA"]
+            config.preset.sms.regionDailyBudgets = ["CA": 2]
         case .range: config.preset.sms.perRangePerHour = 2
         case .numberMinute: break
         case .numberDay: config.preset.sms.perNumberPerDay = 2

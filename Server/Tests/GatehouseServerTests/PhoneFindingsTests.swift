@@ -182,7 +182,9 @@ import Testing
             #expect(signUpTaken.status == .ok && signUpFree.status == .ok, "\(signUpTaken.text) \(signUpFree.text)")
             func shape(_ response: TestResponse) -> [String] {
                 Self.object(response).map { key, value in
-                    ["id", "created_at", "updated_at", "phone"].contains(key) ? key : "\(key)=\(value)"
+                    let text = (try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .fragmentsAllowed]))
+                        .map { String(decoding: $0, as: UTF8.self) } ?? "\(value)"
+                    return ["id", "created_at", "updated_at", "phone"].contains(key) ? key : "\(key)=\(text)"
                 }.sorted()
             }
             #expect(shape(signUpTaken) == shape(signUpFree))
@@ -193,6 +195,50 @@ import Testing
             let ownerAnswer = try #require(try owner.json(SignInAnswer<SignInResponse>.self).signedIn)
             let me = try await api.get("/v1/me", token: ownerAnswer.session.accessToken).json(MeResponse.self)
             #expect(me.user.phone == registered && me.user.phoneVerified)
+        }
+    }
+
+    /// Finding 6: adding, changing and removing a number tell the owner. Each change mails the
+    /// verified address (`phone_changed`, in the preset's words: a changed copy is seen), and a
+    /// proved number that leaves the account is texted.
+    @Test(arguments: Backend.available)
+    func aNumberAddedChangedOrRemovedIsToldToTheOwner(_ backend: Backend) async throws {
+        let clock = ManualClock(Date())
+        try await TestApp.run(backend, preset: "hannah", clock: clock, adjust: {
+            Self.configure(&$0)
+            $0.preset.copy["mail.phone_changed.added"] = "Noted: {number} now signs in to {app}"
+        }) { client, config in
+            let api = AuthClient(client: client)
+            let email = "notices.58@example.com"
+            let token = try await PhoneTests.magicSignIn(api, config, email)
+            func prove(_ number: String) async throws -> UUID {
+                #expect(try await api.post("/v1/me/phone", PhoneTests.json(["phone": number]), token: token).status == .accepted)
+                let code = try await Self.newestCode(config, to: number)
+                #expect(try await api.post("/v1/me/phone/verify", PhoneTests.json(["code": code.code]), token: token).status == .ok)
+                return code.id
+            }
+            func notice(after: UUID?) async throws -> OutboxMessage {
+                try await EmailFlowTests.outboxMail(config, kind: "phone_changed", after: after) { $0.recipient == email }
+            }
+            /// The text part with its lines joined (the template wraps paragraphs).
+            func words(_ mail: OutboxMessage) -> String { (mail.textBody ?? "").split(whereSeparator: \.isWhitespace).joined(separator: " ") }
+            let (first, second) = ("+14155550175", "+14155550176")
+            let firstCode = try await prove(first)
+            let added = try await notice(after: nil)
+            #expect(added.subject == "The phone number of your Hannah Health account changed")
+            #expect(words(added).contains("Noted: +141••••••75 now signs in to Hannah Health on "), "\(words(added))")
+            clock.advance(by: 61)
+            let secondCode = try await prove(second)
+            let replaced = try await notice(after: added.id)
+            #expect(words(replaced).contains("The number of your Hannah Health account changed from +141••••••75 to +141••••••76 on "), "\(words(replaced))")
+            let left = try await PhoneTests.sms(config, to: first, after: firstCode)
+            #expect(left.payload?["purpose"] == "notice" && left.payload?["code"] == nil)
+            #expect(left.textBody == "Hannah Health: this number was removed from an account. If you did not ask for this, contact Hannah Health support.")
+            let removed = try await api.client.execute(uri: "/v1/me/phone", method: .delete, headers: [.authorization: "Bearer \(token)"])
+            #expect(removed.status == .noContent, "\(removed.text)")
+            let gone = try await notice(after: replaced.id)
+            #expect(words(gone).contains("The number +141••••••76 was removed from your Hannah Health account on "), "\(words(gone))")
+            #expect(try await PhoneTests.sms(config, to: second, after: secondCode).payload?["purpose"] == "notice")
         }
     }
 
@@ -272,6 +318,175 @@ import Testing
             let free = try await api.post("/v1/me/phone", PhoneTests.json(["phone": "+14155550171"]), token: prober)
             #expect(taken.status == .tooManyRequests && taken.error?.code == .rateLimited, "\(taken.text)")
             #expect(taken.status == free.status && taken.text == free.text, "\(taken.text) vs \(free.text)")
+        }
+    }
+}
+
+/// Issue 58, finding 5: pumping that cannot spend the budget. Bursts released on their last
+/// byte (`LastByteRace`) from many addresses of one network, a day's budget near its end, a
+/// number block at its limit, refusals that are counted instead of audited one by one, and
+/// sends that text nobody, on both databases.
+@Suite struct PhonePumpingTests {
+    /// 200 requests from 200 addresses of one /24, each for another number, released together:
+    /// at most the network's hourly budget of texts go out; a person on another network still
+    /// gets a code during and after it.
+    @Test(arguments: Backend.available)
+    func aBurstFromOneNetworkSpendsOnlyItsShare(_ backend: Backend) async throws {
+        try await TestApp.run(backend, preset: "hannah", setup: .live, adjust: {
+            PhoneTests.roomy(&$0)
+            $0.trustedProxies = ["127.0.0.1"]
+            $0.preset.sms.perNetworkPerHour = 20
+            $0.preset.sms.captchaAfterSends = nil
+        }) { client, config in
+            let api = AuthClient(client: client)
+            let port = try #require(client.port)
+            let requests = (0..<200).map { index in
+                LastByteRace.request(
+                    "POST", "/v1/auth/phone/code", json: PhoneTests.json(["phone": String(format: "+1212555%04d", 1_000 + index * 7)]),
+                    headers: ["X-Forwarded-For": "203.0.113.\(index % 250 + 1)"])
+            }
+            let answers = try await BurstGate.exclusive { try await LastByteRace.send(port: port, requests) }
+            #expect(answers.filter { $0.status == 202 }.count == 20, "\(answers.map(\.status))")
+            #expect(answers.filter { $0.status == 429 }.count == 180)
+            let during = try await api.post(
+                "/v1/auth/phone/code", PhoneTests.json(["phone": PhoneTests.number]), headers: [HTTPField.Name("X-Forwarded-For")!: "198.51.100.7"])
+            #expect(during.status == .accepted, "\(during.text)")
+            _ = try await PhoneTests.sms(config, to: PhoneTests.number)
+            let texts = try await TestApp.withStore(config) { store in try await store.recentMail(limit: 500).filter { $0.kind == "sms" }.count }
+            #expect(texts == 21)
+        }
+    }
+
+    /// Finding 4: the country defence is the numbering plan, not the calling code. Hannah's
+    /// preset (`allowed_countries: ["1"]`, default region US) sends to US numbers only: a
+    /// mobile number of every other +1 region (libphonenumber's examples, from phone_kinds.py),
+    /// a premium-rate 900 number, a toll-free one and an unassigned one, released together, all
+    /// answer 400 `invalid_phone` and text nobody; a US number then gets its code. Listing "CA"
+    /// lets Canada's numbers through.
+    @Test(.requires(SMTPSink.python != nil, "GATEHOUSE_TEST_PYTHON with phonenumbers"), arguments: Backend.available)
+    func numbersOutsideThePresetsRegionsOrThatPayTheirOwnerGetNothing(_ backend: Backend) async throws {
+        var others: [String: String] = [:]
+        for found in try PhoneNumberTests.libphonenumberKinds()
+        where found.e164.hasPrefix("+1") && found.region != nil && found.region != "US" && ["mobile", "fixed_line_or_mobile"].contains(found.kind) {
+            others[found.region!] = others[found.region!] ?? found.e164
+        }
+        #expect(others.count == 24, "\(others.keys.sorted())")
+        let (canada, jamaica) = (try #require(others["CA"]), try #require(others["JM"]))
+        let refusedNumbers = others.values.sorted() + ["+1 900 234 5678", "+1 800 234 5678", "+1 211 234 5678"]
+        try await TestApp.run(backend, preset: "hannah", setup: .live, adjust: { PhoneTests.roomy(&$0); $0.ipLimits = false }) { client, config in
+            let api = AuthClient(client: client)
+            let port = try #require(client.port)
+            let answers = try await BurstGate.exclusive {
+                try await LastByteRace.send(
+                    port: port, refusedNumbers.map { LastByteRace.request("POST", "/v1/auth/phone/code", json: PhoneTests.json(["phone": $0])) })
+            }
+            #expect(answers.allSatisfy { $0.status == 400 && $0.error?.code == .invalidPhone }, "\(answers.map(\.status))")
+            let texts = try await TestApp.withStore(config) { store in try await store.recentMail(limit: 100).filter { $0.kind == "sms" }.count }
+            #expect(texts == 0)
+            #expect(try await api.post("/v1/auth/phone/code", PhoneTests.json(["phone": "+1 415 555 0142"])).status == .accepted)
+            _ = try await PhoneTests.sms(config, to: PhoneTests.number)
+        }
+        try await TestApp.run(backend, preset: "hannah", adjust: { PhoneTests.roomy(&$0); $0.preset.sms.allowedCountries = ["US", "CA"] }) { client, _ async throws in
+            let api = AuthClient(client: client)
+            #expect(try await api.post("/v1/auth/phone/code", PhoneTests.json(["phone": canada])).status == .accepted)
+            #expect(try await api.post("/v1/auth/phone/code", PhoneTests.json(["phone": jamaica])).status == .badRequest)
+        }
+    }
+
+    /// Past `budget_captcha_share` of the day's budget every send needs a CAPTCHA (the preset's
+    /// provider, here its stand-in): without one 400 `captcha_required`, with one the code goes.
+    @Test(arguments: Backend.available)
+    func nearTheBudgetsEndASendNeedsACaptcha(_ backend: Backend) async throws {
+        let captcha = FakeCaptcha()
+        try await captcha.serve { verifyURL in
+            try await TestApp.run(backend, preset: "hannah", adjust: {
+                PhoneTests.roomy(&$0)
+                $0.preset.sms.captchaAfterSends = nil
+                $0.preset.sms.dailyBudget = 5
+                $0.preset.sms.budgetCaptchaShare = 0.6
+                $0.captchaVerifyURL = verifyURL
+                $0.captchaSecret = FakeCaptcha.secret
+            }) { client, _ in
+                let api = AuthClient(client: client)
+                for number in ["+14155550180", "+14155550181", "+14155550182"] {
+                    #expect(try await api.post("/v1/auth/phone/code", PhoneTests.json(["phone": number])).status == .accepted)
+                }
+                let asked = try await api.post("/v1/auth/phone/code", PhoneTests.json(["phone": "+14155550183"]))
+                #expect(asked.status == .badRequest && asked.error?.code == .captchaRequired, "\(asked.text)")
+                let solved = try await api.post(
+                    "/v1/auth/phone/code", PhoneTests.json(["phone": "+14155550183", "captcha_token": FakeCaptcha.goodToken]))
+                #expect(solved.status == .accepted, "\(solved.text)")
+            }
+        }
+    }
+
+    /// Strangers' sends fill a number block's hour: its people then solve a CAPTCHA and get
+    /// their code, instead of waiting the hour out.
+    @Test(arguments: Backend.available)
+    func aBlockAtItsLimitAsksForACaptchaInsteadOfLockingItsPeopleOut(_ backend: Backend) async throws {
+        let captcha = FakeCaptcha()
+        try await captcha.serve { verifyURL in
+            try await TestApp.run(backend, preset: "hannah", adjust: {
+                PhoneTests.roomy(&$0)
+                $0.preset.sms.captchaAfterSends = nil
+                $0.preset.sms.perRangePerHour = 2
+                $0.captchaVerifyURL = verifyURL
+                $0.captchaSecret = FakeCaptcha.secret
+            }) { client, _ in
+                let api = AuthClient(client: client)
+                for number in ["+14155550190", "+14155550191"] {
+                    #expect(try await api.post("/v1/auth/phone/code", PhoneTests.json(["phone": number])).status == .accepted)
+                }
+                let asked = try await api.post("/v1/auth/phone/code", PhoneTests.json(["phone": "+14155550192"]))
+                #expect(asked.status == .badRequest && asked.error?.code == .captchaRequired, "\(asked.text)")
+                let solved = try await api.post(
+                    "/v1/auth/phone/code", PhoneTests.json(["phone": "+14155550192", "captcha_token": FakeCaptcha.goodToken]))
+                #expect(solved.status == .accepted, "\(solved.text)")
+            }
+        }
+    }
+
+    /// 30 sends to one number: 29 refusals, each counted in the metric, one audit row for the hour.
+    @Test(arguments: Backend.available)
+    func refusedSendsAreCountedNotAuditedOneRowEach(_ backend: Backend) async throws {
+        try await TestApp.run(backend, preset: "hannah", clock: ManualClock(Date()), adjust: {
+            PhoneTests.roomy(&$0)
+            $0.metrics = true
+        }) { client, _ in
+            let api = AuthClient(client: client)
+            var refused = 0
+            for _ in 0..<30 where try await api.post("/v1/auth/phone/code", PhoneTests.json(["phone": PhoneTests.number])).status == .tooManyRequests {
+                refused += 1
+            }
+            #expect(refused == 29)
+            let rows = try await PhoneDefenceTests.audit(api, "sms_refused")
+            #expect(rows.count == 1 && rows.first?.details["reason"] == "number_minute", "\(rows)")
+            #expect(try await PhoneDefenceTests.metric(api, #"gatehouse_sms_refused_total{reason="number_minute"}"#) == 29)
+        }
+    }
+
+    /// With sign-ups off, requests for numbers without an account text nobody and spend none of
+    /// the day's budget: a number with an account still gets its code after them.
+    @Test(arguments: Backend.available)
+    func sendsThatTextNobodySpendNoBudget(_ backend: Backend) async throws {
+        try await TestApp.run(backend, preset: "hannah", adjust: {
+            PhoneTests.roomy(&$0)
+            $0.preset.sms.signUp = false
+            $0.preset.sms.dailyBudget = 2
+        }) { client, config in
+            let api = AuthClient(client: client)
+            try await TestApp.withStore(config) { store in
+                var known = User(id: .random(), createdAt: Date())
+                known.phone = PhoneTests.number
+                known.phoneVerifiedAt = Date()
+                try await store.insertUser(known)
+            }
+            for index in 0..<5 {
+                let unknown = try await api.post("/v1/auth/phone/code", PhoneTests.json(["phone": "+1212555\(1_000 + index)"]))
+                #expect(unknown.status == .accepted)
+            }
+            #expect(try await api.post("/v1/auth/phone/code", PhoneTests.json(["phone": PhoneTests.number])).status == .accepted)
+            _ = try await PhoneTests.sms(config, to: PhoneTests.number)
         }
     }
 }

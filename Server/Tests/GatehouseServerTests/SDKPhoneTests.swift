@@ -107,6 +107,36 @@ import Testing
         #expect(await client.state.user?.id == user.id)
     }
 
+    /// Issue 58: the countdown after a send is the preset's pacing, read from `/v1/config`
+    /// (`phone_codes.resend_after_seconds`), never a constant of the SDK's: with two sends a
+    /// minute to a number, both phone models count 30 seconds down.
+    @Test func theCountdownIsThePresetsPacing() async throws {
+        let clock = Self.minuteClock()
+        try await TestApp.run(.sqlite, preset: "hannah", clock: clock, setup: .live, adjust: Self.twoCodesAMinute) { server, _ in
+            try await Self.pacingBody(server, clock)
+        }
+    }
+
+    nonisolated static func twoCodesAMinute(_ config: inout GatehouseConfig) {
+        PhoneTests.roomy(&config)
+        config.preset.sms.perNumberPerMinute = 2
+    }
+
+    static func pacingBody(_ server: any TestClientProtocol, _ clock: ManualClock) async throws {
+        let served = try await AuthClient(client: server).get("/v1/config", token: nil).json(PublicConfiguration.self)
+        #expect(served.phoneCodes == PhoneCodeTiming(resendAfterSeconds: 30, codeTTLSeconds: 600))
+        let device = try TestDevice()
+        defer { device.remove() }
+        let client = try device.launch(port: try #require(server.port))
+        let model = PhoneSignInModel(client: client, now: { clock.now })
+        await model.load()
+        model.phone = "+1 415 555 0177"
+        #expect(await model.send(), "\(model.errorMessage ?? "")")
+        #expect(model.secondsUntilResend == 30 && model.resendLabel == "Send a new code in 30 s")
+        clock.advance(by: 30)
+        #expect(model.canResend)
+    }
+
     /// A wrong code is refused in the server's words with the tries left. The resend button
     /// counts down the server's minute and sends nothing meanwhile; another device asking for
     /// the same number in that minute is refused with the rest of it (`retry_after`), which its

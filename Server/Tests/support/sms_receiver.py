@@ -3,7 +3,8 @@
   --mode hook --secret whsec_...    an app's send hook: POST to any path, signed as Standard
       Webhooks (checked with the `standardwebhooks` package: webhook-id, webhook-timestamp,
       webhook-signature), with the JSON body {"type": "sms.send", "data": {"to", "text", "code",
-      "purpose"}} (purpose sign_in or verify_phone). Answers 204. Records
+      "purpose"}} (purpose sign_in or verify_phone; a notice has purpose notice and no code).
+      Answers 204. Records
       {"webhook_id", "to", "text", "code", "purpose"}.
   --mode twilio --account-sid AC... --auth-token ...    Twilio's Messages API: only
       POST /2010-04-01/Accounts/{AccountSid}/Messages.json, HTTP Basic auth as sid:token, a form
@@ -106,13 +107,17 @@ def main():
         data = payload.get("data")
         if not isinstance(data, dict):
             raise Rejected(400, "data is not an object")
-        for key in ("to", "text", "code", "purpose"):
+        # A code's SMS carries its code; a notice (a number that left an account) carries none.
+        notice = data.get("purpose") == "notice"
+        for key in ("to", "text", "purpose") + (() if notice else ("code",)):
             if not isinstance(data.get(key), str) or not data[key]:
                 raise Rejected(400, f"data.{key} is missing or not a non-empty string")
-        if data["purpose"] not in PURPOSES:
-            raise Rejected(400, f"data.purpose {data['purpose']!r} is not sign_in or verify_phone")
+        if notice and "code" in data:
+            raise Rejected(400, "a notice carries no code")
+        if not notice and data["purpose"] not in PURPOSES:
+            raise Rejected(400, f"data.purpose {data['purpose']!r} is not sign_in, verify_phone or notice")
         return {"webhook_id": headers["webhook-id"], "to": data["to"], "text": data["text"],
-                "code": data["code"], "purpose": data["purpose"]}
+                "code": data.get("code"), "purpose": data["purpose"]}
 
     def verify_twilio(handler, body):
         authorization = handler.headers.get("Authorization", "")

@@ -53,15 +53,15 @@ public final class PhoneSignInModel {
     /// Why the last request failed, in the server's words (the preset's); nil after one that
     /// worked.
     public private(set) var errorMessage: String?
-    /// The guesses the code has left after a wrong one (`details.attempts_left`); 0 once the code
-    /// is dead (`code_exhausted`: send a new one); nil before a wrong code.
-    public private(set) var attemptsLeft: Int?
-    /// When a new code may be sent to the number: a minute after the last one (the server
-    /// texts one code a minute to a number), or the server's `retry_after` when it refused a send.
-    /// Nil before any send.
-    public private(set) var resendAvailableAt: Date?
+    /// The guesses the code has left after a wrong one, where the server says (by number alone
+    /// it does not, so that a wrong guess tells a stranger nothing); nil otherwise.
+    public var attemptsLeft: Int? { flow.attemptsLeft }
+    /// When a new code may be sent to the number: after a send, the preset's pacing
+    /// (`/v1/config`'s `phone_codes.resend_after_seconds`); after a refused send, the server's
+    /// `retry_after`. Nil before any send.
+    public var resendAvailableAt: Date? { flow.resendAvailableAt }
     /// "We texted a 6-digit code to …" in the preset's words, set when the code is sent.
-    public private(set) var sentMessage = ""
+    public var sentMessage: String { flow.sentMessage }
     /// Set when the server asks for a CAPTCHA before it texts another code (`captcha_required`):
     /// show it, put its token in ``captchaToken``, and send again.
     public private(set) var needsCaptcha = false
@@ -78,10 +78,8 @@ public final class PhoneSignInModel {
     private let now: @Sendable () -> Date
     private let onFinish: @MainActor (SignInResult) -> Void
     private var copy: [String: String] = [:]
-    /// The number the code went to, as sent: the code is checked with it.
-    private var sentTo: String?
-    /// The number the countdown holds back (the server's limit is per number).
-    private var heldNumber: String?
+    /// The number, the countdown and the tries: the part both phone models share.
+    private var flow = PhoneCodeFlow()
 
     /// A way in on the number step; call ``load()`` for the preset's words.
     ///
@@ -129,13 +127,10 @@ public final class PhoneSignInModel {
     // MARK: State
 
     /// Whole seconds until a new code may be sent to the number; 0 when it may now.
-    public var secondsUntilResend: Int { PhoneField.seconds(until: resendAvailableAt, now: now()) }
+    public var secondsUntilResend: Int { flow.secondsUntilResend(now: now()) }
     /// Whether the send button is on: on the number step, a number that may be one, nothing
     /// under way, and no countdown running for this number.
-    public var canSend: Bool {
-        step == .number && !isWorking && PhoneField.mayBeANumber(phone)
-            && (heldNumber != PhoneField.trimmed(phone) || secondsUntilResend == 0)
-    }
+    public var canSend: Bool { step == .number && !isWorking && flow.maySend(phone, now: now()) }
     /// Whether the resend button is on: on the code step, once the countdown is over.
     public var canResend: Bool { step == .code && !isWorking && secondsUntilResend == 0 }
     /// Whether the code can be sent: on the code step, six digits typed, nothing under way.
@@ -154,7 +149,7 @@ public final class PhoneSignInModel {
     /// code sent before stops working.
     @discardableResult
     public func resend() async -> Bool {
-        guard canResend, let sentTo else { return false }
+        guard canResend, let sentTo = flow.sentTo else { return false }
         return await requestCode(to: sentTo)
     }
 
@@ -163,7 +158,7 @@ public final class PhoneSignInModel {
         step = .number
         code = ""
         errorMessage = nil
-        attemptsLeft = nil
+        flow.attemptsLeft = nil
         needsCaptcha = false
     }
 
@@ -172,7 +167,7 @@ public final class PhoneSignInModel {
     /// to ``Step/secondFactor`` (false until that step signs in).
     @discardableResult
     public func submitCode() async -> Bool {
-        guard canSubmitCode, let sentTo else { return false }
+        guard canSubmitCode, let sentTo = flow.sentTo else { return false }
         isWorking = true
         defer { isWorking = false }
         do throws(GatehouseClientError) {
@@ -185,7 +180,7 @@ public final class PhoneSignInModel {
             code = ""
             guard error.code == .secondFactorRequired else {
                 errorMessage = error.message
-                attemptsLeft = PhoneField.attemptsLeft(after: error)
+                flow.wrongCode(error)
                 return false
             }
             guard
@@ -210,27 +205,19 @@ public final class PhoneSignInModel {
         copy = await client.copy
         do throws(GatehouseClientError) {
             try await client.sendPhoneCode(phone: number, captchaToken: captchaToken)
-            sentTo = number
-            hold(number, seconds: PhoneField.resendDelay)
-            sentMessage = PhoneField.sentMessage(copy, number: number)
+            flow.sent(to: number, copy: copy, pacing: await PhoneField.pacing(client), now: now())
             code = ""
             captchaToken = nil
             needsCaptcha = false
             errorMessage = nil
-            attemptsLeft = nil
             step = .code
             return true
         } catch {
             errorMessage = error.message
             needsCaptcha = error.code == .captchaRequired
-            if let wait = error.retryAfter, error.code == .rateLimited { hold(number, seconds: wait) }
+            flow.refused(error, number: number, now: now())
             return false
         }
-    }
-
-    private func hold(_ number: String, seconds: Int) {
-        heldNumber = number
-        resendAvailableAt = now().addingTimeInterval(TimeInterval(seconds))
     }
 
     private func secondFactorEnded(_ outcome: SecondFactorModel.Outcome) {
@@ -247,7 +234,7 @@ public final class PhoneSignInModel {
 
     private func finish(_ result: SignInResult, trial: TrialWelcome) {
         errorMessage = nil
-        attemptsLeft = nil
+        flow.attemptsLeft = nil
         trialDaysLeft = trial.daysLeft
         trialStartedMessage = trial.startedMessage
         step = .signedIn(newAccount: result.created)
@@ -255,12 +242,61 @@ public final class PhoneSignInModel {
     }
 }
 
-/// The parts both phone models share: the number field's check, the resend countdown, and
-/// their words in the preset's copy (with neutral English where it has none).
+/// The state both phone models keep of a code on its way (issue 58: one part, not two): the
+/// number it went to, the countdown before another may go to that number (the preset's pacing
+/// after a send, the server's `retry_after` after a refusal: never a constant of the SDK's),
+/// the tries left after a wrong code, and the "sent" words.
+struct PhoneCodeFlow {
+    /// The number the code went to, as sent: the code is checked with it.
+    var sentTo: String?
+    /// The number the countdown holds back (the server's limits are per number).
+    var heldNumber: String?
+    var resendAvailableAt: Date?
+    var sentMessage = ""
+    var attemptsLeft: Int?
+
+    /// A code went to `number`: the countdown starts at the preset's pacing (none when the
+    /// server did not say; its `retry_after` then sets it on the next send).
+    mutating func sent(to number: String, copy: [String: String], pacing: PhoneCodeTiming?, now: Date) {
+        sentTo = number
+        sentMessage = PhoneField.sentMessage(copy, number: number)
+        attemptsLeft = nil
+        if let seconds = pacing?.resendAfterSeconds { hold(number, seconds: seconds, now: now) }
+    }
+
+    /// A send was refused: a rate limit's `retry_after` holds the number back that long.
+    mutating func refused(_ error: GatehouseClientError, number: String, now: Date) {
+        if let wait = error.retryAfter, error.code == .rateLimited { hold(number, seconds: wait, now: now) }
+    }
+
+    /// A code was refused: the tries left, where the server says.
+    mutating func wrongCode(_ error: GatehouseClientError) {
+        attemptsLeft = PhoneField.attemptsLeft(after: error)
+    }
+
+    func secondsUntilResend(now: Date) -> Int { PhoneField.seconds(until: resendAvailableAt, now: now) }
+
+    /// Whether `typed` may get a code now: it may be a number, and no countdown holds it back.
+    func maySend(_ typed: String, now: Date) -> Bool {
+        PhoneField.mayBeANumber(typed) && (heldNumber != PhoneField.trimmed(typed) || secondsUntilResend(now: now) == 0)
+    }
+
+    private mutating func hold(_ number: String, seconds: Int, now: Date) {
+        heldNumber = number
+        resendAvailableAt = now.addingTimeInterval(TimeInterval(seconds))
+    }
+}
+
+/// The parts both phone models share: the number field's check, the countdown's arithmetic,
+/// and their words in the preset's copy (with neutral English where it has none).
 enum PhoneField {
-    /// Seconds between two codes to one number: the server texts one a minute
-    /// (`sms.per_number_per_minute`).
-    static let resendDelay = 60
+
+    /// The preset's pacing of codes, from the configuration the client holds, fetched when it
+    /// holds none yet; nil when the server does not say.
+    static func pacing(_ client: Gatehouse) async -> PhoneCodeTiming? {
+        if let known = await client.configurationSnapshot { return known.phoneCodes }
+        return try? await client.loadConfiguration().phoneCodes
+    }
 
     static func trimmed(_ typed: String) -> String { typed.trimmingCharacters(in: .whitespacesAndNewlines) }
 

@@ -61,12 +61,13 @@ public final class PhoneVerificationModel {
     public private(set) var errorMessage: String?
     /// The guesses the code has left after a wrong one; 0 once it is dead (send a new one); nil
     /// before a wrong code.
-    public private(set) var attemptsLeft: Int?
-    /// When a new code may be sent to the number: a minute after the last one, or the server's
-    /// `retry_after` when it refused a send. Nil before any send.
-    public private(set) var resendAvailableAt: Date?
+    public var attemptsLeft: Int? { flow.attemptsLeft }
+    /// When a new code may be sent to the number: after a send, the preset's pacing
+    /// (`/v1/config`'s `phone_codes.resend_after_seconds`); after a refused send, the server's
+    /// `retry_after`. Nil before any send.
+    public var resendAvailableAt: Date? { flow.resendAvailableAt }
     /// "We texted a 6-digit code to …" in the preset's words, set when the code is sent.
-    public private(set) var sentMessage = ""
+    public var sentMessage: String { flow.sentMessage }
     /// "Your phone number is verified." or "Your phone number was removed.", after either.
     public private(set) var notice: String?
     /// The second-factor prompt, on ``Step/stepUp``.
@@ -81,8 +82,8 @@ public final class PhoneVerificationModel {
     private let client: Gatehouse
     private let now: @Sendable () -> Date
     private var copy: [String: String] = [:]
-    private var sentTo: String?
-    private var heldNumber: String?
+    /// The number, the countdown and the tries: the part both phone models share.
+    private var flow = PhoneCodeFlow()
     /// What the server refused for want of a recent sign-in or a second factor, and the step it
     /// was refused on: ``retry()`` goes back there and repeats it.
     private var refused: (action: Action, step: Step)?
@@ -139,13 +140,10 @@ public final class PhoneVerificationModel {
     // MARK: State
 
     /// Whole seconds until a new code may be sent to the number; 0 when it may now.
-    public var secondsUntilResend: Int { PhoneField.seconds(until: resendAvailableAt, now: now()) }
+    public var secondsUntilResend: Int { flow.secondsUntilResend(now: now()) }
     /// Whether the send button is on: on the number step, a number that may be one, nothing
     /// under way, and no countdown running for this number.
-    public var canSend: Bool {
-        step == .number && !isWorking && PhoneField.mayBeANumber(phone)
-            && (heldNumber != PhoneField.trimmed(phone) || secondsUntilResend == 0)
-    }
+    public var canSend: Bool { step == .number && !isWorking && flow.maySend(phone, now: now()) }
     /// Whether the resend button is on: on the code step, once the countdown is over.
     public var canResend: Bool { step == .code && !isWorking && secondsUntilResend == 0 }
     /// Whether the code can be sent: on the code step, six digits typed, nothing under way.
@@ -165,7 +163,7 @@ public final class PhoneVerificationModel {
     /// Texts a new code to the same number, once the countdown is over; true when sent.
     @discardableResult
     public func resend() async -> Bool {
-        guard canResend, let sentTo else { return false }
+        guard canResend, let sentTo = flow.sentTo else { return false }
         return await requestCode(to: sentTo)
     }
 
@@ -181,7 +179,7 @@ public final class PhoneVerificationModel {
             code = ""
             phone = ""
             errorMessage = nil
-            attemptsLeft = nil
+            flow.attemptsLeft = nil
             notice = copy["phone.verified"] ?? "Your phone number is verified."
             step = .verified
             return true
@@ -190,7 +188,7 @@ public final class PhoneVerificationModel {
             if await askedForProof(error, refusing: .verify) { return false }
             code = ""
             errorMessage = error.message
-            attemptsLeft = PhoneField.attemptsLeft(after: error)
+            flow.wrongCode(error)
             return false
         }
     }
@@ -245,7 +243,7 @@ public final class PhoneVerificationModel {
         step = .number
         code = ""
         errorMessage = nil
-        attemptsLeft = nil
+        flow.attemptsLeft = nil
         stepUp = nil
         refused = nil
     }
@@ -258,26 +256,18 @@ public final class PhoneVerificationModel {
         copy = await client.copy
         do throws(GatehouseClientError) {
             try await client.addPhone(number)
-            sentTo = number
-            hold(number, seconds: PhoneField.resendDelay)
-            sentMessage = PhoneField.sentMessage(copy, number: number)
+            flow.sent(to: number, copy: copy, pacing: await PhoneField.pacing(client), now: now())
             code = ""
             errorMessage = nil
-            attemptsLeft = nil
             notice = nil
             step = .code
             return true
         } catch {
             if await askedForProof(error, refusing: .send(number)) { return false }
             errorMessage = error.message
-            if let wait = error.retryAfter, error.code == .rateLimited { hold(number, seconds: wait) }
+            flow.refused(error, number: number, now: now())
             return false
         }
-    }
-
-    private func hold(_ number: String, seconds: Int) {
-        heldNumber = number
-        resendAvailableAt = now().addingTimeInterval(TimeInterval(seconds))
     }
 
     /// A refusal for want of a recent sign-in or a second factor: its own step, with the

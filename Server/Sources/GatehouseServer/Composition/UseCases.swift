@@ -137,6 +137,7 @@ struct UseCases {
             defences: SMSDefences(
                 throttle: throttle, gate: gate, settings: preset.sms, presetName: preset.name, audit: unitOfWork.narrowed { _ in () },
                 metrics: infra.metrics, clock: clock, copy: preset.copy),
+            notices: PhoneNotices(mail: accountMail, preset: preset),
             sessions: issuer, lifecycle: lifecycle, ownerProof: ownerProof, credentials: credentials, throttle: throttle, preset: preset,
             clock: clock)
         openID = OpenIDService(

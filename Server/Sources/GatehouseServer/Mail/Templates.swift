@@ -64,7 +64,7 @@ struct Templates: Sendable {
     }
 
     /// A mail of `kind` (`verification`, `password_reset`, `magic_link`, `password_changed`,
-    /// `new_sign_in`, `mfa_factor_added`, `mfa_factor_removed`, `recovery_code_used`), its copy from the preset's `mail.<kind>.*` strings.
+    /// `new_sign_in`, `mfa_factor_added`, `mfa_factor_removed`, `recovery_code_used`, `phone_changed`), its copy from the preset's `mail.<kind>.*` strings.
     func mail(_ kind: MailKind, link: URL? = nil, code: String? = nil, values: [String: String] = [:]) -> Mail {
         let defaults = Self.mailDefaults[kind.rawValue] ?? [:]
         func copy(_ part: String) -> String {
@@ -134,6 +134,12 @@ struct Templates: Sendable {
             "heading": "An authenticator app was removed",
             "body": "The authenticator app \"{factor}\" was removed from your {app} account on {time}{by}.",
             "footer": "If you did not ask for this, reset your password and contact support right away.",
+        ],
+        "phone_changed": [
+            "subject": "The phone number of your {app} account changed",
+            "heading": "Your phone number changed",
+            "body": "{change} on {time}.",
+            "footer": "If this was not you, change your password and sign out of other devices right away.",
         ],
         "recovery_code_used": [
             "subject": "A recovery code was used for your {app} account",

@@ -111,7 +111,18 @@ struct Throttle: Sendable {
     /// stored chain key, 128 bits, base64url); nil when the address is unknown.
     func addressKey(_ client: ClientInfo) throws -> String? {
         guard let ip = client.ip else { return nil }
-        let mac = HMAC<SHA256>.authenticationCode(for: Data(ip.utf8), using: try chainKey.derived("gatehouse client address counters"))
+        return try keyed(ip)
+    }
+
+    /// The keyed hash of the client's network (`IPAddress.limitNetwork`: its /24 or /64); nil
+    /// when the address is unknown or not an address.
+    func networkKey(_ client: ClientInfo) throws -> String? {
+        guard let ip = client.ip, let address = IPAddress(ip) else { return nil }
+        return try keyed(address.limitNetwork)
+    }
+
+    private func keyed(_ text: String) throws -> String {
+        let mac = HMAC<SHA256>.authenticationCode(for: Data(text.utf8), using: try chainKey.derived("gatehouse client address counters"))
         return Data(Data(mac).prefix(16)).base64URLEncoded
     }
 

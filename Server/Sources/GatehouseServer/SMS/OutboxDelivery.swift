@@ -20,7 +20,7 @@ struct OutboxDelivery: MailTransport {
 
     func deliver(_ message: OutboxMessage) async throws {
         guard message.kind == PhoneCodes.outboxKind else { return try await mail.deliver(message) }
-        guard let text = SMSMessage(message) else { throw ProviderError("the outbox's SMS \(message.id) has no text or code") }
+        guard let text = SMSMessage(message) else { throw ProviderError("the outbox's SMS \(message.id) has no text, or no code for its purpose") }
         do {
             try await sms.send(text)
         } catch let refused as SMSDeliveryRefused where refused.refusesNumber {

@@ -14,13 +14,20 @@ struct SMSMessage: Sendable, Equatable {
     /// E.164.
     var to: String
     var text: String
-    var code: String
-    var purpose: SMSPurpose
+    /// The code a code's SMS carries; nil for a notice.
+    var code: String?
+    /// An `SMSPurpose` (`sign_in`, `verify_phone`), or `notice` for a text with no code
+    /// (`PhoneNotices`: a number that left an account).
+    var purpose: String
+
+    /// The `purpose` of a notice.
+    static let notice = "notice"
 
     init?(_ message: OutboxMessage) {
-        guard let text = message.textBody, let code = message.payload?["code"],
-            let purpose = message.payload?["purpose"].flatMap(SMSPurpose.init(rawValue:))
-        else { return nil }
+        guard let text = message.textBody, let purpose = message.payload?["purpose"] else { return nil }
+        let code = message.payload?["code"]
+        // A code's SMS has its code; only a notice goes without one.
+        guard SMSPurpose(rawValue: purpose) != nil ? code != nil : purpose == Self.notice else { return nil }
         (id, to, self.text, self.code, self.purpose) = (message.id, message.recipient, text, code, purpose)
     }
 }
@@ -62,7 +69,7 @@ struct SMSHookSender: SMSSender {
         let now = clock.now
         let body: [String: Any] = [
             "type": "sms.send", "timestamp": now.rfc3339,
-            "data": ["to": message.to, "text": message.text, "code": message.code, "purpose": message.purpose.rawValue],
+            "data": ["to": message.to, "text": message.text, "purpose": message.purpose].merging(message.code.map { ["code": $0] } ?? [:]) { a, _ in a },
         ]
         let data = try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])
         let id = "msg_" + message.id.uuidString.lowercased()
@@ -141,6 +148,6 @@ struct DevSMSSender: SMSSender {
     var keepsBodies: Bool { true }
 
     func send(_ message: SMSMessage) async throws {
-        logger.notice("sms (dev outbox)", metadata: ["to": "\(SMSDefences.masked(e164: message.to))", "purpose": "\(message.purpose.rawValue)"])
+        logger.notice("sms (dev outbox)", metadata: ["to": "\(SMSDefences.masked(e164: message.to))", "purpose": "\(message.purpose)"])
     }
 }

@@ -32,6 +32,14 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
 
     public var isV4: Bool { bytes.count == 4 }
 
+    /// The network an address belongs to for limits that count networks, not addresses
+    /// (issue 58): its IPv4 /24 or its IPv6 /64, written as a range (`203.0.113.0/24`).
+    public var limitNetwork: String {
+        let kept = isV4 ? 3 : 8
+        let masked = IPAddress(bytes: Array(bytes.prefix(kept)) + Array(repeating: 0, count: bytes.count - kept))
+        return "\(masked)/\(kept * 8)"
+    }
+
     public var description: String {
         if isV4 { return bytes.map(String.init).joined(separator: ".") }
         var groups: [String] = []

@@ -16,6 +16,7 @@ struct PhoneService: Sendable {
     let gate: SignInGate
     let codes: PhoneCodes
     let defences: SMSDefences
+    let notices: PhoneNotices
     let sessions: SessionIssuer
     let lifecycle: AccountLifecycle
     let ownerProof: OwnerProof
@@ -62,6 +63,7 @@ struct PhoneService: Sendable {
         // Without sign-ups only a number with an account gets a code; the lookup runs either way.
         let owner = try await store.user(phone: number.e164)
         guard (preset.sms.signUp && !existingAccountsOnly) || owner != nil else { return }
+        try await defences.charge(number, client: client)
         try await unitOfWork.run(client: client) { work in
             try await codes.send(work.narrowed { $0 }, to: number, purpose: .signIn, userID: nil)
         }
@@ -83,6 +85,7 @@ struct PhoneService: Sendable {
             else { return }
         }
         try await defences.admit(number, client: client, captchaToken: captchaToken)
+        try await defences.charge(number, client: client)
         try await unitOfWork.run(client: client) { work in
             try await codes.send(work.narrowed { $0 }, to: number, purpose: .signIn, userID: newest.userID)
         }
@@ -97,6 +100,7 @@ struct PhoneService: Sendable {
         let number = try number(phone)
         guard let userID = try await pendingChange(to: number) else { return }
         try await defences.admit(number, client: client, captchaToken: captchaToken)
+        try await defences.charge(number, client: client)
         try await unitOfWork.run(client: client) { work in
             try await codes.send(work.narrowed { $0 }, to: number, purpose: .verifyPhone, userID: userID)
         }
@@ -125,6 +129,8 @@ struct PhoneService: Sendable {
         try await credentials.checkStrength(password, email: "")
         try await defences.admit(number, client: client, captchaToken: captchaToken)
         let hash = try await credentials.hash(password)
+        // Only a sign-up that texts spends the money budgets.
+        if try await store.user(phone: number.e164) == nil { try await defences.charge(number, client: client) }
         return try await lifecycle.withTemporaryHandle { handle in
             try await unitOfWork.run(client: client) { work -> User in
                 var user = User(id: .random(), handle: handle, passwordHash: hash, passwordChangedAt: work.now, createdAt: work.now)
@@ -212,6 +218,7 @@ struct PhoneService: Sendable {
         let user = signedIn.user
         try ownerProof.require(signedIn, changing: .phone, factors: try await store.mfaFactors(of: user.id))
         try await defences.admit(number, client: client, captchaToken: captchaToken)
+        try await defences.charge(number, client: client)
         try await unitOfWork.run(client: client) { work in
             try await codes.send(work.narrowed { $0 }, to: number, purpose: .verifyPhone, userID: user.id)
         }
@@ -270,6 +277,10 @@ struct PhoneService: Sendable {
         }
         try await codes.use(record, work.narrowed { $0 })
         try await setNumber(work, record.phone, of: userID)
+        if current.phone != record.phone || current.phoneVerifiedAt == nil {
+            let change: PhoneNotices.Change = current.phone.map { $0 == record.phone ? .added(number: $0) : .replaced(old: $0, number: record.phone) } ?? .added(number: record.phone)
+            try await notices.queue(work, user: current, change: change)
+        }
         // An anonymous account with a proved number is one a person can come back to.
         if current.isAnonymous { try await lifecycle.upgradeAnonymous(work.narrowed { $0 }, userID, provider: .phone) }
         try await work.audit(.phoneVerified, user: userID, details: ["phone": SMSDefences.masked(e164: record.phone)])
@@ -303,6 +314,7 @@ struct PhoneService: Sendable {
             try await tx.setPhone(userID, phone: nil, verifiedAt: nil, now: work.now)
             _ = try await tx.deleteIdentities(of: userID, provider: .phone)
             try await work.audit(.phoneRemoved, user: userID)
+            if let old = user.phone { try await notices.queue(work, user: user, change: .removed(old: old)) }
         }
     }
 
