@@ -1,6 +1,18 @@
 import Foundation
 import GatehouseCore
 
+/// A part of the outbox delivered on its own (issue 58): a slow endpoint of one channel delays
+/// only that channel's messages.
+public enum OutboxLane: String, Sendable, CaseIterable {
+    /// Mail (every kind but `sms`).
+    case mail
+    /// SMS (kind `sms`: codes and notices).
+    case sms
+
+    /// The lane a row of `kind` is delivered on.
+    public init(kind: String) { self = kind == "sms" ? .sms : .mail }
+}
+
 /// The mail outbox: the queue the mail worker delivers from.
 public protocol OutboxStore: Sendable {
     /// Queues a mail; call it inside the transaction of what caused it.
@@ -8,6 +20,8 @@ public protocol OutboxStore: Sendable {
     /// Leases up to `limit` due mails for `leaseSeconds`, so that several nodes never send one
     /// mail twice at once; a crashed node's lease simply runs out.
     func claimDueMail(now: Date, limit: Int, leaseSeconds: Int) async throws(StoreError) -> [OutboxMessage]
+    /// The same, of one lane only.
+    func claimDueMail(now: Date, limit: Int, leaseSeconds: Int, lane: OutboxLane) async throws(StoreError) -> [OutboxMessage]
     /// Marks a mail delivered; `keepBodies` false clears its bodies (and the tokens in them).
     func markMailSent(_ id: UUID, at date: Date, keepBodies: Bool) async throws(StoreError)
     /// Records a failed attempt: retried at `nextAttempt`, or failed for good when it is `nil`.

@@ -20,6 +20,14 @@ extension SQLStore {
     }
 
     public func claimDueMail(now: Date, limit: Int, leaseSeconds: Int) async throws(StoreError) -> [OutboxMessage] {
+        try await claimDueMail(now: now, limit: limit, leaseSeconds: leaseSeconds, only: "")
+    }
+
+    public func claimDueMail(now: Date, limit: Int, leaseSeconds: Int, lane: OutboxLane) async throws(StoreError) -> [OutboxMessage] {
+        try await claimDueMail(now: now, limit: limit, leaseSeconds: leaseSeconds, only: lane == .sms ? " AND kind = 'sms'" : " AND kind <> 'sms'")
+    }
+
+    private func claimDueMail(now: Date, limit: Int, leaseSeconds: Int, only lane: String) async throws(StoreError) -> [OutboxMessage] {
         let time = Int64(now.unixSeconds)
         // The conditions are repeated outside the subquery: on PostgreSQL a row another node
         // claimed meanwhile is re-checked after its lock is released, and skipped.
@@ -28,7 +36,7 @@ extension SQLStore {
             UPDATE outbox SET claimed_until = ?
             WHERE id IN (
                 SELECT id FROM outbox
-                WHERE status = 'pending' AND next_attempt_at <= ? AND (claimed_until IS NULL OR claimed_until <= ?)
+                WHERE status = 'pending' AND next_attempt_at <= ? AND (claimed_until IS NULL OR claimed_until <= ?)\(lane)
                 ORDER BY next_attempt_at, created_at LIMIT ?
             ) AND status = 'pending' AND (claimed_until IS NULL OR claimed_until <= ?)
             RETURNING \(Self.outboxColumns)

@@ -148,6 +148,43 @@ import Testing
         }
     }
 
+    /// Issue 58: mail and SMS are delivered on lanes of their own. An SMS hook that holds every
+    /// request open delays only SMS: a magic link asked for meanwhile is sent while the SMS is
+    /// still held.
+    @Test func aHangingSMSHookDelaysOnlySMS() async throws {
+        let held = HeldRequests()
+        let router = Router()
+        router.post("/sms") { _, _ -> Response in
+            await held.wait()
+            return Response(status: .noContent)
+        }
+        let receiver = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
+        try await receiver.test(.live) { hook in
+            try await TestApp.run(.sqlite, preset: "hannah", adjust: {
+                PhoneTests.roomy(&$0)
+                $0.smsSender = .hook(url: URL(string: "http://127.0.0.1:\(hook.port!)/sms")!, secret: Array(repeating: 7, count: 24))
+            }) { client, config in
+                let api = AuthClient(client: client)
+                #expect(try await api.post("/v1/auth/phone/code", PhoneTests.json(["phone": PhoneTests.number])).status == .accepted)
+                for _ in 0..<100 where await held.count == 0 { try await Task.sleep(for: .milliseconds(50)) }
+                #expect(await held.count == 1, "the SMS reached the hook")
+                #expect(try await api.post("/v1/auth/magic-link", PhoneTests.json(["email": "lanes.58@example.com"])).status == .accepted)
+                var mail: OutboxMessage?
+                for _ in 0..<100 {
+                    mail = try await TestApp.withStore(config) { store in
+                        try await store.recentMail(limit: 10).first { $0.kind == "magic_link" && $0.status == "sent" }
+                    }
+                    if mail != nil { break }
+                    try await Task.sleep(for: .milliseconds(50))
+                }
+                #expect(mail != nil, "the mail waited for the SMS hook")
+                let sms = try await TestApp.withStore(config) { store in try await store.recentMail(limit: 10).first { $0.kind == "sms" } }
+                #expect(sms?.status == "pending", "the SMS is still held")
+                await held.release()
+            }
+        }
+    }
+
     /// An SMS queued just before `kill -9` (the hook down) is sent by the next start.
     @Test(.requires(SMSReceiver.python != nil, "GATEHOUSE_TEST_PYTHON with standardwebhooks"))
     func anSMSQueuedBeforeACrashIsSentAfterRestart() async throws {
@@ -177,5 +214,24 @@ import Testing
         #expect(receiver.rejections.isEmpty, "\(receiver.rejections)")
         second.signal(SIGTERM)
         _ = try await second.exitStatus()
+    }
+}
+
+/// Requests a test's receiver holds open until the test releases them.
+actor HeldRequests {
+    private(set) var count = 0
+    private var released = false
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    func wait() async {
+        count += 1
+        guard !released else { return }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+
+    func release() {
+        released = true
+        for continuation in waiting { continuation.resume() }
+        waiting = []
     }
 }

@@ -19,7 +19,9 @@ final class MailWorker: Service, Sendable {
     let metrics: ServerMetrics
     /// Each mail is sent in the trace of the request that queued it (with traces on).
     let telemetry: Telemetry
-    private let loop: WakeLoop
+    /// One loop per worker: `deliveriesPerLane` on each lane, each claiming on its own, so a
+    /// delivery that hangs holds up only its own worker (issue 58).
+    private let loops: [(lane: OutboxLane, loop: WakeLoop)]
     /// How long a claim keeps other workers off a mail: longer than one delivery may take
     /// (`SMTPTransport`'s deadline), short enough that a crashed node's mail goes out soon.
     static let leaseSeconds = 40
@@ -35,27 +37,38 @@ final class MailWorker: Service, Sendable {
         self.clock = clock
         self.logger = logger
         self.metrics = metrics
-        loop = WakeLoop(pollInterval: pollInterval)
+        loops = OutboxLane.allCases.flatMap { lane in
+            (0..<Self.deliveriesPerLane).map { _ in (lane, WakeLoop(pollInterval: pollInterval)) }
+        }
     }
 
-    func wake() { loop.wake() }
+    func wake() { for worker in loops { worker.loop.wake() } }
 
     /// Lets the worker begin (called once the database is ready).
-    func start() { loop.start() }
+    func start() { for worker in loops { worker.loop.start() } }
 
     func run() async throws {
-        await loop.run { await self.deliverDue() }
+        await withTaskGroup(of: Void.self) { group in
+            for worker in loops {
+                group.addTask { await worker.loop.run { await self.deliverDue(on: worker.lane) } }
+            }
+        }
     }
 
-    /// Sends everything that is due now; returns how many mails it handled.
+    /// Deliveries under way at once on each lane (`OutboxLane`).
+    static let deliveriesPerLane = 2
+
+    /// Sends everything due now on `lane`; returns how many messages it handled. Each lane
+    /// (mail, SMS) is delivered by its own workers, `deliveriesPerLane` at once (issue 58): a
+    /// hanging SMS hook delays only SMS, and one slow message only its own worker.
     @discardableResult
-    func deliverDue() async -> Int {
+    func deliverDue(on lane: OutboxLane) async -> Int {
         var handled = 0
         passes: while !Task.isCancelled {
             let batch: [OutboxMessage]
             do {
                 // One at a time, so that a lease never has to cover more than one delivery.
-                batch = try await store.claimDueMail(now: clock.now, limit: 1, leaseSeconds: Self.leaseSeconds)
+                batch = try await store.claimDueMail(now: clock.now, limit: 1, leaseSeconds: Self.leaseSeconds, lane: lane)
             } catch {
                 logger.warning("could not read the mail outbox", metadata: ["cause": "\(error)"])
                 break passes
