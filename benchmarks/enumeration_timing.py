@@ -14,6 +14,16 @@ distribution of each group and a Mann-Whitney U z-score.
 - magic:  POST /v1/auth/magic-link (202 either way)
 - login:  POST /v1/auth/login with a wrong password (401 either way; an unknown address is
           hashed against a dummy hash so it costs the same)
+
+Phone numbers (issue 58), against a server started with the preset this script writes
+(`--write-phone-preset FILE`: Hannah's with the SMS limits out of the way, so that only the
+answers' timing is measured) and the dev outbox, where the codes are read:
+
+- phone-code:   POST /v1/auth/phone/code (202 either way)
+- phone-verify: POST /v1/auth/phone/verify with a wrong code, a code live for the known numbers
+                (400 invalid_code either way)
+- phone-add:    POST /v1/me/phone by a signed-in account (202 either way; whether another account
+                has the number is said only at the proof)
 """
 import argparse
 import json
@@ -37,6 +47,45 @@ def post(base, path, body):
     return status, (time.perf_counter() - started) * 1000
 
 
+def get(base, path):
+    with urllib.request.urlopen(base + path) as response:
+        return json.loads(response.read())
+
+
+def sms_code(base, number):
+    """The code of the newest SMS to `number` in the dev outbox."""
+    for _ in range(200):
+        for message in get(base, "/dev/outbox")["messages"]:
+            if message["kind"] == "sms" and message["to"] == number:
+                return message["text"].rsplit("#", 1)[1].strip()
+        time.sleep(0.05)
+    raise AssertionError(f"no SMS to {number}")
+
+
+def phone_sign_in(base, number):
+    """Signs `number` in (or up) by its code; the session's access token."""
+    status, _ = post(base, "/v1/auth/phone/code", {"phone": number})
+    assert status == 202, status
+    request = urllib.request.Request(base + "/v1/auth/phone/verify", method="POST", headers={"Content-Type": "application/json"},
+                                     data=json.dumps({"phone": number, "code": sms_code(base, number)}).encode())
+    with urllib.request.urlopen(request) as response:
+        return json.loads(response.read())["session"]["access_token"]
+
+
+def phone_preset():
+    """Hannah's preset (a file of one's own is read over `default`) with the SMS limits out of the way."""
+    import os
+    hannah = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Server", "Sources", "GatehouseServer", "Resources",
+                          "presets", "hannah.json")
+    with open(hannah) as file:
+        preset = json.load(file)
+    preset["name"] = "hannah-timing"
+    preset.setdefault("sms", {}).update({
+        "per_client_per_hour": 1000000, "per_network_per_hour": 1000000, "per_range_per_hour": 1000000,
+        "per_number_per_minute": 1000, "per_number_per_day": 100000, "daily_budget": 1000000, "captcha_after_sends": None})
+    return preset
+
+
 def mann_whitney_z(a, b):
     ranked = sorted([(v, 0) for v in a] + [(v, 1) for v in b])
     rank_sum_a = sum(i + 1 for i, (_, group) in enumerate(ranked) if group == 0)
@@ -51,10 +100,17 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--base", required=True)
     parser.add_argument("-n", type=int, default=200)
-    parser.add_argument("--flow", choices=["forgot", "magic", "login"], default="forgot")
+    parser.add_argument("--flow", choices=["forgot", "magic", "login", "phone-code", "phone-verify", "phone-add"], default="forgot")
+    parser.add_argument("--write-phone-preset", help="write the phone flows' preset to this file and stop")
     parser.add_argument("--gap-ms", type=float, default=50,
                         help="pause between requests, so the worker's composition of one does not overlap the next")
     options = parser.parse_args()
+    if options.write_phone_preset:
+        with open(options.write_phone_preset, "w") as file:
+            json.dump(phone_preset(), file)
+        return
+    if options.flow.startswith("phone-"):
+        return phone(options)
     run = int(time.time())
     for i in range(options.n):
         status, _ = post(options.base, "/v1/auth/signup", {"email": f"known{i}.{run}@example.com", "password": "correct horse battery"})
@@ -72,6 +128,46 @@ def main():
     for group, address in plan:
         status, ms = post(options.base, path, body(address))
         assert status == expected, status
+        group.append(ms)
+        time.sleep(options.gap_ms / 1000)
+    for name, values in (("known", known), ("unknown", unknown)):
+        values = sorted(values)
+        print(f"{name:8} n={len(values)} median={statistics.median(values):.2f} ms "
+              f"p90={values[int(len(values) * 0.9)]:.2f} ms mean={statistics.mean(values):.2f} ms")
+    print(f"flow {options.flow}: Mann-Whitney z = {mann_whitney_z(known, unknown):.2f} (|z| < 1.96: no difference at 5%)")
+
+
+def phone(options):
+    """The phone flows: known numbers have an account (signed up by code first), unknown ones none."""
+    run = int(time.time()) % 5000
+    known_numbers = [f"+1212555{(run + i) % 10000:04d}" for i in range(options.n)]
+    unknown_numbers = [f"+1646555{(run + i) % 10000:04d}" for i in range(options.n)]
+    for number in known_numbers:
+        phone_sign_in(options.base, number)
+    token = phone_sign_in(options.base, "+13125550199") if options.flow == "phone-add" else None
+    if options.flow == "phone-verify":
+        for number in known_numbers:  # a live code for each known number
+            assert post(options.base, "/v1/auth/phone/code", {"phone": number})[0] == 202
+    known, unknown = [], []
+    plan = [(known, number) for number in known_numbers] + [(unknown, number) for number in unknown_numbers]
+    random.shuffle(plan)
+    time.sleep(2)
+    for group, number in plan:
+        if options.flow == "phone-code":
+            status, ms = post(options.base, "/v1/auth/phone/code", {"phone": number})
+            assert status == 202, status
+        elif options.flow == "phone-verify":
+            status, ms = post(options.base, "/v1/auth/phone/verify", {"phone": number, "code": "000000"})
+            assert status == 400, status
+        else:
+            request = urllib.request.Request(options.base + "/v1/me/phone", method="POST",
+                                             data=json.dumps({"phone": number}).encode(),
+                                             headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"})
+            started = time.perf_counter()
+            with urllib.request.urlopen(request) as response:
+                status = response.status
+            ms = (time.perf_counter() - started) * 1000
+            assert status == 202, status
         group.append(ms)
         time.sleep(options.gap_ms / 1000)
     for name, values in (("known", known), ("unknown", unknown)):

@@ -63,6 +63,13 @@ GATEHOUSE_TEST_PYTHON or .build-venv's Python, which has Stripe's own `stripe` p
      guesses, none signs in, each answers 400 invalid_code alone (issue 58: no tries left said by
      number), and the right code is then refused, the code dead;
   o. SMS send race: 30 sends to one number released together text it once;
+  t. the phone pre-hijack (issue 58): a phone-and-password sign-up on node 1 (the third cluster's
+     preset is Hannah's with passwords on), the holder's sign-in code on node 2 a minute later, the
+     attacker's `resend` on node 3 a minute after that: the newest SMS signs the holder in on node
+     1 and the attacker's password is refused on node 2;
+  u. two accounts' changes to one number (issue 58): the attacker's SMS typed without a session on
+     node 3 is refused; the victim's own code with its session on node 1 makes the number the
+     victim's, and the attacker's account has none;
   p. Stripe webhook race: 20 deliveries of one signed checkout.session.completed released together
      all answer 200 and apply it once (one purchase.succeeded and one plan.changed for the account
      in /admin/v1/events, plan_state pro, one stripe_events row);
@@ -110,6 +117,22 @@ SERVICE_KEY = "cluster-service-key-" + secrets.token_hex(8)
 ALL_METHODS_PRESET = "default"
 # The preset of the third cluster: phone numbers are on in hannah only.
 PHONE_PRESET = "hannah"
+
+# `/auth/v1`'s anon key on the third cluster (the phone checks t and u use GoTrue's routes).
+ANON_KEY = "sb_publishable_cluster_anon_key_58"
+GOTRUE = {"apikey": ANON_KEY}
+
+
+def phone_preset_file(directory):
+    """Hannah's preset with passwords on too (a phone-and-password sign-up on `/auth/v1`, check t),
+    written to `directory`; every other setting is the shipped file's."""
+    with open(os.path.join(ROOT, "Sources", "GatehouseServer", "Resources", "presets", f"{PHONE_PRESET}.json")) as f:
+        preset = json.load(f)
+    preset["sign_in_methods"]["email_password"] = True
+    path = os.path.join(directory, "hannah-with-passwords.json")
+    with open(path, "w") as f:
+        json.dump(preset, f)
+    return path
 # Stripe (issue 44), on the third cluster too: a price hannah sells and the return URLs' origin.
 STRIPE_PRICE = "price_hannah_premium_monthly"
 STRIPE_ORIGIN = "https://hannah.example"
@@ -1447,6 +1470,59 @@ class Checks:
         require(rows == [["1"]], f"SMS queued for the number after 30 sends released together: expected 1, got {rows}")
         return f"30 sends released together over nodes 1-3 in {elapsed:.2f} s -> {tally(replies)}; 1 SMS queued"
 
+    @staticmethod
+    def next_minute():
+        """Waits into the next clock minute: the per-number limit counts one send a minute."""
+        time.sleep(60.5 - time.time() % 60)
+
+    # t. The phone pre-hijack through resend, over the nodes (issue 58, finding 1).
+    def phone_takeover(self):
+        number = self.new_number()
+        password = f"attacker's passphrase {self.run_id}"
+        # Each party from an address of its own (the nodes believe loopback's X-Forwarded-For):
+        # the checks before spent loopback's own SMS sends for the hour.
+        attacker, holder = {**GOTRUE, "X-Forwarded-For": "198.51.100.7"}, {"X-Forwarded-For": "192.0.2.9"}
+        made = call(self.a.url, "POST", "/auth/v1/signup", {"phone": number, "password": password}, headers=attacker)
+        require(made.status == 200, f"a phone sign-up with a password on {self.a.name}: expected 200, got {made!r}")
+        account = made.json.get("id") or (made.json.get("user") or {}).get("id")
+        self.next_minute()
+        sent = call(self.b.url, "POST", "/v1/auth/phone/code", {"phone": number}, headers=holder)
+        require(sent.status == 202, f"the holder's code on {self.b.name}: expected 202, got {sent!r}")
+        self.next_minute()
+        resent = call(self.c.url, "POST", "/auth/v1/resend", {"type": "sms", "phone": number}, headers=attacker)
+        require(resent.status == 200, f"the attacker's resend on {self.c.name}: expected 200, got {resent!r}")
+        signed = call(self.a.url, "POST", "/v1/auth/phone/verify", {"phone": number, "code": self.sms_code(number)})
+        require(signed.status == 200 and signed.json["user"]["id"] == account,
+                f"the holder typing the newest SMS on {self.a.name}: expected 200 on the number's account, got {signed!r}")
+        grant = call(self.b.url, "POST", "/auth/v1/token?grant_type=password", {"phone": number, "password": password}, headers=GOTRUE)
+        require(grant.status == 400, f"the attacker's password on {self.b.name} after the holder's proof: expected 400, got {grant!r}")
+        return (f"sign-up with a password on node 1, the holder's code on node 2, the attacker's resend on node 3; the newest "
+                f"SMS signs the holder in on node 1 and the password is refused on node 2 ({grant.status})")
+
+    # u. Two accounts' changes to one number, over the nodes (issue 58, finding 2).
+    def phone_change_hijack(self):
+        number = self.new_number()
+        victim_id, victim = self.magic_sign_in("change-victim")
+        _, attacker = self.magic_sign_in("change-attacker")
+        asked = call(self.a.url, "PUT", "/auth/v1/user", {"phone": number}, token=victim, headers={**GOTRUE, "X-Forwarded-For": "192.0.2.10"})
+        require(asked.status == 200, f"the victim's change on {self.a.name}: expected 200, got {asked!r}")
+        victims = self.sms_code(number)
+        self.next_minute()
+        asked = call(self.b.url, "PUT", "/auth/v1/user", {"phone": number}, token=attacker, headers={**GOTRUE, "X-Forwarded-For": "198.51.100.8"})
+        require(asked.status == 200, f"the attacker's change on {self.b.name}: expected 200, got {asked!r}")
+        attackers = self.sms_code(number)
+        typed = call(self.c.url, "POST", "/auth/v1/verify", {"type": "phone_change", "phone": number, "token": attackers}, headers=GOTRUE)
+        require(typed.status != 200, f"the newest SMS typed without a session on {self.c.name}: expected a refusal, got {typed!r}")
+        confirmed = call(self.a.url, "POST", "/auth/v1/verify", {"type": "phone_change", "phone": number, "token": victims},
+                         token=victim, headers=GOTRUE)
+        require(confirmed.status == 200 and confirmed.json["user"]["id"] == victim_id,
+                f"the victim's own code with the victim's session on {self.a.name}: expected 200, got {confirmed!r}")
+        mine = call(self.b.url, "GET", "/v1/me", token=attacker)
+        require(mine.status == 200 and mine.json["user"].get("phone") is None,
+                f"the attacker's account after the victim's proof: expected no number, got {mine!r}")
+        return (f"changes by two accounts on nodes 1 and 2; the attacker's SMS typed without a session on node 3 -> "
+                f"{typed.status}; the victim's own code with its session on node 1 -> 200, the attacker's account has no number")
+
     def magic_sign_in(self, label):
         """A new account signed in with a magic link's code (hannah has no passwords): (user id, access token)."""
         email = self.email(label)
@@ -1957,7 +2033,8 @@ def run_checks(binary):
         stripe = StripeStandIn()
         stripe.start()
         third = Cluster(binary, nodes=3,
-                        overrides={"GATEHOUSE_PRESET": PHONE_PRESET, **stripe.environment(STRIPE_ORIGIN)})
+                        overrides={"GATEHOUSE_PRESET": phone_preset_file(tempfile.mkdtemp(prefix="gatehouse-preset-")),
+                                   "GATEHOUSE_SUPABASE_ANON_KEY": ANON_KEY, **stripe.environment(STRIPE_ORIGIN)})
         active = third
         timing = third.start()
         report(current, f"PostgreSQL on :{third.postgres.port}, nodes :{third.nodes[0].port} :{third.nodes[1].port} "
@@ -1980,6 +2057,14 @@ def run_checks(binary):
         current = "q. Stripe first checkout race"
         t = time.monotonic()
         report(current, f"{phones.stripe_checkout_race(stripe)}; {time.monotonic() - t:.1f} s")
+
+        current = "t. phone pre-hijack through resend"
+        t = time.monotonic()
+        report(current, f"{phones.phone_takeover()}; {time.monotonic() - t:.1f} s")
+
+        current = "u. two accounts' changes to one number"
+        t = time.monotonic()
+        report(current, f"{phones.phone_change_hijack()}; {time.monotonic() - t:.1f} s")
 
         current = f"shutdown ({PHONE_PRESET} preset)"
         report(current, shutdown(third))
