@@ -490,3 +490,65 @@ import Testing
         }
     }
 }
+
+/// Issue 58: the catalogue of ways in walked for a number's proof, as `WaysInTests` walks it for
+/// an address's. An account a phone-and-password sign-up made, whose number nobody proved, is
+/// given every credential of the catalogue (the password by the sign-up, the rest planted in the
+/// store, as whoever set it up might have); the number's holder then proves the number with a
+/// code of their own, on `/v1` and on `/auth/v1`, and nothing planted survives: only the number.
+@Suite struct PhoneWaysInTests {
+    enum Proof: String, CaseIterable, Sendable { case native, goTrue }
+
+    @Test(arguments: Backend.available, Proof.allCases)
+    func theHoldersProofOfANumberEndsEverythingMadeBeforeIt(_ backend: Backend, _ proof: Proof) async throws {
+        let clock = ManualClock(Date())
+        try await TestApp.run(backend, preset: "hannah", clock: clock, adjust: PhoneFindingsTests.configure) { client, config in
+            let api = AuthClient(client: client)
+            let number = "+14155550178"
+            let made = try await PhoneFindingsTests.goTrue(client, "/signup", ["phone": number, "password": PhoneFindingsTests.password])
+            let account = try #require((PhoneFindingsTests.object(made)["id"] ?? (PhoneFindingsTests.object(made)["user"] as? [String: Any])?["id"]) as? String)
+            let userID = try #require(UserID(account))
+            try await TestApp.withStore(config) { store in
+                for credential in Credential.allCases {
+                    switch credential {
+                    case .password, .phone:
+                        break  // the sign-up's password; the number is what is proved
+                    case .emailLink:
+                        let address = "planted.58@example.com"
+                        try await store.updateEmail(userID, email: address, normalizedEmail: address, verifiedAt: nil, now: clock.now)
+                        try await store.insertIdentity(Identity(userID: userID, provider: .email, subject: address, email: address, createdAt: clock.now))
+                    case .apple, .google, .anonymous:
+                        let provider = try #require(credential.provider)
+                        try await store.insertIdentity(Identity(userID: userID, provider: provider, subject: "planted-\(provider.rawValue)", email: nil, createdAt: clock.now))
+                    case .passkey:
+                        try await store.insertPasskey(
+                            Passkey(userID: userID, credentialID: Array(repeating: 7, count: 16), publicKey: Array(repeating: 1, count: 65), signCount: 0,
+                                    backupEligible: false, backedUp: false, transports: [], aaguid: Array(repeating: 0, count: 16), name: "planted", createdAt: clock.now))
+                    case .totp:
+                        try await store.insertMFAFactor(
+                            MFAFactor(userID: userID, name: "planted", secret: Array(repeating: 3, count: 20), encryption: "none", createdAt: clock.now, confirmedAt: clock.now))
+                    case .recoveryCodes:
+                        try await store.replaceRecoveryCodes(of: userID, hashes: (0..<10).map { _ in (0..<32).map { _ in UInt8.random(in: 0...255) } }, at: clock.now)
+                    }
+                }
+            }
+            let before = try await WaysInTests.credentials(api, account).filter { $0.value > 0 }
+            for credential in Credential.allCases where credential != .phone {
+                #expect(before[credential.rawValue] ?? 0 > 0, "planted \(credential): \(before)")
+            }
+            clock.advance(by: 61)
+            #expect(try await api.post("/v1/auth/phone/code", PhoneTests.json(["phone": number])).status == .accepted)
+            let code = try await PhoneFindingsTests.newestCode(config, to: number)
+            switch proof {
+            case .native:
+                let signedIn = try await api.post("/v1/auth/phone/verify", PhoneTests.json(["phone": number, "code": code.code]))
+                #expect(try signedIn.json(SignInAnswer<SignInResponse>.self).signedIn?.user.id.description == account, "\(signedIn.text)")
+            case .goTrue:
+                let signedIn = try await PhoneFindingsTests.goTrue(client, "/verify", ["type": "sms", "phone": number, "token": code.code])
+                #expect((PhoneFindingsTests.object(signedIn)["user"] as? [String: Any])?["id"] as? String == account, "\(signedIn.text)")
+            }
+            let left = try await WaysInTests.credentials(api, account).filter { $0.value > 0 }
+            #expect(left == ["phone": 1], "\(left)")
+        }
+    }
+}
