@@ -86,6 +86,15 @@ def phone_preset():
     return preset
 
 
+def report(flow, known, unknown):
+    """Each group's latency distribution, and whether they differ."""
+    for name, values in (("known", known), ("unknown", unknown)):
+        values = sorted(values)
+        print(f"{name:8} n={len(values)} median={statistics.median(values):.2f} ms "
+              f"p90={values[int(len(values) * 0.9)]:.2f} ms mean={statistics.mean(values):.2f} ms")
+    print(f"flow {flow}: Mann-Whitney z = {mann_whitney_z(known, unknown):.2f} (|z| < 1.96: no difference at 5%)")
+
+
 def mann_whitney_z(a, b):
     ranked = sorted([(v, 0) for v in a] + [(v, 1) for v in b])
     rank_sum_a = sum(i + 1 for i, (_, group) in enumerate(ranked) if group == 0)
@@ -130,11 +139,7 @@ def main():
         assert status == expected, status
         group.append(ms)
         time.sleep(options.gap_ms / 1000)
-    for name, values in (("known", known), ("unknown", unknown)):
-        values = sorted(values)
-        print(f"{name:8} n={len(values)} median={statistics.median(values):.2f} ms "
-              f"p90={values[int(len(values) * 0.9)]:.2f} ms mean={statistics.mean(values):.2f} ms")
-    print(f"flow {options.flow}: Mann-Whitney z = {mann_whitney_z(known, unknown):.2f} (|z| < 1.96: no difference at 5%)")
+    report(options.flow, known, unknown)
 
 
 def phone(options):
@@ -170,11 +175,7 @@ def phone(options):
             assert status == 202, status
         group.append(ms)
         time.sleep(options.gap_ms / 1000)
-    for name, values in (("known", known), ("unknown", unknown)):
-        values = sorted(values)
-        print(f"{name:8} n={len(values)} median={statistics.median(values):.2f} ms "
-              f"p90={values[int(len(values) * 0.9)]:.2f} ms mean={statistics.mean(values):.2f} ms")
-    print(f"flow {options.flow}: Mann-Whitney z = {mann_whitney_z(known, unknown):.2f} (|z| < 1.96: no difference at 5%)")
+    report(options.flow, known, unknown)
 
 
 if __name__ == "__main__":
