@@ -30,9 +30,10 @@ extension Gatehouse {
     /// `second_factor_required` and the state becomes `.secondFactorRequired`, as after any
     /// other first factor (``completeSignIn(factorID:code:)``, or a ``SecondFactorModel``).
     ///
-    /// Throws ``GatehouseClientError``: 400 `invalid_code` (with `details.attempts_left` while
-    /// the code has guesses left), 400 `code_exhausted` (the code is dead: send a new one),
-    /// 429 `too_many_attempts` with `retryAfter`, 400 `invalid_phone`.
+    /// Throws ``GatehouseClientError``: 400 `invalid_code` for any wrong, used, expired or dead
+    /// code, with nothing more (by number alone the server does not say whether a code is live or
+    /// how many tries it has left; after a few, send a new one), 429 `too_many_attempts` with
+    /// `retryAfter`, 400 `invalid_phone`.
     @discardableResult
     public func verifyPhoneCode(phone: String, code: String) async throws(GatehouseClientError) -> SignInResult {
         let answer = try await call(Endpoints.verifyPhoneCode, body: PhoneVerifyRequest(phone: phone, code: code), auth: .none)
@@ -49,9 +50,9 @@ extension Gatehouse {
     ///
     /// Throws ``GatehouseClientError``: 403 `reauthentication_required` when the last sign-in is
     /// older than five minutes, 403 `mfa_required` when the account has a second factor and
-    /// this session has not proved it (a ``StepUpPrompt`` answers both), 409 `phone_in_use`,
-    /// 400 `invalid_phone`, 429 `rate_limited` with `retryAfter`; `not_signed_in` without a
-    /// session.
+    /// this session has not proved it (a ``StepUpPrompt`` answers both), 400 `invalid_phone`,
+    /// 429 `rate_limited` with `retryAfter`; `not_signed_in` without a session. A number another
+    /// account has is texted all the same: ``verifyPhone(code:)`` says so once its code is proved.
     public func addPhone(_ phone: String, captchaToken: String? = nil) async throws(GatehouseClientError) {
         try await call(Endpoints.addPhone, body: PhoneChangeRequest(phone: phone, captchaToken: captchaToken), auth: .required)
     }
@@ -60,7 +61,7 @@ extension Gatehouse {
     /// account's, verified, and a way to sign in; the updated user is kept (`userUpdated`).
     ///
     /// Throws ``GatehouseClientError``: 400 `invalid_code` (with `details.attempts_left`),
-    /// 400 `code_exhausted`, 409 `phone_in_use`, and the refusals of ``addPhone(_:captchaToken:)`` for a
+    /// 400 `code_exhausted`, 409 `phone_in_use` (the number proved is another account's), and the refusals of ``addPhone(_:captchaToken:)`` for a
     /// sign-in that is no longer recent.
     @discardableResult
     public func verifyPhone(code: String) async throws(GatehouseClientError) -> UserPayload {
