@@ -81,8 +81,16 @@ struct PhoneCodes: Sendable {
         let limit = preset.sms.codeMaxAttempts
         let trimmed = code.filter { !$0.isWhitespace }
         let wellFormed = trimmed.utf8.count == 6 && trimmed.utf8.allSatisfy { (48...57).contains($0) }
+        let live = candidates.filter { $0.isLive(at: now) }
+        if live.isEmpty, listener == .anyone {
+            // The work of a guess at a live code (a reservation that here matches no row, and a
+            // keyed hash), so that by number alone the time says no more than the answer whether
+            // someone asked for a code (issue 58: measured in BENCHMARKS.md).
+            _ = try await store.reservePhoneCodeAttempt(UUID(), limit: limit, now: now)
+            _ = try hash(trimmed, id: UUID())
+        }
         let outcome = try await CodeGuess.run(
-            candidates.filter { $0.isLive(at: now) }, limit: limit,
+            live, limit: limit,
             reserve: { try await store.reservePhoneCodeAttempt($0.id, limit: limit, now: now) },
             matches: { try wellFormed && constantTimeEquals(hash(trimmed, id: $0.id), $0.codeHash) },
             kill: { _ = try await store.usePhoneCode($0.id, at: now) })
