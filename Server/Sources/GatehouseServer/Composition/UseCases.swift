@@ -97,7 +97,7 @@ struct UseCases {
         profiles = ProfileService(
             store: store, unitOfWork: unitOfWork.narrowed { $0 }, gate: gate, sessions: issuer, lifecycle: lifecycle, throttle: throttle,
             entitlements: entitlementReads, merges: merges, preset: preset, clock: clock)
-        let phoneCodes = PhoneCodes(chainKey: infra.chainKey, preset: preset, domain: config.publicURL.host ?? "localhost")
+        let phoneCodes = PhoneCodes(chainKey: infra.chainKey, preset: preset, domain: config.publicURL.host ?? "localhost", decoys: store)
         account = AccountService(
             store: store, unitOfWork: unitOfWork.narrowed { $0 }, credentials: credentials, lifecycle: lifecycle, verifiers: verifiers, codes: codes,
             phoneCodes: phoneCodes,

@@ -81,7 +81,7 @@ struct AccountService: Sendable {
             // A sign-in code texted to the account's own verified number, used up here.
             guard let phone = user.phone, user.phoneVerifiedAt != nil else { throw reauthenticationRequired("This account has no phone number.") }
             let candidates = try await phoneCodes.recent(to: phone, purpose: .signIn, now: clock.now, in: store)
-            let record = try await phoneCodes.check(candidates, code: code, now: clock.now, in: store, listener: .asker)
+            let record = try await phoneCodes.check(candidates, to: phone, code: code, now: clock.now, in: store, listener: .asker)
             try await unitOfWork.run { work in try await phoneCodes.use(record, work.narrowed { $0 }) }
         }
     }

@@ -158,7 +158,7 @@ struct PhoneService: Sendable {
         let number = try number(phone)
         try await limitGuesses(client)
         let candidates = try await codes.recent(to: number.e164, purpose: .signIn, now: clock.now, in: store)
-        let record = try await codes.check(candidates, code: code, now: clock.now, in: store, listener: .anyone)
+        let record = try await codes.check(candidates, to: number.e164, code: code, now: clock.now, in: store, listener: .anyone)
         let (outcome, created) = try await lifecycle.withTemporaryHandle { handle in
             try await unitOfWork.run(client: client) { work -> (SignInOutcome, Bool) in
                 try await codes.use(record, work.narrowed { $0 })
@@ -230,7 +230,7 @@ struct PhoneService: Sendable {
         try gate.requireMethod(preset.signInMethods.phone)
         let userID = signedIn.user.id
         let own = try await store.newestPhoneCode(phone: nil, purpose: .verifyPhone, userID: userID)
-        let record = try await codes.check(own.map { [$0] } ?? [], code: code, now: clock.now, in: store, listener: .asker)
+        let record = try await codes.check(own.map { [$0] } ?? [], to: own?.phone ?? "", code: code, now: clock.now, in: store, listener: .asker)
         let user = try await unitOfWork.run(client: client) { work in try await attach(work, record, to: userID, signedIn: signedIn) }
         try await provedByHolder(record.phone)
         return UserResponse(user: user.payload(identities: try await store.identities(of: userID)))
@@ -252,7 +252,7 @@ struct PhoneService: Sendable {
         let candidates = try await codes.recent(to: number.e164, purpose: .verifyPhone, now: clock.now, in: store).filter {
             pending != nil && $0.userID == pending
         }
-        let record = try await codes.check(candidates, code: code, now: clock.now, in: store, listener: .anyone)
+        let record = try await codes.check(candidates, to: number.e164, code: code, now: clock.now, in: store, listener: .anyone)
         guard let userID = record.userID else { throw codes.invalidCode(nil) }
         let outcome = try await unitOfWork.run(client: client) { work -> SignInOutcome in
             let user = try await attach(work, record, to: userID, signedIn: nil)
