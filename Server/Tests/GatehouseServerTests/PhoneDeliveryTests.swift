@@ -166,11 +166,13 @@ import Testing
             }) { client, config in
                 let api = AuthClient(client: client)
                 #expect(try await api.post("/v1/auth/phone/code", PhoneTests.json(["phone": PhoneTests.number])).status == .accepted)
-                for _ in 0..<100 where await held.count == 0 { try await Task.sleep(for: .milliseconds(50)) }
+                for _ in 0..<300 where await held.count == 0 { try await Task.sleep(for: .milliseconds(50)) }
                 #expect(await held.count == 1, "the SMS reached the hook")
                 #expect(try await api.post("/v1/auth/magic-link", PhoneTests.json(["email": "lanes.58@example.com"])).status == .accepted)
+                // Up to 8 s: under the hook's 10 s timeout, after which one worker for both would
+                // have moved on to the mail too.
                 var mail: OutboxMessage?
-                for _ in 0..<100 {
+                for _ in 0..<160 {
                     mail = try await TestApp.withStore(config) { store in
                         try await store.recentMail(limit: 10).first { $0.kind == "magic_link" && $0.status == "sent" }
                     }
