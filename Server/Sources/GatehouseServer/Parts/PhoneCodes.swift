@@ -100,13 +100,12 @@ struct PhoneCodes: Sendable {
             reserve: { try await store.reservePhoneCodeAttempt($0.id, limit: limit, now: now) },
             matches: { try wellFormed && constantTimeEquals(hash(trimmed, id: $0.id), $0.codeHash) },
             kill: { _ = try await store.usePhoneCode($0.id, at: now) })
-        if case .matched(let record) = outcome { return record }
-        guard listener == .asker else { throw invalidCode(nil) }
-        switch outcome {
-        case .matched(let record): return record
-        case .wrong(let attemptsLeft): throw invalidCode(attemptsLeft)
-        case .killed, .unreserved: throw codeExhausted()
-        case .nothingLive:
+        switch (outcome, listener) {
+        case (.matched(let record), _): return record
+        case (_, .anyone): throw invalidCode(nil)
+        case (.wrong(let attemptsLeft), .asker): throw invalidCode(attemptsLeft)
+        case (.killed, .asker), (.unreserved, .asker): throw codeExhausted()
+        case (.nothingLive, .asker):
             throw candidates.first.map { $0.attempts >= limit } == true ? codeExhausted() : invalidCode(nil)
         }
     }

@@ -17,6 +17,18 @@ struct PhoneNotices: Sendable {
         case replaced(old: String, number: String)
         case removed(old: String)
 
+        /// What proving `number` on an account that had `old` (proved or not) changes; nil when
+        /// the account had this very number proved already.
+        init?(old: String?, proved: Bool, number: String) {
+            switch old {
+            case nil: self = .added(number: number)
+            case number?:
+                guard !proved else { return nil }
+                self = .added(number: number)
+            case let old?: self = .replaced(old: old, number: number)
+            }
+        }
+
         /// The number that left the account, if one did.
         var leaving: String? {
             switch self {

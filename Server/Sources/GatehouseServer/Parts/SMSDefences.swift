@@ -26,45 +26,28 @@ struct SMSDefences: Sendable {
     let metrics: ServerMetrics
     let clock: any WallClock
     let copy: [String: String]
-    /// `settings.allowedRegions`, worked out once.
-    let allowedRegions: Set<String>
-
-    init(
-        throttle: Throttle, gate: SignInGate, settings: SMSSettings, presetName: String, audit: UnitOfWork<Void>, metrics: ServerMetrics,
-        clock: any WallClock, copy: [String: String]
-    ) {
-        (self.throttle, self.gate, self.settings, self.presetName, self.audit) = (throttle, gate, settings, presetName, audit)
-        (self.metrics, self.clock, self.copy, allowedRegions) = (metrics, clock, copy, settings.allowedRegions)
-    }
 
     /// Passes every defence of the request stage or throws the first refusal (429
     /// `rate_limited`, 400 `invalid_phone` for a region the preset does not send to, 400
     /// `captcha_required`).
     func admit(_ number: PhoneNumber, client: ClientInfo, captchaToken: String?) async throws {
-        let context = Context(
-            number: number, client: client, address: try throttle.addressKey(client), network: try throttle.networkKey(client),
-            captchaToken: captchaToken)
-        var solved = false
-        for defence in SMSDefence.allCases where defence.stage == .request {
-            try await refusing(defence, number, client: client) {
-                try await check(defence, context, solvedCaptcha: &solved)
-            }
-        }
+        try await pass(.request, number, client: client, captchaToken: captchaToken)
     }
 
     /// Spends the money budgets for a text about to go out to `number`, or throws 429.
     func charge(_ number: PhoneNumber, client: ClientInfo) async throws {
-        for defence in SMSDefence.allCases where defence.stage == .delivery {
+        try await pass(.delivery, number, client: client, captchaToken: nil)
+    }
+
+    /// Every defence of `stage`, in `SMSDefence.allCases`' order.
+    private func pass(_ stage: SMSDefence.Stage, _ number: PhoneNumber, client: ClientInfo, captchaToken: String?) async throws {
+        let context = Context(
+            number: number, client: client, address: try throttle.addressKey(client), network: try throttle.networkKey(client),
+            captchaToken: captchaToken)
+        var solved = false
+        for defence in SMSDefence.allCases where defence.stage == stage {
             try await refusing(defence, number, client: client) {
-                switch defence {
-                case .regionBudget:
-                    guard let region = Self.budgetRegion(number), let budget = settings.regionDailyBudgets[region] else { return }
-                    try await throttle.limit(Self.regionBudgetKey(region), limit: budget, windowSeconds: 86_400)
-                case .dailyBudget:
-                    try await throttle.limit(dailyBudgetKey, limit: settings.dailyBudget, windowSeconds: 86_400)
-                case .country, .paused, .captcha, .client, .network, .range, .numberMinute, .numberDay:
-                    preconditionFailure("\(defence) is spent by admit")
-                }
+                try await check(defence, context, solvedCaptcha: &solved)
             }
         }
     }
@@ -108,7 +91,7 @@ struct SMSDefences: Sendable {
                     .invalidPhone, copy["error.phone_kind"] ?? "We can't send codes to this number. Use a mobile number.",
                     details: ["reason": .string(number.kind == .unknown ? "unassigned" : number.kind.rawValue)])
             }
-            guard let region = number.region, allowedRegions.contains(region) else {
+            guard let region = number.region, settings.allowedRegions.contains(region) else {
                 throw GatehouseError(
                     .invalidPhone, copy["error.phone_country"] ?? "We can't send codes to numbers in this country.")
             }
@@ -138,8 +121,11 @@ struct SMSDefences: Sendable {
             try await throttle.limit("sms-number:\(number.e164)", limit: settings.perNumberPerMinute, windowSeconds: 60)
         case .numberDay:
             try await throttle.limit("sms-number:\(number.e164)", limit: settings.perNumberPerDay, windowSeconds: 86_400)
-        case .regionBudget, .dailyBudget:
-            preconditionFailure("\(defence) is spent by charge")
+        case .regionBudget:
+            guard let region = number.region, let budget = settings.regionDailyBudgets[region] else { return }
+            try await throttle.limit(Self.regionBudgetKey(region), limit: budget, windowSeconds: 86_400)
+        case .dailyBudget:
+            try await throttle.limit(dailyBudgetKey, limit: settings.dailyBudget, windowSeconds: 86_400)
         }
     }
 
@@ -169,9 +155,6 @@ struct SMSDefences: Sendable {
     static func clientKey(_ address: String) -> String { "sms-client:\(address)" }
     static func rangeKey(_ number: PhoneNumber) -> String { "sms-range:\(number.rangeKey)" }
     static func regionBudgetKey(_ region: String) -> String { "sms-region-budget:\(region)" }
-
-    /// The region whose budget a send spends.
-    static func budgetRegion(_ number: PhoneNumber) -> String? { number.region }
 
     /// The key of a number's deliveries that failed in a row (`SMSDelivery` counts them).
     static func failureKey(_ number: PhoneNumber) -> String { failureKey(e164: number.e164) }

@@ -277,8 +277,7 @@ struct PhoneService: Sendable {
         }
         try await codes.use(record, work.narrowed { $0 })
         try await setNumber(work, record.phone, of: userID)
-        if current.phone != record.phone || current.phoneVerifiedAt == nil {
-            let change: PhoneNotices.Change = current.phone.map { $0 == record.phone ? .added(number: $0) : .replaced(old: $0, number: record.phone) } ?? .added(number: record.phone)
+        if let change = PhoneNotices.Change(old: current.phone, proved: current.phoneVerifiedAt != nil, number: record.phone) {
             try await notices.queue(work, user: current, change: change)
         }
         // An anonymous account with a proved number is one a person can come back to.
