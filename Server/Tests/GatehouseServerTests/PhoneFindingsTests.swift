@@ -111,6 +111,58 @@ import Testing
         }
     }
 
+    /// The one code part's error table, walked channel by channel (`OneTimeCodes.Channel`: a new
+    /// channel fails to compile here until it has a flow): with the preset's copy changed, a
+    /// wrong code to whoever asked says the contract's code, the changed words and the tries
+    /// left; the guess that takes the last try answers `code_exhausted` in the changed words;
+    /// and the right code afterwards is refused the same way (the code is dead).
+    @Test(arguments: Backend.available, OneTimeCodes.Channel.allCases)
+    func everyCodeChannelRefusesInTheContractsWordsFromThePreset(_ backend: Backend, _ channel: OneTimeCodes.Channel) async throws {
+        let (wrongKey, deadKey) =
+            switch channel {
+            case .mail: ("error.code_invalid", "error.code_exhausted")
+            case .sms: ("error.sms_code_invalid", "error.sms_code_exhausted")
+            }
+        let adjust: @Sendable (inout GatehouseConfig) -> Void = { config in
+            Self.configure(&config)
+            config.preset.copy[wrongKey] = "Not that one (\(channel.rawValue), changed)."
+            config.preset.copy[deadKey] = "No more tries (\(channel.rawValue), changed)."
+            config.preset.email.magicCodeMaxAttempts = 3
+            config.preset.sms.codeMaxAttempts = 3
+        }
+        try await TestApp.run(backend, preset: "hannah", adjust: adjust) { client, config in
+            let api = AuthClient(client: client)
+            let signedIn = try await PhoneTests.signIn(api, config, "+14155550171", e164: "+14155550171")
+            let token = try #require(try signedIn.json(SignInAnswer<SignInResponse>.self).signedIn).session.accessToken
+            // Each channel's flow: ask for a code, then a guess as the one who asked.
+            let (code, guess): (String, @Sendable (String) async throws -> TestResponse)
+            switch channel {
+            case .mail:
+                #expect(try await api.post("/v1/auth/magic-link", #"{"email": "channels@example.com"}"#).status == .accepted)
+                let mail = try await EmailFlowTests.outboxMail(config, kind: "magic_link")
+                code = try EmailFlowTests.code(in: ReceivedMail(text: mail.textBody ?? ""))
+                guess = { try await api.post("/v1/auth/magic-link/verify", #"{"email": "channels@example.com", "code": "\#($0)"}"#) }
+            case .sms:
+                #expect(try await api.post("/v1/me/phone", PhoneTests.json(["phone": "+14155550172"]), token: token).status == .accepted)
+                code = try await Self.newestCode(config, to: "+14155550172").code
+                guess = { try await api.post("/v1/me/phone/verify", PhoneTests.json(["code": $0]), token: token) }
+            }
+            let wrongCode: ErrorCode = channel == .mail ? .tokenInvalid : .invalidCode
+            let wrong = code == "000000" ? "111111" : "000000"
+            for left in [2, 1] {
+                let answer = try await guess(wrong)
+                #expect(answer.status == .badRequest && answer.error?.code == wrongCode, "\(answer.text)")
+                #expect(answer.error?.message == "Not that one (\(channel.rawValue), changed).")
+                #expect(answer.error?.details?["attempts_left"] == .number(Double(left)))
+            }
+            for attempt in [wrong, code] {
+                let dead = try await guess(attempt)
+                #expect(dead.status == .badRequest && dead.error?.code == .codeExhausted, "\(dead.text)")
+                #expect(dead.error?.message == "No more tries (\(channel.rawValue), changed).")
+            }
+        }
+    }
+
     /// Finding 2: the victim asks to change to N, the attacker's own account asks for N a minute
     /// later. The newest SMS (the attacker's) typed without a session confirms nothing and opens
     /// no session; a resend sends neither change; the victim's own code with the victim's session

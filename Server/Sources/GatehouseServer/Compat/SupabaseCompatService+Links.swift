@@ -107,7 +107,7 @@ extension SupabaseCompatService {
         guard !user.isDisabled else { throw GatehouseError.accountDisabled(preset) }
         let target = redirectTarget(redirectTo)
         let (token, hash) = links.newToken()
-        let code = links.newCode()
+        let (code, codeHash) = try links.codes.issue(boundTo: hash)
         let now = clock.now
         let ttl =
             switch purpose {
@@ -120,7 +120,7 @@ extension SupabaseCompatService {
         let record = EmailToken(
             hash: hash, purpose: purpose, userID: user.id, email: EmailAddress.deliverable(address),
             normalizedEmail: EmailAddress.normalize(address),
-            codeHash: purpose == .magicLink ? try links.codeHash(code, tokenHash: hash) : nil,
+            codeHash: purpose == .magicLink ? codeHash : nil,
             redirectTo: purpose == .magicLink ? target : nil, passwordStamp: user.passwordChangedAt?.unixSeconds, createdAt: now,
             expiresAt: now.addingTimeInterval(TimeInterval(ttl)))
         try await unitOfWork.run { [type] work in

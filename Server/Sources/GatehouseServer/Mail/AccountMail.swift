@@ -156,12 +156,12 @@ struct MailRequestComposer: Sendable {
         let recipient = EmailAddress.deliverable(user?.email ?? typed)
         try await tx.retireEmailTokens(userID: nil, normalizedEmail: normalized, purpose: .magicLink, at: now)
         let (token, hash) = links.newToken()
-        let code = links.newCode()
+        let (code, codeHash) = try links.codes.issue(boundTo: hash)
         let ttl = preset.email.magicLinkTTLSeconds
         try await tx.insertEmailToken(
             EmailToken(
                 hash: hash, purpose: .magicLink, userID: user?.id, email: recipient, normalizedEmail: normalized,
-                codeHash: try links.codeHash(code, tokenHash: hash), redirectTo: redirectTo, createdAt: now,
+                codeHash: codeHash, redirectTo: redirectTo, createdAt: now,
                 expiresAt: now.addingTimeInterval(TimeInterval(ttl)), upgradeUserID: upgrading))
         let link = links.link(EmailLinks.magicPath, token: token)
         return (recipient, templates.mail(.magicLink, link: link, code: code, values: ["minutes": String(ttl / 60)]), link)

@@ -1,12 +1,11 @@
-import Crypto
 import Foundation
 import GatehouseCore
 import GatehouseStore
 import GatehouseWire
 
 /// The 6-digit codes sent by SMS (issue 43): made and queued with the write that asked for
-/// them, checked with a reserved guess, used once. The guess is `CodeGuess`, the step mailed
-/// codes share: 10 minutes, single use, 5 wrong guesses per code, each guess reserved by one
+/// them, checked with a reserved guess, used once. The code is made, hashed and checked by
+/// `OneTimeCodes`, the part mailed codes share (this is its SMS channel): 10 minutes, single use, 5 wrong guesses per code, each guess reserved by one
 /// conditional update before the comparison, so no burst of guesses gets more than the limit
 /// evaluated. A code belongs to its number and purpose and to whoever asked (issue 58): a
 /// code asked for by the number's holder is bound to no account, one a sign-up or a change
@@ -20,6 +19,9 @@ struct PhoneCodes: Sendable {
     /// Where a guess with no live code writes its decoy (see `check`).
     let decoys: any ThrottleStore
 
+    /// The SMS channel of the one code part.
+    private var codes: OneTimeCodes { OneTimeCodes(channel: .sms, chainKey: chainKey) }
+
     /// The outbox row's `kind` for an SMS: the mail worker hands it to the SMS sender.
     static let outboxKind = "sms"
 
@@ -30,12 +32,12 @@ struct PhoneCodes: Sendable {
     /// (issue 58): a request never kills a code someone else asked for.
     func send(_ work: Work<any PhoneStore>, to phone: PhoneNumber, purpose: SMSPurpose, userID: UserID?) async throws {
         let id = UUID()
-        let code = Self.newCode()
+        let (code, codeHash) = try codes.issue(boundTo: Self.binding(id))
         // A number change is the account's one pending change, whatever number it was to.
         try await work.tx.retirePhoneCodes(phone: purpose == .signIn ? phone.e164 : nil, boundTo: userID, purpose: purpose, at: work.now)
         try await work.tx.insertPhoneCode(
             PhoneCode(
-                id: id, phone: phone.e164, purpose: purpose, userID: userID, codeHash: try hash(code, id: id), createdAt: work.now,
+                id: id, phone: phone.e164, purpose: purpose, userID: userID, codeHash: codeHash, createdAt: work.now,
                 expiresAt: work.now.addingTimeInterval(TimeInterval(preset.sms.codeTTLSeconds))))
         try await work.enqueueMail(
             OutboxMessage(
@@ -75,7 +77,7 @@ struct PhoneCodes: Sendable {
         case anyone
     }
 
-    /// Checks `code` against `candidates` (the live ones among them) through `CodeGuess`: a
+    /// Checks `code` against `candidates` (the live ones among them) through `OneTimeCodes`: a
     /// guess is reserved on each before any comparison; the wrong guess that takes a code's
     /// last try kills it. Answers the code matched, still unused: the caller uses it up inside
     /// the write it guards.
@@ -83,60 +85,44 @@ struct PhoneCodes: Sendable {
         _ candidates: [PhoneCode], to phone: String, code: String, now: Date, in store: any PhoneStore, listener: Listener
     ) async throws -> PhoneCode {
         let limit = preset.sms.codeMaxAttempts
-        let trimmed = code.filter { !$0.isWhitespace }
-        let wellFormed = trimmed.utf8.count == 6 && trimmed.utf8.allSatisfy { (48...57).contains($0) }
         let live = candidates.filter { $0.isLive(at: now) }
         if live.isEmpty, listener == .anyone {
             // The work of a guess at a live code, so that by number alone the time says no more
             // than the answer whether someone asked for a code (issue 58, BENCHMARKS.md): one
             // committed write (a live code's reservation is one; a reservation that matches no
             // row writes nothing, and on a release build that alone told them apart) and a keyed hash.
-            let second = now.unixSeconds
-            _ = try await decoys.hitRateLimit(key: "sms-guess-decoy:\(phone)", windowStart: second - second % 60)
-            _ = try hash(trimmed, id: UUID())
+            try await decoy(phone, now: now)
+            try codes.hashDecoy(code)
         }
-        let outcome = try await CodeGuess.run(
-            live, limit: limit,
+        let outcome = try await codes.guess(
+            code, at: live, limit: limit, binding: { Self.binding($0.id) }, stored: \.codeHash,
             reserve: { try await store.reservePhoneCodeAttempt($0.id, limit: limit, now: now) },
-            matches: { try wellFormed && constantTimeEquals(hash(trimmed, id: $0.id), $0.codeHash) },
             kill: { _ = try await store.usePhoneCode($0.id, at: now) })
         switch (outcome, listener) {
         case (.matched(let record), _): return record
-        case (_, .anyone): throw invalidCode(nil)
-        case (.wrong(let attemptsLeft), .asker): throw invalidCode(attemptsLeft)
-        case (.killed, .asker), (.unreserved, .asker): throw codeExhausted()
+        case (_, .anyone): throw refusal(.wrong(attemptsLeft: nil))
+        case (.wrong(let attemptsLeft), .asker): throw refusal(.wrong(attemptsLeft: attemptsLeft))
+        case (.killed, .asker), (.unreserved, .asker): throw refusal(.exhausted)
         case (.nothingLive, .asker):
-            throw candidates.first.map { $0.attempts >= limit } == true ? codeExhausted() : invalidCode(nil)
+            throw refusal(candidates.first.map { $0.attempts >= limit } == true ? .exhausted : .invalid)
         }
+    }
+
+    /// One committed write that changes nothing anyone reads: the work a request does in place
+    /// of a code's write when it must not say by its time that there was none to do.
+    func decoy(_ phone: String, now: Date) async throws {
+        let second = now.unixSeconds
+        _ = try await decoys.hitRateLimit(key: "sms-decoy:\(phone)", windowStart: second - second % 60)
     }
 
     /// Uses up a checked code inside the write it guards; a concurrent use that won answers `invalid_code`.
     func use(_ record: PhoneCode, _ work: Work<any PhoneStore>) async throws {
-        guard try await work.tx.usePhoneCode(record.id, at: work.now) else { throw invalidCode(nil) }
+        guard try await work.tx.usePhoneCode(record.id, at: work.now) else { throw refusal(.invalid) }
     }
 
-    func invalidCode(_ attemptsLeft: Int?) -> GatehouseError {
-        GatehouseError(
-            status: 400, code: .invalidCode,
-            message: preset.text("error.sms_code_invalid", "That code is not right or has expired. Check the text message, or ask for a new code."),
-            details: attemptsLeft.map { ["attempts_left": .number(Double($0))] })
-    }
+    /// A refusal in the contract's words, from the code part's one table.
+    func refusal(_ refusal: OneTimeCodes.Refusal) -> GatehouseError { codes.error(refusal, preset: preset) }
 
-    func codeExhausted() -> GatehouseError {
-        GatehouseError(
-            status: 400, code: .codeExhausted,
-            message: preset.text("error.sms_code_exhausted", "Too many wrong codes. Ask for a new code."))
-    }
-
-    /// The keyed hash of a code, bound to its row so that one code's hash says nothing of another's.
-    private func hash(_ code: String, id: UUID) throws -> [UInt8] {
-        var message = Data(id.uuidString.lowercased().utf8)
-        message.append(contentsOf: Array(code.utf8))
-        return Array(HMAC<SHA256>.authenticationCode(for: message, using: try chainKey.derived("gatehouse sms code")))
-    }
-
-    static func newCode() -> String {
-        var generator = SystemRandomNumberGenerator()
-        return String(format: "%06d", Int(UInt32.random(in: 0..<1_000_000, using: &generator)))
-    }
+    /// What an SMS code's hash is bound to: its row's id.
+    private static func binding(_ id: UUID) -> [UInt8] { Array(id.uuidString.lowercased().utf8) }
 }

@@ -39,6 +39,22 @@ struct SMSDefences: Sendable {
         try await pass(.delivery, number, client: client, captchaToken: nil)
     }
 
+    /// The writes of `charge`, one per money budget it would count, on keys that limit nothing:
+    /// for a request that texts nobody but must take the time of one that does (a phone
+    /// sign-up for a taken number, issue 58). Spends no budget.
+    func chargeNothing(_ number: PhoneNumber) async throws {
+        let now = clock.now.unixSeconds
+        for defence in SMSDefence.allCases where defence.stage == .delivery {
+            switch defence {
+            case .regionBudget:
+                guard let region = number.region, settings.regionDailyBudgets[region] != nil else { continue }
+            case .dailyBudget, .country, .paused, .captcha, .client, .network, .range, .numberMinute, .numberDay:
+                break
+            }
+            _ = try await throttle.store.hitRateLimit(key: "sms-charge-decoy:\(defence.rawValue):86400", windowStart: now - now % 86_400)
+        }
+    }
+
     /// Every defence of `stage`, in `SMSDefence.allCases`' order.
     private func pass(_ stage: SMSDefence.Stage, _ number: PhoneNumber, client: ClientInfo, captchaToken: String?) async throws {
         let context = Context(
