@@ -24,6 +24,9 @@ answers' timing is measured) and the dev outbox, where the codes are read:
                 (400 invalid_code either way)
 - phone-add:    POST /v1/me/phone by a signed-in account (202 either way; whether another account
                 has the number is said only at the proof)
+- auth-phone-signup: POST /auth/v1/signup {phone, password} (the same answer either way; a taken
+                number gets no account and no SMS). Needs the server's anon key
+                (GATEHOUSE_SUPABASE_ANON_KEY) passed as --anon-key; the preset has passwords on.
 """
 import argparse
 import json
@@ -81,6 +84,7 @@ def phone_preset():
     with open(hannah) as file:
         preset = json.load(file)
     preset["name"] = "hannah-timing"
+    preset.setdefault("sign_in_methods", {})["email_password"] = True  # /auth/v1's phone sign-up with a password
     preset.setdefault("sms", {}).update({
         "per_client_per_hour": 1000000, "per_network_per_hour": 1000000, "per_range_per_hour": 1000000,
         "per_number_per_minute": 1000, "per_number_per_day": 100000, "daily_budget": 1000000, "captcha_after_sends": None})
@@ -110,7 +114,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--base", required=True)
     parser.add_argument("-n", type=int, default=200)
-    parser.add_argument("--flow", choices=["forgot", "magic", "login", "phone-code", "phone-verify", "phone-add"], default="forgot")
+    parser.add_argument("--flow", choices=["forgot", "magic", "login", "phone-code", "phone-verify", "phone-add", "auth-phone-signup"], default="forgot")
+    parser.add_argument("--anon-key", help="the server's GATEHOUSE_SUPABASE_ANON_KEY (auth-phone-signup)")
     parser.add_argument("--write-phone-preset", help="write the phone flows' preset to this file and stop")
     parser.add_argument("--gap-ms", type=float, default=50,
                         help="pause between requests, so the worker's composition of one does not overlap the next")
@@ -119,7 +124,7 @@ def main():
         with open(options.write_phone_preset, "w") as file:
             json.dump(phone_preset(), file)
         return
-    if options.flow.startswith("phone-"):
+    if options.flow.startswith("phone-") or options.flow == "auth-phone-signup":
         return phone(options)
     run = int(time.time())
     for i in range(options.n):
@@ -165,6 +170,17 @@ def phone(options):
         elif options.flow == "phone-verify":
             status, ms = post(options.base, "/v1/auth/phone/verify", {"phone": number, "code": "000000"})
             assert status == 400, status
+        elif options.flow == "auth-phone-signup":
+            request = urllib.request.Request(options.base + "/auth/v1/signup", method="POST",
+                                             data=json.dumps({"phone": number, "password": "a phone sign-up's passphrase"}).encode(),
+                                             headers={"Content-Type": "application/json", "apikey": options.anon_key,
+                                                      "Authorization": f"Bearer {options.anon_key}"})
+            started = time.perf_counter()
+            with urllib.request.urlopen(request) as response:
+                status = response.status
+                response.read()
+            ms = (time.perf_counter() - started) * 1000
+            assert status == 200, status
         else:
             request = urllib.request.Request(options.base + "/v1/me/phone", method="POST",
                                              data=json.dumps({"phone": number}).encode(),

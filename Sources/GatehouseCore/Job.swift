@@ -39,4 +39,8 @@ public enum JobKind: String, Sendable, CaseIterable {
     case webhook
     /// Cancel every live Stripe subscription of a deleted account's customer (issue 44).
     case stripeCancel = "stripe_cancel"
+    /// Make the account of an `/auth/v1` phone sign-up with a password and text its code, when
+    /// the number has no account yet (issue 58): the request does the same work, and so takes
+    /// the same time, whether the number is taken or free.
+    case phoneSignUp = "phone_sign_up"
 }

@@ -33,6 +33,17 @@ import Testing
         return try await client.execute(uri: "/auth/v1" + uri, method: method, headers: headers, body: ByteBuffer(string: PhoneTests.json(body)))
     }
 
+    /// `/auth/v1`'s phone sign-up with a password, waiting until its job has made the account
+    /// and texted its code (the request answers before: issue 58).
+    static func phoneSignUp(_ client: any TestClientProtocol, _ config: GatehouseConfig, _ number: String) async throws -> TestResponse {
+        let before = try await TestApp.withStore(config) { store in
+            try await store.recentMail(limit: 200).first { $0.kind == "sms" && $0.recipient == number }?.id
+        }
+        let made = try await goTrue(client, "/signup", ["phone": number, "password": password])
+        if made.status == .ok { _ = try await PhoneTests.sms(config, to: number, after: before) }
+        return made
+    }
+
     /// The JSON object of an answer.
     static func object(_ response: TestResponse) -> [String: Any] {
         (try? JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any]) ?? [:]
@@ -63,7 +74,7 @@ import Testing
                     #expect(try await api.post("/v1/auth/phone/code", PhoneTests.json(["phone": number])).status == .accepted)
                     clock.advance(by: 61)
                 }
-                let made = try await Self.goTrue(client, "/signup", ["phone": number, "password": Self.password])
+                let made = try await Self.phoneSignUp(client, config, number)
                 #expect(made.status == .ok, "\(made.text)")
                 let attackers = try #require((Self.object(made)["id"] ?? (Self.object(made)["user"] as? [String: Any])?["id"]) as? String)
                 if signUpFirst {
@@ -208,7 +219,11 @@ import Testing
     func noRouteSaysANumberHasAnAccountBeforeItsProof(_ backend: Backend) async throws {
         let clock = ManualClock(Date())
         // Room for the registered number's many sends in one day (each route is asked once).
-        try await TestApp.run(backend, preset: "hannah", clock: clock, adjust: { Self.configure(&$0); $0.preset.sms.perNumberPerDay = 50 }) { client, config in
+        try await TestApp.run(backend, preset: "hannah", clock: clock, adjust: {
+            Self.configure(&$0)
+            $0.preset.sms.perNumberPerDay = 50
+            $0.preset.sms.dailyBudget = 60
+        }) { client, config in
             let api = AuthClient(client: client)
             let registered = "+14155550166"
             let owner = try await PhoneTests.signIn(api, config, registered, e164: registered)
@@ -259,6 +274,19 @@ import Testing
                 #expect(taken.status == .ok && taken.status == free.status && taken.text == free.text, "\(taken.text) vs \(free.text)")
                 clock.advance(by: 61)
             }
+            // With the day's budget spent, a sign-up is refused alike whether the number is
+            // taken (no text would go out) or free: a 429 for one only would say which.
+            let spentFree = "+14155550169"
+            try await TestApp.withStore(config) { store in
+                let now = clock.now.unixSeconds
+                let key = "sms-budget:\(config.preset.name):86400"
+                while try await store.hitRateLimit(key: key, windowStart: now - now % 86_400) < config.preset.sms.dailyBudget {}
+            }
+            let refusedTaken = try await Self.goTrue(client, "/signup", ["phone": registered, "password": Self.password])
+            let refusedFree = try await Self.goTrue(client, "/signup", ["phone": spentFree, "password": Self.password])
+            #expect(refusedTaken.status == .tooManyRequests && refusedFree.status == .tooManyRequests, "\(refusedTaken.text) \(refusedFree.text)")
+            #expect(refusedTaken.text == refusedFree.text && refusedTaken.headers[.retryAfter] == refusedFree.headers[.retryAfter])
+            #expect(try await TestApp.withStore(config) { try await $0.user(phone: spentFree) } == nil)
             // The owner's account is untouched by the refused sign-up.
             let ownerAnswer = try #require(try owner.json(SignInAnswer<SignInResponse>.self).signedIn)
             let me = try await api.get("/v1/me", token: ownerAnswer.session.accessToken).json(MeResponse.self)
@@ -565,7 +593,7 @@ import Testing
         try await TestApp.run(backend, preset: "hannah", clock: clock, adjust: PhoneFindingsTests.configure) { client, config in
             let api = AuthClient(client: client)
             let number = "+14155550178"
-            let made = try await PhoneFindingsTests.goTrue(client, "/signup", ["phone": number, "password": PhoneFindingsTests.password])
+            let made = try await PhoneFindingsTests.phoneSignUp(client, config, number)
             let account = try #require((PhoneFindingsTests.object(made)["id"] ?? (PhoneFindingsTests.object(made)["user"] as? [String: Any])?["id"]) as? String)
             let userID = try #require(UserID(account))
             try await TestApp.withStore(config) { store in

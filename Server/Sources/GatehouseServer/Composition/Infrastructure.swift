@@ -164,6 +164,9 @@ struct Infrastructure {
                 jobHandlers[kind] = appleJobs[kind]
             case .stripeCancel:
                 jobHandlers[kind] = stripeJobs.cancel
+            case .phoneSignUp:
+                // The work of a use case: `PhoneService.finishSignUp`, set when it is made (UseCases).
+                continue
             case .webhook:
                 // Queued only when a webhook is configured (`EventRecorder.webhookConfigured`).
                 guard let sender else { continue }

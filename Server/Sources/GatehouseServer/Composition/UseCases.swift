@@ -140,6 +140,9 @@ struct UseCases {
             notices: PhoneNotices(mail: accountMail, preset: preset),
             sessions: issuer, lifecycle: lifecycle, ownerProof: ownerProof, credentials: credentials, throttle: throttle, preset: preset,
             clock: clock)
+        infra.jobs.handle(.phoneSignUp) { [phone] _, payload in
+            try await phone.finishSignUp(try JSONDecoder().decode(PhoneService.SignUpJob.self, from: payload))
+        }
         openID = OpenIDService(
             store: store, unitOfWork: unitOfWork.narrowed { $0 }, tokens: OpenIDTokens(tokens: infra.tokens, settings: preset.tokens, clock: clock),
             chains: chains, throttle: throttle, preset: preset, clock: clock)

@@ -4,6 +4,7 @@ import GatehouseWire
 import GatehouseStore
 import Logging
 import ServiceLifecycle
+import Synchronization
 
 /// Runs durable background jobs (the `jobs` table): claims one due job at a time with a lease,
 /// hands its (unsealed) payload to the handler for its kind, and deletes it when done or
@@ -16,7 +17,9 @@ final class JobWorker: Service, Sendable {
     let sealer: SecretSealer
     let clock: any WallClock
     let logger: Logger
-    let handlers: [JobKind: Handler]
+    /// Each kind's handler: those of the infrastructure from the start, a use case's added by
+    /// `handle(_:with:)` when it is made (before `start`).
+    private let handlers: Mutex<[JobKind: Handler]>
     /// Attempts before a job is given up, by kind (default 8: about ten minutes of retries).
     let maximumAttempts: [JobKind: Int]
     /// Each job runs in the trace of the request that queued it (with traces on).
@@ -33,7 +36,7 @@ final class JobWorker: Service, Sendable {
         self.sealer = sealer
         self.clock = clock
         self.logger = logger
-        self.handlers = handlers
+        self.handlers = Mutex(handlers)
         self.maximumAttempts = maximumAttempts
     }
 
@@ -43,6 +46,11 @@ final class JobWorker: Service, Sendable {
         let sealed = try sealer.seal(try JSONEncoder().encode(payload))
         try await tx.enqueueJob(
             Job(kind: kind.rawValue, payload: sealed.bytes, encryption: sealed.encryption, createdAt: clock.now, traceContext: traceContext))
+    }
+
+    /// Sets the handler of a kind whose work belongs to a use case (made after the infrastructure).
+    func handle(_ kind: JobKind, with handler: @escaping Handler) {
+        handlers.withLock { $0[kind] = handler }
     }
 
     func wake() { loop.wake() }
@@ -69,7 +77,7 @@ final class JobWorker: Service, Sendable {
 
     private func run(_ job: Job) async {
         do {
-            guard let handler = JobKind(rawValue: job.kind).flatMap({ handlers[$0] }) else { throw ProviderError("no handler for job kind \(job.kind)") }
+            guard let handler = JobKind(rawValue: job.kind).flatMap({ kind in handlers.withLock { $0[kind] } }) else { throw ProviderError("no handler for job kind \(job.kind)") }
             try await handler(job, try sealer.open(job.payload, encryption: job.encryption, what: "a job payload"))
             try await store.completeJob(job.id)
         } catch {

@@ -110,7 +110,7 @@ struct PhoneCodes: Sendable {
 
     /// One committed write that changes nothing anyone reads: the work a request does in place
     /// of a code's write when it must not say by its time that there was none to do.
-    func decoy(_ phone: String, now: Date) async throws {
+    private func decoy(_ phone: String, now: Date) async throws {
         let second = now.unixSeconds
         _ = try await decoys.hitRateLimit(key: "sms-decoy:\(phone)", windowStart: second - second % 60)
     }

@@ -39,31 +39,24 @@ struct SMSDefences: Sendable {
         try await pass(.delivery, number, client: client, captchaToken: nil)
     }
 
-    /// The writes of `charge`, one per money budget it would count, on keys that limit nothing:
-    /// for a request that texts nobody but must take the time of one that does (a phone
-    /// sign-up for a taken number, issue 58). Spends no budget.
-    func chargeNothing(_ number: PhoneNumber) async throws {
-        let now = clock.now.unixSeconds
-        for defence in SMSDefence.allCases where defence.stage == .delivery {
-            switch defence {
-            case .regionBudget:
-                guard let region = number.region, settings.regionDailyBudgets[region] != nil else { continue }
-            case .dailyBudget, .country, .paused, .captcha, .client, .network, .range, .numberMinute, .numberDay:
-                break
-            }
-            _ = try await throttle.store.hitRateLimit(key: "sms-charge-decoy:\(defence.rawValue):86400", windowStart: now - now % 86_400)
-        }
+    /// What `charge` would answer, spending nothing: for a request that answers before it is
+    /// known whether a text goes out (a phone sign-up, whose job spends; issue 58), refused
+    /// alike while a budget is spent whatever the number.
+    func chargeNothing(_ number: PhoneNumber, client: ClientInfo) async throws {
+        try await pass(.delivery, number, client: client, captchaToken: nil, spending: false)
     }
 
     /// Every defence of `stage`, in `SMSDefence.allCases`' order.
-    private func pass(_ stage: SMSDefence.Stage, _ number: PhoneNumber, client: ClientInfo, captchaToken: String?) async throws {
+    private func pass(
+        _ stage: SMSDefence.Stage, _ number: PhoneNumber, client: ClientInfo, captchaToken: String?, spending: Bool = true
+    ) async throws {
         let context = Context(
             number: number, client: client, address: try throttle.addressKey(client), network: try throttle.networkKey(client),
             captchaToken: captchaToken)
         var solved = false
         for defence in SMSDefence.allCases where defence.stage == stage {
             try await refusing(defence, number, client: client) {
-                try await check(defence, context, solvedCaptcha: &solved)
+                try await check(defence, context, spending: spending, solvedCaptcha: &solved)
             }
         }
     }
@@ -96,7 +89,7 @@ struct SMSDefences: Sendable {
         return try await throttle.store.hitRateLimit(key: "sms-refused:\(defence.rawValue):3600", windowStart: now - now % 3_600) == 1
     }
 
-    private func check(_ defence: SMSDefence, _ context: Context, solvedCaptcha: inout Bool) async throws {
+    private func check(_ defence: SMSDefence, _ context: Context, spending: Bool, solvedCaptcha: inout Bool) async throws {
         let number = context.number
         switch defence {
         case .country:
@@ -139,10 +132,16 @@ struct SMSDefences: Sendable {
             try await throttle.limit("sms-number:\(number.e164)", limit: settings.perNumberPerDay, windowSeconds: 86_400)
         case .regionBudget:
             guard let region = number.region, let budget = settings.regionDailyBudgets[region] else { return }
-            try await throttle.limit(Self.regionBudgetKey(region), limit: budget, windowSeconds: 86_400)
+            try await spend(Self.regionBudgetKey(region), limit: budget, windowSeconds: 86_400, spending: spending)
         case .dailyBudget:
-            try await throttle.limit(dailyBudgetKey, limit: settings.dailyBudget, windowSeconds: 86_400)
+            try await spend(dailyBudgetKey, limit: settings.dailyBudget, windowSeconds: 86_400, spending: spending)
         }
+    }
+
+    /// Spends one of a budget's sends, or (not `spending`) refuses as the spend would while the budget is gone.
+    private func spend(_ key: String, limit: Int, windowSeconds: Int64, spending: Bool) async throws {
+        guard spending else { return try await throttle.refuseIfSpent(key, limit: limit, windowSeconds: windowSeconds) }
+        try await throttle.limit(key, limit: limit, windowSeconds: windowSeconds)
     }
 
     /// Whether this send asks for a CAPTCHA: the address sent `captcha_after_sends` codes this

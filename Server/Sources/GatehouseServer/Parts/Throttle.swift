@@ -36,12 +36,23 @@ struct Throttle: Sendable {
         let now = clock.now.unixSeconds
         let windowStart = now - now % windowSeconds
         let count = try await store.hitRateLimit(key: "\(key):\(windowSeconds)", windowStart: windowStart)
-        if count > limit {
-            throw GatehouseError(
-                status: 429, code: .rateLimited,
-                message: copy["error.rate_limited"] ?? "Too many requests. Please wait a moment and try again.",
-                retryAfter: Int(windowStart + windowSeconds - now))
+        if count > limit { throw spent(windowStart: windowStart, windowSeconds: windowSeconds, now: now) }
+    }
+
+    /// Refuses as `limit` would once the window's hits have reached `limit`, counting nothing:
+    /// for a request that must answer like one that spends the limit without spending it.
+    func refuseIfSpent(_ key: String, limit: Int, windowSeconds: Int64) async throws {
+        let now = clock.now.unixSeconds
+        let windowStart = now - now % windowSeconds
+        if try await store.rateLimitCount(key: "\(key):\(windowSeconds)", windowStart: windowStart) >= limit {
+            throw spent(windowStart: windowStart, windowSeconds: windowSeconds, now: now)
         }
+    }
+
+    private func spent(windowStart: Int64, windowSeconds: Int64, now: Int64) -> GatehouseError {
+        GatehouseError(
+            status: 429, code: .rateLimited, message: copy["error.rate_limited"] ?? "Too many requests. Please wait a moment and try again.",
+            retryAfter: Int(windowStart + windowSeconds - now))
     }
 
     static func accountKey(_ normalizedEmail: String) -> String { "login:\(normalizedEmail)" }

@@ -129,31 +129,57 @@ struct PhoneService: Sendable {
         try await credentials.checkStrength(password, email: "")
         try await defences.admit(number, client: client, captchaToken: captchaToken)
         let hash = try await credentials.hash(password)
-        // Only a sign-up that texts spends the money budgets. One for a taken number texts
-        // nobody and writes no account, but does the same work (the budgets' writes on keys that
-        // limit nothing, one decoy write for the account's), so that its time says no more than
-        // its answer, which is the same either way (issue 58, BENCHMARKS.md).
-        let taken = try await store.user(phone: number.e164) != nil
-        if taken { try await defences.chargeNothing(number) } else { try await defences.charge(number, client: client) }
-        let (user, wrote) = try await lifecycle.withTemporaryHandle { handle in
-            try await unitOfWork.run(client: client) { work -> (User, Bool) in
-                var user = User(id: .random(), handle: handle, passwordHash: hash, passwordChangedAt: work.now, createdAt: work.now)
+        // The same work whether the number is taken or free, so that neither the answer nor its
+        // time says which (issue 58): a spent budget refuses both alike (nothing spent here),
+        // and the account is made, and its code texted, by a job that looks the number up.
+        try await defences.chargeNothing(number, client: client)
+        let now = clock.now
+        var user = User(id: .random(), passwordHash: hash, passwordChangedAt: now, createdAt: now)
+        user.phone = number.e164
+        let job = SignUpJob(userID: user.id, phone: number.e164, passwordHash: hash, createdAt: now, ip: client.ip, userAgent: client.userAgent)
+        try await unitOfWork.run(client: client) { work in try await work.enqueueJob(kind: .phoneSignUp, payload: job) }
+        user.passwordHash = nil
+        return user
+    }
+
+    /// What a phone sign-up asked for, sealed in its job (`JobKind.phoneSignUp`).
+    struct SignUpJob: Codable, Sendable {
+        var userID: UserID
+        var phone: String
+        var passwordHash: String
+        var createdAt: Date
+        var ip: String?
+        var userAgent: String?
+    }
+
+    /// The job of a phone sign-up: makes the account with the id the request answered, and
+    /// texts its code, when the number still has no account; otherwise does nothing (the
+    /// number's holder hears nothing of it). Only this send spends the money budgets; with them
+    /// spent it is dropped (the request answered before). Run twice, it makes one account.
+    func finishSignUp(_ job: SignUpJob) async throws {
+        let number = try number(job.phone)
+        guard try await store.user(phone: number.e164) == nil else { return }
+        let client = ClientInfo(ip: job.ip, userAgent: job.userAgent)
+        do {
+            try await defences.charge(number, client: client)
+        } catch let error as GatehouseError where error.status == 429 {
+            return
+        }
+        try await lifecycle.withTemporaryHandle { handle in
+            try await unitOfWork.run(client: client) { work in
+                var user = User(id: job.userID, handle: handle, passwordHash: job.passwordHash, passwordChangedAt: job.createdAt, createdAt: job.createdAt)
                 user.phone = number.e164
-                guard try await work.tx.user(phone: number.e164) == nil else { return (user, false) }
+                guard try await work.tx.user(phone: number.e164) == nil, try await work.tx.user(id: job.userID) == nil else { return }
                 do {
                     try await lifecycle.create(work.narrowed { $0 }, user, identity: nil, provider: .phone)
                 } catch let error as StoreError where error.uniqueKey == .phone {
-                    // A sign-up for the number committed meanwhile: the answer stays the same.
-                    return (user, false)
+                    return  // a sign-up for the number committed meanwhile
                 }
                 // The sign-up's own code names the account: proving with it keeps the password,
                 // unless the holder asked for a code of their own meanwhile (`signInUser`).
                 try await codes.send(work.narrowed { $0 }, to: number, purpose: .signIn, userID: user.id)
-                return (user, true)
             }
         }
-        if !wrote { try await codes.decoy(number.e164, now: clock.now) }
-        return user
     }
 
     /// `POST /v1/auth/phone/verify`: signs in with the code, or signs up where the preset
