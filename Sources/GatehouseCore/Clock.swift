@@ -96,6 +96,10 @@ extension Date {
 
     /// Parses an RFC 3339 time (with an offset or `Z`; fractional seconds allowed).
     public init?(rfc3339 text: String) {
+        // RFC 3339's year is four digits: a fifth (10000-01-01) parses, but is written back as
+        // 0000-01-01, a time long past (issue 59, finding 7).
+        let head = Array(text.utf8.prefix(5))
+        guard head.count == 5, head[..<4].allSatisfy({ (48...57).contains($0) }), head[4] == UInt8(ascii: "-") else { return nil }
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime]
         if let date = formatter.date(from: text) {

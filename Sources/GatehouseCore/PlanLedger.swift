@@ -70,6 +70,11 @@ public struct StripeSubscriptionRecord: Sendable, Equatable {
 
     public var isTerminal: Bool { Self.terminalStatuses.contains(status) }
 
+    /// Whether it runs: Stripe bills it, or will again once a payment goes through (`unpaid`,
+    /// `paused`). A second checkout is refused while one runs; one whose first payment has not
+    /// gone through (`incomplete`) does not block trying again.
+    public var runs: Bool { ["trialing", "active", "past_due", "unpaid", "paused"].contains(status) }
+
     /// `trialing` → trial until its end; `active` → paid until the period ends (then, unless it
     /// was cancelled at the period's end, the pro_grace window while the renewal is confirmed);
     /// `past_due` → pro_grace (billing grace) until the unpaid period ends; anything else gives
@@ -156,6 +161,35 @@ public struct PlanGrant: Sendable, Equatable {
         SubscriptionInfo(
             productID: "grant", status: isActive(at: now) ? "active" : (revokedAt != nil ? "revoked" : "expired"), renewsAt: nil,
             expiresAt: until.rfc3339, willRenew: false, source: PlanSource.grant.rawValue)
+    }
+}
+
+/// The rows of every paid source an account holds, whatever the preset sells today (a price
+/// taken off the preset still bills).
+public struct PaidRows: Sendable, Equatable {
+    public var appStore: [SubscriptionRecord]
+    public var stripe: [StripeSubscriptionRecord]
+    public var grants: [PlanGrant]
+
+    public init(appStore: [SubscriptionRecord], stripe: [StripeSubscriptionRecord], grants: [PlanGrant]) {
+        self.appStore = appStore
+        self.stripe = stripe
+        self.grants = grants
+    }
+
+    /// Whether any source still gives a right, or may still bill for one: an account holding
+    /// one is never stale, whatever else says so (issue 59, finding 5: the anonymous cleanup
+    /// deleted a paying account and cancelled its subscription). Walks every source.
+    public func holdLiveRight(at now: Date, graceHours: Int) -> Bool {
+        PlanSource.allCases.contains { source in
+            switch source {
+            case .appStore: appStore.contains { $0.entitlement(at: now, graceHours: graceHours) != .notEntitled }
+            case .stripe: stripe.contains { !$0.isTerminal }
+            case .grant: grants.contains { $0.isActive(at: now) }
+            // Not bought: a stale account's server trial does not keep it.
+            case .trial: false
+            }
+        }
     }
 }
 

@@ -94,6 +94,8 @@ extension ErrorCode {
     public static let invalidSignature: ErrorCode = "invalid_signature"
     /// A Stripe price the preset does not sell.
     public static let unknownPrice: ErrorCode = "unknown_price"
+    /// A checkout for an account whose web subscription still runs: it is changed in the billing portal.
+    public static let alreadySubscribed: ErrorCode = "already_subscribed"
 }
 
 extension ErrorCode {
@@ -116,6 +118,7 @@ extension ErrorCode {
         .invalidCredential: 400, .challengeInvalid: 400, .credentialInUse: 409,
         .invalidCode: 400, .tooManyFactors: 409, .mfaRequired: 403,
         .invalidPhone: 400, .phoneInUse: 409, .invalidSignature: 400, .unknownPrice: 400,
+        .alreadySubscribed: 409,
     ]
 
     /// The status this code answers with unless the server names another (only

@@ -92,7 +92,8 @@ public func buildApplication(
     if let exporter = telemetry.service { services.insert(exporter, at: 0) }
     let cleanup = AccountCleanup(
         store: store, unitOfWork: infra.unitOfWork.narrowed { $0 }, lifecycle: useCases.lifecycle,
-        rules: AccountCleanup.rules(anonymousCleanupDays: config.preset.privacy.anonymousCleanupDays), clock: clock, logger: logger)
+        rules: AccountCleanup.rules(anonymousCleanupDays: config.preset.privacy.anonymousCleanupDays),
+        graceHours: config.preset.entitlements.proGraceHours, clock: clock, logger: logger)
     services.append(cleanup)
     let retention = RetentionSweep(
         store: store, days: config.preset.privacy.retentionDays, idleSeconds: config.preset.tokens.refreshTokenTTLSeconds,
@@ -147,7 +148,7 @@ func makeRouter(_ infra: Infrastructure, _ useCases: UseCases) throws -> Router<
         internalMessage: preset.text("error.internal", "Something went wrong on our end. Please try again in a few minutes."),
         aborted: AbortedRequests(logger: infra.logger))
     router.add(middleware: errors)
-    router.add(middleware: WholeBodyMiddleware(limit: config.maxBodyBytes, deadline: .seconds(config.httpBodyTimeoutSeconds)))
+    router.add(middleware: WholeBodyMiddleware(limits: BodyLimits(general: config.maxBodyBytes), deadline: .seconds(config.httpBodyTimeoutSeconds)))
     let keyAttempts = OperatorKeyAttempts(throttle: infra.throttle, resolver: input.resolver)
     let signedIn = router.group().add(middleware: AccessTokenMiddleware(authenticator: u.authenticator))
         .group(context: AuthenticatedContext.self)

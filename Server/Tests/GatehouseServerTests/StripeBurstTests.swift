@@ -126,7 +126,7 @@ import Testing
                 }
             }
             let cancel = try #require(try await standIn.requests().first { $0.method == "DELETE" })
-            #expect(cancel.path == "/v1/subscriptions/\(subscriptionID)" && cancel.status == 200 && cancel.idempotencyKey == "gatehouse-cancel-\(subscriptionID)")
+            #expect(cancel.path == "/v1/subscriptions/\(subscriptionID)" && cancel.status == 200 && cancel.idempotencyKey == "gatehouse-cancel-\(subscriptionID)-a1")
             try await StripeTests.noRejections(standIn)
         } catch {
             await cleanup()

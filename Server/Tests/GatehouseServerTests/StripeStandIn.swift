@@ -208,9 +208,10 @@ final class StripeStandIn: Sendable {
     }
 
     /// The next `count` valid requests whose method is `method` and whose path starts with `pathPrefix`
-    /// are answered 500 `api_error` (they use up no idempotency key).
-    func failNext(method: String, pathPrefix: String, count: Int) async throws {
-        _ = try await control("POST", "fail", ["method": method, "path_prefix": pathPrefix, "count": count])
+    /// are answered 500 `api_error`: they use up no idempotency key, unless `stored`, when the 500 is
+    /// kept under the request's key and replayed to every later request with it, as Stripe does.
+    func failNext(method: String, pathPrefix: String, count: Int, stored: Bool = false) async throws {
+        _ = try await control("POST", "fail", ["method": method, "path_prefix": pathPrefix, "count": count, "stored": stored])
     }
 
     /// How many requests were answered 500 on purpose (`failNext`).

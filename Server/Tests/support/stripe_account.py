@@ -198,5 +198,5 @@ class Account:
             for rule in self.fail_rules:
                 if rule["count"] > 0 and rule["method"] == method and path.startswith(rule["path_prefix"]):
                     rule["count"] -= 1
-                    return True
-        return False
+                    return rule
+        return None

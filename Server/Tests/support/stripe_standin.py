@@ -29,7 +29,9 @@ The control API, under /_control/ (JSON in and out, not Stripe's):
   POST /_control/events   {"type", "subscription"?, "session"?, "customer"?, "created"?} -> {"id", "payload"}
   POST /_control/sign     {"event", "secret"? | "secrets"?, "timestamp"?} -> {"payload", "header"}: signed as
                           Stripe signs, then checked with the official package's Webhook.construct_event
-  POST /_control/fail     {"method", "path_prefix", "count"}: the next matching valid requests get 500
+  POST /_control/fail     {"method", "path_prefix", "count", "stored"?}: the next matching valid requests get 500
+                          (with "stored", kept under the request's idempotency key and replayed, as
+                          Stripe keeps a 500 that happened once the request had begun)
   GET  /_control/requests, /_control/rejections, /_control/failures
 
 Prints "READY <port>" when it listens (--port 0 picks a free port); stops when its standard input closes."""
@@ -123,10 +125,17 @@ def main():
             key = self.headers.get("Idempotency-Key") if self.command in ("POST", "DELETE") else None
             record = {"method": self.command, "path": path, "query": dict(query_pairs), "form": dict(body_pairs),
                       "idempotency_key": key, "stripe_version": version, "time": time.time()}
-            if account.take_failure(self.command, path):
+            failure = account.take_failure(self.command, path)
+            if failure:
+                error = objects.error("api_error", "Failing on purpose (/_control/fail).")
                 with account.lock:
                     account.failures.append({**record, "status": 500})
-                return self.reply(500, objects.error("api_error", "Failing on purpose (/_control/fail)."))
+                    if failure.get("stored") and key and key not in account.idempotency:
+                        # As Stripe does with a 500 once the request began: the answer is kept
+                        # under the key and replayed for 24 hours, whatever happens after.
+                        fingerprint = (self.command, path, sorted(query_pairs), sorted(body_pairs))
+                        account.idempotency[key] = {"fingerprint": fingerprint, "answer": (500, error)}
+                return self.reply(500, error, {"Idempotency-Key": key} if key else {})
             status, answer, headers = self.idempotent(key, (self.command, path, sorted(query_pairs),
                                                             sorted(body_pairs)), template, path,
                                                       nest(body_pairs), nest(query_pairs))
@@ -192,7 +201,7 @@ def main():
                 if parts == ["fail"]:
                     with account.lock:
                         account.fail_rules.append({"method": data["method"], "path_prefix": data["path_prefix"],
-                                                   "count": int(data["count"])})
+                                                   "count": int(data["count"]), "stored": bool(data.get("stored"))})
                     return self.reply(200, {"ok": True})
                 raise Answer(404, {"error": f"no control endpoint {self.command} {path}"})
             except Answer as answer:

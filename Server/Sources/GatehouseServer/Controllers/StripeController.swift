@@ -26,7 +26,7 @@ struct StripeController {
 
     /// The raw body, as Stripe signed it: nothing in it is read before the signature checks.
     @Sendable func webhook(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
-        let body = try await request.collectBody(limit: input.bodyLimit)
+        let body = try await request.collectBody(limit: input.bodyLimit(request))
         try await stripe.webhook(body: Array(buffer: body), signature: request.headers[HTTPField.Name("Stripe-Signature")!])
         return try JSONBody.response(EmptyObject())
     }

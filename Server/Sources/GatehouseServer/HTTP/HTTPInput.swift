@@ -10,8 +10,11 @@ struct HTTPInput: Sendable {
     let resolver: ClientAddressResolver
     let bodyLimit: Int
 
+    /// The request's body limit: the configured one, or a payment source's on its routes (`BodyLimits`).
+    func bodyLimit(_ request: Request) -> Int { BodyLimits(general: bodyLimit).limit(forPath: request.uri.path) }
+
     func body<T: Decodable>(_ type: T.Type, _ request: Request) async throws -> T {
-        try await request.decodeJSON(type, limit: bodyLimit)
+        try await request.decodeJSON(type, limit: bodyLimit(request))
     }
 
     func client(_ request: Request, _ context: some PeerContext) -> ClientInfo {

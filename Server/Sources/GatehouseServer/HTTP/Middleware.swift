@@ -216,18 +216,36 @@ struct ErrorMiddleware: RouterMiddleware {
 ///
 /// It also opens the request's `WriteCondition`: the session the request later authenticates as,
 /// which every transaction it writes in holds until the commit (`UnitOfWork`).
+/// How large a request body may be: `GATEHOUSE_MAX_BODY_BYTES` for every route but those where a
+/// payment source posts what it decides. A genuine Stripe event carries whole objects and may be
+/// well over 64 KiB (a 75 KB `customer.subscription.deleted` was refused, and the account kept
+/// its plan: issue 59, finding 4); such a route takes up to 1 MiB (or the configured limit, if
+/// larger), its signature still checked before anything in it is read.
+struct BodyLimits: Sendable {
+    let general: Int
+    static let paymentSource = 1 << 20
+
+    /// The routes a payment source posts to, one per source that posts.
+    static let paymentSourcePaths: Set<String> = [Endpoints.stripeWebhook.path.template, Endpoints.appStoreNotification.path.template]
+
+    func limit(forPath path: String) -> Int {
+        Self.paymentSourcePaths.contains(path) ? max(general, Self.paymentSource) : general
+    }
+}
+
 struct WholeBodyMiddleware: RouterMiddleware {
     typealias Context = GatehouseRequestContext
-    let limit: Int
+    let limits: BodyLimits
     let deadline: Duration
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let limit = limits.limit(forPath: request.uri.path)
         let declared = request.headers[.contentLength].flatMap(Int.init)
         if let declared, declared > limit { throw GatehouseError.payloadTooLarge(limit: limit) }
         var request = request
         // HTTP/1.1: without a length or a transfer coding there is no body to wait for.
         if declared.map({ $0 > 0 }) ?? (request.headers[.transferEncoding] != nil) {
-            request.body = RequestBody(buffer: try await wholeBody(of: request))
+            request.body = RequestBody(buffer: try await wholeBody(of: request, limit: limit))
         }
         return try await WriteCondition.$current.withValue(WriteCondition()) {
             try await next(request, context)
@@ -236,8 +254,8 @@ struct WholeBodyMiddleware: RouterMiddleware {
 
     /// The body, or 408 once `deadline` has passed; the read is cancelled then, which ends the
     /// connection.
-    private func wholeBody(of request: Request) async throws -> ByteBuffer {
-        let (limit, deadline) = (self.limit, self.deadline)
+    private func wholeBody(of request: Request, limit: Int) async throws -> ByteBuffer {
+        let deadline = self.deadline
         return try await withThrowingTaskGroup(of: ByteBuffer?.self) { group in
             group.addTask { try await request.collectBody(limit: limit) }
             group.addTask {

@@ -8,10 +8,11 @@ import ServiceLifecycle
 /// Removes, hourly, accounts nobody can come back to once they are stale, each by one of its
 /// rules, with a `user.deleted` event each: anonymous accounts nobody has used for the preset's
 /// `privacy.anonymous_cleanup_days` (when set), and accounts a phone sign-up made whose number
-/// was not proved within a day, so that the number is free again (issue 58).
+/// was not proved within a day, so that the number is free again (issue 58). Whatever the rule,
+/// an account that holds a live paid right stays (issue 59).
 final class AccountCleanup: PeriodicSweep {
     /// What this use case reads and writes: its transactions see the store through this and no more.
-    typealias Stores = any UserStore & ProfileStore & SessionStore & StripeStore & IdentityStore
+    typealias Stores = any UserStore & ProfileStore & SessionStore & PlanLedgerStore & IdentityStore
 
     /// A kind of stale account: how it is found, how it is checked again under the account's
     /// row lock before it goes, and the deletion's reason.
@@ -62,11 +63,17 @@ final class AccountCleanup: PeriodicSweep {
     let unitOfWork: UnitOfWork<Stores>
     let lifecycle: AccountLifecycle
     let rules: [Rule]
+    /// The preset's `pro_grace` hours: an App Store subscription in its grace still gives a right.
+    let graceHours: Int
     let clock: any WallClock
     let logger: Logger
     let loop = WakeLoop(pollInterval: .seconds(3_600))
 
-    init(store: Stores, unitOfWork: UnitOfWork<Stores>, lifecycle: AccountLifecycle, rules: [Rule], clock: any WallClock, logger: Logger) {
+    init(
+        store: Stores, unitOfWork: UnitOfWork<Stores>, lifecycle: AccountLifecycle, rules: [Rule], graceHours: Int, clock: any WallClock,
+        logger: Logger
+    ) {
+        self.graceHours = graceHours
         self.store = store
         self.unitOfWork = unitOfWork
         self.lifecycle = lifecycle
@@ -81,6 +88,13 @@ final class AccountCleanup: PeriodicSweep {
     }
 
     func sweepOnce() async { await sweep() }
+
+    /// Whether the account holds a live right in any source of the ledger, read in the deleting
+    /// transaction (every row, whatever the preset sells today).
+    private func holdsLiveRight(_ id: UserID, in tx: Stores) async throws -> Bool {
+        let rows = PaidRows(appStore: try await tx.subscriptions(of: id), stripe: try await tx.stripeSubscriptions(of: id), grants: try await tx.grants(of: id))
+        return rows.holdLiveRight(at: clock.now, graceHours: graceHours)
+    }
 
     /// Deletes one batch after another, rule by rule, until no stale account is left; returns how many.
     @discardableResult
@@ -97,16 +111,21 @@ final class AccountCleanup: PeriodicSweep {
                 let cutoff = rule.cutoff(clock.now)
                 let stale = try await rule.candidates(before: cutoff, limit: 200, in: store)
                 if stale.isEmpty { break }
+                var removedInBatch = 0
                 for id in stale {
                     let deleted = try await unitOfWork.run { work -> Bool in
                         // The list was read before: checked again under the user's row lock, in the deleting transaction.
                         try await work.tx.lockUser(id)
-                        guard let user = try await work.tx.user(id: id), try await rule.stillHolds(user, cutoff: cutoff, in: work.tx) else { return false }
+                        guard let user = try await work.tx.user(id: id), try await rule.stillHolds(user, cutoff: cutoff, in: work.tx),
+                            try await !self.holdsLiveRight(id, in: work.tx)
+                        else { return false }
                         return try await self.lifecycle.delete(work.narrowed { $0 }, id, reason: rule.reason)
                     }
-                    if deleted { removed += 1 }
+                    if deleted { (removed, removedInBatch) = (removed + 1, removedInBatch + 1) }
                 }
-                if stale.count < 200 { break }
+                // A batch that removed nothing (each spared, or changed since it was listed)
+                // would be listed again: the next sweep looks again.
+                if stale.count < 200 || removedInBatch == 0 { break }
             } catch {
                 logger.warning("could not remove stale accounts", metadata: ["rule": "\(rule.reason)", "cause": "\(error)"])
                 break

@@ -40,6 +40,11 @@ enum OperatorReason {
             throw GatehouseError.invalidRequest(
                 required ? "Give a reason of 1 to \(maximumLength) characters." : "The reason must be at most \(maximumLength) characters.")
         }
+        // A reason is shown in the console, the audit trail and the export: no control
+        // characters (a NUL was stored, issue 59 finding 7), one line.
+        guard !reason.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw GatehouseError.invalidRequest("The reason must be one line of text, without control characters.")
+        }
         return reason
     }
 

@@ -49,7 +49,9 @@ struct StripeAPIError: Error, CustomStringConvertible {
     var type: String?
     var code: String?
     var message: String
-    var description: String { "Stripe answered \(status) \(type ?? "")/\(code ?? ""): \(message)" }
+    /// Stripe replayed an answer it kept under the idempotency key (`Idempotent-Replayed: true`).
+    var replayed = false
+    var description: String { "Stripe answered \(status) \(type ?? "")/\(code ?? ""): \(message)\(replayed ? " (replayed)" : "")" }
 }
 
 /// The few calls Gatehouse makes to Stripe's API, form-encoded as Stripe takes them, each pinned
@@ -110,28 +112,41 @@ struct StripeClient: Sendable {
         return try (object["data"] as? [[String: Any]] ?? []).map(StripeSubscriptionObject.init)
     }
 
-    /// `DELETE /v1/subscriptions/{id}`: cancels at once.
-    func cancel(subscription id: String) async throws {
-        _ = try await call(.DELETE, "/v1/subscriptions/\(Self.pathSegment(id))", idempotencyKey: "gatehouse-cancel-\(id)")
+    /// `DELETE /v1/subscriptions/{id}`: cancels at once. The key names the job's attempt: Stripe
+    /// keeps a first 500 under its key for 24 hours, longer than the job retries (issue 59,
+    /// finding 2), and each attempt re-reads the subscriptions first (a cancel already done is
+    /// not sent again).
+    func cancel(subscription id: String, attempt: Int) async throws {
+        _ = try await call(.DELETE, "/v1/subscriptions/\(Self.pathSegment(id))", idempotencyKey: "gatehouse-cancel-\(id)-a\(attempt)")
     }
 
     // MARK: Transport
 
     /// One call; a request whose idempotency key is still in progress at Stripe (409
-    /// `idempotency_key_in_use`, a parallel checkout making the same customer) is retried.
+    /// `idempotency_key_in_use`, a parallel checkout making the same customer) is retried. A
+    /// server error Stripe replays from its key (it keeps a 500 that happened once the request
+    /// began, for 24 hours) would be all that key ever answers: the call goes on under the next
+    /// key derived from it (`…-r1`, `…-r2`), which parallel callers derive alike, so they still
+    /// share one (issue 59, finding 2).
     private func call(
         _ method: HTTPMethod, _ path: String, query: [String: String] = [:], form: [String: String]? = nil, idempotencyKey: String? = nil
     ) async throws -> [String: Any] {
-        var attempt = 0
+        var (busy, renewed) = (0, 0)
         while true {
+            let key = idempotencyKey.map { renewed == 0 ? $0 : "\($0)-r\(renewed)" }
             do {
-                return try await send(method, path, query: query, form: form, idempotencyKey: idempotencyKey)
-            } catch let error as StripeAPIError where error.status == 409 && error.code == "idempotency_key_in_use" && attempt < 20 {
-                attempt += 1
-                try await Task.sleep(for: .milliseconds(25 * attempt))
+                return try await send(method, path, query: query, form: form, idempotencyKey: key)
+            } catch let error as StripeAPIError where error.status == 409 && error.code == "idempotency_key_in_use" && busy < 20 {
+                busy += 1
+                try await Task.sleep(for: .milliseconds(25 * busy))
+            } catch let error as StripeAPIError where error.replayed && error.status >= 500 && renewed < Self.keyRenewals {
+                renewed += 1
             }
         }
     }
+
+    /// How many keys one call derives after replayed server errors before it gives up.
+    static let keyRenewals = 4
 
     private func send(
         _ method: HTTPMethod, _ path: String, query: [String: String], form: [String: String]?, idempotencyKey: String?
@@ -156,7 +171,8 @@ struct StripeClient: Sendable {
             let error = object["error"] as? [String: Any]
             throw StripeAPIError(
                 status: Int(response.status.code), type: error?["type"] as? String, code: error?["code"] as? String,
-                message: String((error?["message"] as? String ?? "").prefix(200)))
+                message: String((error?["message"] as? String ?? "").prefix(200)),
+                replayed: response.headers.first(name: "Idempotent-Replayed") == "true")
         }
         return object
     }
@@ -222,7 +238,7 @@ struct StripeJobs: Sendable {
         guard let client else { throw ProviderError("Stripe is not configured (GATEHOUSE_STRIPE_SECRET_KEY)") }
         for subscription in try await client.subscriptions(customer: customer)
         where !StripeSubscriptionRecord.terminalStatuses.contains(subscription.status) {
-            try await client.cancel(subscription: subscription.id)
+            try await client.cancel(subscription: subscription.id, attempt: job.attempts)
             logger.info("stripe subscription cancelled for a deleted account", metadata: ["subscription": "\(subscription.id)"])
         }
     }

@@ -34,6 +34,13 @@ struct StripeService: Sendable {
         }
         let success = try redirects.require(request.successURL)
         let cancel = try redirects.require(request.cancelURL)
+        // A second subscription would bill twice (issue 59, finding 6): while one runs at Stripe
+        // (`runs`), the plan is changed in the billing portal.
+        if try await store.stripeSubscriptions(of: user.id).contains(where: \.runs) {
+            throw GatehouseError(
+                status: 409, code: .alreadySubscribed,
+                message: "This account already has a subscription on the web. Change or cancel it in the billing portal.")
+        }
         let customer = try await customer(for: user, client: client)
         let session = try await reaching {
             try await client.createCheckoutSession(customer: customer, userID: user.id, price: request.price, successURL: success, cancelURL: cancel)

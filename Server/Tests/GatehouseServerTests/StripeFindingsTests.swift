@@ -1,0 +1,215 @@
+import Crypto
+import Foundation
+import GatehouseCore
+@testable import GatehouseServer
+import GatehouseStore
+import GatehouseTestSupport
+import GatehouseWire
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import Testing
+
+/// Issue 59's findings against the Stripe stand-in, each as it was found, on both databases.
+@Suite struct StripeFindingsTests {
+    /// Finding 2: Stripe keeps a 500 that happened once a request began under its idempotency key
+    /// and replays it for 24 hours, longer than the cancel job retries. The stand-in stores the
+    /// first DELETE's 500 under its key: the job's next attempt re-reads the subscription (still
+    /// active) and cancels under its own key; a first customer creation that got a stored 500
+    /// does not make every later checkout fail.
+    @Test(arguments: Backend.available)
+    func aFailureStripeKeepsUnderItsKeyIsNotAllARetryGets(_ backend: Backend) async throws {
+        let standIn = try await StripeStandIn()
+        defer { standIn.stop() }
+        let clock = ManualClock(Date())
+        try await TestApp.run(backend, preset: "hannah", clock: clock, adjust: StripeTests.configure(standIn)) { client, config in
+            let api = AuthClient(client: client)
+            // The customer: the first checkout's creation fails, and Stripe keeps that 500.
+            let payer = try await VerifierTests.signIn(api, config, "payer.59@example.com")
+            try await standIn.failNext(method: "POST", pathPrefix: "/v1/customers", count: 1, stored: true)
+            let first = try await StripeTests.checkout(api, token: payer.session.accessToken)
+            #expect(first.status == .serviceUnavailable && first.error?.code == .providerUnavailable, "\(first.text)")
+            let second = try await StripeTests.checkout(api, token: payer.session.accessToken)
+            #expect(second.status == .ok, "\(second.text)")
+            let made = try await standIn.requests().filter { $0.method == "POST" && $0.path == "/v1/customers" }
+            let key = "gatehouse-customer-\(payer.user.id)"
+            #expect(made.map(\.idempotencyKey) == [key, key + "-r1"] && made.map(\.replayed) == [true, false], "\(made)")
+
+            // The cancel at deletion: its first DELETE gets a 500 Stripe keeps.
+            let leaving = try await VerifierTests.signIn(api, config, "leaving.59@example.com")
+            let subscription = try await StripeTests.subscribe(client, standIn, token: leaving.session.accessToken, now: clock.now)
+            try await standIn.failNext(method: "DELETE", pathPrefix: "/v1/subscriptions/", count: 1, stored: true)
+            let deleted = try await client.execute(uri: "/admin/v1/users/\(leaving.user.id)", method: .delete, headers: TestApp.adminHeaders)
+            #expect(deleted.status == .noContent)
+            for _ in 0..<200 where try await standIn.failures() < 2 { try await Task.sleep(for: .milliseconds(50)) }
+            #expect(try await standIn.failures() == 2, "the cancel's first attempt did not reach Stripe")
+            clock.advance(by: 3_600)
+            func cancelled() async throws -> [StripeStandIn.APIRequest] {
+                try await standIn.requests().filter { $0.method == "DELETE" && $0.status == 200 }
+            }
+            for _ in 0..<200 where try await cancelled().isEmpty { try await Task.sleep(for: .milliseconds(50)) }
+            let cancel = try #require(try await cancelled().first)
+            #expect(cancel.path == "/v1/subscriptions/\(subscription.id)" && cancel.idempotencyKey == "gatehouse-cancel-\(subscription.id)-a1")
+            try await StripeTests.noRejections(standIn)
+        }
+    }
+
+    /// Finding 4: a genuine event can be larger than the API's 64 KiB (a subscription of many
+    /// items, each with its price): Stripe's route takes it, its signature still checked first.
+    @Test(arguments: Backend.available)
+    func aLargeGenuineEventIsApplied(_ backend: Backend) async throws {
+        let standIn = try await StripeStandIn()
+        defer { standIn.stop() }
+        let clock = ManualClock(Date())
+        try await TestApp.run(backend, preset: "hannah", clock: clock, adjust: StripeTests.configure(standIn)) { client, config in
+            let api = AuthClient(client: client)
+            let payer = try await VerifierTests.signIn(api, config, "large.59@example.com")
+            let subscription = try await StripeTests.subscribe(client, standIn, token: payer.session.accessToken, now: clock.now)
+            #expect(try await StripeTests.snapshot(api, payer.session.accessToken).planState == "pro")
+            _ = try await standIn.updateSubscription(subscription.id, status: "canceled")
+            let event = try await standIn.event("customer.subscription.deleted", subscription: subscription.id)
+            // The event as Stripe sends it for a subscription of 40 items, signed with the secret.
+            var object = try #require(try JSONSerialization.jsonObject(with: Data(event.payload.utf8)) as? [String: Any])
+            var data = try #require(object["data"] as? [String: Any])
+            var subscriptionObject = try #require(data["object"] as? [String: Any])
+            var items = try #require(subscriptionObject["items"] as? [String: Any])
+            let item = try #require((items["data"] as? [[String: Any]])?.first)
+            items["data"] = Array(repeating: item, count: 40)
+            subscriptionObject["items"] = items
+            data["object"] = subscriptionObject
+            object["data"] = data
+            let body = String(decoding: try JSONSerialization.data(withJSONObject: object), as: UTF8.self)
+            #expect(body.utf8.count > 65_536, "\(body.utf8.count) bytes")
+            let timestamp = Int(clock.now.timeIntervalSince1970)
+            let mac = StripeService.hmac(Array(StripeStandIn.webhookSecret.utf8), Array("\(timestamp).\(body)".utf8))
+            let signed = StripeStandIn.Signed(payload: body, header: "t=\(timestamp),v1=\(mac.map { String(format: "%02x", $0) }.joined())")
+            let forged = StripeStandIn.Signed(payload: body, header: "t=\(timestamp),v1=\(String(repeating: "0", count: 64))")
+            let refused = try await StripeTests.deliver(client, forged)
+            #expect(refused.status == .badRequest && refused.error?.code == .invalidSignature, "\(refused.text)")
+            let answer = try await StripeTests.deliver(client, signed)
+            #expect(answer.status == .ok, "\(answer.status): \(answer.text.prefix(200))")
+            #expect(try await StripeTests.snapshot(api, payer.session.accessToken).planState == "free")
+            // Other routes keep the configured limit.
+            let big = String(repeating: "x", count: 70_000)
+            let other = try await api.post("/v1/auth/login", #"{"email": "\#(big)@example.com", "password": "x"}"#)
+            #expect(other.status == .contentTooLarge && other.error?.code == .payloadTooLarge, "\(other.status)")
+            try await StripeTests.noRejections(standIn)
+        }
+    }
+
+    /// Finding 6: a second checkout while the account's web subscription runs would bill twice:
+    /// 409 `already_subscribed`; once it has ended, a checkout opens again.
+    @Test(arguments: Backend.available)
+    func aSecondCheckoutWhileOneRunsIsRefused(_ backend: Backend) async throws {
+        let standIn = try await StripeStandIn()
+        defer { standIn.stop() }
+        let clock = ManualClock(Date())
+        try await TestApp.run(backend, preset: "hannah", clock: clock, adjust: StripeTests.configure(standIn)) { client, config in
+            let api = AuthClient(client: client)
+            let payer = try await VerifierTests.signIn(api, config, "twice.59@example.com")
+            let token = payer.session.accessToken
+            let subscription = try await StripeTests.subscribe(client, standIn, token: token, now: clock.now)
+            for status in ["active", "past_due", "unpaid"] {
+                _ = try await standIn.updateSubscription(subscription.id, status: status)
+                try await StripeTests.send(client, standIn, "customer.subscription.updated", subscription: subscription.id, at: clock.now)
+                let again = try await StripeTests.checkout(api, token: token, price: StripeTests.nutritionist)
+                #expect(again.status == .conflict && again.error?.code == .alreadySubscribed, "\(status): \(again.text)")
+            }
+            _ = try await standIn.updateSubscription(subscription.id, status: "canceled")
+            try await StripeTests.send(client, standIn, "customer.subscription.deleted", subscription: subscription.id, at: clock.now)
+            #expect(try await StripeTests.checkout(api, token: token, price: StripeTests.nutritionist).status == .ok)
+            try await StripeTests.noRejections(standIn)
+        }
+    }
+
+    /// Finding 7: a grant until year 10000 was stored and listed as `0000-01-01` (it never ends but
+    /// looks expired), and a NUL byte in a reason was stored. Both are refused, nothing stored.
+    @Test(arguments: Backend.available)
+    func aGrantThatCannotBeShownAsItIsIsRefused(_ backend: Backend) async throws {
+        try await TestApp.run(backend, preset: "hannah") { client, config in
+            let api = AuthClient(client: client)
+            let bob = try await VerifierTests.signIn(api, config, "bob.59@example.com")
+            let uri = "/admin/v1/users/\(bob.user.id)/grants"
+            for body in [
+                #"{"plan": "pro", "until": "10000-01-01T00:00:00Z", "reason": "forever"}"#,
+                #"{"plan": "pro", "until": "+12026-01-01T00:00:00Z", "reason": "forever"}"#,
+                #"{"plan": "pro", "until": "2030-01-01T00:00:00Z", "reason": "before\u0000after"}"#,
+                #"{"plan": "pro", "until": "2030-01-01T00:00:00Z", "reason": "two\nlines"}"#,
+            ] {
+                let refused = try await client.execute(uri: uri, method: .post, headers: TestApp.adminHeaders, body: jsonBody(body))
+                #expect(refused.status == .badRequest && refused.error?.code == .invalidRequest, "\(body): \(refused.text)")
+            }
+            let listed = try await client.execute(uri: uri, method: .get, headers: TestApp.adminHeaders).json(GrantList.self)
+            #expect(listed.grants.isEmpty)
+            let farthest = try await client.execute(
+                uri: uri, method: .post, headers: TestApp.adminHeaders, body: jsonBody(#"{"plan": "pro", "until": "9999-12-31T23:59:59Z", "reason": "long"}"#))
+            #expect(farthest.status == .created && (try farthest.json(GrantResponse.self)).grant.until == "9999-12-31T23:59:59Z", "\(farthest.text)")
+        }
+    }
+}
+
+/// Finding 5: the stale-account cleanup deleted an anonymous account that was paying (and its
+/// deletion cancelled the subscription). Walked source by source (`PaidRows` walks
+/// `PlanSource.allCases`): an account holding a live right of any paid source stays; one whose
+/// right has ended, or that has only the server trial, goes.
+@Suite struct CleanupSparesPaidRightsTests {
+    @Test(arguments: Backend.available)
+    func anAccountWithALiveRightIsNeverStale(_ backend: Backend) async throws {
+        try await TestDatabase.withStore(backend) { store in
+            let clock = ManualClock(Date())
+            let jobs = JobWorker(store: store, sealer: SecretSealer(secret: nil), clock: clock, logger: TestApp.quietLogger, handlers: [:])
+            let events = EventRecorder(jobs: jobs, webhookConfigured: false, clock: clock)
+            var kept: [UserID] = []
+            var gone: [UserID] = []
+            func anonymous() async throws -> UserID {
+                let user = User(id: .random(), isAnonymous: true, createdAt: clock.now)
+                try await store.insertUser(user)
+                return user.id
+            }
+            let later = clock.now.addingTimeInterval(60 * 86_400)
+            let earlier = clock.now.addingTimeInterval(10 * 86_400)
+            for source in PlanSource.allCases {
+                let (live, ended) = (try await anonymous(), try await anonymous())
+                switch source {
+                case .appStore:
+                    for (id, expiry) in [(live, later), (ended, earlier)] {
+                        _ = try await store.saveSubscription(
+                            SubscriptionRecord(
+                                originalTransactionID: "orig-\(id)", userID: id, productID: "com.hannahhealth.premium.monthly", environment: "Sandbox",
+                                status: .active, expiresAt: expiry, willRenew: true, introductory: false, signedAt: clock.now, updatedAt: clock.now))
+                    }
+                    (kept, gone) = (kept + [live], gone + [ended])
+                case .stripe:
+                    for (id, status) in [(live, "unpaid"), (ended, "canceled")] {
+                        _ = try await store.saveStripeSubscription(
+                            StripeSubscriptionRecord(
+                                subscriptionID: "sub_\(id)", customerID: "cus_\(id)", userID: id, priceID: "price_hannah_premium_monthly", status: status,
+                                currentPeriodEnd: earlier, cancelAtPeriodEnd: false, trialEnd: nil, readAt: clock.now, updatedAt: clock.now))
+                    }
+                    (kept, gone) = (kept + [live], gone + [ended])
+                case .grant:
+                    for (id, until) in [(live, later), (ended, earlier)] {
+                        try await store.insertGrant(PlanGrant(userID: id, tier: nil, startsAt: clock.now, until: until, reason: "test", createdBy: "test"))
+                    }
+                    (kept, gone) = (kept + [live], gone + [ended])
+                case .trial:
+                    // The server trial is not bought: it keeps nobody.
+                    for id in [live, ended] { _ = try await store.startTrial(id, at: clock.now.addingTimeInterval(25 * 86_400)) }
+                    gone += [live, ended]
+                }
+            }
+            clock.advance(by: 31 * 86_400)
+            let unitOfWork = UnitOfWork(
+                store: store, narrow: { $0 as AccountCleanup.Stores }, events: events, mail: nil, jobs: jobs, privacy: PrivacySettings(), clock: clock)
+            let cleanup = AccountCleanup(
+                store: store, unitOfWork: unitOfWork, lifecycle: AccountLifecycle(handles: HandleSettings()),
+                rules: [.inactiveAnonymous(days: 30)], graceHours: 72, clock: clock, logger: TestApp.quietLogger)
+            #expect(await cleanup.sweep() == gone.count)
+            for id in kept { #expect(try await store.user(id: id) != nil, "\(id) holds a live right and was removed") }
+            for id in gone { #expect(try await store.user(id: id) == nil, "\(id) has no live right and stayed") }
+            // Spared accounts are not listed again and again: a second sweep removes nothing and ends.
+            #expect(await cleanup.sweep() == 0)
+        }
+    }
+}
