@@ -85,14 +85,16 @@ ensure_test_deps() {
 # Supabase's own Python clients, run unchanged against /auth/v1; firebase-scrypt and bcrypt make
 # the password hashes Firebase and Supabase export, for the import tests; stripe, Stripe's own package,
 # checks with Webhook.construct_event that Server/Tests/support/stripe_standin.py signs webhooks as Stripe
-# does). soft-webauthn 0.1.4 needs fido2 < 2, and every
-# fido2 1.x needs cryptography < 45, while webauthn 3.x needs cryptography >= 49 (2.8.0: >= 46):
-# webauthn 2.7.1 is the newest that installs beside soft-webauthn.
+# does; google-api-python-client ships the androidpublisher v3 discovery document that
+# Server/Tests/support/google_play_standin.py checks every Play Developer API request against, and
+# google_play_selftest.py drives the stand-in with it and google-auth, as Google's own client).
+# soft-webauthn 0.1.4 needs fido2 < 2, and every fido2 1.x needs cryptography < 45, while webauthn 3.x
+# needs cryptography >= 49 (2.8.0: >= 46): webauthn 2.7.1 is the newest that installs beside soft-webauthn.
 VENV_PACKAGES=('aiosmtpd==1.4.6' 'selenium==4.27.1' 'openapi-spec-validator==0.9.0' 'schemathesis==4.32.5'
   'soft-webauthn==0.1.4' 'webauthn==2.7.1' 'fido2==1.2.0' 'cbor2==5.9.0' 'cryptography==44.0.3' 'pyotp==2.9.0'
   'PyJWT==2.15.1' 'supabase-auth==2.34.1' 'gotrue==2.12.4' 'firebase-scrypt==0.1.0' 'bcrypt==5.0.0'
   'opentelemetry-proto==1.45.2' 'protobuf==7.36.2' 'phonenumbers==9.0.43' 'standardwebhooks==1.1.0'
-  'stripe==16.1.0' 'authlib==1.6.5')
+  'stripe==16.1.0' 'authlib==1.6.5' 'google-api-python-client==2.202.0')
 
 # Creates .build-venv, or completes it, unless it already holds VENV_PACKAGES at their versions.
 ensure_venv() {
