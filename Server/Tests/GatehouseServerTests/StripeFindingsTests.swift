@@ -69,13 +69,15 @@ import Testing
             #expect(try await StripeTests.snapshot(api, payer.session.accessToken).planState == "pro")
             _ = try await standIn.updateSubscription(subscription.id, status: "canceled")
             let event = try await standIn.event("customer.subscription.deleted", subscription: subscription.id)
-            // The event as Stripe sends it for a subscription of 40 items, signed with the secret.
+            // The event for a subscription of many items, signed with the secret. The stand-in's
+            // items are trimmed; Stripe's carry the whole price and plan (about 3 KB each), so
+            // its own events pass 64 KiB with fewer.
             var object = try #require(try JSONSerialization.jsonObject(with: Data(event.payload.utf8)) as? [String: Any])
             var data = try #require(object["data"] as? [String: Any])
             var subscriptionObject = try #require(data["object"] as? [String: Any])
             var items = try #require(subscriptionObject["items"] as? [String: Any])
             let item = try #require((items["data"] as? [[String: Any]])?.first)
-            items["data"] = Array(repeating: item, count: 40)
+            items["data"] = Array(repeating: item, count: 100)
             subscriptionObject["items"] = items
             data["object"] = subscriptionObject
             object["data"] = data
@@ -89,7 +91,9 @@ import Testing
             #expect(refused.status == .badRequest && refused.error?.code == .invalidSignature, "\(refused.text)")
             let answer = try await StripeTests.deliver(client, signed)
             #expect(answer.status == .ok, "\(answer.status): \(answer.text.prefix(200))")
-            #expect(try await StripeTests.snapshot(api, payer.session.accessToken).planState == "free")
+            // Stripe's right has ended (Hannah's sign-up trial, still running, is all that is left).
+            let after = try await StripeTests.snapshot(api, payer.session.accessToken)
+            #expect(after.subscription?.source != "stripe" && !(after.sources ?? []).contains { $0.source == "stripe" }, "\(after)")
             // Other routes keep the configured limit.
             let big = String(repeating: "x", count: 70_000)
             let other = try await api.post("/v1/auth/login", #"{"email": "\#(big)@example.com", "password": "x"}"#)
@@ -144,7 +148,9 @@ import Testing
             #expect(listed.grants.isEmpty)
             let farthest = try await client.execute(
                 uri: uri, method: .post, headers: TestApp.adminHeaders, body: jsonBody(#"{"plan": "pro", "until": "9999-12-31T23:59:59Z", "reason": "long"}"#))
-            #expect(farthest.status == .created && (try farthest.json(GrantResponse.self)).grant.until == "9999-12-31T23:59:59Z", "\(farthest.text)")
+            #expect(farthest.status == .created, "\(farthest.text)")
+            let until = try farthest.json(GrantResponse.self).grant.until
+            #expect(until == "9999-12-31T23:59:59Z")
         }
     }
 }
