@@ -4,8 +4,14 @@ import GatehouseWire
 
 extension SQLStore {
     public func stripeCustomer(of userID: UserID) async throws(StoreError) -> String? {
-        try await executor.query("SELECT customer_id FROM stripe_customers WHERE user_id = ?", [.text(userID.description)])
+        try await executor.query("SELECT customer_id FROM stripe_customers WHERE user_id = ? AND own = 1", [.text(userID.description)])
             .first?.string("customer_id")
+    }
+
+    public func stripeCustomers(of userID: UserID) async throws(StoreError) -> [String] {
+        try await executor.query(
+            "SELECT customer_id FROM stripe_customers WHERE user_id = ? ORDER BY created_at, customer_id", [.text(userID.description)]
+        ).map { row throws(StoreError) in try row.string("customer_id") }
     }
 
     public func stripeCustomerOwner(_ customerID: String) async throws(StoreError) -> UserID? {
@@ -17,7 +23,7 @@ extension SQLStore {
 
     public func saveStripeCustomer(userID: UserID, customerID: String, at date: Date) async throws(StoreError) -> String {
         let saved = try await executor.query(
-            "INSERT INTO stripe_customers (user_id, customer_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING RETURNING customer_id",
+            "INSERT INTO stripe_customers (user_id, customer_id, own, created_at) VALUES (?, ?, 1, ?) ON CONFLICT DO NOTHING RETURNING customer_id",
             [.text(userID.description), .text(customerID), .integer(date.unixSeconds)])
         if let row = saved.first { return try row.string("customer_id") }
         guard let stored = try await stripeCustomer(of: userID) else { throw StoreError.conflict("the customer belongs to another account") }
@@ -43,9 +49,11 @@ extension SQLStore {
     public func moveStripeRows(from: UserID, to: UserID) async throws(StoreError) {
         defer { changed(.facts(from)); changed(.facts(to)) }
         try await executor.query("UPDATE stripe_subscriptions SET user_id = ? WHERE user_id = ?", [.text(to.description), .text(from.description)])
+        // Every customer moves (issue 59, finding 1); `from`'s own one stays own only if `to` has none.
         try await executor.query(
-            "UPDATE stripe_customers SET user_id = ? WHERE user_id = ? AND NOT EXISTS (SELECT 1 FROM stripe_customers kept WHERE kept.user_id = ?)",
-            [.text(to.description), .text(from.description), .text(to.description)])
+            "UPDATE stripe_customers SET own = 0 WHERE user_id = ? AND EXISTS (SELECT 1 FROM stripe_customers kept WHERE kept.user_id = ? AND kept.own = 1)",
+            [.text(from.description), .text(to.description)])
+        try await executor.query("UPDATE stripe_customers SET user_id = ? WHERE user_id = ?", [.text(to.description), .text(from.description)])
     }
 
     @discardableResult

@@ -4,8 +4,11 @@ import GatehouseCore
 /// Stripe's side of the plan ledger (issue 44): the customer made for each account, each
 /// subscription's state as last read from Stripe's API, and the events applied.
 public protocol StripeStore: Sendable {
-    /// The account's Stripe customer, if one was made.
+    /// The account's own Stripe customer (the one its checkouts made), if one was made.
     func stripeCustomer(of userID: UserID) async throws(StoreError) -> String?
+    /// Every Stripe customer of the account: its own and those that came with merged accounts
+    /// (issue 59), oldest first.
+    func stripeCustomers(of userID: UserID) async throws(StoreError) -> [String]
     /// The account a Stripe customer was made for, if it is one of ours.
     func stripeCustomerOwner(_ customerID: String) async throws(StoreError) -> UserID?
     /// Keeps `customerID` as the account's customer unless one is stored already (the account is
@@ -15,8 +18,8 @@ public protocol StripeStore: Sendable {
     /// The account a stored subscription belongs to (a merged account's subscription keeps
     /// its customer, which may be no longer the account's own).
     func stripeSubscriptionOwner(_ subscriptionID: String) async throws(StoreError) -> UserID?
-    /// Gives `from`'s Stripe subscriptions to `to`, and its customer too when `to` has none (an
-    /// anonymous account merged into another).
+    /// Gives `from`'s Stripe subscriptions and every one of its customers to `to` (an anonymous
+    /// account merged into another); `from`'s own customer stays `to`'s own only when `to` has none.
     func moveStripeRows(from: UserID, to: UserID) async throws(StoreError)
     /// Saves Stripe's state of a subscription in one conditional statement, unless a later read
     /// is stored or the stored state ended it for good (a late read never revives it); a stored

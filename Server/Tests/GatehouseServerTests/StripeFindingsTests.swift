@@ -13,6 +13,48 @@ import Testing
 
 /// Issue 59's findings against the Stripe stand-in, each as it was found, on both databases.
 @Suite struct StripeFindingsTests {
+    /// Finding 1: an anonymous payer merged into an account that has a customer of its own kept
+    /// the subscription but lost its customer: the portal could not reach the subscription, and
+    /// deleting the account did not cancel it (it kept billing). Every customer now comes along.
+    @Test(arguments: Backend.available)
+    func aMergedPayersCustomerComesAlongAndIsCancelledAtDeletion(_ backend: Backend) async throws {
+        let standIn = try await StripeStandIn()
+        defer { standIn.stop() }
+        let clock = ManualClock(Date())
+        let stripe = StripeTests.configure(standIn)
+        try await TestApp.run(backend, clock: clock, adjust: {
+            stripe(&$0)
+            $0.preset.stripe.prices = [StripeTests.premium: ProductSettings(plan: .pro, tier: "premium")]
+        }) { client, _ in
+            let api = AuthClient(client: client)
+            let owner = try await api.account("owner.59@example.com")
+            // The owner's own customer: a checkout it never paid.
+            #expect(try await StripeTests.checkout(api, token: owner.session.accessToken).status == .ok)
+            let guest = try await AccountTests.anonymous(api)
+            let subscription = try await StripeTests.subscribe(client, standIn, token: guest.session.accessToken, now: clock.now)
+            let taken = try await api.post(
+                "/v1/auth/identities/email", AuthClient.credentials("owner.59@example.com", "correct horse battery"), token: guest.session.accessToken)
+            let mergeToken = try #require(taken.error?.details?["merge_token"].flatMap { if case .string(let t) = $0 { t } else { nil } })
+            #expect(try await api.post("/v1/auth/merge", #"{"merge_token": "\#(mergeToken)"}"#, token: owner.session.accessToken).status == .ok)
+            let export = try await api.get("/v1/me/export", token: owner.session.accessToken).json(AccountExport.self)
+            #expect(export.stripeCustomers.count == 2 && export.stripeCustomers.contains(subscription.customer), "\(export.stripeCustomers)")
+            // The portal opens for the customer whose subscription runs.
+            let portal = try await api.post("/v1/purchases/stripe/portal", #"{"return_url": "\#(StripeTests.origin)/settings"}"#, token: owner.session.accessToken)
+            #expect(portal.status == .ok, "\(portal.text)")
+            let opened = try #require(try await standIn.requests().last { $0.path == "/v1/billing_portal/sessions" })
+            #expect(opened.form["customer"] == subscription.customer)
+            // Deleting the account cancels the merged customer's subscription at Stripe.
+            let deleted = try await client.execute(uri: "/admin/v1/users/\(owner.user.id)", method: .delete, headers: TestApp.adminHeaders)
+            #expect(deleted.status == .noContent)
+            func cancelled() async throws -> Bool {
+                try await standIn.requests().contains { $0.method == "DELETE" && $0.path == "/v1/subscriptions/\(subscription.id)" && $0.status == 200 }
+            }
+            for _ in 0..<200 where try await !cancelled() { try await Task.sleep(for: .milliseconds(50)) }
+            #expect(try await cancelled(), "the merged customer's subscription was not cancelled")
+            try await StripeTests.noRejections(standIn)
+        }
+    }
+
     /// Finding 2: Stripe keeps a 500 that happened once a request began under its idempotency key
     /// and replays it for 24 hours, longer than the cancel job retries. The stand-in stores the
     /// first DELETE's 500 under its key: the job's next attempt re-reads the subscription (still

@@ -69,7 +69,8 @@ struct AccountLifecycle: Sendable {
             switch source {
             // Stripe would go on billing: every live subscription is cancelled, by a job.
             case .stripe:
-                if let customer = try await work.tx.stripeCustomer(of: id) { try await work.enqueueJob(kind: .stripeCancel, payload: ["customer": customer]) }
+                // Every customer of the account, merged ones too (issue 59, finding 1).
+                for customer in try await work.tx.stripeCustomers(of: id) { try await work.enqueueJob(kind: .stripeCancel, payload: ["customer": customer]) }
             // Apple bills through the person's Apple account, which they cancel there; grants and
             // the trial are rows of the account's own.
             case .appStore, .grant, .trial: continue

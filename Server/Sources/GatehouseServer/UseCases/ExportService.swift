@@ -81,7 +81,7 @@ struct ExportService: Sendable {
                     phone: $0.phone, purpose: $0.purpose, createdAt: $0.createdAt.rfc3339, expiresAt: $0.expiresAt.rfc3339,
                     usedAt: $0.usedAt?.rfc3339)
             },
-            stripeCustomers: [try await store.stripeCustomer(of: user.id)].compactMap { $0 },
+            stripeCustomers: try await store.stripeCustomers(of: user.id),
             stripeSubscriptions: try await store.stripeSubscriptions(of: user.id).map {
                 ExportedStripeSubscription(
                     subscriptionID: $0.subscriptionID, customerID: $0.customerID, priceID: $0.priceID, status: $0.status,

@@ -48,11 +48,16 @@ struct StripeService: Sendable {
         return StripeCheckoutResponse(url: session.url, sessionID: session.id)
     }
 
-    /// `POST /v1/purchases/stripe/portal`: 404 until a checkout made the account's customer.
+    /// `POST /v1/purchases/stripe/portal`: 404 until a checkout made the account's customer. The
+    /// portal is the customer's whose subscription runs (one that came with a merged account
+    /// included, issue 59), else the account's own.
     func portal(_ request: StripePortalRequest, user: User) async throws -> StripePortalResponse {
         let client = try configured()
         let returnURL = try redirects.require(request.returnURL)
-        guard let customer = try await store.stripeCustomer(of: user.id) else {
+        let customers = try await store.stripeCustomers(of: user.id)
+        let running = try await store.stripeSubscriptions(of: user.id).first { $0.runs && customers.contains($0.customerID) }?.customerID
+        let own = try await store.stripeCustomer(of: user.id)
+        guard let customer = running ?? own ?? customers.first else {
             throw GatehouseError.notFound("This account has no Stripe billing yet.")
         }
         return StripePortalResponse(url: try await reaching { try await client.createPortalSession(customer: customer, returnURL: returnURL) })
