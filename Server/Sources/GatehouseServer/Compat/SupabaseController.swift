@@ -189,13 +189,16 @@ struct SupabaseController {
 
     @Sendable func adminUsers(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
         let query = request.uri.queryParameters
-        // GoTrue reads an empty value as none (supabase-py's `list_users()` sends `?page=&per_page=`).
+        // GoTrue reads an empty value as none (supabase-py's `list_users()` sends `?page=&per_page=`);
+        // a parameter given twice is refused, not read from its first copy.
         func number(_ name: String, _ fallback: Int) -> Int? {
-            guard let text = query[Substring(name)].map(String.init), !text.isEmpty else { return fallback }
+            let given = query.getAll(name)
+            guard given.count <= 1 else { return nil }
+            guard let text = given.first, !text.isEmpty else { return fallback }
             return Int(text)
         }
         guard let page = number("page", 1), let perPage = number("per_page", 50) else {
-            throw GatehouseError.invalidRequest("page and per_page must be numbers.")
+            throw GatehouseError.invalidRequest("page and per_page must be numbers, each given once.")
         }
         let (list, total) = try await compat.listUsers(page: page, perPage: perPage)
         var headers = noStore
