@@ -10,7 +10,7 @@ extension SQLStore {
 
     public func stripeCustomers(of userID: UserID) async throws(StoreError) -> [String] {
         try await executor.query(
-            "SELECT customer_id FROM stripe_customers WHERE user_id = ? ORDER BY created_at, customer_id", [.text(userID.description)]
+            "SELECT customer_id FROM stripe_customers WHERE user_id = ? ORDER BY own DESC, created_at, customer_id", [.text(userID.description)]
         ).map { row throws(StoreError) in try row.string("customer_id") }
     }
 

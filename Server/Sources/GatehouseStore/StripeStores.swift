@@ -6,8 +6,8 @@ import GatehouseCore
 public protocol StripeStore: Sendable {
     /// The account's own Stripe customer (the one its checkouts made), if one was made.
     func stripeCustomer(of userID: UserID) async throws(StoreError) -> String?
-    /// Every Stripe customer of the account: its own and those that came with merged accounts
-    /// (issue 59), oldest first.
+    /// Every Stripe customer of the account: its own first, then those that came with merged
+    /// accounts (issue 59), oldest first.
     func stripeCustomers(of userID: UserID) async throws(StoreError) -> [String]
     /// The account a Stripe customer was made for, if it is one of ours.
     func stripeCustomerOwner(_ customerID: String) async throws(StoreError) -> UserID?

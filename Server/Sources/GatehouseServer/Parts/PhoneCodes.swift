@@ -5,9 +5,9 @@ import GatehouseWire
 
 /// The 6-digit codes sent by SMS (issue 43): made and queued with the write that asked for
 /// them, checked with a reserved guess, used once. The code is made, hashed and checked by
-/// `OneTimeCodes`, the part mailed codes share (this is its SMS channel): 10 minutes, single use, 5 wrong guesses per code, each guess reserved by one
-/// conditional update before the comparison, so no burst of guesses gets more than the limit
-/// evaluated. A code belongs to its number and purpose and to whoever asked (issue 58): a
+/// `OneTimeCodes`, the part mailed codes share (this is its SMS channel): 10 minutes, single
+/// use, 5 wrong guesses per code, each guess reserved by one conditional update before the
+/// comparison, so no burst of guesses gets more than the limit evaluated. A code belongs to its number and purpose and to whoever asked (issue 58): a
 /// code asked for by the number's holder is bound to no account, one a sign-up or a change
 /// asked for names that account, and neither ends the other.
 struct PhoneCodes: Sendable {

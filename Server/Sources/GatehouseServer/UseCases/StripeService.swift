@@ -56,8 +56,7 @@ struct StripeService: Sendable {
         let returnURL = try redirects.require(request.returnURL)
         let customers = try await store.stripeCustomers(of: user.id)
         let running = try await store.stripeSubscriptions(of: user.id).first { $0.runs && customers.contains($0.customerID) }?.customerID
-        let own = try await store.stripeCustomer(of: user.id)
-        guard let customer = running ?? own ?? customers.first else {
+        guard let customer = running ?? customers.first else {
             throw GatehouseError.notFound("This account has no Stripe billing yet.")
         }
         return StripePortalResponse(url: try await reaching { try await client.createPortalSession(customer: customer, returnURL: returnURL) })
