@@ -51,23 +51,31 @@ public struct EntitlementEngine: Sendable {
     public let copy: [String: String]
     /// The Stripe prices the app sells and the plan and tier each gives (the preset's `stripe`).
     public let stripePrices: [String: ProductSettings]
+    /// The windows the ledger counts in (`pro_grace_hours`, Stripe's billing grace days).
+    public let grace: LedgerGrace
 
-    public init(settings: EntitlementSettings, copy: [String: String], stripePrices: [String: ProductSettings] = [:]) {
+    public init(
+        settings: EntitlementSettings, copy: [String: String], stripePrices: [String: ProductSettings] = [:],
+        stripeBillingGraceDays: Int = StripeSettings.defaultBillingGraceDays
+    ) {
         self.settings = settings
         self.copy = copy
         self.stripePrices = stripePrices
+        grace = LedgerGrace(proGraceHours: settings.proGraceHours, billingGraceDays: stripeBillingGraceDays)
     }
 
-    /// The engine of `preset`: its entitlements, copy and Stripe prices.
+    /// The engine of `preset`: its entitlements, copy and Stripe prices and billing grace.
     public init(preset: Preset) {
-        self.init(settings: preset.entitlements, copy: preset.copy, stripePrices: preset.stripe.prices)
+        self.init(
+            settings: preset.entitlements, copy: preset.copy, stripePrices: preset.stripe.prices,
+            stripeBillingGraceDays: preset.stripe.billingGraceDays)
     }
 
     // MARK: Plan state
 
     /// CH08 §2: no user → guest; an override; else the winning right of the ledger (a
     /// subscription, a grant, the trial): paid → pro, trial → trial (an introductory offer, a
-    /// Stripe trial, the server trial), unconfirmed renewal or billing trouble → pro_grace; none →
+    /// Stripe trial, the server trial), unconfirmed renewal → pro_grace (billing grace is paid); none →
     /// free. A purchase still pending has posted nothing, so it changes nothing.
     public func state(of input: EntitlementInput, at now: Date) -> PlanState {
         guard input.userID != nil else { return .guest }

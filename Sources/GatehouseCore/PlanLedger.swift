@@ -19,6 +19,22 @@ public enum PlanSource: String, Sendable, CaseIterable, Codable {
     case trial
 }
 
+/// The windows the ledger's rules count in: CH08's `pro_grace` after a period ends unconfirmed
+/// (the preset's `entitlements.pro_grace_hours`), and billing grace for a source that does not
+/// say when its own ends (Stripe's `past_due`: the preset's `stripe.billing_grace_days`).
+public struct LedgerGrace: Sendable, Equatable {
+    public var proGraceHours: Int
+    public var billingGraceDays: Int
+
+    public init(proGraceHours: Int, billingGraceDays: Int = StripeSettings.defaultBillingGraceDays) {
+        self.proGraceHours = proGraceHours
+        self.billingGraceDays = billingGraceDays
+    }
+
+    /// The end of the pro_grace window after a period ending at `end`.
+    public func unconfirmedUntil(_ end: Date) -> Date { end.addingTimeInterval(TimeInterval(proGraceHours) * 3600) }
+}
+
 /// What one source gives at a moment: its entitlement, tier, end and the object the snapshot shows.
 public struct PlanRight: Sendable, Equatable {
     public var source: PlanSource
@@ -45,13 +61,16 @@ public struct StripeSubscriptionRecord: Sendable, Equatable {
     public var currentPeriodEnd: Date?
     public var cancelAtPeriodEnd: Bool
     public var trialEnd: Date?
+    /// While `past_due`: when it first went past due (the failed renewal's period start), kept
+    /// across reads while it stays past due, so billing grace runs once, not each cycle.
+    public var pastDueSince: Date?
     /// When this state was read from Stripe: an older read never overwrites a newer one.
     public var readAt: Date
     public var updatedAt: Date
 
     public init(
         subscriptionID: String, customerID: String, userID: UserID?, priceID: String, status: String, currentPeriodEnd: Date?,
-        cancelAtPeriodEnd: Bool, trialEnd: Date?, readAt: Date, updatedAt: Date
+        cancelAtPeriodEnd: Bool, trialEnd: Date?, pastDueSince: Date? = nil, readAt: Date, updatedAt: Date
     ) {
         self.subscriptionID = subscriptionID
         self.customerID = customerID
@@ -61,6 +80,7 @@ public struct StripeSubscriptionRecord: Sendable, Equatable {
         self.currentPeriodEnd = currentPeriodEnd
         self.cancelAtPeriodEnd = cancelAtPeriodEnd
         self.trialEnd = trialEnd
+        self.pastDueSince = pastDueSince
         self.readAt = readAt
         self.updatedAt = updatedAt
     }
@@ -77,9 +97,11 @@ public struct StripeSubscriptionRecord: Sendable, Equatable {
 
     /// `trialing` → trial until its end; `active` → paid until the period ends (then, unless it
     /// was cancelled at the period's end, the pro_grace window while the renewal is confirmed);
-    /// `past_due` → pro_grace (billing grace) until the unpaid period ends; anything else gives
-    /// nothing, so the plan falls back to what the other sources grant.
-    public func entitlement(at now: Date, graceHours: Int) -> SubscriptionRecord.Entitlement {
+    /// `past_due` → billing grace, paid as the App Store's is (decision 17), from when it went
+    /// past due for `grace.billingGraceDays`, never past the unpaid period's end (issue 59,
+    /// finding 3); anything else gives nothing, so the plan falls back to what the other sources
+    /// grant.
+    public func entitlement(at now: Date, grace: LedgerGrace) -> SubscriptionRecord.Entitlement {
         guard let end = currentPeriodEnd else { return .notEntitled }
         switch status {
         case "trialing":
@@ -87,32 +109,40 @@ public struct StripeSubscriptionRecord: Sendable, Equatable {
             return now < until ? .trial(until: until) : .notEntitled
         case "active":
             if now < end { return .paid }
-            if !cancelAtPeriodEnd && now < end.addingTimeInterval(TimeInterval(graceHours) * 3600) { return .unconfirmedRenewal }
+            if !cancelAtPeriodEnd && now < grace.unconfirmedUntil(end) { return .unconfirmedRenewal }
             return .notEntitled
         case "past_due":
-            return now < end ? .unconfirmedRenewal : .notEntitled
+            return billingGraceEnd(grace).map { now < $0 } == true ? .paid : .notEntitled
         default:
             return .notEntitled
         }
     }
 
+    /// The end of billing grace while past due: `billingGraceDays` after it went past due, or the
+    /// unpaid period's end if that comes first.
+    func billingGraceEnd(_ grace: LedgerGrace) -> Date? {
+        guard status == "past_due", let since = pastDueSince, let end = currentPeriodEnd else { return nil }
+        return min(since.addingTimeInterval(TimeInterval(grace.billingGraceDays) * 86_400), end)
+    }
+
     /// When it stops giving its plan if nothing new arrives.
-    public func entitlementEnd(graceHours: Int) -> Date? {
+    public func entitlementEnd(grace: LedgerGrace) -> Date? {
         guard let end = currentPeriodEnd else { return nil }
         switch status {
         case "trialing": return trialEnd ?? end
-        case "active": return cancelAtPeriodEnd ? end : end.addingTimeInterval(TimeInterval(graceHours) * 3600)
-        case "past_due": return end
+        case "active": return cancelAtPeriodEnd ? end : grace.unconfirmedUntil(end)
+        case "past_due": return billingGraceEnd(grace)
         default: return nil
         }
     }
 
     /// The snapshot's `subscription` object, in the vocabulary App Store subscriptions use.
-    public func info(at now: Date, graceHours: Int) -> SubscriptionInfo {
+    public func info(at now: Date, grace: LedgerGrace) -> SubscriptionInfo {
         let shown: String
         switch status {
-        case "trialing", "active": shown = entitlement(at: now, graceHours: graceHours) == .notEntitled ? "expired" : "active"
-        case "past_due": shown = "billing_grace"
+        case "trialing", "active": shown = entitlement(at: now, grace: grace) == .notEntitled ? "expired" : "active"
+        // After billing grace Stripe may still retry: the App Store's word for that.
+        case "past_due": shown = entitlement(at: now, grace: grace) == .notEntitled ? "billing_retry" : "billing_grace"
         case "unpaid": shown = "billing_retry"
         case "paused": shown = "paused"
         case "incomplete": shown = "incomplete"
@@ -180,10 +210,10 @@ public struct PaidRows: Sendable, Equatable {
     /// Whether any source still gives a right, or may still bill for one: an account holding
     /// one is never stale, whatever else says so (issue 59, finding 5: the anonymous cleanup
     /// deleted a paying account and cancelled its subscription). Walks every source.
-    public func holdLiveRight(at now: Date, graceHours: Int) -> Bool {
+    public func holdLiveRight(at now: Date, grace: LedgerGrace) -> Bool {
         PlanSource.allCases.contains { source in
             switch source {
-            case .appStore: appStore.contains { $0.entitlement(at: now, graceHours: graceHours) != .notEntitled }
+            case .appStore: appStore.contains { $0.entitlement(at: now, graceHours: grace.proGraceHours) != .notEntitled }
             case .stripe: stripe.contains { !$0.isTerminal }
             case .grant: grants.contains { $0.isActive(at: now) }
             // Not bought: a stale account's server trial does not keep it.
@@ -197,26 +227,26 @@ extension EntitlementEngine {
     /// Every source's right at `now`, entitled or not, in `PlanSource` order. Each case says what
     /// its rows give; the trial is listed only while it runs.
     public func ledger(_ input: EntitlementInput, at now: Date) -> [PlanRight] {
-        let grace = settings.proGraceHours
         var rights: [PlanRight] = []
         for source in PlanSource.allCases {
             switch source {
             case .appStore:
                 for record in input.subscriptions where settings.products[record.productID] != nil {
-                    var info = record.info(at: now, graceHours: grace)
+                    var info = record.info(at: now, graceHours: grace.proGraceHours)
                     info.source = source.rawValue
                     rights.append(
                         PlanRight(
-                            source: source, entitlement: record.entitlement(at: now, graceHours: grace),
-                            tier: settings.products[record.productID]?.tier, end: record.entitlementEnd(graceHours: grace), info: info))
+                            source: source, entitlement: record.entitlement(at: now, graceHours: grace.proGraceHours),
+                            tier: settings.products[record.productID]?.tier, end: record.entitlementEnd(graceHours: grace.proGraceHours),
+                            info: info))
                 }
             case .stripe:
                 for record in input.stripeSubscriptions where stripePrices[record.priceID] != nil {
                     rights.append(
                         PlanRight(
-                            source: source, entitlement: record.entitlement(at: now, graceHours: grace),
-                            tier: stripePrices[record.priceID]?.tier, end: record.entitlementEnd(graceHours: grace),
-                            info: record.info(at: now, graceHours: grace)))
+                            source: source, entitlement: record.entitlement(at: now, grace: grace),
+                            tier: stripePrices[record.priceID]?.tier, end: record.entitlementEnd(grace: grace),
+                            info: record.info(at: now, grace: grace)))
                 }
             case .grant:
                 for grant in input.grants {

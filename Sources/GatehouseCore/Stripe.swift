@@ -5,13 +5,20 @@ import GatehouseWire
 /// each one gives (Hannah: premium and nutritionist). Empty: Stripe is off for the preset.
 public struct StripeSettings: Sendable, Equatable, PresetSection {
     public var prices: [String: ProductSettings] = [:]
+    /// How long a `past_due` subscription keeps its plan (billing grace, `pro`) from when it went
+    /// past due: set it to the retry schedule in Stripe's settings (Smart Retries' default is two
+    /// weeks). Stripe does not say when its retries end; Apple does, and its grace end is used.
+    public var billingGraceDays = Self.defaultBillingGraceDays
+
+    public static let defaultBillingGraceDays = 14
 
     public init() {}
 
-    static var fields: [PresetField<Self>] { [.key("prices", \.prices)] }
+    static var fields: [PresetField<Self>] { [.key("prices", \.prices), .key("billing_grace_days", \.billingGraceDays)] }
 
     func problems() -> [String] {
         var problems: [String] = []
+        if !(0...60).contains(billingGraceDays) { problems.append("'stripe.billing_grace_days' must be 0 to 60") }
         for (id, price) in prices.sorted(by: { $0.key < $1.key }) {
             if !id.hasPrefix("price_") { problems.append("'stripe.prices.\(id)' must be a Stripe price id (price_…)") }
             if price.plan != .pro { problems.append("'stripe.prices.\(id).plan' must be pro (a subscription gives Pro; a Stripe trial, trial)") }

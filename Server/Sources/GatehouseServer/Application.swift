@@ -93,7 +93,7 @@ public func buildApplication(
     let cleanup = AccountCleanup(
         store: store, unitOfWork: infra.unitOfWork.narrowed { $0 }, lifecycle: useCases.lifecycle,
         rules: AccountCleanup.rules(anonymousCleanupDays: config.preset.privacy.anonymousCleanupDays),
-        graceHours: config.preset.entitlements.proGraceHours, clock: clock, logger: logger)
+        grace: EntitlementEngine(preset: config.preset).grace, clock: clock, logger: logger)
     services.append(cleanup)
     let retention = RetentionSweep(
         store: store, days: config.preset.privacy.retentionDays, idleSeconds: config.preset.tokens.refreshTokenTTLSeconds,

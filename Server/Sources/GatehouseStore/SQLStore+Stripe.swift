@@ -31,7 +31,7 @@ extension SQLStore {
     }
 
     private static let stripeColumns =
-        "subscription_id, customer_id, user_id, price_id, status, current_period_end, cancel_at_period_end, trial_end, read_at, updated_at"
+        "subscription_id, customer_id, user_id, price_id, status, current_period_end, cancel_at_period_end, trial_end, past_due_since, read_at, updated_at"
 
     public func stripeSubscriptions(of userID: UserID) async throws(StoreError) -> [StripeSubscriptionRecord] {
         try await accountFact(of: userID, cached: \.stripeSubscriptions, keep: { $0.stripeSubscriptions = $1 }) { () async throws(StoreError) in
@@ -59,12 +59,21 @@ extension SQLStore {
     @discardableResult
     public func saveStripeSubscription(_ record: StripeSubscriptionRecord) async throws(StoreError) -> Bool {
         let updates = Self.stripeColumns.split(separator: ",").dropFirst().map { $0.trimmingCharacters(in: .whitespaces) }
-            .map { $0 == "user_id" ? "user_id = COALESCE(stripe_subscriptions.user_id, excluded.user_id)" : "\($0) = excluded.\($0)" }
+            .map { column in
+                switch column {
+                case "user_id": "user_id = COALESCE(stripe_subscriptions.user_id, excluded.user_id)"
+                // Still past due: billing grace keeps counting from the first read that saw it.
+                case "past_due_since":
+                    "past_due_since = CASE WHEN excluded.status = 'past_due' AND stripe_subscriptions.status = 'past_due' "
+                        + "THEN COALESCE(stripe_subscriptions.past_due_since, excluded.past_due_since) ELSE excluded.past_due_since END"
+                default: "\(column) = excluded.\(column)"
+                }
+            }
             .joined(separator: ", ")
         let terminal = StripeSubscriptionRecord.terminalStatuses.sorted().map { "'\($0)'" }.joined(separator: ", ")
         let saved = try await executor.query(
             """
-            INSERT INTO stripe_subscriptions (\(Self.stripeColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO stripe_subscriptions (\(Self.stripeColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (subscription_id) DO UPDATE SET \(updates)
             WHERE stripe_subscriptions.read_at <= excluded.read_at AND stripe_subscriptions.status NOT IN (\(terminal))
             RETURNING subscription_id, user_id
@@ -72,7 +81,7 @@ extension SQLStore {
             [
                 .text(record.subscriptionID), .text(record.customerID), SQLValue(record.userID?.description), .text(record.priceID),
                 .text(record.status), SQLValue(record.currentPeriodEnd?.unixSeconds), SQLValue(record.cancelAtPeriodEnd),
-                SQLValue(record.trialEnd?.unixSeconds), .integer(record.readAt.unixMilliseconds), .integer(record.updatedAt.unixSeconds),
+                SQLValue(record.trialEnd?.unixSeconds), SQLValue(record.pastDueSince?.unixSeconds), .integer(record.readAt.unixMilliseconds), .integer(record.updatedAt.unixSeconds),
             ])
         for row in saved { if let owner = try row.optionalString("user_id").flatMap(UserID.init) { changed(.facts(owner)) } }
         return !saved.isEmpty
@@ -100,6 +109,7 @@ extension SQLStore {
             priceID: try row.string("price_id"), status: try row.string("status"),
             currentPeriodEnd: try row.optionalInt("current_period_end").map(Date.init(unixSeconds:)),
             cancelAtPeriodEnd: try row.bool("cancel_at_period_end"), trialEnd: try row.optionalInt("trial_end").map(Date.init(unixSeconds:)),
+            pastDueSince: try row.optionalInt("past_due_since").map(Date.init(unixSeconds:)),
             readAt: Date(unixMilliseconds: try row.int("read_at")), updatedAt: Date(unixSeconds: try row.int("updated_at")))
     }
 

@@ -13,12 +13,13 @@ import Testing
         EntitlementEngine(preset: try EntitlementEngineTests.preset("hannah"))
     }
 
-    static func stripe(_ status: String, price: String = "price_hannah_premium_monthly", ends: TimeInterval, cancelling: Bool = false)
-        -> StripeSubscriptionRecord
-    {
+    static func stripe(
+        _ status: String, price: String = "price_hannah_premium_monthly", ends: TimeInterval, cancelling: Bool = false, pastDue: TimeInterval? = nil
+    ) -> StripeSubscriptionRecord {
         StripeSubscriptionRecord(
             subscriptionID: "sub_\(status)", customerID: "cus_1", userID: nil, priceID: price, status: status, currentPeriodEnd: now + ends,
-            cancelAtPeriodEnd: cancelling, trialEnd: status == "trialing" ? now + ends : nil, readAt: now, updatedAt: now)
+            cancelAtPeriodEnd: cancelling, trialEnd: status == "trialing" ? now + ends : nil, pastDueSince: pastDue.map { now + $0 }, readAt: now,
+            updatedAt: now)
     }
 
     static func appStore(ends: TimeInterval, product: String = "com.hannahhealth.premium.monthly") -> SubscriptionRecord {
@@ -51,7 +52,11 @@ import Testing
             (Self.stripe("active", ends: -3_600), "pro_grace", "active"),
             (Self.stripe("active", ends: -3_600, cancelling: true), "free", "expired"),
             (Self.stripe("active", ends: 10 * Self.day, cancelling: true), "pro", "active"),
-            (Self.stripe("past_due", ends: 10 * Self.day), "pro_grace", "billing_grace"),
+            (Self.stripe("past_due", ends: 20 * Self.day, pastDue: -3 * Self.day), "pro", "billing_grace"),
+            // Billing grace (14 days) is over, the unpaid period is not: nothing (issue 59, finding 3).
+            (Self.stripe("past_due", ends: 10 * Self.day, pastDue: -15 * Self.day), "free", "billing_retry"),
+            // Grace never outlasts the unpaid period.
+            (Self.stripe("past_due", ends: -60, pastDue: -3 * Self.day), "free", "billing_retry"),
             (Self.stripe("canceled", ends: 10 * Self.day), "free", "expired"),
             (Self.stripe("unpaid", ends: 10 * Self.day), "free", "billing_retry"),
             (Self.stripe("incomplete_expired", ends: 10 * Self.day), "free", "expired"),
@@ -83,9 +88,14 @@ import Testing
         snapshot = engine.snapshot(webEnded, at: Self.now)
         #expect(snapshot.planState == "pro" && snapshot.tier == "premium" && snapshot.subscription?.source == "app_store")
 
-        // Billing trouble on one source does not pull down a paid one.
+        // Billing grace is paid (decision 17): the higher tier still wins; past it, billing
+        // trouble on one source does not pull down a paid one.
         var troubled = both
         troubled.stripeSubscriptions[0].status = "past_due"
+        troubled.stripeSubscriptions[0].pastDueSince = Self.now - 3 * Self.day
+        #expect(engine.winningRight(troubled, at: Self.now)?.source == .stripe)
+        #expect(engine.planExpiry(troubled, at: Self.now) == Self.now + 11 * Self.day)
+        troubled.stripeSubscriptions[0].pastDueSince = Self.now - 15 * Self.day
         #expect(engine.state(of: troubled, at: Self.now) == .pro)
         #expect(engine.winningRight(troubled, at: Self.now)?.source == .appStore)
 

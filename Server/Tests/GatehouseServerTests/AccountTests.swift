@@ -329,7 +329,7 @@ import Testing
             let unitOfWork = UnitOfWork(store: store, narrow: { $0 as AccountCleanup.Stores }, events: events, mail: nil, jobs: jobs, privacy: PrivacySettings(), clock: clock)
             let cleanup = AccountCleanup(
                 store: store, unitOfWork: unitOfWork, lifecycle: AccountLifecycle(handles: HandleSettings()),
-                rules: [.inactiveAnonymous(days: 30)], graceHours: 72, clock: clock, logger: TestApp.quietLogger)
+                rules: [.inactiveAnonymous(days: 30)], grace: LedgerGrace(proGraceHours: 72), clock: clock, logger: TestApp.quietLogger)
             #expect(await cleanup.sweep() == 1)
             #expect(try await store.user(id: stale.id) == nil)
             let freshStays = try await store.user(id: fresh.id) != nil

@@ -383,7 +383,7 @@ import Testing
                 store: store, narrow: { $0 as AccountCleanup.Stores }, events: events, mail: nil, jobs: jobs, privacy: PrivacySettings(), clock: clock)
             let cleanup = AccountCleanup(
                 store: store, unitOfWork: unitOfWork, lifecycle: AccountLifecycle(handles: HandleSettings()),
-                rules: AccountCleanup.rules(anonymousCleanupDays: nil), graceHours: 72, clock: clock, logger: TestApp.quietLogger)
+                rules: AccountCleanup.rules(anonymousCleanupDays: nil), grace: LedgerGrace(proGraceHours: 72), clock: clock, logger: TestApp.quietLogger)
             clock.advance(by: 86_000)
             #expect(await cleanup.sweep() == 0)
             clock.advance(by: 401)

@@ -9,7 +9,7 @@ import Testing
 
 /// Issue 44's SDK part against a live server with Hannah's preset and the Stripe stand-in: the
 /// checkout page's URL for a price (returning to the app's own address), the plan read again
-/// when the person comes back, billing trouble shown with the pro_grace banner, and the portal.
+/// when the person comes back, billing trouble as billing grace, and the portal.
 @MainActor @Suite struct SDKStripeTests {
     @Test func checkoutOnTheWebThenBackInTheApp() async throws {
         let standIn = try await StripeStandIn()
@@ -61,12 +61,12 @@ import Testing
         await status.update()
         #expect(status.planState == "pro" && !status.showsPaywall && !status.isReadOnly)
 
-        // A failed renewal: pro_grace, with the banner the App Store's pro_grace shows.
+        // A failed renewal: billing grace, still pro as the App Store's is (decision 17), no banner.
         _ = try await standIn.updateSubscription(subscription.id, status: "past_due")
         try await StripeTests.send(server, standIn, "invoice.payment_failed", subscription: subscription.id, at: clock.now)
         await status.update()
-        #expect(status.planState == "pro_grace" && !status.showsPaywall)
-        #expect(status.banner == "We can't confirm your subscription right now. We'll check again shortly.")
+        #expect(status.planState == "pro" && !status.showsPaywall && status.banner == nil)
+        #expect(status.snapshot?.subscription?.status == "billing_grace")
 
         // The portal, to fix the card or cancel.
         let portal = try await client.stripePortalURL()

@@ -97,6 +97,63 @@ import Testing
         }
     }
 
+    /// Finding 3: `past_due` gave the paid plan for the whole unpaid period, and again each cycle
+    /// Stripe kept it past due. Billing grace is now `pro` (as the App Store's, decision 17) for the
+    /// preset's `stripe.billing_grace_days` from when it went past due, once per streak: a second
+    /// past-due cycle gives nothing more; paid again, it is pro again.
+    @Test(arguments: Backend.available)
+    func pastDueGivesBillingGraceOnceAndNotTheWholePeriod(_ backend: Backend) async throws {
+        let standIn = try await StripeStandIn()
+        defer { standIn.stop() }
+        let clock = ManualClock(Date())
+        let day: TimeInterval = 86_400
+        try await TestApp.run(backend, preset: "hannah", clock: clock, adjust: {
+            StripeTests.configure(standIn)(&$0)
+            $0.preset.stripe.billingGraceDays = 10
+        }) { client, config in
+            let api = AuthClient(client: client)
+            let payer = try await VerifierTests.signIn(api, config, "pastdue.59@example.com")
+            let start = clock.now
+            let subscription = try await StripeTests.subscribe(client, standIn, token: payer.session.accessToken, now: start)
+            // The renewal at day 30 fails: Stripe opens the next period and marks it past due.
+            clock.advance(by: 25 * day)
+            var session = try await api.refresh(payer.session.refreshToken).json(SessionResponse.self).session
+            clock.advance(by: 5 * day + 3_600)
+            _ = try await standIn.updateSubscription(subscription.id, status: "past_due", periodStart: start + 30 * day, periodEnd: start + 60 * day)
+            try await StripeTests.send(client, standIn, "invoice.payment_failed", subscription: subscription.id, at: clock.now)
+            session = try await api.refresh(session.refreshToken).json(SessionResponse.self).session
+            var snapshot = try await StripeTests.snapshot(api, session.accessToken)
+            #expect(snapshot.planState == "pro" && snapshot.tier == "premium" && snapshot.subscription?.status == "billing_grace", "\(snapshot)")
+            #expect(try jwtParts(session.accessToken).claims["plan_expires_at"] as? Int == Int((start + 40 * day).timeIntervalSince1970))
+            // Ten days on, the unpaid period still runs: grace is over.
+            clock.advance(by: 10 * day)
+            session = try await api.refresh(session.refreshToken).json(SessionResponse.self).session
+            snapshot = try await StripeTests.snapshot(api, session.accessToken)
+            #expect(snapshot.planState == "free" && snapshot.readOnly, "\(snapshot)")
+            // Stripe keeps it past due into the next period: no grace again.
+            clock.advance(by: 20 * day)
+            session = try await api.refresh(session.refreshToken).json(SessionResponse.self).session
+            _ = try await standIn.updateSubscription(subscription.id, status: "past_due", periodStart: start + 60 * day, periodEnd: start + 90 * day)
+            try await StripeTests.send(client, standIn, "customer.subscription.updated", subscription: subscription.id, at: clock.now)
+            session = try await api.refresh(session.refreshToken).json(SessionResponse.self).session
+            snapshot = try await StripeTests.snapshot(api, session.accessToken)
+            #expect(snapshot.planState == "free", "\(snapshot)")
+            // The card is fixed: paid, pro again; a later failure starts a grace of its own.
+            _ = try await standIn.updateSubscription(subscription.id, status: "active")
+            try await StripeTests.send(client, standIn, "invoice.paid", subscription: subscription.id, at: clock.now)
+            #expect(try await StripeTests.snapshot(api, session.accessToken).planState == "pro")
+            clock.advance(by: 25 * day)
+            session = try await api.refresh(session.refreshToken).json(SessionResponse.self).session
+            clock.advance(by: 5 * day)
+            _ = try await standIn.updateSubscription(subscription.id, status: "past_due", periodStart: start + 90 * day, periodEnd: start + 120 * day)
+            try await StripeTests.send(client, standIn, "invoice.payment_failed", subscription: subscription.id, at: clock.now)
+            session = try await api.refresh(session.refreshToken).json(SessionResponse.self).session
+            snapshot = try await StripeTests.snapshot(api, session.accessToken)
+            #expect(snapshot.planState == "pro" && snapshot.subscription?.status == "billing_grace", "\(snapshot)")
+            try await StripeTests.noRejections(standIn)
+        }
+    }
+
     /// Finding 4: a genuine event can be larger than the API's 64 KiB (a subscription of many
     /// items, each with its price): Stripe's route takes it, its signature still checked first.
     @Test(arguments: Backend.available)
@@ -252,7 +309,7 @@ import Testing
                 store: store, narrow: { $0 as AccountCleanup.Stores }, events: events, mail: nil, jobs: jobs, privacy: PrivacySettings(), clock: clock)
             let cleanup = AccountCleanup(
                 store: store, unitOfWork: unitOfWork, lifecycle: AccountLifecycle(handles: HandleSettings()),
-                rules: [.inactiveAnonymous(days: 30)], graceHours: 72, clock: clock, logger: TestApp.quietLogger)
+                rules: [.inactiveAnonymous(days: 30)], grace: LedgerGrace(proGraceHours: 72), clock: clock, logger: TestApp.quietLogger)
             #expect(await cleanup.sweep() == gone.count)
             for id in kept { #expect(try await store.user(id: id) != nil, "\(id) holds a live right and was removed") }
             for id in gone { #expect(try await store.user(id: id) == nil, "\(id) has no live right and stayed") }

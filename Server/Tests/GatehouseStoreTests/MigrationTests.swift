@@ -49,6 +49,7 @@ import Testing
         Shipped(version: 26, name: "account_fact_notices", sqlite: "72d14ae7c77fe736", postgres: "da85e284d91d1c90"),
         Shipped(version: 27, name: "unproved_phone_index", sqlite: "165216e577018ea6", postgres: "165216e577018ea6"),
         Shipped(version: 28, name: "stripe_customers_kept_by_merges", sqlite: "9a9a2ce295a420ae", postgres: "9a9a2ce295a420ae"),
+        Shipped(version: 29, name: "stripe_past_due_since", sqlite: "7a969f6aca92ba5b", postgres: "7a969f6aca92ba5b"),
     ]
 
     @Test(arguments: [SQLDialect.sqlite, .postgres])

@@ -43,6 +43,20 @@ import Testing
             #expect(stored.map(\.status) == ["canceled"] && stored.first?.userID == ann.id)
             #expect(try await store.stripeSubscriptions(of: bob.id).isEmpty)
 
+            // Past due: billing grace counts from the first read that saw it, however many later
+            // reads say so (a new period's start included); paid again, a new streak starts.
+            func pastDue(_ status: String, since: Date?, readAt: Date) async throws -> Date? {
+                var record = Self.record(status, readAt: readAt, user: bob.id)
+                record.subscriptionID = "sub_2"
+                record.pastDueSince = since
+                #expect(try await store.saveStripeSubscription(record))
+                return try await store.stripeSubscriptions(of: bob.id).first?.pastDueSince
+            }
+            #expect(try await pastDue("past_due", since: Self.now, readAt: Self.now) == Self.now)
+            #expect(try await pastDue("past_due", since: Self.now + 30 * 86_400, readAt: Self.now + 1) == Self.now)
+            #expect(try await pastDue("active", since: nil, readAt: Self.now + 2) == nil)
+            #expect(try await pastDue("past_due", since: Self.now + 60 * 86_400, readAt: Self.now + 3) == Self.now + 60 * 86_400)
+
             // Events by id, once.
             #expect(try await store.recordStripeEvent(id: "evt_1", type: "invoice.paid", outcome: "applied", at: Self.now))
             #expect(try await store.recordStripeEvent(id: "evt_1", type: "invoice.paid", outcome: "applied", at: Self.now) == false)

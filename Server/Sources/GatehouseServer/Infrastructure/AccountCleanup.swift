@@ -63,17 +63,17 @@ final class AccountCleanup: PeriodicSweep {
     let unitOfWork: UnitOfWork<Stores>
     let lifecycle: AccountLifecycle
     let rules: [Rule]
-    /// The preset's `pro_grace` hours: an App Store subscription in its grace still gives a right.
-    let graceHours: Int
+    /// The preset's grace windows: a subscription in its grace still gives a right.
+    let grace: LedgerGrace
     let clock: any WallClock
     let logger: Logger
     let loop = WakeLoop(pollInterval: .seconds(3_600))
 
     init(
-        store: Stores, unitOfWork: UnitOfWork<Stores>, lifecycle: AccountLifecycle, rules: [Rule], graceHours: Int, clock: any WallClock,
+        store: Stores, unitOfWork: UnitOfWork<Stores>, lifecycle: AccountLifecycle, rules: [Rule], grace: LedgerGrace, clock: any WallClock,
         logger: Logger
     ) {
-        self.graceHours = graceHours
+        self.grace = grace
         self.store = store
         self.unitOfWork = unitOfWork
         self.lifecycle = lifecycle
@@ -93,7 +93,7 @@ final class AccountCleanup: PeriodicSweep {
     /// transaction (every row, whatever the preset sells today).
     private func holdsLiveRight(_ id: UserID, in tx: Stores) async throws -> Bool {
         let rows = PaidRows(appStore: try await tx.subscriptions(of: id), stripe: try await tx.stripeSubscriptions(of: id), grants: try await tx.grants(of: id))
-        return rows.holdLiveRight(at: clock.now, graceHours: graceHours)
+        return rows.holdLiveRight(at: clock.now, grace: grace)
     }
 
     /// Deletes one batch after another, rule by rule, until no stale account is left; returns how many.

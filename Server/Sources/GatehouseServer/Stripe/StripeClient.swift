@@ -190,6 +190,7 @@ struct StripeSubscriptionObject: Sendable, Equatable {
     var customer: String
     var status: String
     var priceID: String
+    var currentPeriodStart: Date?
     var currentPeriodEnd: Date?
     var cancelAtPeriodEnd: Bool
     var trialEnd: Date?
@@ -209,17 +210,20 @@ struct StripeSubscriptionObject: Sendable, Equatable {
         self.customer = customer
         self.status = status
         priceID = price
+        currentPeriodStart = items.compactMap { date($0["current_period_start"]) }.max() ?? date(object["current_period_start"])
         currentPeriodEnd = items.compactMap { date($0["current_period_end"]) }.max() ?? date(object["current_period_end"])
         cancelAtPeriodEnd = object["cancel_at_period_end"] as? Bool ?? false
         trialEnd = date(object["trial_end"])
         metadataUserID = (object["metadata"] as? [String: Any])?["gatehouse_user_id"] as? String
     }
 
-    /// The ledger's row for it, read at `readAt`, owned by `userID`.
+    /// The ledger's row for it, read at `readAt`, owned by `userID`. Past due: since the failed
+    /// renewal's period began (the store keeps an earlier start while it stays past due).
     func record(userID: UserID?, readAt: Date) -> StripeSubscriptionRecord {
         StripeSubscriptionRecord(
             subscriptionID: id, customerID: customer, userID: userID, priceID: priceID, status: status, currentPeriodEnd: currentPeriodEnd,
-            cancelAtPeriodEnd: cancelAtPeriodEnd, trialEnd: trialEnd, readAt: readAt, updatedAt: readAt)
+            cancelAtPeriodEnd: cancelAtPeriodEnd, trialEnd: trialEnd, pastDueSince: status == "past_due" ? min(currentPeriodStart ?? readAt, readAt) : nil,
+            readAt: readAt, updatedAt: readAt)
     }
 }
 
