@@ -50,6 +50,21 @@ public struct MailCounts: Sendable, Equatable {
     public init() {}
 }
 
+/// Background jobs that ran out of attempts (kept, payload emptied, for the operator to see).
+public struct FailedJobs: Sendable, Equatable {
+    public struct Entry: Sendable, Equatable {
+        public var id: UUID
+        public var kind: String
+        public var attempts: Int
+        public var lastError: String
+        public var createdAt: Date
+    }
+    public var total = 0
+    /// The newest first.
+    public var latest: [Entry] = []
+    public init() {}
+}
+
 /// What the admin console reads beyond the other stores: filtered user pages, per-day
 /// activity, the outbox by state, filtered audit and event pages.
 public protocol ConsoleStore: Sendable {
@@ -58,6 +73,8 @@ public protocol ConsoleStore: Sendable {
     /// One entry per day from `firstDay` through `lastDay` (days since 1970-01-01, UTC), zeros included.
     func dailyActivity(from firstDay: Int64, through lastDay: Int64) async throws(StoreError) -> [DailyActivity]
     func mailCounts() async throws(StoreError) -> MailCounts
+    /// How many jobs were given up, and the newest `limit` of them.
+    func failedJobs(limit: Int) async throws(StoreError) -> FailedJobs
     /// Newest first, narrowed to one event name when `event` is set.
     func auditEvents(userID: UserID?, event: String?, before: Int64?, limit: Int) async throws(StoreError) -> [AuditEvent]
     /// Oldest first after `after`, narrowed to one type when `type` is set.

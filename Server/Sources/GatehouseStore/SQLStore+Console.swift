@@ -59,6 +59,21 @@ extension SQLStore {
         return days.values.sorted { $0.day < $1.day }
     }
 
+    public func failedJobs(limit: Int) async throws(StoreError) -> FailedJobs {
+        var failed = FailedJobs()
+        failed.total = Int(try await executor.query("SELECT COUNT(*) AS n FROM jobs WHERE status = 'failed'", []).first?.int("n") ?? 0)
+        failed.latest = try await executor.query(
+            "SELECT id, kind, attempts, last_error, created_at FROM jobs WHERE status = 'failed' ORDER BY created_at DESC, id LIMIT ?",
+            [.integer(Int64(limit))]
+        ).map { row throws(StoreError) in
+            guard let id = UUID(uuidString: try row.string("id")) else { throw StoreError.decoding("bad job id") }
+            return FailedJobs.Entry(
+                id: id, kind: try row.string("kind"), attempts: Int(try row.int("attempts")), lastError: try row.optionalString("last_error") ?? "",
+                createdAt: Date(unixSeconds: try row.int("created_at")))
+        }
+        return failed
+    }
+
     public func mailCounts() async throws(StoreError) -> MailCounts {
         var counts = MailCounts()
         for row in try await executor.query(

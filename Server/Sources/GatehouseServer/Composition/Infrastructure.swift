@@ -184,7 +184,7 @@ struct Infrastructure {
         // Webhooks are retried for about a day (backoff capped at an hour) before they are given up.
         jobs = JobWorker(
             store: store, sealer: sealer, clock: clock, logger: logger, handlers: jobHandlers, maximumAttempts: [WebhookSender.jobKind: 30, .stripeCancel: 30],
-            telemetry: telemetry)
+            telemetry: telemetry, metrics: metrics)
         let events = EventRecorder(
             jobs: jobs, webhookConfigured: config.webhookURL != nil, clock: clock, trialStartsAtSignup: preset.entitlements.trial.startsAtSignup)
         var unitOfWork = UnitOfWork(

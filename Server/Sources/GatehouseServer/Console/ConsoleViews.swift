@@ -96,6 +96,12 @@ struct ConsoleViews: Sendable {
                 "plan_mix": ConsoleCharts.shares(title: "Plan mix", parts: overview.planMix.map { ($0.state, $0.count) }, color: preset.app.brandColor),
                 "sampled": overview.sampled, "trials_started": overview.trialsStarted, "trials_converted": overview.trialsConverted,
                 "conversion": conversion, "mail_pending": overview.mail.pending, "mail_failed": overview.mail.failed,
+                "jobs_failed": overview.failedJobs.total, "has_failed_jobs": !overview.failedJobs.latest.isEmpty,
+                "failed_jobs": overview.failedJobs.latest.map { job in
+                    [
+                        "kind": job.kind, "attempts": job.attempts, "error": String(job.lastError.prefix(200)), "queued": job.createdAt.rfc3339,
+                    ] as [String: Any]
+                },
             ])
     }
 

@@ -24,14 +24,17 @@ final class JobWorker: Service, Sendable {
     let maximumAttempts: [JobKind: Int]
     /// Each job runs in the trace of the request that queued it (with traces on).
     let telemetry: Telemetry
+    /// Failed attempts are counted (`gatehouse_jobs_failed_total`): one given up is never silent.
+    let metrics: ServerMetrics
     private let loop = WakeLoop(pollInterval: .seconds(2))
     static let leaseSeconds = 60
 
     init(
         store: any JobStore, sealer: SecretSealer, clock: any WallClock, logger: Logger, handlers: [JobKind: Handler],
-        maximumAttempts: [JobKind: Int] = [:], telemetry: Telemetry = .off
+        maximumAttempts: [JobKind: Int] = [:], telemetry: Telemetry = .off, metrics: ServerMetrics = .off
     ) {
         self.telemetry = telemetry
+        self.metrics = metrics
         self.store = store
         self.sealer = sealer
         self.clock = clock
@@ -84,9 +87,14 @@ final class JobWorker: Service, Sendable {
             let attempts = job.attempts + 1
             let retries = attempts < (JobKind(rawValue: job.kind).flatMap { maximumAttempts[$0] } ?? 8)
             let next = retries ? clock.now.addingTimeInterval(RetryBackoff.delay(afterAttempts: attempts)) : nil
-            logger.warning(
-                next == nil ? "background job failed for good" : "background job failed; will retry",
-                metadata: ["job_id": "\(job.id)", "kind": "\(job.kind)", "attempt": "\(attempts)", "cause": "\(error)"])
+            let metadata: Logger.Metadata = ["job_id": "\(job.id)", "kind": "\(job.kind)", "attempt": "\(attempts)", "cause": "\(error)"]
+            if next == nil {
+                logger.error("background job ran out of attempts and was given up (listed on the console's overview)", metadata: metadata)
+            } else {
+                logger.warning("background job failed; will retry", metadata: metadata)
+            }
+            // A kind this version does not know (a row from another version) is one series, not many.
+            metrics.jobFailed(kind: JobKind(rawValue: job.kind)?.rawValue ?? "unknown", givenUp: next == nil)
             try? await store.failJob(job.id, error: "\(error)", nextAttempt: next)
         }
     }

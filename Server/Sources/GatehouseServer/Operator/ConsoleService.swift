@@ -39,6 +39,8 @@ struct ConsoleService: Sendable {
         var trialsStarted: Int
         var trialsConverted: Int
         var mail: MailCounts
+        /// Background jobs that ran out of attempts: how many, the newest five.
+        var failedJobs: FailedJobs
     }
 
     func overview() async throws -> Overview {
@@ -67,7 +69,7 @@ struct ConsoleService: Sendable {
             .map { (state: $0.key, count: $0.value) }
         return Overview(
             days: days, planMix: planMix, sampled: sampled, trialsStarted: started, trialsConverted: converted,
-            mail: try await store.mailCounts())
+            mail: try await store.mailCounts(), failedJobs: try await store.failedJobs(limit: 5))
     }
 
     // MARK: Users

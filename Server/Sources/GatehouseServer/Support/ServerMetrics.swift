@@ -157,6 +157,13 @@ final class ServerMetrics: Sendable {
         Counter(label: "gatehouse_webhook_deliveries_total", dimensions: [("result", result)], factory: factory).increment()
     }
 
+    /// A background job's attempt failed: `retrying` (another attempt is due later) or
+    /// `given_up` (it ran out of attempts: the console's overview lists it).
+    func jobFailed(kind: String, givenUp: Bool) {
+        Counter(label: "gatehouse_jobs_failed_total", dimensions: [("kind", kind), ("outcome", givenUp ? "given_up" : "retrying")], factory: factory)
+            .increment()
+    }
+
     func keyRotation() {
         Counter(label: "gatehouse_key_rotations_total", factory: factory).increment()
     }
