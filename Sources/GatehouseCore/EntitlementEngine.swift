@@ -13,12 +13,9 @@ public struct EntitlementInput: Sendable, Equatable {
     /// An operator's override, as stored: honoured when it names one of `PlanState.all`.
     public var planOverride: String?
     public var trialStartedAt: Date?
-    /// The account's App Store subscriptions.
-    public var subscriptions: [SubscriptionRecord]
-    /// The account's Stripe subscriptions.
-    public var stripeSubscriptions: [StripeSubscriptionRecord]
-    /// The account's promotional grants, revoked and ended ones included.
-    public var grants: [PlanGrant]
+    /// The account's rows of every paid source of the plan ledger (App Store and Stripe
+    /// subscriptions, grants, ended ones included); the trial is the fields above.
+    public var ledger: LedgerRows
     /// Credits spent in the current period, by name.
     public var creditsSpent: [String: Int]
     /// How the caller's session was signed in; nil when unknown (a guest, or a decision made
@@ -27,18 +24,15 @@ public struct EntitlementInput: Sendable, Equatable {
 
     public init(
         userID: UserID?, emailVerified: Bool = false, accountCreatedAt: Date? = nil, planOverride: String? = nil,
-        trialStartedAt: Date? = nil, subscriptions: [SubscriptionRecord] = [], stripeSubscriptions: [StripeSubscriptionRecord] = [],
-        grants: [PlanGrant] = [], creditsSpent: [String: Int] = [:], assurance: Assurance? = nil
+        trialStartedAt: Date? = nil, ledger: LedgerRows = LedgerRows(), creditsSpent: [String: Int] = [:], assurance: Assurance? = nil
     ) {
         self.assurance = assurance
-        self.stripeSubscriptions = stripeSubscriptions
-        self.grants = grants
+        self.ledger = ledger
         self.userID = userID
         self.emailVerified = emailVerified
         self.accountCreatedAt = accountCreatedAt
         self.planOverride = planOverride
         self.trialStartedAt = trialStartedAt
-        self.subscriptions = subscriptions
         self.creditsSpent = creditsSpent
     }
 
@@ -95,7 +89,7 @@ public struct EntitlementEngine: Sendable {
     /// recently changed App Store subscription.
     func shownSubscription(_ input: EntitlementInput, at now: Date) -> SubscriptionInfo? {
         if let info = winningRight(input, at: now)?.info { return info }
-        let record = input.subscriptions.filter { settings.products[$0.productID] != nil }.max { $0.signedAt < $1.signedAt }
+        let record = input.ledger.appStore.filter { settings.products[$0.productID] != nil }.max { $0.signedAt < $1.signedAt }
         guard let record else { return nil }
         var info = record.info(at: now, graceHours: settings.proGraceHours)
         info.source = PlanSource.appStore.rawValue
@@ -277,16 +271,13 @@ public struct EntitlementEngine: Sendable {
 }
 
 extension EntitlementEngine {
-    /// The input for an account from its stored fields and subscriptions (no credits): enough
+    /// The input for an account from its stored fields and its ledger rows (no credits): enough
     /// for the plan state and the trial.
-    public func input(
-        for user: User, subscriptions: [SubscriptionRecord] = [], stripeSubscriptions: [StripeSubscriptionRecord] = [], grants: [PlanGrant] = [],
-        creditsSpent: [String: Int] = [:]
-    ) -> EntitlementInput {
+    public func input(for user: User, ledger: LedgerRows = LedgerRows(), creditsSpent: [String: Int] = [:]) -> EntitlementInput {
         EntitlementInput(
             userID: user.id, emailVerified: user.emailVerified || user.phoneVerifiedAt != nil, accountCreatedAt: user.createdAt, planOverride: user.planOverride,
-            trialStartedAt: user.trialStartedAt ?? (settings.trial.startsAtSignup ? user.createdAt : nil), subscriptions: subscriptions,
-            stripeSubscriptions: stripeSubscriptions, grants: grants, creditsSpent: creditsSpent)
+            trialStartedAt: user.trialStartedAt ?? (settings.trial.startsAtSignup ? user.createdAt : nil), ledger: ledger,
+            creditsSpent: creditsSpent)
     }
 
     /// When the paid plan ends by the clock if nothing new arrives, for the `plan_expires_at`

@@ -194,14 +194,19 @@ public struct PlanGrant: Sendable, Equatable {
     }
 }
 
-/// The rows of every paid source an account holds, whatever the preset sells today (a price
-/// taken off the preset still bills).
-public struct PaidRows: Sendable, Equatable {
+/// The ledger's rows: what an account holds of every paid source (`PlanSource` but the trial,
+/// which is the account's own fields), ended rows included. The engine's input carries them;
+/// the stale-account clean-up reads them whatever the preset sells today (a price taken off the
+/// preset still bills).
+public struct LedgerRows: Sendable, Equatable {
+    /// App Store subscriptions (`SubscriptionRecord`, one per `originalTransactionId`).
     public var appStore: [SubscriptionRecord]
+    /// Stripe subscriptions as last read from Stripe's API.
     public var stripe: [StripeSubscriptionRecord]
+    /// Operators' grants, revoked and ended ones included.
     public var grants: [PlanGrant]
 
-    public init(appStore: [SubscriptionRecord], stripe: [StripeSubscriptionRecord], grants: [PlanGrant]) {
+    public init(appStore: [SubscriptionRecord] = [], stripe: [StripeSubscriptionRecord] = [], grants: [PlanGrant] = []) {
         self.appStore = appStore
         self.stripe = stripe
         self.grants = grants
@@ -231,7 +236,7 @@ extension EntitlementEngine {
         for source in PlanSource.allCases {
             switch source {
             case .appStore:
-                for record in input.subscriptions where settings.products[record.productID] != nil {
+                for record in input.ledger.appStore where settings.products[record.productID] != nil {
                     var info = record.info(at: now, graceHours: grace.proGraceHours)
                     info.source = source.rawValue
                     rights.append(
@@ -241,7 +246,7 @@ extension EntitlementEngine {
                             info: info))
                 }
             case .stripe:
-                for record in input.stripeSubscriptions where stripePrices[record.priceID] != nil {
+                for record in input.ledger.stripe where stripePrices[record.priceID] != nil {
                     rights.append(
                         PlanRight(
                             source: source, entitlement: record.entitlement(at: now, grace: grace),
@@ -249,7 +254,7 @@ extension EntitlementEngine {
                             info: record.info(at: now, grace: grace)))
                 }
             case .grant:
-                for grant in input.grants {
+                for grant in input.ledger.grants {
                     rights.append(
                         PlanRight(
                             source: source, entitlement: grant.isActive(at: now) ? .paid : .notEntitled, tier: grant.tier, end: grant.until,

@@ -174,7 +174,7 @@ func makeRouter(_ infra: Infrastructure, _ useCases: UseCases) throws -> Router<
         authenticator: u.authenticator, input: input
     ).register(on: router, signedIn: signedIn)
     AnalyticsController(analytics: u.analytics, authenticator: u.authenticator, input: input).register(on: router)
-    PurchaseController(purchases: u.purchases, authenticator: u.authenticator, input: input).register(on: router)
+    AppStorePurchaseController(purchases: u.purchases, authenticator: u.authenticator, input: input).register(on: router)
     WebhooksController(providers: u.providers, purchases: u.purchases, input: input).register(on: router)
     PagesController(
         verification: u.verification, reset: u.reset, magicLinks: u.magicLinks, links: u.linkStates, templates: infra.templates, resolver: input.resolver,

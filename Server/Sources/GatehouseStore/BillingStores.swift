@@ -82,7 +82,7 @@ public protocol UsageStore: Sendable {
 }
 
 /// App Store subscriptions and the notifications already applied.
-public protocol SubscriptionStore: Sendable {
+public protocol AppStoreSubscriptionStore: Sendable {
     /// With `forUpdate`, inside a transaction: holds the row until it ends (PostgreSQL).
     func subscription(originalTransactionID: String, forUpdate: Bool) async throws(StoreError) -> SubscriptionRecord?
     func subscriptions(of userID: UserID) async throws(StoreError) -> [SubscriptionRecord]

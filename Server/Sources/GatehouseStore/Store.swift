@@ -2,7 +2,7 @@
 /// implementation that pass the same contract suite.
 public protocol GatehouseStore: UserStore, PasswordStore, IdentityStore, ProfileStore, IdempotencyStore, EventStore,
     SessionStore, SessionAssuranceStore, RefreshTokenStore, ThrottleStore, SigningKeyStore, SecretStore, AuditStore, OutboxStore,
-    EmailTokenStore, JobStore, EntitlementStore, SubscriptionStore, ReplayStore, RetentionStore, UsageStore, PasskeyStore,
+    EmailTokenStore, JobStore, EntitlementStore, AppStoreSubscriptionStore, ReplayStore, RetentionStore, UsageStore, PasskeyStore,
     MFAFactorStore, RecoveryCodeStore, MFAChallengeStore, ConsoleStore, PhoneStore, PlanLedgerStore, OAuthClientStore, OAuthGrantStore
 {
     var dialect: SQLDialect { get }

@@ -46,4 +46,4 @@ public protocol GrantStore: Sendable {
 
 /// Every source of the plan ledger (`PlanSource`): what reading an account's plan needs. Use
 /// cases that compute a plan see the store through this, so a new source's rows reach each one.
-public protocol PlanLedgerStore: SubscriptionStore, StripeStore, GrantStore {}
+public protocol PlanLedgerStore: AppStoreSubscriptionStore, StripeStore, GrantStore {}

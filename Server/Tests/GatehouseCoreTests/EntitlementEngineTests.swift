@@ -162,7 +162,7 @@ extension GateRow: CustomTestStringConvertible {
     static func state(_ preset: String, _ records: [SubscriptionRecord], at offset: TimeInterval = 0) throws -> EntitlementsPayload {
         let settings = try EntitlementEngineTests.preset(preset)
         let engine = EntitlementEngine(settings: settings.entitlements, copy: settings.copy)
-        let input = EntitlementInput(userID: .random(), emailVerified: true, accountCreatedAt: now - 30 * 86_400, subscriptions: records)
+        let input = EntitlementInput(userID: .random(), emailVerified: true, accountCreatedAt: now - 30 * 86_400, ledger: LedgerRows(appStore: records))
         return engine.snapshot(input, at: now + offset)
     }
 

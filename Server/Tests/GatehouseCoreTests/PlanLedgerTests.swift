@@ -40,7 +40,7 @@ import Testing
     ) -> EntitlementInput {
         EntitlementInput(
             userID: .random(), emailVerified: true, accountCreatedAt: now - 30 * day, trialStartedAt: trialStarted ?? now - 30 * day,
-            subscriptions: appStore, stripeSubscriptions: stripe, grants: grants)
+            ledger: LedgerRows(appStore: appStore, stripe: stripe, grants: grants))
     }
 
     /// Stripe's statuses, each to its plan (issue 44's table).
@@ -84,18 +84,18 @@ import Testing
         #expect(engine.planExpiry(both, at: Self.now) == Self.now + 20 * Self.day + 72 * 3_600)
 
         var webEnded = both
-        webEnded.stripeSubscriptions[0].status = "canceled"
+        webEnded.ledger.stripe[0].status = "canceled"
         snapshot = engine.snapshot(webEnded, at: Self.now)
         #expect(snapshot.planState == "pro" && snapshot.tier == "premium" && snapshot.subscription?.source == "app_store")
 
         // Billing grace is paid (decision 17): the higher tier still wins; past it, billing
         // trouble on one source does not pull down a paid one.
         var troubled = both
-        troubled.stripeSubscriptions[0].status = "past_due"
-        troubled.stripeSubscriptions[0].pastDueSince = Self.now - 3 * Self.day
+        troubled.ledger.stripe[0].status = "past_due"
+        troubled.ledger.stripe[0].pastDueSince = Self.now - 3 * Self.day
         #expect(engine.winningRight(troubled, at: Self.now)?.source == .stripe)
         #expect(engine.planExpiry(troubled, at: Self.now) == Self.now + 11 * Self.day)
-        troubled.stripeSubscriptions[0].pastDueSince = Self.now - 15 * Self.day
+        troubled.ledger.stripe[0].pastDueSince = Self.now - 15 * Self.day
         #expect(engine.state(of: troubled, at: Self.now) == .pro)
         #expect(engine.winningRight(troubled, at: Self.now)?.source == .appStore)
 

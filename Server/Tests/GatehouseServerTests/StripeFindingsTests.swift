@@ -255,7 +255,7 @@ import Testing
 }
 
 /// Finding 5: the stale-account cleanup deleted an anonymous account that was paying (and its
-/// deletion cancelled the subscription). Walked source by source (`PaidRows` walks
+/// deletion cancelled the subscription). Walked source by source (`LedgerRows` walks
 /// `PlanSource.allCases`): an account holding a live right of any paid source stays; one whose
 /// right has ended, or that has only the server trial, goes.
 @Suite struct CleanupSparesPaidRightsTests {

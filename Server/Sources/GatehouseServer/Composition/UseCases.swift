@@ -21,7 +21,7 @@ struct UseCases {
     let entitlements: EntitlementService
     let usage: UsageService
     let analytics: AnalyticsService
-    let purchases: PurchaseService
+    let purchases: AppStorePurchaseService
     let stripe: StripeService
     let users: OperatorService
     let imports: ImportService
@@ -105,7 +105,7 @@ struct UseCases {
         export = ExportService(store: store, entitlements: entitlementReads, stepUp: stepUp, clock: clock)
         usage = UsageService(store: store, unitOfWork: unitOfWork.narrowed { $0 }, entitlements: entitlementReads, engine: infra.engine, clock: clock)
         analytics = AnalyticsService(unitOfWork: unitOfWork.narrowed { $0 }, throttle: throttle, clock: clock)
-        purchases = PurchaseService(
+        purchases = AppStorePurchaseService(
             store: store, verifier: AppStoreJWSVerifier(roots: infra.appStoreRoots),
             bundleID: config.appStoreBundleID ?? config.appleAudiences.first, environments: config.appStoreEnvironments,
             entitlements: entitlementReads, engine: infra.engine, unitOfWork: unitOfWork.narrowed { $0 }, clock: clock, logger: infra.logger)

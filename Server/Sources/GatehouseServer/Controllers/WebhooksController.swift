@@ -7,7 +7,7 @@ import Hummingbird
 /// Notifications V2, each verified by its signature.
 struct WebhooksController {
     let providers: ProviderSignInService
-    let purchases: PurchaseService
+    let purchases: AppStorePurchaseService
     let input: HTTPInput
 
     func register(on router: Router<GatehouseRequestContext>) {

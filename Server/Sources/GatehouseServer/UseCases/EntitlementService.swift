@@ -124,7 +124,7 @@ extension EntitlementEngine {
     /// without credits.
     func storedInput(for user: User, in reader: any PlanLedgerStore) async throws -> EntitlementInput {
         // Every source of the ledger, each read where the preset sells through it (grants always).
-        var sources: (appStore: [SubscriptionRecord], stripe: [StripeSubscriptionRecord], grants: [PlanGrant]) = ([], [], [])
+        var sources = LedgerRows()
         for source in PlanSource.allCases {
             switch source {
             case .appStore: if !settings.products.isEmpty { sources.appStore = try await reader.subscriptions(of: user.id) }
@@ -133,6 +133,6 @@ extension EntitlementEngine {
             case .trial: continue  // The account's own fields.
             }
         }
-        return input(for: user, subscriptions: sources.appStore, stripeSubscriptions: sources.stripe, grants: sources.grants)
+        return input(for: user, ledger: sources)
     }
 }

@@ -4,8 +4,8 @@ import HTTPTypes
 import Hummingbird
 
 /// `POST /v1/purchases/apple`: an App Store purchase posted by the app.
-struct PurchaseController {
-    let purchases: PurchaseService
+struct AppStorePurchaseController {
+    let purchases: AppStorePurchaseService
     let authenticator: Authenticator
     let input: HTTPInput
 

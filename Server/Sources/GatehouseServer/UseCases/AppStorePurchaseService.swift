@@ -7,7 +7,7 @@ import Logging
 /// App Store subscriptions: StoreKit 2 transactions the app posts and App Store Server
 /// Notifications V2, each verified (`AppStoreJWSVerifier`), checked against the app's bundle id
 /// and environments, and applied to the account's subscription in `signedDate` order.
-struct PurchaseService: Sendable {
+struct AppStorePurchaseService: Sendable {
     /// What this use case reads and writes: its transactions see the store through this and no more.
     typealias Stores = any UserStore & IdentityStore & EntitlementStore & PlanLedgerStore
 
