@@ -294,3 +294,35 @@ extension EntitlementEngine {
         ledger(input, at: now).filter { $0.entitlement != .notEntitled }.compactMap(\.info)
     }
 }
+
+/// `purchase.succeeded`'s data, one shape for every source of the ledger (issue 59: it was built
+/// three ways with different keys): `source`, `kind` (`purchase`: the right was bought or bought
+/// again; `renewal`: a period paid for), `product_id` (the product or price), `purchase_id` (the
+/// source's id of the right: an App Store `originalTransactionId`, a Stripe subscription id) and,
+/// when the source names the payment, `transaction_id`.
+public struct PurchaseEvent: Sendable, Equatable {
+    public enum Kind: String, Sendable, CaseIterable {
+        case purchase, renewal
+    }
+
+    public var source: PlanSource
+    public var kind: Kind
+    public var productID: String
+    public var purchaseID: String
+    public var transactionID: String?
+
+    public init(source: PlanSource, kind: Kind, productID: String, purchaseID: String, transactionID: String? = nil) {
+        self.source = source
+        self.kind = kind
+        self.productID = productID
+        self.purchaseID = purchaseID
+        self.transactionID = transactionID
+    }
+
+    /// The event's `data`.
+    public var data: [String: String] {
+        var data = ["source": source.rawValue, "kind": kind.rawValue, "product_id": productID, "purchase_id": purchaseID]
+        data["transaction_id"] = transactionID
+        return data
+    }
+}

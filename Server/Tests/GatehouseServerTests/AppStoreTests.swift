@@ -206,7 +206,14 @@ extension TestApp {
             #expect(now.planState == "free" && now.subscription?.status == "refunded")
 
             let feed = try await AccountTests.events(api).events.filter { $0.userID == user }
-            #expect(feed.filter { $0.type == "purchase.succeeded" }.count == 4)
+            // One shape for every source's purchase (issue 59): the App Store's names its original
+            // transaction as the purchase and the notification's transaction as the payment.
+            let purchases = feed.filter { $0.type == "purchase.succeeded" }
+            #expect(purchases.count == 4)
+            #expect(purchases.allSatisfy { Set($0.data.keys) == ["source", "kind", "product_id", "purchase_id", "transaction_id"] }, "\(purchases)")
+            #expect(purchases.allSatisfy { $0.data["source"] == "app_store" && $0.data["purchase_id"] == "1000" && $0.data["product_id"] == Self.product })
+            #expect(purchases.first?.data["kind"] == "purchase" && purchases.first?.data["transaction_id"] == "t1")
+            #expect(purchases.contains { $0.data["kind"] == "renewal" && $0.data["transaction_id"] == "t4" })
             #expect(feed.filter { $0.type == "trial.started" }.map { $0.data["source"] } == ["app_store"])
             let changes = feed.filter { $0.type == "plan.changed" }.map { "\($0.data["from"] ?? "")>\($0.data["to"] ?? "")" }
             // Changes Apple reports; a plan that ends by the clock (the grace period here) needs no

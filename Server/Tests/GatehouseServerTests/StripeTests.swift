@@ -151,7 +151,8 @@ import Testing
             #expect(try portal.json(StripePortalResponse.self).url.contains("/portal/"))
             let feed = try await client.execute(uri: "/admin/v1/events", method: .get, headers: TestApp.adminHeaders).json(EventList.self).events
             let purchase = try #require(feed.first { $0.type == "purchase.succeeded" && $0.userID == signedIn.user.id })
-            #expect(purchase.data["source"] == "stripe" && purchase.data["product_id"] == Self.premium)
+            // The one shape every source records (issue 59).
+            #expect(purchase.data == ["source": "stripe", "kind": "purchase", "product_id": Self.premium, "purchase_id": subscription.id], "\(purchase.data)")
 
             // A failed renewal: billing grace, pro as the App Store's is (decision 17); the plan did
             // not change, so no plan.changed.

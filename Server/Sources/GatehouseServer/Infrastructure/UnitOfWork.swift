@@ -146,6 +146,11 @@ struct Work<Stores: Sendable>: Sendable {
         if try await events.record(own, type, user: user, data: data, traceContext: traceContext) { queued.jobs() }
     }
 
+    /// `purchase.succeeded`, in the one shape every source of the ledger records.
+    func record(_ purchase: PurchaseEvent, user: UserID) async throws {
+        try await record(.purchaseSucceeded, user: user, data: purchase.data)
+    }
+
     /// A durable background job, run after the commit.
     func enqueueJob(kind: JobKind, payload: some Encodable) async throws {
         try await jobs.enqueue(own, kind: kind, payload: payload, traceContext: traceContext)

@@ -65,9 +65,7 @@ struct AppStorePurchaseService: Sendable {
             try await noteIntroductoryTrial(work, record: record, transaction: transaction, user: user)
             let isNew = current?.userID == nil || (record.expiresAt ?? .distantPast) > (current?.expiresAt ?? .distantPast)
             if isNew {
-                try await work.record(
-                    .purchaseSucceeded, user: user.id,
-                    data: ["product_id": transaction.productId, "transaction_id": transaction.transactionId, "source": "app_store", "channel": "app"])
+                try await work.record(Self.purchaseEvent(.purchase, transaction), user: user.id)
             }
             try await entitlements.recordPlanChange(work.narrowed { $0 }, user: user.id, before: before, source: .appStore)
         }
@@ -118,10 +116,8 @@ struct AppStorePurchaseService: Sendable {
             try await tx.saveSubscription(record)
             guard let owner, let before else { return }
             try await noteIntroductoryTrial(work, record: record, transaction: transaction, user: owner)
-            if ["SUBSCRIBED", "DID_RENEW"].contains(notification.notificationType) {
-                var data = ["product_id": transaction.productId, "transaction_id": transaction.transactionId, "source": "app_store"]
-                data["kind"] = notification.notificationType == "DID_RENEW" ? "renewal" : (notification.subtype?.lowercased() ?? "purchase")
-                try await work.record(.purchaseSucceeded, user: owner.id, data: data)
+            if let kind = Self.purchaseKind[notification.notificationType] {
+                try await work.record(Self.purchaseEvent(kind, transaction), user: owner.id)
             }
             try await entitlements.recordPlanChange(work.narrowed { $0 }, user: owner.id, before: before, source: .appStore)
         }
@@ -130,6 +126,16 @@ struct AppStorePurchaseService: Sendable {
     }
 
     // MARK: Helpers
+
+    /// The notifications that record `purchase.succeeded`: a subscription bought (first or
+    /// again: `SUBSCRIBED`'s `INITIAL_BUY` and `RESUBSCRIBE`) and a period renewed.
+    static let purchaseKind: [String: PurchaseEvent.Kind] = ["SUBSCRIBED": .purchase, "DID_RENEW": .renewal]
+
+    static func purchaseEvent(_ kind: PurchaseEvent.Kind, _ transaction: AppStoreTransaction) -> PurchaseEvent {
+        PurchaseEvent(
+            source: .appStore, kind: kind, productID: transaction.productId, purchaseID: transaction.originalTransactionId,
+            transactionID: transaction.transactionId)
+    }
 
     /// 409 `subscription_in_use`, with the owner's masked address to sign in with.
     private func inUse(by owner: User, in tx: any UserStore & IdentityStore) async throws -> GatehouseError {

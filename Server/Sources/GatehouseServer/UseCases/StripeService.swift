@@ -115,8 +115,7 @@ struct StripeService: Sendable {
                 try await work.tx.saveStripeSubscription(subscription.record(userID: owner.id, readAt: readAt))
                 if let kind = Self.purchaseKind[type], cycle {
                     try await work.record(
-                        .purchaseSucceeded, user: owner.id,
-                        data: ["source": PlanSource.stripe.rawValue, "kind": kind, "product_id": subscription.priceID, "subscription_id": subscription.id])
+                        PurchaseEvent(source: .stripe, kind: kind, productID: subscription.priceID, purchaseID: subscription.id), user: owner.id)
                 }
                 try await entitlements.recordPlanChange(work.narrowed { $0 }, user: owner.id, before: before, source: .stripe)
             }
@@ -126,7 +125,7 @@ struct StripeService: Sendable {
     }
 
     /// `purchase.succeeded`'s `kind` by event type: a checkout's first payment and renewals.
-    static let purchaseKind = ["checkout.session.completed": "purchase", "invoice.paid": "renewal"]
+    static let purchaseKind: [String: PurchaseEvent.Kind] = ["checkout.session.completed": .purchase, "invoice.paid": .renewal]
 
     /// The subscriptions an event is about, as Stripe has them now; `nil` for an event that
     /// changes no subscription (acknowledged and recorded).
