@@ -232,19 +232,7 @@ final class StripeStandIn: Sendable {
 
     /// Calls the control API; anything but 200 is an error carrying the stand-in's answer.
     private func control(_ method: String, _ path: String, _ body: [String: Any]? = nil) async throws -> Data {
-        guard let endpoint = URL(string: "\(url)/_control/\(path)") else { throw ProcessError("bad control path \(path)") }
-        var request = URLRequest(url: endpoint)
-        request.httpMethod = method
-        if let body {
-            request.httpBody = try JSONSerialization.data(withJSONObject: body)
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        }
-        let (data, response) = try await URLSession.shared.data(for: request)
-        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-        guard status == 200 else {
-            throw ProcessError("the Stripe stand-in answered \(method) /_control/\(path) with \(status): \(String(decoding: data, as: UTF8.self))")
-        }
-        return data
+        try await StandInControl.call(url, "Stripe", method, path, body)
     }
 
     private static func unix(_ date: Date) -> Int { Int(date.timeIntervalSince1970) }

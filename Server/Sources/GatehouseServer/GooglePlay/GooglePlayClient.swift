@@ -1,0 +1,154 @@
+import AsyncHTTPClient
+import CryptoExtras
+import Foundation
+import GatehouseCore
+import NIOCore
+import NIOHTTP1
+import Synchronization
+
+/// The service account Gatehouse calls the Play Developer API as, from Google's key file (JSON:
+/// `client_email`, `private_key`, `private_key_id`, `token_uri`). The key never leaves memory.
+struct GooglePlayServiceAccount: Sendable {
+    let clientEmail: String
+    let privateKeyID: String?
+    let tokenURI: URL
+    let privateKey: _RSA.Signing.PrivateKey
+
+    private struct KeyFile: Decodable {
+        let type: String?
+        let client_email: String
+        let private_key: String
+        let private_key_id: String?
+        let token_uri: String?
+    }
+
+    init(keyFile: Data) throws {
+        let file = try JSONDecoder().decode(KeyFile.self, from: keyFile)
+        guard file.type == nil || file.type == "service_account" else { throw ProviderError("the key file is not a service account's") }
+        guard let uri = URL(string: file.token_uri ?? "https://oauth2.googleapis.com/token"), ["https", "http"].contains(uri.scheme) else {
+            throw ProviderError("the key file's token_uri is not a URL")
+        }
+        clientEmail = file.client_email
+        privateKeyID = file.private_key_id
+        tokenURI = uri
+        privateKey = try _RSA.Signing.PrivateKey(pemRepresentation: file.private_key)
+    }
+}
+
+/// A failed call to Google: its status and Google's `reason`, never a token.
+struct GooglePlayAPIError: Error, CustomStringConvertible {
+    var status: Int
+    var reason: String?
+    var message: String
+    /// 410: Google no longer knows the purchase token; the purchase is finished.
+    var isGone: Bool { status == 410 }
+    var description: String { "Google Play answered \(status) \(reason ?? ""): \(message)" }
+}
+
+/// The calls Gatehouse makes to the Google Play Developer API (androidpublisher v3) as its
+/// service account: an access token from the JWT bearer grant (RFC 7523), kept until a minute
+/// before it ends, and the purchase reads and acknowledgements.
+final class GooglePlayClient: Sendable {
+    static let scope = "https://www.googleapis.com/auth/androidpublisher"
+    static let defaultAPIURL = URL(string: "https://androidpublisher.googleapis.com")!
+
+    let account: GooglePlayServiceAccount
+    let packageName: String
+    let apiURL: URL
+    let client: HTTPClient
+    let clock: any WallClock
+    private let token = Mutex<(value: String, until: Date)?>(nil)
+
+    init(account: GooglePlayServiceAccount, packageName: String, apiURL: URL = defaultAPIURL, client: HTTPClient, clock: any WallClock) {
+        (self.account, self.packageName, self.apiURL, self.client, self.clock) = (account, packageName, apiURL, client, clock)
+    }
+
+    // MARK: Calls
+
+    /// `purchases.subscriptionsv2.get`: the purchase as Google has it now.
+    func subscription(_ purchaseToken: String) async throws -> SubscriptionPurchaseV2 {
+        let body = try await call(.GET, "purchases/subscriptionsv2/tokens/\(Self.segment(purchaseToken))")
+        return try SubscriptionPurchaseV2(json: body)
+    }
+
+    /// `purchases.subscriptions.acknowledge`: Google refunds a purchase not acknowledged within
+    /// three days. One already acknowledged is success.
+    func acknowledge(productID: String, purchaseToken: String) async throws {
+        do {
+            _ = try await call(.POST, "purchases/subscriptions/\(Self.segment(productID))/tokens/\(Self.segment(purchaseToken)):acknowledge", body: [:])
+        } catch let error as GooglePlayAPIError where error.status == 400 && error.reason == "invalidPurchaseState" {
+            return
+        }
+    }
+
+    // MARK: Access token
+
+    /// The service account's access token, made by the JWT bearer grant when none is held.
+    func accessToken() async throws -> String {
+        let now = clock.now
+        if let held = token.withLock({ $0 }), now < held.until { return held.value }
+        var request = HTTPClientRequest(url: account.tokenURI.absoluteString)
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
+        let form = ["grant_type": "urn:ietf:params:oauth:grant-type:jwt-bearer", "assertion": try assertion(at: now)]
+        request.body = .bytes(ByteBuffer(string: AppleTokenClient.formEncoded(form)))
+        let response = try await client.execute(request, timeout: .seconds(10))
+        let body = try await response.body.collect(upTo: 1 << 16)
+        struct Granted: Decodable {
+            let access_token: String
+            let expires_in: Int
+        }
+        guard response.status == .ok, let granted = try? JSONDecoder().decode(Granted.self, from: Data(buffer: body)) else {
+            throw GooglePlayAPIError(status: Int(response.status.code), reason: "token", message: "the token endpoint refused the service account")
+        }
+        let until = now.addingTimeInterval(TimeInterval(max(0, granted.expires_in - 60)))
+        token.withLock { $0 = (granted.access_token, until) }
+        return granted.access_token
+    }
+
+    /// The grant's assertion: RS256 over `iss`, `scope`, `aud` (the token endpoint), `iat`, `exp`
+    /// (an hour, Google's limit), with the key's id.
+    func assertion(at now: Date) throws -> String {
+        var header: [String: String] = ["alg": "RS256", "typ": "JWT"]
+        header["kid"] = account.privateKeyID
+        let issued = now.unixSeconds
+        let claims: [String: Any] = [
+            "iss": account.clientEmail, "scope": Self.scope, "aud": account.tokenURI.absoluteString, "iat": issued, "exp": issued + 3_600,
+        ]
+        let head = try JSONSerialization.data(withJSONObject: header, options: .sortedKeys).base64URLEncoded
+        let payload = try JSONSerialization.data(withJSONObject: claims, options: .sortedKeys).base64URLEncoded
+        let input = "\(head).\(payload)"
+        let signature = try account.privateKey.signature(for: Data(input.utf8), padding: .insecurePKCS1v1_5)
+        return "\(input).\(signature.rawRepresentation.base64URLEncoded)"
+    }
+
+    // MARK: HTTP
+
+    private func call(_ method: HTTPMethod, _ path: String, body: [String: String]? = nil) async throws -> [UInt8] {
+        var url = apiURL.absoluteString
+        if url.hasSuffix("/") { url.removeLast() }
+        url += "/androidpublisher/v3/applications/\(Self.segment(packageName))/\(path)"
+        var request = HTTPClientRequest(url: url)
+        request.method = method
+        request.headers.add(name: "Authorization", value: "Bearer \(try await accessToken())")
+        if let body {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: body)))
+        }
+        let response = try await client.execute(request, timeout: .seconds(10))
+        let answer = try await response.body.collect(upTo: 1 << 20)
+        let bytes = Array(buffer: answer)
+        guard (200..<300).contains(Int(response.status.code)) else {
+            if response.status == .unauthorized { token.withLock { $0 = nil } }
+            let error = ((try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any])?["error"] as? [String: Any]
+            let reason = (error?["errors"] as? [[String: Any]])?.first?["reason"] as? String
+            throw GooglePlayAPIError(
+                status: Int(response.status.code), reason: reason, message: String((error?["message"] as? String ?? "").prefix(200)))
+        }
+        return bytes
+    }
+
+    private static func segment(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "_-."))) ?? text
+    }
+}

@@ -1,0 +1,66 @@
+import Foundation
+
+/// The Google Play Developer API stand-in (`Tests/support/google_play_standin.py`) on a loopback
+/// port: every API request checked against the androidpublisher v3 discovery document shipped in
+/// the pinned google-api-python-client, its own OAuth token endpoint for the service account's
+/// JWT bearer grant, and Google's key server for Pub/Sub push tokens. Its control API plays the
+/// buyer and Google (purchases, their states, voids, pushes).
+final class GooglePlayStandIn: Sendable {
+    /// The google-api-python-client whose discovery document the stand-in checks against.
+    static let clientVersion = "2.202.0"
+    static let packageName = "app.gatehouse.test"
+
+    let process: Spawned
+    let input: Pipe
+    let port: Int
+
+    var url: String { "http://127.0.0.1:\(port)" }
+
+    init() async throws {
+        guard let python = StripeStandIn.python else { throw ProcessError("GATEHOUSE_TEST_PYTHON is not set; run make test") }
+        let started = try Spawned.helper(python: python, [
+            StripeStandIn.support.appendingPathComponent("google_play_standin.py").path, "--port", "0",
+            "--client-version", Self.clientVersion, "--package-name", Self.packageName,
+        ])
+        (process, input) = (started.process, started.input)
+        guard started.firstLine.hasPrefix("READY "), let port = Int(started.firstLine.dropFirst(6).trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            try? input.fileHandleForWriting.close()
+            throw ProcessError("the Google Play stand-in did not start: \(started.firstLine)")
+        }
+        self.port = port
+    }
+
+    func stop() { try? input.fileHandleForWriting.close() }
+
+    /// The service account's key file, as Google's console downloads it.
+    func serviceAccountKeyFile() async throws -> Data { try await control("GET", "service_account") }
+
+    /// A purchase as the buyer's device made it (`product_id`, `expiry`, `state`, …); its token.
+    func purchase(_ fields: [String: Any]) async throws -> String {
+        let view = try JSONSerialization.jsonObject(with: try await control("POST", "purchases", fields)) as? [String: Any]
+        guard let token = (view?["purchase"] as? [String: Any])?["token"] as? String else { throw ProcessError("a purchase without a token") }
+        return token
+    }
+
+    func update(_ token: String, _ fields: [String: Any]) async throws { _ = try await control("POST", "purchases/\(token)", fields) }
+    func forget(_ token: String) async throws { _ = try await control("POST", "purchases/\(token)/forget", [:]) }
+
+    /// Sets the stand-in's clock (tokens and windows are checked against it).
+    func setClock(_ now: Date) async throws { _ = try await control("POST", "clock", ["now": Int(now.timeIntervalSince1970)]) }
+
+    /// Every acknowledge call: token, subscription id, outcome.
+    func acknowledgements() async throws -> [[String: Any]] {
+        let answer = try JSONSerialization.jsonObject(with: try await control("GET", "acknowledgements")) as? [String: Any]
+        return answer?["acknowledgements"] as? [[String: Any]] ?? []
+    }
+
+    /// Requests the discovery document does not describe, and answers that break its schemas.
+    func violations() async throws -> [String] {
+        let answer = try JSONSerialization.jsonObject(with: try await control("GET", "violations")) as? [String: Any]
+        return (answer?["violations"] as? [Any] ?? []).map { "\($0)" }
+    }
+
+    private func control(_ method: String, _ path: String, _ body: [String: Any]? = nil) async throws -> Data {
+        try await StandInControl.call(url, "Google Play", method, path, body)
+    }
+}
