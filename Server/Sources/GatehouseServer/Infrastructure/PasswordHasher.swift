@@ -97,9 +97,15 @@ public final class PasswordHasher: Sendable {
     /// The niceness of a hashing thread (0 is the default, 19 the lowest priority).
     static let hashingNiceness: Int32 = 10
 
+    /// Lowers the calling thread to ``hashingNiceness``, never raises it: a server started at a
+    /// lower priority (`nice 15 gatehouse`) keeps its own for hashing too.
     private static func lowerPriority() {
         #if os(Linux)
-        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(gatehouse_thread_id()), hashingNiceness)
+        let thread = id_t(gatehouse_thread_id())
+        errno = 0
+        let current = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), thread)
+        guard errno == 0, current < hashingNiceness else { return }
+        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), thread, hashingNiceness)
         #endif
     }
 
