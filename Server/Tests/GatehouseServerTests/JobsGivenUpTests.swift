@@ -32,7 +32,7 @@ import Testing
             let givenUp = #"gatehouse_jobs_failed_total{kind="stripe_cancel",outcome="given_up"}"#
             let retrying = #"gatehouse_jobs_failed_total{kind="stripe_cancel",outcome="retrying"}"#
             var counted = try await samples()
-            for _ in 0..<200 where counted[givenUp] == nil || counted[retrying] == nil {
+            for _ in 0..<600 where counted[givenUp] == nil || counted[retrying] == nil {
                 try await Task.sleep(for: .milliseconds(50))
                 counted = try await samples()
             }

@@ -101,7 +101,7 @@ import Testing
                     func cancelled() async throws -> Bool {
                         try await standIn.requests().contains { $0.method == "DELETE" && $0.path == "/v1/subscriptions/\(id)" && $0.status == 200 }
                     }
-                    for _ in 0..<200 where try await !cancelled() { try await Task.sleep(for: .milliseconds(50)) }
+                    for _ in 0..<600 where try await !cancelled() { try await Task.sleep(for: .milliseconds(50)) }
                     #expect(try await cancelled(), "the Stripe subscription was not cancelled at deletion")
                     #expect(try await TestApp.withStore(config) { try await $0.stripeSubscriptions(of: ownerID) }.isEmpty)
                 case .grant:

@@ -49,7 +49,7 @@ import Testing
             func cancelled() async throws -> Bool {
                 try await standIn.requests().contains { $0.method == "DELETE" && $0.path == "/v1/subscriptions/\(subscription.id)" && $0.status == 200 }
             }
-            for _ in 0..<200 where try await !cancelled() { try await Task.sleep(for: .milliseconds(50)) }
+            for _ in 0..<600 where try await !cancelled() { try await Task.sleep(for: .milliseconds(50)) }
             #expect(try await cancelled(), "the merged customer's subscription was not cancelled")
             try await StripeTests.noRejections(standIn)
         }
@@ -84,13 +84,13 @@ import Testing
             try await standIn.failNext(method: "DELETE", pathPrefix: "/v1/subscriptions/", count: 1, stored: true)
             let deleted = try await client.execute(uri: "/admin/v1/users/\(leaving.user.id)", method: .delete, headers: TestApp.adminHeaders)
             #expect(deleted.status == .noContent)
-            for _ in 0..<200 where try await standIn.failures() < 2 { try await Task.sleep(for: .milliseconds(50)) }
+            for _ in 0..<600 where try await standIn.failures() < 2 { try await Task.sleep(for: .milliseconds(50)) }
             #expect(try await standIn.failures() == 2, "the cancel's first attempt did not reach Stripe")
             clock.advance(by: 3_600)
             func cancelled() async throws -> [StripeStandIn.APIRequest] {
                 try await standIn.requests().filter { $0.method == "DELETE" && $0.status == 200 }
             }
-            for _ in 0..<200 where try await cancelled().isEmpty { try await Task.sleep(for: .milliseconds(50)) }
+            for _ in 0..<600 where try await cancelled().isEmpty { try await Task.sleep(for: .milliseconds(50)) }
             let cancel = try #require(try await cancelled().first)
             #expect(cancel.path == "/v1/subscriptions/\(subscription.id)" && cancel.idempotencyKey == "gatehouse-cancel-\(subscription.id)-a1")
             try await StripeTests.noRejections(standIn)
