@@ -36,6 +36,20 @@ struct ExportService: Sendable {
             events += page
             after = page.count == 500 ? page.last?.sequence : nil
         } while after != nil
+        // Every paid source of the ledger, whatever the preset sells today: a new source names
+        // what the export lists of it before this compiles.
+        var ledger = LedgerRows()
+        var stripeCustomers: [String] = []
+        for source in PlanSource.allCases {
+            switch source {
+            case .appStore: ledger.appStore = try await store.subscriptions(of: user.id)
+            case .stripe:
+                ledger.stripe = try await store.stripeSubscriptions(of: user.id)
+                stripeCustomers = try await store.stripeCustomers(of: user.id)
+            case .grant: ledger.grants = try await store.grants(of: user.id)
+            case .trial: continue  // The account's own fields (`users`) and the snapshot's `trial`.
+            }
+        }
         return AccountExport(
             exportedAt: clock.now.rfc3339, users: user.payload(identities: identities), planOverride: user.planOverride,
             identities: user.payload(identities: identities).identities,
@@ -53,7 +67,7 @@ struct ExportService: Sendable {
             creditLedger: try await store.creditLedger(of: user.id).map {
                 ExportedCreditSpend(credit: $0.credit, amount: $0.amount, action: $0.action, subject: $0.subject, createdAt: $0.createdAt.rfc3339)
             },
-            subscriptions: try await store.subscriptions(of: user.id).map {
+            subscriptions: ledger.appStore.map {
                 ExportedSubscription(
                     originalTransactionID: $0.originalTransactionID, productID: $0.productID, environment: $0.environment,
                     status: $0.status.rawValue, expiresAt: $0.expiresAt?.rfc3339, willRenew: $0.willRenew, updatedAt: $0.updatedAt.rfc3339)
@@ -81,14 +95,14 @@ struct ExportService: Sendable {
                     phone: $0.phone, purpose: $0.purpose, createdAt: $0.createdAt.rfc3339, expiresAt: $0.expiresAt.rfc3339,
                     usedAt: $0.usedAt?.rfc3339)
             },
-            stripeCustomers: try await store.stripeCustomers(of: user.id),
-            stripeSubscriptions: try await store.stripeSubscriptions(of: user.id).map {
+            stripeCustomers: stripeCustomers,
+            stripeSubscriptions: ledger.stripe.map {
                 ExportedStripeSubscription(
                     subscriptionID: $0.subscriptionID, customerID: $0.customerID, priceID: $0.priceID, status: $0.status,
                     currentPeriodEnd: $0.currentPeriodEnd?.rfc3339, cancelAtPeriodEnd: $0.cancelAtPeriodEnd, trialEnd: $0.trialEnd?.rfc3339,
                     updatedAt: $0.updatedAt.rfc3339)
             },
-            planGrants: try await store.grants(of: user.id).map(OperatorService.payload),
+            planGrants: ledger.grants.map(OperatorService.payload),
             oauthConsents: try await store.consents(of: user.id).map {
                 ExportedOAuthConsent(clientID: $0.clientID, scopes: $0.scopes, grantedAt: $0.grantedAt.rfc3339)
             },
