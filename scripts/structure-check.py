@@ -193,7 +193,7 @@ def doc_paths():
     return found
 
 
-FACT_TABLES = ("identities", "subscriptions", "stripe_subscriptions", "plan_grants", "credit_ledger")
+FACT_TABLES = ("identities", "subscriptions", "stripe_subscriptions", "google_play_purchases", "plan_grants", "credit_ledger")
 # The rows SessionCache keeps copies of besides the facts: every write drops them (changed(.session
 # or .user)), but a new row (no copy of it can exist) and a session's last_active_at moving
 # forward (a copy older there is only stricter; PostgreSQL's trigger skips it too).

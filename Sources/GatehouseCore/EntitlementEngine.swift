@@ -45,24 +45,29 @@ public struct EntitlementEngine: Sendable {
     public let copy: [String: String]
     /// The Stripe prices the app sells and the plan and tier each gives (the preset's `stripe`).
     public let stripePrices: [String: ProductSettings]
+    /// The Google Play products the app sells and the plan and tier each gives (the preset's
+    /// `google_play.products`).
+    public let googlePlayProducts: [String: ProductSettings]
     /// The windows the ledger counts in (`pro_grace_hours`, Stripe's billing grace days).
     public let grace: LedgerGrace
 
     public init(
         settings: EntitlementSettings, copy: [String: String], stripePrices: [String: ProductSettings] = [:],
-        stripeBillingGraceDays: Int = StripeSettings.defaultBillingGraceDays
+        stripeBillingGraceDays: Int = StripeSettings.defaultBillingGraceDays, googlePlayProducts: [String: ProductSettings] = [:]
     ) {
         self.settings = settings
         self.copy = copy
         self.stripePrices = stripePrices
+        self.googlePlayProducts = googlePlayProducts
         grace = LedgerGrace(proGraceHours: settings.proGraceHours, billingGraceDays: stripeBillingGraceDays)
     }
 
-    /// The engine of `preset`: its entitlements, copy and Stripe prices and billing grace.
+    /// The engine of `preset`: its entitlements, copy, Stripe prices and billing grace, and
+    /// Google Play products.
     public init(preset: Preset) {
         self.init(
             settings: preset.entitlements, copy: preset.copy, stripePrices: preset.stripe.prices,
-            stripeBillingGraceDays: preset.stripe.billingGraceDays)
+            stripeBillingGraceDays: preset.stripe.billingGraceDays, googlePlayProducts: preset.googlePlay.products)
     }
 
     // MARK: Plan state

@@ -6,6 +6,40 @@ import GatehouseWire
 // what each of Google's states gives. Pure: the server's client fetches the resource, this file
 // says what it means.
 
+/// The preset's `google_play`: the app's package name and the subscription products it sells,
+/// each with the plan and tier it gives (`{"package_name": "com.example.app", "products":
+/// {"premium_monthly": {"plan": "pro", "tier": "premium"}}}`).
+public struct GooglePlaySettings: Sendable, Equatable, PresetSection {
+    public var packageName: String?
+    public var products: [String: ProductSettings] = [:]
+
+    public init() {}
+
+    static var fields: [PresetField<Self>] { [.key("package_name", \.packageName), .key("products", \.products)] }
+
+    func problems() -> [String] {
+        var problems: [String] = []
+        if !products.isEmpty, packageName?.isEmpty ?? true { problems.append("'google_play.package_name' must be set when it sells products") }
+        if let name = packageName, !Self.isPackageName(name) {
+            problems.append("'google_play.package_name' must be an Android package name (com.example.app)")
+        }
+        for (id, product) in products.sorted(by: { $0.key < $1.key }) where product.plan != .pro {
+            problems.append("'google_play.products.\(id).plan' must be pro (a subscription gives Pro)")
+        }
+        return problems
+    }
+
+    /// Letters, digits and `_` in two or more dot-separated parts, each starting with a letter.
+    static func isPackageName(_ name: String) -> Bool {
+        let parts = name.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count >= 2 && name.utf8.count <= 255
+            && parts.allSatisfy { part in
+                guard let first = part.unicodeScalars.first, first.isASCII, first.properties.isAlphabetic else { return false }
+                return part.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_") }
+            }
+    }
+}
+
 /// The parts of Google's `SubscriptionPurchaseV2` Gatehouse reads. Unknown members are ignored;
 /// a state this build does not know is kept as Google spelled it and gives nothing.
 public struct SubscriptionPurchaseV2: Sendable, Equatable, Decodable {
@@ -85,10 +119,15 @@ public struct GooglePlaySubscriptionRecord: Sendable, Equatable {
     public var testPurchase: Bool
     /// When this state was read from Google: an older read never overwrites a newer one.
     public var readAt: Date
+    /// The newer purchase token that replaced this one (its `linkedPurchaseToken` names this):
+    /// only the newest token of a chain gives the right.
+    public var supersededBy: String?
+    /// When Google voided it (a refund or a chargeback): it gives nothing from then on.
+    public var voidedAt: Date?
 
     public init(
         purchaseToken: String, userID: UserID?, productID: String, state: State, expiresAt: Date?, linkedPurchaseToken: String?,
-        obfuscatedAccountID: String?, acknowledged: Bool, testPurchase: Bool, readAt: Date
+        obfuscatedAccountID: String?, acknowledged: Bool, testPurchase: Bool, readAt: Date, supersededBy: String? = nil, voidedAt: Date? = nil
     ) {
         self.purchaseToken = purchaseToken
         self.userID = userID
@@ -100,6 +139,8 @@ public struct GooglePlaySubscriptionRecord: Sendable, Equatable {
         self.acknowledged = acknowledged
         self.testPurchase = testPurchase
         self.readAt = readAt
+        self.supersededBy = supersededBy
+        self.voidedAt = voidedAt
     }
 
     /// The record of `resource` as read for `purchaseToken` at `readAt`; `nil` when it names no
@@ -126,19 +167,29 @@ public struct GooglePlaySubscriptionRecord: Sendable, Equatable {
         return Date(rfc3339: text)
     }
 
-    /// Paid until the line item's expiry in a state that gives the right; nothing otherwise.
+    /// Whether the token still stands for the purchase: not replaced by a newer token, not voided.
+    public var stands: Bool { supersededBy == nil && voidedAt == nil }
+
+    /// Paid until the line item's expiry in a state that gives the right, on a token that still
+    /// stands; nothing otherwise.
     public func entitlement(at now: Date) -> SubscriptionRecord.Entitlement {
-        guard state.givesRight, let expiresAt, now < expiresAt else { return .notEntitled }
+        guard stands, state.givesRight, let expiresAt, now < expiresAt else { return .notEntitled }
         return .paid
     }
 
     /// When it stops giving its plan if nothing new arrives.
-    public var entitlementEnd: Date? { state.givesRight ? expiresAt : nil }
+    public var entitlementEnd: Date? { stands && state.givesRight ? expiresAt : nil }
+
+    /// Whether Google may still charge for it (on hold and paused ones resume once paid): an
+    /// account holding one is never cleaned up as stale.
+    public var mayBill: Bool { stands && [.active, .inGracePeriod, .onHold, .paused, .pending].contains(state) }
 
     /// The snapshot's `subscription` object, in the App Store's vocabulary.
     public func info(at now: Date) -> SubscriptionInfo {
         let shown: String
         switch state {
+        case _ where voidedAt != nil: shown = "refunded"
+        case _ where supersededBy != nil: shown = "replaced"
         case .active: shown = entitlement(at: now) == .notEntitled ? "expired" : "active"
         case .inGracePeriod: shown = "billing_grace"
         case .onHold: shown = "billing_retry"
@@ -147,9 +198,10 @@ public struct GooglePlaySubscriptionRecord: Sendable, Equatable {
         case .pending: shown = "incomplete"
         case .expired, .pendingPurchaseCanceled, .unknown: shown = "expired"
         }
-        let renews = state == .active && (expiresAt.map { now < $0 } ?? false)
+        let renews = stands && state == .active && (expiresAt.map { now < $0 } ?? false)
         return SubscriptionInfo(
             productID: productID, status: shown, renewsAt: renews ? expiresAt?.rfc3339 : nil, expiresAt: expiresAt?.rfc3339,
-            willRenew: [.active, .inGracePeriod, .onHold].contains(state), source: "google_play")
+            willRenew: stands && [.active, .inGracePeriod, .onHold].contains(state), source: PlanSource.googlePlay.rawValue,
+            testPurchase: testPurchase ? true : nil)
     }
 }

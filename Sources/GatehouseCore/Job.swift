@@ -43,4 +43,7 @@ public enum JobKind: String, Sendable, CaseIterable {
     /// the number has no account yet (issue 58): the request does the same work, and so takes
     /// the same time, whether the number is taken or free.
     case phoneSignUp = "phone_sign_up"
+    /// Acknowledge a Google Play purchase (issue 59): Google refunds one not acknowledged within
+    /// three days.
+    case googlePlayAcknowledge = "google_play_acknowledge"
 }

@@ -12,6 +12,8 @@ public enum PlanSource: String, Sendable, CaseIterable, Codable {
     case appStore = "app_store"
     /// A Stripe subscription bought on the web (`StripeSubscriptionRecord`).
     case stripe
+    /// A Google Play subscription bought in the Android app (`GooglePlaySubscriptionRecord`).
+    case googlePlay = "google_play"
     /// An operator's promotional grant (`PlanGrant`).
     case grant
     /// The server trial (`/v1/trial/start`, or sign-up when the preset says so): the floor, counted
@@ -203,12 +205,18 @@ public struct LedgerRows: Sendable, Equatable {
     public var appStore: [SubscriptionRecord]
     /// Stripe subscriptions as last read from Stripe's API.
     public var stripe: [StripeSubscriptionRecord]
+    /// Google Play subscription purchases (one per purchase token, replaced ones included).
+    public var googlePlay: [GooglePlaySubscriptionRecord]
     /// Operators' grants, revoked and ended ones included.
     public var grants: [PlanGrant]
 
-    public init(appStore: [SubscriptionRecord] = [], stripe: [StripeSubscriptionRecord] = [], grants: [PlanGrant] = []) {
+    public init(
+        appStore: [SubscriptionRecord] = [], stripe: [StripeSubscriptionRecord] = [], googlePlay: [GooglePlaySubscriptionRecord] = [],
+        grants: [PlanGrant] = []
+    ) {
         self.appStore = appStore
         self.stripe = stripe
+        self.googlePlay = googlePlay
         self.grants = grants
     }
 
@@ -220,6 +228,7 @@ public struct LedgerRows: Sendable, Equatable {
             switch source {
             case .appStore: appStore.contains { $0.entitlement(at: now, graceHours: grace.proGraceHours) != .notEntitled }
             case .stripe: stripe.contains { !$0.isTerminal }
+            case .googlePlay: googlePlay.contains { $0.mayBill || $0.entitlement(at: now) != .notEntitled }
             case .grant: grants.contains { $0.isActive(at: now) }
             // Not bought: a stale account's server trial does not keep it.
             case .trial: false
@@ -252,6 +261,13 @@ extension EntitlementEngine {
                             source: source, entitlement: record.entitlement(at: now, grace: grace),
                             tier: stripePrices[record.priceID]?.tier, end: record.entitlementEnd(grace: grace),
                             info: record.info(at: now, grace: grace)))
+                }
+            case .googlePlay:
+                for record in input.ledger.googlePlay where googlePlayProducts[record.productID] != nil {
+                    rights.append(
+                        PlanRight(
+                            source: source, entitlement: record.entitlement(at: now), tier: googlePlayProducts[record.productID]?.tier,
+                            end: record.entitlementEnd, info: record.info(at: now)))
                 }
             case .grant:
                 for grant in input.ledger.grants {
@@ -298,7 +314,8 @@ extension EntitlementEngine {
 /// `purchase.succeeded`'s data, one shape for every source of the ledger (issue 59: it was built
 /// three ways with different keys): `source`, `kind` (`purchase`: the right was bought or bought
 /// again; `renewal`: a period paid for), `product_id` (the product or price), `purchase_id` (the
-/// source's id of the right: an App Store `originalTransactionId`, a Stripe subscription id) and,
+/// source's id of the right: an App Store `originalTransactionId`, a Stripe subscription id, a
+/// Google Play purchase token) and,
 /// when the source names the payment, `transaction_id`.
 public struct PurchaseEvent: Sendable, Equatable {
     public enum Kind: String, Sendable, CaseIterable {

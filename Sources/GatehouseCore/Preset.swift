@@ -31,6 +31,9 @@ public struct Preset: Sendable, Equatable, PresetCodable {
     public var sms = SMSSettings()
     /// The Stripe prices sold on the web and the plan and tier each gives (issue 44).
     public var stripe = StripeSettings()
+    /// The Google Play app and the subscription products it sells, with the plan and tier each
+    /// gives (issue 59).
+    public var googlePlay = GooglePlaySettings()
     /// User-facing strings (error messages, banners, prompts), by key.
     public var copy: [String: String] = [:]
 
@@ -42,7 +45,7 @@ public struct Preset: Sendable, Equatable, PresetCodable {
             .key("tokens", \.tokens), .key("enumeration_protection", \.enumerationProtection), .key("verification", \.verification),
             .key("email", \.email), .key("throttling", \.throttling), .key("handles", \.handles), .key("privacy", \.privacy),
             .key("entitlements", \.entitlements), .key("passkeys", \.passkeys), .key("mfa", \.mfa),
-            .key("sms", \.sms), .key("stripe", \.stripe), .key("copy", \.copy),
+            .key("sms", \.sms), .key("stripe", \.stripe), .key("google_play", \.googlePlay), .key("copy", \.copy),
         ]
     }
 
@@ -113,10 +116,14 @@ public struct Preset: Sendable, Equatable, PresetCodable {
         problems += entitlements.problems()
         problems += sms.problems()
         problems += stripe.problems()
+        problems += googlePlay.problems()
         let tiers = Set(entitlements.tiers)
-        for (id, price) in stripe.prices.sorted(by: { $0.key < $1.key }) {
-            if let tier = price.tier, !tiers.isEmpty, !tiers.contains(tier) {
-                problems.append("'stripe.prices.\(id).tier' must be one of 'entitlements.tiers'")
+        // What each paid source sells: one rule for every source's tiers.
+        for (section, sold) in [("stripe.prices", stripe.prices), ("google_play.products", googlePlay.products)] {
+            for (id, product) in sold.sorted(by: { $0.key < $1.key }) {
+                if let tier = product.tier, !tiers.isEmpty, !tiers.contains(tier) {
+                    problems.append("'\(section).\(id).tier' must be one of 'entitlements.tiers'")
+                }
             }
         }
         return problems

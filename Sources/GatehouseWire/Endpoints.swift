@@ -144,6 +144,11 @@ public enum Endpoints {
     public static let stripePortal = Endpoint<StripePortalRequest, StripePortalResponse>(.post, "/v1/purchases/stripe/portal", .session)
     /// Stripe's events, raw, signed with `Stripe-Signature`.
     public static let stripeWebhook = Endpoint<OpaqueJSON, NoContent>(.post, "/webhooks/stripe", .anyone)
+    /// A Google Play subscription purchase for the signed-in account (issue 59): the snapshot.
+    public static let googlePlayPurchase = Endpoint<GooglePlayPurchaseRequest, EntitlementsPayload>(.post, "/v1/purchases/google-play", .session)
+    /// Google Play's real-time developer notifications, pushed by Cloud Pub/Sub with a
+    /// Google-signed OIDC token: 204.
+    public static let googlePlayWebhook = Endpoint<OpaqueJSON, NoContent>(.post, "/webhooks/google-play", .anyone)
 
     // MARK: The OpenID provider, seen from the app (issue 45)
 
@@ -225,7 +230,7 @@ public enum Endpoints {
         me.erased, updateProfile.erased, deleteAccount.erased, chooseAnonymousName.erased, exportData.erased, handleAvailability.erased,
         entitlements.erased, checkEntitlement.erased, spendCredit.erased, startTrial.erased, events.erased, recordUsage.erased,
         applePurchase.erased, appStoreNotification.erased, appleAccountEvent.erased, stripeCheckout.erased, stripePortal.erased,
-        stripeWebhook.erased, handover.erased, connections.erased, revokeConnection.erased,
+        stripeWebhook.erased, googlePlayPurchase.erased, googlePlayWebhook.erased, handover.erased, connections.erased, revokeConnection.erased,
         verifyEmailPage.erased, verifyEmailForm.erased, resetPasswordPage.erased, resetPasswordForm.erased, magicLinkPage.erased,
         resendLinkForm.erased,
         devOutbox.erased,

@@ -8,7 +8,7 @@ public struct EntitlementsPayload: Codable, Sendable, Hashable {
     public var readOnly: Bool
     public var tier: String?
     public var subscription: SubscriptionInfo?
-    /// Every source giving a plan now (App Store, Stripe, a grant), each with its own expiry.
+    /// Every source giving a plan now (App Store, Stripe, Google Play, a grant), each with its own expiry.
     public var sources: [SubscriptionInfo]?
     public var evaluatedAt: String
 
@@ -93,10 +93,15 @@ public struct SubscriptionInfo: Codable, Sendable, Hashable {
     public var renewsAt: String?
     public var expiresAt: String?
     public var willRenew: Bool
-    /// Where the right comes from: `app_store`, `stripe` or `grant`.
+    /// Where the right comes from: `app_store`, `stripe`, `google_play` or `grant` (`PlanSource`).
     public var source: String?
-    public init(productID: String, status: String, renewsAt: String?, expiresAt: String?, willRenew: Bool, source: String? = nil) {
+    /// True for a store's test purchase (a Google Play license tester's); nil otherwise.
+    public var testPurchase: Bool?
+    public init(
+        productID: String, status: String, renewsAt: String?, expiresAt: String?, willRenew: Bool, source: String? = nil, testPurchase: Bool? = nil
+    ) {
         self.source = source
+        self.testPurchase = testPurchase
         self.productID = productID
         self.status = status
         self.renewsAt = renewsAt
@@ -110,8 +115,10 @@ public struct SubscriptionInfo: Codable, Sendable, Hashable {
         case expiresAt = "expires_at"
         case willRenew = "will_renew"
         case source
+        case testPurchase = "test_purchase"
     }
-    /// Every member of the contract's object is present, `null` when unknown.
+    /// Every member of the contract's object is present, `null` when unknown; `test_purchase`
+    /// only for a test purchase.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(source, forKey: .source)
@@ -120,6 +127,7 @@ public struct SubscriptionInfo: Codable, Sendable, Hashable {
         try container.encode(renewsAt, forKey: .renewsAt)
         try container.encode(expiresAt, forKey: .expiresAt)
         try container.encode(willRenew, forKey: .willRenew)
+        if testPurchase == true { try container.encode(true, forKey: .testPurchase) }
     }
 }
 

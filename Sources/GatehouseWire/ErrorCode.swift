@@ -67,6 +67,9 @@ extension ErrorCode {
     public static let planRequired: ErrorCode = "plan_required"
     /// A purchase another account owns (its restore hint is under `details`).
     public static let subscriptionInUse: ErrorCode = "subscription_in_use"
+    /// A Google Play purchase token Google does not know, of another app or product, or of a
+    /// product the preset does not sell.
+    public static let invalidPurchase: ErrorCode = "invalid_purchase"
 
     // Passkeys.
     /// A WebAuthn answer that does not verify (its stable reasons under `reasons`).
@@ -90,7 +93,8 @@ extension ErrorCode {
     public static let invalidPhone: ErrorCode = "invalid_phone"
     /// The number belongs to another account.
     public static let phoneInUse: ErrorCode = "phone_in_use"
-    /// A webhook whose signature does not check (Stripe's `Stripe-Signature`).
+    /// A webhook whose signature does not check (Stripe's `Stripe-Signature`: 400; a Pub/Sub
+    /// push's OIDC token for Google Play: 401).
     public static let invalidSignature: ErrorCode = "invalid_signature"
     /// A Stripe price the preset does not sell.
     public static let unknownPrice: ErrorCode = "unknown_price"
@@ -101,9 +105,10 @@ extension ErrorCode {
 extension ErrorCode {
     /// Every code of this version with the HTTP status it answers with (docs/errors.md lists
     /// the same): one meaning and one default status per code, as GoTrue's `errorcode.go` has.
-    /// Two codes the contract answers two ways, so the server names that status itself:
-    /// `token_expired` (401 for an access token, its default; 400 for a link or code) and
-    /// `invalid_credential` (400 at passkey registration, its default; 401 at sign-in).
+    /// Three codes the contract answers two ways, so the server names that status itself:
+    /// `token_expired` (401 for an access token, its default; 400 for a link or code),
+    /// `invalid_credential` (400 at passkey registration, its default; 401 at sign-in) and
+    /// `invalid_signature` (400 for Stripe's header, its default; 401 for Google Play's push).
     public static let defaultStatuses: [ErrorCode: Int] = [
         .invalidRequest: 400, .payloadTooLarge: 413, .requestTimeout: 408, .notFound: 404, .methodNotAllowed: 405, .internalError: 500,
         .serviceUnavailable: 503, .unsupportedMediaType: 415, .methodDisabled: 403, .captchaRequired: 400, .rateLimited: 429,
@@ -115,6 +120,7 @@ extension ErrorCode {
         .lastIdentity: 409, .reauthenticationRequired: 403, .verificationRequired: 403,
         .invalidHandle: 422, .handleTaken: 409, .invalidDisplayName: 422, .invalidAvatarURL: 422, .invalidChoice: 422,
         .unknownAction: 400, .trialAlreadyUsed: 409, .invalidSignedPayload: 400, .planRequired: 403, .subscriptionInUse: 409,
+        .invalidPurchase: 400,
         .invalidCredential: 400, .challengeInvalid: 400, .credentialInUse: 409,
         .invalidCode: 400, .tooManyFactors: 409, .mfaRequired: 403,
         .invalidPhone: 400, .phoneInUse: 409, .invalidSignature: 400, .unknownPrice: 400,

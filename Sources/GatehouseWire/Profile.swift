@@ -213,6 +213,8 @@ public struct AccountExport: Codable, Sendable, Hashable {
     /// The plan ledger's other rows: the Stripe customer's id, Stripe's subscriptions as last
     /// read, and operators' grants (revoked and ended ones included).
     public var stripeCustomers: [String], stripeSubscriptions: [ExportedStripeSubscription], planGrants: [GrantPayload]
+    /// Google Play subscription purchases as last read from Google, replaced and voided ones included.
+    public var googlePlayPurchases: [ExportedGooglePlayPurchase]
     /// The OpenID provider's clients the person let in, and the one-time codes made for them
     /// (never a code itself).
     public var oauthConsents: [ExportedOAuthConsent], oauthCodes: [ExportedOAuthCode]
@@ -225,8 +227,10 @@ public struct AccountExport: Codable, Sendable, Hashable {
         passkeyChallenges: [ExportedPasskeyChallenge] = [], mfaFactors: [MFAFactorPayload] = [],
         mfaRecoveryCodes: [ExportedRecoveryCode] = [], mfaChallenges: [ExportedMFAChallenge] = [], phoneCodes: [ExportedPhoneCode] = [],
         stripeCustomers: [String] = [], stripeSubscriptions: [ExportedStripeSubscription] = [], planGrants: [GrantPayload] = [],
-        oauthConsents: [ExportedOAuthConsent] = [], oauthCodes: [ExportedOAuthCode] = []
+        oauthConsents: [ExportedOAuthConsent] = [], oauthCodes: [ExportedOAuthCode] = [],
+        googlePlayPurchases: [ExportedGooglePlayPurchase] = []
     ) {
+        self.googlePlayPurchases = googlePlayPurchases
         self.oauthConsents = oauthConsents
         self.oauthCodes = oauthCodes
         self.stripeCustomers = stripeCustomers
@@ -276,6 +280,7 @@ public struct AccountExport: Codable, Sendable, Hashable {
         case stripeCustomers = "stripe_customers"
         case stripeSubscriptions = "stripe_subscriptions"
         case planGrants = "plan_grants"
+        case googlePlayPurchases = "google_play_purchases"
         case oauthConsents = "oauth_consents"
         case oauthCodes = "oauth_codes"
     }

@@ -8,6 +8,22 @@ public struct ApplePurchaseRequest: Codable, Sendable, Hashable {
     }
 }
 
+/// `POST /v1/purchases/google-play`: what Play Billing gave the Android app for a subscription.
+public struct GooglePlayPurchaseRequest: Codable, Sendable, Hashable {
+    /// The purchase's token (`Purchase.getPurchaseToken()`).
+    public var purchaseToken: String
+    /// The subscription's product id (`Purchase.getProducts()`).
+    public var productID: String
+    public init(purchaseToken: String, productID: String) {
+        self.purchaseToken = purchaseToken
+        self.productID = productID
+    }
+    enum CodingKeys: String, CodingKey {
+        case purchaseToken = "purchase_token"
+        case productID = "product_id"
+    }
+}
+
 /// `POST /v1/purchases/apple` without a Bearer (decision 21): whether an account owns the
 /// purchase and a masked hint of how to sign in to it; never a session.
 public struct RestoreHint: Codable, Sendable, Hashable {

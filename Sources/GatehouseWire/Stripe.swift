@@ -148,3 +148,36 @@ public struct ExportedStripeSubscription: Codable, Sendable, Hashable {
         case updatedAt = "updated_at"
     }
 }
+
+/// A Google Play subscription purchase in an export.
+public struct ExportedGooglePlayPurchase: Codable, Sendable, Hashable {
+    public var purchaseToken: String
+    public var productID: String
+    /// Google's `subscriptionState` without its prefix (`ACTIVE`, `ON_HOLD`, …).
+    public var state: String
+    public var expiresAt: String?
+    public var testPurchase: Bool
+    /// The newer token that replaced it (an upgrade, a downgrade, a re-subscribe).
+    public var supersededBy: String?
+    public var voidedAt: String?
+    public init(
+        purchaseToken: String, productID: String, state: String, expiresAt: String?, testPurchase: Bool, supersededBy: String?, voidedAt: String?
+    ) {
+        self.purchaseToken = purchaseToken
+        self.productID = productID
+        self.state = state
+        self.expiresAt = expiresAt
+        self.testPurchase = testPurchase
+        self.supersededBy = supersededBy
+        self.voidedAt = voidedAt
+    }
+    enum CodingKeys: String, CodingKey {
+        case purchaseToken = "purchase_token"
+        case productID = "product_id"
+        case state
+        case expiresAt = "expires_at"
+        case testPurchase = "test_purchase"
+        case supersededBy = "superseded_by"
+        case voidedAt = "voided_at"
+    }
+}

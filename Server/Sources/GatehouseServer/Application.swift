@@ -99,6 +99,8 @@ public func buildApplication(
         store: store, days: config.preset.privacy.retentionDays, idleSeconds: config.preset.tokens.refreshTokenTTLSeconds,
         unconfirmedFactorTTLSeconds: config.preset.mfa.unconfirmedFactorTTLSeconds, clock: clock, logger: logger)
     services.append(retention)
+    let voided = infra.googlePlay.map { _ in GooglePlayVoidedSweep(googlePlay: useCases.googlePlay, logger: logger) }
+    if let voided { services.append(voided) }
     // Only the providers an app is configured for (it has their audiences).
     let configuredKeys =
         (config.appleAudiences.isEmpty ? [] : [infra.appleKeys]) + (config.googleAudiences.isEmpty ? [] : [infra.googleKeys])
@@ -130,6 +132,7 @@ public func buildApplication(
         jobs.start()
         cleanup.start()
         retention.start()
+        voided?.start()
         logger.info("configuration", metadata: config.redactedSummary.mapValues { .string($0) })
     }
     return app
@@ -162,6 +165,7 @@ func makeRouter(_ infra: Infrastructure, _ useCases: UseCases) throws -> Router<
     PasskeysController(passkeys: u.passkeys, authenticator: u.authenticator, input: input).register(on: router, signedIn: signedIn)
     PhoneController(phone: u.phone, input: input).register(on: router, signedIn: signedIn)
     StripeController(stripe: u.stripe, input: input).register(on: router, signedIn: signedIn)
+    GooglePlayController(googlePlay: u.googlePlay, input: input).register(on: router, signedIn: signedIn)
     MFAController(mfa: u.mfa, authenticator: u.authenticator, input: input).register(on: router, signedIn: signedIn)
     WellKnownController(relyingParty: config.relyingParty, preset: preset).register(on: router)
     SessionsController(sessions: u.sessions, input: input).register(on: router, signedIn: signedIn)

@@ -93,8 +93,6 @@ public protocol AppStoreSubscriptionStore: Sendable {
     func saveSubscription(_ record: SubscriptionRecord) async throws(StoreError) -> UserID?
     /// Gives `from`'s subscriptions to `to` (an anonymous account merged into another).
     func moveSubscriptions(from: UserID, to: UserID) async throws(StoreError)
-    /// Notes a notification as applied; false when it had been already.
-    func recordNotification(uuid: String, type: String, at date: Date) async throws(StoreError) -> Bool
 }
 
 /// Ids of signed messages from outside that may be used once (Apple's server-to-server

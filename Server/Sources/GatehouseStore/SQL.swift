@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseCore
 
 /// A value bound to or read from a SQL statement. The schema uses only these five kinds so
 /// that the same statements run on SQLite and PostgreSQL.
@@ -72,6 +73,14 @@ public struct SQLRow: Sendable {
     public func string(_ name: String) throws(StoreError) -> String {
         guard let value = try optionalString(name) else { throw StoreError.decoding("column '\(name)' is null") }
         return value
+    }
+
+    /// An account id column that may be null (a ledger row no account holds yet); `table` names
+    /// the row in the error when the text is not an account id.
+    func optionalUserID(_ name: String, of table: String) throws(StoreError) -> UserID? {
+        guard let text = try optionalString(name) else { return nil }
+        guard let id = UserID(text) else { throw StoreError.decoding("bad \(table).\(name)") }
+        return id
     }
 
     public func optionalString(_ name: String) throws(StoreError) -> String? {

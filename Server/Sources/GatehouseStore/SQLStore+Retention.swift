@@ -34,12 +34,10 @@ extension SQLStore {
         counts.oauthRows += try await executor.query(
             "DELETE FROM oauth_browser_sessions WHERE expires_at < ? RETURNING session_id", [.integer(windowsBefore.unixSeconds)]
         ).count
+        // Every source redelivers for days at most (Stripe three, Apple's and Pub/Sub's retries
+        // less): an id guards no longer after that.
         counts.notifications = try await executor.query(
-            "DELETE FROM app_store_notifications WHERE received_at < ? RETURNING notification_uuid", [.integer(notificationsBefore.unixSeconds)]
-        ).count
-        // Stripe redelivers an event for three days at most: its id guards no longer after that.
-        counts.notifications += try await executor.query(
-            "DELETE FROM stripe_events WHERE received_at < ? RETURNING event_id", [.integer(notificationsBefore.unixSeconds)]
+            "DELETE FROM ledger_events WHERE received_at < ? RETURNING event_id", [.integer(notificationsBefore.unixSeconds)]
         ).count
         return counts
     }

@@ -87,23 +87,8 @@ extension SQLStore {
         return !saved.isEmpty
     }
 
-    public func recordStripeEvent(id: String, type: String, outcome: String, at date: Date) async throws(StoreError) -> Bool {
-        !(try await executor.query(
-            "INSERT INTO stripe_events (event_id, type, outcome, received_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING event_id",
-            [.text(id), .text(type), .text(outcome), .integer(date.unixSeconds)]
-        ).isEmpty)
-    }
-
-    public func stripeEventRecorded(_ id: String) async throws(StoreError) -> Bool {
-        !(try await executor.query("SELECT event_id FROM stripe_events WHERE event_id = ?", [.text(id)]).isEmpty)
-    }
-
     private static func stripeSubscription(from row: SQLRow) throws(StoreError) -> StripeSubscriptionRecord {
-        var user: UserID?
-        if let text = try row.optionalString("user_id") {
-            guard let id = UserID(text) else { throw StoreError.decoding("bad stripe_subscriptions.user_id") }
-            user = id
-        }
+        let user = try row.optionalUserID("user_id", of: "stripe_subscriptions")
         return StripeSubscriptionRecord(
             subscriptionID: try row.string("subscription_id"), customerID: try row.string("customer_id"), userID: user,
             priceID: try row.string("price_id"), status: try row.string("status"),

@@ -55,22 +55,11 @@ extension SQLStore {
         try await executor.query("UPDATE subscriptions SET user_id = ? WHERE user_id = ?", [.text(to.description), .text(from.description)])
     }
 
-    public func recordNotification(uuid: String, type: String, at date: Date) async throws(StoreError) -> Bool {
-        !(try await executor.query(
-            "INSERT INTO app_store_notifications (notification_uuid, type, received_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING RETURNING notification_uuid",
-            [.text(uuid), .text(type), .integer(date.unixSeconds)]
-        ).isEmpty)
-    }
-
     private static func subscription(from row: SQLRow) throws(StoreError) -> SubscriptionRecord {
         guard let status = SubscriptionRecord.Status(rawValue: try row.string("status")) else {
             throw StoreError.decoding("bad subscriptions.status")
         }
-        var user: UserID?
-        if let text = try row.optionalString("user_id") {
-            guard let id = UserID(text) else { throw StoreError.decoding("bad subscriptions.user_id") }
-            user = id
-        }
+        let user = try row.optionalUserID("user_id", of: "subscriptions")
         return SubscriptionRecord(
             originalTransactionID: try row.string("original_transaction_id"), userID: user, productID: try row.string("product_id"),
             environment: try row.string("environment"), status: status, expiresAt: try row.optionalInt("expires_at").map(Date.init(unixSeconds:)),

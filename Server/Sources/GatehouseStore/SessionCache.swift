@@ -285,6 +285,7 @@ public struct AccountFacts: Sendable {
     public var identities: [Identity]?
     public var subscriptions: [SubscriptionRecord]?
     public var stripeSubscriptions: [StripeSubscriptionRecord]?
+    public var googlePlayPurchases: [GooglePlaySubscriptionRecord]?
     public var grants: [PlanGrant]?
     /// `creditsSpent(of:since:)`, for the period that began at `since` only.
     public var credits: (since: Date, spent: [String: Int])?

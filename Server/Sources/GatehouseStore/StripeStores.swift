@@ -26,10 +26,40 @@ public protocol StripeStore: Sendable {
     /// owner is never replaced. True when written.
     @discardableResult
     func saveStripeSubscription(_ record: StripeSubscriptionRecord) async throws(StoreError) -> Bool
-    /// Notes an event as applied by its id (a unique key); false when it had been already.
-    func recordStripeEvent(id: String, type: String, outcome: String, at date: Date) async throws(StoreError) -> Bool
-    /// Whether the event was recorded (a read; `recordStripeEvent` is what decides).
-    func stripeEventRecorded(_ id: String) async throws(StoreError) -> Bool
+}
+
+/// What each paid source delivered, applied once (issue 59: it was kept three ways): Apple's
+/// `notificationUUID`, Stripe's event id, Google Play's Pub/Sub `messageId`, keyed by the source
+/// and that id and written in the transaction that applies the delivery.
+public protocol LedgerEventStore: Sendable {
+    /// Notes a delivery as applied by its source's id (a unique key); false when it had been already.
+    func recordLedgerEvent(source: PlanSource, id: String, type: String, outcome: String, at date: Date) async throws(StoreError) -> Bool
+    /// Whether the delivery was recorded (a read to skip work early; `recordLedgerEvent` is what decides).
+    func ledgerEventRecorded(source: PlanSource, id: String) async throws(StoreError) -> Bool
+}
+
+/// Google Play's side of the plan ledger (issue 59): each purchase token's state as last read
+/// from `purchases.subscriptionsv2`.
+public protocol GooglePlayStore: Sendable {
+    func googlePlayPurchases(of userID: UserID) async throws(StoreError) -> [GooglePlaySubscriptionRecord]
+    func googlePlayPurchase(token: String) async throws(StoreError) -> GooglePlaySubscriptionRecord?
+    /// Saves Google's state of a purchase in one conditional statement unless a later read is
+    /// stored; the token is the key, so a stored owner is never replaced (an unowned row is
+    /// adopted) and `supersededBy`, `voidedAt` once set are kept. Answers the owner as stored
+    /// afterwards.
+    @discardableResult
+    func saveGooglePlayPurchase(_ record: GooglePlaySubscriptionRecord) async throws(StoreError) -> UserID?
+    /// Marks `token` replaced by `newer` (the newer purchase's `linkedPurchaseToken`); true
+    /// when a row was marked.
+    @discardableResult
+    func supersedeGooglePlayPurchase(_ token: String, by newer: String) async throws(StoreError) -> Bool
+    /// Marks `token` voided (a refund or chargeback) unless it was; true when marked now.
+    @discardableResult
+    func voidGooglePlayPurchase(_ token: String, at date: Date) async throws(StoreError) -> Bool
+    /// Notes Google's acknowledgement of `token`.
+    func markGooglePlayPurchaseAcknowledged(_ token: String) async throws(StoreError)
+    /// Gives `from`'s purchases to `to` (an anonymous account merged into another).
+    func moveGooglePlayPurchases(from: UserID, to: UserID) async throws(StoreError)
 }
 
 /// Operators' promotional grants.
@@ -46,4 +76,23 @@ public protocol GrantStore: Sendable {
 
 /// Every source of the plan ledger (`PlanSource`): what reading an account's plan needs. Use
 /// cases that compute a plan see the store through this, so a new source's rows reach each one.
-public protocol PlanLedgerStore: AppStoreSubscriptionStore, StripeStore, GrantStore {}
+public protocol PlanLedgerStore: AppStoreSubscriptionStore, StripeStore, GooglePlayStore, GrantStore, LedgerEventStore {}
+
+extension PlanLedgerStore {
+    /// Every row the account holds of every paid source, ended ones included, walked source by
+    /// source: what the clean-up, the export and a merge's check read, whatever the preset sells
+    /// today. A new source names its rows here before this compiles.
+    public func ledgerRows(of userID: UserID) async throws(StoreError) -> LedgerRows {
+        var rows = LedgerRows()
+        for source in PlanSource.allCases {
+            switch source {
+            case .appStore: rows.appStore = try await subscriptions(of: userID)
+            case .stripe: rows.stripe = try await stripeSubscriptions(of: userID)
+            case .googlePlay: rows.googlePlay = try await googlePlayPurchases(of: userID)
+            case .grant: rows.grants = try await grants(of: userID)
+            case .trial: continue  // The account's own fields.
+            }
+        }
+        return rows
+    }
+}

@@ -28,6 +28,23 @@ import Testing
             willRenew: true, introductory: false, signedAt: now, updatedAt: now)
     }
 
+    static func googlePlay(
+        _ state: GooglePlaySubscriptionRecord.State, ends: TimeInterval, product: String = "premium_monthly", supersededBy: String? = nil,
+        voided: Bool = false
+    ) -> GooglePlaySubscriptionRecord {
+        GooglePlaySubscriptionRecord(
+            purchaseToken: "token-\(state.rawValue)", userID: nil, productID: product, state: state, expiresAt: now + ends, linkedPurchaseToken: nil,
+            obfuscatedAccountID: nil, acknowledged: true, testPurchase: false, readAt: now, supersededBy: supersededBy, voidedAt: voided ? now : nil)
+    }
+
+    /// Hannah's preset selling one Google Play product at her premium tier.
+    static func engineWithGooglePlay() throws -> EntitlementEngine {
+        var preset = try EntitlementEngineTests.preset("hannah")
+        preset.googlePlay.packageName = "com.hannahhealth.app"
+        preset.googlePlay.products = ["premium_monthly": ProductSettings(plan: .pro, tier: "premium")]
+        return EntitlementEngine(preset: preset)
+    }
+
     static func grant(tier: String?, ends: TimeInterval, revoked: Bool = false) -> PlanGrant {
         PlanGrant(
             userID: .random(), tier: tier, startsAt: now - day, until: now + ends, reason: "support", createdBy: "operator",
@@ -36,11 +53,12 @@ import Testing
 
     /// An account past Hannah's sign-up trial, with `sources`.
     static func input(
-        appStore: [SubscriptionRecord] = [], stripe: [StripeSubscriptionRecord] = [], grants: [PlanGrant] = [], trialStarted: Date? = nil
+        appStore: [SubscriptionRecord] = [], stripe: [StripeSubscriptionRecord] = [], googlePlay: [GooglePlaySubscriptionRecord] = [],
+        grants: [PlanGrant] = [], trialStarted: Date? = nil
     ) -> EntitlementInput {
         EntitlementInput(
             userID: .random(), emailVerified: true, accountCreatedAt: now - 30 * day, trialStartedAt: trialStarted ?? now - 30 * day,
-            ledger: LedgerRows(appStore: appStore, stripe: stripe, grants: grants))
+            ledger: LedgerRows(appStore: appStore, stripe: stripe, googlePlay: googlePlay, grants: grants))
     }
 
     /// Stripe's statuses, each to its plan (issue 44's table).
@@ -118,19 +136,45 @@ import Testing
 
     /// Every source is walked, and each names itself in the snapshot.
     @Test func everySourceIsInTheLedger() throws {
-        let engine = try Self.engine()
-        let input = Self.input(
+        let engine = try Self.engineWithGooglePlay()
+        var input = Self.input(
             appStore: [Self.appStore(ends: Self.day)], stripe: [Self.stripe("active", ends: Self.day)], grants: [Self.grant(tier: nil, ends: Self.day)],
             trialStarted: Self.now - Self.day)
+        input.ledger.googlePlay = [Self.googlePlay(.active, ends: Self.day)]
         let rights = engine.ledger(input, at: Self.now)
         #expect(rights.map(\.source) == PlanSource.allCases)
         for source in PlanSource.allCases {
             let right = try #require(rights.first { $0.source == source })
             switch source {
-            case .appStore, .stripe, .grant: #expect(right.info?.source == source.rawValue)
+            case .appStore, .stripe, .googlePlay, .grant: #expect(right.info?.source == source.rawValue)
             case .trial: #expect(right.info == nil && right.end == Self.now + 6 * Self.day)
             }
         }
+    }
+
+    /// Google Play's states (issue 59): ACTIVE, IN_GRACE_PERIOD and CANCELED give the right until
+    /// the line item's expiry; the others nothing; a replaced or voided token nothing; a live one
+    /// keeps the account from the stale-account clean-up, on hold included (Google may still bill).
+    @Test func googlePlayStatesAndChains() throws {
+        let engine = try Self.engineWithGooglePlay()
+        for state in GooglePlaySubscriptionRecord.State.allCases {
+            let input = Self.input(googlePlay: [Self.googlePlay(state, ends: Self.day)])
+            let expected: PlanState = [.active, .inGracePeriod, .canceled].contains(state) ? .pro : .free
+            #expect(engine.state(of: input, at: Self.now) == expected, "\(state)")
+            #expect(engine.state(of: input, at: Self.now + 2 * Self.day) == .free, "\(state) after its expiry")
+        }
+        let replaced = Self.input(googlePlay: [Self.googlePlay(.active, ends: Self.day, supersededBy: "newer")])
+        #expect(engine.state(of: replaced, at: Self.now) == .free)
+        #expect(engine.ledger(replaced, at: Self.now).first?.info?.status == "replaced")
+        let voided = Self.input(googlePlay: [Self.googlePlay(.active, ends: Self.day, voided: true)])
+        #expect(engine.state(of: voided, at: Self.now) == .free)
+        #expect(engine.ledger(voided, at: Self.now).first?.info?.status == "refunded")
+        let grace = LedgerGrace(proGraceHours: 24)
+        #expect(LedgerRows(googlePlay: [Self.googlePlay(.onHold, ends: -Self.day)]).holdLiveRight(at: Self.now, grace: grace))
+        #expect(!LedgerRows(googlePlay: [Self.googlePlay(.expired, ends: -Self.day)]).holdLiveRight(at: Self.now, grace: grace))
+        #expect(!LedgerRows(googlePlay: [Self.googlePlay(.active, ends: Self.day, voided: true)]).holdLiveRight(at: Self.now, grace: grace))
+        // A product the preset does not sell gives nothing.
+        #expect(engine.state(of: Self.input(googlePlay: [Self.googlePlay(.active, ends: Self.day, product: "other")]), at: Self.now) == .free)
     }
 
     /// Stripe's signature scheme: the header parsed, the timestamp's tolerance, every secret tried.

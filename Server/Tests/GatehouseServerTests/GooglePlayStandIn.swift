@@ -60,6 +60,40 @@ final class GooglePlayStandIn: Sendable {
         return (answer?["violations"] as? [Any] ?? []).map { "\($0)" }
     }
 
+    /// The stand-in's URLs and names (`jwks_uri`, `push_audience`, `push_email`, …).
+    func info() async throws -> [String: Any] {
+        try JSONSerialization.jsonObject(with: try await control("GET", "info")) as? [String: Any] ?? [:]
+    }
+
+    /// A Pub/Sub push as Google sends it (`kind`, `purchase_token`, `notification_type`, and
+    /// `token` for its OIDC token's options): the body's text and the `Authorization` header.
+    func push(_ fields: [String: Any]) async throws -> (body: String, authorization: String, messageID: String) {
+        let answer = try JSONSerialization.jsonObject(with: try await control("POST", "push", fields)) as? [String: Any]
+        guard let body = answer?["text"] as? String, let authorization = answer?["authorization"] as? String,
+            let id = answer?["message_id"] as? String
+        else { throw ProcessError("a push without a body or token") }
+        return (body, authorization, id)
+    }
+
+    /// Voids a purchase (a refund or chargeback): listed by `voidedpurchases.list` from now on.
+    /// Answers the voided order's id.
+    @discardableResult
+    func void(_ token: String, _ fields: [String: Any] = [:]) async throws -> String {
+        let answer = try JSONSerialization.jsonObject(with: try await control("POST", "purchases/\(token)/void", fields)) as? [String: Any]
+        return (answer?["voided"] as? [String: Any])?["orderId"] as? String ?? ""
+    }
+
+    /// The next `count` valid calls of `method` (a discovery method id) fail with `status`.
+    func fail(_ method: String, count: Int, status: Int = 503) async throws {
+        _ = try await control("POST", "fail", ["method": method, "count": count, "status": status])
+    }
+
+    /// How many described calls each method got.
+    func callCounts() async throws -> [String: Int] {
+        let answer = try JSONSerialization.jsonObject(with: try await control("GET", "calls")) as? [String: Any]
+        return answer?["counts"] as? [String: Int] ?? [:]
+    }
+
     private func control(_ method: String, _ path: String, _ body: [String: Any]? = nil) async throws -> Data {
         try await StandInControl.call(url, "Google Play", method, path, body)
     }

@@ -11,8 +11,8 @@ import Testing
 /// Issue 59: every source of the ledger walked through a merge, the export, the snapshot and a
 /// deletion, on both databases. The switch over `PlanSource` makes a new source name what each
 /// step does with it before this compiles. An anonymous payer holds a right of every paid source
-/// at once (App Store, Stripe, a grant); merged into an account, the account holds all three, the
-/// snapshot lists all three, the export lists every row; each ended alone leaves the others;
+/// at once (App Store, Stripe, Google Play, a grant); merged into an account, the account holds
+/// all four, the snapshot lists all four, the export lists every row; each ended alone leaves the others;
 /// deleting the account cancels at Stripe and leaves no row.
 @Suite struct LedgerWalkTests {
     static let appStoreProduct = "com.hannahhealth.premium.monthly"
@@ -21,10 +21,15 @@ import Testing
     func everySourceThroughMergeExportAndDeletion(_ backend: Backend) async throws {
         let standIn = try await StripeStandIn()
         defer { standIn.stop() }
-        let clock = ManualClock(Date())
+        let play = try await GooglePlayStandIn()
+        defer { play.stop() }
+        let clock = ManualClock(Date(timeIntervalSince1970: TimeInterval(Int(Date().timeIntervalSince1970))))
+        try await play.setClock(clock.now)
         let stripe = StripeTests.configure(standIn)
+        let googlePlay = try await GooglePlayTests.configure(play)
         try await TestApp.run(backend, clock: clock, adjust: {
             stripe(&$0)
+            googlePlay(&$0)
             $0.preset.entitlements.tiers = ["premium", "nutritionist"]
             $0.preset.entitlements.products = [Self.appStoreProduct: ProductSettings(plan: .pro, tier: "premium")]
             $0.preset.stripe.prices = [StripeTests.premium: ProductSettings(plan: .pro, tier: "premium")]
@@ -47,6 +52,13 @@ import Testing
                     let subscription = try await StripeTests.subscribe(client, standIn, token: guest.session.accessToken, now: clock.now)
                     stripeSubscription = subscription.id
                     expected[source] = subscription.id
+                case .googlePlay:
+                    let token = try await play.purchase([
+                        "product_id": GooglePlayTests.premium, "expiry": GooglePlayTests.at(clock.now + 30 * 86_400), "obfuscated_account_id": guest.user.id,
+                    ])
+                    let claimed = try await GooglePlayTests.claim(api, token, session: guest.session.accessToken)
+                    #expect(claimed.status == .ok, "\(claimed.text)")
+                    expected[source] = token
                 case .grant:
                     let until = (clock.now + 60 * 86_400).rfc3339
                     let made = try await api.post(
@@ -75,6 +87,7 @@ import Testing
                 switch source {
                 case .appStore: #expect(export.subscriptions.map(\.originalTransactionID) == [expected[source]])
                 case .stripe: #expect(export.stripeSubscriptions.map(\.subscriptionID) == [expected[source]] && export.stripeCustomers.count == 1)
+                case .googlePlay: #expect(export.googlePlayPurchases.map(\.purchaseToken) == [expected[source]])
                 case .grant: #expect(export.planGrants.map(\.id) == [expected[source]])
                 case .trial: continue
                 }
@@ -85,7 +98,9 @@ import Testing
                 uri: "/admin/v1/users/\(owner.user.id)/grants/\(expected[.grant] ?? "")", method: .delete, headers: TestApp.adminHeaders)
             #expect(revoked.status == .noContent, "\(revoked.status)")
             let after = try await StripeTests.snapshot(api, token)
-            #expect(Set(after.sources?.compactMap(\.source) ?? []) == ["app_store", "stripe"] && after.planState == "pro" && after.tier == "premium")
+            #expect(
+                Set(after.sources?.compactMap(\.source) ?? []) == ["app_store", "stripe", "google_play"] && after.planState == "pro"
+                    && after.tier == "premium")
 
             // Deletion ends each source's live right where it lives.
             let deleted = try await client.execute(uri: "/admin/v1/users/\(owner.user.id)", method: .delete, headers: TestApp.adminHeaders)
@@ -104,12 +119,16 @@ import Testing
                     for _ in 0..<600 where try await !cancelled() { try await Task.sleep(for: .milliseconds(50)) }
                     #expect(try await cancelled(), "the Stripe subscription was not cancelled at deletion")
                     #expect(try await TestApp.withStore(config) { try await $0.stripeSubscriptions(of: ownerID) }.isEmpty)
+                case .googlePlay:
+                    // Google bills through the person's Google account, where they cancel it: the row goes with the account.
+                    #expect(try await TestApp.withStore(config) { try await $0.googlePlayPurchases(of: ownerID) }.isEmpty)
                 case .grant:
                     #expect(try await TestApp.withStore(config) { try await $0.grants(of: ownerID) }.isEmpty)
                 case .trial: continue
                 }
             }
             try await StripeTests.noRejections(standIn)
+            try await GooglePlayTests.noViolations(play)
         }
     }
 }

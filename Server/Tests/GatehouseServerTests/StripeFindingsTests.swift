@@ -293,6 +293,15 @@ import Testing
                                 currentPeriodEnd: earlier, cancelAtPeriodEnd: false, trialEnd: nil, readAt: clock.now, updatedAt: clock.now))
                     }
                     (kept, gone) = (kept + [live], gone + [ended])
+                case .googlePlay:
+                    // On hold: no right now, but Google may still bill; expired: nothing.
+                    for (id, state) in [(live, GooglePlaySubscriptionRecord.State.onHold), (ended, .expired)] {
+                        try await store.saveGooglePlayPurchase(
+                            GooglePlaySubscriptionRecord(
+                                purchaseToken: "play-\(id)", userID: id, productID: "premium_monthly", state: state, expiresAt: earlier,
+                                linkedPurchaseToken: nil, obfuscatedAccountID: id.description, acknowledged: true, testPurchase: false, readAt: clock.now))
+                    }
+                    (kept, gone) = (kept + [live], gone + [ended])
                 case .grant:
                     for (id, until) in [(live, later), (ended, earlier)] {
                         try await store.insertGrant(PlanGrant(userID: id, tier: nil, startsAt: clock.now, until: until, reason: "test", createdBy: "test"))

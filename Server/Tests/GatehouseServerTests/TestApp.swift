@@ -52,20 +52,30 @@ enum TestApp {
         _ body: @escaping @Sendable (any TestClientProtocol, GatehouseConfig) async throws -> Void
     ) async throws {
         let (url, cleanup) = try await TestDatabase.make(backend)
+        do {
+            try await serve(url, preset: preset, clock: clock, setup: setup, tracer: tracer, adjust: adjust, body)
+        } catch {
+            await cleanup()
+            throw error
+        }
+        await cleanup()
+    }
+
+    /// Runs `body` against an app built on the database at `url` (made by `TestDatabase.make`):
+    /// called twice on one database, the second app is the first one restarted.
+    static func serve(
+        _ url: DatabaseURL, preset: String = "default", clock: any WallClock = SystemClock(),
+        setup: TestingSetup = .router, tracer: (any Tracer)? = nil, adjust: (inout GatehouseConfig) -> Void = { _ in },
+        _ body: @escaping @Sendable (any TestClientProtocol, GatehouseConfig) async throws -> Void
+    ) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-app-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         var config = try config(url, preset: preset, directory: directory)
         adjust(&config)
         let frozen = config
-        do {
-            let app = try await buildApplication(config: frozen, dependencies: AppDependencies(clock: clock, logger: quietLogger, tracer: tracer))
-            try await app.test(setup) { client in try await body(client, frozen) }
-        } catch {
-            await cleanup()
-            throw error
-        }
-        await cleanup()
+        let app = try await buildApplication(config: frozen, dependencies: AppDependencies(clock: clock, logger: quietLogger, tracer: tracer))
+        try await app.test(setup) { client in try await body(client, frozen) }
     }
 
     /// Opens the app's database beside it (to arrange rows or look at them), pool running.

@@ -110,8 +110,8 @@ import Testing
             _ = try await store.deleteUser(bob.id)
             #expect(try await store.subscription(originalTransactionID: "1", forUpdate: false) == nil)
 
-            #expect(try await store.recordNotification(uuid: "n-1", type: "DID_RENEW", at: Self.now))
-            #expect(try await store.recordNotification(uuid: "n-1", type: "DID_RENEW", at: Self.now) == false)
+            #expect(try await store.recordLedgerEvent(source: .appStore, id: "n-1", type: "DID_RENEW", outcome: "applied", at: Self.now))
+            #expect(try await store.recordLedgerEvent(source: .appStore, id: "n-1", type: "DID_RENEW", outcome: "applied", at: Self.now) == false)
         }
     }
 }

@@ -58,8 +58,12 @@ import Testing
             #expect(try await pastDue("past_due", since: Self.now + 60 * 86_400, readAt: Self.now + 3) == Self.now + 60 * 86_400)
 
             // Events by id, once.
-            #expect(try await store.recordStripeEvent(id: "evt_1", type: "invoice.paid", outcome: "applied", at: Self.now))
-            #expect(try await store.recordStripeEvent(id: "evt_1", type: "invoice.paid", outcome: "applied", at: Self.now) == false)
+            #expect(try await store.recordLedgerEvent(source: .stripe, id: "evt_1", type: "invoice.paid", outcome: "applied", at: Self.now))
+            #expect(try await store.recordLedgerEvent(source: .stripe, id: "evt_1", type: "invoice.paid", outcome: "applied", at: Self.now) == false)
+            // Keyed by the source: another source's delivery with the same id is another delivery.
+            #expect(try await store.recordLedgerEvent(source: .googlePlay, id: "evt_1", type: "subscription.2", outcome: "applied", at: Self.now))
+            #expect(try await store.ledgerEventRecorded(source: .googlePlay, id: "evt_1"))
+            #expect(try await store.ledgerEventRecorded(source: .appStore, id: "evt_1") == false)
 
             // Grants: listed oldest first, revoked once, only by their account.
             let grant = PlanGrant(userID: ann.id, tier: "premium", startsAt: Self.now, until: Self.now + 86_400, reason: "support", createdBy: "operator")
@@ -75,6 +79,41 @@ import Testing
             #expect(try await store.stripeCustomer(of: ann.id) == nil)
             #expect(try await store.grants(of: ann.id).isEmpty)
             #expect(try await store.stripeCustomerOwner("cus_1") == nil)
+        }
+    }
+
+    /// Google Play's rows (issue 59): the token is the key (the first owner stays), a later read
+    /// only replaces an earlier one, a replaced or voided token stays so, acknowledged stays.
+    @Test(arguments: Backend.available)
+    func googlePlayRows(_ backend: Backend) async throws {
+        try await TestDatabase.withStore(backend) { store in
+            let ann = StoreContractTests.user("ann@example.com")
+            let bob = StoreContractTests.user("bob@example.com")
+            try await store.insertUser(ann)
+            try await store.insertUser(bob)
+            func record(_ state: GooglePlaySubscriptionRecord.State, readAt: Date, user: UserID?, acknowledged: Bool = false) -> GooglePlaySubscriptionRecord {
+                GooglePlaySubscriptionRecord(
+                    purchaseToken: "tok-1", userID: user, productID: "premium_monthly", state: state, expiresAt: Self.now + 86_400,
+                    linkedPurchaseToken: nil, obfuscatedAccountID: nil, acknowledged: acknowledged, testPurchase: true, readAt: readAt)
+            }
+            #expect(try await store.saveGooglePlayPurchase(record(.active, readAt: Self.now, user: nil)) == nil)
+            #expect(try await store.saveGooglePlayPurchase(record(.active, readAt: Self.now + 1, user: ann.id, acknowledged: true)) == ann.id)
+            // Bob's claim does not replace Ann: the answer names her.
+            #expect(try await store.saveGooglePlayPurchase(record(.active, readAt: Self.now + 2, user: bob.id)) == ann.id)
+            // An older read changes nothing.
+            #expect(try await store.saveGooglePlayPurchase(record(.expired, readAt: Self.now, user: nil)) == ann.id)
+            var stored = try await store.googlePlayPurchase(token: "tok-1")
+            #expect(stored?.state == .active && stored?.acknowledged == true && stored?.testPurchase == true, "\(String(describing: stored))")
+            #expect(try await store.supersedeGooglePlayPurchase("tok-1", by: "tok-2"))
+            #expect(try await store.supersedeGooglePlayPurchase("tok-1", by: "tok-3") == false)
+            #expect(try await store.voidGooglePlayPurchase("tok-1", at: Self.now))
+            #expect(try await store.voidGooglePlayPurchase("tok-1", at: Self.now + 5) == false)
+            try await store.saveGooglePlayPurchase(record(.active, readAt: Self.now + 10, user: nil))
+            stored = try await store.googlePlayPurchase(token: "tok-1")
+            #expect(stored?.supersededBy == "tok-2" && stored?.voidedAt == Self.now && stored?.userID == ann.id && stored?.acknowledged == true)
+            try await store.moveGooglePlayPurchases(from: ann.id, to: bob.id)
+            #expect(try await store.googlePlayPurchases(of: bob.id).map(\.purchaseToken) == ["tok-1"])
+            #expect(try await store.googlePlayPurchases(of: ann.id).isEmpty)
         }
     }
 }

@@ -153,6 +153,7 @@ import Testing
         _ = try await store.identities(of: user)
         _ = try await store.subscriptions(of: user)
         _ = try await store.stripeSubscriptions(of: user)
+        _ = try await store.googlePlayPurchases(of: user)
         _ = try await store.grants(of: user)
         _ = try await store.creditsSpent(of: user, since: Self.t0)
     }
@@ -162,6 +163,8 @@ import Testing
     enum FactWrite: CaseIterable {
         case insertIdentity, updateIdentity, setProviderToken, deleteIdentities
         case saveSubscription, moveSubscriptions, saveStripeSubscription, moveStripeRows
+        case saveGooglePlayPurchase, supersedeGooglePlayPurchase, voidGooglePlayPurchase, markGooglePlayPurchaseAcknowledged
+        case moveGooglePlayPurchases
         case insertGrant, revokeGrant, moveGrants, insertCreditSpend
     }
 
@@ -205,6 +208,15 @@ import Testing
                         if user != nil { try await readFacts(store, owner.id) }
                     }
                 case .moveStripeRows: try await store.moveStripeRows(from: owner.id, to: other.id); moved = true
+                case .saveGooglePlayPurchase:
+                    try await store.saveGooglePlayPurchase(
+                        GooglePlaySubscriptionRecord(
+                            purchaseToken: "gp-1", userID: owner.id, productID: "premium", state: .active, expiresAt: Self.t0 + 86_400,
+                            linkedPurchaseToken: nil, obfuscatedAccountID: nil, acknowledged: false, testPurchase: false, readAt: Self.t0))
+                case .supersedeGooglePlayPurchase: #expect(try await store.supersedeGooglePlayPurchase("gp-1", by: "gp-2"))
+                case .voidGooglePlayPurchase: #expect(try await store.voidGooglePlayPurchase("gp-1", at: Self.t0))
+                case .markGooglePlayPurchaseAcknowledged: try await store.markGooglePlayPurchaseAcknowledged("gp-1")
+                case .moveGooglePlayPurchases: try await store.moveGooglePlayPurchases(from: owner.id, to: other.id); moved = true
                 case .insertGrant: try await store.insertGrant(grant)
                 case .revokeGrant: #expect(try await store.revokeGrant(grant.id, of: owner.id, at: Self.t0))
                 case .moveGrants: try await store.moveGrants(from: owner.id, to: other.id); moved = true

@@ -207,10 +207,10 @@ import Testing
             try await store.insertAudit(AuditEvent(createdAt: now - day, event: .login, outcome: "success", userID: owner.id, ipAddress: "10.0.0.4"))
             _ = try await store.hitRateLimit(key: "login:10.0.0.1", windowStart: (now - 3 * day).unixSeconds)
             _ = try await store.hitRateLimit(key: "login:10.0.0.1", windowStart: (now - 3600).unixSeconds)
-            _ = try await store.recordNotification(uuid: "old", type: "DID_RENEW", at: now - 31 * day)
-            _ = try await store.recordNotification(uuid: "new", type: "DID_RENEW", at: now - day)
-            _ = try await store.recordStripeEvent(id: "evt_old", type: "invoice.paid", outcome: "applied", at: now - 31 * day)
-            _ = try await store.recordStripeEvent(id: "evt_new", type: "invoice.paid", outcome: "applied", at: now - day)
+            _ = try await store.recordLedgerEvent(source: .appStore, id: "old", type: "DID_RENEW", outcome: "applied", at: now - 31 * day)
+            _ = try await store.recordLedgerEvent(source: .appStore, id: "new", type: "DID_RENEW", outcome: "applied", at: now - day)
+            _ = try await store.recordLedgerEvent(source: .stripe, id: "evt_old", type: "invoice.paid", outcome: "applied", at: now - 31 * day)
+            _ = try await store.recordLedgerEvent(source: .stripe, id: "evt_new", type: "invoice.paid", outcome: "applied", at: now - day)
 
             let counts = try await store.purge(
                 cutoff: now - 30 * day, idleBefore: now - 30 * day, windowsBefore: now - 2 * day, notificationsBefore: now - 30 * day)
@@ -228,9 +228,9 @@ import Testing
             #expect(try await store.auditEvents(userID: owner.id, before: nil, limit: 10).map(\.ipAddress) == ["10.0.0.4"])
             #expect(try await store.rateLimitCount(key: "login:10.0.0.1", windowStart: (now - 3600).unixSeconds) == 1)
             // A notification id purged is no longer a duplicate; a kept one still is.
-            #expect(try await store.recordNotification(uuid: "new", type: "DID_RENEW", at: now) == false)
-            #expect(try await store.recordStripeEvent(id: "evt_new", type: "invoice.paid", outcome: "applied", at: now) == false)
-            #expect(try await store.recordStripeEvent(id: "evt_old", type: "invoice.paid", outcome: "applied", at: now) == true)
+            #expect(try await store.recordLedgerEvent(source: .appStore, id: "new", type: "DID_RENEW", outcome: "applied", at: now) == false)
+            #expect(try await store.recordLedgerEvent(source: .stripe, id: "evt_new", type: "invoice.paid", outcome: "applied", at: now) == false)
+            #expect(try await store.recordLedgerEvent(source: .stripe, id: "evt_old", type: "invoice.paid", outcome: "applied", at: now) == true)
             // Nothing older is left: a second sweep removes nothing.
             #expect(try await store.purge(cutoff: now - 30 * day, idleBefore: now - 30 * day, windowsBefore: now - 2 * day, notificationsBefore: now - 30 * day) == PurgeCounts())
         }

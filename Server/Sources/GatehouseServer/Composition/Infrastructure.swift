@@ -48,6 +48,8 @@ struct Infrastructure {
     let appleTokens: AppleTokenClient?
     /// Stripe's API (`GATEHOUSE_STRIPE_*`); nil when not configured.
     let stripe: StripeClient?
+    /// The Play Developer API's client, when Google Play is configured (settings and preset).
+    let googlePlay: GooglePlayClient?
     let appleKeys: ProviderKeySet
     /// This node's copies of sessions (PostgreSQL with `GATEHOUSE_SESSION_CACHE` on).
     let sessionCache: SessionCache?
@@ -150,6 +152,12 @@ struct Infrastructure {
         let appleJobs = AppleJobs(tokens: appleTokens, store: store, sealer: sealer, clock: clock, logger: logger).handlers
         let stripeClient = config.stripe.map { [httpClient] in StripeClient(settings: $0, client: httpClient) }
         stripe = stripeClient
+        // Google Play needs the service account and the app's package name (the preset's).
+        if let settings = config.googlePlay, let packageName = preset.googlePlay.packageName {
+            googlePlay = GooglePlayClient(account: settings.account, packageName: packageName, apiURL: settings.apiURL, client: httpClient, clock: clock)
+        } else {
+            googlePlay = nil
+        }
         let stripeJobs = StripeJobs(client: stripeClient, logger: logger)
         var sender: WebhookSender?
         if let url = config.webhookURL, let secret = config.webhookSecret {
@@ -164,8 +172,9 @@ struct Infrastructure {
                 jobHandlers[kind] = appleJobs[kind]
             case .stripeCancel:
                 jobHandlers[kind] = stripeJobs.cancel
-            case .phoneSignUp:
-                // The work of a use case: `PhoneService.finishSignUp`, set when it is made (UseCases).
+            case .phoneSignUp, .googlePlayAcknowledge:
+                // The work of a use case (`PhoneService.finishSignUp`,
+                // `GooglePlayPurchaseService.acknowledge`), set when it is made (UseCases).
                 continue
             case .webhook:
                 // Queued only when a webhook is configured (`EventRecorder.webhookConfigured`).
@@ -183,7 +192,7 @@ struct Infrastructure {
         }
         // Webhooks are retried for about a day (backoff capped at an hour) before they are given up.
         jobs = JobWorker(
-            store: store, sealer: sealer, clock: clock, logger: logger, handlers: jobHandlers, maximumAttempts: [WebhookSender.jobKind: 30, .stripeCancel: 30],
+            store: store, sealer: sealer, clock: clock, logger: logger, handlers: jobHandlers, maximumAttempts: [WebhookSender.jobKind: 30, .stripeCancel: 30, .googlePlayAcknowledge: 30],
             telemetry: telemetry, metrics: metrics)
         let events = EventRecorder(
             jobs: jobs, webhookConfigured: config.webhookURL != nil, clock: clock, trialStartsAtSignup: preset.entitlements.trial.startsAtSignup)

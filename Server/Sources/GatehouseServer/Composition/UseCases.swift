@@ -23,6 +23,7 @@ struct UseCases {
     let analytics: AnalyticsService
     let purchases: AppStorePurchaseService
     let stripe: StripeService
+    let googlePlay: GooglePlayPurchaseService
     let users: OperatorService
     let imports: ImportService
     let operatorMail: OperatorMailService
@@ -140,6 +141,15 @@ struct UseCases {
             notices: PhoneNotices(mail: accountMail, preset: preset),
             sessions: issuer, lifecycle: lifecycle, ownerProof: ownerProof, credentials: credentials, throttle: throttle, preset: preset,
             clock: clock)
+        googlePlay = GooglePlayPurchaseService(
+            store: store, unitOfWork: unitOfWork.narrowed { $0 }, client: infra.googlePlay,
+            pushVerifier: ProviderTokenVerifier(
+                provider: .google, issuers: ProviderTokenVerifier.googleIssuers, audiences: Set(config.googlePlay.map { [$0.pushAudience] } ?? []),
+                keys: infra.googleKeys, clock: clock, leeway: leeway, failureMessage: "The push is not signed by Google."),
+            settings: config.googlePlay, products: preset.googlePlay.products, entitlements: entitlementReads, clock: clock, logger: infra.logger)
+        infra.jobs.handle(.googlePlayAcknowledge) { [googlePlay] _, payload in
+            try await googlePlay.acknowledge(try JSONDecoder().decode(GooglePlayPurchaseService.Acknowledgement.self, from: payload))
+        }
         infra.jobs.handle(.phoneSignUp) { [phone] _, payload in
             try await phone.finishSignUp(try JSONDecoder().decode(PhoneService.SignUpJob.self, from: payload))
         }

@@ -21,7 +21,7 @@ extension GatehouseConfig {
         "passkey_rp_id", "passkey_origins", "apple_app_ids", "supabase_anon_key", "supabase_service_role_key",
         "sms_hook_url", "sms_hook_secret", "twilio_account_sid", "twilio_auth_token", "twilio_from", "twilio_messaging_service_sid",
         "twilio_api_url", "stripe_secret_key", "stripe_webhook_secrets", "stripe_api_url",
-    ]
+    ] + googlePlayKeys
 
     /// The SMS sender the settings name: the send hook or Twilio (not both), every part it needs.
     static func smsSender(_ settings: inout Settings) -> SMSSenderSettings? {
@@ -257,6 +257,7 @@ extension GatehouseConfig {
         }
         config.smsSender = smsSender(&settings)
         config.stripe = stripe(&settings)
+        config.googlePlay = googlePlay(&settings)
         if let bytes = settings.int("max_body_bytes", range: 1_024...(64 << 20), meaning: "a size in bytes from 1024 to 67108864") {
             config.maxBodyBytes = bytes
         }

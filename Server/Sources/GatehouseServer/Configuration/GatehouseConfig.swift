@@ -84,6 +84,9 @@ public struct GatehouseConfig: Sendable {
     public var smsSender: SMSSenderSettings?
     /// Stripe's API and webhook secrets (`GATEHOUSE_STRIPE_*`); nil: web checkout answers 503.
     public var stripe: StripeAPISettings?
+    /// Google Play's service account and push checks (`GATEHOUSE_GOOGLE_PLAY_*`); nil: Google
+    /// Play purchases answer 503.
+    var googlePlay: GooglePlayAPISettings?
     public var maxBodyBytes = 65_536
     /// PostgreSQL connections each node may open (PostgreSQL's `max_connections` must exceed the
     /// sum over all nodes, see docs/scaling.md).
@@ -167,6 +170,7 @@ public struct GatehouseConfig: Sendable {
             "smtp": smtpURL.map(Self.redactURL) ?? "dev outbox",
             "sms": smsSender?.summary ?? "dev outbox",
             "stripe": stripe.map { "on at \($0.apiURL.absoluteString), \($0.webhookSecrets.count) webhook secret(s)" } ?? "off",
+            "google_play": googlePlay.map { "on at \($0.apiURL.absoluteString) as \($0.account.clientEmail), pushes for \($0.pushAudience)" } ?? "off",
             "admin_key": adminKey == nil ? "file \(adminKeyFile)" : "<redacted>",
             "secret_key": secretKey == nil ? "unset (signing keys stored unencrypted)" : "<redacted>",
             "ip_limits": ipLimits ? "on" : "off", "max_body_bytes": String(maxBodyBytes),

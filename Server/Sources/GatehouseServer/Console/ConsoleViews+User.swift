@@ -35,7 +35,7 @@ extension ConsoleViews {
         }
         // The plan ledger as the entitlement engine read it: every source's own right.
         let sources: [[String: Any]] = (detail.entitlements.sources ?? []).map {
-            ["source": $0.source ?? "", "product": $0.productID, "status": $0.status, "expires": $0.expiresAt ?? ""]
+            ["source": $0.source ?? "", "product": $0.productID, "status": $0.status, "expires": $0.expiresAt ?? "", "test": $0.testPurchase == true]
         }
         return Page(
             name: "user", title: user.email ?? user.displayName ?? user.id.description,

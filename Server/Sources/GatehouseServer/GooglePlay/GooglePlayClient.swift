@@ -4,6 +4,7 @@ import Foundation
 import GatehouseCore
 import NIOCore
 import NIOHTTP1
+import NIOPosix
 import Synchronization
 
 /// The service account Gatehouse calls the Play Developer API as, from Google's key file (JSON:
@@ -11,7 +12,8 @@ import Synchronization
 struct GooglePlayServiceAccount: Sendable {
     let clientEmail: String
     let privateKeyID: String?
-    let tokenURI: URL
+    /// The key file's `token_uri`, or `GATEHOUSE_GOOGLE_TOKEN_URL` when set.
+    var tokenURI: URL
     let privateKey: _RSA.Signing.PrivateKey
 
     private struct KeyFile: Decodable {
@@ -32,6 +34,51 @@ struct GooglePlayServiceAccount: Sendable {
         privateKeyID = file.private_key_id
         tokenURI = uri
         privateKey = try _RSA.Signing.PrivateKey(pemRepresentation: file.private_key)
+    }
+}
+
+/// Google Play's settings (`GATEHOUSE_GOOGLE_PLAY_*`): the service account the server calls the
+/// Play Developer API as, and what a Pub/Sub push's OIDC token must name. Nil: Google Play
+/// purchases answer 503 and every push 401.
+struct GooglePlayAPISettings: Sendable {
+    var account: GooglePlayServiceAccount
+    var apiURL: URL
+    /// The push subscription's audience (the `aud` its tokens carry).
+    var pushAudience: String
+    /// The service account the push subscription signs as (the `email` its tokens carry).
+    var pushServiceAccount: String
+}
+
+extension GatehouseConfig {
+    static let googlePlayKeys = [
+        "google_play_service_account", "google_play_push_audience", "google_play_push_service_account", "google_play_api_url", "google_token_url",
+    ]
+
+    /// The service account's key file and both push settings: all three or none.
+    static func googlePlay(_ settings: inout Settings) -> GooglePlayAPISettings? {
+        let path = settings.string("google_play_service_account")
+        let audience = settings.string("google_play_push_audience")
+        let email = settings.string("google_play_push_service_account")
+        let apiURL = settings.url("google_play_api_url", schemes: ["http", "https"]) ?? GooglePlayClient.defaultAPIURL
+        let tokenURL = settings.url("google_token_url", schemes: ["http", "https"])
+        guard let path else {
+            if audience != nil || email != nil { settings.problem("google_play_service_account", "is required when a Google Play push setting is set") }
+            return nil
+        }
+        guard let audience, let email else {
+            settings.problem(
+                audience == nil ? "google_play_push_audience" : "google_play_push_service_account",
+                "is required with GATEHOUSE_GOOGLE_PLAY_SERVICE_ACCOUNT: pushes are checked against it")
+            return nil
+        }
+        do {
+            var account = try GooglePlayServiceAccount(keyFile: try Data(contentsOf: URL(fileURLWithPath: path)))
+            if let tokenURL { account.tokenURI = tokenURL }
+            return GooglePlayAPISettings(account: account, apiURL: apiURL, pushAudience: audience, pushServiceAccount: email)
+        } catch {
+            settings.problem("google_play_service_account", "'\(path)' is not a readable service account key file (\(error))")
+            return nil
+        }
     }
 }
 
@@ -81,6 +128,31 @@ final class GooglePlayClient: Sendable {
         }
     }
 
+    /// One voided purchase as `purchases.voidedpurchases.list` names it.
+    struct VoidedPurchase: Sendable, Decodable {
+        let purchaseToken: String
+        let voidedTimeMillis: String?
+    }
+
+    /// `purchases.voidedpurchases.list` for subscriptions (`type=1`) voided since `since`, every page.
+    func voidedSubscriptions(since: Date) async throws -> [VoidedPurchase] {
+        struct Page: Decodable {
+            struct Pagination: Decodable { let nextPageToken: String? }
+            let voidedPurchases: [VoidedPurchase]?
+            let tokenPagination: Pagination?
+        }
+        var found: [VoidedPurchase] = []
+        var next: String?
+        repeat {
+            var query = "startTime=\(since.unixMilliseconds)&type=1&maxResults=1000"
+            if let next { query += "&token=\(Self.segment(next))" }
+            let page = try JSONDecoder().decode(Page.self, from: Data(try await call(.GET, "purchases/voidedpurchases?\(query)")))
+            found += page.voidedPurchases ?? []
+            next = page.tokenPagination?.nextPageToken
+        } while next != nil && found.count < 100_000
+        return found
+    }
+
     // MARK: Access token
 
     /// The service account's access token, made by the JWT bearer grant when none is held.
@@ -90,7 +162,9 @@ final class GooglePlayClient: Sendable {
         var request = HTTPClientRequest(url: account.tokenURI.absoluteString)
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
-        let form = ["grant_type": "urn:ietf:params:oauth:grant-type:jwt-bearer", "assertion": try assertion(at: now)]
+        // RS256 signing is CPU work: off the event loop, on NIO's blocking pool.
+        let assertion = try await NIOThreadPool.singleton.runIfActive { try self.assertion(at: now) }
+        let form = ["grant_type": "urn:ietf:params:oauth:grant-type:jwt-bearer", "assertion": assertion]
         request.body = .bytes(ByteBuffer(string: AppleTokenClient.formEncoded(form)))
         let response = try await client.execute(request, timeout: .seconds(10))
         let body = try await response.body.collect(upTo: 1 << 16)

@@ -226,7 +226,9 @@ struct BodyLimits: Sendable {
     static let paymentSource = 1 << 20
 
     /// The routes a payment source posts to, one per source that posts.
-    static let paymentSourcePaths: Set<String> = [Endpoints.stripeWebhook.path.template, Endpoints.appStoreNotification.path.template]
+    static let paymentSourcePaths: Set<String> = [
+        Endpoints.stripeWebhook.path.template, Endpoints.appStoreNotification.path.template, Endpoints.googlePlayWebhook.path.template,
+    ]
 
     func limit(forPath path: String) -> Int {
         Self.paymentSourcePaths.contains(path) ? max(general, Self.paymentSource) : general

@@ -92,7 +92,7 @@ final class AccountCleanup: PeriodicSweep {
     /// Whether the account holds a live right in any source of the ledger, read in the deleting
     /// transaction (every row, whatever the preset sells today).
     private func holdsLiveRight(_ id: UserID, in tx: Stores) async throws -> Bool {
-        let rows = LedgerRows(appStore: try await tx.subscriptions(of: id), stripe: try await tx.stripeSubscriptions(of: id), grants: try await tx.grants(of: id))
+        let rows = try await tx.ledgerRows(of: id)
         return rows.holdLiveRight(at: clock.now, grace: grace)
     }
 

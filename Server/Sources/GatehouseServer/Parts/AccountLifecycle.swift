@@ -71,9 +71,10 @@ struct AccountLifecycle: Sendable {
             case .stripe:
                 // Every customer of the account, merged ones too (issue 59, finding 1).
                 for customer in try await work.tx.stripeCustomers(of: id) { try await work.enqueueJob(kind: .stripeCancel, payload: ["customer": customer]) }
-            // Apple bills through the person's Apple account, which they cancel there; grants and
-            // the trial are rows of the account's own.
-            case .appStore, .grant, .trial: continue
+            // Apple and Google bill through the person's own store account, where they cancel it
+            // (the store's subscription settings list it); grants and the trial are rows of the
+            // account's own.
+            case .appStore, .googlePlay, .grant, .trial: continue
             }
         }
         guard try await work.tx.deleteUser(id) else { return false }

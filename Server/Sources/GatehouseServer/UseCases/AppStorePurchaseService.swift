@@ -44,7 +44,7 @@ struct AppStorePurchaseService: Sendable {
             let tx = work.tx
             let current = try await tx.subscription(originalTransactionID: transaction.originalTransactionId, forUpdate: true)
             if let owner = try await owner(of: transaction, stored: current, in: tx), owner.id != user.id {
-                throw try await inUse(by: owner, in: tx)
+                throw try await PurchaseOwners.inUse(by: owner, in: tx)
             }
             let before = try await entitlements.input(for: user, in: tx)
             var record =
@@ -60,7 +60,7 @@ struct AppStorePurchaseService: Sendable {
             // issue 40: the row read above did not exist yet, so nothing was locked).
             if let owner = try await tx.saveSubscription(record), owner != user.id {
                 guard let stored = try await tx.user(id: owner) else { throw StoreError.conflict("the purchase's owner went away") }
-                throw try await inUse(by: stored, in: tx)
+                throw try await PurchaseOwners.inUse(by: stored, in: tx)
             }
             try await noteIntroductoryTrial(work, record: record, transaction: transaction, user: user)
             let isNew = current?.userID == nil || (record.expiresAt ?? .distantPast) > (current?.expiresAt ?? .distantPast)
@@ -100,7 +100,10 @@ struct AppStorePurchaseService: Sendable {
         let now = clock.now
         try await unitOfWork.run { [transaction, renewal] work in
             let tx = work.tx
-            guard try await tx.recordNotification(uuid: notification.notificationUUID, type: notification.notificationType, at: now) else {
+            guard
+                try await tx.recordLedgerEvent(
+                    source: .appStore, id: notification.notificationUUID, type: notification.notificationType, outcome: "applied", at: now)
+            else {
                 return  // Apple retried one we have applied.
             }
             guard let transaction else { return }  // TEST, or nothing about a subscription.
@@ -137,15 +140,6 @@ struct AppStorePurchaseService: Sendable {
             transactionID: transaction.transactionId)
     }
 
-    /// 409 `subscription_in_use`, with the owner's masked address to sign in with.
-    private func inUse(by owner: User, in tx: any UserStore & IdentityStore) async throws -> GatehouseError {
-        let hint = try await hint(for: owner, in: tx)
-        var error = GatehouseError(
-            status: 409, code: .subscriptionInUse, message: "This purchase belongs to another account. Sign in to that account to use it.")
-        error.details = ["owned_by_account": .bool(true), "sign_in_hint": hint.map(JSONValue.string) ?? .null]
-        return error
-    }
-
     /// An introductory offer is the account's one trial (decision 18): `/v1/trial/start` answers
     /// 409 afterwards, and `trial.started` is recorded once.
     private func noteIntroductoryTrial(
@@ -171,18 +165,7 @@ struct AppStorePurchaseService: Sendable {
         guard let owner = try await owner(of: transaction, stored: stored, in: store) else {
             return RestoreHint(ownedByAccount: false, signInHint: nil)
         }
-        return RestoreHint(ownedByAccount: true, signInHint: try await hint(for: owner, in: store))
-    }
-
-    /// `a•••@x.io` for an account with an address, else its sign-in provider.
-    private func hint(for user: User, in reader: any UserStore & IdentityStore) async throws -> String? {
-        if let email = user.email, let at = email.firstIndex(of: "@"), at != email.startIndex {
-            return "\(email[email.startIndex])\u{2022}\u{2022}\u{2022}\(email[at...])"
-        }
-        let providers = try await reader.identities(of: user.id).map(\.provider)
-        if providers.contains(.apple) { return "Apple" }
-        if providers.contains(.google) { return "Google" }
-        return nil
+        return RestoreHint(ownedByAccount: true, signInHint: try await PurchaseOwners.hint(for: owner, in: store))
     }
 
     private func verified(_ jws: String) async throws -> (Data, Date) {

@@ -129,6 +129,7 @@ extension EntitlementEngine {
             switch source {
             case .appStore: if !settings.products.isEmpty { sources.appStore = try await reader.subscriptions(of: user.id) }
             case .stripe: if !stripePrices.isEmpty { sources.stripe = try await reader.stripeSubscriptions(of: user.id) }
+            case .googlePlay: if !googlePlayProducts.isEmpty { sources.googlePlay = try await reader.googlePlayPurchases(of: user.id) }
             case .grant: sources.grants = try await reader.grants(of: user.id)
             case .trial: continue  // The account's own fields.
             }

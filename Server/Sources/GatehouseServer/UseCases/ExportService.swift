@@ -36,20 +36,9 @@ struct ExportService: Sendable {
             events += page
             after = page.count == 500 ? page.last?.sequence : nil
         } while after != nil
-        // Every paid source of the ledger, whatever the preset sells today: a new source names
-        // what the export lists of it before this compiles.
-        var ledger = LedgerRows()
-        var stripeCustomers: [String] = []
-        for source in PlanSource.allCases {
-            switch source {
-            case .appStore: ledger.appStore = try await store.subscriptions(of: user.id)
-            case .stripe:
-                ledger.stripe = try await store.stripeSubscriptions(of: user.id)
-                stripeCustomers = try await store.stripeCustomers(of: user.id)
-            case .grant: ledger.grants = try await store.grants(of: user.id)
-            case .trial: continue  // The account's own fields (`users`) and the snapshot's `trial`.
-            }
-        }
+        // Every paid source of the ledger, whatever the preset sells today (`ledgerRows` walks them).
+        let ledger = try await store.ledgerRows(of: user.id)
+        let stripeCustomers = try await store.stripeCustomers(of: user.id)
         return AccountExport(
             exportedAt: clock.now.rfc3339, users: user.payload(identities: identities), planOverride: user.planOverride,
             identities: user.payload(identities: identities).identities,
@@ -108,6 +97,11 @@ struct ExportService: Sendable {
             },
             oauthCodes: try await store.oauthCodes(of: user.id).map {
                 ExportedOAuthCode(kind: $0.kind.rawValue, clientID: $0.clientID, createdAt: $0.createdAt.rfc3339, usedAt: $0.usedAt?.rfc3339)
+            },
+            googlePlayPurchases: ledger.googlePlay.map {
+                ExportedGooglePlayPurchase(
+                    purchaseToken: $0.purchaseToken, productID: $0.productID, state: $0.state.rawValue, expiresAt: $0.expiresAt?.rfc3339,
+                    testPurchase: $0.testPurchase, supersededBy: $0.supersededBy, voidedAt: $0.voidedAt?.rfc3339)
             })
     }
 }

@@ -225,6 +225,7 @@ struct ProfileService: Sendable {
                 switch ledger {
                 case .appStore: try await tx.moveSubscriptions(from: source.id, to: claim.to)
                 case .stripe: try await tx.moveStripeRows(from: source.id, to: claim.to)
+                case .googlePlay: try await tx.moveGooglePlayPurchases(from: source.id, to: claim.to)
                 case .grant: try await tx.moveGrants(from: source.id, to: claim.to)
                 case .trial: continue  // The account kept has its own.
                 }

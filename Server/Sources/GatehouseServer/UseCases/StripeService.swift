@@ -88,7 +88,7 @@ struct StripeService: Sendable {
         }
         // A redelivery of an event applied already is acknowledged without asking Stripe again
         // (the event's unique key below still decides between copies arriving together).
-        if try await store.stripeEventRecorded(id) { return }
+        if try await store.ledgerEventRecorded(source: .stripe, id: id) { return }
         let readAt = clock.now
         // The first invoice comes with the checkout: only a cycle's invoice is a renewal.
         let cycle = type != "invoice.paid" || object["billing_reason"] as? String == "subscription_cycle"
@@ -108,7 +108,7 @@ struct StripeService: Sendable {
                 owners[subscription.id] = owner
             }
             // The event's id is the key: a redelivery, or a burst of the same event, applies once.
-            guard try await work.tx.recordStripeEvent(id: id, type: type, outcome: outcome, at: work.now) else { return "duplicate" }
+            guard try await work.tx.recordLedgerEvent(source: .stripe, id: id, type: type, outcome: outcome, at: work.now) else { return "duplicate" }
             for subscription in subscriptions ?? [] {
                 guard let owner = owners[subscription.id] else { continue }
                 let before = try await entitlements.input(for: owner, in: work.tx)
