@@ -152,6 +152,31 @@ import Testing
         }
     }
 
+    /// Issue 59: an account holding a right of every paid source at once (App Store, Stripe,
+    /// Google Play, a grant); ending any one alone keeps the others, and the snapshot lists them.
+    @Test func endingAnyOneSourceKeepsTheOthers() throws {
+        let engine = try Self.engineWithGooglePlay()
+        var all = Self.input(
+            appStore: [Self.appStore(ends: 5 * Self.day)], stripe: [Self.stripe("active", ends: 6 * Self.day)],
+            googlePlay: [Self.googlePlay(.active, ends: 7 * Self.day)], grants: [Self.grant(tier: nil, ends: 8 * Self.day)])
+        all.trialStartedAt = nil
+        let paid = PlanSource.allCases.filter { $0 != .trial }
+        #expect(engine.snapshot(all, at: Self.now).sources?.compactMap(\.source) == paid.map(\.rawValue))
+        for ended in paid {
+            var input = all
+            switch ended {
+            case .appStore: input.ledger.appStore[0].status = .refunded
+            case .stripe: input.ledger.stripe[0].status = "canceled"
+            case .googlePlay: input.ledger.googlePlay[0].voidedAt = Self.now
+            case .grant: input.ledger.grants[0].revokedAt = Self.now
+            case .trial: continue
+            }
+            let snapshot = engine.snapshot(input, at: Self.now)
+            #expect(snapshot.planState == "pro", "ending \(ended)")
+            #expect(snapshot.sources?.compactMap(\.source) == paid.filter { $0 != ended }.map(\.rawValue), "ending \(ended)")
+        }
+    }
+
     /// Google Play's states (issue 59): ACTIVE, IN_GRACE_PERIOD and CANCELED give the right until
     /// the line item's expiry; the others nothing; a replaced or voided token nothing; a live one
     /// keeps the account from the stale-account clean-up, on hold included (Google may still bill).

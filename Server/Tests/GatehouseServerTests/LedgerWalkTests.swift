@@ -79,6 +79,7 @@ import Testing
             let mergeToken = try #require(taken.error?.details?["merge_token"].flatMap { if case .string(let t) = $0 { t } else { nil } })
             #expect(try await api.post("/v1/auth/merge", #"{"merge_token": "\#(mergeToken)"}"#, token: owner.session.accessToken).status == .ok)
             let token = owner.session.accessToken
+            let ownerID = try #require(UserID(owner.user.id))
             let snapshot = try await StripeTests.snapshot(api, token)
             #expect(Set(snapshot.sources?.compactMap(\.source) ?? []) == paid, "\(snapshot)")
             #expect(snapshot.planState == "pro" && snapshot.tier == "nutritionist", "\(snapshot)")
@@ -102,10 +103,43 @@ import Testing
                 Set(after.sources?.compactMap(\.source) ?? []) == ["app_store", "stripe", "google_play"] && after.planState == "pro"
                     && after.tier == "premium")
 
+            // A second purchase on each source does what that source's rule says.
+            for source in PlanSource.allCases {
+                switch source {
+                case .appStore:
+                    // Another subscription is a row of its own beside the first.
+                    let second = SubscriptionRecord(
+                        originalTransactionID: "walk-59-second", userID: ownerID, productID: Self.appStoreProduct, environment: "Sandbox",
+                        status: .active, expiresAt: clock.now + 20 * 86_400, willRenew: true, introductory: false, signedAt: clock.now,
+                        updatedAt: clock.now)
+                    _ = try await TestApp.withStore(config) { try await $0.saveSubscription(second) }
+                case .stripe:
+                    // A second web subscription would bill twice: refused while one runs.
+                    let again = try await StripeTests.checkout(api, token: token)
+                    #expect(again.status == .conflict && again.error?.code == "already_subscribed", "\(again.text)")
+                case .googlePlay:
+                    // Another purchase token is a right of its own beside the first.
+                    let second = try await play.purchase([
+                        "product_id": GooglePlayTests.premium, "expiry": GooglePlayTests.at(clock.now + 20 * 86_400),
+                        "obfuscated_account_id": owner.user.id,
+                    ])
+                    #expect(try await GooglePlayTests.claim(api, second, session: token).status == .ok)
+                case .grant:
+                    let until = (clock.now + 10 * 86_400).rfc3339
+                    let made = try await api.post(
+                        "/admin/v1/users/\(owner.user.id)/grants", #"{"until": "\#(until)", "reason": "again"}"#,
+                        headers: [.authorization: "Bearer \(TestApp.adminKey)"])
+                    #expect(made.status == .created, "\(made.text)")
+                case .trial:
+                    continue  // Once per account: TrialBannerTests and EntitlementTests.
+                }
+            }
+            let doubled = try await StripeTests.snapshot(api, token).sources?.compactMap(\.source) ?? []
+            #expect(doubled.sorted() == ["app_store", "app_store", "google_play", "google_play", "grant", "stripe"], "\(doubled)")
+
             // Deletion ends each source's live right where it lives.
             let deleted = try await client.execute(uri: "/admin/v1/users/\(owner.user.id)", method: .delete, headers: TestApp.adminHeaders)
             #expect(deleted.status == .noContent)
-            let ownerID = try #require(UserID(owner.user.id))
             for source in PlanSource.allCases {
                 switch source {
                 case .appStore:

@@ -72,11 +72,16 @@ GATEHOUSE_TEST_PYTHON or .build-venv's Python, which has Stripe's own `stripe` p
      victim's, and the attacker's account has none;
   p. Stripe webhook race: 20 deliveries of one signed checkout.session.completed released together
      all answer 200 and apply it once (one purchase.succeeded and one plan.changed for the account
-     in /admin/v1/events, plan_state pro, one stripe_events row);
+     in /admin/v1/events, plan_state pro, one ledger_events row);
   q. Stripe first checkout race: 10 first checkouts of one account released together all answer
      200 with one Stripe customer (every checkout session the stand-in accepted names it, one
      customer made under gatehouse-customer-<id>, one stripe_customers row), and the stand-in
-     rejected no request of the run.
+     rejected no request of the run;
+  v. Google Play claim race (issue 59; every node calls one Play stand-in,
+     Server/Tests/support/google_play_standin.py, as the service account): one purchase token
+     claimed by two accounts, three times each, released together over the nodes: one account's
+     three claims answer 200, the other's 409 subscription_in_use, one owner is stored, and the
+     stand-in saw no call its discovery document does not describe.
 
 "Released together" is the last-byte technique: one raw connection per request to the nodes' own
 ports (not nginx; r. adds nginx's, which passes a request on once its body is whole), every
@@ -129,6 +134,8 @@ def phone_preset_file(directory):
     with open(os.path.join(ROOT, "Sources", "GatehouseServer", "Resources", "presets", f"{PHONE_PRESET}.json")) as f:
         preset = json.load(f)
     preset["sign_in_methods"]["email_password"] = True
+    # Google Play (issue 59): the package the Play stand-in serves and one product at Hannah's premium tier.
+    preset["google_play"] = {"package_name": GOOGLE_PLAY_PACKAGE, "products": {GOOGLE_PLAY_PRODUCT: {"plan": "pro", "tier": "premium"}}}
     path = os.path.join(directory, "hannah-with-passwords.json")
     with open(path, "w") as f:
         json.dump(preset, f)
@@ -136,6 +143,10 @@ def phone_preset_file(directory):
 # Stripe (issue 44), on the third cluster too: a price hannah sells and the return URLs' origin.
 STRIPE_PRICE = "price_hannah_premium_monthly"
 STRIPE_ORIGIN = "https://hannah.example"
+# Google Play (issue 59), on the third cluster too: the package and a product the preset sells.
+GOOGLE_PLAY_PACKAGE = "com.hannahhealth.app"
+GOOGLE_PLAY_PRODUCT = "premium_monthly"
+GOOGLE_PLAY_CLIENT_VERSION = "2.202.0"
 PASSWORD = "correct horse battery staple"
 # The OpenID provider's client (issue 45): where its codes go back to, and what it asks for.
 OIDC_REDIRECT = "http://127.0.0.1:9999/cb"
@@ -911,6 +922,65 @@ class StripeStandIn:
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
+class GooglePlayStandIn:
+    """The Play Developer API and Google's token endpoint and push-token keys on a free loopback
+    port (Server/Tests/support/google_play_standin.py), checking every call against the pinned
+    androidpublisher v3 discovery document. It stops when its standard input closes."""
+
+    SUPPORT = os.path.join(ROOT, "Tests", "support")
+
+    def __init__(self):
+        self.directory = tempfile.mkdtemp(prefix="gatehouse-cluster-play-")
+        self.log_path = os.path.join(self.directory, "google-play-standin.log")
+        self.key_file = os.path.join(self.directory, "service-account.json")
+        self.process = None
+        self.url = None
+
+    def environment(self):
+        """What every node needs to call the stand-in as the service account and check its pushes."""
+        info = self.control("GET", "info")
+        return {"GATEHOUSE_GOOGLE_PLAY_SERVICE_ACCOUNT": self.key_file, "GATEHOUSE_GOOGLE_PLAY_API_URL": self.url,
+                "GATEHOUSE_GOOGLE_PLAY_PUSH_AUDIENCE": info["push_audience"],
+                "GATEHOUSE_GOOGLE_PLAY_PUSH_SERVICE_ACCOUNT": info["push_email"], "GATEHOUSE_GOOGLE_JWKS_URL": info["jwks_uri"]}
+
+    def start(self, seconds=30):
+        with open(self.log_path, "w") as log:
+            self.process = subprocess.Popen(
+                [test_python(), os.path.join(self.SUPPORT, "google_play_standin.py"), "--port", "0",
+                 "--client-version", GOOGLE_PLAY_CLIENT_VERSION, "--package-name", GOOGLE_PLAY_PACKAGE,
+                 "--service-account-file", self.key_file],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True)
+        ready, _, _ = select.select([self.process.stdout], [], [], seconds)
+        line = self.process.stdout.readline() if ready else ""
+        if not line.startswith("READY "):
+            how = f"exited with {self.process.wait(5)}" if not line else f"printed {line.strip()!r}"
+            if not ready:
+                how = f"did not print READY within {seconds} s"
+            raise CheckFailed(f"the Google Play stand-in did not start: {how}:\n{tail(self.log_path)}")
+        self.url = f"http://127.0.0.1:{int(line.split()[1])}"
+
+    def control(self, method, path, body=None):
+        reply = call(self.url, method, f"/_control/{path}", body)
+        require(reply.status == 200, f"the Google Play stand-in's {method} /_control/{path}: {reply!r}")
+        return reply.json
+
+    def diagnostics(self):
+        text = tail(self.log_path, 15)
+        return f"\n---- Google Play stand-in log ----\n{text}" if text.strip() else ""
+
+    def stop(self):
+        if self.process is not None:
+            try:
+                self.process.stdin.close()
+                self.process.wait(10)
+            except (OSError, subprocess.TimeoutExpired):
+                self.process.kill()
+                self.process.wait(5)
+            self.process.stdout.close()
+            self.process = None
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
 # ---------------------------------------------------------------------------------------------
 # The checks
 
@@ -1574,13 +1644,14 @@ class Checks:
         snapshot = call(self.a.url, "GET", "/v1/entitlements", token=token)
         require(snapshot.status == 200 and snapshot.json.get("plan_state") == "pro",
                 f"GET /v1/entitlements on {self.a.name} after the checkout's event: expected plan_state pro, got {snapshot!r}")
-        recorded = self.cluster.postgres.query(f"SELECT outcome FROM stripe_events WHERE event_id = '{event['id']}'")
-        require(recorded == [["applied"]], f"stripe_events rows for {event['id']}: expected one applied, got {recorded}")
+        recorded = self.cluster.postgres.query(
+            f"SELECT outcome FROM ledger_events WHERE source = 'stripe' AND event_id = '{event['id']}'")
+        require(recorded == [["applied"]], f"ledger_events rows for {event['id']}: expected one applied, got {recorded}")
         rejected = stripe.control("GET", "rejections")["rejections"]
         require(not rejected, f"the Stripe stand-in rejected {len(rejected)} request(s): {rejected[:3]}")
         return (f"{deliveries} deliveries of one signed checkout.session.completed released together over nodes 1-3 "
                 f"in {elapsed:.2f} s (final bytes in {replies.release_seconds * 1000:.1f} ms) -> {tally(replies)}; "
-                f"1 purchase.succeeded, 1 plan.changed, plan_state pro, one stripe_events row (applied)")
+                f"1 purchase.succeeded, 1 plan.changed, plan_state pro, one ledger_events row (applied)")
 
     # q. An account's first checkouts released together over the nodes make one customer (issue 44).
     def stripe_checkout_race(self, stripe):
@@ -1614,6 +1685,31 @@ class Checks:
                 f"{len(sessions)} checkout sessions at the stand-in, all for {next(iter(named))}; POST /v1/customers "
                 f"{', '.join(f'{n} x {answer}' for answer, n in sorted(answers.items()))}; "
                 f"one stripe_customers row; no request rejected")
+
+    # v. One Google Play purchase token claimed by two accounts released together over the nodes (issue 59).
+    def google_play_claim_race(self, play):
+        accounts = [self.magic_sign_in("playclaim1"), self.magic_sign_in("playclaim2")]
+        purchase = play.control("POST", "purchases", {"product_id": GOOGLE_PLAY_PRODUCT, "expiry": int(time.time()) + 30 * 86400})
+        token = purchase["purchase"]["token"]
+        body = {"purchase_token": token, "product_id": GOOGLE_PLAY_PRODUCT}
+        nodes = self.cluster.nodes
+        # Three claims per account, round robin over the nodes: each node works on both accounts' claims.
+        requests = [("127.0.0.1", nodes[index % len(nodes)].port, "POST", "/v1/purchases/google-play", body,
+                     {"Authorization": f"Bearer {accounts[index % 2][1]}"}) for index in range(6)]
+        started = time.monotonic()
+        replies = last_byte_burst(requests)
+        elapsed = time.monotonic() - started
+        winners = {index % 2 for index, reply in enumerate(replies) if reply.status == 200}
+        require(sorted(reply.status for reply in replies) == [200, 200, 200, 409, 409, 409] and len(winners) == 1,
+                f"one token claimed by two accounts, three times each, over nodes 1-3: expected one account's 3 x 200 and "
+                f"the other's 3 x 409, got {[(index % 2, reply.status) for index, reply in enumerate(replies)]}")
+        winner = accounts[winners.pop()][0]
+        stored = self.cluster.postgres.query(f"SELECT user_id FROM google_play_purchases WHERE purchase_token = '{token}'")
+        require(stored == [[winner]], f"google_play_purchases' owner of the token: expected {winner}, got {stored}")
+        violations = play.control("GET", "violations")["violations"]
+        require(not violations, f"the Play stand-in saw {len(violations)} undescribed request(s): {violations[:3]}")
+        return (f"one purchase token claimed by two accounts, 3 x each, released together over nodes 1-3 in {elapsed:.2f} s "
+                f"-> {tally(replies)}; one owner stored; no undescribed call")
 
     def provider_code(self, node, client_id, email, consent):
         """A code from the provider's pages on `node`'s own address (cookies are per host:port):
@@ -1940,6 +2036,7 @@ def run_checks(binary):
     second = None
     third = None
     stripe = None
+    play = None
     active = cluster
     current = "start"
     try:
@@ -2034,13 +2131,16 @@ def run_checks(binary):
         # Every node of the third cluster calls the one Stripe stand-in and checks its signatures.
         stripe = StripeStandIn()
         stripe.start()
+        play = GooglePlayStandIn()
+        play.start()
         third = Cluster(binary, nodes=3,
                         overrides={"GATEHOUSE_PRESET": phone_preset_file(tempfile.mkdtemp(prefix="gatehouse-preset-")),
-                                   "GATEHOUSE_SUPABASE_ANON_KEY": ANON_KEY, **stripe.environment(STRIPE_ORIGIN)})
+                                   "GATEHOUSE_SUPABASE_ANON_KEY": ANON_KEY, **stripe.environment(STRIPE_ORIGIN),
+                                   **play.environment()})
         active = third
         timing = third.start()
         report(current, f"PostgreSQL on :{third.postgres.port}, nodes :{third.nodes[0].port} :{third.nodes[1].port} "
-                        f":{third.nodes[2].port}, nginx :{third.nginx.port}, Stripe stand-in {stripe.url}; "
+                        f":{third.nodes[2].port}, nginx :{third.nginx.port}, Stripe stand-in {stripe.url}, Play stand-in {play.url}; "
                         f"{timing['total']:.1f} s")
         phones = Checks(third, preset_settings(PHONE_PRESET))
 
@@ -2060,6 +2160,10 @@ def run_checks(binary):
         t = time.monotonic()
         report(current, f"{phones.stripe_checkout_race(stripe)}; {time.monotonic() - t:.1f} s")
 
+        current = "v. Google Play purchase claim race"
+        t = time.monotonic()
+        report(current, f"{phones.google_play_claim_race(play)}; {time.monotonic() - t:.1f} s")
+
         current = "t. phone pre-hijack through resend"
         t = time.monotonic()
         report(current, f"{phones.phone_takeover()}; {time.monotonic() - t:.1f} s")
@@ -2075,13 +2179,15 @@ def run_checks(binary):
         return 0
     except CheckFailed as error:
         report(current, str(error), status="FAILED")
-        diagnostics = active.diagnostics() + (stripe.diagnostics() if stripe is not None else "")
+        diagnostics = (active.diagnostics() + (stripe.diagnostics() if stripe is not None else "")
+                       + (play.diagnostics() if play is not None else ""))
         if diagnostics:
             print(diagnostics, file=sys.stderr)
         return 1
     except Exception as error:  # an unexpected answer shape, a connection error, ...
         report(current, f"{type(error).__name__}: {error}", status="FAILED")
-        diagnostics = active.diagnostics() + (stripe.diagnostics() if stripe is not None else "")
+        diagnostics = (active.diagnostics() + (stripe.diagnostics() if stripe is not None else "")
+                       + (play.diagnostics() if play is not None else ""))
         if diagnostics:
             print(diagnostics, file=sys.stderr)
         raise
@@ -2097,8 +2203,12 @@ def run_checks(binary):
                     if third is not None:
                         third.stop()
                 finally:
-                    if stripe is not None:
-                        stripe.stop()
+                    try:
+                        if stripe is not None:
+                            stripe.stop()
+                    finally:
+                        if play is not None:
+                            play.stop()
 
 
 # ---------------------------------------------------------------------------------------------
