@@ -23,4 +23,5 @@
 @_exported import enum GatehouseCore.EmailAddress
 @_exported import enum GatehouseCore.ProfilePolicy
 @_exported import enum GatehouseCore.PluralCopy
+@_exported import enum GatehouseCore.PlanSource
 @_exported import struct GatehouseCore.GateSurface

@@ -16,3 +16,20 @@ import Testing
         }
     }
 }
+
+/// The snapshot's `source` as the SDK's `PlanSource` (issue 59): every source the server names,
+/// Google Play's included, reads as its case; one this SDK does not know reads as nil.
+@Suite struct PlanSourceTests {
+    @Test func everySourceTheServerNamesReadsAsItsCase() throws {
+        for source in PlanSource.allCases {
+            let json = #"{"source": "\#(source.rawValue)", "product_id": "p", "status": "active", "renews_at": null, "expires_at": null, "will_renew": true}"#
+            let info = try JSONDecoder().decode(SubscriptionInfo.self, from: Data(json.utf8))
+            #expect(info.planSource == source)
+        }
+        #expect(PlanSource(rawValue: "google_play") == .googlePlay)
+        let unknown = #"{"source": "amazon", "product_id": "p", "status": "active", "renews_at": null, "expires_at": null, "will_renew": true}"#
+        #expect(try JSONDecoder().decode(SubscriptionInfo.self, from: Data(unknown.utf8)).planSource == nil)
+        let test = #"{"source": "google_play", "product_id": "p", "status": "active", "renews_at": null, "expires_at": null, "will_renew": true, "test_purchase": true}"#
+        #expect(try JSONDecoder().decode(SubscriptionInfo.self, from: Data(test.utf8)).testPurchase == true)
+    }
+}
