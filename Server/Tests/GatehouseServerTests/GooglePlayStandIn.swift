@@ -67,7 +67,15 @@ final class GooglePlayStandIn: Sendable {
 
     /// A Pub/Sub push as Google sends it (`kind`, `purchase_token`, `notification_type`, and
     /// `token` for its OIDC token's options): the body's text and the `Authorization` header.
-    func push(_ fields: [String: Any]) async throws -> (body: String, authorization: String, messageID: String) {
+    /// `at`: the token's `iat` (the server's clock in a test that holds it still; the stand-in's
+    /// own runs on), unless `token` says otherwise.
+    func push(_ fields: [String: Any], at: Date? = nil) async throws -> (body: String, authorization: String, messageID: String) {
+        var fields = fields
+        if let at {
+            var token = fields["token"] as? [String: Any] ?? [:]
+            if token["issued_at"] == nil { token["issued_at"] = Int(at.timeIntervalSince1970) }
+            fields["token"] = token
+        }
         let answer = try JSONSerialization.jsonObject(with: try await control("POST", "push", fields)) as? [String: Any]
         guard let body = answer?["text"] as? String, let authorization = answer?["authorization"] as? String,
             let id = answer?["message_id"] as? String

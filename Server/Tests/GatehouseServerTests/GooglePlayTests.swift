@@ -55,8 +55,9 @@ import Testing
     }
 
     /// A subscription notification of `type` (Google's number) for `token`, pushed and expected 204.
-    static func notify(_ client: any TestClientProtocol, _ standIn: GooglePlayStandIn, _ token: String, type: Int) async throws {
-        let push = try await standIn.push(["kind": "subscription", "subscription_id": Self.premium, "purchase_token": token, "notification_type": type])
+    static func notify(_ client: any TestClientProtocol, _ standIn: GooglePlayStandIn, _ token: String, type: Int, at now: Date) async throws {
+        let push = try await standIn.push(
+            ["kind": "subscription", "subscription_id": Self.premium, "purchase_token": token, "notification_type": type], at: now)
         let answer = try await deliver(client, push)
         #expect(answer.status == .noContent, "type \(type): \(answer.status) \(answer.text)")
     }
@@ -128,26 +129,26 @@ import Testing
             // A renewal: the notification is a reason to read again; the new expiry is Google's.
             let renewed = expiry + 30 * 86_400
             try await standIn.update(token, ["renew": true, "expiry": Self.at(renewed)])
-            try await Self.notify(client, standIn, token, type: 2)
+            try await Self.notify(client, standIn, token, type: 2, at: clock.now)
             var after = try await StripeTests.snapshot(api, session)
             #expect(after.planState == "pro" && after.subscription?.expiresAt == renewed.rfc3339, "\(after)")
             #expect(try await Self.events(client, account.user.id, "purchase.succeeded").last?.data["kind"] == "renewal")
 
             // Grace: Google retries the payment; the right holds (billing grace is paid, decision 17).
             try await standIn.update(token, ["state": "SUBSCRIPTION_STATE_IN_GRACE_PERIOD"])
-            try await Self.notify(client, standIn, token, type: 6)
+            try await Self.notify(client, standIn, token, type: 6, at: clock.now)
             after = try await StripeTests.snapshot(api, session)
             #expect(after.planState == "pro" && after.subscription?.status == "billing_grace", "\(after)")
 
             // On hold: the right ends.
             try await standIn.update(token, ["state": "SUBSCRIPTION_STATE_ON_HOLD"])
-            try await Self.notify(client, standIn, token, type: 5)
+            try await Self.notify(client, standIn, token, type: 5, at: clock.now)
             after = try await StripeTests.snapshot(api, session)
             #expect(after.planState == "free" && after.sources == [], "\(after)")
 
             // Recovered: paid again.
             try await standIn.update(token, ["state": "SUBSCRIPTION_STATE_ACTIVE"])
-            try await Self.notify(client, standIn, token, type: 1)
+            try await Self.notify(client, standIn, token, type: 1, at: clock.now)
             after = try await StripeTests.snapshot(api, session)
             #expect(after.planState == "pro" && after.tier == "premium" && after.subscription?.status == "active", "\(after)")
             #expect(try await Self.events(client, account.user.id, "plan.changed").count == 3)
@@ -186,22 +187,22 @@ import Testing
             #expect(replaced?.supersededBy == upgrade)
             // A late read of the old token (Google still says ACTIVE to a stale cache) gives nothing: it was replaced.
             try await standIn.update(first, ["state": "SUBSCRIPTION_STATE_ACTIVE"])
-            try await Self.notify(client, standIn, first, type: 2)
+            try await Self.notify(client, standIn, first, type: 2, at: clock.now)
             #expect(try await StripeTests.snapshot(api, session).sources?.count == 1)
 
             // It lapses; a re-subscribe later has no linked token and arrives only as a notification.
             try await standIn.update(upgrade, ["state": "SUBSCRIPTION_STATE_EXPIRED"])
-            try await Self.notify(client, standIn, upgrade, type: 13)
+            try await Self.notify(client, standIn, upgrade, type: 13, at: clock.now)
             #expect(try await StripeTests.snapshot(api, session).planState == "free")
             let again = try await standIn.purchase(["product_id": Self.premium, "expiry": Self.at(expiry), "obfuscated_account_id": account.user.id])
-            try await Self.notify(client, standIn, again, type: 4)
+            try await Self.notify(client, standIn, again, type: 4, at: clock.now)
             let resubscribed = try await StripeTests.snapshot(api, session)
             #expect(resubscribed.planState == "pro" && resubscribed.tier == "premium" && resubscribed.subscription?.source == "google_play")
             #expect(try await TestApp.withStore(config) { try await $0.googlePlayPurchase(token: again)?.userID?.description } == account.user.id)
 
             // A refund: the voided notification ends the right.
             let order = try await standIn.void(again)
-            let voidedPush = try await standIn.push(["kind": "voided", "purchase_token": again, "order_id": order])
+            let voidedPush = try await standIn.push(["kind": "voided", "purchase_token": again, "order_id": order], at: clock.now)
             #expect(try await Self.deliver(client, voidedPush).status == .noContent)
             let refunded = try await StripeTests.snapshot(api, session)
             #expect(refunded.planState == "free" && refunded.sources == [], "\(refunded)")
@@ -232,11 +233,13 @@ import Testing
                 ("alg none", ["signer": "none"]),
                 ("HS256 with Google's public key", ["signer": "hs256"]),
             ]
-            let good = try await standIn.push(["kind": "subscription", "subscription_id": Self.premium, "purchase_token": token, "notification_type": 4, "message_id": "m-401"])
+            let good = try await standIn.push(
+                ["kind": "subscription", "subscription_id": Self.premium, "purchase_token": token, "notification_type": 4, "message_id": "m-401"],
+                at: clock.now)
             for (name, options) in bad {
                 let push = try await standIn.push([
                     "kind": "subscription", "subscription_id": Self.premium, "purchase_token": token, "notification_type": 4, "message_id": "m-401", "token": options,
-                ])
+                ], at: clock.now)
                 let answer = try await Self.deliver(client, push)
                 #expect(answer.status == .unauthorized && answer.error?.code == "invalid_signature", "\(name): \(answer.status) \(answer.text)")
             }
@@ -266,7 +269,8 @@ import Testing
             ])
             #expect(try await Self.claim(api, token, session: account.session.accessToken).status == .ok)
             try await standIn.update(token, ["renew": true, "expiry": Self.at(now + 60 * 86_400)])
-            let push = try await standIn.push(["kind": "subscription", "subscription_id": Self.premium, "purchase_token": token, "notification_type": 2])
+            let push = try await standIn.push(
+                ["kind": "subscription", "subscription_id": Self.premium, "purchase_token": token, "notification_type": 2], at: clock.now)
             let request = LastByteRace.request("POST", "/webhooks/google-play", json: push.body, headers: ["Authorization": push.authorization])
             let answers = try await BurstGate.exclusive { try await LastByteRace.send(port: try #require(client.port), request, copies: 20) }
             #expect(answers.map(\.status) == Array(repeating: 204, count: 20), "\(answers.map(\.status))")

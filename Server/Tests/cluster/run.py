@@ -850,7 +850,7 @@ class Cluster:
 
 
 # ---------------------------------------------------------------------------------------------
-# The Stripe stand-in (Server/Tests/support/stripe_standin.py)
+# The payment sources' stand-ins (Server/Tests/support/stripe_standin.py, google_play_standin.py)
 
 
 def test_python():
@@ -864,32 +864,27 @@ def test_python():
                       f"`stripe` (scripts/lib/common.sh's ensure_venv makes .build-venv)")
 
 
-class StripeStandIn:
-    """Stripe's API on a free loopback port, checking every request against Stripe's OpenAPI
-    description; its control API completes checkouts and makes and signs events. It stops when its
-    standard input closes."""
+class StandIn:
+    """A payment source's stand-in from Server/Tests/support on a free loopback port, run with the
+    test Python; it prints READY <port> and stops when its standard input closes. Each source
+    names its script and arguments; the process, control API and log are handled here once."""
 
     SUPPORT = os.path.join(ROOT, "Tests", "support")
+    NAME = "stand-in"
 
     def __init__(self):
-        self.secret_key = "sk_test_cluster_" + secrets.token_hex(12)
-        self.webhook_secret = "whsec_cluster_" + secrets.token_hex(16)
-        self.directory = tempfile.mkdtemp(prefix="gatehouse-cluster-stripe-")
-        self.log_path = os.path.join(self.directory, "stripe-standin.log")
+        self.directory = tempfile.mkdtemp(prefix="gatehouse-cluster-standin-")
+        self.log_path = os.path.join(self.directory, "standin.log")
         self.process = None
         self.url = None
 
-    def environment(self, origin):
-        """What every node needs to use the stand-in, and `origin` for Checkout's return URLs."""
-        return {"GATEHOUSE_STRIPE_SECRET_KEY": self.secret_key, "GATEHOUSE_STRIPE_WEBHOOK_SECRETS": self.webhook_secret,
-                "GATEHOUSE_STRIPE_API_URL": self.url, "GATEHOUSE_REDIRECT_ALLOWLIST": origin}
+    def command(self):
+        raise NotImplementedError
 
     def start(self, seconds=30):
         with open(self.log_path, "w") as log:
             self.process = subprocess.Popen(
-                [test_python(), os.path.join(self.SUPPORT, "stripe_standin.py"), "--port", "0",
-                 "--secret-key", self.secret_key, "--spec", os.path.join(self.SUPPORT, "stripe-openapi.json"),
-                 "--webhook-secret", self.webhook_secret],
+                [test_python()] + self.command(),
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True)
         ready, _, _ = select.select([self.process.stdout], [], [], seconds)
         line = self.process.stdout.readline() if ready else ""
@@ -897,17 +892,17 @@ class StripeStandIn:
             how = f"exited with {self.process.wait(5)}" if not line else f"printed {line.strip()!r}"
             if not ready:
                 how = f"did not print READY within {seconds} s"
-            raise CheckFailed(f"the Stripe stand-in did not start: {how}:\n{tail(self.log_path)}")
+            raise CheckFailed(f"the {self.NAME} did not start: {how}:\n{tail(self.log_path)}")
         self.url = f"http://127.0.0.1:{int(line.split()[1])}"
 
     def control(self, method, path, body=None):
         reply = call(self.url, method, f"/_control/{path}", body)
-        require(reply.status == 200, f"the Stripe stand-in's {method} /_control/{path}: {reply!r}")
+        require(reply.status == 200, f"the {self.NAME}'s {method} /_control/{path}: {reply!r}")
         return reply.json
 
     def diagnostics(self):
         text = tail(self.log_path, 15)
-        return f"\n---- Stripe stand-in log ----\n{text}" if text.strip() else ""
+        return f"\n---- {self.NAME} log ----\n{text}" if text.strip() else ""
 
     def stop(self):
         if self.process is not None:
@@ -922,19 +917,41 @@ class StripeStandIn:
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
-class GooglePlayStandIn:
-    """The Play Developer API and Google's token endpoint and push-token keys on a free loopback
-    port (Server/Tests/support/google_play_standin.py), checking every call against the pinned
-    androidpublisher v3 discovery document. It stops when its standard input closes."""
+class StripeStandIn(StandIn):
+    """Stripe's API, checking every request against Stripe's OpenAPI description; its control API
+    completes checkouts and makes and signs events."""
 
-    SUPPORT = os.path.join(ROOT, "Tests", "support")
+    NAME = "Stripe stand-in"
 
     def __init__(self):
-        self.directory = tempfile.mkdtemp(prefix="gatehouse-cluster-play-")
-        self.log_path = os.path.join(self.directory, "google-play-standin.log")
+        super().__init__()
+        self.secret_key = "sk_test_cluster_" + secrets.token_hex(12)
+        self.webhook_secret = "whsec_cluster_" + secrets.token_hex(16)
+
+    def command(self):
+        return [os.path.join(self.SUPPORT, "stripe_standin.py"), "--port", "0", "--secret-key", self.secret_key,
+                "--spec", os.path.join(self.SUPPORT, "stripe-openapi.json"), "--webhook-secret", self.webhook_secret]
+
+    def environment(self, origin):
+        """What every node needs to use the stand-in, and `origin` for Checkout's return URLs."""
+        return {"GATEHOUSE_STRIPE_SECRET_KEY": self.secret_key, "GATEHOUSE_STRIPE_WEBHOOK_SECRETS": self.webhook_secret,
+                "GATEHOUSE_STRIPE_API_URL": self.url, "GATEHOUSE_REDIRECT_ALLOWLIST": origin}
+
+
+class GooglePlayStandIn(StandIn):
+    """The Play Developer API and Google's token endpoint and push-token keys
+    (google_play_standin.py), checking every call against the pinned androidpublisher v3 discovery
+    document; it writes the service account's key file."""
+
+    NAME = "Google Play stand-in"
+
+    def __init__(self):
+        super().__init__()
         self.key_file = os.path.join(self.directory, "service-account.json")
-        self.process = None
-        self.url = None
+
+    def command(self):
+        return [os.path.join(self.SUPPORT, "google_play_standin.py"), "--port", "0", "--client-version", GOOGLE_PLAY_CLIENT_VERSION,
+                "--package-name", GOOGLE_PLAY_PACKAGE, "--service-account-file", self.key_file]
 
     def environment(self):
         """What every node needs to call the stand-in as the service account and check its pushes."""
@@ -942,43 +959,6 @@ class GooglePlayStandIn:
         return {"GATEHOUSE_GOOGLE_PLAY_SERVICE_ACCOUNT": self.key_file, "GATEHOUSE_GOOGLE_PLAY_API_URL": self.url,
                 "GATEHOUSE_GOOGLE_PLAY_PUSH_AUDIENCE": info["push_audience"],
                 "GATEHOUSE_GOOGLE_PLAY_PUSH_SERVICE_ACCOUNT": info["push_email"], "GATEHOUSE_GOOGLE_JWKS_URL": info["jwks_uri"]}
-
-    def start(self, seconds=30):
-        with open(self.log_path, "w") as log:
-            self.process = subprocess.Popen(
-                [test_python(), os.path.join(self.SUPPORT, "google_play_standin.py"), "--port", "0",
-                 "--client-version", GOOGLE_PLAY_CLIENT_VERSION, "--package-name", GOOGLE_PLAY_PACKAGE,
-                 "--service-account-file", self.key_file],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True)
-        ready, _, _ = select.select([self.process.stdout], [], [], seconds)
-        line = self.process.stdout.readline() if ready else ""
-        if not line.startswith("READY "):
-            how = f"exited with {self.process.wait(5)}" if not line else f"printed {line.strip()!r}"
-            if not ready:
-                how = f"did not print READY within {seconds} s"
-            raise CheckFailed(f"the Google Play stand-in did not start: {how}:\n{tail(self.log_path)}")
-        self.url = f"http://127.0.0.1:{int(line.split()[1])}"
-
-    def control(self, method, path, body=None):
-        reply = call(self.url, method, f"/_control/{path}", body)
-        require(reply.status == 200, f"the Google Play stand-in's {method} /_control/{path}: {reply!r}")
-        return reply.json
-
-    def diagnostics(self):
-        text = tail(self.log_path, 15)
-        return f"\n---- Google Play stand-in log ----\n{text}" if text.strip() else ""
-
-    def stop(self):
-        if self.process is not None:
-            try:
-                self.process.stdin.close()
-                self.process.wait(10)
-            except (OSError, subprocess.TimeoutExpired):
-                self.process.kill()
-                self.process.wait(5)
-            self.process.stdout.close()
-            self.process = None
-        shutil.rmtree(self.directory, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -160,11 +160,13 @@ struct GooglePlayPurchaseService: Sendable {
     }
 
     /// The daily sweep of `purchases.voidedpurchases.list`: every subscription voided in the last
-    /// 30 days (Google's window) that Gatehouse holds ends. Answers how many ended now.
+    /// 29 days that Gatehouse holds ends. Google looks back 30 days at most and refuses a start
+    /// older than that by its own clock: a day short of it keeps a clock a little behind Google's
+    /// from being refused, and a daily sweep still reads each day many times. Answers how many ended now.
     @discardableResult
     func sweepVoided() async throws -> Int {
         let client = try configured()
-        let voided = try await client.voidedSubscriptions(since: clock.now.addingTimeInterval(-30 * 86_400))
+        let voided = try await client.voidedSubscriptions(since: clock.now.addingTimeInterval(-29 * 86_400))
         var ended = 0
         for purchase in voided {
             guard let stored = try await store.googlePlayPurchase(token: purchase.purchaseToken), stored.voidedAt == nil else { continue }
