@@ -46,4 +46,6 @@ public enum JobKind: String, Sendable, CaseIterable {
     /// Acknowledge a Google Play purchase (issue 59): Google refunds one not acknowledged within
     /// three days.
     case googlePlayAcknowledge = "google_play_acknowledge"
+    /// Cancel a deleted account's Google Play purchase that may still bill (issue 59).
+    case googlePlayCancel = "google_play_cancel"
 }

@@ -54,6 +54,12 @@ final class GooglePlayStandIn: Sendable {
         return answer?["acknowledgements"] as? [[String: Any]] ?? []
     }
 
+    /// Every `subscriptionsv2.cancel` call: token, cancellation type, status.
+    func cancellations() async throws -> [[String: Any]] {
+        let answer = try JSONSerialization.jsonObject(with: try await control("GET", "cancellations")) as? [String: Any]
+        return answer?["cancellations"] as? [[String: Any]] ?? []
+    }
+
     /// Requests the discovery document does not describe, and answers that break its schemas.
     func violations() async throws -> [String] {
         let answer = try JSONSerialization.jsonObject(with: try await control("GET", "violations")) as? [String: Any]

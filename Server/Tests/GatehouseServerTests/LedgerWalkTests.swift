@@ -8,12 +8,13 @@ import Hummingbird
 import HummingbirdTesting
 import Testing
 
-/// Issue 59: every source of the ledger walked through a merge, the export, the snapshot and a
-/// deletion, on both databases. The switch over `PlanSource` makes a new source name what each
-/// step does with it before this compiles. An anonymous payer holds a right of every paid source
-/// at once (App Store, Stripe, Google Play, a grant); merged into an account, the account holds
-/// all four, the snapshot lists all four, the export lists every row; each ended alone leaves the others;
-/// deleting the account cancels at Stripe and leaves no row.
+/// Issue 59: every source of the ledger walked through a merge, the export, the snapshot, a
+/// second purchase and a deletion, on both databases. The switch over `PlanSource` makes a new
+/// source name what each step does with it before this compiles. An anonymous payer holds a right
+/// of every paid source at once (App Store, Stripe, Google Play, a grant); merged into an account,
+/// the account holds all four, the snapshot lists all four, the export lists every row; ending the
+/// grant leaves the others; a second purchase does what its source says; deleting the account
+/// cancels at Stripe and at Google Play and leaves no row.
 @Suite struct LedgerWalkTests {
     static let appStoreProduct = "com.hannahhealth.premium.monthly"
 
@@ -104,6 +105,7 @@ import Testing
                     && after.tier == "premium")
 
             // A second purchase on each source does what that source's rule says.
+            var secondPlayToken: String?
             for source in PlanSource.allCases {
                 switch source {
                 case .appStore:
@@ -124,6 +126,7 @@ import Testing
                         "obfuscated_account_id": owner.user.id,
                     ])
                     #expect(try await GooglePlayTests.claim(api, second, session: token).status == .ok)
+                    secondPlayToken = second
                 case .grant:
                     let until = (clock.now + 10 * 86_400).rfc3339
                     let made = try await api.post(
@@ -154,7 +157,15 @@ import Testing
                     #expect(try await cancelled(), "the Stripe subscription was not cancelled at deletion")
                     #expect(try await TestApp.withStore(config) { try await $0.stripeSubscriptions(of: ownerID) }.isEmpty)
                 case .googlePlay:
-                    // Google bills through the person's Google account, where they cancel it: the row goes with the account.
+                    // Every purchase that may still bill is cancelled at Google as the developer's; the rows go.
+                    let tokens = Set([expected[source], secondPlayToken].compactMap { $0 })
+                    func cancelled() async throws -> Set<String> {
+                        Set(try await play.cancellations().filter {
+                            $0["status"] as? Int == 200 && $0["cancellation_type"] as? String == "DEVELOPER_REQUESTED_STOP_PAYMENTS"
+                        }.compactMap { $0["token"] as? String })
+                    }
+                    for _ in 0..<600 where try await cancelled() != tokens { try await Task.sleep(for: .milliseconds(50)) }
+                    #expect(try await cancelled() == tokens && tokens.count == 2, "the Google Play purchases were not cancelled at deletion")
                     #expect(try await TestApp.withStore(config) { try await $0.googlePlayPurchases(of: ownerID) }.isEmpty)
                 case .grant:
                     #expect(try await TestApp.withStore(config) { try await $0.grants(of: ownerID) }.isEmpty)

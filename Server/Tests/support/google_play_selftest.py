@@ -13,7 +13,8 @@ It starts the stand-in as a subprocess (the "READY <port>" handshake), then:
   another grant type, another account) get the OAuth error Google gives;
 - calls the API with google-api-python-client itself (build() on the pinned discovery document, the key file
   through google-auth), which shows that the official client's requests are all described;
-- reads subscriptions in each state, acknowledges (once: a second one is refused), lists voided purchases
+- reads subscriptions in each state, acknowledges (once: a second one is refused), cancels (the
+  developer's cancellation; again: 200; an ended purchase: refused), lists voided purchases
   (type, window and token paging), and reads a forgotten token (410 in Google's error shape);
 - checks that undescribed requests (a path, a query parameter, an unknown body field, a wrongly typed body
   field) and described but unserved ones are refused and listed as violations, and that refusals of
@@ -296,6 +297,30 @@ def check_acknowledge(results, standin, headers, token):
                   f"{first!r} then {second!r}")
 
 
+def check_cancel(results, standin, headers):
+    token = standin.control("POST", "purchases", {"product_id": "p", "expiry": time.time() + 86400})["purchase"]["token"]
+    path = api_path(PACKAGE, "purchases", "subscriptionsv2", "tokens", token) + ":cancel"
+    body = {"cancellationContext": {"cancellationType": "DEVELOPER_REQUESTED_STOP_PAYMENTS"}}
+    reply = http("POST", standin.url + path, body=body, headers=headers)
+    results.check("subscriptionsv2.cancel answers 200 {}", reply.status == 200 and reply.json == {}, repr(reply))
+    resource = standin.control("GET", f"purchases/{token}")["resource"]
+    results.check("a cancelled purchase is CANCELED, no longer renewing, by the developer",
+                  resource["subscriptionState"] == "SUBSCRIPTION_STATE_CANCELED"
+                  and resource["lineItems"][0].get("autoRenewingPlan", {}).get("autoRenewEnabled") is False
+                  and "developerInitiatedCancellation" in resource.get("canceledStateContext", {}), json.dumps(resource)[:400])
+    again = http("POST", standin.url + path, body=body, headers=headers)
+    results.check("a second cancel answers 200", again.status == 200, repr(again))
+    untyped = http("POST", standin.url + path, body={}, headers=headers)
+    results.check("a cancel without cancellationType is 400", untyped.status == 400, repr(untyped))
+    standin.control("POST", f"purchases/{token}", {"state": "EXPIRED"})
+    ended = http("POST", standin.url + path, body=body, headers=headers)
+    results.check("cancelling an ended purchase is 400 invalidPurchaseState",
+                  ended.status == 400 and ended.json["error"]["errors"][0]["reason"] == "invalidPurchaseState", repr(ended))
+    listed = [c for c in standin.control("GET", "cancellations")["cancellations"] if c["token"] == token]
+    results.check("the cancel calls are listed with their outcome",
+                  [c["status"] for c in listed] == [200, 200, 400, 400], json.dumps(listed)[:400])
+
+
 def check_voided(results, standin, headers, tokens):
     for state in ("ACTIVE", "IN_GRACE_PERIOD", "ON_HOLD"):
         standin.control("POST", f"purchases/{tokens[state]}/void", {"reason": 7, "source": 2})
@@ -545,6 +570,7 @@ def main():
             check_official_client(results, standin, first)
             tokens, linked = check_subscriptions(results, standin, headers)
             check_acknowledge(results, standin, headers, linked)
+            check_cancel(results, standin, headers)
             check_voided(results, standin, headers, tokens)
             check_gone(results, standin, headers, tokens)
             check_credentials(results, standin, headers, tokens)

@@ -14,6 +14,9 @@ of its own that breaks the response schema (a stand-in bug, answered 500). A tes
        androidpublisher.purchases.subscriptionsv2.get: SubscriptionPurchaseV2
   POST .../applications/{packageName}/purchases/subscriptions/{subscriptionId}/tokens/{token}:acknowledge
        androidpublisher.purchases.subscriptions.acknowledge: empty answer; a second one is 400 invalidPurchaseState
+  POST .../applications/{packageName}/purchases/subscriptionsv2/tokens/{token}:cancel
+       androidpublisher.purchases.subscriptionsv2.cancel: {} (cancellationContext.cancellationType required);
+       stops renewing, paid until the expiry; again: 200; an ended or pending purchase: 400 invalidPurchaseState
   GET  .../applications/{packageName}/purchases/voidedpurchases
        androidpublisher.purchases.voidedpurchases.list: startTime, endTime, type (0, the default, lists no
        subscription), maxResults, token (tokenPagination.nextPageToken)
@@ -43,6 +46,8 @@ The control API, under /_control/ (JSON in and out, not Google's); times are Uni
   POST /_control/purchases/{token}/forget  {"reason"?: "purchaseTokenNoLongerValid" |
                                             "subscriptionPurchaseNoLongerAvailable"}: from now on 410
   GET  /_control/acknowledgements          every acknowledge call {"token", "subscription_id", "body", "status",
+                                           "outcome", "time", ...}
+  GET  /_control/cancellations             every subscriptionsv2.cancel call {"token", "cancellation_type", "status",
                                            "outcome", "time", ...}
   GET  /_control/calls                     {"counts": {method id: n}, "calls": [{"method", "http_method", "path",
                                            "query", "body", "status", "time"}]} (described calls only)
@@ -85,6 +90,7 @@ from http_body import read_body
 SCOPE = "https://www.googleapis.com/auth/androidpublisher"
 SERVED = {
     "androidpublisher.purchases.subscriptionsv2.get",
+    "androidpublisher.purchases.subscriptionsv2.cancel",
     "androidpublisher.purchases.subscriptions.acknowledge",
     "androidpublisher.purchases.voidedpurchases.list",
 }
@@ -244,6 +250,8 @@ def main():
             try:
                 if method.id == "androidpublisher.purchases.subscriptionsv2.get":
                     return 200, play.get_subscription(package, params["token"])
+                if method.id == "androidpublisher.purchases.subscriptionsv2.cancel":
+                    return 200, play.cancel(package, params["token"], document, {"time": call["time"], "package_name": package})
                 if method.id == "androidpublisher.purchases.subscriptions.acknowledge":
                     return 200, play.acknowledge(package, params["subscriptionId"], params["token"], document,
                                                  {"time": call["time"], "package_name": package})
@@ -308,6 +316,9 @@ def main():
             if parts == ["acknowledgements"]:
                 with play.lock:
                     return {"acknowledgements": copy.deepcopy(play.acknowledgements)}
+            if parts == ["cancellations"]:
+                with play.lock:
+                    return {"cancellations": copy.deepcopy(play.cancellations)}
             if parts == ["calls"]:
                 with play.lock:
                     return {"counts": dict(counts), "calls": copy.deepcopy(records["calls"])}

@@ -141,6 +141,7 @@ class Play:
         self.forgotten = {}  # token -> the 410 reason Google now answers with
         self.voided = []  # voided purchase records, in the order Google saw them
         self.acknowledgements = []  # every acknowledge call, with its outcome
+        self.cancellations = []  # every subscriptionsv2.cancel call, with its outcome
 
     # The API's methods; each returns the JSON body of a 200 (None: empty) or raises Answer.
 
@@ -177,6 +178,37 @@ class Play:
                 purchase["acknowledged_at"] = self.clock.now()
                 entry.update({"status": 200, "outcome": "acknowledged"})
                 return None
+            except Answer as answer:
+                entry.update({"status": answer.status, "outcome": answer.body["error"]["message"]})
+                raise
+
+    def cancel(self, package, token, body, record):
+        """purchases.subscriptionsv2.cancel: a running subscription stops renewing (the developer's
+        cancellation, cancellationContext.cancellationType names which); it stays paid until its expiry.
+        One cancelled already answers 200 again; one that has ended or never began is 400
+        invalidPurchaseState. Listed with its outcome whatever happens."""
+        with self.lock:
+            kind = ((body or {}).get("cancellationContext") or {}).get("cancellationType")
+            entry = {**record, "token": token, "cancellation_type": kind}
+            self.cancellations.append(entry)
+            try:
+                purchase = self._known(package, token)
+                if kind not in ("USER_REQUESTED_STOP_RENEWALS", "DEVELOPER_REQUESTED_STOP_PAYMENTS"):
+                    raise Answer(400, google_error(400, "cancellationContext.cancellationType is required.", "invalid",
+                                                   location="cancellationContext.cancellationType"))
+                if purchase["state"] in ("SUBSCRIPTION_STATE_PENDING", "SUBSCRIPTION_STATE_PENDING_PURCHASE_CANCELED",
+                                         "SUBSCRIPTION_STATE_EXPIRED"):
+                    raise Answer(400, google_error(400, "The purchase is not in a valid state to perform the "
+                                                   "desired operation.", "invalidPurchaseState", "androidpublisher",
+                                                   location="token", status="FAILED_PRECONDITION"))
+                if purchase["state"] != "SUBSCRIPTION_STATE_CANCELED":
+                    purchase["state"] = "SUBSCRIPTION_STATE_CANCELED"
+                    purchase["canceled_by"] = "developer" if kind == "DEVELOPER_REQUESTED_STOP_PAYMENTS" else "user"
+                    purchase["cancel_time"] = self.clock.now()
+                    for item in purchase["line_items"]:
+                        item["auto_renew"] = False
+                entry.update({"status": 200, "outcome": "cancelled"})
+                return {}
             except Answer as answer:
                 entry.update({"status": answer.status, "outcome": answer.body["error"]["message"]})
                 raise

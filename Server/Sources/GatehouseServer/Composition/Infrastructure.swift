@@ -172,9 +172,9 @@ struct Infrastructure {
                 jobHandlers[kind] = appleJobs[kind]
             case .stripeCancel:
                 jobHandlers[kind] = stripeJobs.cancel
-            case .phoneSignUp, .googlePlayAcknowledge:
+            case .phoneSignUp, .googlePlayAcknowledge, .googlePlayCancel:
                 // The work of a use case (`PhoneService.finishSignUp`,
-                // `GooglePlayPurchaseService.acknowledge`), set when it is made (UseCases).
+                // `GooglePlayPurchaseService.acknowledge` and `cancel`), set when it is made (UseCases).
                 continue
             case .webhook:
                 // Queued only when a webhook is configured (`EventRecorder.webhookConfigured`).
@@ -192,7 +192,7 @@ struct Infrastructure {
         }
         // Webhooks are retried for about a day (backoff capped at an hour) before they are given up.
         jobs = JobWorker(
-            store: store, sealer: sealer, clock: clock, logger: logger, handlers: jobHandlers, maximumAttempts: [WebhookSender.jobKind: 30, .stripeCancel: 30, .googlePlayAcknowledge: 30],
+            store: store, sealer: sealer, clock: clock, logger: logger, handlers: jobHandlers, maximumAttempts: [WebhookSender.jobKind: 30, .stripeCancel: 30, .googlePlayAcknowledge: 30, .googlePlayCancel: 30],
             telemetry: telemetry, metrics: metrics)
         let events = EventRecorder(
             jobs: jobs, webhookConfigured: config.webhookURL != nil, clock: clock, trialStartsAtSignup: preset.entitlements.trial.startsAtSignup)

@@ -150,6 +150,12 @@ struct UseCases {
         infra.jobs.handle(.googlePlayAcknowledge) { [googlePlay] _, payload in
             try await googlePlay.acknowledge(try JSONDecoder().decode(GooglePlayPurchaseService.Acknowledgement.self, from: payload))
         }
+        infra.jobs.handle(.googlePlayCancel) { [googlePlay] _, payload in
+            guard let token = try JSONDecoder().decode([String: String].self, from: payload)["token"] else {
+                throw ProviderError("malformed google_play_cancel job")
+            }
+            try await googlePlay.cancel(token: token)
+        }
         infra.jobs.handle(.phoneSignUp) { [phone] _, payload in
             try await phone.finishSignUp(try JSONDecoder().decode(PhoneService.SignUpJob.self, from: payload))
         }

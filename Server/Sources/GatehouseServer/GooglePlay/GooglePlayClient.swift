@@ -122,10 +122,17 @@ final class GooglePlayClient: Sendable {
     /// three days. One already acknowledged is success.
     func acknowledge(productID: String, purchaseToken: String) async throws {
         do {
-            _ = try await call(.POST, "purchases/subscriptions/\(Self.segment(productID))/tokens/\(Self.segment(purchaseToken)):acknowledge", body: [:])
+            _ = try await call(.POST, "purchases/subscriptions/\(Self.segment(productID))/tokens/\(Self.segment(purchaseToken)):acknowledge", json: Array("{}".utf8))
         } catch let error as GooglePlayAPIError where error.status == 400 && error.reason == "invalidPurchaseState" {
             return
         }
+    }
+
+    /// `purchases.subscriptionsv2.cancel` as the developer: the subscription stops renewing and
+    /// is not restored (`DEVELOPER_REQUESTED_STOP_PAYMENTS`).
+    func cancel(purchaseToken: String) async throws {
+        let body = #"{"cancellationContext": {"cancellationType": "DEVELOPER_REQUESTED_STOP_PAYMENTS"}}"#
+        _ = try await call(.POST, "purchases/subscriptionsv2/tokens/\(Self.segment(purchaseToken)):cancel", json: Array(body.utf8))
     }
 
     /// One voided purchase as `purchases.voidedpurchases.list` names it.
@@ -198,7 +205,7 @@ final class GooglePlayClient: Sendable {
 
     // MARK: HTTP
 
-    private func call(_ method: HTTPMethod, _ path: String, body: [String: String]? = nil) async throws -> [UInt8] {
+    private func call(_ method: HTTPMethod, _ path: String, json body: [UInt8]? = nil) async throws -> [UInt8] {
         var url = apiURL.absoluteString
         if url.hasSuffix("/") { url.removeLast() }
         url += "/androidpublisher/v3/applications/\(Self.segment(packageName))/\(path)"
@@ -207,7 +214,7 @@ final class GooglePlayClient: Sendable {
         request.headers.add(name: "Authorization", value: "Bearer \(try await accessToken())")
         if let body {
             request.headers.add(name: "Content-Type", value: "application/json")
-            request.body = .bytes(ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: body)))
+            request.body = .bytes(ByteBuffer(bytes: body))
         }
         let response = try await client.execute(request, timeout: .seconds(10))
         let answer = try await response.body.collect(upTo: 1 << 20)

@@ -13,7 +13,7 @@ struct AccountLifecycle: Sendable {
     /// What each change writes and reads: a caller's unit of work declares it too.
     typealias Creating = any UserStore & IdentityStore
     typealias Upgrading = any ProfileStore & IdentityStore & IdempotencyStore
-    typealias Deleting = any UserStore & StripeStore
+    typealias Deleting = any UserStore & PlanLedgerStore
     typealias Reading = any UserStore & IdentityStore & PasskeyStore & MFAFactorStore & RecoveryCodeStore
     typealias ProvingInbox = any UserStore & PasswordStore & IdentityStore & PasskeyStore & MFAFactorStore & RecoveryCodeStore
         & SessionStore & IdempotencyStore & PhoneStore
@@ -53,7 +53,7 @@ struct AccountLifecycle: Sendable {
     }
 
     /// Deletes an account: queues the revocation of Apple's token (if Gatehouse holds one) and
-    /// the cancellation of its Stripe subscriptions, deletes the user (its identities, sessions,
+    /// the cancellation of its Stripe subscriptions and Google Play purchases, deletes the user (its identities, sessions,
     /// tokens, links and ledger rows go by cascade) and records `user.deleted` with `reason`.
     /// False when there is no such user.
     func delete(_ work: Work<Deleting>, _ id: UserID, reason: String) async throws -> Bool {
@@ -71,10 +71,15 @@ struct AccountLifecycle: Sendable {
             case .stripe:
                 // Every customer of the account, merged ones too (issue 59, finding 1).
                 for customer in try await work.tx.stripeCustomers(of: id) { try await work.enqueueJob(kind: .stripeCancel, payload: ["customer": customer]) }
-            // Apple and Google bill through the person's own store account, where they cancel it
-            // (the store's subscription settings list it); grants and the trial are rows of the
-            // account's own.
-            case .appStore, .googlePlay, .grant, .trial: continue
+            // Google Play would go on billing too, and its API cancels: every purchase that may
+            // still bill is cancelled by the developer (it is not restored), by a job.
+            case .googlePlay:
+                for purchase in try await work.tx.googlePlayPurchases(of: id) where purchase.mayBill {
+                    try await work.enqueueJob(kind: .googlePlayCancel, payload: ["token": purchase.purchaseToken])
+                }
+            // Apple bills through the person's Apple account, which they cancel there (no API
+            // cancels for the developer); grants and the trial are rows of the account's own.
+            case .appStore, .grant, .trial: continue
             }
         }
         guard try await work.tx.deleteUser(id) else { return false }

@@ -6,7 +6,7 @@ import GatehouseWire
 /// The account as a whole: deleting it (App Store guideline 5.1.1(v)).
 struct AccountService: Sendable {
     /// What this use case reads and writes: its transactions see the store through this and no more.
-    typealias Stores = any UserStore & IdentityStore & SessionStore & PasskeyStore & MFAFactorStore & RecoveryCodeStore & PhoneStore & StripeStore
+    typealias Stores = any UserStore & IdentityStore & SessionStore & PasskeyStore & MFAFactorStore & RecoveryCodeStore & PhoneStore & PlanLedgerStore
 
     let store: Stores
     let unitOfWork: UnitOfWork<Stores>

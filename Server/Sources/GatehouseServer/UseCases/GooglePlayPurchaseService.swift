@@ -190,6 +190,19 @@ struct GooglePlayPurchaseService: Sendable {
         try await unitOfWork.run { work in try await work.tx.markGooglePlayPurchaseAcknowledged(job.token) }
     }
 
+    /// The cancellation job of a deleted account's purchase: the developer's cancellation, so
+    /// Google bills it no more (it is not restored). One that has ended already (400
+    /// `invalidPurchaseState`) or that Google no longer knows (410) needs none.
+    func cancel(token: String) async throws {
+        let client = try configured()
+        do {
+            try await client.cancel(purchaseToken: token)
+            logger.info("google play purchase cancelled for a deleted account")
+        } catch let error as GooglePlayAPIError where error.isGone || (error.status == 400 && error.reason == "invalidPurchaseState") {
+            return
+        }
+    }
+
     // MARK: Helpers
 
     private var settingsPackage: String { client?.packageName ?? "" }
