@@ -114,8 +114,8 @@ struct GooglePlayPurchaseService: Sendable {
             var owned = record
             owned.userID = ownerID
             let before = try await ownerID.asyncUser(in: work.tx).asyncInput(entitlements, in: work.tx)
-            let owner = try await work.tx.saveGooglePlayPurchase(owned)
-            guard let owner, let before else { return true }
+            // An account that claimed the token meanwhile keeps it (the key); its own claim recorded its change.
+            guard let owner = try await work.tx.saveGooglePlayPurchase(owned), owner == ownerID, let before else { return true }
             owned.userID = owner
             try await apply(work, record: owned, owner: owner, firstClaim: stored?.userID == nil, kind: kind)
             try await entitlements.recordPlanChange(work.narrowed { $0 }, user: owner, before: before, source: .googlePlay)
