@@ -375,4 +375,45 @@ import Testing
         }
         await cleanup()
     }
+
+    /// The settings: the key file and both push settings together or none, an unreadable key file
+    /// named (never its content), `GATEHOUSE_GOOGLE_TOKEN_URL` over the key file's `token_uri`, and
+    /// the private key never in the start-up summary.
+    @Test func settingsComeTogetherAndTheKeyIsNeverShown() async throws {
+        let standIn = try await GooglePlayStandIn()
+        defer { standIn.stop() }
+        let keyFile = try await standIn.serviceAccountKeyFile()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-play-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("service-account.json").path
+        try keyFile.write(to: URL(fileURLWithPath: path))
+        func problems(_ environment: [String: String]) async -> [String] {
+            do throws(ConfigurationError) {
+                _ = try await GatehouseConfig.load(environment: environment)
+                return []
+            } catch {
+                return error.problems
+            }
+        }
+        #expect(await problems(["GATEHOUSE_GOOGLE_PLAY_PUSH_AUDIENCE": "https://a.example/push"]) == [
+            "GATEHOUSE_GOOGLE_PLAY_SERVICE_ACCOUNT: is required when a Google Play push setting is set"
+        ])
+        #expect(await problems(["GATEHOUSE_GOOGLE_PLAY_SERVICE_ACCOUNT": path]) == [
+            "GATEHOUSE_GOOGLE_PLAY_PUSH_AUDIENCE: is required with GATEHOUSE_GOOGLE_PLAY_SERVICE_ACCOUNT: pushes are checked against it"
+        ])
+        let push = ["GATEHOUSE_GOOGLE_PLAY_PUSH_AUDIENCE": "https://a.example/push", "GATEHOUSE_GOOGLE_PLAY_PUSH_SERVICE_ACCOUNT": "push@p.iam.gserviceaccount.com"]
+        let missing = await problems(push.merging(["GATEHOUSE_GOOGLE_PLAY_SERVICE_ACCOUNT": path + ".missing"]) { $1 })
+        #expect(missing.count == 1 && missing[0].hasPrefix("GATEHOUSE_GOOGLE_PLAY_SERVICE_ACCOUNT: '\(path).missing' is not a readable service account key file"))
+        let config = try await GatehouseConfig.load(
+            environment: push.merging(["GATEHOUSE_GOOGLE_PLAY_SERVICE_ACCOUNT": path, "GATEHOUSE_GOOGLE_TOKEN_URL": "https://token.example/token"]) { $1 })
+        let settings = try #require(config.googlePlay)
+        #expect(settings.account.tokenURI.absoluteString == "https://token.example/token" && settings.apiURL == GooglePlayClient.defaultAPIURL)
+        #expect(settings.pushAudience == "https://a.example/push" && settings.pushServiceAccount == "push@p.iam.gserviceaccount.com")
+        let summary = config.redactedSummary.values.joined(separator: " ")
+        #expect(config.redactedSummary["google_play"]?.contains(settings.account.clientEmail) == true)
+        let pem = try #require((try JSONSerialization.jsonObject(with: keyFile) as? [String: Any])?["private_key"] as? String)
+        let body = pem.split(separator: "\n").dropFirst().first.map(String.init) ?? pem
+        #expect(!summary.contains(body) && !summary.contains("PRIVATE KEY"))
+    }
 }
