@@ -35,10 +35,11 @@ struct GooglePlayPurchaseService: Sendable {
     /// `POST /v1/purchases/google-play`: the purchase as Google has it, bound to the signed-in
     /// account (the account its obfuscated account id names, when it names one), and the snapshot.
     func purchase(_ request: GooglePlayPurchaseRequest, user: User) async throws -> EntitlementsPayload {
-        let client = try configured()
+        // A product the preset does not sell is refused whether or not Google Play is set up.
         guard products[request.productID] != nil else {
             throw invalid("'\(request.productID)' is not a product this app sells on Google Play.")
         }
+        let client = try configured()
         guard !request.purchaseToken.isEmpty, request.purchaseToken.utf8.count <= 4_096 else { throw invalid("The purchase token is not one.") }
         guard let record = try await read(request.purchaseToken, with: client) else {
             throw invalid("Google Play does not know this purchase.")
