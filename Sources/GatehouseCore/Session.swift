@@ -28,7 +28,8 @@ public struct Session: Sendable, Equatable {
     public var secondFactor: String?
     public var secondFactorAt: Date?
     /// The OpenID provider's client the session was issued to (issue 45); nil for the app's own
-    /// sessions and a browser's sign-in at the provider. Its refresh tokens work only at
+    /// sessions and a browser's sign-in at the provider. A browser signed in by the app's
+    /// hand-over carries the link's client: it is signed in at the provider for that one only. Its refresh tokens work only at
     /// `/oauth/token` for that client, the app's only at `/v1/auth/refresh`.
     public var clientID: String?
     /// The scopes granted to the client (space-separated), with `clientID`.
@@ -36,13 +37,18 @@ public struct Session: Sendable, Equatable {
     /// When the person last proved a first factor for a client's session (the ID token's
     /// `auth_time`): the browser session's sign-in, not the code's exchange.
     public var authTime: Date?
+    /// The door the session was opened through (`SessionIssuer` records it); nil on sessions
+    /// from before it was stored.
+    public var door: SessionDoor?
 
     public init(
         id: SessionID = .random(), userID: UserID, provider: Provider, createdAt: Date, lastActiveAt: Date? = nil,
         expiresAt: Date? = nil, revokedAt: Date? = nil, revokedReason: String? = nil, userAgent: String? = nil,
         ipAddress: String? = nil, method: String? = nil, assurance: AssuranceLevel = .aal1, secondFactor: String? = nil,
-        secondFactorAt: Date? = nil, clientID: String? = nil, scope: String? = nil, authTime: Date? = nil
+        secondFactorAt: Date? = nil, clientID: String? = nil, scope: String? = nil, authTime: Date? = nil,
+        door: SessionDoor? = nil
     ) {
+        self.door = door
         self.clientID = clientID
         self.scope = scope
         self.authTime = authTime

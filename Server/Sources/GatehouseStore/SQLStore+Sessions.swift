@@ -4,7 +4,7 @@ import GatehouseWire
 
 extension SQLStore {
     private static let sessionColumns =
-        "id, user_id, provider, created_at, last_active_at, expires_at, revoked_at, revoked_reason, user_agent, ip_address, method, assurance, second_factor, second_factor_at, client_id, scope, auth_time"
+        "id, user_id, provider, created_at, last_active_at, expires_at, revoked_at, revoked_reason, user_agent, ip_address, method, assurance, second_factor, second_factor_at, client_id, scope, auth_time, door"
     /// A session's columns as `s_…` and its account's as `u_…`, for reading both in one query.
     private static let sessionAndUserColumns: String = {
         func names(_ list: String) -> [String] { list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) } }
@@ -15,7 +15,7 @@ extension SQLStore {
 
     public func insertSession(_ session: Session) async throws(StoreError) {
         try await executor.query(
-            "INSERT INTO sessions (\(Self.sessionColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO sessions (\(Self.sessionColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 .text(session.id.description), .text(session.userID.description), .text(session.provider.rawValue),
                 .integer(session.createdAt.unixSeconds), .integer(session.lastActiveAt.unixSeconds),
@@ -23,6 +23,7 @@ extension SQLStore {
                 SQLValue(session.revokedReason), SQLValue(session.userAgent), SQLValue(session.ipAddress), SQLValue(session.method),
                 .text(session.assurance.rawValue), SQLValue(session.secondFactor), SQLValue(session.secondFactorAt?.unixSeconds),
                 SQLValue(session.clientID), SQLValue(session.scope), SQLValue(session.authTime?.unixSeconds),
+                SQLValue(session.door?.rawValue),
             ])
     }
 
@@ -161,7 +162,8 @@ extension SQLStore {
             assurance: AssuranceLevel(rawValue: try row.string("assurance")), secondFactor: try row.optionalString("second_factor"),
             secondFactorAt: try row.optionalInt("second_factor_at").map(Date.init(unixSeconds:)),
             clientID: try row.optionalString("client_id"), scope: try row.optionalString("scope"),
-            authTime: try row.optionalInt("auth_time").map(Date.init(unixSeconds:)))
+            authTime: try row.optionalInt("auth_time").map(Date.init(unixSeconds:)),
+            door: try row.optionalString("door").flatMap(SessionDoor.init(rawValue:)))
     }
 
     // MARK: Refresh tokens

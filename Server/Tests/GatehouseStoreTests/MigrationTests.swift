@@ -51,6 +51,7 @@ import Testing
         Shipped(version: 28, name: "stripe_customers_kept_by_merges", sqlite: "9a9a2ce295a420ae", postgres: "9a9a2ce295a420ae"),
         Shipped(version: 29, name: "stripe_past_due_since", sqlite: "7a969f6aca92ba5b", postgres: "7a969f6aca92ba5b"),
         Shipped(version: 30, name: "ledger_events_and_google_play", sqlite: "69a9b2220a5873ff", postgres: "ace7efa2e7f65302"),
+        Shipped(version: 31, name: "session_doors", sqlite: "b1542ff18a303cf8", postgres: "b1542ff18a303cf8"),
     ]
 
     @Test(arguments: [SQLDialect.sqlite, .postgres])

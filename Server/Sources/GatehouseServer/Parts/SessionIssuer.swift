@@ -29,10 +29,11 @@ enum SignInOutcome: Sendable {
     }
 }
 
-/// Opens sessions: every way in (password, magic link, provider, passkey, anonymous start,
-/// replayed Idempotency-Key, a completed MFA challenge) ends here, inside the caller's unit of
-/// work, so each gets the same second-factor check, session row, refresh token, audit row and
-/// "new sign-in" notice.
+/// Opens sessions: every door (`SessionDoor`: password, magic link, provider, passkey,
+/// anonymous start, a completed MFA challenge, the OpenID provider's code exchange, the app's
+/// hand-over) ends here, inside the caller's unit of work, so each gets the same second-factor
+/// check, session row (its door recorded), first refresh token, audit row and "new sign-in"
+/// notice. It is the only part that writes a session row (`structure-check.py` holds that).
 struct SessionIssuer: Sendable {
     let tokens: AccessTokens
     let mail: AccountMail
@@ -49,7 +50,8 @@ struct SessionIssuer: Sendable {
     /// instead of a session, unless a passkey that verified its user counts as two factors.
     /// `event` names the audit row.
     func signIn(
-        _ work: Work<Opening>, _ user: User, provider: Provider, method: String? = nil, event: AuditEvent.Name, userVerified: Bool = false
+        _ work: Work<Opening>, _ user: User, provider: Provider, method: String? = nil, event: AuditEvent.Name, door: SessionDoor,
+        userVerified: Bool = false
     ) async throws -> SignInOutcome {
         let method = method ?? provider.authenticationMethod ?? provider.rawValue
         let twoInOne = provider == .passkey && userVerified && mfa.passkeyCountsAsTwoFactors
@@ -58,20 +60,20 @@ struct SessionIssuer: Sendable {
             return .challenge(try await challenge(work, user, factors: factors, provider: provider, method: method, event: event))
         }
         return .session(
-            try await open(work, user, provider: provider, method: method, event: event, assurance: twoInOne ? .aal2 : .aal1))
+            try await open(work, user, provider: provider, method: method, event: event, door: door, assurance: twoInOne ? .aal2 : .aal1))
     }
 
     /// The session of a sign-in whose factors are all proved: `secondFactor` names the one a
     /// challenge was completed with.
     func open(
-        _ work: Work<Opening>, _ user: User, provider: Provider, method: String, event: AuditEvent.Name, assurance: AssuranceLevel,
-        secondFactor: String? = nil
+        _ work: Work<Opening>, _ user: User, provider: Provider, method: String, event: AuditEvent.Name, door: SessionDoor,
+        assurance: AssuranceLevel, secondFactor: String? = nil
     ) async throws -> AuthResponse {
         let client = work.client ?? ClientInfo(ip: nil, userAgent: nil)
         try await mail.queueNewSignInIfNew(work.narrowed { $0 }, user: user, client: client)
         let (session, refresh) = try await start(
-            work.narrowed { $0 }, user: user, provider: provider, method: method, assurance: assurance, secondFactor: secondFactor)
-        var details = ["provider": provider.rawValue, "aal": assurance.rawValue]
+            work.narrowed { $0 }, user: user, provider: provider, door: door, method: method, assurance: assurance, secondFactor: secondFactor)
+        var details = ["provider": provider.rawValue, "aal": assurance.rawValue, "door": door.rawValue]
         details["second_factor"] = secondFactor
         try await work.audit(event, user: user.id, session: session.id, details: details)
         work.queued.signal(.signIn(method: method))
@@ -108,7 +110,8 @@ struct SessionIssuer: Sendable {
     /// The session row and its first refresh token (a new account's sign-up, which has no
     /// second factor yet, opens one directly).
     func start(
-        _ work: Work<Starting>, user: User, provider: Provider, method: String? = nil, assurance: AssuranceLevel = .aal1, secondFactor: String? = nil
+        _ work: Work<Starting>, user: User, provider: Provider, door: SessionDoor, method: String? = nil, assurance: AssuranceLevel = .aal1,
+        secondFactor: String? = nil
     ) async throws -> (Session, String) {
         let now = work.now
         let client = work.client
@@ -116,10 +119,54 @@ struct SessionIssuer: Sendable {
             userID: user.id, provider: provider, createdAt: now,
             expiresAt: settings.sessionAbsoluteTTLSeconds.map { now.addingTimeInterval(TimeInterval($0)) },
             userAgent: client?.userAgent, ipAddress: client?.ip, method: method ?? provider.authenticationMethod ?? provider.rawValue,
-            assurance: assurance, secondFactor: secondFactor, secondFactorAt: secondFactor == nil ? nil : now)
+            assurance: assurance, secondFactor: secondFactor, secondFactorAt: secondFactor == nil ? nil : now, door: door)
         try await work.tx.insertSession(session)
         let refresh = try await newRefreshToken(work.narrowed { $0 }, for: session.id)
         return (session, refresh)
+    }
+
+    /// What carrying a sign-in over reads and writes.
+    typealias Carrying = any SessionStore & RefreshTokenStore & OAuthGrantStore
+
+    /// Whether a sign-in may be carried over, checked inside the write.
+    enum Carried: Sendable {
+        case opened(Session, User, refreshToken: String?)
+        /// The source session ended, or its account was disabled.
+        case sourceEnded
+        /// The person's consent to the client does not cover the scopes (it was withdrawn).
+        case noConsent
+    }
+
+    /// A session carried over from one whose factors are already proved: the OpenID provider's
+    /// code exchange (`client`, for the code's `scopes`, with a first refresh token when
+    /// `offline_access` was granted) and the app's hand-over (`client` nil: a browser's web
+    /// session, for `webClient` only). Inside the caller's transaction the source session is held
+    /// (its account's row locked, so a sign-out, a disable or a withdrawn consent either came
+    /// first and is seen here, or waits and then ends what this opens), and it must be live, its
+    /// account enabled and, for a third-party client, the person's consent must cover the scopes.
+    /// The new session keeps the source's factors and `auth_time`.
+    func carry(
+        _ work: Work<Carrying>, from source: SessionID, of userID: UserID, id: SessionID = .random(), door: SessionDoor, client: OAuthClient?,
+        scopes: [String], webClient: String? = nil, refreshable: Bool
+    ) async throws -> Carried {
+        // The source is the app's own session or a browser's sign-in (for a client's code: one
+        // signed in by a hand-over serves that hand-over's client only).
+        guard let (held, user) = try await work.tx.holdSession(source, of: userID), !user.isDisabled, held.isLive(at: work.now, settings: settings),
+            held.clientID == nil || (client != nil && held.clientID == client?.id)
+        else { return .sourceEnded }
+        if let client, !client.firstParty {
+            guard let consent = try await work.tx.consent(of: user.id, to: client.id), Set(scopes).isSubset(of: Set(consent.scopes)) else {
+                return .noConsent
+            }
+        }
+        let session = Session(
+            id: id, userID: user.id, provider: held.provider, createdAt: work.now, expiresAt: held.expiresAt,
+            userAgent: work.client?.userAgent, ipAddress: work.client?.ip, method: held.method, assurance: held.assurance,
+            secondFactor: held.secondFactor, secondFactorAt: held.secondFactorAt, clientID: client?.id ?? webClient,
+            scope: client == nil ? nil : scopes.joined(separator: " "), authTime: held.authTime ?? held.createdAt, door: door)
+        try await work.tx.insertSession(session)
+        let refresh = refreshable ? try await newRefreshToken(work.narrowed { $0 }, for: session.id) : nil
+        return .opened(session, user, refreshToken: refresh)
     }
 
     /// A new refresh chain for the session: a fresh random token.

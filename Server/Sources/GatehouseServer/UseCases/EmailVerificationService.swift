@@ -86,7 +86,7 @@ struct EmailVerificationService: Sendable {
                     }
                 }
                 guard let user = try await work.tx.user(id: userID) else { throw GatehouseError.tokenInvalid(preset) }
-                return try await sessions.signIn(work.narrowed { $0 }, user, provider: .email, method: MagicLinkService.method, event: .login)
+                return try await sessions.signIn(work.narrowed { $0 }, user, provider: .email, method: MagicLinkService.method, event: .login, door: .emailVerification)
             }
             return outcome.answer { SignInResponse(user: $0.user, session: $0.session, created: false) }
         } catch let error as StoreError where AddressChange.inUse(error) {

@@ -240,7 +240,7 @@ struct MFAService: Sendable {
                 guard let event = AuditEvent.Name(rawValue: challenge.event) else { throw Self.challengeInvalid }
                 try await take(proof, work, user: user)
                 let auth = try await sessions.open(
-                    work.narrowed { $0 }, user, provider: challenge.provider, method: challenge.method, event: event,
+                    work.narrowed { $0 }, user, provider: challenge.provider, method: challenge.method, event: event, door: .secondFactor,
                     assurance: .aal2, secondFactor: proof.method)
                 return MFAVerifyResponse(user: auth.user, session: auth.session)
             }

@@ -70,7 +70,7 @@ struct MagicLinkService: Sendable {
                 guard try await work.tx.useEmailToken(hash: record.hash, at: now) else { throw GatehouseError.tokenInvalid(preset) }
                 let (user, created) = try await signInUser(work, record: record, handle: handle)
                 let outcome = try await sessions.signIn(
-                    work.narrowed { $0 }, user, provider: .email, method: Self.method, event: created ? .signup : .login)
+                    work.narrowed { $0 }, user, provider: .email, method: Self.method, event: created ? .signup : .login, door: .magicLink)
                 return (outcome, created)
             }
         }
@@ -103,7 +103,7 @@ struct MagicLinkService: Sendable {
             user.normalizedEmail = record.normalizedEmail
             user.emailVerifiedAt = now
             user.isAnonymous = false
-            return try await sessions.signIn(work.narrowed { $0 }, user, provider: .email, method: Self.method, event: .login)
+            return try await sessions.signIn(work.narrowed { $0 }, user, provider: .email, method: Self.method, event: .login, door: .magicLink)
         }
         return outcome.answer { SignInResponse(user: $0.user, session: $0.session, created: false) }
     }

@@ -143,7 +143,7 @@ struct PasskeyService: Sendable {
                 if email != nil, preset.verification.sendOnSignup {
                     try await mail.queueVerification(work.narrowed { $0 }, user: user)
                 }
-                return try await sessions.signIn(work.narrowed { $0 }, user, provider: .passkey, event: .signup).requireSession()
+                return try await sessions.signIn(work.narrowed { $0 }, user, provider: .passkey, event: .signup, door: .passkey).requireSession()
             }
         }
     }
@@ -198,7 +198,7 @@ struct PasskeyService: Sendable {
         return try await unitOfWork.run(client: client) { work in
             guard let user = try await work.tx.user(id: passkey.userID) else { throw PasskeyAssertions.unknownCredential }
             guard !user.isDisabled else { throw GatehouseError.accountDisabled(preset) }
-            return try await sessions.signIn(work.narrowed { $0 }, user, provider: .passkey, event: .login, userVerified: userVerified).answer
+            return try await sessions.signIn(work.narrowed { $0 }, user, provider: .passkey, event: .login, door: .passkey, userVerified: userVerified).answer
         }
     }
 

@@ -55,7 +55,7 @@ struct PasswordResetService: Sendable {
             // and no new one comes with this link, so it goes (as at a magic link).
             let user = try await lifecycle.proveInbox(work.narrowed { $0 }, found, removePassword: true)
             try await tx.retireEmailTokens(userID: user.id, normalizedEmail: nil, purpose: .passwordReset, at: now)
-            return try await sessions.signIn(work.narrowed { $0 }, user, provider: .email, method: Self.linkMethod, event: .login)
+            return try await sessions.signIn(work.narrowed { $0 }, user, provider: .email, method: Self.linkMethod, event: .login, door: .passwordReset)
         }
         if let normalized = record.user.normalizedEmail { try await throttle.clearAccount(normalized) }
         return outcome.answer

@@ -65,7 +65,7 @@ struct PasswordService: Sendable {
                         passwordChangedAt: now, createdAt: now)
                     let identity = Identity(userID: user.id, provider: .email, subject: normalized, email: address, createdAt: now)
                     try await lifecycle.create(work.narrowed { $0 }, user, identity: identity, provider: .email)
-                    let (session, refresh) = try await sessions.start(work.narrowed { $0 }, user: user, provider: .email, method: Self.method)
+                    let (session, refresh) = try await sessions.start(work.narrowed { $0 }, user: user, provider: .email, door: .signUp, method: Self.method)
                     try await work.audit(.signup, user: user.id, session: session.id, details: ["provider": "email"])
                     if preset.verification.sendOnSignup {
                         // In the same transaction: a crash after commit still sends it.
@@ -128,7 +128,7 @@ struct PasswordService: Sendable {
             _ = try await store.rehashPassword(user.id, from: old, to: try await credentials.hash(password), now: clock.now)
         }
         return try await unitOfWork.run(client: client) { work in
-            try await sessions.signIn(work.narrowed { $0 }, user, provider: provider, method: Self.method, event: .login).answer
+            try await sessions.signIn(work.narrowed { $0 }, user, provider: provider, method: Self.method, event: .login, door: .password).answer
         }
     }
 

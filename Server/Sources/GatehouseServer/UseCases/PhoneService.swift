@@ -196,7 +196,7 @@ struct PhoneService: Sendable {
                 try await codes.use(record, work.narrowed { $0 })
                 let (user, created) = try await signInUser(work, number: number, handle: handle, code: record)
                 let outcome = try await sessions.signIn(
-                    work.narrowed { $0 }, user, provider: .phone, method: Self.method, event: created ? .signup : .login)
+                    work.narrowed { $0 }, user, provider: .phone, method: Self.method, event: created ? .signup : .login, door: .phone)
                 return (outcome, created)
             }
         }
@@ -289,7 +289,7 @@ struct PhoneService: Sendable {
         let outcome = try await unitOfWork.run(client: client) { work -> SignInOutcome in
             let user = try await attach(work, record, to: userID, signedIn: nil)
             guard !user.isDisabled else { throw GatehouseError.accountDisabled(preset) }
-            return try await sessions.signIn(work.narrowed { $0 }, user, provider: .phone, method: Self.method, event: .login)
+            return try await sessions.signIn(work.narrowed { $0 }, user, provider: .phone, method: Self.method, event: .login, door: .phone)
         }
         try await provedByHolder(record.phone)
         return outcome.answer { SignInResponse(user: $0.user, session: $0.session, created: false) }

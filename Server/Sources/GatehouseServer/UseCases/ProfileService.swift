@@ -67,7 +67,7 @@ struct ProfileService: Sendable {
             }
             let response = try await unitOfWork.run(client: client) { work in
                 // An anonymous account cannot hold a second factor (enrolling needs an address).
-                try await sessions.signIn(work.narrowed { $0 }, user, provider: .anonymous, event: .login).requireSession()
+                try await sessions.signIn(work.narrowed { $0 }, user, provider: .anonymous, event: .login, door: .anonymous).requireSession()
             }
             return AnonymousResponse(user: response.user, session: response.session, nameSuggestions: user.nameSuggestions ?? [])
         }
@@ -81,7 +81,7 @@ struct ProfileService: Sendable {
                         work.narrowed { $0 }, user, identity: Identity(userID: user.id, provider: .anonymous, subject: user.id.description, createdAt: now),
                         provider: .anonymous)
                     try await tx.setNameSuggestions(user.id, names, now: now)
-                    let response = try await sessions.signIn(work.narrowed { $0 }, user, provider: .anonymous, event: .signup).requireSession()
+                    let response = try await sessions.signIn(work.narrowed { $0 }, user, provider: .anonymous, event: .signup, door: .anonymous).requireSession()
                     if let keyHash, let session = SessionID(response.session.sessionID) {
                         try await tx.insertIdempotencyKey(scope: "anonymous", keyHash: keyHash, userID: user.id, sessionID: session, at: now)
                     }

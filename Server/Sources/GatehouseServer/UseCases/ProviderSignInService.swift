@@ -47,7 +47,7 @@ struct ProviderSignInService: Sendable {
                     if let email = person.email, email != identity.email || person.isPrivateRelay != identity.isPrivateRelay {
                         try await tx.updateIdentity(identity.id, email: email, isPrivateRelay: person.isPrivateRelay)
                     }
-                    return (try await sessions.signIn(work.narrowed { $0 }, user, provider: provider, event: .login), false, user.id)
+                    return (try await sessions.signIn(work.narrowed { $0 }, user, provider: provider, event: .login, door: .provider), false, user.id)
                 }
                 let address = person.email.flatMap(EmailAddress.canonical)
                 if let address, let existing = try await tx.user(normalizedEmail: EmailAddress.normalize(address)) {
@@ -59,7 +59,7 @@ struct ProviderSignInService: Sendable {
                     try await tx.fillProfile(existing.id, displayName: displayName, avatarURL: avatar, now: now)
                     try await audit(work, .identityLinked, user: existing.id, provider: provider, how: "verified email")
                     let user = try await tx.user(id: existing.id) ?? existing
-                    return (try await sessions.signIn(work.narrowed { $0 }, user, provider: provider, event: .login), false, user.id)
+                    return (try await sessions.signIn(work.narrowed { $0 }, user, provider: provider, event: .login, door: .provider), false, user.id)
                 }
                 // An address the provider does not vouch for never becomes the account's (finding
                 // 13): it stays on the identity only, so it cannot squat the inbox owner's account.
@@ -73,7 +73,7 @@ struct ProviderSignInService: Sendable {
                     identity: Identity(userID: user.id, provider: provider, subject: person.subject, email: address,
                                        isPrivateRelay: person.isPrivateRelay, createdAt: now),
                     provider: provider)
-                return (try await sessions.signIn(work.narrowed { $0 }, user, provider: provider, event: .signup), true, user.id)
+                return (try await sessions.signIn(work.narrowed { $0 }, user, provider: provider, event: .signup, door: .provider), true, user.id)
             }
         }
         if let code = request.authorizationCode, provider == .apple, appleTokens {
