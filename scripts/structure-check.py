@@ -22,6 +22,9 @@ Each check lists what breaks its rule, file:line. The rules:
                  users and sessions (`changed(`, but for a new row and `touchSession`), and the
                  tables an account's `AccountFacts` come from (`changed(.facts(…))`, each method a
                  case of `SessionCacheStoreTests.FactWrite`, the test that checks it does; issue 47)
+  one-issuer     no file under GatehouseServer but Parts/SessionIssuer.swift writes a session row
+                 (`insertSession(`): every door opens its sessions through the issuer (issue 60;
+                 `SessionDoorTests` walks the doors)
 
 Usage: structure-check.py [--report] [CHECK...]
 Without --report it exits 1 when any rule is broken (the test command runs it so); --report
@@ -232,10 +235,22 @@ def fact_writes():
     return found
 
 
+def one_issuer():
+    found = []
+    issuer = SERVER / "Parts" / "SessionIssuer.swift"
+    for path in swift_files(SERVER):
+        if path == issuer:
+            continue
+        for number, line in code_lines(path):
+            if "insertSession(" in line:
+                found.append(f"{relative(path)}:{number}: a session row written beside SessionIssuer: {line.strip()[:90]}")
+    return found
+
+
 CHECKS = {
     "use-cases": use_cases, "service-names": service_names, "whole-store": whole_store, "wide-stores": wide_stores, "statuses": statuses,
     "plan-literals": plan_literals, "route-tables": route_tables, "file-length": file_length, "doc-paths": doc_paths,
-    "fact-writes": fact_writes,
+    "fact-writes": fact_writes, "one-issuer": one_issuer,
 }
 
 

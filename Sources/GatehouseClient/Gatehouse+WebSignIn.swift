@@ -9,8 +9,10 @@ extension Gatehouse {
     /// Gatehouse's OpenID provider, registered with an `initiate_login_uri`) already signed in as
     /// this account, without typing anything. Open it in Safari or `ASWebAuthenticationSession`
     /// right away: it works once, for 60 seconds, and carries no token (a one-time code bound to
-    /// this session). The web session gets this session's second factor only if this session
-    /// has one.
+    /// this session). The page it opens names the account and the client and signs the browser
+    /// in when the person taps Continue, so a link someone sent cannot sign a browser in
+    /// unseen; the web session is for that client only, and gets this session's second factor
+    /// only if this session has one.
     ///
     /// ```swift
     /// let dashboard = try await gatehouse.webSignInURL(clientID: "gh_dashboard")

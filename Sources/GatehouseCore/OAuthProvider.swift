@@ -99,6 +99,8 @@ public struct AuthorizationRequest: Sendable, Equatable {
     public var codeChallenge: String
     /// `login`, `consent`, `none` (OpenID Connect's `prompt`), space-separated.
     public var prompt: Set<String>
+    /// OpenID Connect's `max_age`: seconds since the person last signed in, at most.
+    public var maxAge: Int? = nil
 
     public enum Refusal: Error, Equatable, Sendable {
         /// No such client, or a redirect URI it did not register: never redirected.
@@ -108,15 +110,18 @@ public struct AuthorizationRequest: Sendable, Equatable {
     }
 
     /// Checks `parameters` (the query or form) against the client. Redirect URIs compare as
-    /// exact strings: a different path, port, case or trailing slash is another URI.
-    public static func check(_ parameters: [String: String], client: OAuthClient?) -> Result<AuthorizationRequest, Refusal> {
-        guard let client else { return .failure(.page("This app is not registered with this sign-in service.")) }
-        guard let redirect = parameters["redirect_uri"], client.redirectURIs.contains(redirect) else {
+    /// exact strings: a different path, port, case or trailing slash is another URI. A parameter
+    /// sent more than once (`repeated`) is refused (RFC 6749 §3.1): on the page when it is the
+    /// client or its redirect URI, else back to the client.
+    public static func check(_ parameters: [String: String], repeated: Set<String> = [], client: OAuthClient?) -> Result<AuthorizationRequest, Refusal> {
+        guard let client, !repeated.contains("client_id") else { return .failure(.page("This app is not registered with this sign-in service.")) }
+        guard let redirect = parameters["redirect_uri"], !repeated.contains("redirect_uri"), client.redirectURIs.contains(redirect) else {
             return .failure(.page("The address to return to is not one this app registered."))
         }
         func refuse(_ error: String, _ description: String) -> Result<AuthorizationRequest, Refusal> {
             .failure(.redirect(error: error, description: description))
         }
+        if let name = repeated.sorted().first { return refuse("invalid_request", "\(name) was sent more than once.") }
         guard parameters["response_type"] == "code" else {
             return refuse("unsupported_response_type", "Only the authorization code flow (response_type=code) is served.")
         }
@@ -136,10 +141,15 @@ public struct AuthorizationRequest: Sendable, Equatable {
         }
         if let nonce = parameters["nonce"], nonce.count > 256 { return refuse("invalid_request", "The nonce is too long.") }
         if let state = parameters["state"], state.count > 1024 { return refuse("invalid_request", "The state is too long.") }
+        var maxAge: Int?
+        if let text = parameters["max_age"] {
+            guard let seconds = Int(text), seconds >= 0, text.count <= 10 else { return refuse("invalid_request", "max_age is a number of seconds.") }
+            maxAge = seconds
+        }
         return .success(
             AuthorizationRequest(
                 clientID: client.id, redirectURI: redirect, scopes: scopes, state: parameters["state"], nonce: parameters["nonce"],
-                codeChallenge: challenge, prompt: prompt))
+                codeChallenge: challenge, prompt: prompt, maxAge: maxAge))
     }
 
     /// The request as query parameters, to carry through the sign-in and consent forms (each
@@ -151,8 +161,10 @@ public struct AuthorizationRequest: Sendable, Equatable {
         ]
         if let state { items.append(("state", state)) }
         if let nonce { items.append(("nonce", nonce)) }
-        let kept = prompt.subtracting(["login"])
-        if !kept.isEmpty { items.append(("prompt", kept.sorted().joined(separator: " "))) }
+        // `prompt` and `max_age` go with the request through every page: each post is held to
+        // them again (`OAuthInteraction`).
+        if !prompt.isEmpty { items.append(("prompt", prompt.sorted().joined(separator: " "))) }
+        if let maxAge { items.append(("max_age", String(maxAge))) }
         return items
     }
 }

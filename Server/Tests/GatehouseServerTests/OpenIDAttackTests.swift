@@ -294,11 +294,12 @@ import Testing
             }
             let link = try await handover(account.session.accessToken)
             let browser = ProviderBrowser(client)
-            let opened = try await browser.get(link)
+            let opened = try await browser.confirmHandover(link)
             #expect(opened.status == .seeOther && opened.headers[.location] == "http://127.0.0.1:9999/login?iss=http://127.0.0.1:8080")
-            // The browser is signed in: a first-party authorize returns a code at once.
+            // The browser is signed in: a first-party client's request needs no sign-in (this
+            // one is public on a loopback port, so it shows "Continue as …").
             let (verifier, challenge) = OpenID.pkce()
-            let back = try await browser.get(OpenID.authorizeQuery(registered, challenge: challenge))
+            let back = try await OpenID.authorize(browser, registered, email: "unused", challenge: challenge)
             let code = try #require(ProviderBrowser.location(back)["code"])
             let tokens = try await OpenID.exchange(client, code: code, verifier: verifier, as: registered).object
             let id = try jwtParts(try #require(tokens["id_token"] as? String)).claims

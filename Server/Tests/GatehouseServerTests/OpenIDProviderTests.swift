@@ -87,7 +87,11 @@ import Testing
                     "access token at+jwt", "userinfo email=\(email)", "refreshed", "replayed nonce refused", "consent remembered", "revoked",
                     "refresh after revoke refused", "userinfo after revoke refused", "logged out", "signed out at provider", "no csp violations", "OK",
                 ]
-                if kind == "public" { arguments += ["--screenshots", shots, "--prefix", "oidc-\(preset)"] }
+                if kind == "public" {
+                    arguments += ["--screenshots", shots, "--prefix", "oidc-\(preset)"]
+                    // Issue 60, finding 1: a public client's request is never answered without a page.
+                    expected.append("public client shown continue")
+                }
                 if kind.hasPrefix("confidential") { expected += ["introspect active", "introspect inactive"] }
                 if kind == "confidential-post" {
                     arguments += ["--totp-secret", try await Self.enrollTOTP(base, account)]
@@ -149,7 +153,7 @@ import Testing
             let email = "handover-\(backend)@example.com"
             let account = try await Self.signUp(base, email)
             let helper = try Spawned.helperKeepingOutput(
-                python: try #require(SMTPSink.python), [try #require(Self.script), "handover", "--base", root, "--admin-key", TestApp.adminKey])
+                python: try #require(SMTPSink.python), [try #require(Self.script), "handover", "--base", root, "--admin-key", TestApp.adminKey, "--email", email])
             let client = try #require(helper.firstLine.split(separator: "\n").first { $0.hasPrefix("client ") }).dropFirst(7)
             // The app's side: the SDK, signed in on the device.
             let device = try TestDevice()
@@ -168,7 +172,7 @@ import Testing
             }
             let lines = Set((helper.firstLine + rest.1).split(separator: "\n").map(String.init))
             #expect(rest.0 == 0, "\(helper.firstLine)\(rest.1)")
-            for line in ["signed in sub=\(account.user.id)", "reuse refused", "OK"] {
+            for line in ["handover interstitial", "signed in sub=\(account.user.id)", "reuse refused", "OK"] {
                 #expect(lines.contains(line), "missing '\(line)' in:\n\(helper.firstLine)\(rest.1)")
             }
         }

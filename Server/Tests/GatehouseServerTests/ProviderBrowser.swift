@@ -57,6 +57,17 @@ final class ProviderBrowser: @unchecked Sendable {
         return response
     }
 
+    /// Opens a hand-over link and confirms its interstitial ("Continue as … on …"), as the
+    /// person would: the answer of the confirmation (the redirect to the client), or the page
+    /// when the link showed no interstitial.
+    func confirmHandover(_ link: String) async throws -> TestResponse {
+        let page = try await get(link)
+        guard Self.state(page) == "handover" else { return page }
+        var fields = Self.hidden(page)
+        fields["decision"] = "continue"
+        return try await post(fields, path: "/oauth/handover")
+    }
+
     /// The page's `<main data-state>`.
     static func state(_ response: TestResponse) -> String? {
         let text = response.text
@@ -136,15 +147,18 @@ enum OpenID {
     }
 
     /// Signs `email` in on the pages and gives consent when asked: the redirect back.
-    static func authorize(_ browser: ProviderBrowser, _ client: OAuthClientPayload, email: String, challenge: String, scope: String = "openid email offline_access") async throws -> TestResponse {
-        var page = try await browser.get(authorizeQuery(client, challenge: challenge, scope: scope))
+    static func authorize(
+        _ browser: ProviderBrowser, _ client: OAuthClientPayload, email: String, challenge: String, scope: String = "openid email offline_access",
+        extra: [String: String] = [:]
+    ) async throws -> TestResponse {
+        var page = try await browser.get(authorizeQuery(client, challenge: challenge, scope: scope, extra: extra))
         if ProviderBrowser.state(page) == "sign-in" {
             var fields = ProviderBrowser.hidden(page)
             fields["email"] = email
             fields["password"] = password
             page = try await browser.post(fields)
         }
-        if ProviderBrowser.state(page) == "consent" {
+        if ["consent", "continue"].contains(ProviderBrowser.state(page)) {
             var fields = ProviderBrowser.hidden(page)
             fields["decision"] = "allow"
             page = try await browser.post(fields)

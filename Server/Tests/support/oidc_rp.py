@@ -42,6 +42,7 @@ one (TOTP codes, exp and iat are computed from this machine's time).
         userinfo email=EMAIL
         refreshed                           (a new, different refresh token)
         replayed nonce refused              (the first ID token checked against another nonce)
+        public client shown continue        (public kind: a second authorization shows only "Continue as …")
         consent remembered                  (a second authorization shows neither sign-in nor consent)
         introspect active                   (confidential kinds)
         revoked
@@ -74,6 +75,7 @@ one (TOTP codes, exp and iat are computed from this machine's time).
       request) at RP/callback without showing the sign-in page; exchanges the code and validates the
       ID token. Then opens the same URL in a fresh browser (no cookies), which must show
       main[data-state="error"]. Prints:
+        handover interstitial               (the link showed "Continue as ACCOUNT on CLIENT", no cookie yet)
         signed in sub=SUB
         reuse refused
 
@@ -1005,7 +1007,7 @@ def run_flow(args):
             browser.open(url)
             seen = set()
             try:
-                browser.wait_for("callback", seen=seen)
+                reached = browser.wait_for(("callback", "continue"), seen=seen)
             except Failure:
                 if "consent" in seen:
                     raise browser.failure("the consent page was shown again")
@@ -1014,6 +1016,18 @@ def run_flow(args):
                 raise
             if seen & {"consent", "sign-in", "mfa"}:
                 raise browser.failure(f"passed through {', '.join(sorted(seen))} on the way to the callback")
+            if public:
+                # RFC 8252 §8.6: any local process can listen on a public client's loopback
+                # port and open this URL, so a code goes only after the person taps Continue.
+                if reached != "continue":
+                    raise browser.failure("a public client got a code with no page shown")
+                if args.email not in browser.driver.find_element(By.TAG_NAME, "main").text:
+                    raise browser.failure("the Continue page does not name the account")
+                allow = browser.find('form#continue button[name="decision"][value="allow"]')
+                browser.click_and_wait(allow, "callback", "continuing")
+                say("public client shown continue")
+            elif reached != "callback":
+                raise browser.failure("a confidential client was shown the Continue page")
             client.callback(rp.wait_for_hit(mark, "/callback", "the second callback"), state)
             with client.lock:
                 client.pending.pop(state, None)
@@ -1201,8 +1215,21 @@ def run_handover(args):
             browser = browsers[0]
             mark = rp.mark()
             browser.open(handover_url)
+            # R124: the link lands on a page naming the account and the client; nothing is
+            # signed in until the person confirms it in this browser.
+            browser.wait_for("handover")
+            if args.email not in browser.driver.find_element(By.TAG_NAME, "main").text:
+                raise browser.failure("the hand-over page does not name the account")
+            if any(cookie["name"].endswith("gatehouse_op") for cookie in browser.driver.get_cookies()):
+                raise browser.failure("the browser was signed in before the hand-over was confirmed")
+            say("handover interstitial")
             seen = set()
-            browser.wait_for("callback", keep_waiting_on=TRANSIENT + ("redirect",), seen=seen)
+            reached = browser.click_and_wait(
+                browser.find('form#handover button[name="decision"][value="continue"]'), ("callback", "continue"), "continuing",
+                keep_waiting_on=TRANSIENT + ("redirect",), seen=seen)
+            if reached == "continue":
+                # The client is public on a loopback redirect: its request shows Continue too.
+                browser.click_and_wait(browser.find('form#continue button[name="decision"][value="allow"]'), "callback", "continuing")
             if seen & {"sign-in", "mfa", "consent"}:
                 raise browser.failure(f"passed through {', '.join(sorted(seen))} on the way to the callback")
             logins = rp.since(mark, "/login")
@@ -1423,7 +1450,8 @@ def parse_arguments(argv=None):
     flow.add_argument("--prefix", metavar="NAME")
     machine = common("client-credentials", "the client_credentials grant")
     machine.add_argument("--audience", required=True, metavar="AUD")
-    common("handover", "sign a browser in with a hand-over URL read from stdin")
+    handover = common("handover", "sign a browser in with a hand-over URL read from stdin")
+    handover.add_argument("--email", required=True, help="the account the hand-over page must name")
     attacks = common("attacks", "framing, cross-origin consent and a tampered redirect_uri")
     attacks.add_argument("--email", required=True)
     attacks.add_argument("--password", required=True)

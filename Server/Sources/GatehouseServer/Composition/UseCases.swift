@@ -161,7 +161,7 @@ struct UseCases {
         }
         openID = OpenIDService(
             store: store, unitOfWork: unitOfWork.narrowed { $0 }, tokens: OpenIDTokens(tokens: infra.tokens, settings: preset.tokens, clock: clock),
-            chains: chains, throttle: throttle, preset: preset, clock: clock)
+            chains: chains, sessions: issuer, throttle: throttle, preset: preset, clock: clock)
         clients = OperatorClientsService(store: store, unitOfWork: unitOfWork.narrowed { $0 }, appAudience: infra.tokens.audience, clock: clock)
         console = ConsoleService(
             store: store, unitOfWork: unitOfWork.narrowed { $0 }, entitlements: entitlementReads, engine: infra.engine, keys: infra.keys,

@@ -112,7 +112,9 @@ struct OAuthController {
         guard request.headers[.contentType]?.lowercased().hasPrefix("application/x-www-form-urlencoded") == true else {
             throw OAuthProtocolError.invalidRequest("The body must be application/x-www-form-urlencoded.")
         }
-        let form = PagesController.parseForm(String(buffer: try await request.collectBody(limit: input.bodyLimit)))
+        let (form, repeated) = PagesController.parseFormNamingRepeats(String(buffer: try await request.collectBody(limit: input.bodyLimit)))
+        // RFC 6749 §3.1, §3.2: a parameter sent twice is refused, not read one way or the other.
+        if let name = repeated.sorted().first { throw OAuthProtocolError.invalidRequest("\(name) was sent more than once.") }
         guard let header = request.headers[.authorization], header.lowercased().hasPrefix("basic ") else {
             return (form, ClientCredentials(clientID: form["client_id"], secret: form["client_secret"]))
         }

@@ -68,10 +68,59 @@ extension OAuthPagesController {
         return result
     }
 
+    /// How the page names an account: its address, else its name, else its handle.
+    func accountName(_ user: User) -> String {
+        user.email ?? user.displayName ?? user.handle ?? text("page.oauth.your_account", "your account")
+    }
+
+    /// RFC 8252 §8.6: a public client's request is shown to the person before a code goes to a
+    /// redirect URI any local process could hold. One tap, naming the account and the client.
+    func continuePage(_ authorization: AuthorizationRequest, client: OAuthClient, user: User, csrf: String) -> Templates.Page {
+        var result = page(
+            "continue", text("page.oauth.continue.title", "Continue to {client}?", ["client": client.name]),
+            [text("page.oauth.continue.body", "You are signed in to {app} as {account}.", ["account": accountName(user)])])
+        result.fieldsForm = .init(
+            id: "continue", action: OAuthRoutes.authorizeForm.path, csrf: csrf, hidden: hidden(authorization, step: "consent"),
+            buttons: [
+                .init(name: "decision", value: "allow", label: text("page.oauth.continue.allow", "Continue as {account}", ["account": accountName(user)])),
+                .init(name: "decision", value: "deny", label: text("page.oauth.consent.deny", "Cancel"), secondary: true),
+            ])
+        return result
+    }
+
+    /// The app's hand-over, opened in a browser: nothing is signed in until the person
+    /// confirms, on this page, the account and the client it names (R124).
+    func handoverPage(code: String, account: User, client: OAuthClient, csrf: String) -> Templates.Page {
+        var result = page(
+            "handover", text("page.oauth.handover.title", "Continue as {account} on {client}?", ["account": accountName(account), "client": client.name]),
+            [text("page.oauth.handover.body", "{app} opened this page to sign you in to {client} as {account}. Continue only if you opened it from {app} yourself.", ["account": accountName(account), "client": client.name])])
+        result.fieldsForm = .init(
+            id: "handover", action: OAuthRoutes.handoverForm.path, csrf: csrf, hidden: [(name: "code", value: code)],
+            buttons: [
+                .init(name: "decision", value: "continue", label: text("page.oauth.handover.continue", "Continue")),
+                .init(name: "decision", value: "cancel", label: text("page.oauth.consent.deny", "Cancel"), secondary: true),
+            ])
+        return result
+    }
+
+    /// `/oauth/logout` for another account than this browser's: its own person decides.
+    func logoutConfirmPage(_ user: User, csrf: String) -> Templates.Page {
+        var result = page(
+            "logout-confirm", text("page.oauth.logout_confirm.title", "Sign out of {app}?"),
+            [text("page.oauth.logout_confirm.body", "This browser is signed in to {app} as {account}. Sign out here?", ["account": accountName(user)])])
+        result.fieldsForm = .init(
+            id: "logout", action: OAuthRoutes.logoutForm.path, csrf: csrf, hidden: [],
+            buttons: [
+                .init(name: "decision", value: "sign_out", label: text("page.oauth.logout_confirm.sign_out", "Sign out")),
+                .init(name: "decision", value: "stay", label: text("page.oauth.logout_confirm.stay", "Stay signed in"), secondary: true),
+            ])
+        return result
+    }
+
     func consentPage(_ authorization: AuthorizationRequest, client: OAuthClient, user: User?, csrf: String) -> Templates.Page {
         var result = page(
             "consent", text("page.oauth.consent.title", "{client} wants to use your {app} account", ["client": client.name]),
-            [text("page.oauth.consent.body", "Signed in as {account}. {client} will be able to:", ["client": client.name, "account": user?.email ?? "you"])])
+            [text("page.oauth.consent.body", "Signed in as {account}. {client} will be able to:", ["client": client.name, "account": user.map(accountName) ?? "you"])])
         let scopes = authorization.scopes.map { scope in
             (scope: scope, text: text("page.oauth.scope.\(scope)", Self.scopeDefaults[scope] ?? scope))
         }

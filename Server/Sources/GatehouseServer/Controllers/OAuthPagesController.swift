@@ -34,7 +34,9 @@ struct OAuthPagesController {
         router.on(OAuthRoutes.authorize, use: authorize)
         router.on(OAuthRoutes.authorizeForm, use: authorizeForm)
         router.on(OAuthRoutes.handover, use: handover)
+        router.on(OAuthRoutes.handoverForm, use: handoverForm)
         router.on(OAuthRoutes.logout, use: logout)
+        router.on(OAuthRoutes.logoutForm, use: logoutForm)
         router.on(OAuthRoutes.magicLink, use: magicLink)
     }
 
@@ -62,112 +64,86 @@ struct OAuthPagesController {
 
     private func authorizePage(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
         // Form-encoded (`+` is a space), as relying parties' libraries write it.
-        let query = PagesController.parseForm(request.uri.query ?? "")
+        let (query, repeated) = PagesController.parseFormNamingRepeats(request.uri.query ?? "")
         let csrf = request.cookies[csrfCookie].map(\.value).flatMap { PagesController.isToken($0) ? $0 : nil } ?? randomToken(bytes: 32)
         let client = resolver.client(request, context.peerAddress)
-        return try await proceed(query, csrf: csrf, browser: try await openID.browser(cookie: request.cookies[browserCookie]?.value), client: client)
+        return try await proceed(
+            query, repeated: repeated, csrf: csrf, browser: try await openID.browser(cookie: request.cookies[browserCookie]?.value), moment: .arrived,
+            client: client)
     }
 
+    /// A post of one of the pages' forms: its CSRF token checked, then the step it names (the
+    /// sign-in's in `+SignIn.swift`, the consent's and "Continue as …"'s here).
     private func authorizePost(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
-        let fields = PagesController.parseForm(String(buffer: try await request.collectBody(limit: bodyLimit)))
+        let (fields, repeated) = PagesController.parseFormNamingRepeats(String(buffer: try await request.collectBody(limit: bodyLimit)))
+        guard let cookie = checkedCSRF(request, fields) else { return forbidden(request) }
+        let client = resolver.client(request, context.peerAddress)
+        let browser = try await openID.browser(cookie: request.cookies[browserCookie]?.value)
+        guard case .success(let authorization) = AuthorizationRequest.check(fields, repeated: repeated, client: try await openID.client(fields["client_id"]))
+        else {
+            return try await proceed(fields, repeated: repeated, csrf: cookie, browser: browser, moment: .arrived, client: client)
+        }
+        guard fields["step"] == "consent" else {
+            return try await signInStep(fields, authorization, csrf: cookie, browser: browser, client: client)
+        }
+        let step = try await openID.decide(authorization, allow: fields["decision"] == "allow", browser: browser, client: client)
+        return present(step, authorization, csrf: cookie)
+    }
+
+    /// The form's CSRF token when it equals the browser's cookie and the post is from this
+    /// origin; nil otherwise.
+    func checkedCSRF(_ request: Request, _ fields: [String: String]) -> String? {
         let cookie = request.cookies[csrfCookie]?.value ?? ""
         guard Self.fromThisOrigin(request), PagesController.isToken(cookie),
             constantTimeEquals(Array(cookie.utf8), Array((fields["csrf_token"] ?? "").utf8))
-        else {
-            return render(
-                page("forbidden", text("page.csrf.title", "Please open the link again"), [text("page.oauth.forbidden", "This form could not be checked. Go back to the app or site and start again.")]),
-                // The browser's token stays: the person's own page still posts with it.
-                csrf: PagesController.isToken(cookie) ? cookie : randomToken(bytes: 32), formTarget: nil, status: .forbidden)
-        }
-        let client = resolver.client(request, context.peerAddress)
-        let browser = try await openID.browser(cookie: request.cookies[browserCookie]?.value)
-        guard case .success(let authorization) = AuthorizationRequest.check(fields, client: try await openID.client(fields["client_id"])) else {
-            return try await proceed(fields, csrf: cookie, browser: browser, client: client)
-        }
-        // The sign-in form's buttons name the step; a form sent without one (Enter in a browser
-        // that names no button) is the password's.
-        switch fields["step"] ?? (fields["password"] != nil ? "sign_in" : nil) {
-        case "sign_in":
-            let email = fields["email"] ?? ""
-            do {
-                switch try await passwords.login(email: email, password: fields["password"] ?? "", client: client) {
-                case .signedIn(let response):
-                    return try await signedIn(response.session.sessionID, authorization, csrf: cookie, client: client)
-                case .mfaRequired(let challenge):
-                    return challengePage(challenge, authorization, csrf: cookie)
-                }
-            } catch let error as GatehouseError {
-                return render(signInPage(authorization, csrf: cookie, email: email, errors: [error.message]), csrf: cookie, formTarget: authorization)
-            }
-        case "magic_link":
-            let email = fields["email"] ?? ""
-            // The link comes back to this browser only: it carries a hash of the browser's CSRF
-            // cookie, so a link someone else asked for cannot sign this browser in as them.
-            var back = URLComponents(string: openID.issuer + OAuthRoutes.magicLink.path)
-            back?.queryItems =
-                authorization.parameters.map { URLQueryItem(name: $0.0, value: $0.1) } + [URLQueryItem(name: "binding", value: Self.binding(cookie))]
-            do {
-                try await magicLinks.request(email: email, redirectTo: nil, client: client, serverRedirect: back?.string)
-            } catch let error as GatehouseError {
-                return render(signInPage(authorization, csrf: cookie, email: email, errors: [error.message]), csrf: cookie, formTarget: authorization)
-            }
-            let sent = page(
-                "magic-link-sent", text("page.sent.title", "Check your email"),
-                [text("page.oauth.magic_sent.body", "We sent a sign-in link to {email}. Open it on this device to continue.", ["email": email])])
-            return render(sent, csrf: cookie, formTarget: nil)
-        case "passkey":
-            // The page's script posts the browser's signed assertion (WebAuthn) for a ceremony it
-            // opened at /v1/passkeys/authentication/options: the same use case as the app's.
-            do {
-                guard let text = fields["credential"], !text.isEmpty,
-                    let credential = try? JSONDecoder().decode(PasskeyAssertionCredential.self, from: Data(text.utf8))
-                else {
-                    throw GatehouseError.invalidRequest(text("page.oauth.passkey.failed", "The passkey could not be used. Try again, or use another way."))
-                }
-                let assertion = PasskeyAssertionRequest(challengeID: fields["challenge_id"] ?? "", credential: credential)
-                switch try await passkeys.signIn(assertion, client: client) {
-                case .signedIn(let response):
-                    return try await signedIn(response.session.sessionID, authorization, csrf: cookie, client: client)
-                case .mfaRequired(let challenge):
-                    return challengePage(challenge, authorization, csrf: cookie)
-                }
-            } catch let error as GatehouseError {
-                return render(signInPage(authorization, csrf: cookie, email: "", errors: [error.message]), csrf: cookie, formTarget: authorization)
-            }
-        case "mfa":
-            let (challenge, factor) = (fields["challenge_id"] ?? "", fields["factor_id"] ?? "")
-            do {
-                let verified = try await mfa.verify(
-                    MFAVerifyRequest(challengeID: challenge, factorID: factor, code: fields["code"] ?? ""), signedIn: nil, client: client)
-                return try await signedIn(verified.session.sessionID, authorization, csrf: cookie, client: client)
-            } catch let error as GatehouseError where error.code == .invalidCode {
-                return render(
-                    mfaPage(authorization, challenge: challenge, factor: factor, csrf: cookie, errors: [error.message]), csrf: cookie,
-                    formTarget: authorization)
-            } catch let error as GatehouseError {
-                return render(signInPage(authorization, csrf: cookie, email: "", errors: [error.message]), csrf: cookie, formTarget: authorization)
-            }
-        case "consent":
-            guard let browser else { return render(signInPage(authorization, csrf: cookie, email: "", errors: []), csrf: cookie, formTarget: authorization) }
-            let location = try await openID.decide(authorization, allow: fields["decision"] == "allow", browser: browser, client: client)
-            return redirect(location)
-        default:
-            return try await proceed(fields, csrf: cookie, browser: browser, client: client)
-        }
+        else { return nil }
+        return cookie
     }
 
+    func forbidden(_ request: Request) -> Response {
+        let cookie = request.cookies[csrfCookie]?.value ?? ""
+        return render(
+            page("forbidden", text("page.csrf.title", "Please open the link again"), [text("page.oauth.forbidden", "This form could not be checked. Go back to the app or site and start again.")]),
+            // The browser's token stays: the person's own page still posts with it.
+            csrf: PagesController.isToken(cookie) ? cookie : randomToken(bytes: 32), formTarget: nil, status: .forbidden)
+    }
+
+    /// The app's hand-over link: an interstitial that names the account and the client, and
+    /// signs the browser in only once the person confirms it there (R124).
     @Sendable func handover(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
         let code = PagesController.parseForm(request.uri.query ?? "")["code"] ?? ""
-        guard let (cookie, location) = try await openID.openHandover(code: code, client: resolver.client(request, context.peerAddress)) else {
-            let refused = page(
-                "error", text("page.oauth.handover_used.title", "This link has expired"),
-                [text("page.oauth.handover_used.body", "Links from {app} that sign you in on the web work once, for a minute. Open it again from {app}.")],
-                status: "warning")
-            return render(refused, csrf: randomToken(bytes: 32), formTarget: nil, status: .badRequest)
+        let csrf = request.cookies[csrfCookie].map(\.value).flatMap { PagesController.isToken($0) ? $0 : nil } ?? randomToken(bytes: 32)
+        guard let (account, target) = try await openID.handoverPreview(code: code) else { return handoverExpired() }
+        // The confirmation's redirect goes to the client's `initiate_login_uri`.
+        return render(
+            handoverPage(code: code, account: account, client: target, csrf: csrf), csrf: csrf, formTarget: nil,
+            formRedirect: target.initiateLoginURI)
+    }
+
+    /// The interstitial's "Continue": the code is used and the browser signed in, for the
+    /// link's client only.
+    @Sendable func handoverForm(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        let fields = PagesController.parseForm(String(buffer: try await request.collectBody(limit: bodyLimit)))
+        guard let csrf = checkedCSRF(request, fields) else { return forbidden(request) }
+        guard fields["decision"] == "continue" else {
+            let cancelled = page(
+                "handover-cancelled", text("page.oauth.handover_cancelled.title", "Nothing was signed in"),
+                [text("page.oauth.handover_cancelled.body", "This browser was not signed in. You can close this page.")], status: "success")
+            return render(cancelled, csrf: csrf, formTarget: nil)
         }
+        guard let (cookie, location) = try await openID.openHandover(code: fields["code"] ?? "", client: resolver.client(request, context.peerAddress))
+        else { return handoverExpired() }
         var response = redirect(location)
         response.headers.append(HTTPField(name: .setCookie, value: browserCookieValue(cookie)))
         return response
+    }
+
+    private func handoverExpired() -> Response {
+        let refused = page(
+            "error", text("page.oauth.handover_used.title", "This link has expired"),
+            [text("page.oauth.handover_used.body", "Links from {app} that sign you in on the web work once, for a minute. Open it again from {app}.")],
+            status: "warning")
+        return render(refused, csrf: randomToken(bytes: 32), formTarget: nil, status: .badRequest)
     }
 
     /// A magic link asked for on the sign-in page, back with its token and the pending request:
@@ -190,7 +166,7 @@ struct OAuthPagesController {
             }
             let csrf = own
             guard case .success(let authorization) = AuthorizationRequest.check(query, client: try await openID.client(query["client_id"])) else {
-                return try await proceed(query, csrf: csrf, browser: nil, client: client)
+                return try await proceed(query, csrf: csrf, browser: nil, moment: .arrived, client: client)
             }
             do {
                 switch try await magicLinks.verify(token: token, email: nil, code: nil, client: client) {
@@ -205,35 +181,68 @@ struct OAuthPagesController {
         }
     }
 
+    /// RP-initiated logout. The browser's sign-in ends (its cookie cleared) only when it is the
+    /// account the hint names; a browser signed in as someone else is asked first.
     @Sendable func logout(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
         // Form-encoded (`+` is a space), as relying parties' libraries write it.
         let query = PagesController.parseForm(request.uri.query ?? "")
         let browser = try await openID.browser(cookie: request.cookies[browserCookie]?.value)
-        let response: Response
+        let outcome: OpenIDService.Logout
         do {
-            if let location = try await openID.logout(query, browser: browser, caller: resolver.client(request, context.peerAddress)) {
-                response = redirect(location)
-            } else {
-                let done = page(
-                    "logged-out", text("page.oauth.signed_out.title", "You are signed out"),
-                    [text("page.oauth.signed_out.body", "You signed out of {app} on this browser.")], status: "success")
-                response = render(done, csrf: randomToken(bytes: 32), formTarget: nil)
-            }
+            outcome = try await openID.logout(query, browser: browser, caller: resolver.client(request, context.peerAddress))
         } catch let error as OAuthProtocolError {
             return render(page("error", text("page.oauth.error.title", "Something is not right"), [error.description], status: "warning"),
                 csrf: randomToken(bytes: 32), formTarget: nil, status: .badRequest)
         }
-        var cleared = response
-        cleared.headers.append(HTTPField(name: .setCookie, value: browserCookieValue("", maxAge: 0)))
-        return cleared
+        switch outcome {
+        case .signedOut(let location):
+            return signedOut(location)
+        case .confirm(let person):
+            let csrf = request.cookies[csrfCookie].map(\.value).flatMap { PagesController.isToken($0) ? $0 : nil } ?? randomToken(bytes: 32)
+            return render(logoutConfirmPage(person, csrf: csrf), csrf: csrf, formTarget: nil)
+        }
+    }
+
+    /// The logout confirmation's answer, from this browser's own page.
+    @Sendable func logoutForm(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        let fields = PagesController.parseForm(String(buffer: try await request.collectBody(limit: bodyLimit)))
+        guard let csrf = checkedCSRF(request, fields) else { return forbidden(request) }
+        guard fields["decision"] == "sign_out" else { return signedOutKept(csrf: csrf) }
+        let browser = try await openID.browser(cookie: request.cookies[browserCookie]?.value)
+        try await openID.endBrowser(browser, caller: resolver.client(request, context.peerAddress))
+        return signedOut(nil)
+    }
+
+    private func signedOut(_ location: String?) -> Response {
+        var response: Response
+        if let location {
+            response = redirect(location)
+        } else {
+            let done = page(
+                "logged-out", text("page.oauth.signed_out.title", "You are signed out"),
+                [text("page.oauth.signed_out.body", "You signed out of {app} on this browser.")], status: "success")
+            response = render(done, csrf: randomToken(bytes: 32), formTarget: nil)
+        }
+        response.headers.append(HTTPField(name: .setCookie, value: browserCookieValue("", maxAge: 0)))
+        return response
+    }
+
+    private func signedOutKept(csrf: String) -> Response {
+        let kept = page(
+            "still-signed-in", text("page.oauth.still_signed_in.title", "You are still signed in"),
+            [text("page.oauth.still_signed_in.body", "You are still signed in to {app} on this browser.")], status: "success")
+        return render(kept, csrf: csrf, formTarget: nil)
     }
 
     // MARK: Steps
 
     /// The next page for a request (query or form): an error page for a client or redirect URI
-    /// that cannot be trusted, else the sign-in, the consent or the redirect back.
-    private func proceed(_ parameters: [String: String], csrf: String, browser: (User, Session)?, client: ClientInfo) async throws -> Response {
-        switch AuthorizationRequest.check(parameters, client: try await openID.client(parameters["client_id"])) {
+    /// that cannot be trusted, else what `OpenIDService.next` decides.
+    func proceed(
+        _ parameters: [String: String], repeated: Set<String> = [], csrf: String, browser: (User, Session)?, moment: OAuthInteraction.Moment,
+        client: ClientInfo
+    ) async throws -> Response {
+        switch AuthorizationRequest.check(parameters, repeated: repeated, client: try await openID.client(parameters["client_id"])) {
         case .failure(.page(let reason)):
             return render(
                 page("error", text("page.oauth.error.title", "Something is not right"), [reason], status: "warning"), csrf: csrf, formTarget: nil,
@@ -243,23 +252,32 @@ struct OAuthPagesController {
             return redirect(
                 OpenIDService.append(to: redirectURI, [("error", error), ("error_description", description), ("state", parameters["state"]), ("iss", openID.issuer)]))
         case .success(let authorization):
-            switch try await openID.next(authorization, browser: browser, client: client) {
-            case .signIn:
-                return render(signInPage(authorization, csrf: csrf, email: "", errors: []), csrf: csrf, formTarget: authorization)
-            case .consent(let target):
-                return render(consentPage(authorization, client: target, user: browser?.0, csrf: csrf), csrf: csrf, formTarget: authorization)
-            case .redirect(let location):
-                return redirect(location)
-            }
+            return present(try await openID.next(authorization, browser: browser, moment: moment, client: client), authorization, csrf: csrf)
         }
     }
 
-    /// A sign-in completed on the page: the browser is remembered, then the request goes on.
-    private func signedIn(_ sessionID: String, _ authorization: AuthorizationRequest, csrf: String, client: ClientInfo) async throws -> Response {
+    /// The page (or redirect) for a step the use case decided.
+    func present(_ step: OpenIDService.Step, _ authorization: AuthorizationRequest, csrf: String) -> Response {
+        switch step {
+        case .signIn:
+            return render(signInPage(authorization, csrf: csrf, email: "", errors: []), csrf: csrf, formTarget: authorization)
+        case .consent(let target, let user):
+            return render(consentPage(authorization, client: target, user: user, csrf: csrf), csrf: csrf, formTarget: authorization)
+        case .confirm(let target, let user):
+            return render(continuePage(authorization, client: target, user: user, csrf: csrf), csrf: csrf, formTarget: authorization)
+        case .redirect(let location):
+            return redirect(location)
+        }
+    }
+
+    /// A sign-in completed on the page: the browser is remembered, then the request goes on
+    /// (the sign-in was this request's: `prompt=login` and `max_age` are met).
+    func signedIn(_ sessionID: String, _ authorization: AuthorizationRequest, csrf: String, client: ClientInfo) async throws -> Response {
         guard let id = SessionID(sessionID) else { throw GatehouseError.internalError(nil) }
         let cookie = try await openID.rememberBrowser(id)
         let browser = try await openID.browser(cookie: cookie)
-        var response = try await proceed(Dictionary(uniqueKeysWithValues: authorization.parameters), csrf: csrf, browser: browser, client: client)
+        var response = try await proceed(
+            Dictionary(uniqueKeysWithValues: authorization.parameters), csrf: csrf, browser: browser, moment: .signedInHere, client: client)
         response.headers.append(HTTPField(name: .setCookie, value: browserCookieValue(cookie)))
         return response
     }
@@ -268,10 +286,12 @@ struct OAuthPagesController {
 
     /// The page with its CSP: no script, styles by nonce, no framing, and forms only to this
     /// origin and (for the redirect that follows a post) the client's redirect URI's origin.
-    func render(_ page: Templates.Page, csrf: String, formTarget: AuthorizationRequest?, status: HTTPResponse.Status = .ok) -> Response {
+    func render(
+        _ page: Templates.Page, csrf: String, formTarget: AuthorizationRequest?, formRedirect: String? = nil, status: HTTPResponse.Status = .ok
+    ) -> Response {
         let nonce = randomToken(bytes: 16)
         var formAction = "'self'"
-        if let target = formTarget.flatMap({ URLComponents(string: $0.redirectURI) }), let scheme = target.scheme {
+        if let target = (formTarget?.redirectURI ?? formRedirect).flatMap({ URLComponents(string: $0) }), let scheme = target.scheme {
             if let host = target.host, !host.isEmpty {
                 formAction += " \(scheme)://\(host)\(target.port.map { ":\($0)" } ?? "")"
             } else {
@@ -293,11 +313,11 @@ struct OAuthPagesController {
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: html)))
     }
 
-    private func redirect(_ location: String) -> Response {
+    func redirect(_ location: String) -> Response {
         Response(status: .seeOther, headers: [.location: location, .cacheControl: "no-store", .referrerPolicy: "no-referrer"])
     }
 
-    private func browserCookieValue(_ value: String, maxAge: Int? = nil) -> String {
+    func browserCookieValue(_ value: String, maxAge: Int? = nil) -> String {
         let age = maxAge ?? preset.tokens.refreshTokenTTLSeconds
         return secureCookies
             ? "\(browserCookie)=\(value); Path=/; Max-Age=\(age); HttpOnly; SameSite=Lax; Secure"

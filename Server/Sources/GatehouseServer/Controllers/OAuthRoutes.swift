@@ -13,10 +13,14 @@ enum OAuthRoutes {
     static let revoke = Route(.post, "/oauth/revoke")
     static let introspect = Route(.post, "/oauth/introspect")
     static let logout = Route(.get, "/oauth/logout")
-    /// The app's hand-over URL, opened in a browser.
+    /// The confirmation page's answer when the browser is signed in as another account.
+    static let logoutForm = Route(.post, "/oauth/logout")
+    /// The app's hand-over URL, opened in a browser: an interstitial naming the account.
     static let handover = Route(.get, "/oauth/handover")
+    /// The interstitial's "Continue".
+    static let handoverForm = Route(.post, "/oauth/handover")
     /// Where a magic link asked for on the sign-in page returns, with the pending request.
     static let magicLink = Route(.get, "/oauth/magic-link")
 
-    static let all = [discovery, authorize, authorizeForm, token, userinfo, userinfoPost, revoke, introspect, logout, handover, magicLink]
+    static let all = [discovery, authorize, authorizeForm, token, userinfo, userinfoPost, revoke, introspect, logout, logoutForm, handover, handoverForm, magicLink]
 }

@@ -334,16 +334,23 @@ struct PagesController {
 
     /// `application/x-www-form-urlencoded`.
     static func parseForm(_ body: String) -> [String: String] {
+        parseFormNamingRepeats(body).fields
+    }
+
+    /// The form's fields (the first of each name) and the names sent more than once, which
+    /// OAuth's endpoints refuse (RFC 6749 §3.1, §3.2).
+    static func parseFormNamingRepeats(_ body: String) -> (fields: [String: String], repeated: Set<String>) {
         var fields: [String: String] = [:]
+        var repeated: Set<String> = []
         for pair in body.split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             func decode(_ text: Substring) -> String {
                 String(text).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? ""
             }
             let name = decode(parts[0])
-            if fields[name] == nil { fields[name] = parts.count > 1 ? decode(parts[1]) : "" }
+            if fields[name] == nil { fields[name] = parts.count > 1 ? decode(parts[1]) : "" } else { repeated.insert(name) }
         }
-        return fields
+        return (fields, repeated)
     }
 }
 

@@ -149,6 +149,18 @@ struct ErrorMiddleware: RouterMiddleware {
             var headers: HTTPFields = [:]
             if let retryAfter = mapped.retryAfter { headers[.retryAfter] = String(retryAfter) }
             headers[.cacheControl] = "no-store"
+            // The OpenID provider's routes answer in OAuth's shape whatever refused the request
+            // (a body over the limit, a slow body): relying parties' libraries read that one.
+            if request.uri.path.hasPrefix("/oauth/") {
+                let code =
+                    switch mapped.status {
+                    case 503: "temporarily_unavailable"
+                    case 500...: "server_error"
+                    default: "invalid_request"
+                    }
+                return try JSONBody.response(
+                    ["error": code, "error_description": mapped.message], status: .init(code: mapped.status), headers: headers)
+            }
             return try JSONBody.response(
                 ErrorBody(error: mapped.payload), status: .init(code: mapped.status), headers: headers)
         }

@@ -126,15 +126,22 @@ struct OperatorClientsService: Sendable {
     private static func newSecret() -> String { "ghs_" + randomToken(bytes: 32) }
 
     /// Exact URIs without fragments: `https`, `http` only on a loopback host (RFC 8252 §7.3),
-    /// or an app's private-use scheme with a dot (`com.example.app:/callback`, §7.1).
+    /// or an app's private-use scheme with a dot (`com.example.app:/callback`, §7.1). A URI is
+    /// compared byte for byte, so nothing in it may stand for more than itself or read two
+    /// ways (issue 60): no wildcard (`*`), no whitespace or control character, no backslash, no
+    /// user information (`evil@app.example`), no percent-encoded host.
     static func checkURIs(_ uris: [String], field: String, required: Bool) throws {
         guard !required || !uris.isEmpty, uris.count <= maximumURIs else {
             throw GatehouseError.invalidRequest("\(field) needs 1 to \(maximumURIs) URIs.")
         }
         for uri in uris {
+            let plain = uri.unicodeScalars.allSatisfy { $0.value > 0x20 && $0.value < 0x7F && !"*\\\"<>^`{|}".unicodeScalars.contains($0) }
+            guard plain else {
+                throw GatehouseError.invalidRequest("\(field): '\(uri)' may not hold wildcards, spaces, control characters or backslashes.")
+            }
             guard uri.count <= 2000, let components = URLComponents(string: uri), let scheme = components.scheme?.lowercased(),
-                components.fragment == nil
-            else { throw GatehouseError.invalidRequest("\(field): '\(uri)' is not an absolute URI without a fragment.") }
+                components.fragment == nil, components.user == nil, components.password == nil, !(components.percentEncodedHost ?? "").contains("%")
+            else { throw GatehouseError.invalidRequest("\(field): '\(uri)' is not an absolute URI without a fragment or user information.") }
             let host = components.host?.lowercased() ?? ""
             let allowed =
                 switch scheme {

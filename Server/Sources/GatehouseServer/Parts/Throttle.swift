@@ -104,10 +104,31 @@ struct Throttle: Sendable {
     /// Counted whatever `GATEHOUSE_IP_LIMITS` says: this guards the operator's keys, as the
     /// console's sign-in form is.
     func reserveKeyAttempt(_ name: String, client: ClientInfo) async throws -> String {
-        let key = "operator-key:\(name):\(try addressKey(client) ?? "unknown")"
-        if case .locked(let until) = try await store.reserveAttempt(key: key, at: clock.now, schedule: Self.operatorKeySchedule) {
+        try await reserveSecretAttempt(
+            "operator-key:\(name)", client: client, schedule: Self.operatorKeySchedule, refusal: "Too many wrong keys from this address.")
+    }
+
+    /// Wrong secrets of one OpenID client from one address: the fiftieth locks the address out
+    /// of that client for five minutes. Higher than the operator keys' threshold: a backend's
+    /// token requests run many at once, and each holds a reservation until its secret checks out.
+    static let clientSecretSchedule = LockSchedule(threshold: 50, waits: [300, 900, 3_600])
+
+    /// Reserves one try of an OpenID client's secret from the client's address before the
+    /// secret is compared (issue 60), as `reserveKeyAttempt` does for the operator's keys:
+    /// wrong secrets lock the address out of that client for a while, the right one too.
+    func reserveClientSecretAttempt(_ clientID: String, client: ClientInfo) async throws -> String {
+        try await reserveSecretAttempt(
+            "oauth-client-secret:\(clientID)", client: client, schedule: Self.clientSecretSchedule,
+            refusal: "Too many wrong client secrets from this address.")
+    }
+
+    /// One try of a secret (`what`) from the client's address, reserved in one atomic statement
+    /// before the secret is compared; the key to clear once it checks out.
+    private func reserveSecretAttempt(_ what: String, client: ClientInfo, schedule: LockSchedule, refusal: String) async throws -> String {
+        let key = "\(what):\(try addressKey(client) ?? "unknown")"
+        if case .locked(let until) = try await store.reserveAttempt(key: key, at: clock.now, schedule: schedule) {
             throw GatehouseError(
-                status: 429, code: .rateLimited, message: "Too many wrong keys from this address. Wait a few minutes and try again.",
+                status: 429, code: .rateLimited, message: refusal + " Wait a few minutes and try again.",
                 retryAfter: LockoutPolicy.wait(until: until, at: clock.now))
         }
         return key
