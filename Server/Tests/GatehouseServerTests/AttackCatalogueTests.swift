@@ -201,13 +201,17 @@ import Testing
             let statuses = answers.map(\.status)
             #expect(statuses.filter { $0 == .ok }.count == 1, "\(statuses)")
             // Every other answer is a 400 that opens no session: each submission is an attempt
-            // reserved before the comparison, so the winner's is the first of five, four more
-            // are answered `token_invalid` (the code is spent), and the rest find the attempts
-            // used up.
+            // reserved before the comparison, so the winner's is one of the first five and the
+            // submissions that reserved the other four are answered `token_invalid` (the code is
+            // spent); the rest find the attempts used up (`code_exhausted`), or, when they arrive
+            // after the winner's commit, the code spent (`token_invalid`). Which of the last two
+            // depends on the scheduler (a loaded machine lets the winner commit first), so only
+            // the bound is exact: never more than five attempts compared.
             let refusals = answers.filter { $0.status != .ok }
             #expect(refusals.allSatisfy { $0.status == .badRequest && !$0.text.contains("access_token") }, "\(refusals.map(\.text))")
             let codes = Dictionary(grouping: refusals.compactMap { $0.error?.code.rawValue }, by: { $0 }).mapValues(\.count)
-            #expect(codes == ["token_invalid": 4, "code_exhausted": 45])
+            #expect(Set(codes.keys).isSubset(of: ["token_invalid", "code_exhausted"]) && codes.values.reduce(0, +) == 49, "\(codes)")
+            #expect(codes["code_exhausted", default: 0] <= 45, "\(codes)")
         }
     }
 

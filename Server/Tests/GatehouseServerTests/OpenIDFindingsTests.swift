@@ -256,8 +256,9 @@ import Testing
     }
 
     /// Finding 7: registration refuses what a byte-for-byte comparison could read two ways.
-    @Test func registrationRefusesWildcardsAndAmbiguousURIs() async throws {
-        try await TestApp.run(.sqlite) { client, _ in
+    @Test(arguments: Backend.available)
+    func registrationRefusesWildcardsAndAmbiguousURIs(_ backend: Backend) async throws {
+        try await TestApp.run(backend) { client, _ in
             for uri in ["https://*.example.com/cb", "https://example.com/*", "https://app.example.com/cb\n", "https://evil.example\\\\@app.example.com/cb",
                 "https://evil.example@app.example.com/cb", "https://app.example.com/c b", "https://app%2Eexample.com/cb"]
             {

@@ -89,8 +89,13 @@ import Testing
                 ]
                 if kind == "public" {
                     arguments += ["--screenshots", shots, "--prefix", "oidc-\(preset)"]
-                    // Issue 60, finding 1: a public client's request is never answered without a page.
+                    // Issue 60, finding 1: a public client's request is never answered without a page;
+                    // finding 3: another person's logout link asks this browser first.
                     expected.append("public client shown continue")
+                    let foreign = "foreign-\(backend)@example.com"
+                    _ = try await Self.signUp(base, foreign)
+                    arguments += ["--foreign-email", foreign]
+                    expected.append("logout csrf refused")
                 }
                 if kind.hasPrefix("confidential") { expected += ["introspect active", "introspect inactive"] }
                 if kind == "confidential-post" {

@@ -49,6 +49,7 @@ one (TOTP codes, exp and iat are computed from this machine's time).
         refresh after revoke refused        (invalid_grant)
         userinfo after revoke refused       (401)
         introspect inactive                 (confidential kinds)
+        logout csrf refused                 (--foreign-email: that account's logout link asked this browser first)
         logged out                          (RP-initiated logout came back to /logged-out with the state)
         signed out at provider              (a new authorization shows sign-in)
         no csp violations
@@ -1071,6 +1072,42 @@ def run_flow(args):
                     raise Failure(f"active is {answer.get('active')!r} after revocation")
                 say("introspect inactive")
 
+        if args.foreign_email:
+            with step("logout csrf"):
+                # Another person's ID token, from their own sign-in in another browser.
+                other = Browser("foreign")
+                try:
+                    mark = rp.mark()
+                    foreign_url, foreign_state = client.authorization_url()
+                    other.open(foreign_url)
+                    other.wait_for("sign-in")
+                    reached = sign_in(other, args.foreign_email, args.password, None, ("consent", "callback"))
+                    if reached == "consent":
+                        other.click_and_wait(other.find('form#consent button[name="decision"][value="allow"]'), "callback", "allowing")
+                    foreign_hit = rp.wait_for_hit(mark, "/callback", "the other person's callback")
+                    foreign_token, _ = client.exchange(foreign_hit, foreign_state)
+                finally:
+                    other.quit()
+                # This browser follows a logout link made with that token (a cross-site link).
+                # (Its sign-in cookie is scoped to /oauth: it is read on the provider's page.)
+                browser.open(
+                    provider.endpoint("end_session_endpoint")
+                    + ("&" if "?" in provider.endpoint("end_session_endpoint") else "?")
+                    + urlencode({"id_token_hint": foreign_token["id_token"]})
+                )
+                browser.wait_for("logout-confirm")
+                if args.email not in browser.driver.find_element(By.TAG_NAME, "main").text:
+                    raise browser.failure("the confirmation does not name this browser's account")
+                def signed_in_cookie():
+                    return [c["value"] for c in browser.driver.get_cookies() if c["name"].endswith("gatehouse_op") and c["value"]]
+                kept = signed_in_cookie()
+                if not kept:
+                    raise browser.failure("another person's logout link cleared this browser's sign-in")
+                browser.click_and_wait(
+                    browser.find('form#logout button[name="decision"][value="stay"]'), "still-signed-in", "staying signed in")
+                if signed_in_cookie() != kept:
+                    raise browser.failure("staying signed in changed this browser's sign-in")
+                say("logout csrf refused")
         with step("logout"):
             hints = [latest_id_token] + ([first_id_token] if first_id_token != latest_id_token else [])
             for index, hint in enumerate(hints):
@@ -1448,6 +1485,7 @@ def parse_arguments(argv=None):
     flow.add_argument("--totp-secret", metavar="B32")
     flow.add_argument("--screenshots", metavar="DIR")
     flow.add_argument("--prefix", metavar="NAME")
+    flow.add_argument("--foreign-email", metavar="E", help="another account (same password) whose logout link must not sign this browser out")
     machine = common("client-credentials", "the client_credentials grant")
     machine.add_argument("--audience", required=True, metavar="AUD")
     handover = common("handover", "sign a browser in with a hand-over URL read from stdin")
