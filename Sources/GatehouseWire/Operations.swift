@@ -2,10 +2,18 @@
 public struct HealthResponse: Codable, Sendable, Hashable {
     /// `ok` or `unavailable`.
     public var status: String
-    public init(status: String) { self.status = status }
+    /// The newest migration the database has applied; nil when it does not answer.
+    public var schemaVersion: Int?
+
+    /// A health answer: `status`, and the database's schema version when it answered.
+    public init(status: String, schemaVersion: Int? = nil) {
+        self.status = status
+        self.schemaVersion = schemaVersion
+    }
 
     enum CodingKeys: String, CodingKey {
         case status
+        case schemaVersion = "schema_version"
     }
 }
 

@@ -156,7 +156,7 @@ func makeRouter(_ infra: Infrastructure, _ useCases: UseCases) throws -> Router<
     let signedIn = router.group().add(middleware: AccessTokenMiddleware(authenticator: u.authenticator))
         .group(context: AuthenticatedContext.self)
 
-    try OperationsController(ping: { try await infra.store.ping() }, keys: infra.keys, publicConfiguration: PublicConfiguration(preset: preset), openAPI: infra.openAPI)
+    try OperationsController(ping: { try await infra.store.ping(); return try await infra.store.schemaVersion() }, keys: infra.keys, publicConfiguration: PublicConfiguration(preset: preset), openAPI: infra.openAPI)
         .register(on: router)
     SignInController(
         passwords: u.passwords, profiles: u.profiles, providers: u.providers, magicLinks: u.magicLinks, authenticator: u.authenticator,

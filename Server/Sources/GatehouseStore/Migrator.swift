@@ -52,8 +52,7 @@ public struct Migrator: Sendable {
         let known = Set(migrations.map(\.version))
         let newest = try await database.query("SELECT MAX(version) AS version FROM gatehouse_migrations")
         if let version = try newest.first?.optionalInt("version"), !known.contains(Int(version)) {
-            throw StoreError.migrationMismatch(
-                "the database has schema version \(version), newer than this Gatehouse knows; upgrade Gatehouse")
+            throw StoreError.schemaNewerThanBinary(database: Int(version), known: known.max() ?? 0)
         }
         return applied
     }

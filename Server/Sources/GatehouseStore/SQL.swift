@@ -159,6 +159,9 @@ public enum StoreError: Error, Sendable, CustomStringConvertible, Equatable {
     case conflict(String)
     /// A shipped migration differs from the one the database recorded.
     case migrationMismatch(String)
+    /// The database has a schema version this binary does not know (a newer Gatehouse migrated
+    /// it): the node refuses to start on it.
+    case schemaNewerThanBinary(database: Int, known: Int)
     /// Anything else the database said.
     case database(String)
 
@@ -169,6 +172,8 @@ public enum StoreError: Error, Sendable, CustomStringConvertible, Equatable {
         case .decoding(let why): return "cannot read row: \(why)"
         case .conflict(let why): return "write conflict: \(why)"
         case .migrationMismatch(let why): return "migration mismatch: \(why)"
+        case .schemaNewerThanBinary(let database, let known):
+            return "schema_newer_than_binary: the database has schema version \(database), newer than this Gatehouse knows (up to \(known)); upgrade Gatehouse to a release that has migration \(database)"
         case .database(let why): return "database error: \(why)"
         }
     }

@@ -97,6 +97,11 @@ public struct SQLStore: GatehouseStore {
         }
     }
 
+    /// The newest migration the database has applied (`GET /health`'s `schema_version`).
+    public func schemaVersion() async throws(StoreError) -> Int? {
+        try await executor.query("SELECT MAX(version) AS version FROM gatehouse_migrations").first?.optionalInt("version").map(Int.init)
+    }
+
     public func ping() async throws(StoreError) {
         if let database {
             try await database.ping()

@@ -34,7 +34,7 @@ func withConfiguration(_ body: (GatehouseConfig) async throws -> Void) async thr
         throw exit
     } catch {
         printError("gatehouse: \(describe(error))")
-        throw ExitCode.failure
+        throw ExitCode(exitStatus(for: error))
     }
 }
 

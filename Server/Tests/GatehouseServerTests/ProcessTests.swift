@@ -18,7 +18,8 @@ import Testing
         let base = try await server.baseURL()
         let health = try await HTTP.request(base.appendingPathComponent("health"))
         #expect(health.status == 200)
-        #expect(health.text == #"{"status":"ok"}"#)
+        let head = Migrations.all(for: .sqlite).map(\.version).max() ?? 0
+        #expect(health.text == #"{"schema_version":\#(head),"status":"ok"}"#)
 
         let keyFile = server.directory.appendingPathComponent("gatehouse-admin-key")
         let attributes = try FileManager.default.attributesOfItem(atPath: keyFile.path)

@@ -177,6 +177,13 @@ public enum Operator {
     }
 }
 
+/// The exit status of a command or a start that `error` stopped: 3 when the database's schema is
+/// newer than this binary (the contract's "Upgrades"), 1 otherwise.
+public func exitStatus(for error: any Error) -> Int32 {
+    if case .schemaNewerThanBinary? = error as? StoreError { return 3 }
+    return 1
+}
+
 /// One readable sentence for an error that stops a command or the server's start.
 public func describe(_ error: any Error) -> String {
     switch error {

@@ -6,15 +6,15 @@ import Hummingbird
 
 /// `GET /health`, `GET /.well-known/jwks.json` and `GET /v1/config`.
 struct OperationsController {
-    /// Asks the database for an answer (`/health`), promptly or not at all.
-    let ping: @Sendable () async throws -> Void
+    /// Asks the database for an answer (`/health`), promptly or not at all: its schema version.
+    let ping: @Sendable () async throws -> Int?
     let keys: KeyRing
     /// `GET /v1/config`: encoded once, since it changes only with the preset (which a restart
     /// loads); its `ETag` lets a client revalidate a cached copy (304).
     let configurationDocument: EncodedDocument
     let openAPI: [UInt8]
 
-    init(ping: @escaping @Sendable () async throws -> Void, keys: KeyRing, publicConfiguration: PublicConfiguration, openAPI: [UInt8]) throws {
+    init(ping: @escaping @Sendable () async throws -> Int?, keys: KeyRing, publicConfiguration: PublicConfiguration, openAPI: [UInt8]) throws {
         self.ping = ping
         self.keys = keys
         self.configurationDocument = try EncodedDocument(publicConfiguration, cacheControl: "public, max-age=60")
@@ -51,8 +51,7 @@ struct OperationsController {
     /// probe is a fresh query.
     private func health(_ context: GatehouseRequestContext) async throws -> Response {
         do {
-            try await ping()
-            return try JSONBody.response(HealthResponse(status: "ok"))
+            return try JSONBody.response(HealthResponse(status: "ok", schemaVersion: try await ping()))
         } catch {
             context.logger.warning("health check failed", metadata: ["cause": .string("\(error)")])
             return try JSONBody.response(
