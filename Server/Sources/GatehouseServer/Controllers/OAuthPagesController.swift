@@ -65,7 +65,7 @@ struct OAuthPagesController {
     private func authorizePage(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
         // Form-encoded (`+` is a space), as relying parties' libraries write it.
         let (query, repeated) = PagesController.parseFormNamingRepeats(request.uri.query ?? "")
-        let csrf = request.cookies[csrfCookie].map(\.value).flatMap { PagesController.isToken($0) ? $0 : nil } ?? randomToken(bytes: 32)
+        let csrf = pageCSRF(request)
         let client = resolver.client(request, context.peerAddress)
         return try await proceed(
             query, repeated: repeated, csrf: csrf, browser: try await openID.browser(cookie: request.cookies[browserCookie]?.value), moment: .arrived,
@@ -90,6 +90,16 @@ struct OAuthPagesController {
         return present(step, authorization, csrf: cookie)
     }
 
+    /// The browser's CSRF cookie when it is well formed.
+    func ownCSRF(_ request: Request) -> String? {
+        request.cookies[csrfCookie].map(\.value).flatMap { PagesController.isToken($0) ? $0 : nil }
+    }
+
+    /// The CSRF token a page shows: the browser's own, or a new one.
+    func pageCSRF(_ request: Request) -> String {
+        ownCSRF(request) ?? randomToken(bytes: 32)
+    }
+
     /// The form's CSRF token when it equals the browser's cookie and the post is from this
     /// origin; nil otherwise.
     func checkedCSRF(_ request: Request, _ fields: [String: String]) -> String? {
@@ -112,7 +122,7 @@ struct OAuthPagesController {
     /// signs the browser in only once the person confirms it there (R124).
     @Sendable func handover(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
         let code = PagesController.parseForm(request.uri.query ?? "")["code"] ?? ""
-        let csrf = request.cookies[csrfCookie].map(\.value).flatMap { PagesController.isToken($0) ? $0 : nil } ?? randomToken(bytes: 32)
+        let csrf = pageCSRF(request)
         guard let (account, target) = try await openID.handoverPreview(code: code) else { return handoverExpired() }
         // The confirmation's redirect goes to the client's `initiate_login_uri`.
         return render(
@@ -155,7 +165,7 @@ struct OAuthPagesController {
             let token = query.removeValue(forKey: "token") ?? ""
             let binding = query.removeValue(forKey: "binding") ?? ""
             let client = resolver.client(request, context.peerAddress)
-            let own = request.cookies[csrfCookie].map(\.value).flatMap { PagesController.isToken($0) ? $0 : nil }
+            let own = ownCSRF(request)
             guard let own, constantTimeEquals(Array(Self.binding(own).utf8), Array(binding.utf8)) else {
                 // Another browser than the one that asked: the link is left unused for that one.
                 let elsewhere = page(
@@ -198,7 +208,7 @@ struct OAuthPagesController {
         case .signedOut(let location):
             return signedOut(location)
         case .confirm(let person):
-            let csrf = request.cookies[csrfCookie].map(\.value).flatMap { PagesController.isToken($0) ? $0 : nil } ?? randomToken(bytes: 32)
+            let csrf = pageCSRF(request)
             return render(logoutConfirmPage(person, csrf: csrf), csrf: csrf, formTarget: nil)
         }
     }
