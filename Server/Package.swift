@@ -53,6 +53,9 @@ let package = Package(
         // The reference Argon2 implementation (Debian libargon2-dev, Homebrew argon2).
         .systemLibrary(
             name: "CArgon2", pkgConfig: "libargon2", providers: [.apt(["libargon2-dev"]), .brew(["argon2"])]),
+        // libsodium: Argon2id with SIMD kernels chosen at run time (Debian libsodium-dev, Homebrew libsodium).
+        .systemLibrary(
+            name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"]), .brew(["libsodium"])]),
         .target(
             name: "GatehouseStore",
             dependencies: [
@@ -74,7 +77,7 @@ let package = Package(
         .target(
             name: "GatehouseServer",
             dependencies: [
-                core, "GatehouseStore", wire, "CArgon2",
+                core, "GatehouseStore", wire, "CArgon2", "CSodium",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

@@ -44,11 +44,11 @@ ensure_swift() {
 }
 
 # What building Gatehouse needs beyond Swift itself (SQLite is compiled in): the reference
-# Argon2 library and pkg-config to find it.
+# Argon2 library, libsodium (its faster Argon2id) and pkg-config to find them.
 ensure_build_deps() {
   ensure_swift
-  if is_debian; then apt_need ca-certificates pkg-config libargon2-dev; fi
-  if is_macos; then brew_need pkg-config argon2; fi
+  if is_debian; then apt_need ca-certificates pkg-config libargon2-dev libsodium-dev; fi
+  if is_macos; then brew_need pkg-config argon2 libsodium; fi
 }
 
 # A PostgreSQL server to start throwaway clusters with (benchmarks on PostgreSQL).

@@ -80,20 +80,49 @@ struct Bench {
         ]))
     }
 
-    /// Median time of one Argon2id hash and one verification at the production parameters, or
-    /// at the server's `GATEHOUSE_ARGON2_MEMORY_KIB`, `_ITERATIONS` and `_PARALLELISM` where set
-    /// (the capacity runs use Keycloak's cost: 7168, 5, 1).
+    /// Each Argon2id implementation side by side (issue 61): the median CPU time of one hash and
+    /// one verification on this thread, at the production parameters or at the server's
+    /// `GATEHOUSE_ARGON2_MEMORY_KIB`, `_ITERATIONS` and `_PARALLELISM` where set (the capacity
+    /// runs use Keycloak's cost: 7168, 5, 1), which one the server uses, and whether their raw
+    /// outputs are the same bytes; then the server's own hasher (its thread pool) for comparison
+    /// with earlier runs.
     static func hash() async throws {
         var parameters = Argon2Parameters()
         let environment = ProcessInfo.processInfo.environment
         if let memory = environment["GATEHOUSE_ARGON2_MEMORY_KIB"].flatMap(UInt32.init) { parameters.memoryKiB = memory }
         if let iterations = environment["GATEHOUSE_ARGON2_ITERATIONS"].flatMap(UInt32.init) { parameters.iterations = iterations }
         if let lanes = environment["GATEHOUSE_ARGON2_PARALLELISM"].flatMap(UInt32.init) { parameters.parallelism = lanes }
+        let samples = Int(environment["BENCH_HASH_SAMPLES"] ?? "") ?? 30
+        let password = Array("benchmark password".utf8)
+
+        var implementations: [String: Any] = [:]
+        for implementation in Argon2Implementation.allCases {
+            guard implementation == .reference || parameters.parallelism == 1 else { continue }
+            var hashTimes: [Double] = []
+            var verifyTimes: [Double] = []
+            var phc = try implementation.hash(password, parameters: parameters)
+            for _ in 0..<samples {
+                let start = threadCPUMilliseconds()
+                phc = try implementation.hash(password, parameters: parameters)
+                let middle = threadCPUMilliseconds()
+                guard implementation.verify(password, against: phc) else { throw BenchError("\(implementation) did not verify its own hash") }
+                hashTimes.append(middle - start)
+                verifyTimes.append(threadCPUMilliseconds() - middle)
+            }
+            implementations[implementation.rawValue] = ["hash_cpu_ms_p50": percentile(hashTimes, 50), "verify_cpu_ms_p50": percentile(verifyTimes, 50)]
+        }
+        var identical: Any = "n/a (libsodium hashes one lane)"
+        if parameters.parallelism == 1 {
+            let salt = (0..<16).map { _ in UInt8.random(in: 0...255) }
+            identical = try Argon2Implementation.libsodium.raw(password, salt: salt, parameters: parameters)
+                == Argon2Implementation.reference.raw(password, salt: salt, parameters: parameters)
+        }
+
         let hasher = try PasswordHasher(parameters: parameters, threads: 1)
         var hashTimes: [Double] = []
         var verifyTimes: [Double] = []
         var hash = try await hasher.hash("benchmark password")
-        for _ in 0..<30 {
+        for _ in 0..<samples {
             let start = ContinuousClock.now
             hash = try await hasher.hash("benchmark password")
             hashTimes.append(milliseconds(ContinuousClock.now - start))
@@ -104,10 +133,18 @@ struct Bench {
         await hasher.shutdown()
         let result: [String: Any] = [
             "benchmark": "argon2id", "memory_kib": parameters.memoryKiB, "iterations": parameters.iterations,
-            "parallelism": parameters.parallelism, "hash_ms_p50": percentile(hashTimes, 50),
-            "verify_ms_p50": percentile(verifyTimes, 50), "samples": hashTimes.count,
+            "parallelism": parameters.parallelism, "implementations": implementations,
+            "server_uses": Argon2Implementation.hashing(parameters).rawValue, "raw_output_identical": identical,
+            "hash_ms_p50": percentile(hashTimes, 50), "verify_ms_p50": percentile(verifyTimes, 50), "samples": samples,
         ]
         print(json(result))
+    }
+
+    /// CPU time this thread has used, in milliseconds.
+    static func threadCPUMilliseconds() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+        return Double(time.tv_sec) * 1000 + Double(time.tv_nsec) / 1_000_000
     }
 
     static func http(base: String, scenario: String, connections: Int, seconds: Double) async throws {

@@ -41,7 +41,8 @@ public struct Argon2Parameters: Sendable, Equatable {
 /// Hashes and verifies passwords off the event loops, on a thread pool of its own so that a
 /// burst of logins cannot starve database calls either.
 ///
-/// Hashes are PHC strings: Argon2id for everything Gatehouse makes; bcrypt (`$2a$`, `$2b$`,
+/// Hashes are PHC strings: Argon2id for everything Gatehouse makes (``Argon2Implementation``:
+/// libsodium's kernels, the reference build where libsodium cannot); bcrypt (`$2a$`, `$2b$`,
 /// `$2y$`) and Firebase's modified scrypt (`FirebaseScrypt`) are verified for accounts imported
 /// from elsewhere and replaced at the next login.
 public final class PasswordHasher: Sendable {
@@ -212,13 +213,16 @@ public final class PasswordHasher: Sendable {
             defer { timed?("verify", ContinuousClock.now - started) }
             let bytes = Array(password.utf8)
             if target.hasPrefix("$argon2id$") {
-                let matches = argon2id_verify(target, bytes, bytes.count) == ARGON2_OK.rawValue
+                let matches = Argon2Implementation.verifying(target).verify(bytes, against: target)
                 return Verification(matches: matches && known, needsRehash: Argon2Parameters(phc: target) != parameters)
             }
             if target.hasPrefix("$2a$") || target.hasPrefix("$2b$") || target.hasPrefix("$2y$") {
                 // bcrypt reads at most 72 bytes; an imported hash can only be checked its way.
                 // The Argon2id hash that replaces it at this login covers the whole password.
-                return Verification(matches: Bcrypt.verify(password, hash: target) && known, needsRehash: true)
+                // `$2y$` (PHP's crypt_blowfish) is the same function as `$2b$`, which is the
+                // name the bcrypt library reads (it refused `$2y$`: the fixtures of issue 61).
+                let readable = target.hasPrefix("$2y$") ? "$2b$" + target.dropFirst(4) : target
+                return Verification(matches: Bcrypt.verify(password, hash: readable) && known, needsRehash: true)
             }
             return Verification(matches: false, needsRehash: false)
         }
@@ -236,21 +240,10 @@ public final class PasswordHasher: Sendable {
         try? await pool.shutdownGracefully()
     }
 
+    /// A new Argon2id hash, by the implementation that makes hashes at `parameters` (libsodium
+    /// at one lane).
     static func argon2id(_ password: [UInt8], parameters: Argon2Parameters) throws -> String {
-        var salt = [UInt8](repeating: 0, count: 16)
-        var generator = SystemRandomNumberGenerator()
-        for index in salt.indices { salt[index] = UInt8.random(in: .min ... .max, using: &generator) }
-        let length = argon2_encodedlen(
-            parameters.iterations, parameters.memoryKiB, parameters.parallelism, UInt32(salt.count), 32, Argon2_id)
-        var encoded = [CChar](repeating: 0, count: length)
-        let status = argon2id_hash_encoded(
-            parameters.iterations, parameters.memoryKiB, parameters.parallelism, password, password.count, salt, salt.count,
-            32, &encoded, length)
-        guard status == ARGON2_OK.rawValue else {
-            throw PasswordHasherError(message: String(cString: argon2_error_message(status)))
-        }
-        let bytes = encoded.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }
-        return String(decoding: bytes, as: UTF8.self)
+        try Argon2Implementation.hashing(parameters).hash(password, parameters: parameters)
     }
 }
 
