@@ -108,6 +108,7 @@ public func buildApplication(
         services.append(ProviderKeysRefresh(keySets: configuredKeys, clock: clock, logger: logger))
     }
     let onListening = dependencies.onListening
+    let backup = MigrationBackupFile(keep: config.keepMigrationBackup)
     var app = Application(
         router: router,
         server: server,
@@ -116,14 +117,18 @@ public func buildApplication(
         onServerRunning: { channel in
             let port = channel.localAddress?.port ?? config.port
             logger.notice("gatehouse is listening", metadata: ["url": "\(scheme)://\(config.host):\(port)"])
+            backup.started(logger: logger)
             await onListening?(port)
         },
         logger: logger)
     app.beforeServerStarts {
         try await waitForDatabase(database, logger: logger)
-        let applied = try await Migrator(database: database).migrate(now: clock.now.unixSeconds)
-        if !applied.isEmpty {
-            logger.notice("applied migrations", metadata: ["versions": .string(applied.map(String.init).joined(separator: ","))])
+        let upgrade = try await SchemaUpgrade.run(database, url: config.database, now: clock.now.unixSeconds)
+        backup.made(upgrade.backup)
+        if !upgrade.applied.isEmpty {
+            var metadata: Logger.Metadata = ["versions": .string(upgrade.applied.map(String.init).joined(separator: ","))]
+            if let copy = upgrade.backup { metadata["backup"] = .string(copy) }
+            logger.notice("applied migrations", metadata: metadata)
         }
         try await infra.hasher.useSchemes(store.passwordHashSchemes())
         try await keys.start()

@@ -7,12 +7,49 @@ public struct Migration: Sendable {
     public let name: String
     /// Run in order inside one transaction.
     public let statements: [String]
+    /// Why this is a contract step, from the file's `-- contract:` comment lines (nil: an expand
+    /// step). Comment lines between statements are not part of any statement, so marking a
+    /// shipped file leaves its checksum as it was.
+    public let contract: String?
 
-    public init(version: Int, name: String, statements: [String]) {
+    public init(version: Int, name: String, statements: [String], contract: String? = nil) {
         self.version = version
         self.name = name
         self.statements = statements
+        self.contract = contract
     }
+
+    /// The statements that drop, rename or narrow something a node of the previous release may
+    /// read or write (docs/operations.md, "Upgrading"): `DROP TABLE`, `DROP COLUMN`,
+    /// `DROP CONSTRAINT`, `DROP VIEW`, `RENAME`, `ALTER COLUMN … TYPE` and `SET NOT NULL`.
+    /// A migration without any is an expand step: the previous release keeps working on it.
+    public var destructiveSteps: [String] {
+        statements.filter { statement in
+            let words = MigrationWords(statement)
+            return words.contains(["DROP", "TABLE"]) || words.contains(["DROP", "COLUMN"]) || words.contains(["DROP", "CONSTRAINT"])
+                || words.contains(["DROP", "VIEW"]) || words.contains(["RENAME"]) || words.contains(["SET", "NOT", "NULL"])
+                || (words.contains(["ALTER", "COLUMN"]) && words.contains(["TYPE"]))
+        }
+    }
+
+    /// The names this migration takes away for good: tables dropped and not made again under
+    /// the same name by a later rename (a rebuild keeps its name), columns dropped, and names
+    /// renamed away. A node of the previous release that names one of them fails.
+    public var removedNames: [String] {
+        var removed: [String] = []
+        var restored: Set<String> = []
+        for statement in statements {
+            let words = MigrationWords(statement)
+            if let table = words.after(["DROP", "TABLE"]) { removed.append(table) }
+            if let column = words.after(["DROP", "COLUMN"]) { removed.append(column) }
+            if let old = words.after(["RENAME", "COLUMN"]) { removed.append(old) }
+            if let new = words.after(["RENAME", "TO"]) { restored.insert(new) }
+        }
+        return removed.filter { !restored.contains($0) }
+    }
+
+    /// Whether nodes of the previous release keep working on the schema this migration leaves.
+    public var keepsPreviousReleaseWorking: Bool { destructiveSteps.isEmpty }
 
     /// FNV-1a over the statements: detects edits, which is all it is for.
     public var checksum: String {
@@ -26,6 +63,47 @@ public struct Migration: Sendable {
         return String(hash, radix: 16)
     }
 }
+
+/// A statement's words, compared upper-cased, for recognising its kind (`IF EXISTS` is skipped where a
+/// name is read).
+struct MigrationWords {
+    let words: [String]
+
+    init(_ statement: String) {
+        words = statement.split(whereSeparator: { $0.isWhitespace || $0 == "(" || $0 == ")" || $0 == "," }).map { String($0) }
+    }
+
+    func contains(_ sequence: [String]) -> Bool { index(after: sequence) != nil }
+
+    /// The name after the first occurrence of `sequence`, lower-cased.
+    func after(_ sequence: [String]) -> String? {
+        guard var index = index(after: sequence) else { return nil }
+        if index + 1 < words.count, words[index].uppercased() == "IF", words[index + 1].uppercased() == "EXISTS" { index += 2 }
+        return index < words.count ? words[index].lowercased() : nil
+    }
+
+    private func index(after sequence: [String]) -> Int? {
+        guard !sequence.isEmpty, words.count >= sequence.count else { return nil }
+        for start in 0...(words.count - sequence.count)
+        where zip(words[start...], sequence).allSatisfy({ $0.uppercased() == $1 }) {
+            return start + sequence.count
+        }
+        return nil
+    }
+}
+
+/// What a migration file's check found wrong: a destructive step in a file not marked as a
+/// contract step (`Migrations.unmarkedContractSteps`).
+public struct UnmarkedContractStep: Sendable, Equatable, CustomStringConvertible {
+    public var version: Int
+    public var name: String
+    public var statement: String
+
+    public var description: String {
+        "migration \(version) (\(name)) drops, renames or narrows something without a '-- contract:' line: \(statement.split(separator: "\n").first ?? "")"
+    }
+}
+
 
 /// The shipped migrations, one `.sql` file each per database, bundled with this module:
 /// `Migrations/sqlite/0001_users_identities_signing_keys.sql`, `Migrations/postgres/…`.
@@ -107,7 +185,25 @@ public enum Migrations {
     /// One migration from its file's name and text.
     static func migration(fileName: String, text: String) throws(MigrationFileError) -> Migration {
         let (version, name) = try versionAndName(fileName)
-        return Migration(version: version, name: name, statements: try statements(text, file: fileName))
+        return Migration(version: version, name: name, statements: try statements(text, file: fileName), contract: contract(text))
+    }
+
+    /// The text of a file's `-- contract:` comment lines, joined (nil when it has none).
+    static func contract(_ text: String) -> String? {
+        let reasons = text.split(separator: "\n").compactMap { line -> String? in
+            let content = line.drop { $0 == " " || $0 == "\t" }
+            guard content.hasPrefix("-- contract:") else { return nil }
+            return content.dropFirst("-- contract:".count).trimmingCharacters(in: .whitespaces)
+        }
+        return reasons.isEmpty ? nil : reasons.joined(separator: " ")
+    }
+
+    /// The rule of rolling upgrades over migration files: every statement that drops, renames
+    /// or narrows something is in a migration marked as a contract step.
+    public static func unmarkedContractSteps(_ migrations: [Migration]) -> [UnmarkedContractStep] {
+        migrations.filter { $0.contract == nil }.flatMap { migration in
+            migration.destructiveSteps.map { UnmarkedContractStep(version: migration.version, name: migration.name, statement: $0) }
+        }
     }
 
     /// `0001_users.sql` → (1, "users").

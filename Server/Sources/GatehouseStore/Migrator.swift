@@ -8,7 +8,30 @@ public struct Migrator: Sendable {
         self.migrations = migrations ?? Migrations.all(for: database.dialect)
     }
 
-    /// The versions that were applied by this call, in order.
+    /// The versions the database has applied (none when it has no schema yet), read without
+    /// writing anything.
+    public func applied() async throws -> [Int] {
+        let exists =
+            database.dialect == .postgres
+            ? "SELECT to_regclass('gatehouse_migrations') IS NOT NULL AS present"
+            : "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'gatehouse_migrations') AS present"
+        guard try await database.query(exists).first?.bool("present") == true else { return [] }
+        return try await database.query("SELECT version FROM gatehouse_migrations ORDER BY version").map { Int(try $0.int("version")) }
+    }
+
+    /// The migrations this binary would apply, in order; a database that has applied a version
+    /// this binary does not know is refused as `migrate` refuses it.
+    public func pending() async throws -> [Migration] {
+        let applied = try await applied()
+        let known = Set(migrations.map(\.version))
+        if let newest = applied.max(), !known.contains(newest) {
+            throw StoreError.schemaNewerThanBinary(database: newest, known: known.max() ?? 0)
+        }
+        return migrations.filter { !applied.contains($0.version) }.sorted { $0.version < $1.version }
+    }
+
+    /// The versions that were applied by this call, in order. Each migration is one
+    /// transaction: one that fails leaves the database at the version before it.
     @discardableResult
     public func migrate(now: Int64) async throws -> [Int] {
         let integer = database.dialect == .postgres ? "BIGINT" : "INTEGER"

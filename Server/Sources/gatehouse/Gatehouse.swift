@@ -72,10 +72,22 @@ struct Serve: AsyncParsableCommand {
 struct Migrate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Apply pending database migrations and exit.")
 
+    @Flag(help: "Apply nothing: print each pending migration and whether nodes of the previous release keep working on it (exit 0 when all do, 1 when one does not).")
+    var check = false
+
     func run() async throws {
         try await withConfiguration { config in
-            let applied = try await Operator.migrate(config)
-            print(applied.isEmpty ? "The database is up to date." : "Applied migrations: \(applied.map(String.init).joined(separator: ", ")).")
+            if check {
+                let (lines, compatible) = try await Operator.migrationCheck(config)
+                lines.forEach { say($0) }
+                if !compatible { throw ExitCode(1) }
+                return
+            }
+            let (applied, backup) = try await Operator.migrate(config)
+            if let backup {
+                say("A copy of the database before migrating is at \(backup) (mode 0600); remove it once you no longer need it.")
+            }
+            say(applied.isEmpty ? "The database is up to date." : "Applied migrations: \(applied.map(String.init).joined(separator: ", ")).")
         }
     }
 }

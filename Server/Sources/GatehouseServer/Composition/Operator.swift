@@ -54,9 +54,21 @@ public enum Operator {
         }
     }
 
-    public static func migrate(_ config: GatehouseConfig) async throws -> [Int] {
+    /// Applies the pending migrations (on SQLite, after a copy of the database beside it, which
+    /// is kept: `backup` names it).
+    public static func migrate(_ config: GatehouseConfig) async throws -> (applied: [Int], backup: String?) {
         try await withDatabase(config) { database in
-            try await Migrator(database: database).migrate(now: Date().unixSeconds)
+            let outcome = try await SchemaUpgrade.run(database, url: config.database, now: Date().unixSeconds)
+            return (outcome.applied, outcome.backup)
+        }
+    }
+
+    /// `gatehouse migrate --check`: the lines to print, and whether every pending migration
+    /// leaves nodes of the previous release working. Nothing is written.
+    public static func migrationCheck(_ config: GatehouseConfig) async throws -> (lines: [String], compatible: Bool) {
+        try await withDatabase(config) { database in
+            let check = try await SchemaUpgrade.check(database)
+            return (check.lines, check.compatible)
         }
     }
 

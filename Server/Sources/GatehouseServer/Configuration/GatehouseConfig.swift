@@ -94,6 +94,9 @@ public struct GatehouseConfig: Sendable {
     /// PostgreSQL: queries as named prepared statements, parsed and planned once per connection.
     /// Off for a connection pooler that cannot keep them (PgBouncer in transaction mode before 1.21).
     public var databasePreparedStatements = true
+    /// SQLite: keep the copy a start makes before migrating (`<file>.schema-<version>.bak`)
+    /// after the server is up, instead of removing it.
+    public var keepMigrationBackup = false
     /// Each node keeps recent sessions, and what the entitlement snapshot reads of their
     /// accounts, in memory for token-authenticated reads (`SessionCache`; bound in
     /// docs/scaling.md): dropped across nodes by LISTEN/NOTIFY on PostgreSQL; on SQLite by this

@@ -1,3 +1,4 @@
+-- contract: rebuilds usage_records with the billing period in its key; a node whose newest migration is 19 still writes the old key (shipped before the expand/contract rule of issue 62).
 -- A use is keyed by its period too (issue 40, finding 3): a key seen in an earlier period is a
 -- new use in this one, never the replay of an old answer.
 CREATE TABLE usage_records_by_period (

@@ -1,3 +1,4 @@
+-- contract: rebuilds stripe_customers with one row per customer; a node whose newest migration is 27 still writes one row per account (shipped before the expand/contract rule of issue 62).
 -- Issue 59, finding 1: an account merged into another kept its Stripe subscription but lost its
 -- customer (one row per account), so the portal could not reach the subscription and deleting
 -- the account did not cancel it. Now one row per customer: `own` = 1 for the customer the

@@ -1,3 +1,4 @@
+-- contract: drops app_store_notifications and stripe_events, which a node whose newest migration is 29 still reads and writes (shipped before the expand/contract rule of issue 62).
 -- Issue 59: one ledger for every source of a paid right.
 --
 -- "Applied once" was kept three ways (Apple's notificationUUID, Stripe's event ids, and Google
