@@ -59,6 +59,33 @@ final class SQLiteConnectionHandle: @unchecked Sendable {
         try await pool.runIfActive { try self.lock.withLock { try self.runLocked(sql, binds) } }
     }
 
+    /// Runs one statement on the calling thread, for the statements of a transaction that has
+    /// its write lock already (`BEGIN IMMEDIATE` ran on the pool): they cannot meet
+    /// `SQLITE_BUSY`, write only to SQLite's page cache until `COMMIT`, and take microseconds,
+    /// less than the two thread hops a trip to the pool costs (BENCHMARKS.md, issue 61).
+    func runHere(_ sql: String, _ binds: [SQLValue]) throws -> [SQLRow] {
+        try lock.withLock { try runLocked(sql, binds) }
+    }
+
+    /// How long a statement waits for another connection's lock (`PRAGMA busy_timeout`).
+    static let busyTimeoutMilliseconds: Int32 = 5_000
+
+    /// `BEGIN IMMEDIATE` on the calling thread without waiting: false when another connection
+    /// holds the write lock (the caller then begins on the pool, where waiting is harmless).
+    func beginHere() throws -> Bool {
+        try lock.withLock {
+            guard let db else { throw Failure(code: SQLITE_MISUSE, message: "the connection is closed") }
+            sqlite_nio_sqlite3_busy_timeout(db, 0)
+            defer { sqlite_nio_sqlite3_busy_timeout(db, Self.busyTimeoutMilliseconds) }
+            do {
+                _ = try runLocked("BEGIN IMMEDIATE", [])
+                return true
+            } catch let failure as Failure where failure.primary == SQLITE_BUSY {
+                return false
+            }
+        }
+    }
+
     /// Finalizes the kept statements and closes the connection; later calls fail.
     func close() async {
         _ = try? await pool.runIfActive { self.lock.withLock { self.closeLocked() } }

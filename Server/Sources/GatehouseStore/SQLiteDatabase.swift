@@ -46,7 +46,7 @@ public final class SQLiteDatabase: SQLDatabase {
             let writer = try await SQLiteConnectionHandle.open(path: path)
             opened.append(writer)
             for pragma in [
-                "PRAGMA busy_timeout = 5000",
+                "PRAGMA busy_timeout = \(SQLiteConnectionHandle.busyTimeoutMilliseconds)",
                 "PRAGMA journal_mode = WAL",
                 "PRAGMA synchronous = FULL",
                 "PRAGMA foreign_keys = ON",
@@ -57,7 +57,7 @@ public final class SQLiteDatabase: SQLDatabase {
             for _ in 0..<max(1, readerCount) {
                 let reader = try await SQLiteConnectionHandle.open(path: path)
                 opened.append(reader)
-                for pragma in ["PRAGMA busy_timeout = 5000", "PRAGMA foreign_keys = ON", "PRAGMA query_only = 1"] {
+                for pragma in ["PRAGMA busy_timeout = \(SQLiteConnectionHandle.busyTimeoutMilliseconds)", "PRAGMA foreign_keys = ON", "PRAGMA query_only = 1"] {
                     _ = try await reader.run(pragma, [])
                 }
                 readers.append(reader)
@@ -95,7 +95,16 @@ public final class SQLiteDatabase: SQLDatabase {
     public func transaction<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) async throws -> T) async throws -> T {
         await lockWriter()
         defer { unlockWriter() }
-        try await Self.run("BEGIN IMMEDIATE", [], on: writer)
+        // Begun on this thread when no other process holds the write lock (nearly always: this
+        // process's writers queue on `writerLock`); on the pool, waiting as long as the busy
+        // timeout allows, when one does (a `gatehouse` command writing).
+        do {
+            if try !writer.beginHere() { try await Self.run("BEGIN IMMEDIATE", [], on: writer) }
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw Self.map(error)
+        }
         let executor = SQLiteTransaction(connection: writer)
         do {
             let result = try await body(executor)
@@ -191,7 +200,7 @@ public final class SQLiteDatabase: SQLDatabase {
         }
     }
 
-    private static func map(_ error: any Error) -> StoreError {
+    fileprivate static func map(_ error: any Error) -> StoreError {
         guard let error = error as? SQLiteConnectionHandle.Failure else { return .database(describe(error)) }
         switch error.code {
         case 2067, 1555:  // SQLITE_CONSTRAINT_UNIQUE, SQLITE_CONSTRAINT_PRIMARYKEY
@@ -215,12 +224,18 @@ public final class SQLiteDatabase: SQLDatabase {
     }
 }
 
-/// The writer connection while a transaction holds it.
+/// The writer connection while a transaction holds it. Its statements run on the calling
+/// thread (`runHere`): the transaction holds SQLite's write lock from `BEGIN IMMEDIATE`, which
+/// ran on the pool like `COMMIT` (the one that waits for the disk) and `ROLLBACK`.
 private struct SQLiteTransaction: SQLExecutor {
     let connection: SQLiteConnectionHandle
     var dialect: SQLDialect { .sqlite }
 
     func query(_ sql: String, _ binds: [SQLValue]) async throws(StoreError) -> [SQLRow] {
-        try await SQLiteDatabase.run(sql, binds, on: connection)
+        do {
+            return try connection.runHere(sql, binds)
+        } catch {
+            throw SQLiteDatabase.map(error)
+        }
     }
 }
