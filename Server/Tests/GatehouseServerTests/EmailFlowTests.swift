@@ -451,12 +451,12 @@ extension SMTPSink {
     func aPersonResetsTheirPasswordInABrowser() async throws {
         let sink = try await SMTPSink()
         defer { sink.stop() }
-        let port = try SMTPSink.freePort()
-        let server = try ServerProcess(environment: [
-            "GATEHOUSE_PORT": String(port), "GATEHOUSE_ADMIN_KEY": TestApp.adminKey, "GATEHOUSE_PRESET": "handz",
-            "GATEHOUSE_SMTP_URL": "smtp://127.0.0.1:\(sink.port)", "GATEHOUSE_LOG_LEVEL": "warning",
-        ])
-        let base = try await server.baseURL()
+        let (server, port, base) = try await ServerProcess.onChosenPort { port in
+            [
+                "GATEHOUSE_PORT": String(port), "GATEHOUSE_ADMIN_KEY": TestApp.adminKey, "GATEHOUSE_PRESET": "handz",
+                "GATEHOUSE_SMTP_URL": "smtp://127.0.0.1:\(sink.port)", "GATEHOUSE_LOG_LEVEL": "warning",
+            ]
+        }
         let json = ["Content-Type": "application/json"]
         let signup = try await HTTP.request(
             base.appendingPathComponent("v1/auth/signup"), method: "POST", headers: json,

@@ -25,13 +25,13 @@ import Testing
         _ backend: Backend, preset: String, host: String = "127.0.0.1", _ body: (URL) async throws -> Void
     ) async throws {
         let (database, cleanup) = try await TestDatabase.make(backend)
-        let port = try SMTPSink.freePort()
-        let server = try ServerProcess(environment: ServerProcess.environment(database: database.environmentValue, [
-            "GATEHOUSE_PORT": String(port), "GATEHOUSE_PUBLIC_URL": "http://\(host):\(port)", "GATEHOUSE_PRESET": preset,
-            "GATEHOUSE_LOG_LEVEL": "warning",
-        ]))
+        let (server, port, listening) = try await ServerProcess.onChosenPort { port in
+            ServerProcess.environment(database: database.environmentValue, [
+                "GATEHOUSE_PORT": String(port), "GATEHOUSE_PUBLIC_URL": "http://\(host):\(port)", "GATEHOUSE_PRESET": preset,
+                "GATEHOUSE_LOG_LEVEL": "warning",
+            ])
+        }
         do {
-            let listening = try await server.baseURL()
             try await body(host == "127.0.0.1" ? listening : URL(string: "http://\(host):\(port)")!)
         } catch {
             server.signal(SIGTERM)

@@ -70,6 +70,23 @@ final class ServerProcess: Sendable {
         ].merging(extra) { $1 }
     }
 
+    /// Starts `gatehouse serve` on a port chosen first, for settings that must name it
+    /// (`GATEHOUSE_PUBLIC_URL`): another test's listener may take that port between the choice
+    /// and the server's bind ("Address already in use"), so a start that fails that way is tried
+    /// again on a new port, up to five times.
+    static func onChosenPort(_ environment: (Int) -> [String: String]) async throws -> (server: ServerProcess, port: Int, base: URL) {
+        for attempt in 1...5 {
+            let port = try SMTPSink.freePort()
+            let server = try ServerProcess(environment: environment(port))
+            do {
+                return (server, port, try await server.baseURL())
+            } catch where attempt < 5 && server.standardError.contains("Address already in use") {
+                continue
+            }
+        }
+        throw ProcessError("no port could be bound")
+    }
+
     static func makeDirectory() throws -> URL {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-proc-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
