@@ -95,8 +95,10 @@ struct MigrationWords {
 /// What a migration file's check found wrong: a destructive step in a file not marked as a
 /// contract step (`Migrations.unmarkedContractSteps`).
 public struct UnmarkedContractStep: Sendable, Equatable, CustomStringConvertible {
+    /// The migration's version and name.
     public var version: Int
     public var name: String
+    /// The statement that drops, renames or narrows something.
     public var statement: String
 
     public var description: String {
