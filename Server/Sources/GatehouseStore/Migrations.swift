@@ -32,20 +32,26 @@ public struct Migration: Sendable {
         }
     }
 
-    /// The names this migration takes away for good: tables dropped and not made again under
-    /// the same name by a later rename (a rebuild keeps its name), columns dropped, and names
-    /// renamed away. A node of the previous release that names one of them fails.
+    /// The names this migration takes away for good: tables dropped or renamed away and not made
+    /// again under the same name (a rebuild keeps its name; a table this migration creates is
+    /// not the previous release's), columns dropped or renamed away. A node of the previous
+    /// release that names one of them fails.
     public var removedNames: [String] {
         var removed: [String] = []
-        var restored: Set<String> = []
+        // Made again by a rename, or made by this migration itself (a rebuild's new table).
+        var kept: Set<String> = []
         for statement in statements {
             let words = MigrationWords(statement)
+            if let table = words.after(["CREATE", "TABLE"]) { kept.insert(table == "if" ? words.after(["NOT", "EXISTS"]) ?? table : table) }
             if let table = words.after(["DROP", "TABLE"]) { removed.append(table) }
             if let column = words.after(["DROP", "COLUMN"]) { removed.append(column) }
             if let old = words.after(["RENAME", "COLUMN"]) { removed.append(old) }
-            if let new = words.after(["RENAME", "TO"]) { restored.insert(new) }
+            if let new = words.after(["RENAME", "TO"]) {
+                kept.insert(new)
+                if !words.contains(["RENAME", "COLUMN"]), let old = words.after(["ALTER", "TABLE"]) { removed.append(old) }
+            }
         }
-        return removed.filter { !restored.contains($0) }
+        return removed.filter { !kept.contains($0) }
     }
 
     /// Whether nodes of the previous release keep working on the schema this migration leaves.

@@ -53,6 +53,8 @@ import Testing
             fileName: "0002_rebuild.sql",
             text: "CREATE TABLE a_new (x TEXT);\nDROP TABLE a;\nALTER TABLE a_new RENAME TO a;\nALTER TABLE b DROP COLUMN IF EXISTS c;\n")
         #expect(rebuild.removedNames == ["c"])
+        let renamed = try Migrations.migration(fileName: "0003_renamed.sql", text: "ALTER TABLE old_name RENAME TO new_name;\nALTER TABLE t RENAME COLUMN a TO b;\n")
+        #expect(renamed.removedNames == ["old_name", "a"])
         #expect(Migrations.all(for: .sqlite)[29].removedNames == ["app_store_notifications", "stripe_events"])
         #expect(Migrations.all(for: .postgres)[27].removedNames == [])
     }

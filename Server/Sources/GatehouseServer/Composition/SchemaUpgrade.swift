@@ -28,11 +28,12 @@ enum SchemaUpgrade {
     /// migration, with whether nodes of the previous release keep working on it.
     struct Check: Sendable {
         var current: Int?
+        /// The newest version this binary knows.
+        var known: Int
         var pending: [Migration]
         var compatible: Bool { pending.allSatisfy(\.keepsPreviousReleaseWorking) }
 
         var lines: [String] {
-            let known = Migrations.all(for: .sqlite).map(\.version).max() ?? 0
             var lines = ["The database is at schema version \(current.map(String.init) ?? "none"); this release knows up to \(known)."]
             if pending.isEmpty { lines.append("Nothing is pending.") }
             for migration in pending {
@@ -51,7 +52,9 @@ enum SchemaUpgrade {
 
     static func check(_ database: any SQLDatabase) async throws -> Check {
         let migrator = Migrator(database: database)
-        return Check(current: try await migrator.applied().max(), pending: try await migrator.pending())
+        return Check(
+            current: try await migrator.applied().max(), known: migrator.migrations.map(\.version).max() ?? 0,
+            pending: try await migrator.pending())
     }
 
     private static func copy(_ database: any SQLDatabase, path: String, version: Int, now: Int64) async throws -> String {
