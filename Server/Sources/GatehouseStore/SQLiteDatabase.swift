@@ -225,8 +225,9 @@ public final class SQLiteDatabase: SQLDatabase {
 }
 
 /// The writer connection while a transaction holds it. Its statements run on the calling
-/// thread (`runHere`): the transaction holds SQLite's write lock from `BEGIN IMMEDIATE`, which
-/// ran on the pool like `COMMIT` (the one that waits for the disk) and `ROLLBACK`.
+/// thread (`runHere`): the transaction holds SQLite's write lock from its `BEGIN IMMEDIATE`
+/// (begun on this thread when no other process held the lock, else on the pool); `COMMIT`,
+/// the one that waits for the disk, and `ROLLBACK` go to the pool.
 private struct SQLiteTransaction: SQLExecutor {
     let connection: SQLiteConnectionHandle
     var dialect: SQLDialect { .sqlite }
