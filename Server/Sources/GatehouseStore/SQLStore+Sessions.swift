@@ -183,15 +183,36 @@ extension SQLStore {
         // already serialised by the writer lock.
         let lock = (dialect == .postgres && isTransaction) ? " FOR UPDATE" : ""
         let rows = try await executor.query(
-            "SELECT token_hash, session_id, issued_at, expires_at, rotated_at FROM refresh_tokens WHERE token_hash = ?\(lock)",
+            "SELECT \(Self.refreshTokenColumns) FROM refresh_tokens WHERE token_hash = ?\(lock)",
             [.blob(hash)])
-        return try rows.first.map { row throws(StoreError) in
-            guard let session = SessionID(try row.string("session_id")) else { throw StoreError.decoding("bad session id") }
-            return RefreshTokenRecord(
-                hash: try row.bytes("token_hash"), sessionID: session, issuedAt: Date(unixSeconds: try row.int("issued_at")),
-                expiresAt: Date(unixSeconds: try row.int("expires_at")),
-                rotatedAt: try row.optionalInt("rotated_at").map(Date.init(unixSeconds:)))
-        }
+        return try rows.first.map(Self.refreshToken(from:))
+    }
+
+    public func refreshLink(hash: [UInt8]) async throws(StoreError) -> (token: RefreshTokenRecord, session: Session, user: User)? {
+        // The token's row locked as `refreshToken(hash:)` locks it.
+        let lock = (dialect == .postgres && isTransaction) ? " FOR UPDATE OF r" : ""
+        let token = Self.refreshTokenColumns.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.map { "r.\($0) AS r_\($0)" }
+        let rows = try await executor.query(
+            """
+            SELECT \(token.joined(separator: ", ")), \(Self.sessionAndUserColumns)
+            FROM refresh_tokens r JOIN sessions s ON s.id = r.session_id JOIN users u ON u.id = s.user_id
+            WHERE r.token_hash = ?\(lock)
+            """, [.blob(hash)])
+        guard let row = rows.first else { return nil }
+        return (
+            try Self.refreshToken(from: row.unprefixed("r_")), try Self.session(from: row.unprefixed("s_")),
+            try Self.user(from: row.unprefixed("u_"))
+        )
+    }
+
+    private static let refreshTokenColumns = "token_hash, session_id, issued_at, expires_at, rotated_at"
+
+    private static func refreshToken(from row: SQLRow) throws(StoreError) -> RefreshTokenRecord {
+        guard let session = SessionID(try row.string("session_id")) else { throw StoreError.decoding("bad session id") }
+        return RefreshTokenRecord(
+            hash: try row.bytes("token_hash"), sessionID: session, issuedAt: Date(unixSeconds: try row.int("issued_at")),
+            expiresAt: Date(unixSeconds: try row.int("expires_at")),
+            rotatedAt: try row.optionalInt("rotated_at").map(Date.init(unixSeconds:)))
     }
 
     public func markRefreshTokenRotated(hash: [UInt8], at date: Date) async throws(StoreError) {

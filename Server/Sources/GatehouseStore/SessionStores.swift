@@ -43,6 +43,9 @@ public protocol RefreshTokenStore: Sendable {
     /// The token with this hash; inside a transaction on PostgreSQL the row is locked until
     /// the transaction ends, so concurrent refreshes of one token are serialised.
     func refreshToken(hash: [UInt8]) async throws(StoreError) -> RefreshTokenRecord?
+    /// The token with this hash, its session and the session's account in one read (a refresh's
+    /// first step); the token's row locked as `refreshToken(hash:)` locks it.
+    func refreshLink(hash: [UInt8]) async throws(StoreError) -> (token: RefreshTokenRecord, session: Session, user: User)?
     func markRefreshTokenRotated(hash: [UInt8], at date: Date) async throws(StoreError)
     /// Marks every unrotated refresh token of the session rotated (a step-up hands out a new
     /// chain, so a token from before it cannot be rotated again).

@@ -71,6 +71,10 @@ import Testing
             try await store.insertRefreshToken(token)
             #expect(try await store.refreshToken(hash: hash) == token)
             #expect(try await store.refreshToken(hash: Array(repeating: 8, count: 32)) == nil)
+            // The token, its session and its account in one read, as each alone reads them.
+            let link = try await store.refreshLink(hash: hash)
+            #expect(link?.token == token && link?.session == session && link?.user == owner)
+            #expect(try await store.refreshLink(hash: Array(repeating: 8, count: 32)) == nil)
             try await store.markRefreshTokenRotated(hash: hash, at: session.createdAt.addingTimeInterval(5))
             try await store.markRefreshTokenRotated(hash: hash, at: session.createdAt.addingTimeInterval(9))
             #expect(try await store.refreshToken(hash: hash)?.rotatedAt == session.createdAt.addingTimeInterval(5))
