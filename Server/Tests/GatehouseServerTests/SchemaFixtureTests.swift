@@ -1,0 +1,304 @@
+import Crypto
+import Foundation
+import GatehouseCore
+import GatehouseServer
+import GatehouseStore
+import GatehouseTestSupport
+import GatehouseWire
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Testing
+
+/// Issue 62: a database made by every earlier schema version comes through an upgrade with its
+/// accounts, credentials, sessions and rights, proven through HTTP, not by reading tables.
+///
+/// Each fixture (`Tests/support/schema-fixtures/NNNN.json`, written by
+/// `scripts/schema-fixtures.py`) holds the rows a database at version NNNN stored. The test loads
+/// one at its version on each database, starts the current server on it (which migrates to the
+/// head) with the fixture's secret key and a clock at the fixture's moment, and then signs in,
+/// refreshes and reads rights as an app would. What a version did not have yet is not asked of
+/// it: each proof runs from the version that brought its rows.
+@Suite struct SchemaFixtureTests {
+    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("support/schema-fixtures")
+    static let head = Migrations.all(for: .sqlite).count
+
+    struct Fixture: Sendable {
+        let version: Int
+        let now: Date
+        let known: [String: any Sendable]
+        /// Table name and rows, parents before children.
+        let tables: [(String, [[String: SQLValue]])]
+
+        init(version: Int) throws {
+            let url = SchemaFixtureTests.directory.appendingPathComponent(String(format: "%04d.json", version))
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
+            self.version = try #require(object["version"] as? Int)
+            now = Date(timeIntervalSince1970: TimeInterval(try #require(object["now"] as? Int)))
+            known = try #require(object["known"] as? [String: Any]).mapValues { Self.sendable($0) }
+            tables = try #require(object["tables"] as? [[String: Any]]).map { table in
+                let rows = (table["rows"] as? [[String: Any]] ?? []).map { row in row.mapValues(Self.value) }
+                return (table["table"] as? String ?? "", rows)
+            }
+        }
+
+        static func value(_ json: Any) -> SQLValue {
+            switch json {
+            case let number as NSNumber: .integer(number.int64Value)
+            case let text as String: .text(text)
+            case let object as [String: String]: .blob(Array(Data(hexadecimal: object["hex"] ?? "")))
+            default: .null
+            }
+        }
+
+        static func sendable(_ json: Any) -> any Sendable {
+            switch json {
+            case let text as String: text
+            case let object as [String: String]: object
+            default: "\(json)"
+            }
+        }
+
+        func has(_ table: String) -> Bool { tables.contains { $0.0 == table } }
+        func string(_ name: String) throws -> String { try #require(known[name] as? String) }
+        func user(_ name: String) throws -> String { try #require((known["users"] as? [String: String])?[name]) }
+        var signingKey: [String: String] { known["signing_key"] as? [String: String] ?? [:] }
+    }
+
+    /// Every migration has the fixture of its version, so a new migration without one fails here
+    /// (and the version before each migration has one to upgrade from).
+    @Test func everyMigrationHasItsFixture() throws {
+        #expect(Migrations.all(for: .postgres).count == Self.head)
+        for version in 1...Self.head {
+            let path = Self.directory.appendingPathComponent(String(format: "%04d.json", version)).path
+            #expect(FileManager.default.fileExists(atPath: path), "no fixture for schema version \(version): run scripts/schema-fixtures.py")
+        }
+    }
+
+    static let cases: [(Backend, Int)] = Backend.available.flatMap { backend in (1...head).map { (backend, $0) } }
+
+    @Test(arguments: cases)
+    func aDatabaseOfThisVersionComesThroughWithEverything(_ backend: Backend, _ version: Int) async throws {
+        let fixture = try Fixture(version: version)
+        #expect(fixture.version == version)
+        let (url, cleanup) = try await Self.load(fixture, on: backend)
+        defer { Task { await cleanup() } }
+        let clock = ManualClock(fixture.now)
+        let google = try FakeProvider(issuer: "https://accounts.google.com", audience: "fixture.apps.googleusercontent.com")
+        let apple = try FakeProvider(issuer: "https://appleid.apple.com", audience: "test.fixture.handz")
+        try await google.serve { googleKeys in
+            try await apple.serve { appleKeys in
+                try await TestApp.serve(url, preset: "handz", clock: clock, setup: .live, adjust: {
+                    $0.secretKey = try? fixture.string("secret_key")
+                    $0.ipLimits = false
+                    $0.googleAudiences = [google.audience]
+                    $0.googleJWKSURL = googleKeys
+                    $0.appleAudiences = [apple.audience]
+                    $0.appleJWKSURL = appleKeys
+                }) { client, config in
+                    try await Proofs(api: AuthClient(client: client), fixture: fixture, clock: clock, config: config, google: google, apple: apple)
+                        .all()
+                }
+            }
+        }
+    }
+
+    /// A new database of `backend` at the fixture's version holding its rows.
+    static func load(_ fixture: Fixture, on backend: Backend) async throws -> (DatabaseURL, @Sendable () async -> Void) {
+        let (url, cleanup) = try await TestDatabase.make(backend)
+        try await UpgradeSafetyTests.withDatabase(url) { database in
+            let shipped = Migrations.all(for: backend == .sqlite ? .sqlite : .postgres)
+            try await Migrator(database: database, migrations: Array(shipped.prefix(fixture.version)))
+                .migrate(now: Int64(fixture.now.timeIntervalSince1970))
+            for (table, rows) in fixture.tables {
+                for row in rows {
+                    let columns = row.keys.sorted()
+                    let marks = Array(repeating: "?", count: columns.count).joined(separator: ", ")
+                    try await database.query(
+                        "INSERT INTO \(table) (\(columns.joined(separator: ", "))) VALUES (\(marks))", columns.map { row[$0]! })
+                }
+            }
+        }
+        return (url, cleanup)
+    }
+
+    /// Without the secret key the fixture's secrets were sealed with, or with another one, the
+    /// server does not start (it never makes new keys over sealed ones); with it, it does.
+    @Test(arguments: Backend.available)
+    func sealedSecretsNeedTheirSecretKey(_ backend: Backend) async throws {
+        let fixture = try Fixture(version: Self.head)
+        let (url, cleanup) = try await Self.load(fixture, on: backend)
+        defer { Task { await cleanup() } }
+        for secret in [nil, "another-secret-key-of-enough-length-0123456789"] {
+            let error = await #expect(throws: (any Error).self, "secret \(secret ?? "none")") {
+                try await TestApp.serve(url, preset: "handz", clock: ManualClock(fixture.now), adjust: { $0.secretKey = secret }) { _, _ in }
+            }
+            // Refused for the sealed material, not for anything else.
+            #expect("\(error.map { "\($0)" } ?? "")".contains(secret == nil ? "set GATEHOUSE_SECRET_KEY" : "is not the secret it was encrypted with"))
+        }
+        let right = try fixture.string("secret_key")
+        try await TestApp.serve(url, preset: "handz", clock: ManualClock(fixture.now), adjust: { $0.secretKey = right }) { client, _ in
+            let health = try await client.execute(uri: "/health", method: .get)
+            #expect(health.status == .ok)
+        }
+    }
+
+    struct Proofs {
+        let api: AuthClient
+        let fixture: Fixture
+        let clock: ManualClock
+        let config: GatehouseConfig
+        let google: FakeProvider
+        let apple: FakeProvider
+
+        /// Each proof runs whatever the others found, so one lost kind does not hide another.
+        func all() async throws {
+            var proofs: [(String, () async throws -> Void)] = [("passwords", passwords), ("providers", providers), ("plans and credits", plansAndCredits)]
+            if fixture.has("signing_keys") { proofs.append(("signing key", keptSigningKey)) }
+            if fixture.has("refresh_tokens") { proofs.append(("refresh", refreshOnceThenReuseIsCaught)) }
+            if fixture.has("mfa_factors") { proofs.append(("second factor", secondFactorIsAsked)) }
+            if fixture.has("oauth_clients") { proofs.append(("OpenID client", openIDClientExchanges)) }
+            for (name, proof) in proofs {
+                do { try await proof() } catch { Issue.record("v\(fixture.version), \(name): \(error)") }
+            }
+        }
+
+        /// Signs in with the password, answering the account's id.
+        func signIn(_ email: String, _ password: String) async throws -> AuthResponse {
+            let response = try await api.login(email, password)
+            #expect(response.status == .ok, "v\(fixture.version) \(email): \(response.text)")
+            return try #require(try response.json(SignInAnswer<AuthResponse>.self).signedIn, "v\(fixture.version) \(email): \(response.text)")
+        }
+
+        /// Argon2id at the production cost and an imported bcrypt hash sign in as they did.
+        func passwords() async throws {
+            let argon = try await signIn("password@fixture.test", try fixture.string("password"))
+            #expect(argon.user.id == (try fixture.user("password")))
+            let bcrypt = try await signIn("bcrypt@fixture.test", try fixture.string("bcrypt_password"))
+            #expect(bcrypt.user.id == (try fixture.user("bcrypt")))
+            let wrong = try await api.login("password@fixture.test", "not the password at all")
+            #expect(wrong.status == .unauthorized)
+        }
+
+        /// Google and Apple sign the same accounts in by their subjects (the identities kept), and the Google
+        /// account's verified phone number (version 22 on) is still its own.
+        func providers() async throws {
+            // No address in the token: only the kept identity can name the account.
+            let token = try google.token(sub: "fixture-google-subject", now: clock.now)
+            let signedIn = try await api.post("/v1/auth/google", #"{"id_token": "\#(token)"}"#)
+            #expect(signedIn.status == .ok, "v\(fixture.version): \(signedIn.text)")
+            let answer = try signedIn.json(AuthResponse.self)
+            #expect(answer.user.id == (try fixture.user("google")))
+            #expect(signedIn.text.contains(#""created":false"#), "v\(fixture.version): \(signedIn.text)")
+            if fixture.version >= 22 {
+                let me = try await api.get("/v1/me", token: answer.session.accessToken)
+                let user = try #require(try JSONSerialization.jsonObject(with: Data(me.body.readableBytesView)) as? [String: Any])["user"] as? [String: Any]
+                #expect(user?["phone"] as? String == "+447700900123", "v\(fixture.version): \(me.text)")
+            }
+            let nonce = "fixture-nonce"
+            let appleToken = try apple.token(
+                sub: "000123.fixture.apple", extra: ["nonce": FakeProvider.sha256Hex(nonce)], now: clock.now)
+            let appleAnswer = try await api.post("/v1/auth/apple", #"{"id_token": "\#(appleToken)", "raw_nonce": "\#(nonce)"}"#)
+            #expect(appleAnswer.status == .ok, "v\(fixture.version): \(appleAnswer.text)")
+            #expect(try appleAnswer.json(AuthResponse.self).user.id == (try fixture.user("apple")))
+        }
+
+        /// An access token signed by the fixture's key before the upgrade still verifies: the
+        /// sealed key was opened with the same secret and is still published.
+        func keptSigningKey() async throws {
+            let kid = try #require(fixture.signingKey["kid"])
+            let jwks = try await api.get("/.well-known/jwks.json", token: nil)
+            #expect(jwks.text.contains(kid), "v\(fixture.version): \(jwks.text)")
+            guard fixture.has("sessions") else { return }
+            let encoded = try #require(fixture.signingKey["d"])
+            let d = try #require(Data(base64URLEncoded: encoded))
+            let key = try P256.Signing.PrivateKey(rawRepresentation: d)
+            let now = Int64(clock.now.timeIntervalSince1970)
+            let claims: [String: Any] = [
+                "iss": config.issuer, "aud": config.audience, "sub": try fixture.user("password"), "sid": try fixture.string("session"),
+                "iat": now - 60, "nbf": now - 60, "exp": now + 600, "is_anonymous": false, "plan": "free", "email_verified": true,
+            ]
+            func part(_ object: Any) throws -> String { try JSONSerialization.data(withJSONObject: object).base64URLEncoded }
+            let input = try part(["alg": "ES256", "typ": "at+jwt", "kid": kid]) + "." + (try part(claims))
+            let token = input + "." + (try key.signature(for: Data(input.utf8)).rawRepresentation.base64URLEncoded)
+            let me = try await api.get("/v1/me", token: token)
+            #expect(me.status == .ok, "v\(fixture.version): \(me.text)")
+            #expect(me.text.contains(try fixture.user("password")))
+        }
+
+        /// The stored refresh token rotates once to the successor the kept chain key gives;
+        /// presented again after the reuse interval it ends its session.
+        func refreshOnceThenReuseIsCaught() async throws {
+            let token = try fixture.string("refresh_token")
+            let first = try await api.refresh(token)
+            #expect(first.status == .ok, "v\(fixture.version): \(first.text)")
+            let successor = try first.json(SessionResponse.self).session.refreshToken
+            if let key = fixture.known["refresh_chain_key"] as? String, fixture.has("server_secrets") {
+                let expected = Data(HMAC<SHA256>.authenticationCode(for: Data(token.utf8), using: SymmetricKey(data: Data(hexadecimal: key))))
+                #expect(successor == expected.base64URLEncoded, "v\(fixture.version): the chain key was not kept")
+            }
+            clock.advance(by: 11)
+            let reused = try await api.refresh(token)
+            #expect(reused.status == .unauthorized, "v\(fixture.version): \(reused.text)")
+            let after = try await api.refresh(successor)
+            #expect(after.status == .unauthorized && after.error?.code == .sessionRevoked, "v\(fixture.version): \(after.text)")
+            // The anonymous account's session is untouched by the other family's end.
+            let anonymous = try await api.refresh(try fixture.string("anonymous_refresh_token"))
+            #expect(anonymous.status == .ok, "v\(fixture.version): \(anonymous.text)")
+        }
+
+        /// The free account's spent credit (version 8 on), the App Store subscription (10 on) and
+        /// the operator's grant (23 on) are what they were.
+        func plansAndCredits() async throws {
+            let free = try await signIn("password@fixture.test", try fixture.string("password"))
+            let rights = try await api.get("/v1/entitlements", token: free.session.accessToken).json(EntitlementsPayload.self)
+            #expect(rights.plan == .free && rights.credits["practice"]?.remaining == (fixture.has("credit_ledger") ? 2 : 3), "v\(fixture.version)")
+            let pro = try await signIn("pro@fixture.test", try fixture.string("password"))
+            let proRights = try await api.get("/v1/entitlements", token: pro.session.accessToken).json(EntitlementsPayload.self)
+            #expect(proRights.plan == (fixture.has("subscriptions") ? .pro : .free), "v\(fixture.version)")
+            let granted = try await signIn("bcrypt@fixture.test", try fixture.string("bcrypt_password"))
+            let grantedRights = try await api.get("/v1/entitlements", token: granted.session.accessToken).json(EntitlementsPayload.self)
+            #expect(grantedRights.plan == (fixture.has("plan_grants") ? .pro : .free), "v\(fixture.version)")
+        }
+
+        /// The confirmed TOTP factor is asked for at sign-in and its code, from the kept
+        /// secret, completes it.
+        func secondFactorIsAsked() async throws {
+            let login = try await api.login("totp@fixture.test", try fixture.string("totp_password"))
+            let challenge = try #require(try login.json(SignInAnswer<AuthResponse>.self).challenge, "v\(fixture.version): \(login.text)")
+            let factor = try #require(challenge.factors.first)
+            let encodedSecret = try fixture.string("totp_secret")
+            let secret = try #require(Base32.decode(encodedSecret))
+            let totp = TOTP(secret: secret) { key, message in
+                Array(HMAC<Insecure.SHA1>.authenticationCode(for: message, using: SymmetricKey(data: key)))
+            }
+            let verified = try await api.post(
+                "/v1/auth/mfa/verify", #"{"challenge_id": "\#(challenge.challengeID)", "factor_id": "\#(factor.id)", "code": "\#(totp.code(at: clock.now))"}"#)
+            #expect(verified.status == .ok, "v\(fixture.version): \(verified.text)")
+            #expect(try verified.json(MFAVerifyResponse.self).user?.id == (try fixture.user("totp")))
+        }
+
+        /// The registered OpenID client still authenticates with its secret and gets a token.
+        func openIDClientExchanges() async throws {
+            let basic = Data("\(try fixture.string("client_id")):\(try fixture.string("client_secret"))".utf8).base64EncodedString()
+            let response = try await api.client.execute(
+                uri: "/oauth/token", method: .post,
+                headers: [.authorization: "Basic \(basic)", .contentType: "application/x-www-form-urlencoded"],
+                body: ByteBuffer(string: "grant_type=client_credentials&scope=api%3Aread"))
+            #expect(response.status == .ok, "v\(fixture.version): \(String(buffer: response.body))")
+        }
+    }
+}
+
+extension Data {
+    init(hexadecimal text: String) {
+        var bytes: [UInt8] = []
+        var index = text.startIndex
+        while let next = text.index(index, offsetBy: 2, limitedBy: text.endIndex), index < text.endIndex {
+            bytes.append(UInt8(text[index..<next], radix: 16) ?? 0)
+            index = next
+        }
+        self.init(bytes)
+    }
+}
