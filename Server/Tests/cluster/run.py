@@ -650,7 +650,9 @@ events {{
 }}
 
 http {{
-    log_format upstream '$remote_addr "$request" $status upstream=$upstream_addr $upstream_status';
+    # `tag=` is the client's X-Load-Tag header, "-" without one (benchmarks/rolling_upgrade.py
+    # finds each of its requests' upstreams by it).
+    log_format upstream '$remote_addr "$request" $status upstream=$upstream_addr $upstream_status tag=$http_x_load_tag';
     access_log {dir}/nginx-access.log upstream;
     client_body_temp_path {dir}/nginx-client-body;
     proxy_temp_path {dir}/nginx-proxy;
