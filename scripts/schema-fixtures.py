@@ -99,6 +99,9 @@ CLIENT_SECRET = b64url(seed("client secret"))
 TOTP_SECRET = seed("totp secret", 20)
 SIGNING_SCALAR = int.from_bytes(seed("signing key"), "big") % (2**256 - 2**224 - 1) or 1
 PRO_PRODUCT = "com.handz.pro.monthly"
+PASSKEY_ID = seed("passkey credential id")
+PASSKEY_SCALAR = seed("passkey key")  # below the P-256 order (its first byte is not 0xff)
+RP_ID = "gatehouse.test"
 
 
 def signing_key():
@@ -173,6 +176,20 @@ def v10(db):
     insert(db, "app_store_notifications", notification_uuid=uuid("notification"), type="SUBSCRIBED", received_at=NOW - 10 * DAY)
 
 
+def cose_p256(private):
+    """The COSE_Key of a P-256 public key (EC2, ES256), as the authenticator's attestation carries it."""
+    numbers = private.public_key().public_numbers()
+    return (bytes([0xA5, 0x01, 0x02, 0x03, 0x26, 0x20, 0x01, 0x21, 0x58, 0x20]) + numbers.x.to_bytes(32, "big")
+            + bytes([0x22, 0x58, 0x20]) + numbers.y.to_bytes(32, "big"))
+
+
+def v14(db):
+    private = ec.derive_private_key(int.from_bytes(PASSKEY_SCALAR, "big"), ec.SECP256R1())
+    insert(db, "passkeys", id=uuid("passkey"), user_id=USERS["passkey"], credential_id=PASSKEY_ID, public_key=cose_p256(private),
+           sign_count=5, backup_eligible=0, backed_up=0, transports="internal,hybrid", aaguid=bytes(16), name="iPhone",
+           created_at=NOW - 40 * DAY, last_used_at=NOW - 2 * DAY)
+
+
 def v15(db):
     insert(db, "mfa_factors", id=uuid("factor totp"), user_id=USERS["totp"], type="totp", name="Phone", secret=seal(TOTP_SECRET, "totp"),
            encryption="aes-256-gcm", created_at=NOW - 20 * DAY, confirmed_at=NOW - 20 * DAY)
@@ -202,7 +219,7 @@ def v30(db):
            updated_at=NOW - DAY)
 
 
-ADDITIONS = {1: v1, 2: v2, 4: v4, 8: v8, 10: v10, 15: v15, 22: v22, 23: v23, 24: v24, 30: v30}
+ADDITIONS = {1: v1, 2: v2, 4: v4, 8: v8, 10: v10, 14: v14, 15: v15, 22: v22, 23: v23, 24: v24, 30: v30}
 
 KNOWN = {
     "secret_key": SECRET_KEY,
@@ -218,6 +235,8 @@ KNOWN = {
     "client_id": CLIENT_ID,
     "client_secret": CLIENT_SECRET,
     "refresh_chain_key": seed("refresh chain key").hex(),
+    "passkey": {"rp_id": RP_ID, "credential_id": b64url(PASSKEY_ID), "private_key": b64url(PASSKEY_SCALAR),
+                "user_handle": b64url(USERS["passkey"].encode()), "sign_count": "5"},
 }
 
 

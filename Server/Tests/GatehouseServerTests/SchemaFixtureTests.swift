@@ -96,6 +96,7 @@ import Testing
                     $0.googleJWKSURL = googleKeys
                     $0.appleAudiences = [apple.audience]
                     $0.appleJWKSURL = appleKeys
+                    PasskeyTests.configure(&$0)
                 }) { client, config in
                     try await Proofs(api: AuthClient(client: client), fixture: fixture, clock: clock, config: config, google: google, apple: apple)
                         .all()
@@ -157,6 +158,7 @@ import Testing
             var proofs: [(String, () async throws -> Void)] = [("passwords", passwords), ("providers", providers), ("plans and credits", plansAndCredits)]
             if fixture.has("signing_keys") { proofs.append(("signing key", keptSigningKey)) }
             if fixture.has("refresh_tokens") { proofs.append(("refresh", refreshOnceThenReuseIsCaught)) }
+            if fixture.has("passkeys") { proofs.append(("passkey", passkeySignsIn)) }
             if fixture.has("mfa_factors") { proofs.append(("second factor", secondFactorIsAsked)) }
             if fixture.has("oauth_clients") { proofs.append(("OpenID client", openIDClientExchanges)) }
             for (name, proof) in proofs {
@@ -277,6 +279,22 @@ import Testing
                 "/v1/auth/mfa/verify", #"{"challenge_id": "\#(challenge.challengeID)", "factor_id": "\#(factor.id)", "code": "\#(totp.code(at: clock.now))"}"#)
             #expect(verified.status == .ok, "v\(fixture.version): \(verified.text)")
             #expect(try verified.json(MFAVerifyResponse.self).user?.id == (try fixture.user("totp")))
+        }
+
+        /// The stored passkey signs in with the tests' authenticator holding its key: the
+        /// credential id, public key and counter were kept.
+        func passkeySignsIn() async throws {
+            try #require(SoftAuthenticator.isAvailable, "GATEHOUSE_TEST_PYTHON with soft-webauthn")
+            let stored = try #require(fixture.known["passkey"] as? [String: String])
+            let flow = PasskeyTests.Flow(api: api, device: try SoftAuthenticator())
+            _ = try await flow.device.call([
+                "cmd": "import", "device": "phone", "rp_id": stored["rp_id"] ?? "", "user_handle": stored["user_handle"] ?? "",
+                "credential_id": stored["credential_id"] ?? "", "private_key": stored["private_key"] ?? "",
+                "sign_count": Int(stored["sign_count"] ?? "") ?? 0,
+            ])
+            let signedIn = try await flow.signIn("phone")
+            #expect(signedIn.status == .ok, "v\(fixture.version): \(signedIn.text)")
+            #expect(try signedIn.json(AuthResponse.self).user.id == (try fixture.user("passkey")))
         }
 
         /// The registered OpenID client still authenticates with its secret and gets a token.

@@ -41,6 +41,13 @@ PublicKeyCredentialRequestOptionsJSON, AuthenticationResponseJSON).
       -> {"credential_id", "public_key_cose", "sign_count", "user_handle", "rp_id", "synced"}
       The newest credential of d1.
 
+  {"cmd": "import", "device": "d1", "rp_id": "...", "user_handle": "...", "credential_id": "...",
+   "private_key": "...", "sign_count": n}
+      -> {"credential_id"}
+      Puts a credential made elsewhere on d1 (as its newest): its id, its P-256 private key (the
+      32-byte scalar), the user handle and counter it had. A stored passkey of an earlier
+      schema version (SchemaFixtureTests) signs in with it.
+
   {"cmd": "verify_registration", "credential": RegistrationResponseJSON,
    "expected_challenge": "...", "expected_origin": "...", "expected_rp_id": "...",
    "require_user_verification": false, "supported_algs": [-7, ...]}
@@ -426,6 +433,19 @@ class Authenticator:
             "clientExtensionResults": {},
         }
 
+    def import_credential(self, device, command):
+        scalar = from_b64url(get_field(command, "private_key", str, "import"), "import.private_key")
+        if len(scalar) != 32:
+            raise CommandError("import.private_key must be a 32-byte P-256 scalar")
+        credential = Credential(get_field(command, "rp_id", str, "import"),
+                                from_b64url(get_field(command, "user_handle", str, "import"), "import.user_handle"),
+                                synced=False)
+        credential.soft.private_key = ec.derive_private_key(int.from_bytes(scalar, "big"), ec.SECP256R1())
+        credential.soft.credential_id = from_b64url(get_field(command, "credential_id", str, "import"), "import.credential_id")
+        credential.soft.sign_count = get_field(command, "sign_count", int, "import")
+        self.devices.setdefault(device, []).append(credential)
+        return {"credential_id": b64url(credential.id)}
+
     def get(self, device, options, origin, tamper):
         check_keys(tamper, GET_TAMPER, "get tamper")
         challenge = get_field(options, "challenge", str, "options")
@@ -601,6 +621,7 @@ COMMAND_KEYS = {
     "create": {"cmd", "device", "options", "origin", "tamper", "synced"},
     "get": {"cmd", "device", "options", "origin", "tamper"},
     "credential": {"cmd", "device"},
+    "import": {"cmd", "device", "rp_id", "user_handle", "credential_id", "private_key", "sign_count"},
     "verify_registration": {"cmd", "credential", "expected_challenge", "expected_origin",
                             "expected_rp_id", "require_user_verification", "supported_algs"},
     "verify_authentication": {"cmd", "credential", "expected_challenge", "expected_origin",
@@ -627,6 +648,8 @@ def handle(authenticator, line):
     device = get_field(command, "device", str, name)
     if name == "credential":
         return authenticator.describe(device)
+    if name == "import":
+        return authenticator.import_credential(device, command)
 
     options = get_field(command, "options", dict, name)
     if "publicKey" in options:
