@@ -1,5 +1,6 @@
 import CArgon2
 import CSodium
+import GatehouseCore
 
 /// The two implementations of Argon2id the server carries. Both compute the same function
 /// (RFC 9106, version 0x13) and write the same PHC string, so either verifies what the other
@@ -23,10 +24,8 @@ public enum Argon2Implementation: String, CaseIterable, Sendable {
     /// The implementation that checks `phc`: libsodium reads every `v=19` string whose output is
     /// 16 bytes or more, whatever its lanes; anything else goes to the reference build.
     public static func verifying(_ phc: String) -> Argon2Implementation {
-        let fields = phc.split(separator: "$", omittingEmptySubsequences: true)
-        guard Sodium.ready, fields.count == 5, fields[0] == "argon2id", fields[1] == "v=19" else { return .reference }
-        // Unpadded base64: 22 characters or more carry at least 16 bytes.
-        return fields[4].utf8.count >= 22 ? .libsodium : .reference
+        guard Sodium.ready, case .success(let parsed) = Argon2idPHC.parse(phc) else { return .reference }
+        return parsed.outputBytes >= 16 ? .libsodium : .reference
     }
 
     /// A new PHC string of `password` with a random 16-byte salt and a 32-byte output.

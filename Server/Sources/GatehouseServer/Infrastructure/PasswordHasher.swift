@@ -26,14 +26,9 @@ public struct Argon2Parameters: Sendable, Equatable {
 
     /// The parameters a PHC string (`$argon2id$v=19$m=…,t=…,p=…$salt$hash`) was made with.
     init?(phc: String) {
-        let fields = phc.split(separator: "$")
-        guard fields.count >= 4, fields[0] == "argon2id" else { return nil }
-        var values: [Substring: UInt32] = [:]
-        for pair in fields[2].split(separator: ",") {
-            let parts = pair.split(separator: "=")
-            if parts.count == 2, let value = UInt32(parts[1]) { values[parts[0]] = value }
-        }
-        guard let m = values["m"], let t = values["t"], let p = values["p"] else { return nil }
+        guard case .success(let parsed) = Argon2idPHC.parse(phc), let m = UInt32(exactly: parsed.memoryKiB),
+            let t = UInt32(exactly: parsed.iterations), let p = UInt32(exactly: parsed.parallelism)
+        else { return nil }
         self.init(memoryKiB: m, iterations: t, parallelism: p)
     }
 }
