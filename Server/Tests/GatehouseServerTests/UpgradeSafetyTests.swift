@@ -100,6 +100,27 @@ import Testing
         await cleanup()
     }
 
+    /// An operator command on a database a version behind migrates it the way a start does:
+    /// the copy first, kept and named.
+    @Test func operatorCommandsCopyBeforeMigratingToo() async throws {
+        let (url, cleanup) = try await TestDatabase.make(.sqlite)
+        defer { Task { await cleanup() } }
+        guard case .sqlite(let path) = url else { return }
+        let shipped = Self.migrations(.sqlite)
+        try await Self.withDatabase(url) { database in
+            try await Migrator(database: database, migrations: Array(shipped.prefix(shipped.count - 1))).migrate(now: 1)
+        }
+        let directory = try ServerProcess.makeDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let list = try ServerProcess(["keys", "list"], environment: ServerProcess.environment(database: url.environmentValue), directory: directory)
+        #expect(try await list.exitStatus() == 0, "\(list.standardError)")
+        let copy = "\(path).schema-\(shipped.count - 1).bak"
+        #expect(list.standardError.contains("A copy of the database before migrating is at \(copy) (mode 0600)."), "\(list.standardError)")
+        #expect(OwnerOnlyFile.permissions(of: copy) == 0o600)
+        let version = try await Self.withDatabase(url) { try await Migrator(database: $0).applied().max() }
+        #expect(version == shipped.count)
+    }
+
     /// `migrate --check` on a database two versions behind (a contract step pending), one behind
     /// (an expand step) and up to date; it applies nothing.
     @Test(arguments: Backend.available)

@@ -44,12 +44,17 @@ public enum Operator {
         }
     }
 
-    /// As `withDatabase`, with migrations applied and the store on top.
+    /// As `withDatabase`, with migrations applied the one way a start and `gatehouse migrate`
+    /// apply them (``SchemaUpgrade``: on SQLite a copy first, kept, and named on standard
+    /// error) and the store on top.
     static func withStore<T: Sendable>(
         _ config: GatehouseConfig, _ body: @escaping @Sendable (SQLStore) async throws -> T
     ) async throws -> T {
         try await withDatabase(config) { database in
-            try await Migrator(database: database).migrate(now: Date().unixSeconds)
+            let outcome = try await SchemaUpgrade.run(database, url: config.database, now: Date().unixSeconds)
+            if let backup = outcome.backup {
+                FileHandle.standardError.write(Data("A copy of the database before migrating is at \(backup) (mode 0600).\n".utf8))
+            }
             return try await body(SQLStore(database: database))
         }
     }

@@ -16,12 +16,14 @@ enum SchemaUpgrade {
     }
 
     static func run(_ database: any SQLDatabase, url: DatabaseURL, now: Int64) async throws -> Outcome {
-        let migrator = Migrator(database: database)
         var backup: String?
-        if case .sqlite(let path) = url, let current = try await migrator.applied().max(), try await !migrator.pending().isEmpty {
-            backup = try await copy(database, path: path, version: current, now: now)
+        if case .sqlite(let path) = url {
+            let state = try await check(database)
+            if let current = state.current, !state.pending.isEmpty {
+                backup = try await copy(database, path: path, version: current, now: now)
+            }
         }
-        return Outcome(applied: try await migrator.migrate(now: now), backup: backup)
+        return Outcome(applied: try await Migrator(database: database).migrate(now: now), backup: backup)
     }
 
     /// What `gatehouse migrate --check` prints: the schema's version and each pending
