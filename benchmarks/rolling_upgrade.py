@@ -21,10 +21,14 @@ and spending handz's `practice` credit through nginx (no spends with another pre
 and it records every node's GET /health (schema_version) before and after: the first NEW node
 applies the pending migrations on start, under the migration lock.
 
-A step: SIGTERM to the node (the server's graceful stop: no new connections, in-flight requests
-finish), wait for its exit, start NEW_BINARY on the same port, wait for GET /health 200, then S
-seconds of load and, if need be, until nginx has sent the new node a request (nginx leaves a node
-out for its fail_timeout, 10 s, after a refused connection). S seconds on the old cluster come first.
+A step: the node is drained first, as an operator takes a node out of its load balancer (nginx
+reloaded with the node marked down; its old workers finish what they have in hand, then close
+their kept-alive connections to it; --no-drain skips this), then SIGTERM to the node (the
+server's graceful stop: no new connections, in-flight requests finish), wait for its exit,
+start NEW_BINARY on the same port, wait for GET /health 200, put it back in nginx, then S seconds
+of load and, if need be, until nginx has sent the new node a request (without the drain, nginx
+leaves a node out for its fail_timeout, 10 s, after a refused connection). S seconds on the old
+cluster come first.
 
 Classification. A failure is any answer but login 200, refresh 200, spend 200 or 403 plan_required
 (no credit left), or no answer. It is "in flight on the stopping node" only when all three hold:
@@ -63,6 +67,7 @@ cluster = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(cluster)
 
 KINDS, WEIGHTS = ("login", "refresh", "spend"), (2, 5, 3)
+DRAIN_SECONDS = 2
 CREDIT, SPEND_ACTION = "practice", "practice_saved_flow"  # handz's credit and the action that spends it
 
 
@@ -171,10 +176,18 @@ def health_of(nodes):
     return answers
 
 
-def replace_nodes(topology, load, new_binary, seconds):
+def replace_nodes(topology, load, new_binary, seconds, drain):
     steps = []
     for node in topology.nodes:
-        step = {"node": node.name, "port": node.port, "old_pid": node.process.pid, "sigterm_at": load.now()}
+        step = {"node": node.name, "port": node.port, "old_pid": node.process.pid}
+        if drain:
+            # As an operator drains a node from the load balancer first: nginx's new workers send
+            # it nothing; the old ones finish their requests and close their kept-alive
+            # connections to it, so none is reused just as the stopping node closes it.
+            step["drained_at"] = load.now()
+            topology.nginx.reload(topology.nodes, down=[node])
+            time.sleep(DRAIN_SECONDS)
+        step["sigterm_at"] = load.now()
         node.signal(signal.SIGTERM)
         try:
             step["exit_code"] = node.process.wait(60)
@@ -184,6 +197,8 @@ def replace_nodes(topology, load, new_binary, seconds):
         step["exited_at"] = load.now()
         node.binary = new_binary
         node.start()  # NEW_BINARY on the same port, until GET /health answers 200
+        if drain:
+            topology.nginx.reload(topology.nodes)
         step.update(healthy_at=load.now(), new_pid=node.process.pid, health=health_of([node])[node.name])
         step["stop_seconds"] = round(step["exited_at"] - step["sigterm_at"], 3)
         step["down_seconds"] = round(step["healthy_at"] - step["sigterm_at"], 3)
@@ -283,7 +298,7 @@ def upgrade_under_load(topology, arguments, new):
         client.start()
     try:
         time.sleep(seconds)
-        steps = replace_nodes(topology, load, new, seconds)
+        steps = replace_nodes(topology, load, new, seconds, arguments.drain)
     finally:
         load.stopping.set()
         for client in clients:
@@ -299,7 +314,7 @@ def upgrade_under_load(topology, arguments, new):
         nginx_errors = [line.rstrip("\n") for line in f if "[error]" in line or "[warn]" in line][:50]
     passed_on = [{"tag": tag, "upstreams": ups, "upstream_statuses": sts} for tag, (_, ups, sts) in logged.items() if len(ups) > 1]
     return {"settings": {"nodes": 3, "clients": arguments.clients, "seconds_per_step": seconds, "pause": arguments.pause,
-                         "preset": preset, "free_credits": load.credits, "durable_postgres": True,
+                         "preset": preset, "free_credits": load.credits, "durable_postgres": True, "drain": arguments.drain,
                          "argon2": {k: v for k, v in topology.environment.items() if k.startswith("GATEHOUSE_ARGON2_")}},
             "schema": {"before": before, "after": health_of(topology.nodes)}, "steps": steps, "load_seconds": load_seconds,
             "requests": dict(load.counts), "requests_total": sum(load.counts.values()), "failures": load.failures,
@@ -350,6 +365,8 @@ def main():
     parser.add_argument("--clients", type=int, default=8, metavar="C")
     parser.add_argument("--pause", type=float, default=0.1, help="each client's pause between requests, seconds (default 0.1)")
     parser.add_argument("--out", metavar="FILE")
+    parser.add_argument("--no-drain", dest="drain", action="store_false",
+                        help="stop each node without first marking it down in nginx (shows the 502s of reused idle connections)")
     arguments = parser.parse_args()
     if len(arguments.binaries) != (1 if arguments.previous else 2) or arguments.clients < 1:
         parser.error("give OLD_BINARY NEW_BINARY, or --previous GIT_REF NEW_BINARY, and at least one client")

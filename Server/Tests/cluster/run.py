@@ -702,12 +702,22 @@ class Nginx:
         self.access_log = os.path.join(directory, "nginx-access.log")
         self.error_log = os.path.join(directory, "nginx-error.log")
 
-    def start(self, nodes):
-        servers = "\n".join(f"        server 127.0.0.1:{node.port} max_fails=1 fail_timeout=10s;" for node in nodes)
+    def write_conf(self, nodes, down=()):
+        servers = "\n".join(
+            f"        server 127.0.0.1:{node.port} max_fails=1 fail_timeout=10s{' down' if node in down else ''};" for node in nodes)
         # As root, the workers would switch to `nobody`, who cannot use the temporary directory.
         user = "user root;\n" if os.geteuid() == 0 else ""
         with open(self.conf, "w") as f:
             f.write(NGINX_CONF.format(user=user, dir=self.directory, port=self.port, servers=servers))
+
+    def reload(self, nodes, down=()):
+        """New workers with `down` marked down (sent nothing new); the old workers finish what
+        they have in hand and exit, closing their connections to the nodes."""
+        self.write_conf(nodes, down)
+        self.process.send_signal(signal.SIGHUP)
+
+    def start(self, nodes):
+        self.write_conf(nodes)
         self.process = subprocess.Popen(
             [nginx_binary(), "-p", self.directory + "/", "-c", self.conf, "-e", self.error_log],
             stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.directory, "nginx-stderr.log"), "w"),
