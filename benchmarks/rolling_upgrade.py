@@ -283,6 +283,9 @@ def upgrade_under_load(topology, arguments, new):
     print(f"==> starting PostgreSQL (durable), 3 nodes of {topology.binary} and nginx (preset {preset})", flush=True)
     topology.start()
     before = health_of(topology.nodes)
+    # The database's own record (a node older than /health's schema_version does not say it).
+    version = "SELECT max(version) FROM gatehouse_migrations"
+    database_before = int(topology.postgres.query(version)[0][0])
     load = Load(topology.nginx.url, cluster.preset_settings(preset)["free_credits"] if preset == "handz" else None, arguments.pause)
     clients, run_id = [], secrets.token_hex(3)
     for number in range(arguments.clients):
@@ -316,7 +319,8 @@ def upgrade_under_load(topology, arguments, new):
     return {"settings": {"nodes": 3, "clients": arguments.clients, "seconds_per_step": seconds, "pause": arguments.pause,
                          "preset": preset, "free_credits": load.credits, "durable_postgres": True, "drain": arguments.drain,
                          "argon2": {k: v for k, v in topology.environment.items() if k.startswith("GATEHOUSE_ARGON2_")}},
-            "schema": {"before": before, "after": health_of(topology.nodes)}, "steps": steps, "load_seconds": load_seconds,
+            "schema": {"before": before, "after": health_of(topology.nodes), "database_before": database_before,
+                       "database_after": int(topology.postgres.query(version)[0][0])}, "steps": steps, "load_seconds": load_seconds,
             "requests": dict(load.counts), "requests_total": sum(load.counts.values()), "failures": load.failures,
             "checks": checks, "nginx_passed_to_another_node": passed_on, "nginx_errors": nginx_errors}
 
@@ -339,7 +343,7 @@ def report(result, out):
     with open(out, "w") as f:
         f.write(json.dumps(result, indent=2) + "\n")
     versions = {when: {name: (a.get("body") or {}).get("schema_version", a.get("body") or a.get("error"))
-                       for name, a in answers.items()} for when, answers in result["schema"].items()}
+                       for name, a in answers.items()} for when, answers in result["schema"].items() if isinstance(answers, dict)}
     steps = "; ".join(f"{s['node']} exit {s['exit_code']} after {s['stop_seconds']} s, healthy after {s['down_seconds']} s, "
                       f"{s['requests_served_by_new_binary_in_step']} served" for s in result["steps"])
     credits = "none in the preset" if result["settings"]["free_credits"] is None else f"{len(checks['credit_mismatches'])} accounts off"
@@ -350,7 +354,7 @@ rolling upgrade: {'ok' if ok else 'FAILED'} ({result['load_seconds']:.0f} s of l
   failures        in flight on the stopping node: {len(in_flight)} {by_answer(in_flight) or ''}; other: {len(other)} {by_answer(other) or ''}
   sessions        {checks['sessions_kept']}/{checks['sessions_seeded']} kept; refresh reuse detected {checks['refresh_reuse_detected']}; seeded sessions revoked {checks['seeded_sessions_revoked']}
   credits         {credits}
-  schema_version  before {versions['before']}; after {versions['after']}
+  schema          the database at {result['schema']['database_before']} before, {result['schema']['database_after']} after; GET /health's schema_version before {versions['before']}; after {versions['after']}
   written to      {os.path.relpath(out)}""", flush=True)
     for failure in other[:10]:
         print(f"  other failure: {failure}", flush=True)
