@@ -24,6 +24,7 @@ record of what that version stored. A new migration needs its fixture: run this 
 import base64
 import calendar
 import hashlib
+import hmac
 import json
 import os
 import sqlite3
@@ -102,6 +103,9 @@ PRO_PRODUCT = "com.handz.pro.monthly"
 PASSKEY_ID = seed("passkey credential id")
 PASSKEY_SCALAR = seed("passkey key")  # below the P-256 order (its first byte is not 0xff)
 RP_ID = "gatehouse.test"
+CHAIN_KEY = seed("refresh chain key")
+RECOVERY_CODE = "abcd-efgh-ijkm-npqr"
+RESET_TOKEN = "fixture-reset-token"
 
 
 def signing_key():
@@ -150,7 +154,7 @@ def v2(db):
         insert(db, "sessions", id=SESSIONS[name], user_id=USERS[name], provider="anonymous" if name == "anonymous" else "password",
                created_at=started, last_active_at=started, user_agent="Handz/1.0 iOS", ip_address="203.0.113.7")
         insert(db, "refresh_tokens", token_hash=sha256(token), session_id=SESSIONS[name], issued_at=started, expires_at=started + 30 * DAY)
-    insert(db, "server_secrets", name="refresh_chain_key", value=seal(seed("refresh chain key"), "refresh chain key"),
+    insert(db, "server_secrets", name="refresh_chain_key", value=seal(CHAIN_KEY, "refresh chain key"),
            encryption="aes-256-gcm", created_at=NOW - 90 * DAY)
     insert(db, "throttles", key="login:password@fixture.test", failures=1, updated_at=NOW - 2 * DAY)
     insert(db, "audit_log", id=uuid("audit sign in"), created_at=started, event="login", outcome="success", user_id=USERS["password"],
@@ -158,9 +162,15 @@ def v2(db):
 
 
 def v4(db):
-    insert(db, "email_tokens", token_hash=sha256("fixture-reset-token"), purpose="password_reset", user_id=USERS["password"],
-           email="password@fixture.test", email_normalized="password@fixture.test", code_attempts=0, created_at=NOW - 3600,
+    insert(db, "email_tokens", token_hash=sha256(RESET_TOKEN), purpose="password_reset", user_id=USERS["password"],
+           email="password@fixture.test", email_normalized="password@fixture.test", code_attempts=0,
+           password_stamp=NOW - 90 * DAY, created_at=NOW - 3600,
            expires_at=NOW + 3600)
+
+
+def v6(db):
+    insert(db, "events", id=uuid("event created"), type="user.created", user_id=USERS["password"],
+           data=json.dumps({"user_id": USERS["password"], "provider": "email"}), created_at=NOW - 90 * DAY)
 
 
 def v8(db):
@@ -193,7 +203,11 @@ def v14(db):
 def v15(db):
     insert(db, "mfa_factors", id=uuid("factor totp"), user_id=USERS["totp"], type="totp", name="Phone", secret=seal(TOTP_SECRET, "totp"),
            encryption="aes-256-gcm", created_at=NOW - 20 * DAY, confirmed_at=NOW - 20 * DAY)
-    insert(db, "mfa_recovery_codes", user_id=USERS["totp"], code_hash=sha256("abcd-efgh-ijkm-npqr"), created_at=NOW - 20 * DAY)
+    # Recovery codes are HMAC-SHA256 of the normalized code under a key HKDF derives from the
+    # refresh-chain key (MFAService.hash).
+    key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=b"gatehouse recovery codes").derive(CHAIN_KEY)
+    insert(db, "mfa_recovery_codes", user_id=USERS["totp"], code_hash=hmac.new(key, RECOVERY_CODE.replace("-", "").encode(), "sha256").digest(),
+           created_at=NOW - 20 * DAY)
 
 
 def v22(db):
@@ -219,7 +233,7 @@ def v30(db):
            updated_at=NOW - DAY)
 
 
-ADDITIONS = {1: v1, 2: v2, 4: v4, 8: v8, 10: v10, 14: v14, 15: v15, 22: v22, 23: v23, 24: v24, 30: v30}
+ADDITIONS = {1: v1, 2: v2, 4: v4, 6: v6, 8: v8, 10: v10, 14: v14, 15: v15, 22: v22, 23: v23, 24: v24, 30: v30}
 
 KNOWN = {
     "secret_key": SECRET_KEY,
@@ -234,7 +248,10 @@ KNOWN = {
     "totp_secret": base64.b32encode(TOTP_SECRET).decode().rstrip("="),
     "client_id": CLIENT_ID,
     "client_secret": CLIENT_SECRET,
-    "refresh_chain_key": seed("refresh chain key").hex(),
+    "refresh_chain_key": CHAIN_KEY.hex(),
+    "recovery_code": RECOVERY_CODE,
+    "reset_token": RESET_TOKEN,
+    "event_id": uuid("event created"),
     "passkey": {"rp_id": RP_ID, "credential_id": b64url(PASSKEY_ID), "private_key": b64url(PASSKEY_SCALAR),
                 "user_handle": b64url(USERS["passkey"].encode()), "sign_count": "5"},
 }

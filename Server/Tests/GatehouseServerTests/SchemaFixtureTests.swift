@@ -160,7 +160,11 @@ import Testing
             if fixture.has("refresh_tokens") { proofs.append(("refresh", refreshOnceThenReuseIsCaught)) }
             if fixture.has("passkeys") { proofs.append(("passkey", passkeySignsIn)) }
             if fixture.has("mfa_factors") { proofs.append(("second factor", secondFactorIsAsked)) }
+            if fixture.has("mfa_recovery_codes") { proofs.append(("recovery code", recoveryCodeSignsIn)) }
             if fixture.has("oauth_clients") { proofs.append(("OpenID client", openIDClientExchanges)) }
+            if fixture.has("events") { proofs.append(("events", eventsAreKept)) }
+            // Last: it changes the password the others sign in with.
+            if fixture.has("email_tokens") { proofs.append(("reset link", resetLinkWorksOnce)) }
             for (name, proof) in proofs {
                 do { try await proof() } catch { Issue.record("v\(fixture.version), \(name): \(error)") }
             }
@@ -295,6 +299,33 @@ import Testing
             let signedIn = try await flow.signIn("phone")
             #expect(signedIn.status == .ok, "v\(fixture.version): \(signedIn.text)")
             #expect(try signedIn.json(AuthResponse.self).user.id == (try fixture.user("passkey")))
+        }
+
+        /// A recovery code stored before the upgrade (keyed by the kept chain key) completes a
+        /// sign-in in place of the authenticator.
+        func recoveryCodeSignsIn() async throws {
+            let login = try await api.login("totp@fixture.test", try fixture.string("totp_password"))
+            let challenge = try #require(try login.json(SignInAnswer<AuthResponse>.self).challenge, "v\(fixture.version): \(login.text)")
+            let verified = try await api.post(
+                "/v1/auth/mfa/verify", #"{"challenge_id": "\#(challenge.challengeID)", "recovery_code": "\#(try fixture.string("recovery_code"))"}"#)
+            #expect(verified.status == .ok, "v\(fixture.version): \(verified.text)")
+        }
+
+        /// The event feed still lists what happened before the upgrade.
+        func eventsAreKept() async throws {
+            let feed = try await api.client.execute(uri: "/admin/v1/events", method: .get, headers: TestApp.adminHeaders)
+            let eventID = try fixture.string("event_id")
+            #expect(feed.status == .ok && String(buffer: feed.body).contains(eventID), "v\(fixture.version): \(String(buffer: feed.body))")
+        }
+
+        /// The reset link mailed before the upgrade sets a new password once.
+        func resetLinkWorksOnce() async throws {
+            let body = #"{"token": "\#(try fixture.string("reset_token"))", "password": "a new passphrase for the fixture"}"#
+            let reset = try await api.post("/v1/auth/password/reset", body)
+            #expect(reset.status == .ok, "v\(fixture.version): \(reset.text)")
+            let again = try await api.post("/v1/auth/password/reset", body)
+            #expect(again.error?.code == .tokenInvalid, "v\(fixture.version): \(again.text)")
+            _ = try await signIn("password@fixture.test", "a new passphrase for the fixture")
         }
 
         /// The registered OpenID client still authenticates with its secret and gets a token.
