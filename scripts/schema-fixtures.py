@@ -193,6 +193,14 @@ def cose_p256(private):
             + bytes([0x22, 0x58, 0x20]) + numbers.y.to_bytes(32, "big"))
 
 
+def v13(db):
+    # A share link made today by the pro account (handz meters share links per day).
+    today = NOW - NOW % DAY
+    insert(db, "usage_records", user_id=USERS["pro"], meter="share_links", idempotency_key="fixture-share-1", amount=1,
+           period_start=today, created_at=NOW - 3600)
+    insert(db, "usage_meters", user_id=USERS["pro"], meter="share_links", period_start=today, used=1)
+
+
 def v14(db):
     private = ec.derive_private_key(int.from_bytes(PASSKEY_SCALAR, "big"), ec.SECP256R1())
     insert(db, "passkeys", id=uuid("passkey"), user_id=USERS["passkey"], credential_id=PASSKEY_ID, public_key=cose_p256(private),
@@ -215,8 +223,17 @@ def v22(db):
 
 
 def v23(db):
+    v23_stripe(db)
     insert(db, "plan_grants", id=uuid("grant"), user_id=USERS["bcrypt"], plan="pro", starts_at=NOW - DAY, ends_at=NOW + 60 * DAY,
            reason="Beta tester", created_by="operator")
+
+
+def v23_stripe(db):
+    insert(db, "stripe_customers", user_id=USERS["pro"], customer_id="cus_FixtureCustomer", created_at=NOW - 30 * DAY)
+    insert(db, "stripe_subscriptions", subscription_id="sub_FixtureSubscription", customer_id="cus_FixtureCustomer", user_id=USERS["pro"],
+           price_id="price_fixture_monthly", status="canceled", current_period_end=NOW - 5 * DAY, cancel_at_period_end=0,
+           read_at=NOW - 5 * DAY, updated_at=NOW - 5 * DAY)
+    insert(db, "stripe_events", event_id="evt_FixtureEvent", type="customer.subscription.deleted", outcome="applied", received_at=NOW - 5 * DAY)
 
 
 def v24(db):
@@ -233,7 +250,7 @@ def v30(db):
            updated_at=NOW - DAY)
 
 
-ADDITIONS = {1: v1, 2: v2, 4: v4, 6: v6, 8: v8, 10: v10, 14: v14, 15: v15, 22: v22, 23: v23, 24: v24, 30: v30}
+ADDITIONS = {1: v1, 2: v2, 4: v4, 6: v6, 8: v8, 10: v10, 13: v13, 14: v14, 15: v15, 22: v22, 23: v23, 24: v24, 30: v30}
 
 KNOWN = {
     "secret_key": SECRET_KEY,

@@ -163,6 +163,7 @@ import Testing
             if fixture.has("mfa_recovery_codes") { proofs.append(("recovery code", recoveryCodeSignsIn)) }
             if fixture.has("oauth_clients") { proofs.append(("OpenID client", openIDClientExchanges)) }
             if fixture.has("events") { proofs.append(("events", eventsAreKept)) }
+            if fixture.has("usage_records") { proofs.append(("usage and Stripe", usageAndStripeAreExported)) }
             // Last: it changes the password the others sign in with.
             if fixture.has("email_tokens") { proofs.append(("reset link", resetLinkWorksOnce)) }
             for (name, proof) in proofs {
@@ -316,6 +317,23 @@ import Testing
             let feed = try await api.client.execute(uri: "/admin/v1/events", method: .get, headers: TestApp.adminHeaders)
             let eventID = try fixture.string("event_id")
             #expect(feed.status == .ok && String(buffer: feed.body).contains(eventID), "v\(fixture.version): \(String(buffer: feed.body))")
+        }
+
+        /// The pro account's metered use (version 13 on) and its Stripe customer and
+        /// subscription (23 on) are in its export as they were.
+        func usageAndStripeAreExported() async throws {
+            let pro = try await signIn("pro@fixture.test", try fixture.string("password"))
+            let export = try await api.get("/v1/me/export", token: pro.session.accessToken)
+            #expect(export.status == .ok, "v\(fixture.version): \(export.text)")
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(export.body.readableBytesView)) as? [String: Any])
+            func list(_ key: String) -> [[String: Any]] { object[key] as? [[String: Any]] ?? [] }
+            #expect(list("usage_records").map { $0["meter"] as? String } == ["share_links"], "v\(fixture.version): \(export.text)")
+            #expect(list("usage_meters").map { $0["used"] as? Int } == [1], "v\(fixture.version): \(export.text)")
+            let stripe = fixture.has("stripe_customers")
+            let customers = object["stripe_customers"] as? [Any] ?? []
+            #expect(customers.count == (stripe ? 1 : 0) && export.text.contains("cus_FixtureCustomer") == stripe, "v\(fixture.version): \(customers)")
+            #expect(list("stripe_subscriptions").map { $0["subscription_id"] as? String } == (stripe ? ["sub_FixtureSubscription"] : []),
+                "v\(fixture.version): \(export.text)")
         }
 
         /// The reset link mailed before the upgrade sets a new password once.
