@@ -85,6 +85,7 @@ USERS = {
     "anonymous": uuid("user anonymous"),
     "pro": uuid("user pro"),
     "passkey": uuid("user passkey"),
+    "firebase": uuid("user firebase"),
 }
 SESSIONS = {"password": uuid("session password"), "anonymous": uuid("session anonymous"), "client": uuid("session client")}
 PASSWORD = "correct horse battery staple"
@@ -106,6 +107,11 @@ RP_ID = "gatehouse.test"
 CHAIN_KEY = seed("refresh chain key")
 RECOVERY_CODE = "abcd-efgh-ijkm-npqr"
 RESET_TOKEN = "fixture-reset-token"
+# Firebase's published scrypt test vector (github.com/firebase/scrypt): password "user1password".
+FIREBASE_SIGNER_KEY = "jxspr8Ki0RYycVU8zykbdLGjFQ3McFUH0uiiTvC8pVMXAn210wjLNmdZJzxUECKbm0QsEmYUSDzZvpjeJ9WmXA=="
+FIREBASE_SALT_SEPARATOR = "Bw=="
+FIREBASE_SALT = "42xEC+ixf3L2lw=="
+FIREBASE_HASH = "lSrfV15cpx95/sZS2W9c9Kp6i/LVgQNDNC/qzrCnh1SAyZvqmZqAjTdn3aoItz+VHjoZilo78198JAdRuid5lQ=="
 
 
 def signing_key():
@@ -218,6 +224,22 @@ def v15(db):
            created_at=NOW - 20 * DAY)
 
 
+def v17(db):
+    # An account imported from Firebase (imports came with version 17): Firebase's published
+    # scrypt vector, its project's parameters sealed in server_secrets under their key id
+    # (FirebaseScrypt, FirebaseHashKeys).
+    signer, separator = base64.b64decode(FIREBASE_SIGNER_KEY), base64.b64decode(FIREBASE_SALT_SEPARATOR)
+    key_id = hashlib.sha256(b"firebase-scrypt-v1" + bytes([8, 14, len(separator)]) + separator + signer).digest()[:8].hex()
+    parameters = json.dumps({"signerKey": FIREBASE_SIGNER_KEY, "saltSeparator": FIREBASE_SALT_SEPARATOR, "rounds": 8, "memoryCost": 14})
+    insert(db, "server_secrets", name=f"firebase-scrypt:{key_id}", value=seal(parameters.encode(), "firebase"), encryption="aes-256-gcm",
+           created_at=NOW - 60 * DAY)
+    created = NOW - 60 * DAY
+    insert(db, "users", id=USERS["firebase"], email="firebase@fixture.test", email_normalized="firebase@fixture.test",
+           email_verified_at=created, is_anonymous=0, onboarding_complete=1,
+           password_hash=f"$firebase-scrypt${key_id}${FIREBASE_SALT}${FIREBASE_HASH}", password_changed_at=created, created_at=created,
+           updated_at=created)
+
+
 def v22(db):
     db.execute("UPDATE users SET phone = ?, phone_verified_at = ? WHERE id = ?", ["+447700900123", NOW - 30 * DAY, USERS["google"]])
 
@@ -250,7 +272,7 @@ def v30(db):
            updated_at=NOW - DAY)
 
 
-ADDITIONS = {1: v1, 2: v2, 4: v4, 6: v6, 8: v8, 10: v10, 13: v13, 14: v14, 15: v15, 22: v22, 23: v23, 24: v24, 30: v30}
+ADDITIONS = {1: v1, 2: v2, 4: v4, 6: v6, 8: v8, 10: v10, 13: v13, 14: v14, 15: v15, 17: v17, 22: v22, 23: v23, 24: v24, 30: v30}
 
 KNOWN = {
     "secret_key": SECRET_KEY,
@@ -258,6 +280,7 @@ KNOWN = {
     "password": PASSWORD,
     "totp_password": TOTP_PASSWORD,
     "bcrypt_password": BCRYPT_PASSWORD,
+    "firebase_password": "user1password",
     "refresh_token": REFRESH_TOKEN,
     "anonymous_refresh_token": ANONYMOUS_REFRESH_TOKEN,
     "session": SESSIONS["password"],

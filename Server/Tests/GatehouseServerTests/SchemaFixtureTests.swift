@@ -61,6 +61,7 @@ import Testing
         }
 
         func has(_ table: String) -> Bool { tables.contains { $0.0 == table } }
+        func rows(_ table: String) -> [[String: SQLValue]] { tables.first { $0.0 == table }?.1 ?? [] }
         func string(_ name: String) throws -> String { try #require(known[name] as? String) }
         func user(_ name: String) throws -> String { try #require((known["users"] as? [String: String])?[name]) }
         var signingKey: [String: String] { known["signing_key"] as? [String: String] ?? [:] }
@@ -178,7 +179,8 @@ import Testing
             return try #require(try response.json(SignInAnswer<AuthResponse>.self).signedIn, "v\(fixture.version) \(email): \(response.text)")
         }
 
-        /// Argon2id at the production cost and an imported bcrypt hash sign in as they did.
+        /// Argon2id at the production cost, an imported bcrypt hash and a Firebase scrypt hash
+        /// sign in as they did.
         func passwords() async throws {
             let argon = try await signIn("password@fixture.test", try fixture.string("password"))
             #expect(argon.user.id == (try fixture.user("password")))
@@ -186,6 +188,12 @@ import Testing
             #expect(bcrypt.user.id == (try fixture.user("bcrypt")))
             let wrong = try await api.login("password@fixture.test", "not the password at all")
             #expect(wrong.status == .unauthorized)
+            // Imported from Firebase (version 17 on): the hash names its project's parameters,
+            // kept sealed in server_secrets.
+            if fixture.rows("users").contains(where: { $0["email"] == .text("firebase@fixture.test") }) {
+                let firebase = try await signIn("firebase@fixture.test", try fixture.string("firebase_password"))
+                #expect(firebase.user.id == (try fixture.user("firebase")))
+            }
         }
 
         /// Google and Apple sign the same accounts in by their subjects (the identities kept), and the Google
