@@ -107,6 +107,7 @@ RP_ID = "gatehouse.test"
 CHAIN_KEY = seed("refresh chain key")
 RECOVERY_CODE = "abcd-efgh-ijkm-npqr"
 RESET_TOKEN = "fixture-reset-token"
+AUDIT_ID = uuid("audit sign in")
 # Firebase's published scrypt test vector (github.com/firebase/scrypt): password "user1password".
 FIREBASE_SIGNER_KEY = "jxspr8Ki0RYycVU8zykbdLGjFQ3McFUH0uiiTvC8pVMXAn210wjLNmdZJzxUECKbm0QsEmYUSDzZvpjeJ9WmXA=="
 FIREBASE_SALT_SEPARATOR = "Bw=="
@@ -163,7 +164,7 @@ def v2(db):
     insert(db, "server_secrets", name="refresh_chain_key", value=seal(CHAIN_KEY, "refresh chain key"),
            encryption="aes-256-gcm", created_at=NOW - 90 * DAY)
     insert(db, "throttles", key="login:password@fixture.test", failures=1, updated_at=NOW - 2 * DAY)
-    insert(db, "audit_log", id=uuid("audit sign in"), created_at=started, event="login", outcome="success", user_id=USERS["password"],
+    insert(db, "audit_log", id=AUDIT_ID, created_at=started, event="login", outcome="success", user_id=USERS["password"],
            session_id=SESSIONS["password"], ip_address="203.0.113.7", user_agent="Handz/1.0 iOS", details="{}")
 
 
@@ -292,6 +293,7 @@ KNOWN = {
     "recovery_code": RECOVERY_CODE,
     "reset_token": RESET_TOKEN,
     "event_id": uuid("event created"),
+    "audit_id": AUDIT_ID,
     "passkey": {"rp_id": RP_ID, "credential_id": b64url(PASSKEY_ID), "private_key": b64url(PASSKEY_SCALAR),
                 "user_handle": b64url(USERS["passkey"].encode()), "sign_count": "5"},
 }

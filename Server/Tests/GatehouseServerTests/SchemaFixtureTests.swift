@@ -156,7 +156,10 @@ import Testing
 
         /// Each proof runs whatever the others found, so one lost kind does not hide another.
         func all() async throws {
-            var proofs: [(String, () async throws -> Void)] = [("passwords", passwords), ("providers", providers), ("plans and credits", plansAndCredits)]
+            var proofs: [(String, () async throws -> Void)] = []
+            // First, before the other proofs add to the trail.
+            if fixture.has("audit_log") { proofs.append(("audit trail", auditTrailIsKept)) }
+            proofs += [("passwords", passwords), ("providers", providers), ("plans and credits", plansAndCredits)]
             if fixture.has("signing_keys") { proofs.append(("signing key", keptSigningKey)) }
             if fixture.has("refresh_tokens") { proofs.append(("refresh", refreshOnceThenReuseIsCaught)) }
             if fixture.has("passkeys") { proofs.append(("passkey", passkeySignsIn)) }
@@ -318,6 +321,13 @@ import Testing
             let verified = try await api.post(
                 "/v1/auth/mfa/verify", #"{"challenge_id": "\#(challenge.challengeID)", "recovery_code": "\#(try fixture.string("recovery_code"))"}"#)
             #expect(verified.status == .ok, "v\(fixture.version): \(verified.text)")
+        }
+
+        /// The operator's audit trail still holds the sign-in recorded before the upgrade.
+        func auditTrailIsKept() async throws {
+            let trail = try await api.client.execute(uri: "/admin/v1/audit?limit=200", method: .get, headers: TestApp.adminHeaders)
+            let auditID = try fixture.string("audit_id")
+            #expect(trail.status == .ok && String(buffer: trail.body).contains(auditID), "v\(fixture.version): \(String(buffer: trail.body))")
         }
 
         /// The event feed still lists what happened before the upgrade.
