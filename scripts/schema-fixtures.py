@@ -9,10 +9,11 @@ everything the database then holds is written out. So the data of older kinds in
 what migration N and those before it made of the older versions' rows, and a migration that loses
 a kind's data shows in the test of every fixture from before it.
 
-Secrets are kept as the server keeps them: password hashes as stored (Argon2id, bcrypt), refresh
-tokens and client secrets as SHA-256, signing keys, the refresh-chain key and second-factor
-secrets sealed with AES-256-GCM under the key HKDF derives from GATEHOUSE_SECRET_KEY (the fixture
-names that secret). What a test needs to prove the rows through HTTP (passwords, tokens, the
+Secrets are kept as the server keeps them: password hashes as stored (Argon2id, bcrypt, Firebase
+scrypt), refresh tokens, reset tokens and client secrets as SHA-256, recovery codes as HMAC under
+a key derived from the refresh-chain key, and signing keys, the refresh-chain key, second-factor
+secrets and Firebase projects' parameters sealed with AES-256-GCM under the key HKDF derives from
+GATEHOUSE_SECRET_KEY (the fixture names that secret). What a test needs to prove the rows through HTTP (passwords, tokens, the
 signing key, the TOTP secret) is in each fixture's "known" object. Times are absolute; the test
 runs the server on a clock set to the fixture's "now".
 
