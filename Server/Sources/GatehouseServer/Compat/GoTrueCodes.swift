@@ -21,6 +21,13 @@ struct GoTrueCodes: Sendable {
     static let badVerifier = GoTrueError(status: 400, .badCodeVerifier, "code challenge does not match previously saved code verifier")
     static let challengeInvalid = GoTrueError(status: 400, .mfaChallengeExpired, "The challenge has expired or is not this factor's.")
 
+    /// GoTrue's only check of a number: E.164's shape (a `+` may lead; then 2 to 15 digits, the
+    /// first not 0). Gatehouse itself checks numbers against the numbering plan (docs/phone.md).
+    static func isE164Shaped(_ number: String) -> Bool {
+        let digits = number.hasPrefix("+") ? number.dropFirst() : Substring(number)
+        return (2...15).contains(digits.count) && digits.allSatisfy { $0.isASCII && $0.isNumber } && digits.first != "0"
+    }
+
     /// RFC 7636: a challenge or verifier is 43–128 characters of `[A-Za-z0-9-._~]`.
     static func isPKCEValue(_ text: String) -> Bool {
         (43...128).contains(text.utf8.count) && text.utf8.allSatisfy { byte in

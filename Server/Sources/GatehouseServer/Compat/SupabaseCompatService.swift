@@ -132,6 +132,14 @@ struct SupabaseCompatService: Sendable {
         switch type {
         case "sms", "phone_change":
             guard let number, let token else { throw GatehouseError.invalidRequest("Send the phone number and the code as token.") }
+            if !preset.signInMethods.phone {
+                // GoTrue with phone sign-in off: the number's E.164 shape first, then no code
+                // can match (issue 63); never `provider_disabled` here.
+                guard GoTrueCodes.isE164Shaped(number) else {
+                    throw GatehouseError(status: 400, code: .invalidRequest, message: "Invalid phone number format (E.164 required)")
+                }
+                throw GatehouseError(status: 403, code: .tokenInvalid, message: "Token has expired or is invalid")
+            }
             do {
                 let answer =
                     type == "sms"
