@@ -98,6 +98,9 @@ extension AuditEvent {
         case appleEvent = "apple_event"
         /// A number proved with a code became the account's (`phone`), or was removed.
         case phoneVerified = "phone_verified"
+        /// An app's hook that rejected, or failed (`hook`, `decision`: `rejected`, `failed`,
+        /// `failed_open`; `reason` for a failure).
+        case hookCall = "hook_call"
         case phoneRemoved = "phone_removed"
         /// A send of an SMS code refused by a pumping defence (`reason`: an `SMSDefence`).
         case smsRefused = "sms_refused"

@@ -100,6 +100,10 @@ extension ErrorCode {
     public static let unknownPrice: ErrorCode = "unknown_price"
     /// A checkout for an account whose web subscription still runs: it is changed in the billing portal.
     public static let alreadySubscribed: ErrorCode = "already_subscribed"
+    /// The app's `BEFORE_USER_CREATED` or `BEFORE_SIGN_IN` hook said no; the message is the hook's own.
+    public static let hookRejected: ErrorCode = "hook_rejected"
+    /// The app's hook failed or did not answer in time (and does not fail open).
+    public static let hookUnavailable: ErrorCode = "hook_unavailable"
 }
 
 extension ErrorCode {
@@ -124,7 +128,7 @@ extension ErrorCode {
         .invalidCredential: 400, .challengeInvalid: 400, .credentialInUse: 409,
         .invalidCode: 400, .tooManyFactors: 409, .mfaRequired: 403,
         .invalidPhone: 400, .phoneInUse: 409, .invalidSignature: 400, .unknownPrice: 400,
-        .alreadySubscribed: 409,
+        .alreadySubscribed: 409, .hookRejected: 403, .hookUnavailable: 503,
     ]
 
     /// The status this code answers with unless the server names another (only

@@ -38,6 +38,8 @@ struct Infrastructure {
     /// digits of the password's SHA-1 in its path. The same client as `httpClient` when traces
     /// are off.
     let untracedHTTPClient: HTTPClient
+    /// The one caller of the app's hooks (the auth hooks and the SMS send hook).
+    let hookCaller: HookCaller
     let links: EmailLinks
     let engine: EntitlementEngine
     let tokens: AccessTokens
@@ -113,6 +115,7 @@ struct Infrastructure {
             untraced.tracing.tracer = nil
             untracedHTTPClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: untraced)
         }
+        hookCaller = HookCaller(client: httpClient, clock: clock, timeout: config.hooks.timeout, metrics: metrics, health: HookHealth(), tracer: tracer)
         links = EmailLinks(publicURL: config.publicURL, chainKey: chainKey)
         engine = EntitlementEngine(preset: preset)
         tokens = AccessTokens(
@@ -132,7 +135,7 @@ struct Infrastructure {
         }
         let smsSender: any SMSSender
         switch config.smsSender {
-        case .hook(let url, let secret)?: smsSender = SMSHookSender(url: url, secret: secret, client: httpClient, clock: clock)
+        case .hook(let url, let secret)?: smsSender = SMSHookSender(url: url, secret: secret, caller: hookCaller)
         case .twilio(let settings)?: smsSender = TwilioSender(settings: settings, client: httpClient)
         case nil: smsSender = DevSMSSender(logger: logger)
         }

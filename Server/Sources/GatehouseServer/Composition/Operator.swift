@@ -111,7 +111,7 @@ public enum Operator {
         return try await withStore(config) { store in
             try await body(
                 OperatorService(
-                    store: store, unitOfWork: unitOfWork(config, store).narrowed { $0 }, lifecycle: AccountLifecycle(handles: preset.handles),
+                    store: store, unitOfWork: unitOfWork(config, store).narrowed { $0 }, lifecycle: AccountLifecycle(handles: preset.handles, hooks: nil),
                     removal: FactorRemoval(mail: mail), engine: EntitlementEngine(preset: preset),
                     tokens: preset.tokens, clock: SystemClock()))
         }
@@ -133,7 +133,7 @@ public enum Operator {
         try await withStore(config) { store in
             try await body(
                 ImportService(
-                    store: store, unitOfWork: unitOfWork(config, store).narrowed { $0 }, lifecycle: AccountLifecycle(handles: config.preset.handles),
+                    store: store, unitOfWork: unitOfWork(config, store).narrowed { $0 }, lifecycle: AccountLifecycle(handles: config.preset.handles, hooks: nil),
                     firebaseKeys: FirebaseHashKeys(store: store, sealer: SecretSealer(secret: config.secretKey)), clock: SystemClock()))
         }
     }

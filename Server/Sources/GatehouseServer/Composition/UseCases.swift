@@ -51,7 +51,10 @@ struct UseCases {
             breached: BreachedPasswordChecker(client: infra.untracedHTTPClient, baseURL: config.breachedPasswordsURL, logger: infra.logger),
             throttle: throttle, preset: preset, audits: unitOfWork.narrowed { _ in () })
         let issuer = SessionIssuer(tokens: infra.tokens, mail: accountMail, settings: preset.tokens, mfa: preset.mfa)
-        let lifecycle = AccountLifecycle(handles: preset.handles)
+        let hooks = AuthHooks(
+            caller: infra.hookCaller, settings: config.hooks, preset: preset, presetName: preset.name,
+            audits: unitOfWork.narrowed { _ in () })
+        let lifecycle = AccountLifecycle(handles: preset.handles, hooks: hooks)
         let merges = MergeTokens(chainKey: infra.chainKey, clock: clock)
         let codes = MagicCodes(store: store, links: infra.links, preset: preset, clock: clock)
         let requests = InboxRequests(throttle: throttle, credentials: credentials, settings: preset.email)

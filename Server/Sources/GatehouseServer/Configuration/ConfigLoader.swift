@@ -21,7 +21,7 @@ extension GatehouseConfig {
         "passkey_rp_id", "passkey_origins", "apple_app_ids", "supabase_anon_key", "supabase_service_role_key",
         "sms_hook_url", "sms_hook_secret", "twilio_account_sid", "twilio_auth_token", "twilio_from", "twilio_messaging_service_sid",
         "twilio_api_url", "stripe_secret_key", "stripe_webhook_secrets", "stripe_api_url",
-    ] + googlePlayKeys
+    ] + googlePlayKeys + hookKeys
 
     /// The SMS sender the settings name: the send hook or Twilio (not both), every part it needs.
     static func smsSender(_ settings: inout Settings) -> SMSSenderSettings? {
@@ -36,7 +36,7 @@ extension GatehouseConfig {
                 settings.problem("sms_hook_secret", "is required when GATEHOUSE_SMS_HOOK_URL is set")
                 return nil
             }
-            guard let bytes = SMSHookSender.secretBytes(secret) else {
+            guard let bytes = HookCaller.secretBytes(secret) else {
                 settings.problem("sms_hook_secret", "must be a Standard Webhooks secret: whsec_ and at least 16 bytes in base64")
                 return nil
             }
@@ -59,7 +59,7 @@ extension GatehouseConfig {
         return .twilio(TwilioSettings(accountSID: sid, authToken: token, sender: sender, apiURL: apiURL))
     }
 
-    static let secretKeys: Set<String> = ["admin_key", "service_key", "supabase_service_role_key", "secret_key", "webhook_secret", "smtp_url", "captcha_secret", "sms_hook_secret", "twilio_auth_token", "stripe_secret_key", "stripe_webhook_secrets"]
+    static let secretKeys: Set<String> = Set(["admin_key", "service_key", "supabase_service_role_key", "secret_key", "webhook_secret", "smtp_url", "captcha_secret", "sms_hook_secret", "twilio_auth_token", "stripe_secret_key", "stripe_webhook_secrets"]).union(hookSecretKeys)
 
     /// Reads and validates the configuration from `environment` (normally the process's) and
     /// the file it names. Reports every problem at once.
@@ -259,6 +259,7 @@ extension GatehouseConfig {
         config.smsSender = smsSender(&settings)
         config.stripe = stripe(&settings)
         config.googlePlay = googlePlay(&settings)
+        config.hooks = hooks(&settings)
         if let bytes = settings.int("max_body_bytes", range: 1_024...(64 << 20), meaning: "a size in bytes from 1024 to 67108864") {
             config.maxBodyBytes = bytes
         }

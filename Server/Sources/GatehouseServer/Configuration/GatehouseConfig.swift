@@ -87,6 +87,8 @@ public struct GatehouseConfig: Sendable {
     /// Google Play's service account and push checks (`GATEHOUSE_GOOGLE_PLAY_*`); nil: Google
     /// Play purchases answer 503.
     var googlePlay: GooglePlayAPISettings?
+    /// The app's auth hooks (`GATEHOUSE_HOOK_*`, docs/hooks.md); none by default.
+    public var hooks = HookSettings()
     public var maxBodyBytes = 65_536
     /// PostgreSQL connections each node may open (PostgreSQL's `max_connections` must exceed the
     /// sum over all nodes, see docs/scaling.md).
@@ -205,7 +207,7 @@ public enum SMSSenderSettings: Sendable, Equatable {
     /// The send hook at `url` with a Standard Webhooks secret (`whsec_` and base64); nil when the
     /// secret is not one.
     public static func hook(url: URL, secret: String) -> SMSSenderSettings? {
-        SMSHookSender.secretBytes(secret).map { .hook(url: url, secret: $0) }
+        HookCaller.secretBytes(secret).map { .hook(url: url, secret: $0) }
     }
 
     var summary: String {

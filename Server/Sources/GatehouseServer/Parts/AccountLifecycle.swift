@@ -9,6 +9,13 @@ import GatehouseStore
 /// with it.
 struct AccountLifecycle: Sendable {
     let handles: HandleSettings
+    /// The app's hooks (`BEFORE_USER_CREATED`); nil where no account is ever made (the
+    /// operator's commands and imports), which then cannot admit one.
+    let hooks: AuthHooks?
+
+    init(handles: HandleSettings, hooks: AuthHooks? = nil) {
+        (self.handles, self.hooks) = (handles, hooks)
+    }
 
     /// What each change writes and reads: a caller's unit of work declares it too.
     typealias Creating = any UserStore & IdentityStore
@@ -33,9 +40,29 @@ struct AccountLifecycle: Sendable {
         throw GatehouseError.internalError(nil)
     }
 
+    /// `BEFORE_USER_CREATED` for `account`, asked before the transaction that makes it: the
+    /// admission `create` takes. 403 `hook_rejected`, 503 `hook_unavailable`.
+    func admit(_ account: NewAccount, client: ClientInfo) async throws -> AccountAdmission {
+        guard let hooks else { throw GatehouseError.internalError(nil) }
+        return try await hooks.admit(account, client: client)
+    }
+
+    /// Runs `body` with an admission when `needed` (read before its transaction) says an
+    /// account will be made, and once more with one when its transaction finds it must make
+    /// one after all (`AuthHooks.admitting`).
+    func admitting<T>(
+        _ account: NewAccount, client: ClientInfo, needed: Bool, _ body: (AccountAdmission?) async throws -> T
+    ) async throws -> T {
+        guard let hooks else { throw GatehouseError.internalError(nil) }
+        return try await hooks.admitting(account, client: client, needed: needed, body)
+    }
+
     /// A new account with its first identity (none for a passkey account: its passkey is its
-    /// way in); records `user.created` for `provider`.
-    func create(_ work: Work<Creating>, _ user: User, identity: Identity?, provider: Provider) async throws {
+    /// way in); records `user.created` for `provider`. Only with the app's admission
+    /// (`BEFORE_USER_CREATED`, asked before the transaction): without one it throws
+    /// `AccountAdmission.NotAsked` and nothing is written.
+    func create(_ work: Work<Creating>, _ user: User, identity: Identity?, provider: Provider, admitted admission: AccountAdmission?) async throws {
+        guard admission != nil else { throw AccountAdmission.NotAsked() }
         try await work.tx.insertUser(user)
         if let identity { try await work.tx.insertIdentity(identity) }
         try await work.record(.userCreated, user: user.id, data: ["provider": provider.rawValue])

@@ -53,52 +53,32 @@ protocol SMSSender: Sendable {
     func send(_ message: SMSMessage) async throws
 }
 
-/// `GATEHOUSE_SMS_HOOK_URL`: a POST signed as Standard Webhooks (`webhook-id`,
-/// `webhook-timestamp`, `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">`
-/// under the `whsec_` secret's bytes), body `{"type": "sms.send", "timestamp", "data": {"to",
-/// "text", "code", "purpose"}}`. Anything but a 2xx is a failure.
+/// `GATEHOUSE_SMS_HOOK_URL`: a POST through the one hook caller (`HookCaller`: Standard Webhooks
+/// signing, the hooks' timeout, no redirect, a bounded answer), body `{"type": "sms.send",
+/// "timestamp", "data": {"to", "text", "code", "purpose"}}`. Anything but a 2xx is a failure.
 struct SMSHookSender: SMSSender {
     let url: URL
     /// The secret's bytes (the base64 after `whsec_`).
     let secret: [UInt8]
-    let client: HTTPClient
-    let clock: any WallClock
+    let caller: HookCaller
     var keepsBodies: Bool { false }
 
+    /// The hook's label in the metric, the span and the console's hook health.
+    static let label = "send_sms"
+
     func send(_ message: SMSMessage) async throws {
-        let now = clock.now
         let body: [String: Any] = [
-            "type": "sms.send", "timestamp": now.rfc3339,
+            "type": "sms.send", "timestamp": caller.clock.now.rfc3339,
             "data": ["to": message.to, "text": message.text, "purpose": message.purpose].merging(message.code.map { ["code": $0] } ?? [:]) { a, _ in a },
         ]
         let data = try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])
-        let id = "msg_" + message.id.uuidString.lowercased()
-        var request = HTTPClientRequest(url: url.absoluteString)
-        request.method = .POST
-        request.headers.add(name: "Content-Type", value: "application/json")
-        request.headers.add(name: "webhook-id", value: id)
-        request.headers.add(name: "webhook-timestamp", value: String(now.unixSeconds))
-        request.headers.add(name: "webhook-signature", value: Self.signature(id: id, timestamp: now.unixSeconds, body: data, secret: secret))
-        request.body = .bytes(ByteBuffer(bytes: data))
-        let response = try await client.execute(request, timeout: .seconds(10))
-        _ = try? await response.body.collect(upTo: 65_536)
-        guard (200..<300).contains(response.status.code) else {
-            throw SMSDeliveryRefused(status: Int(response.status.code), detail: "the SMS hook")
+        do {
+            _ = try await caller.post(Self.label, url: url, secret: secret, id: "msg_" + message.id.uuidString.lowercased(), body: data)
+        } catch let failure {
+            // A receiver's own answer may refuse the number; an outage never does.
+            if case .status(let status) = failure { throw SMSDeliveryRefused(status: status, detail: "the SMS hook") }
+            throw failure
         }
-    }
-
-    /// Standard Webhooks' signature: `v1,` and the base64 of HMAC-SHA256 over `id.timestamp.body`.
-    static func signature(id: String, timestamp: Int64, body: Data, secret: [UInt8]) -> String {
-        var signed = Data("\(id).\(timestamp).".utf8)
-        signed.append(body)
-        let mac = HMAC<SHA256>.authenticationCode(for: signed, using: SymmetricKey(data: secret))
-        return "v1," + Data(mac).base64EncodedString()
-    }
-
-    /// The bytes of a `whsec_…` secret; nil when it is not one.
-    static func secretBytes(_ secret: String) -> [UInt8]? {
-        guard secret.hasPrefix("whsec_"), let bytes = Data(base64Encoded: String(secret.dropFirst(6))), bytes.count >= 16 else { return nil }
-        return Array(bytes)
     }
 }
 

@@ -157,6 +157,15 @@ final class ServerMetrics: Sendable {
         Counter(label: "gatehouse_webhook_deliveries_total", dimensions: [("result", result)], factory: factory).increment()
     }
 
+    /// A call to an app's hook (`HookCaller`): `hook` its label, `outcome` `answered` or a
+    /// `HookFailure`'s reason (`timeout`, `status`, `unreachable`, `oversized`, `malformed`).
+    func hookCall(_ hook: String, outcome: String, duration: Duration) {
+        Counter(label: "gatehouse_hook_calls_total", dimensions: [("hook", hook), ("outcome", outcome)], factory: factory).increment()
+        if duration > .zero {
+            Timer(label: "gatehouse_hook_duration_seconds", dimensions: [("hook", hook)], factory: factory).record(duration: duration)
+        }
+    }
+
     /// A background job's attempt failed: `retrying` (another attempt is due later) or
     /// `given_up` (it ran out of attempts: the console's overview lists it).
     func jobFailed(kind: String, givenUp: Bool) {

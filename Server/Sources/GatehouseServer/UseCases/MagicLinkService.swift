@@ -65,13 +65,18 @@ struct MagicLinkService: Sendable {
         if let anonymous = record.upgradeUserID, try await store.user(id: anonymous)?.isAnonymous == true {
             return try await upgrade(anonymous, record: record, client: client)
         }
-        let (outcome, created) = try await lifecycle.withTemporaryHandle { handle in
-            try await unitOfWork.run(client: client) { work -> (SignInOutcome, Bool) in
-                guard try await work.tx.useEmailToken(hash: record.hash, at: now) else { throw GatehouseError.tokenInvalid(preset) }
-                let (user, created) = try await signInUser(work, record: record, handle: handle)
-                let outcome = try await sessions.signIn(
-                    work.narrowed { $0 }, user, provider: .email, method: Self.method, event: created ? .signup : .login, door: .magicLink)
-                return (outcome, created)
+        // The app's say before an address with no account gets one (`BEFORE_USER_CREATED`).
+        let newAccount = NewAccount(.wayIn(.emailLink), email: record.email)
+        let needed = try await store.user(normalizedEmail: record.normalizedEmail) == nil
+        let (outcome, created) = try await lifecycle.admitting(newAccount, client: client, needed: needed) { admission in
+            try await lifecycle.withTemporaryHandle { handle in
+                try await unitOfWork.run(client: client) { work -> (SignInOutcome, Bool) in
+                    guard try await work.tx.useEmailToken(hash: record.hash, at: now) else { throw GatehouseError.tokenInvalid(preset) }
+                    let (user, created) = try await signInUser(work, record: record, handle: handle, admission: admission)
+                    let outcome = try await sessions.signIn(
+                        work.narrowed { $0 }, user, provider: .email, method: Self.method, event: created ? .signup : .login, door: .magicLink)
+                    return (outcome, created)
+                }
             }
         }
         // The inbox owner got in without the password: a lockout kept up by someone guessing it
@@ -111,7 +116,7 @@ struct MagicLinkService: Sendable {
     /// The account a magic link signs in to, made when there is none. An existing account whose
     /// address was never verified may have been set up by someone else with this address (a
     /// pre-hijack): the inbox owner gets it without anything added before this proof.
-    private func signInUser(_ work: Work<Stores>, record: EmailToken, handle: String?) async throws -> (User, created: Bool) {
+    private func signInUser(_ work: Work<Stores>, record: EmailToken, handle: String?, admission: AccountAdmission?) async throws -> (User, created: Bool) {
         let (tx, now) = (work.tx, work.now)
         if let found = try await tx.user(normalizedEmail: record.normalizedEmail) {
             guard !found.isDisabled else { throw GatehouseError.accountDisabled(preset) }
@@ -127,7 +132,7 @@ struct MagicLinkService: Sendable {
             createdAt: now)
         try await lifecycle.create(
             work.narrowed { $0 }, user, identity: Identity(userID: user.id, provider: .email, subject: record.normalizedEmail, email: record.email, createdAt: now),
-            provider: .magicLink)
+            provider: .magicLink, admitted: admission)
         return (user, true)
     }
 }

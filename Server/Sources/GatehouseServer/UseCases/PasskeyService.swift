@@ -132,12 +132,13 @@ struct PasskeyService: Sendable {
     }
 
     private func signUp(_ passkey: Passkey, email: String?, client: ClientInfo) async throws -> AuthResponse {
-        try await lifecycle.withTemporaryHandle { handle in
+        let admission = try await lifecycle.admit(NewAccount(.wayIn(.passkey), email: email), client: client)
+        return try await lifecycle.withTemporaryHandle { handle in
             try await unitOfWork.run(client: client) { work in
                 let user = User(
                     id: passkey.userID, email: email, normalizedEmail: email.map(EmailAddress.normalize), handle: handle,
                     createdAt: work.now)
-                try await lifecycle.create(work.narrowed { $0 }, user, identity: nil, provider: .passkey)
+                try await lifecycle.create(work.narrowed { $0 }, user, identity: nil, provider: .passkey, admitted: admission)
                 try await work.tx.insertPasskey(passkey)
                 try await added(work, passkey)
                 if email != nil, preset.verification.sendOnSignup {

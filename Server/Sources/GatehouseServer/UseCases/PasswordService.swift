@@ -55,6 +55,7 @@ struct PasswordService: Sendable {
         // look-alike spelling of a free one is refused rather than stored (finding 7).
         if try await store.user(normalizedEmail: normalized) != nil { throw GatehouseError.emailInUse(preset) }
         guard EmailAddress.isCanonical(address) else { throw GatehouseError.invalidEmail(preset) }
+        let admission = try await lifecycle.admit(NewAccount(.wayIn(.password), email: address), client: client)
         let hash = try await credentials.hash(password)
         do {
             return try await lifecycle.withTemporaryHandle { handle in
@@ -64,7 +65,7 @@ struct PasswordService: Sendable {
                         id: .random(), email: address, normalizedEmail: normalized, handle: handle, passwordHash: hash,
                         passwordChangedAt: now, createdAt: now)
                     let identity = Identity(userID: user.id, provider: .email, subject: normalized, email: address, createdAt: now)
-                    try await lifecycle.create(work.narrowed { $0 }, user, identity: identity, provider: .email)
+                    try await lifecycle.create(work.narrowed { $0 }, user, identity: identity, provider: .email, admitted: admission)
                     let (session, refresh) = try await sessions.start(work.narrowed { $0 }, user: user, provider: .email, door: .signUp, method: Self.method)
                     try await work.audit(.signup, user: user.id, session: session.id, details: ["provider": "email"])
                     if preset.verification.sendOnSignup {
@@ -233,6 +234,8 @@ struct PasswordService: Sendable {
             hash = nil
         }
         if try await store.user(normalizedEmail: normalized) != nil { throw GatehouseError.emailInUse(preset) }
+        // An operator's call (the app's backend, with the service key): no person's client to name.
+        let admission = try await lifecycle.admit(NewAccount(.byOperator, email: address), client: ClientInfo(ip: nil, userAgent: nil))
         do {
             let created = try await lifecycle.withTemporaryHandle { handle in
                 try await unitOfWork.run { work in
@@ -244,7 +247,7 @@ struct PasswordService: Sendable {
                     user.onboardingComplete = false
                     (user.userMetadata, user.appMetadata) = metadata
                     let identity = Identity(userID: user.id, provider: .email, subject: normalized, email: address, createdAt: now)
-                    try await lifecycle.create(work.narrowed { $0 }, user, identity: identity, provider: .email)
+                    try await lifecycle.create(work.narrowed { $0 }, user, identity: identity, provider: .email, admitted: admission)
                     try await work.audit(.signup, user: user.id, details: ["provider": "email", "by": "operator"])
                     return user
                 }

@@ -128,6 +128,8 @@ struct PhoneService: Sendable {
         let number = try number(phone)
         try await credentials.checkStrength(password, email: "")
         try await defences.admit(number, client: client, captchaToken: captchaToken)
+        // The app's say comes before anything is spent or queued, taken number or free alike.
+        _ = try await lifecycle.admit(NewAccount(.wayIn(.password), phone: number.e164), client: client)
         let hash = try await credentials.hash(password)
         // The same work whether the number is taken or free, so that neither the answer nor its
         // time says which (issue 58): a spent budget refuses both alike (nothing spent here),
@@ -171,7 +173,8 @@ struct PhoneService: Sendable {
                 user.phone = number.e164
                 guard try await work.tx.user(phone: number.e164) == nil, try await work.tx.user(id: job.userID) == nil else { return }
                 do {
-                    try await lifecycle.create(work.narrowed { $0 }, user, identity: nil, provider: .phone)
+                    try await lifecycle.create(
+                        work.narrowed { $0 }, user, identity: nil, provider: .phone, admitted: .askedByQueuedRequest(phone: number.e164))
                 } catch let error as StoreError where error.uniqueKey == .phone {
                     return  // a sign-up for the number committed meanwhile
                 }
@@ -191,13 +194,18 @@ struct PhoneService: Sendable {
         try await limitGuesses(client)
         let candidates = try await codes.recent(to: number.e164, purpose: .signIn, now: clock.now, in: store)
         let record = try await codes.check(candidates, to: number.e164, code: code, now: clock.now, in: store, listener: .anyone)
-        let (outcome, created) = try await lifecycle.withTemporaryHandle { handle in
-            try await unitOfWork.run(client: client) { work -> (SignInOutcome, Bool) in
-                try await codes.use(record, work.narrowed { $0 })
-                let (user, created) = try await signInUser(work, number: number, handle: handle, code: record)
-                let outcome = try await sessions.signIn(
-                    work.narrowed { $0 }, user, provider: .phone, method: Self.method, event: created ? .signup : .login, door: .phone)
-                return (outcome, created)
+        // The app's say before a number with no account gets one (`BEFORE_USER_CREATED`).
+        let needed = preset.sms.signUp ? try await store.user(phone: number.e164) == nil : false
+        let (outcome, created) = try await lifecycle.admitting(NewAccount(.wayIn(.phone), phone: number.e164), client: client, needed: needed) {
+            admission in
+            try await lifecycle.withTemporaryHandle { handle in
+                try await unitOfWork.run(client: client) { work -> (SignInOutcome, Bool) in
+                    try await codes.use(record, work.narrowed { $0 })
+                    let (user, created) = try await signInUser(work, number: number, handle: handle, code: record, admission: admission)
+                    let outcome = try await sessions.signIn(
+                        work.narrowed { $0 }, user, provider: .phone, method: Self.method, event: created ? .signup : .login, door: .phone)
+                    return (outcome, created)
+                }
             }
         }
         try await provedByHolder(number.e164)
@@ -210,7 +218,9 @@ struct PhoneService: Sendable {
     /// anything added before this proof. Only the sign-up's own code keeps the password it set,
     /// and only while the holder has asked for no code of their own since the sign-up (issue 58:
     /// the holder who asked to sign in may type whichever SMS came last).
-    private func signInUser(_ work: Work<Stores>, number: PhoneNumber, handle: String?, code: PhoneCode) async throws -> (User, created: Bool) {
+    private func signInUser(
+        _ work: Work<Stores>, number: PhoneNumber, handle: String?, code: PhoneCode, admission: AccountAdmission?
+    ) async throws -> (User, created: Bool) {
         let (tx, now) = (work.tx, work.now)
         if let found = try await tx.user(phone: number.e164) {
             guard !found.isDisabled else { throw GatehouseError.accountDisabled(preset) }
@@ -231,7 +241,7 @@ struct PhoneService: Sendable {
         do {
             try await lifecycle.create(
                 work.narrowed { $0 }, user, identity: Identity(userID: user.id, provider: .phone, subject: number.e164, email: nil, createdAt: now),
-                provider: .phone)
+                provider: .phone, admitted: admission)
         } catch let error as StoreError where error.uniqueKey == .phone || error.uniqueKey == .identity {
             throw phoneInUse()
         }

@@ -72,6 +72,7 @@ struct ProfileService: Sendable {
             return AnonymousResponse(user: response.user, session: response.session, nameSuggestions: user.nameSuggestions ?? [])
         }
         let names = NameSuggester.suggestions()
+        let admission = try await lifecycle.admit(NewAccount(.wayIn(.anonymous)), client: client)
         do {
             let response = try await lifecycle.withTemporaryHandle { handle in
                 try await unitOfWork.run(client: client) { work -> AuthResponse in
@@ -79,7 +80,7 @@ struct ProfileService: Sendable {
                     let user = User(id: .random(), isAnonymous: true, handle: handle, createdAt: now)
                     try await lifecycle.create(
                         work.narrowed { $0 }, user, identity: Identity(userID: user.id, provider: .anonymous, subject: user.id.description, createdAt: now),
-                        provider: .anonymous)
+                        provider: .anonymous, admitted: admission)
                     try await tx.setNameSuggestions(user.id, names, now: now)
                     let response = try await sessions.signIn(work.narrowed { $0 }, user, provider: .anonymous, event: .signup, door: .anonymous).requireSession()
                     if let keyHash, let session = SessionID(response.session.sessionID) {

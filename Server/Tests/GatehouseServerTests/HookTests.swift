@@ -1,0 +1,277 @@
+import Foundation
+import GatehouseCore
+import GatehouseServer
+import GatehouseStore
+import GatehouseTestSupport
+import GatehouseWire
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Testing
+
+/// Issue 63: the app's auth hooks, called through the one `HookCaller` and answered by a real
+/// endpoint (`Tests/support/hook_receiver.py`) that checks every call's Standard Webhooks
+/// signature with the `standardwebhooks` package from PyPI.
+@Suite(.requires(SMSReceiver.python != nil, "GATEHOUSE_TEST_PYTHON with standardwebhooks"))
+struct HookTests {
+    static let message = "Sign-ups from this domain are closed. Write to hello@example.com."
+
+    /// `BEFORE_USER_CREATED` at `receiver` (`path`), the timeout short so a slow hook is quick to see.
+    static func hook(
+        _ receiver: HookReceiver, path: String = "/created", failOpen: Bool = false, format: HookFormat = .gatehouse
+    ) -> @Sendable (inout GatehouseConfig) -> Void {
+        { config in
+            config.hooks[.beforeUserCreated] = HookEndpoint(url: URL(string: receiver.url(path))!, secret: receiver.secret, failOpen: failOpen, format: format)
+            config.hooks.timeout = .milliseconds(800)
+            config.preset.verification.sendOnSignup = true
+        }
+    }
+
+    /// Every answer a hook may give to a password sign-up, through HTTP: allow makes the account
+    /// (the call names the way in, the address, the client and the preset); reject answers 403
+    /// `hook_rejected` with the hook's own sentence and stores nothing, mails nothing; a hook
+    /// that is slow, erring, redirecting, oversized or says something else answers 503
+    /// `hook_unavailable` (the redirect's target never called); fail-open lets the same failure
+    /// through. Each reject and failure is in the audit trail.
+    @Test(arguments: Backend.available)
+    func eachAnswerOfTheHookDecidesASignUp(_ backend: Backend) async throws {
+        let receiver = try await HookReceiver()
+        defer { receiver.stop() }
+        try await TestApp.run(backend, preset: "handz", setup: .live, adjust: Self.hook(receiver)) { client, config in
+            let api = AuthClient(client: client)
+            try receiver.allow()
+            let made = try await api.signup("allowed@example.com")
+            #expect(made.status == .created || made.status == .ok, "\(made.text)")
+            let call = try #require(receiver.calls.last)
+            #expect(call.path == "/created" && call.body["type"] as? String == "before_user_created")
+            #expect(call.data["way_in"] as? String == "password" && call.data["email"] as? String == "allowed@example.com")
+            #expect(call.data["preset"] as? String == "handz")
+            #expect((call.data["client"] as? [String: Any])?["ip"] is String)
+            #expect(call.webhookID.hasPrefix("msg_"))
+
+            try receiver.reject(Self.message)
+            let refused = try await api.signup("refused@example.com")
+            #expect(refused.status == .forbidden && refused.error?.code == .hookRejected && refused.error?.message == Self.message, "\(refused.text)")
+            try await Self.expectNothingStored(config, "refused@example.com")
+
+            let failures: [(String, [String: Any])] = [
+                ("timeout", ["delay_ms": 2_000]),
+                ("status", ["status": 500, "body": ["decision": "allow"]]),
+                ("status", ["redirect": receiver.url("/elsewhere")]),
+                ("oversized", ["pad": 20_000]),
+                ("malformed", ["body": ["decision": "maybe"]]),
+                ("malformed", ["body": ["decision": "allow", "claims": [:] as [String: Any]]]),
+                ("malformed", ["body": ["decision": "reject"]]),
+                ("malformed", ["raw": "allow"]),
+            ]
+            for (index, (reason, plan)) in failures.enumerated() {
+                try receiver.plan(plan)
+                let email = "failure\(index)@example.com"
+                let answer = try await api.signup(email)
+                #expect(answer.status == .serviceUnavailable && answer.error?.code == .hookUnavailable, "\(reason) \(plan): \(answer.text)")
+                #expect(answer.error?.message == "We can't finish this right now. Please try again in a moment.")
+                try await Self.expectNothingStored(config, email)
+            }
+            #expect(receiver.calls.allSatisfy { $0.path != "/elsewhere" }, "a redirect was followed")
+            #expect(receiver.rejections.isEmpty, "\(receiver.rejections)")
+
+            let trail = try await TestApp.withStore(config) { store in try await store.auditEvents(userID: nil, event: "hook_call", before: nil, limit: 50) }
+            #expect(trail.filter { $0.details["decision"] == "rejected" }.count == 1)
+            #expect(trail.filter { $0.details["decision"] == "failed" }.map { $0.details["reason"] ?? "" }.sorted() == failures.map(\.0).sorted())
+            #expect(trail.allSatisfy { $0.details["hook"] == "BEFORE_USER_CREATED" })
+        }
+        // Fail-open: the same timeout lets the sign-up through, and says so in the trail.
+        try await TestApp.run(backend, preset: "handz", adjust: Self.hook(receiver, failOpen: true)) { client, config in
+            try receiver.plan(["delay_ms": 2_000])
+            let made = try await AuthClient(client: client).signup("open@example.com")
+            #expect(made.status == .created || made.status == .ok, "\(made.text)")
+            let trail = try await TestApp.withStore(config) { store in try await store.auditEvents(userID: nil, event: "hook_call", before: nil, limit: 5) }
+            #expect(trail.first?.details["decision"] == "failed_open" && trail.first?.details["reason"] == "timeout")
+        }
+        // A hook nobody listens at, with the preset's own words for the failure.
+        let closed = try SMTPSink.freePort()
+        try await TestApp.run(backend, preset: "handz", adjust: {
+            Self.hook(receiver)(&$0)
+            $0.hooks[.beforeUserCreated]?.url = URL(string: "http://127.0.0.1:\(closed)/created")!
+            $0.preset.copy["error.hook_unavailable"] = "Handz can't open new accounts this minute."
+        }) { client, config in
+            let answer = try await AuthClient(client: client).signup("closed@example.com")
+            #expect(answer.status == .serviceUnavailable && answer.error?.message == "Handz can't open new accounts this minute.", "\(answer.text)")
+            let trail = try await TestApp.withStore(config) { store in try await store.auditEvents(userID: nil, event: "hook_call", before: nil, limit: 5) }
+            // The HTTP client may try a refused connection again until the deadline: then it
+            // reads as a timeout.
+            #expect(["unreachable", "timeout"].contains(trail.first?.details["reason"] ?? ""), "\(trail.first?.details ?? [:])")
+            try await Self.expectNothingStored(config, "closed@example.com")
+        }
+    }
+
+    /// A walk over the catalogue: every way in (`Credential.waysIn`) and the operator's doors on
+    /// `/auth/v1` ask `BEFORE_USER_CREATED` before an account is made. With the hook saying no,
+    /// each answers 403 `hook_rejected` with its message and the number of accounts does not
+    /// move; then with the hook saying yes, the same attempt (the same code or link where it
+    /// has one) makes the account, and the call named its way in. A new way in does not compile
+    /// until the walk has a step for it.
+    @Test(arguments: Backend.available)
+    func everyWayInAsksBeforeAnAccountIsMade(_ backend: Backend) async throws {
+        let receiver = try await HookReceiver()
+        defer { receiver.stop() }
+        let clock = ManualClock(Date())
+        try await ProviderSignInTests.run(backend, preset: "hannah", clock: clock, setup: .live, adjust: {
+            SessionDoorTests.configure(&$0)
+            $0.preset.signInMethods.google = true
+            Self.hook(receiver)(&$0)
+        }) { api, apple, google, config in
+            let count = { try await TestApp.withStore(config) { store in try await store.userCount() } }
+            /// Tries `attempt` refused, then allowed: the refusal stores nothing, the allowed one
+            /// makes one account and the hook was told `wayIn`.
+            func walk(_ wayIn: String, _ attempt: () async throws -> TestResponse) async throws {
+                try receiver.reject(Self.message)
+                let before = try await count()
+                let refused = try await attempt()
+                // Gatehouse's shape on `/v1`, GoTrue's (`error_code`, `msg`) on `/auth/v1`.
+                let body = try JSONSerialization.jsonObject(with: Data(refused.body.readableBytesView)) as? [String: Any] ?? [:]
+                let error = body["error"] as? [String: Any] ?? [:]
+                let (code, message) = (error["code"] ?? body["error_code"], error["message"] ?? body["msg"])
+                #expect(refused.status == .forbidden && code as? String == "hook_rejected" && message as? String == Self.message, "\(wayIn): \(refused.text)")
+                #expect(try await count() == before, "\(wayIn) stored an account the hook refused")
+                try receiver.allow()
+                let allowed = try await attempt()
+                #expect([.ok, .created].contains(allowed.status), "\(wayIn): \(allowed.text)")
+                #expect(try await count() == before + 1, "\(wayIn) made no account")
+                #expect(receiver.calls.last?.data["way_in"] as? String == wayIn, "\(wayIn): \(receiver.calls.last?.data ?? [:])")
+            }
+            var walked: Set<Credential> = []
+            for credential in Credential.waysIn {
+                switch credential {
+                case .password:
+                    try await walk("password") { try await api.signup("hook-password@example.com") }
+                case .emailLink:
+                    #expect(try await api.post("/v1/auth/magic-link", PhoneTests.json(["email": "hook-magic@example.com"])).status == .accepted)
+                    let mail = try await EmailFlowTests.outboxMail(config, kind: "magic_link") { $0.recipient == "hook-magic@example.com" }
+                    let code = try EmailFlowTests.code(in: ReceivedMail(text: mail.textBody ?? ""))
+                    try await walk("email_link") {
+                        try await api.post("/v1/auth/magic-link/verify", PhoneTests.json(["email": "hook-magic@example.com", "code": code]))
+                    }
+                case .apple:
+                    let token = try apple.token(sub: "hook-apple", email: "hook-apple@example.com", extra: ["email_verified": true], now: clock.now)
+                    try await walk("apple") { try await api.post("/v1/auth/apple", ProviderSignInTests.body(token)) }
+                case .google:
+                    let token = try google.token(sub: "hook-google", email: "hook-google@example.com", extra: ["email_verified": true], now: clock.now)
+                    try await walk("google") { try await api.post("/v1/auth/google", ProviderSignInTests.body(token)) }
+                case .passkey:
+                    let passkeys = PasskeyTests.Flow(api: api, device: try SoftAuthenticator())
+                    try await walk("passkey") {
+                        let options = try await passkeys.registrationOptions(email: "hook-passkey@example.com")
+                        let made = try await passkeys.device.create("hook", options: options.options, origin: PasskeyTests.nativeOrigin)
+                        return try await passkeys.verifyRegistration(options.challengeID, made)
+                    }
+                case .anonymous:
+                    try await walk("anonymous") { try await api.post("/v1/auth/anonymous", "") }
+                case .phone:
+                    #expect(try await api.post("/v1/auth/phone/code", PhoneTests.json(["phone": PhoneTests.number])).status == .accepted)
+                    let code = try PhoneTests.code(in: try await PhoneTests.sms(config, to: PhoneTests.number))
+                    try await walk("phone") { try await api.post("/v1/auth/phone/verify", PhoneTests.json(["phone": PhoneTests.number, "code": code])) }
+                case .totp, .recoveryCodes:
+                    Issue.record("\(credential) is a second factor, not a way in")
+                }
+                walked.insert(credential)
+            }
+            #expect(walked == Set(Credential.waysIn))
+            // `/auth/v1`: a sign-up, and the operator's create, invite and generated sign-up link.
+            let service: HTTPFields = WaysInTests.apikey.merging([.authorization: "Bearer \(SupabaseCompatTests.serviceRoleKey)"])
+            try await walk("password") {
+                try await api.post("/auth/v1/signup", AuthClient.credentials("hook-gotrue@example.com", "correct horse battery"), headers: WaysInTests.apikey)
+            }
+            try await walk("operator") {
+                try await api.post("/auth/v1/admin/users", #"{"email": "hook-admin@example.com", "password": "correct horse battery"}"#, headers: service)
+            }
+            try await walk("operator") { try await api.post("/auth/v1/invite", #"{"email": "hook-invite@example.com"}"#, headers: service) }
+            try await walk("operator") {
+                try await api.post(
+                    "/auth/v1/admin/generate_link", #"{"type": "signup", "email": "hook-link@example.com", "password": "correct horse battery"}"#,
+                    headers: service)
+            }
+            #expect(receiver.rejections.isEmpty, "\(receiver.rejections)")
+        }
+    }
+
+    /// No account, no identity and no mail for `email`.
+    static func expectNothingStored(_ config: GatehouseConfig, _ email: String) async throws {
+        let (stored, mailed) = try await TestApp.withStore(config) { store in
+            (try await store.user(normalizedEmail: email) != nil, try await store.recentMail(limit: 100).contains { $0.recipient == email })
+        }
+        #expect(!stored, "\(email) was stored")
+        #expect(!mailed, "\(email) was mailed")
+    }
+
+    /// Supabase Auth's `before-user-created` payload and answers (`FORMAT=supabase`), as its
+    /// documentation gives them: `{}` allows, `{"error": {"http_code", "message"}}` rejects with
+    /// the message.
+    @Test(arguments: Backend.available)
+    func aHookWrittenForSupabaseWorksUnchanged(_ backend: Backend) async throws {
+        let receiver = try await HookReceiver()
+        defer { receiver.stop() }
+        try await TestApp.run(backend, preset: "handz", adjust: Self.hook(receiver, format: .supabase)) { client, config in
+            let api = AuthClient(client: client)
+            try receiver.plan(["body": [:] as [String: Any]])
+            #expect([.ok, .created].contains(try await api.signup("supabase-allowed@example.com").status))
+            let call = try #require(receiver.calls.last)
+            let metadata = try #require(call.body["metadata"] as? [String: Any])
+            #expect(metadata["name"] as? String == "before-user-created" && metadata["uuid"] is String && metadata["ip_address"] is String)
+            let user = try #require(call.body["user"] as? [String: Any])
+            #expect(user["email"] as? String == "supabase-allowed@example.com" && user["aud"] as? String == "authenticated")
+            #expect((user["app_metadata"] as? [String: Any])?["provider"] as? String == "email")
+            try receiver.plan(["body": ["error": ["http_code": 400, "message": Self.message]]])
+            let refused = try await api.signup("supabase-refused@example.com")
+            #expect(refused.status == .forbidden && refused.error?.code == .hookRejected && refused.error?.message == Self.message, "\(refused.text)")
+            try await Self.expectNothingStored(config, "supabase-refused@example.com")
+        }
+    }
+
+    /// The hooks' settings are read together at start: a URL needs its `whsec_` secret, a
+    /// setting without its URL is named, and `supabase` only where Supabase has the hook.
+    @Test func theHookSettingsAreCheckedAtStart() async throws {
+        let secret = SMSReceiver.newHookSecret()
+        let good = try await GatehouseConfig.load(environment: [
+            "GATEHOUSE_HOOK_BEFORE_USER_CREATED_URL": "https://app.example.com/hooks/created",
+            "GATEHOUSE_HOOK_BEFORE_USER_CREATED_SECRET": secret, "GATEHOUSE_HOOK_BEFORE_USER_CREATED_FAIL_OPEN": "true",
+            "GATEHOUSE_HOOK_SEND_EMAIL_URL": "https://app.example.com/hooks/mail", "GATEHOUSE_HOOK_SEND_EMAIL_SECRET": secret,
+            "GATEHOUSE_HOOK_SEND_EMAIL_FORMAT": "supabase", "GATEHOUSE_HOOK_TIMEOUT_MS": "1500",
+        ])
+        #expect(good.hooks.timeout == .milliseconds(1_500))
+        #expect(good.hooks[.beforeUserCreated]?.failOpen == true && good.hooks[.beforeUserCreated]?.format == .gatehouse)
+        #expect(good.hooks[.sendEmail]?.format == .supabase && good.hooks[.sendEmail]?.failOpen == false)
+        #expect(good.hooks[.beforeSignIn] == nil)
+        // Without any setting the default is five seconds and no hook.
+        let none = try await GatehouseConfig.load(environment: [:])
+        #expect(none.hooks.timeout == .milliseconds(5_000) && none.hooks.endpoints.isEmpty)
+        do {
+            _ = try await GatehouseConfig.load(environment: [
+                "GATEHOUSE_HOOK_BEFORE_USER_CREATED_URL": "https://app.example.com/hooks/created",
+                "GATEHOUSE_HOOK_BEFORE_SIGN_IN_URL": "https://app.example.com/hooks/sign-in", "GATEHOUSE_HOOK_BEFORE_SIGN_IN_SECRET": "plain",
+                "GATEHOUSE_HOOK_CUSTOM_ACCESS_TOKEN_SECRET": secret,
+                "GATEHOUSE_HOOK_SEND_EMAIL_URL": "https://app.example.com/m", "GATEHOUSE_HOOK_SEND_EMAIL_SECRET": secret,
+                "GATEHOUSE_HOOK_SEND_EMAIL_FORMAT": "firebase",
+                "GATEHOUSE_HOOK_TIMEOUT_MS": "0",
+            ])
+            Issue.record("the settings were accepted")
+        } catch {
+            #expect(error.problems.sorted() == [
+                "GATEHOUSE_HOOK_BEFORE_SIGN_IN_SECRET: must be a Standard Webhooks secret: whsec_ and at least 16 bytes in base64",
+                "GATEHOUSE_HOOK_BEFORE_USER_CREATED_SECRET: is required when GATEHOUSE_HOOK_BEFORE_USER_CREATED_URL is set",
+                "GATEHOUSE_HOOK_CUSTOM_ACCESS_TOKEN_SECRET: is set without GATEHOUSE_HOOK_CUSTOM_ACCESS_TOKEN_URL",
+                "GATEHOUSE_HOOK_SEND_EMAIL_FORMAT: 'firebase' is not gatehouse or supabase",
+                "GATEHOUSE_HOOK_TIMEOUT_MS: '0' is not a number of milliseconds from 100 to 30000",
+            ])
+        }
+        do {
+            _ = try await GatehouseConfig.load(environment: [
+                "GATEHOUSE_HOOK_BEFORE_SIGN_IN_URL": "https://app.example.com/s", "GATEHOUSE_HOOK_BEFORE_SIGN_IN_SECRET": secret,
+                "GATEHOUSE_HOOK_BEFORE_SIGN_IN_FORMAT": "supabase",
+            ])
+            Issue.record("a Supabase format for a hook Supabase lacks was accepted")
+        } catch {
+            #expect(error.problems == ["GATEHOUSE_HOOK_BEFORE_SIGN_IN_FORMAT: supabase has no such hook; only gatehouse is spoken here"])
+        }
+    }
+}
