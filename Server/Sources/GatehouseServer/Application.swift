@@ -99,6 +99,7 @@ public func buildApplication(
         store: store, days: config.preset.privacy.retentionDays, idleSeconds: config.preset.tokens.refreshTokenTTLSeconds,
         unconfirmedFactorTTLSeconds: config.preset.mfa.unconfirmedFactorTTLSeconds, clock: clock, logger: logger)
     services.append(retention)
+    if config.memoryTrimSeconds > 0 { services.append(MemoryTrim(interval: .seconds(config.memoryTrimSeconds))) }
     let voided = infra.googlePlay.map { _ in GooglePlayVoidedSweep(googlePlay: useCases.googlePlay, logger: logger) }
     if let voided { services.append(voided) }
     // Only the providers an app is configured for (it has their audiences).

@@ -144,6 +144,20 @@ import Testing
         }
     }
 
+    /// Issue 61: the resident set is checked every second for memory to give back unless the
+    /// setting says otherwise (0 never); a value out of range stops the start.
+    @Test func theMemoryTrimChecksEverySecondUnlessSet() async throws {
+        #expect(try await load([:]).memoryTrimSeconds == 1)
+        #expect(try await load(["GATEHOUSE_MEMORY_TRIM_SECONDS": "0"]).memoryTrimSeconds == 0)
+        #expect(try await load(["GATEHOUSE_MEMORY_TRIM_SECONDS": "60"]).memoryTrimSeconds == 60)
+        do throws(ConfigurationError) {
+            _ = try await load(["GATEHOUSE_MEMORY_TRIM_SECONDS": "-1"])
+            Issue.record("a negative interval was accepted")
+        } catch {
+            #expect(error.problems == ["GATEHOUSE_MEMORY_TRIM_SECONDS: '-1' is not a number of seconds from 0 (never) to 3600"])
+        }
+    }
+
     /// Issue 44: Stripe's key comes with its webhook secrets or not at all, and a webhook secret is
     /// Stripe's `whsec_…`; either mistake stops the start naming the variable.
     @Test func stripeNeedsItsKeyAndWebhookSecretsTogether() async throws {

@@ -15,7 +15,7 @@ extension GatehouseConfig {
         "admin_key_file", "secret_key", "apple_audiences", "google_audiences", "apple_jwks_url",
         "google_jwks_url", "appstore_root_certs", "appstore_bundle_id", "appstore_environments", "captcha_verify_url", "captcha_secret", "tls_cert_file", "tls_key_file", "redirect_allowlist",
         "trusted_proxies", "ip_limits", "webhook_url", "webhook_secret", "max_body_bytes", "http_idle_timeout_seconds", "max_connections", "max_connections_per_ip", "log_level",
-        "log_format", "argon2_memory_kib", "argon2_iterations", "argon2_parallelism", "hash_threads",
+        "log_format", "argon2_memory_kib", "argon2_iterations", "argon2_parallelism", "hash_threads", "memory_trim_seconds",
         "breached_passwords_url", "token_audience", "smtp_ca_file", "mail_from", "apple_team_id", "apple_key_id",
         "apple_private_key_file", "apple_client_id", "apple_token_url", "apple_revoke_url", "service_key",
         "passkey_rp_id", "passkey_origins", "apple_app_ids", "supabase_anon_key", "supabase_service_role_key",
@@ -286,6 +286,9 @@ extension GatehouseConfig {
         }
         if let threads = settings.int("hash_threads", range: 1...256, meaning: "a thread count from 1 to 256") {
             config.hashThreads = threads
+        }
+        if let seconds = settings.int("memory_trim_seconds", range: 0...3_600, meaning: "a number of seconds from 0 (never) to 3600") {
+            config.memoryTrimSeconds = seconds
         }
         if let url = settings.url("breached_passwords_url", schemes: ["http", "https"]) {
             config.breachedPasswordsURL = url.absoluteString.hasSuffix("/") ? url.absoluteString : url.absoluteString + "/"

@@ -90,6 +90,9 @@ public struct GatehouseConfig: Sendable {
     /// The app's auth hooks (`GATEHOUSE_HOOK_*`, docs/hooks.md); none by default.
     public var hooks = HookSettings()
     public var maxBodyBytes = 65_536
+    /// `GATEHOUSE_MEMORY_TRIM_SECONDS`: how often the free memory malloc holds is checked, going
+    /// back to the system over 16 MiB (`MemoryTrim`); 0 never.
+    public var memoryTrimSeconds = 1
     /// PostgreSQL connections each node may open (PostgreSQL's `max_connections` must exceed the
     /// sum over all nodes, see docs/scaling.md).
     public var databasePoolSize = 20
