@@ -74,19 +74,14 @@ final class HookReceiver: Sendable {
     func reject(_ message: String) throws { try plan(["body": ["decision": "reject", "message": message]]) }
 
     /// The verified calls so far, oldest first.
-    var calls: [Call] { Self.lines(of: callsFile).compactMap(Call.init) }
+    var calls: [Call] { SMSReceiver.lines(of: callsFile).compactMap(Call.init) }
 
     /// Calls refused for their signature.
-    var rejections: [String] { Self.lines(of: rejectionsFile) }
+    var rejections: [String] { SMSReceiver.lines(of: rejectionsFile) }
 
     func stop() {
         try? input.fileHandleForWriting.close()
         process.waitUntilExit()
         try? FileManager.default.removeItem(at: directory)
-    }
-
-    private static func lines(of file: URL) -> [String] {
-        guard let text = try? String(contentsOf: file, encoding: .utf8), let end = text.lastIndex(of: "\n") else { return [] }
-        return text[..<end].split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
     }
 }

@@ -79,6 +79,11 @@ struct HookTests {
             #expect(trail.filter { $0.details["decision"] == "rejected" }.count == 1)
             #expect(trail.filter { $0.details["decision"] == "failed" }.map { $0.details["reason"] ?? "" }.sorted() == failures.map(\.0).sorted())
             #expect(trail.allSatisfy { $0.details["hook"] == "BEFORE_USER_CREATED" })
+            // The console's overview shows the hook's health on this node: 2 decisions and 8 failures.
+            let (_, console) = try await ConsoleTests.Console.signIn(client)
+            let overview = try await #require(console).get("/admin").text
+            let row = try #require(overview.firstRange(of: #"<tr data-hook="before_user_created">"#).map { overview[$0.lowerBound...].prefix { $0 != "\n" } })
+            #expect(row.hasPrefix(#"<tr data-hook="before_user_created"><td>before_user_created</td><td>10</td><td>8</td><td>"#) && row.contains(" ms</td>"), "\(row)")
         }
         // Fail-open: the same timeout lets the sign-up through, and says so in the trail.
         try await TestApp.run(backend, preset: "handz", adjust: Self.hook(receiver, failOpen: true)) { client, config in
@@ -235,43 +240,63 @@ struct HookTests {
         let good = try await GatehouseConfig.load(environment: [
             "GATEHOUSE_HOOK_BEFORE_USER_CREATED_URL": "https://app.example.com/hooks/created",
             "GATEHOUSE_HOOK_BEFORE_USER_CREATED_SECRET": secret, "GATEHOUSE_HOOK_BEFORE_USER_CREATED_FAIL_OPEN": "true",
-            "GATEHOUSE_HOOK_SEND_EMAIL_URL": "https://app.example.com/hooks/mail", "GATEHOUSE_HOOK_SEND_EMAIL_SECRET": secret,
-            "GATEHOUSE_HOOK_SEND_EMAIL_FORMAT": "supabase", "GATEHOUSE_HOOK_TIMEOUT_MS": "1500",
+            "GATEHOUSE_HOOK_TIMEOUT_MS": "1500",
         ])
         #expect(good.hooks.timeout == .milliseconds(1_500))
         #expect(good.hooks[.beforeUserCreated]?.failOpen == true && good.hooks[.beforeUserCreated]?.format == .gatehouse)
-        #expect(good.hooks[.sendEmail]?.format == .supabase && good.hooks[.sendEmail]?.failOpen == false)
         #expect(good.hooks[.beforeSignIn] == nil)
+        let supabase = try await GatehouseConfig.load(environment: [
+            "GATEHOUSE_HOOK_BEFORE_USER_CREATED_URL": "https://app.example.com/hooks/created",
+            "GATEHOUSE_HOOK_BEFORE_USER_CREATED_SECRET": secret, "GATEHOUSE_HOOK_BEFORE_USER_CREATED_FORMAT": "Supabase",
+        ])
+        #expect(supabase.hooks[.beforeUserCreated]?.format == .supabase && supabase.hooks[.beforeUserCreated]?.failOpen == false)
         // Without any setting the default is five seconds and no hook.
         let none = try await GatehouseConfig.load(environment: [:])
         #expect(none.hooks.timeout == .milliseconds(5_000) && none.hooks.endpoints.isEmpty)
         do {
             _ = try await GatehouseConfig.load(environment: [
                 "GATEHOUSE_HOOK_BEFORE_USER_CREATED_URL": "https://app.example.com/hooks/created",
-                "GATEHOUSE_HOOK_BEFORE_SIGN_IN_URL": "https://app.example.com/hooks/sign-in", "GATEHOUSE_HOOK_BEFORE_SIGN_IN_SECRET": "plain",
                 "GATEHOUSE_HOOK_CUSTOM_ACCESS_TOKEN_SECRET": secret,
-                "GATEHOUSE_HOOK_SEND_EMAIL_URL": "https://app.example.com/m", "GATEHOUSE_HOOK_SEND_EMAIL_SECRET": secret,
-                "GATEHOUSE_HOOK_SEND_EMAIL_FORMAT": "firebase",
                 "GATEHOUSE_HOOK_TIMEOUT_MS": "0",
             ])
             Issue.record("the settings were accepted")
         } catch {
             #expect(error.problems.sorted() == [
-                "GATEHOUSE_HOOK_BEFORE_SIGN_IN_SECRET: must be a Standard Webhooks secret: whsec_ and at least 16 bytes in base64",
                 "GATEHOUSE_HOOK_BEFORE_USER_CREATED_SECRET: is required when GATEHOUSE_HOOK_BEFORE_USER_CREATED_URL is set",
                 "GATEHOUSE_HOOK_CUSTOM_ACCESS_TOKEN_SECRET: is set without GATEHOUSE_HOOK_CUSTOM_ACCESS_TOKEN_URL",
-                "GATEHOUSE_HOOK_SEND_EMAIL_FORMAT: 'firebase' is not gatehouse or supabase",
                 "GATEHOUSE_HOOK_TIMEOUT_MS: '0' is not a number of milliseconds from 100 to 30000",
             ])
         }
         do {
             _ = try await GatehouseConfig.load(environment: [
-                "GATEHOUSE_HOOK_BEFORE_SIGN_IN_URL": "https://app.example.com/s", "GATEHOUSE_HOOK_BEFORE_SIGN_IN_SECRET": secret,
-                "GATEHOUSE_HOOK_BEFORE_SIGN_IN_FORMAT": "supabase",
+                "GATEHOUSE_HOOK_BEFORE_USER_CREATED_URL": "https://app.example.com/c", "GATEHOUSE_HOOK_BEFORE_USER_CREATED_SECRET": "plain",
+                "GATEHOUSE_HOOK_BEFORE_USER_CREATED_FORMAT": "firebase",
             ])
-            Issue.record("a Supabase format for a hook Supabase lacks was accepted")
+            Issue.record("a plain secret was accepted")
         } catch {
-            #expect(error.problems == ["GATEHOUSE_HOOK_BEFORE_SIGN_IN_FORMAT: supabase has no such hook; only gatehouse is spoken here"])
+            #expect(error.problems == ["GATEHOUSE_HOOK_BEFORE_USER_CREATED_SECRET: must be a Standard Webhooks secret: whsec_ and at least 16 bytes in base64"])
+        }
+        do {
+            _ = try await GatehouseConfig.load(environment: [
+                "GATEHOUSE_HOOK_BEFORE_USER_CREATED_URL": "https://app.example.com/c", "GATEHOUSE_HOOK_BEFORE_USER_CREATED_SECRET": secret,
+                "GATEHOUSE_HOOK_BEFORE_USER_CREATED_FORMAT": "firebase",
+            ])
+            Issue.record("an unknown format was accepted")
+        } catch {
+            #expect(error.problems == ["GATEHOUSE_HOOK_BEFORE_USER_CREATED_FORMAT: 'firebase' is not gatehouse or supabase"])
+        }
+        // A hook this version does not call is refused, not read and ignored.
+        for hook in HookName.allCases {
+            let stem = "GATEHOUSE_HOOK_\(hook.rawValue)"
+            do {
+                _ = try await GatehouseConfig.load(environment: ["\(stem)_URL": "https://app.example.com/h", "\(stem)_SECRET": secret])
+                switch hook {
+                case .beforeUserCreated: break
+                case .beforeSignIn, .customAccessToken, .sendEmail: Issue.record("\(hook) was accepted")
+                }
+            } catch {
+                #expect(error.problems == ["\(stem)_URL: \(hook.rawValue) is not called by this version of Gatehouse (docs/hooks.md)"])
+            }
         }
     }
 }

@@ -123,7 +123,7 @@ final class SMSReceiver: Sendable {
     }
 
     /// The complete lines of `file` (a line still being written, with no newline yet, is left out).
-    private static func lines(of file: URL) -> [String] {
+    static func lines(of file: URL) -> [String] {
         guard let text = try? String(contentsOf: file, encoding: .utf8), let end = text.lastIndex(of: "\n") else { return [] }
         return text[..<end].split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
     }

@@ -168,6 +168,8 @@ struct UseCases {
         clients = OperatorClientsService(store: store, unitOfWork: unitOfWork.narrowed { $0 }, appAudience: infra.tokens.audience, clock: clock)
         console = ConsoleService(
             store: store, unitOfWork: unitOfWork.narrowed { $0 }, entitlements: entitlementReads, engine: infra.engine, keys: infra.keys,
-            preset: preset, clock: clock)
+            preset: preset, clock: clock, hookHealth: infra.hookCaller.health,
+            hooks: HookName.allCases.filter { config.hooks[$0] != nil }.map(\.label)
+                + (config.smsSender.map { if case .hook = $0 { [SMSHookSender.label] } else { [] } } ?? []))
     }
 }

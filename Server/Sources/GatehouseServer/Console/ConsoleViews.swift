@@ -97,12 +97,24 @@ struct ConsoleViews: Sendable {
                 "sampled": overview.sampled, "trials_started": overview.trialsStarted, "trials_converted": overview.trialsConverted,
                 "conversion": conversion, "mail_pending": overview.mail.pending, "mail_failed": overview.mail.failed,
                 "jobs_failed": overview.failedJobs.total, "has_failed_jobs": !overview.failedJobs.latest.isEmpty,
+                "has_hooks": !overview.hooks.isEmpty,
+                "hooks": overview.hooks.map { hook in
+                    [
+                        "name": hook.label, "calls": hook.figures.calls, "failures": hook.figures.failures,
+                        "p99": hook.figures.p99.map { "\(Self.milliseconds($0)) ms" } ?? "–",
+                    ] as [String: Any]
+                },
                 "failed_jobs": overview.failedJobs.latest.map { job in
                     [
                         "kind": job.kind, "attempts": job.attempts, "error": String(job.lastError.prefix(200)), "queued": job.createdAt.rfc3339,
                     ] as [String: Any]
                 },
             ])
+    }
+
+    /// A duration in whole milliseconds (a hook's p99).
+    static func milliseconds(_ duration: Duration) -> Int {
+        Int(duration.components.seconds * 1_000 + duration.components.attoseconds / 1_000_000_000_000_000)
     }
 
     /// The users page's query: search, filters and cursor, as the form sends them.

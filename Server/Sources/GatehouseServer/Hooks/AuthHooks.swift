@@ -100,17 +100,17 @@ struct AuthHooks: Sendable {
 
     private func decide(_ hook: HookName, _ endpoint: HookEndpoint, body: Data, user: UserID?, client: ClientInfo) async throws {
         let failure: HookFailure
+        let format = endpoint.format
         do {
-            let answer = try await caller.post(hook.label, url: endpoint.url, secret: endpoint.secret, id: Self.messageID(), body: body)
-            switch HookDecision.read(answer, format: endpoint.format) {
-            case .allow?:
+            let decision = try await caller.post(hook.label, url: endpoint.url, secret: endpoint.secret, id: Self.messageID(), body: body) {
+                HookDecision.read($0, format: format)
+            }
+            switch decision {
+            case .allow:
                 return
-            case .reject(let message)?:
+            case .reject(let message):
                 try await audit(hook, outcome: "rejected", user: user, client: client, details: [:])
                 throw GatehouseError(status: 403, code: .hookRejected, message: message)
-            case nil:
-                caller.refused(hook.label)
-                failure = .malformed("not a decision")
             }
         } catch let error as HookFailure {
             failure = error

@@ -61,17 +61,20 @@ struct HookCaller: Sendable {
     let health: HookHealth
     var tracer: (any Tracer)? = nil
 
-    /// POSTs `body` to `url` signed with `secret`; the answer's bytes for a 2xx. `label` names
-    /// the hook in the metric, the span and the health table; `id` is the `webhook-id` (the same
-    /// on every retry of one message, so a receiver may drop a repeat).
-    func post(_ label: String, url: URL, secret: [UInt8], id: String, body: Data) async throws(HookFailure) -> [UInt8] {
+    /// POSTs `body` to `url` signed with `secret`, and reads a 2xx's answer with `read` (nil: not
+    /// what the hook answers, a `malformed` failure). `label` names the hook in the metric, the
+    /// span and the health table; `id` is the `webhook-id` (the same on every retry of one
+    /// message, so a receiver may drop a repeat). Each call is counted once, with its outcome.
+    func post<Answer: Sendable>(
+        _ label: String, url: URL, secret: [UInt8], id: String, body: Data, read: @Sendable ([UInt8]) -> Answer?
+    ) async throws(HookFailure) -> Answer {
         let started = ContinuousClock.now
-        let outcome: Result<[UInt8], HookFailure>
+        let outcome: Result<Answer, HookFailure>
         do {
-            outcome = .success(
-                try await traced(tracer, "hook.call", kind: .client, attributes: ["gatehouse.hook": .string(label)]) {
-                    try await exchange(url: url, secret: secret, id: id, body: body)
-                })
+            let bytes = try await traced(tracer, "hook.call", kind: .client, attributes: ["gatehouse.hook": .string(label)]) {
+                try await exchange(url: url, secret: secret, id: id, body: body)
+            }
+            outcome = read(bytes).map { .success($0) } ?? .failure(.malformed("not what the hook answers"))
         } catch let failure as HookFailure {
             outcome = .failure(failure)
         } catch {
@@ -82,12 +85,6 @@ struct HookCaller: Sendable {
         metrics.hookCall(label, outcome: failure?.reason ?? "answered", duration: elapsed)
         health.record(label, failed: failure != nil, duration: elapsed)
         return try outcome.get()
-    }
-
-    /// Marks a 2xx whose body the hook's reader refused: counted as a failure too.
-    func refused(_ label: String) {
-        metrics.hookCall(label, outcome: HookFailure.malformed("").reason, duration: .zero)
-        health.recordMalformed(label)
     }
 
     private func exchange(url: URL, secret: [UInt8], id: String, body: Data) async throws -> [UInt8] {
@@ -180,11 +177,6 @@ final class HookHealth: Sendable {
             if entry.recent.count > Self.kept { entry.recent.removeFirst(entry.recent.count - Self.kept) }
             table[label] = entry
         }
-    }
-
-    /// A call that answered 2xx with a body its reader refused: a failure, already counted as a call.
-    func recordMalformed(_ label: String) {
-        figures.withLock { $0[label, default: Figures()].failures += 1 }
     }
 
     /// Every hook called so far, by label.

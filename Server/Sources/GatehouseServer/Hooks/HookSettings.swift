@@ -15,6 +15,15 @@ public enum HookName: String, CaseIterable, Sendable {
     /// The label of its metric, span and audit rows.
     var label: String { rawValue.lowercased() }
 
+    /// Whether this version calls the hook. One it does not call is refused at start rather
+    /// than read and ignored: an app that sets it expects it to decide.
+    var isBuilt: Bool {
+        switch self {
+        case .beforeUserCreated: true
+        case .beforeSignIn, .customAccessToken, .sendEmail: false
+        }
+    }
+
     /// Whether Supabase Auth has a hook for this moment (`FORMAT=supabase` speaks its payloads).
     var hasSupabaseFormat: Bool {
         switch self {
@@ -93,6 +102,10 @@ extension GatehouseConfig {
                 for rest in ["secret", "fail_open", "format"] where settings.has("\(stem)_\(rest)") && !settings.has("\(stem)_url") {
                     settings.problem("\(stem)_\(rest)", "is set without \(Settings.variable("\(stem)_url"))")
                 }
+                continue
+            }
+            guard hook.isBuilt else {
+                settings.problem("\(stem)_url", "\(hook.rawValue) is not called by this version of Gatehouse (docs/hooks.md)")
                 continue
             }
             guard let secret else {

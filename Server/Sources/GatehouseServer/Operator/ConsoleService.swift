@@ -20,6 +20,10 @@ struct ConsoleService: Sendable {
     let keys: KeyRing
     let preset: Preset
     let clock: any WallClock
+    /// This node's calls to the app's hooks, and the labels of the hooks configured (shown even
+    /// before their first call).
+    let hookHealth: HookHealth
+    let hooks: [String]
 
     /// The `by` of the console's audit rows.
     static let actor = "admin_console"
@@ -41,6 +45,8 @@ struct ConsoleService: Sendable {
         var mail: MailCounts
         /// Background jobs that ran out of attempts: how many, the newest five.
         var failedJobs: FailedJobs
+        /// Each configured hook's calls, failures and p99 on this node since it started.
+        var hooks: [(label: String, figures: HookHealth.Figures)]
     }
 
     func overview() async throws -> Overview {
@@ -69,7 +75,15 @@ struct ConsoleService: Sendable {
             .map { (state: $0.key, count: $0.value) }
         return Overview(
             days: days, planMix: planMix, sampled: sampled, trialsStarted: started, trialsConverted: converted,
-            mail: try await store.mailCounts(), failedJobs: try await store.failedJobs(limit: 5))
+            mail: try await store.mailCounts(), failedJobs: try await store.failedJobs(limit: 5),
+            hooks: hookFigures())
+    }
+
+    /// The configured hooks' figures, in the settings' order, then any other label called.
+    func hookFigures() -> [(label: String, figures: HookHealth.Figures)] {
+        let called = hookHealth.snapshot()
+        let labels = hooks + called.keys.filter { !hooks.contains($0) }.sorted()
+        return labels.map { (label: $0, figures: called[$0] ?? HookHealth.Figures()) }
     }
 
     // MARK: Users

@@ -73,7 +73,8 @@ struct SMSHookSender: SMSSender {
         ]
         let data = try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])
         do {
-            _ = try await caller.post(Self.label, url: url, secret: secret, id: "msg_" + message.id.uuidString.lowercased(), body: data)
+            // Any 2xx is taken: what it says is not read.
+            try await caller.post(Self.label, url: url, secret: secret, id: "msg_" + message.id.uuidString.lowercased(), body: data) { _ in () }
         } catch let failure {
             // A receiver's own answer may refuse the number; an outage never does.
             if case .status(let status) = failure { throw SMSDeliveryRefused(status: status, detail: "the SMS hook") }

@@ -161,9 +161,7 @@ final class ServerMetrics: Sendable {
     /// `HookFailure`'s reason (`timeout`, `status`, `unreachable`, `oversized`, `malformed`).
     func hookCall(_ hook: String, outcome: String, duration: Duration) {
         Counter(label: "gatehouse_hook_calls_total", dimensions: [("hook", hook), ("outcome", outcome)], factory: factory).increment()
-        if duration > .zero {
-            Timer(label: "gatehouse_hook_duration_seconds", dimensions: [("hook", hook)], factory: factory).record(duration: duration)
-        }
+        Timer(label: "gatehouse_hook_duration_seconds", dimensions: [("hook", hook)], factory: factory).record(duration: duration)
     }
 
     /// A background job's attempt failed: `retrying` (another attempt is due later) or
