@@ -138,7 +138,7 @@ struct SupabaseCompatService: Sendable {
                 guard GoTrueCodes.isE164Shaped(number) else {
                     throw GatehouseError(status: 400, code: .invalidRequest, message: "Invalid phone number format (E.164 required)")
                 }
-                throw GatehouseError(status: 403, code: .tokenInvalid, message: "Token has expired or is invalid")
+                throw GatehouseError(.tokenInvalid, "Token has expired or is invalid")
             }
             do {
                 let answer =
