@@ -196,6 +196,11 @@ struct HookTests {
                     "/auth/v1/admin/generate_link", #"{"type": "signup", "email": "hook-link@example.com", "password": "correct horse battery"}"#,
                     headers: service)
             }
+            // The envelope's time is the server's clock's (two minutes ahead here, within the
+            // receiver's tolerance for `webhook-timestamp`).
+            clock.advance(by: 120)
+            #expect([.ok, .created].contains(try await api.signup("hook-clock@example.com").status))
+            #expect(receiver.calls.last?.body["timestamp"] as? String == clock.now.rfc3339)
             #expect(receiver.rejections.isEmpty, "\(receiver.rejections)")
         }
     }

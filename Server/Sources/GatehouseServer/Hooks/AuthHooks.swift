@@ -77,7 +77,7 @@ struct AuthHooks: Sendable {
         guard let endpoint = settings[.beforeUserCreated] else { return AccountAdmission(account) }
         let body: Data
         switch endpoint.format {
-        case .gatehouse: body = try Self.envelope(.beforeUserCreated, data: Self.payload(account, client: client, preset: presetName))
+        case .gatehouse: body = try Self.envelope(.beforeUserCreated, at: caller.clock.now, data: Self.payload(account, client: client, preset: presetName))
         case .supabase: body = try SupabaseHookFormat.beforeUserCreated(account, client: client, at: caller.clock.now)
         }
         try await decide(.beforeUserCreated, endpoint, body: body, user: nil, client: client)
@@ -135,10 +135,11 @@ struct AuthHooks: Sendable {
     /// A `webhook-id`: new for each call (a synchronous hook is never retried).
     static func messageID() -> String { "msg_" + UUID().uuidString.lowercased() }
 
-    /// Gatehouse's envelope: `{"type": "before_user_created", "timestamp", "data"}`.
-    static func envelope(_ hook: HookName, data: [String: Any]) throws -> Data {
+    /// Gatehouse's envelope: `{"type": "before_user_created", "timestamp", "data"}`, the time the
+    /// server's clock's.
+    static func envelope(_ hook: HookName, at now: Date, data: [String: Any]) throws -> Data {
         try JSONSerialization.data(
-            withJSONObject: ["type": hook.label, "timestamp": Date().rfc3339, "data": data], options: [.sortedKeys, .withoutEscapingSlashes])
+            withJSONObject: ["type": hook.label, "timestamp": now.rfc3339, "data": data], options: [.sortedKeys, .withoutEscapingSlashes])
     }
 
     /// `BEFORE_USER_CREATED`'s `data`: the way in, the address or number, the provider's

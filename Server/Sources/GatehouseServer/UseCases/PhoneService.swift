@@ -128,7 +128,8 @@ struct PhoneService: Sendable {
         let number = try number(phone)
         try await credentials.checkStrength(password, email: "")
         try await defences.admit(number, client: client, captchaToken: captchaToken)
-        // The app's say comes before anything is spent or queued, taken number or free alike.
+        // The app's say comes before the money budgets are looked at or the job is queued, taken
+        // number or free alike.
         _ = try await lifecycle.admit(NewAccount(.wayIn(.password), phone: number.e164), client: client)
         let hash = try await credentials.hash(password)
         // The same work whether the number is taken or free, so that neither the answer nor its
