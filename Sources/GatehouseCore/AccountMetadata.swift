@@ -25,15 +25,40 @@ public enum AccountMetadata {
             }
         }
 
-        /// Keys the server derives and never stores: the profile's fields and the address's
-        /// state in `user_metadata`, the ways in (`provider`, `providers`) in `app_metadata`.
+        /// Keys the server derives and never stores: the ways in (`provider`, `providers`) in
+        /// `app_metadata`. `user_metadata` keeps every key as it was set (GoTrue's answers give
+        /// back exactly what was set); the keys that name something the server keeps show its
+        /// current value (`shownKeys`).
         public var derivedKeys: Set<String> {
             switch self {
-            case .user:
-                ["display_name", "full_name", "name", "avatar_url", "handle", "email", "email_verified", "phone", "phone_verified", "sub"]
+            case .user: []
             case .app: ["provider", "providers"]
             }
         }
+    }
+
+    /// The `user_metadata` keys that name what the server keeps (the profile's fields and the
+    /// address's state): stored as set, and shown with the server's current value, so a
+    /// holder's write cannot make them say what is not so.
+    public static let shownKeys: Set<String> = ["display_name", "full_name", "name", "avatar_url", "handle", "email", "email_verified", "phone_verified"]
+
+    /// `stored` as answers and tokens show it: every key as set, each of `shownKeys` it has with
+    /// `user`'s current value (a profile field that is now empty keeps what was set).
+    public static func shown(_ stored: [String: JSONValue], of user: User) -> [String: JSONValue] {
+        var shown = stored
+        for key in shownKeys where stored[key] != nil {
+            let current: JSONValue? =
+                switch key {
+                case "display_name", "full_name", "name": user.displayName.map(JSONValue.string)
+                case "avatar_url": user.avatarURL.map(JSONValue.string)
+                case "handle": user.handle.map(JSONValue.string)
+                case "email": user.email.map(JSONValue.string)
+                case "email_verified": .bool(user.emailVerified)
+                default: .bool(user.phoneVerifiedAt != nil)
+                }
+            if let current { shown[key] = current }
+        }
+        return shown
     }
 
     /// Who writes.
@@ -56,7 +81,7 @@ public enum AccountMetadata {
     public static let maxBytes = 4_096
 
     /// `current` with `patch` merged at the top level (`null` removes a key); derived keys in
-    /// the patch are ignored. Throws 400 `invalid_request` when the result is over `maxBytes`.
+    /// the patch (`app_metadata`'s ways in) are ignored. Throws 400 `invalid_request` when the result is over `maxBytes`.
     public static func merged(_ current: [String: JSONValue], _ patch: [String: JSONValue], kind: Kind) throws(GatehouseError) -> [String: JSONValue] {
         var result = current
         for (key, value) in patch where !kind.derivedKeys.contains(key) {

@@ -108,6 +108,6 @@ extension User {
                 IdentityPayload(
                     provider: $0.provider, email: $0.email, isPrivateRelay: $0.isPrivateRelay,
                     createdAt: $0.createdAt.rfc3339)
-            }, phone: phone, phoneVerified: phoneVerifiedAt != nil, userMetadata: userMetadata, appMetadata: appMetadata)
+            }, phone: phone, phoneVerified: phoneVerifiedAt != nil, userMetadata: AccountMetadata.shown(userMetadata, of: self), appMetadata: appMetadata)
     }
 }

@@ -28,10 +28,14 @@ import Testing
             let token = account.session.accessToken
             let written = try await AccountTests.patch(api, token, #"{"user_metadata": {"color": "teal", "size": 3, "email": "x@example.com"}}"#)
             #expect(written.status == .ok, "\(written.text)")
-            // Top-level merge; `null` removes a key; derived keys (`email`) are never stored.
+            // Top-level merge; `null` removes a key; a key naming what the server keeps (`email`)
+            // is kept as set and shows the server's value: the holder cannot make it say another address.
             _ = try await AccountTests.patch(api, token, #"{"user_metadata": {"size": null, "nested": {"a": [1, 2]}}, "app_metadata": {"roles": ["admin"]}}"#)
             var me = try await api.get("/v1/me", token: token).json(MeResponse.self).user
-            #expect(me.userMetadata == ["color": .string("teal"), "nested": .object(["a": .array([.number(1), .number(2)])])])
+            #expect(
+                me.userMetadata == [
+                    "color": .string("teal"), "nested": .object(["a": .array([.number(1), .number(2)])]), "email": .string("metadata@example.com"),
+                ])
             #expect(me.appMetadata == [:])
             let big = String(repeating: "x", count: AccountMetadata.maxBytes)
             let refused = try await AccountTests.patch(api, token, #"{"user_metadata": {"big": "\#(big)"}}"#)

@@ -248,9 +248,12 @@ import Testing
                 let aliceUser = try alice.json(AuthResponse.self).user
                 #expect(aliceUser.id == Self.alice, "Supabase's id is kept: the app's rows keyed by auth.uid() still match")
                 #expect(aliceUser.displayName == "Alice Liddell" && aliceUser.avatarURL == "https://cdn.example.com/a.png")
-                // GoTrue's metadata comes along: the free keys kept, the derived ones (the profile's,
-                // `provider`, `providers`) made here again.
-                #expect(aliceUser.userMetadata == ["team": .string("red")] && aliceUser.appMetadata == ["roles": .array([.string("editor")])])
+                // GoTrue's metadata comes along as Supabase kept it (its answers stay the same), the
+                // ways in (`provider`, `providers`) made here again.
+                #expect(
+                    aliceUser.userMetadata == [
+                        "full_name": .string("Alice Liddell"), "avatar_url": .string("https://cdn.example.com/a.png"), "team": .string("red"),
+                    ] && aliceUser.appMetadata == ["roles": .array([.string("editor")])])
                 #expect(aliceUser.emailVerified && aliceUser.createdAt == "2023-01-01T10:00:00Z")
                 let bob = try await api.login("bob@example.com", "bob builds things")
                 #expect(bob.status == .ok, "\(bob.text)")
@@ -342,7 +345,7 @@ import Testing
             #expect(signedIn.status == .ok, "\(signedIn.text)")
             let user = try signedIn.json(AuthResponse.self).user
             #expect(user.displayName == "Jay Son" && user.createdAt == "2023-05-06T05:08:09Z")
-            #expect(user.userMetadata == ["plan_note": .string("vip")] && user.appMetadata == ["tenant": .string("acme")])
+            #expect(user.userMetadata == ["name": .string("Jay Son"), "plan_note": .string("vip")] && user.appMetadata == ["tenant": .string("acme")])
         }
     }
 }

@@ -189,9 +189,11 @@ def get_claims_verified_with_the_jwks(run):
     assert claims["role"] == "authenticated", claims
     assert claims["email"] == address and claims["phone"] == "", claims
     assert claims["app_metadata"] == {"provider": "email", "providers": ["email"]}, claims
-    assert claims["user_metadata"]["favorite_color"] == "teal", claims
-    assert claims["user_metadata"]["email_verified"] is False, claims
-    assert claims["user_metadata"]["email"] == address, claims
+    # GoTrue's sign-up writes the email identity's keys after the data.
+    written = {"favorite_color": "teal", "sub": user.id, "email": address, "email_verified": False, "phone_verified": False}
+    assert user.user_metadata == written, user.user_metadata
+    assert claims["user_metadata"] == written, claims
+    assert c.get_user().user.user_metadata == written
     assert claims["session_id"] == claims["sid"], claims
     assert claims["aal"] == "aal1" and claims["is_anonymous"] is False, claims
     assert claims["sub"] == user.id, claims
@@ -222,22 +224,20 @@ def admin_create_and_update_with_metadata(run):
         "user_metadata": {"profile_image": "https://img.example.com/a.png", "favorite_color": "teal"},
         "app_metadata": {"roles": ["editor"]},
     }).user
-    assert made.user_metadata["profile_image"] == "https://img.example.com/a.png", made.user_metadata
-    assert made.user_metadata["favorite_color"] == "teal", made.user_metadata
+    # GoTrue answers with exactly what was set (issue 63): nothing beside it.
+    assert made.user_metadata == {"profile_image": "https://img.example.com/a.png", "favorite_color": "teal"}, made.user_metadata
     assert made.app_metadata["roles"] == ["editor"] and made.app_metadata["provider"] == "email", made.app_metadata
 
     # A top-level merge: keys given replace theirs, the others stay.
     updated = run.admin.update_user_by_id(made.id, {
         "user_metadata": {"favorite_color": "green"}, "app_metadata": {"roles": ["admin"], "tier": 2}}).user
-    assert updated.user_metadata["favorite_color"] == "green", updated.user_metadata
-    assert updated.user_metadata["profile_image"] == "https://img.example.com/a.png", updated.user_metadata
+    assert updated.user_metadata == {"profile_image": "https://img.example.com/a.png", "favorite_color": "green"}, updated.user_metadata
     assert updated.app_metadata["roles"] == ["admin"] and updated.app_metadata["tier"] == 2, updated.app_metadata
     assert updated.app_metadata["provider"] == "email" and updated.app_metadata["providers"] == ["email"], updated.app_metadata
 
     # A key set to null goes.
     removed = run.admin.update_user_by_id(made.id, {"user_metadata": {"profile_image": None}}).user
-    assert "profile_image" not in removed.user_metadata, removed.user_metadata
-    assert removed.user_metadata["favorite_color"] == "green", removed.user_metadata
+    assert removed.user_metadata == {"favorite_color": "green"}, removed.user_metadata
     fetched = run.admin.get_user_by_id(made.id).user
     assert fetched.user_metadata == removed.user_metadata, (fetched.user_metadata, removed.user_metadata)
     assert fetched.app_metadata == removed.app_metadata, (fetched.app_metadata, removed.app_metadata)
@@ -253,7 +253,19 @@ def admin_create_and_update_with_metadata(run):
     oversized = run.address("oversized")
     refused(lambda: run.admin.create_user({"email": oversized, "password": PASSWORD, "user_metadata": {"blob": big}}),
             "validation_failed", 400)
-    assert run.admin.create_user({"email": oversized, "password": PASSWORD}).user.email == oversized
+    plain = run.admin.create_user({"email": oversized, "password": PASSWORD}).user
+    assert plain.email == oversized and plain.user_metadata == {}, plain
+
+    # Exactly what was set, as supabase-py's own admin tests compare it (issue 63): an account
+    # made with nothing has nothing, a name key is the key that was sent, and a key naming what
+    # the server keeps (the address's state) shows the truth, whatever was written.
+    yellow = run.admin.update_user_by_id(plain.id, {"user_metadata": {"favorite_color": "yellow"}}).user
+    assert yellow.user_metadata == {"favorite_color": "yellow"}, yellow.user_metadata
+    named = run.admin.create_user({"email": run.address("named"), "password": PASSWORD, "user_metadata": {"full_name": "Dee Example"}}).user
+    assert named.user_metadata == {"full_name": "Dee Example"}, named.user_metadata
+    assert run.admin.get_user_by_id(named.id).user.user_metadata == {"full_name": "Dee Example"}
+    claimed = run.admin.update_user_by_id(plain.id, {"user_metadata": {"email_verified": True}}).user
+    assert claimed.user_metadata == {"favorite_color": "yellow", "email_verified": False}, claimed.user_metadata
 
     # The server owns provider and providers.
     kept = run.admin.update_user_by_id(made.id, {"app_metadata": {"provider": "google"}}).user
@@ -316,7 +328,7 @@ def invite_user_by_email(run):
     before = run.seen(address)
     invited = run.admin.invite_user_by_email(address, {"data": {"team": "blue"}, "redirect_to": run.app_url}).user
     assert invited.email == address and invited.email_confirmed_at is None and invited.invited_at is not None, invited
-    assert invited.user_metadata["team"] == "blue", invited.user_metadata
+    assert invited.user_metadata == {"team": "blue"}, invited.user_metadata
     # The invitation is the preset's magic-link mail (docs/supabase-compat.md); its link's token
     # is what GoTrue's invite link carries, followed here as `type=invite`.
     mailed = run.mail_match(address, before, r"[?&]token=([A-Za-z0-9_-]+)")
@@ -358,7 +370,7 @@ def generate_link_for_every_type(run):
     address = run.address("gen-signup")
     signup = generated(run, {"type": "signup", "email": address, "password": PASSWORD,
                              "options": {**common, "data": {"favorite_color": "amber"}}})
-    assert signup.user.email_confirmed_at is None and signup.user.user_metadata["favorite_color"] == "amber", signup.user
+    assert signup.user.email_confirmed_at is None and signup.user.user_metadata == {"favorite_color": "amber"}, signup.user
     values = run.signed_in_by_link(signup.properties.action_link, "signup")
     assert run.client().get_user(values["access_token"]).user.id == signup.user.id
     assert run.admin.get_user_by_id(signup.user.id).user.email_confirmed_at is not None

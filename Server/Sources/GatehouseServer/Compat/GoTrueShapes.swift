@@ -267,9 +267,8 @@ struct GoTrueSettings: Encodable, Sendable {
     }
 }
 
-/// GoTrue's `user_metadata`: the account's own (`AccountMetadata`), with the keys Gatehouse's
-/// profile keeps (a name, an avatar, a handle) and the address's state over it
-/// (docs/supabase-compat.md).
+/// GoTrue's `user_metadata`: exactly what was set (`AccountMetadata`), the keys that name what
+/// the server keeps showing its current value (docs/supabase-compat.md, difference 6).
 enum GoTrueMetadata {
     static let displayNameKeys = ["display_name", "full_name", "name"]
 
@@ -282,16 +281,17 @@ enum GoTrueMetadata {
     }
 
     static func userMetadata(of user: User) -> [String: JSONValue] {
-        var metadata = user.userMetadata
-        if let name = user.displayName {
-            metadata["display_name"] = .string(name)
-            metadata["full_name"] = .string(name)
-        }
-        if let avatar = user.avatarURL { metadata["avatar_url"] = .string(avatar) }
-        if let handle = user.handle { metadata["handle"] = .string(handle) }
-        if let email = user.email { metadata["email"] = .string(email) }
-        metadata["email_verified"] = .bool(user.emailVerified)
-        return metadata
+        AccountMetadata.shown(user.userMetadata, of: user)
+    }
+
+    /// What GoTrue's own sign-up by address and password writes into the new account's
+    /// `user_metadata` after the caller's `data`: the email identity's keys.
+    static func signUpData(_ data: [String: JSONValue]?, of user: User) -> [String: JSONValue] {
+        let identity: [String: JSONValue] = [
+            "sub": .string(user.id.description), "email": .string(user.email ?? ""), "email_verified": .bool(user.emailVerified),
+            "phone_verified": .bool(false),
+        ]
+        return (data ?? [:]).merging(identity) { _, identity in identity }
     }
 
     /// The profile change a `data` (or `user_metadata`) object asks for: the mapped keys to the

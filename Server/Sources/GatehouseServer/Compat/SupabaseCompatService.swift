@@ -58,7 +58,7 @@ struct SupabaseCompatService: Sendable {
         }
         guard let password = body.password else { throw GatehouseError.invalidRequest("A password is needed to sign up.") }
         let answer = try await passwords.signup(email: email, password: password, client: client, captchaToken: body.captchaToken)
-        return try await session(try signedIn(answer).session, applying: body.data)
+        return try await session(try signedIn(answer).session, applying: body.data, identityKeys: true)
     }
 
     /// `POST /signup` with a number and a password: GoTrue's user, no session until the code
@@ -254,10 +254,12 @@ struct SupabaseCompatService: Sendable {
     /// The access token is signed again with GoTrue's claims (`role`, `email`, `phone`,
     /// `app_metadata`, `user_metadata`, `session_id`) for the same session: what a Supabase app's
     /// `getClaims()` and row-level security read.
-    func session(_ session: SessionPayload, applying data: [String: JSONValue]? = nil) async throws -> GoTrueSession {
+    /// `identityKeys`: a sign-up by address and password, which writes GoTrue's identity keys
+    /// after `data` (`GoTrueMetadata.signUpData`).
+    func session(_ session: SessionPayload, applying data: [String: JSONValue]? = nil, identityKeys: Bool = false) async throws -> GoTrueSession {
         let signedIn = try await authenticator.signedIn(token: session.accessToken)
         var user = signedIn.user
-        if let patch = GoTrueMetadata.patch(from: data) {
+        if let patch = GoTrueMetadata.patch(from: identityKeys ? GoTrueMetadata.signUpData(data, of: user) : data) {
             _ = try await profiles.patch(signedIn, patch)
             guard let fresh = try await store.user(id: user.id) else { throw Self.noUser }
             user = fresh
