@@ -205,6 +205,59 @@ struct HookTests {
         }
     }
 
+    /// `BEFORE_SIGN_IN` after the credential check and before any session, through HTTP: the
+    /// call names the account, the door, how the first factor was proved, the client and the
+    /// preset; a reject answers 403 `hook_rejected` with the hook's sentence and opens no session
+    /// (a sign-up it refuses makes no account either: one transaction); a failure answers 503;
+    /// a refresh is no sign-in and goes on. `SessionDoorTests` walks every door with the hook set.
+    @Test(arguments: Backend.available)
+    func theHookDecidesEverySignIn(_ backend: Backend) async throws {
+        let receiver = try await HookReceiver()
+        defer { receiver.stop() }
+        let adjust: @Sendable (inout GatehouseConfig) -> Void = { config in
+            config.hooks[.beforeSignIn] = HookEndpoint(url: URL(string: receiver.url("/sign-in"))!, secret: receiver.secret, failOpen: false, format: .gatehouse)
+            config.hooks.timeout = .milliseconds(800)
+        }
+        try await TestApp.run(backend, preset: "handz", setup: .live, adjust: adjust) { client, config in
+            let api = AuthClient(client: client)
+            try receiver.allow()
+            let made = try await api.account("kept@example.com")
+            let call = try #require(receiver.calls.last)
+            #expect(call.path == "/sign-in" && call.body["type"] as? String == "before_sign_in")
+            let user = call.data["user"] as? [String: Any]
+            #expect(user?["id"] as? String == made.user.id && user?["email"] as? String == "kept@example.com" && user?["is_anonymous"] as? Bool == false)
+            #expect(call.data["door"] as? String == "sign_up" && call.data["method"] as? String == "password" && call.data["provider"] as? String == "email")
+            #expect(call.data["preset"] as? String == "handz" && (call.data["client"] as? [String: Any])?["ip"] is String)
+            let userID = try #require(UserID(made.user.id))
+            func sessions() async throws -> Int { try await TestApp.withStore(config) { try await $0.sessions(of: userID).count } }
+            let opened = try await sessions()
+
+            try receiver.reject(Self.message)
+            let refused = try await api.login("kept@example.com")
+            #expect(refused.status == .forbidden && refused.error?.code == .hookRejected && refused.error?.message == Self.message, "\(refused.text)")
+            let refusedSignUp = try await api.signup("turned-away@example.com")
+            #expect(refusedSignUp.status == .forbidden && refusedSignUp.error?.code == .hookRejected, "\(refusedSignUp.text)")
+            try await Self.expectNothingStored(config, "turned-away@example.com")
+            // A refresh opens no session: the one the hook allowed goes on.
+            #expect(try await api.refresh(made.session.refreshToken).status == .ok)
+            try receiver.plan(["status": 500])
+            let failed = try await api.login("kept@example.com")
+            #expect(failed.status == .serviceUnavailable && failed.error?.code == .hookUnavailable, "\(failed.text)")
+            #expect(try await sessions() == opened)
+
+            try receiver.allow()
+            #expect(try await api.login("kept@example.com").status == .ok)
+            #expect(try await sessions() == opened + 1)
+            #expect(receiver.calls.last?.data["door"] as? String == "password")
+            #expect(receiver.rejections.isEmpty, "\(receiver.rejections)")
+            let trail = try await TestApp.withStore(config) { store in try await store.auditEvents(userID: nil, event: "hook_call", before: nil, limit: 20) }
+            #expect(trail.allSatisfy { $0.details["hook"] == "BEFORE_SIGN_IN" })
+            #expect(trail.filter { $0.details["decision"] == "rejected" }.count == 2)
+            #expect(trail.filter { $0.details["decision"] == "failed" }.map { $0.details["reason"] } == ["status"])
+            #expect(trail.contains { $0.details["decision"] == "rejected" && $0.userID == userID })
+        }
+    }
+
     /// No account, no identity and no mail for `email`.
     static func expectNothingStored(_ config: GatehouseConfig, _ email: String) async throws {
         let (stored, mailed) = try await TestApp.withStore(config) { store in
@@ -290,14 +343,23 @@ struct HookTests {
         } catch {
             #expect(error.problems == ["GATEHOUSE_HOOK_BEFORE_USER_CREATED_FORMAT: 'firebase' is not gatehouse or supabase"])
         }
+        do {
+            _ = try await GatehouseConfig.load(environment: [
+                "GATEHOUSE_HOOK_BEFORE_SIGN_IN_URL": "https://app.example.com/s", "GATEHOUSE_HOOK_BEFORE_SIGN_IN_SECRET": secret,
+                "GATEHOUSE_HOOK_BEFORE_SIGN_IN_FORMAT": "supabase",
+            ])
+            Issue.record("a Supabase format for a hook Supabase has not was accepted")
+        } catch {
+            #expect(error.problems == ["GATEHOUSE_HOOK_BEFORE_SIGN_IN_FORMAT: supabase has no such hook; only gatehouse is spoken here"])
+        }
         // A hook this version does not call is refused, not read and ignored.
         for hook in HookName.allCases {
             let stem = "GATEHOUSE_HOOK_\(hook.rawValue)"
             do {
                 _ = try await GatehouseConfig.load(environment: ["\(stem)_URL": "https://app.example.com/h", "\(stem)_SECRET": secret])
                 switch hook {
-                case .beforeUserCreated: break
-                case .beforeSignIn, .customAccessToken, .sendEmail: Issue.record("\(hook) was accepted")
+                case .beforeUserCreated, .beforeSignIn: break
+                case .customAccessToken, .sendEmail: Issue.record("\(hook) was accepted")
                 }
             } catch {
                 #expect(error.problems == ["\(stem)_URL: \(hook.rawValue) is not called by this version of Gatehouse (docs/hooks.md)"])

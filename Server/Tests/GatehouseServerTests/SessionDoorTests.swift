@@ -13,10 +13,12 @@ import Testing
 /// running server, and the session it opened must carry that door, which only `SessionIssuer`
 /// records: a door that wrote its session row beside the issuer leaves it without one and
 /// fails here (and `structure-check.py one-issuer` names the line). A new case does not compile
-/// until the walk has a step for it.
+/// until the walk has a step for it. The same walk runs with `BEFORE_SIGN_IN` set (issue 63):
+/// every door's session must have been asked about, with its door and account, which only the
+/// issuer's admission check (`SignInAdmission`) makes sure of.
 @Suite(.requires(
-    SoftAuthenticator.isAvailable && OneTimeCodeTools.available && MFAFlow.hasPyJWT,
-    "GATEHOUSE_TEST_PYTHON with soft-webauthn, webauthn, pyotp and PyJWT; oathtool, zbarimg, rsvg-convert"))
+    SoftAuthenticator.isAvailable && OneTimeCodeTools.available && MFAFlow.hasPyJWT && SMSReceiver.python != nil,
+    "GATEHOUSE_TEST_PYTHON with soft-webauthn, webauthn, pyotp, PyJWT and standardwebhooks; oathtool, zbarimg, rsvg-convert"))
 struct SessionDoorTests {
     static func configure(_ config: inout GatehouseConfig) {
         PasskeyTests.configure(&config)
@@ -35,7 +37,14 @@ struct SessionDoorTests {
     @Test(arguments: Backend.available)
     func everyDoorOpensItsSessionThroughTheIssuer(_ backend: Backend) async throws {
         let clock = ManualClock(Date())
-        try await ProviderSignInTests.run(backend, preset: "hannah", clock: clock, setup: .live, adjust: Self.configure) { api, apple, _, config in
+        let receiver = try await HookReceiver()
+        defer { receiver.stop() }
+        try receiver.allow()
+        let hooked: @Sendable (inout GatehouseConfig) -> Void = { config in
+            Self.configure(&config)
+            config.hooks[.beforeSignIn] = HookEndpoint(url: URL(string: receiver.url("/sign-in"))!, secret: receiver.secret, failOpen: false, format: .gatehouse)
+        }
+        try await ProviderSignInTests.run(backend, preset: "hannah", clock: clock, setup: .live, adjust: hooked) { api, apple, _, config in
             let client = api.client
             var walked: Set<SessionDoor> = []
             for door in SessionDoor.allCases {
@@ -107,9 +116,15 @@ struct SessionDoorTests {
                 #expect(sessions.contains { $0.door == door }, "\(door): \(sessions.map { $0.door?.rawValue ?? "none" })")
                 // Every session of the account came through the issuer.
                 #expect(sessions.allSatisfy { $0.door != nil }, "\(door): a session without a door")
-                if sessions.contains(where: { $0.door == door }) { walked.insert(door) }
+                // `BEFORE_SIGN_IN` was asked about this door's session, for this account.
+                let asked = receiver.calls.filter { $0.body["type"] as? String == "before_sign_in" && $0.data["door"] as? String == door.rawValue }
+                #expect(
+                    asked.contains { ($0.data["user"] as? [String: Any])?["id"] as? String == account && $0.data["preset"] as? String == "hannah" },
+                    "\(door): BEFORE_SIGN_IN was not asked")
+                if sessions.contains(where: { $0.door == door }), !asked.isEmpty { walked.insert(door) }
             }
             #expect(walked == Set(SessionDoor.allCases))
+            #expect(receiver.rejections.isEmpty, "\(receiver.rejections)")
         }
     }
 

@@ -50,10 +50,10 @@ struct UseCases {
             hasher: infra.hasher, policy: PasswordPolicy(settings: preset.passwordPolicy, blocklist: infra.blocklist, copy: preset.copy),
             breached: BreachedPasswordChecker(client: infra.untracedHTTPClient, baseURL: config.breachedPasswordsURL, logger: infra.logger),
             throttle: throttle, preset: preset, audits: unitOfWork.narrowed { _ in () })
-        let issuer = SessionIssuer(tokens: infra.tokens, mail: accountMail, settings: preset.tokens, mfa: preset.mfa)
         let hooks = AuthHooks(
             caller: infra.hookCaller, settings: config.hooks, preset: preset, presetName: preset.name,
             audits: unitOfWork.narrowed { _ in () })
+        let issuer = SessionIssuer(tokens: infra.tokens, mail: accountMail, settings: preset.tokens, mfa: preset.mfa, hooks: hooks)
         let lifecycle = AccountLifecycle(handles: preset.handles, hooks: hooks)
         let merges = MergeTokens(chainKey: infra.chainKey, clock: clock)
         let codes = MagicCodes(store: store, links: infra.links, preset: preset, clock: clock)

@@ -32,13 +32,22 @@ enum SignInOutcome: Sendable {
 /// Opens sessions: every door (`SessionDoor`: password, magic link, provider, passkey,
 /// anonymous start, a completed MFA challenge, the OpenID provider's code exchange, the app's
 /// hand-over) ends here, inside the caller's unit of work, so each gets the same second-factor
-/// check, session row (its door recorded), first refresh token, audit row and "new sign-in"
-/// notice. It is the only part that writes a session row (`structure-check.py` holds that).
+/// check, `BEFORE_SIGN_IN` admission (`SignInAdmission`), session row (its door recorded),
+/// first refresh token, audit row and "new sign-in" notice. It is the only part that writes a
+/// session row (`structure-check.py` holds that).
 struct SessionIssuer: Sendable {
     let tokens: AccessTokens
     let mail: AccountMail
     let settings: TokenSettings
     let mfa: MFASettings
+    let hooks: AuthHooks
+
+    /// Runs a door's transaction under `BEFORE_SIGN_IN` (`AuthHooks.signingIn`): `body` gets the
+    /// admission every session it opens needs, and may run twice, so it holds the transaction
+    /// and nothing that must not be repeated.
+    func signingIn<T>(client: ClientInfo?, _ body: (SignInAdmission) async throws -> T) async throws -> T {
+        try await hooks.signingIn(client: client ?? ClientInfo(ip: nil, userAgent: nil), body)
+    }
 
     /// What opening a session writes and reads (the caller's unit of work declares it too).
     typealias Opening = any SessionStore & RefreshTokenStore & MFAFactorStore & MFAChallengeStore & IdentityStore
@@ -51,7 +60,7 @@ struct SessionIssuer: Sendable {
     /// `event` names the audit row.
     func signIn(
         _ work: Work<Opening>, _ user: User, provider: Provider, method: String? = nil, event: AuditEvent.Name, door: SessionDoor,
-        userVerified: Bool = false
+        userVerified: Bool = false, admitted: SignInAdmission
     ) async throws -> SignInOutcome {
         let method = method ?? provider.authenticationMethod ?? provider.rawValue
         let twoInOne = provider == .passkey && userVerified && mfa.passkeyCountsAsTwoFactors
@@ -60,19 +69,22 @@ struct SessionIssuer: Sendable {
             return .challenge(try await challenge(work, user, factors: factors, provider: provider, method: method, event: event))
         }
         return .session(
-            try await open(work, user, provider: provider, method: method, event: event, door: door, assurance: twoInOne ? .aal2 : .aal1))
+            try await open(
+                work, user, provider: provider, method: method, event: event, door: door, assurance: twoInOne ? .aal2 : .aal1, admitted: admitted))
     }
 
     /// The session of a sign-in whose factors are all proved: `secondFactor` names the one a
     /// challenge was completed with.
     func open(
         _ work: Work<Opening>, _ user: User, provider: Provider, method: String, event: AuditEvent.Name, door: SessionDoor,
-        assurance: AssuranceLevel, secondFactor: String? = nil
+        assurance: AssuranceLevel, secondFactor: String? = nil, admitted: SignInAdmission
     ) async throws -> AuthResponse {
+        try admitted.check(user, door: door, provider: provider, method: method)
         let client = work.client ?? ClientInfo(ip: nil, userAgent: nil)
         try await mail.queueNewSignInIfNew(work.narrowed { $0 }, user: user, client: client)
         let (session, refresh) = try await start(
-            work.narrowed { $0 }, user: user, provider: provider, door: door, method: method, assurance: assurance, secondFactor: secondFactor)
+            work.narrowed { $0 }, user: user, provider: provider, door: door, method: method, assurance: assurance, secondFactor: secondFactor,
+            admitted: admitted)
         var details = ["provider": provider.rawValue, "aal": assurance.rawValue, "door": door.rawValue]
         details["second_factor"] = secondFactor
         try await work.audit(event, user: user.id, session: session.id, details: details)
@@ -108,17 +120,19 @@ struct SessionIssuer: Sendable {
     }
 
     /// The session row and its first refresh token (a new account's sign-up, which has no
-    /// second factor yet, opens one directly).
+    /// second factor yet, opens one directly), once `BEFORE_SIGN_IN` allowed it.
     func start(
         _ work: Work<Starting>, user: User, provider: Provider, door: SessionDoor, method: String? = nil, assurance: AssuranceLevel = .aal1,
-        secondFactor: String? = nil
+        secondFactor: String? = nil, admitted: SignInAdmission
     ) async throws -> (Session, String) {
+        let method = method ?? provider.authenticationMethod ?? provider.rawValue
+        try admitted.check(user, door: door, provider: provider, method: method)
         let now = work.now
         let client = work.client
         let session = Session(
             userID: user.id, provider: provider, createdAt: now,
             expiresAt: settings.sessionAbsoluteTTLSeconds.map { now.addingTimeInterval(TimeInterval($0)) },
-            userAgent: client?.userAgent, ipAddress: client?.ip, method: method ?? provider.authenticationMethod ?? provider.rawValue,
+            userAgent: client?.userAgent, ipAddress: client?.ip, method: method,
             assurance: assurance, secondFactor: secondFactor, secondFactorAt: secondFactor == nil ? nil : now, door: door)
         try await work.tx.insertSession(session)
         let refresh = try await newRefreshToken(work.narrowed { $0 }, for: session.id)
@@ -147,7 +161,7 @@ struct SessionIssuer: Sendable {
     /// The new session keeps the source's factors and `auth_time`.
     func carry(
         _ work: Work<Carrying>, from source: SessionID, of userID: UserID, id: SessionID = .random(), door: SessionDoor, client: OAuthClient?,
-        scopes: [String], webClient: String? = nil, refreshable: Bool
+        scopes: [String], webClient: String? = nil, refreshable: Bool, admitted: SignInAdmission
     ) async throws -> Carried {
         // The source is the app's own session or a browser's sign-in (for a client's code: one
         // signed in by a hand-over serves that hand-over's client only).
@@ -159,6 +173,7 @@ struct SessionIssuer: Sendable {
                 return .noConsent
             }
         }
+        try admitted.check(user, door: door, provider: held.provider, method: held.method ?? held.provider.rawValue)
         let session = Session(
             id: id, userID: user.id, provider: held.provider, createdAt: work.now, expiresAt: held.expiresAt,
             userAgent: work.client?.userAgent, ipAddress: work.client?.ip, method: held.method, assurance: held.assurance,

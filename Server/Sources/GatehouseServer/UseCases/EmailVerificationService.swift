@@ -67,26 +67,30 @@ struct EmailVerificationService: Sendable {
         case .valid: break
         }
         do {
-            let outcome = try await unitOfWork.run(client: client) { work -> SignInOutcome in
-                guard try await work.tx.useEmailToken(hash: hash, at: now) else { throw GatehouseError.tokenInvalid(preset) }
-                try await work.tx.lockUser(userID)
-                guard let stored = try await work.tx.user(id: userID) else { throw GatehouseError.tokenInvalid(preset) }
-                guard !stored.isDisabled else { throw GatehouseError.accountDisabled(preset) }
-                if record.purpose == .verifyEmail {
-                    // The address the link was made for, still the account's.
-                    guard try await work.tx.markEmailVerified(userID, normalizedEmail: record.normalizedEmail, at: now) else {
-                        throw GatehouseError.tokenInvalid(preset)
+            let outcome = try await sessions.signingIn(client: client) { admitted in
+                try await unitOfWork.run(client: client) { work -> SignInOutcome in
+                    guard try await work.tx.useEmailToken(hash: hash, at: now) else { throw GatehouseError.tokenInvalid(preset) }
+                    try await work.tx.lockUser(userID)
+                    guard let stored = try await work.tx.user(id: userID) else { throw GatehouseError.tokenInvalid(preset) }
+                    guard !stored.isDisabled else { throw GatehouseError.accountDisabled(preset) }
+                    if record.purpose == .verifyEmail {
+                        // The address the link was made for, still the account's.
+                        guard try await work.tx.markEmailVerified(userID, normalizedEmail: record.normalizedEmail, at: now) else {
+                            throw GatehouseError.tokenInvalid(preset)
+                        }
+                        try await work.audit(.emailVerified, user: userID)
+                    } else {
+                        let outcome = try await AddressChange.apply(
+                            work.narrowed { $0 }, stored, to: record.email, verified: record.purpose == .emailChangeNew)
+                        if case .changed(let verified) = outcome {
+                            try await work.audit(.emailChanged, user: userID, details: ["by": "user", "verified": String(verified)])
+                        }
                     }
-                    try await work.audit(.emailVerified, user: userID)
-                } else {
-                    let outcome = try await AddressChange.apply(
-                        work.narrowed { $0 }, stored, to: record.email, verified: record.purpose == .emailChangeNew)
-                    if case .changed(let verified) = outcome {
-                        try await work.audit(.emailChanged, user: userID, details: ["by": "user", "verified": String(verified)])
-                    }
+                    guard let user = try await work.tx.user(id: userID) else { throw GatehouseError.tokenInvalid(preset) }
+                    return try await sessions.signIn(
+                        work.narrowed { $0 }, user, provider: .email, method: MagicLinkService.method, event: .login, door: .emailVerification,
+                        admitted: admitted)
                 }
-                guard let user = try await work.tx.user(id: userID) else { throw GatehouseError.tokenInvalid(preset) }
-                return try await sessions.signIn(work.narrowed { $0 }, user, provider: .email, method: MagicLinkService.method, event: .login, door: .emailVerification)
             }
             return outcome.answer { SignInResponse(user: $0.user, session: $0.session, created: false) }
         } catch let error as StoreError where AddressChange.inUse(error) {

@@ -231,18 +231,20 @@ struct MFAService: Sendable {
         let throttleKey = Self.throttleKey(challenge.userID, after: challenge.method)
         let (proof, reservation) = try await check(request, user: challenge.userID, throttleKey: throttleKey, client: client)
         let response = try await taking(reservation, user: challenge.userID, client: client, stage: "verify") {
-            try await unitOfWork.run(client: client) { work -> MFAVerifyResponse in
-                let tx = work.tx
-                guard try await tx.consumeMFAChallenge(idHash: idHash, at: work.now) else { throw Self.challengeInvalid }
-                guard let user = try await tx.user(id: challenge.userID) else { throw Self.challengeInvalid }
-                guard !user.isDisabled else { throw GatehouseError.accountDisabled(preset) }
-                // The sign-in's own audit name, stored with its challenge by this server.
-                guard let event = AuditEvent.Name(rawValue: challenge.event) else { throw Self.challengeInvalid }
-                try await take(proof, work, user: user)
-                let auth = try await sessions.open(
-                    work.narrowed { $0 }, user, provider: challenge.provider, method: challenge.method, event: event, door: .secondFactor,
-                    assurance: .aal2, secondFactor: proof.method)
-                return MFAVerifyResponse(user: auth.user, session: auth.session)
+            try await sessions.signingIn(client: client) { admitted in
+                try await unitOfWork.run(client: client) { work -> MFAVerifyResponse in
+                    let tx = work.tx
+                    guard try await tx.consumeMFAChallenge(idHash: idHash, at: work.now) else { throw Self.challengeInvalid }
+                    guard let user = try await tx.user(id: challenge.userID) else { throw Self.challengeInvalid }
+                    guard !user.isDisabled else { throw GatehouseError.accountDisabled(preset) }
+                    // The sign-in's own audit name, stored with its challenge by this server.
+                    guard let event = AuditEvent.Name(rawValue: challenge.event) else { throw Self.challengeInvalid }
+                    try await take(proof, work, user: user)
+                    let auth = try await sessions.open(
+                        work.narrowed { $0 }, user, provider: challenge.provider, method: challenge.method, event: event, door: .secondFactor,
+                        assurance: .aal2, secondFactor: proof.method, admitted: admitted)
+                    return MFAVerifyResponse(user: auth.user, session: auth.session)
+                }
             }
         }
         if reservation != nil { try await throttle.clearAccount(throttleKey) }

@@ -68,14 +68,19 @@ struct MagicLinkService: Sendable {
         // The app's say before an address with no account gets one (`BEFORE_USER_CREATED`).
         let newAccount = NewAccount(.wayIn(.emailLink), email: record.email)
         let needed = try await store.user(normalizedEmail: record.normalizedEmail) == nil
+        // A new account's id, the same if the transaction runs twice (`BEFORE_SIGN_IN`).
+        let id = UserID.random()
         let (outcome, created) = try await lifecycle.admitting(newAccount, client: client, needed: needed) { admission in
-            try await lifecycle.withTemporaryHandle { handle in
-                try await unitOfWork.run(client: client) { work -> (SignInOutcome, Bool) in
-                    guard try await work.tx.useEmailToken(hash: record.hash, at: now) else { throw GatehouseError.tokenInvalid(preset) }
-                    let (user, created) = try await signInUser(work, record: record, handle: handle, admission: admission)
-                    let outcome = try await sessions.signIn(
-                        work.narrowed { $0 }, user, provider: .email, method: Self.method, event: created ? .signup : .login, door: .magicLink)
-                    return (outcome, created)
+            try await sessions.signingIn(client: client) { admitted in
+                try await lifecycle.withTemporaryHandle { handle in
+                    try await unitOfWork.run(client: client) { work -> (SignInOutcome, Bool) in
+                        guard try await work.tx.useEmailToken(hash: record.hash, at: now) else { throw GatehouseError.tokenInvalid(preset) }
+                        let (user, created) = try await signInUser(work, record: record, handle: handle, id: id, admission: admission)
+                        let outcome = try await sessions.signIn(
+                            work.narrowed { $0 }, user, provider: .email, method: Self.method, event: created ? .signup : .login, door: .magicLink,
+                            admitted: admitted)
+                        return (outcome, created)
+                    }
                 }
             }
         }
@@ -92,23 +97,26 @@ struct MagicLinkService: Sendable {
     /// (same id, data kept, `user.upgraded`), or, when the address has an account already,
     /// 409 `identity_in_use` with a merge token.
     private func upgrade(_ anonymous: UserID, record: EmailToken, client: ClientInfo) async throws -> SignInAnswer<SignInResponse> {
-        let outcome = try await unitOfWork.run(client: client) { work -> SignInOutcome in
-            let (tx, now) = (work.tx, work.now)
-            guard try await tx.useEmailToken(hash: record.hash, at: now), var user = try await tx.user(id: anonymous) else {
-                throw GatehouseError.tokenInvalid(preset)
+        let outcome = try await sessions.signingIn(client: client) { admitted in
+            try await unitOfWork.run(client: client) { work -> SignInOutcome in
+                let (tx, now) = (work.tx, work.now)
+                guard try await tx.useEmailToken(hash: record.hash, at: now), var user = try await tx.user(id: anonymous) else {
+                    throw GatehouseError.tokenInvalid(preset)
+                }
+                if let owner = try await tx.user(normalizedEmail: record.normalizedEmail), owner.id != anonymous {
+                    throw try merges.identityInUse("This email already belongs to another account.", caller: user, owner: owner.id)
+                }
+                try await tx.updateEmail(anonymous, email: record.email, normalizedEmail: record.normalizedEmail, verifiedAt: now, now: now)
+                try await tx.insertIdentity(
+                    Identity(userID: anonymous, provider: .email, subject: record.normalizedEmail, email: record.email, createdAt: now))
+                try await lifecycle.upgradeAnonymous(work.narrowed { $0 }, anonymous, provider: .magicLink)
+                user.email = record.email
+                user.normalizedEmail = record.normalizedEmail
+                user.emailVerifiedAt = now
+                user.isAnonymous = false
+                return try await sessions.signIn(
+                    work.narrowed { $0 }, user, provider: .email, method: Self.method, event: .login, door: .magicLink, admitted: admitted)
             }
-            if let owner = try await tx.user(normalizedEmail: record.normalizedEmail), owner.id != anonymous {
-                throw try merges.identityInUse("This email already belongs to another account.", caller: user, owner: owner.id)
-            }
-            try await tx.updateEmail(anonymous, email: record.email, normalizedEmail: record.normalizedEmail, verifiedAt: now, now: now)
-            try await tx.insertIdentity(
-                Identity(userID: anonymous, provider: .email, subject: record.normalizedEmail, email: record.email, createdAt: now))
-            try await lifecycle.upgradeAnonymous(work.narrowed { $0 }, anonymous, provider: .magicLink)
-            user.email = record.email
-            user.normalizedEmail = record.normalizedEmail
-            user.emailVerifiedAt = now
-            user.isAnonymous = false
-            return try await sessions.signIn(work.narrowed { $0 }, user, provider: .email, method: Self.method, event: .login, door: .magicLink)
         }
         return outcome.answer { SignInResponse(user: $0.user, session: $0.session, created: false) }
     }
@@ -116,7 +124,9 @@ struct MagicLinkService: Sendable {
     /// The account a magic link signs in to, made when there is none. An existing account whose
     /// address was never verified may have been set up by someone else with this address (a
     /// pre-hijack): the inbox owner gets it without anything added before this proof.
-    private func signInUser(_ work: Work<Stores>, record: EmailToken, handle: String?, admission: AccountAdmission?) async throws -> (User, created: Bool) {
+    private func signInUser(
+        _ work: Work<Stores>, record: EmailToken, handle: String?, id: UserID, admission: AccountAdmission?
+    ) async throws -> (User, created: Bool) {
         let (tx, now) = (work.tx, work.now)
         if let found = try await tx.user(normalizedEmail: record.normalizedEmail) {
             guard !found.isDisabled else { throw GatehouseError.accountDisabled(preset) }
@@ -128,7 +138,7 @@ struct MagicLinkService: Sendable {
             return (user, false)
         }
         let user = User(
-            id: .random(), email: record.email, normalizedEmail: record.normalizedEmail, emailVerifiedAt: now, handle: handle,
+            id: id, email: record.email, normalizedEmail: record.normalizedEmail, emailVerifiedAt: now, handle: handle,
             createdAt: now)
         try await lifecycle.create(
             work.narrowed { $0 }, user, identity: Identity(userID: user.id, provider: .email, subject: record.normalizedEmail, email: record.email, createdAt: now),

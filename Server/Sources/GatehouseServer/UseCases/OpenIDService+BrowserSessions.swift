@@ -71,15 +71,17 @@ extension OpenIDService {
     func openHandover(code: String, client: ClientInfo) async throws -> (cookie: String, location: String)? {
         guard isBase64URLText(code, lengths: 43...43) else { return nil }
         let browserID = SessionID.random()
-        let opened = try await unitOfWork.run(client: client) { work -> OAuthClient? in
-            guard let used = try await work.tx.useOAuthCode(hash: StoredSecret.hash(code), kind: .handover, issuing: browserID, at: work.now),
-                let target = try await work.tx.oauthClient(id: used.clientID),
-                case .opened = try await sessions.carry(
-                    work.narrowed { $0 }, from: used.sessionID, of: used.userID, id: browserID, door: .handover, client: nil, scopes: [],
-                    webClient: target.id, refreshable: false)
-            else { return nil }
-            try await work.audit(.oauthHandover, user: used.userID, session: browserID, details: ["client_id": target.id, "step": "used"])
-            return target
+        let opened = try await sessions.signingIn(client: client) { admitted in
+            try await unitOfWork.run(client: client) { work -> OAuthClient? in
+                guard let used = try await work.tx.useOAuthCode(hash: StoredSecret.hash(code), kind: .handover, issuing: browserID, at: work.now),
+                    let target = try await work.tx.oauthClient(id: used.clientID),
+                    case .opened = try await sessions.carry(
+                        work.narrowed { $0 }, from: used.sessionID, of: used.userID, id: browserID, door: .handover, client: nil, scopes: [],
+                        webClient: target.id, refreshable: false, admitted: admitted)
+                else { return nil }
+                try await work.audit(.oauthHandover, user: used.userID, session: browserID, details: ["client_id": target.id, "step": "used"])
+                return target
+            }
         }
         guard let target = opened, let start = target.initiateLoginURI else { return nil }
         let cookie = try await rememberBrowser(browserID)

@@ -96,37 +96,39 @@ extension OpenIDService {
         guard let code = form["code"], isBase64URLText(code, lengths: 43...43) else { throw OAuthProtocolError.invalidGrant("The code is not valid.") }
         let hash = StoredSecret.hash(code)
         let sessionID = SessionID.random()
-        let outcome = try await unitOfWork.run(client: caller) { work -> Exchange in
-            // Its client never changes: read before the use.
-            guard let found = try await work.tx.oauthCode(hash: hash), found.kind == .authorization, found.clientID == client.id else {
-                return .refused(.invalidGrant("The code is not valid or has expired."))
-            }
-            let bound =
-                form["redirect_uri"] == found.redirectURI
-                && PKCE.matches(
-                    verifier: form["code_verifier"] ?? "", challenge: found.codeChallenge ?? "", sha256: { Array(SHA256.hash(data: $0)) })
-            guard let used = try await work.tx.useOAuthCode(hash: hash, kind: .authorization, issuing: sessionID, at: work.now) else {
-                guard bound, let spent = try await work.tx.oauthCode(hash: hash), spent.usedAt != nil else {
+        let outcome = try await sessions.signingIn(client: caller) { admitted in
+            try await unitOfWork.run(client: caller) { work -> Exchange in
+                // Its client never changes: read before the use.
+                guard let found = try await work.tx.oauthCode(hash: hash), found.kind == .authorization, found.clientID == client.id else {
                     return .refused(.invalidGrant("The code is not valid or has expired."))
                 }
-                if let issued = spent.issuedSessionID, try await work.tx.revokeSession(issued, reason: .oauthCodeReuse, at: work.now) {
-                    try await work.audit(.oauthCodeReuse, .sessionRevoked, user: spent.userID, session: issued, details: ["client_id": spent.clientID])
+                let bound =
+                    form["redirect_uri"] == found.redirectURI
+                    && PKCE.matches(
+                        verifier: form["code_verifier"] ?? "", challenge: found.codeChallenge ?? "", sha256: { Array(SHA256.hash(data: $0)) })
+                guard let used = try await work.tx.useOAuthCode(hash: hash, kind: .authorization, issuing: sessionID, at: work.now) else {
+                    guard bound, let spent = try await work.tx.oauthCode(hash: hash), spent.usedAt != nil else {
+                        return .refused(.invalidGrant("The code is not valid or has expired."))
+                    }
+                    if let issued = spent.issuedSessionID, try await work.tx.revokeSession(issued, reason: .oauthCodeReuse, at: work.now) {
+                        try await work.audit(.oauthCodeReuse, .sessionRevoked, user: spent.userID, session: issued, details: ["client_id": spent.clientID])
+                    }
+                    return .reused
                 }
-                return .reused
-            }
-            guard form["redirect_uri"] == used.redirectURI else { return .refused(.invalidGrant("redirect_uri differs from the authorization request's.")) }
-            guard bound else { return .refused(.invalidGrant("The PKCE code_verifier does not match.")) }
-            let carried = try await sessions.carry(
-                work.narrowed { $0 }, from: used.sessionID, of: used.userID, id: sessionID, door: .oauthCode, client: client, scopes: used.scopes,
-                refreshable: used.scopes.contains(OAuthScope.offlineAccess.rawValue))
-            switch carried {
-            case .sourceEnded: return .refused(.invalidGrant("The sign-in behind this code has ended."))
-            case .noConsent: return .refused(.invalidGrant("The person withdrew their consent to this client."))
-            case .opened(let session, let user, let refresh):
-                try await work.audit(
-                    .oauthTokenIssued, user: user.id, session: session.id,
-                    details: ["client_id": client.id, "grant_type": "authorization_code", "scope": session.scope ?? "", "door": SessionDoor.oauthCode.rawValue])
-                return .issued(user, session, used, refresh: refresh)
+                guard form["redirect_uri"] == used.redirectURI else { return .refused(.invalidGrant("redirect_uri differs from the authorization request's.")) }
+                guard bound else { return .refused(.invalidGrant("The PKCE code_verifier does not match.")) }
+                let carried = try await sessions.carry(
+                    work.narrowed { $0 }, from: used.sessionID, of: used.userID, id: sessionID, door: .oauthCode, client: client, scopes: used.scopes,
+                    refreshable: used.scopes.contains(OAuthScope.offlineAccess.rawValue), admitted: admitted)
+                switch carried {
+                case .sourceEnded: return .refused(.invalidGrant("The sign-in behind this code has ended."))
+                case .noConsent: return .refused(.invalidGrant("The person withdrew their consent to this client."))
+                case .opened(let session, let user, let refresh):
+                    try await work.audit(
+                        .oauthTokenIssued, user: user.id, session: session.id,
+                        details: ["client_id": client.id, "grant_type": "authorization_code", "scope": session.scope ?? "", "door": SessionDoor.oauthCode.rawValue])
+                    return .issued(user, session, used, refresh: refresh)
+                }
             }
         }
         switch outcome {

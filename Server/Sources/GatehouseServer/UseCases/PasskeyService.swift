@@ -133,18 +133,21 @@ struct PasskeyService: Sendable {
 
     private func signUp(_ passkey: Passkey, email: String?, client: ClientInfo) async throws -> AuthResponse {
         let admission = try await lifecycle.admit(NewAccount(.wayIn(.passkey), email: email), client: client)
-        return try await lifecycle.withTemporaryHandle { handle in
-            try await unitOfWork.run(client: client) { work in
-                let user = User(
-                    id: passkey.userID, email: email, normalizedEmail: email.map(EmailAddress.normalize), handle: handle,
-                    createdAt: work.now)
-                try await lifecycle.create(work.narrowed { $0 }, user, identity: nil, provider: .passkey, admitted: admission)
-                try await work.tx.insertPasskey(passkey)
-                try await added(work, passkey)
-                if email != nil, preset.verification.sendOnSignup {
-                    try await mail.queueVerification(work.narrowed { $0 }, user: user)
+        return try await sessions.signingIn(client: client) { admitted in
+            try await lifecycle.withTemporaryHandle { handle in
+                try await unitOfWork.run(client: client) { work in
+                    let user = User(
+                        id: passkey.userID, email: email, normalizedEmail: email.map(EmailAddress.normalize), handle: handle,
+                        createdAt: work.now)
+                    try await lifecycle.create(work.narrowed { $0 }, user, identity: nil, provider: .passkey, admitted: admission)
+                    try await work.tx.insertPasskey(passkey)
+                    try await added(work, passkey)
+                    if email != nil, preset.verification.sendOnSignup {
+                        try await mail.queueVerification(work.narrowed { $0 }, user: user)
+                    }
+                    return try await sessions.signIn(work.narrowed { $0 }, user, provider: .passkey, event: .signup, door: .passkey, admitted: admitted)
+                        .requireSession()
                 }
-                return try await sessions.signIn(work.narrowed { $0 }, user, provider: .passkey, event: .signup, door: .passkey).requireSession()
             }
         }
     }
@@ -196,10 +199,14 @@ struct PasskeyService: Sendable {
             try await unitOfWork.audit(.passkeyAssertion, .failure, client: client, details: ["reason": error.reasons?.first ?? ""])
             throw error
         }
-        return try await unitOfWork.run(client: client) { work in
-            guard let user = try await work.tx.user(id: passkey.userID) else { throw PasskeyAssertions.unknownCredential }
-            guard !user.isDisabled else { throw GatehouseError.accountDisabled(preset) }
-            return try await sessions.signIn(work.narrowed { $0 }, user, provider: .passkey, event: .login, door: .passkey, userVerified: userVerified).answer
+        return try await sessions.signingIn(client: client) { admitted in
+            try await unitOfWork.run(client: client) { work in
+                guard let user = try await work.tx.user(id: passkey.userID) else { throw PasskeyAssertions.unknownCredential }
+                guard !user.isDisabled else { throw GatehouseError.accountDisabled(preset) }
+                return try await sessions.signIn(
+                    work.narrowed { $0 }, user, provider: .passkey, event: .login, door: .passkey, userVerified: userVerified, admitted: admitted
+                ).answer
+            }
         }
     }
 

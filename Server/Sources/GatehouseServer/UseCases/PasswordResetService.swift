@@ -46,16 +46,19 @@ struct PasswordResetService: Sendable {
         try gate.requireMethod(preset.signInMethods.emailPassword)
         let hash = StoredSecret.hash(token)
         let record = try await validRecord(hash: hash, at: clock.now)
-        let outcome = try await unitOfWork.run(client: client) { work -> SignInOutcome in
-            let (tx, now) = (work.tx, work.now)
-            guard try await tx.useEmailToken(hash: hash, at: now), let found = try await tx.user(id: record.user.id), !found.isDisabled else {
-                throw GatehouseError.usedResetLink(preset)
+        let outcome = try await sessions.signingIn(client: client) { admitted in
+            try await unitOfWork.run(client: client) { work -> SignInOutcome in
+                let (tx, now) = (work.tx, work.now)
+                guard try await tx.useEmailToken(hash: hash, at: now), let found = try await tx.user(id: record.user.id), !found.isDisabled else {
+                    throw GatehouseError.usedResetLink(preset)
+                }
+                // The first proof of the address: a password set before it may be a pre-hijacker's,
+                // and no new one comes with this link, so it goes (as at a magic link).
+                let user = try await lifecycle.proveInbox(work.narrowed { $0 }, found, removePassword: true)
+                try await tx.retireEmailTokens(userID: user.id, normalizedEmail: nil, purpose: .passwordReset, at: now)
+                return try await sessions.signIn(
+                    work.narrowed { $0 }, user, provider: .email, method: Self.linkMethod, event: .login, door: .passwordReset, admitted: admitted)
             }
-            // The first proof of the address: a password set before it may be a pre-hijacker's,
-            // and no new one comes with this link, so it goes (as at a magic link).
-            let user = try await lifecycle.proveInbox(work.narrowed { $0 }, found, removePassword: true)
-            try await tx.retireEmailTokens(userID: user.id, normalizedEmail: nil, purpose: .passwordReset, at: now)
-            return try await sessions.signIn(work.narrowed { $0 }, user, provider: .email, method: Self.linkMethod, event: .login, door: .passwordReset)
         }
         if let normalized = record.user.normalizedEmail { try await throttle.clearAccount(normalized) }
         return outcome.answer

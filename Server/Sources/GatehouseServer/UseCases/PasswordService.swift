@@ -57,28 +57,33 @@ struct PasswordService: Sendable {
         guard EmailAddress.isCanonical(address) else { throw GatehouseError.invalidEmail(preset) }
         let admission = try await lifecycle.admit(NewAccount(.wayIn(.password), email: address), client: client)
         let hash = try await credentials.hash(password)
+        // The id the hook is told of is the one the account gets (the transaction may run twice).
+        let id = UserID.random()
         do {
-            return try await lifecycle.withTemporaryHandle { handle in
-                try await unitOfWork.run(client: client) { work in
-                    let now = work.now
-                    let user = User(
-                        id: .random(), email: address, normalizedEmail: normalized, handle: handle, passwordHash: hash,
-                        passwordChangedAt: now, createdAt: now)
-                    let identity = Identity(userID: user.id, provider: .email, subject: normalized, email: address, createdAt: now)
-                    try await lifecycle.create(work.narrowed { $0 }, user, identity: identity, provider: .email, admitted: admission)
-                    let (session, refresh) = try await sessions.start(work.narrowed { $0 }, user: user, provider: .email, door: .signUp, method: Self.method)
-                    try await work.audit(.signup, user: user.id, session: session.id, details: ["provider": "email"])
-                    if preset.verification.sendOnSignup {
-                        // In the same transaction: a crash after commit still sends it.
-                        try await mail.queueVerification(work.narrowed { $0 }, user: user)
+            return try await sessions.signingIn(client: client) { admitted in
+                try await lifecycle.withTemporaryHandle { handle in
+                    try await unitOfWork.run(client: client) { work in
+                        let now = work.now
+                        let user = User(
+                            id: id, email: address, normalizedEmail: normalized, handle: handle, passwordHash: hash,
+                            passwordChangedAt: now, createdAt: now)
+                        let identity = Identity(userID: user.id, provider: .email, subject: normalized, email: address, createdAt: now)
+                        try await lifecycle.create(work.narrowed { $0 }, user, identity: identity, provider: .email, admitted: admission)
+                        let (session, refresh) = try await sessions.start(
+                            work.narrowed { $0 }, user: user, provider: .email, door: .signUp, method: Self.method, admitted: admitted)
+                        try await work.audit(.signup, user: user.id, session: session.id, details: ["provider": "email"])
+                        if preset.verification.sendOnSignup {
+                            // In the same transaction: a crash after commit still sends it.
+                            try await mail.queueVerification(work.narrowed { $0 }, user: user)
+                        }
+                        if let keyHash {
+                            try await work.tx.insertIdempotencyKey(scope: "signup", keyHash: keyHash, userID: user.id, sessionID: session.id, at: now)
+                        }
+                        return .signedIn(
+                            AuthResponse(
+                                user: user.payload(identities: [identity]),
+                                session: try await sessions.payload(user, session: session, refreshToken: refresh, in: work.tx)))
                     }
-                    if let keyHash {
-                        try await work.tx.insertIdempotencyKey(scope: "signup", keyHash: keyHash, userID: user.id, sessionID: session.id, at: now)
-                    }
-                    return .signedIn(
-                        AuthResponse(
-                            user: user.payload(identities: [identity]),
-                            session: try await sessions.payload(user, session: session, refreshToken: refresh, in: work.tx)))
                 }
             }
         } catch let error as StoreError where error.uniqueKey != nil && error.uniqueKey != .handle {
@@ -128,8 +133,12 @@ struct PasswordService: Sendable {
             // the password is at hand, unless a reset or change replaced the hash meanwhile.
             _ = try await store.rehashPassword(user.id, from: old, to: try await credentials.hash(password), now: clock.now)
         }
-        return try await unitOfWork.run(client: client) { work in
-            try await sessions.signIn(work.narrowed { $0 }, user, provider: provider, method: Self.method, event: .login, door: .password).answer
+        return try await sessions.signingIn(client: client) { admitted in
+            try await unitOfWork.run(client: client) { work in
+                try await sessions.signIn(
+                    work.narrowed { $0 }, user, provider: provider, method: Self.method, event: .login, door: .password, admitted: admitted
+                ).answer
+            }
         }
     }
 

@@ -197,15 +197,20 @@ struct PhoneService: Sendable {
         let record = try await codes.check(candidates, to: number.e164, code: code, now: clock.now, in: store, listener: .anyone)
         // The app's say before a number with no account gets one (`BEFORE_USER_CREATED`).
         let needed = preset.sms.signUp ? try await store.user(phone: number.e164) == nil : false
+        // A new account's id, the same if the transaction runs twice (`BEFORE_SIGN_IN`).
+        let id = UserID.random()
         let (outcome, created) = try await lifecycle.admitting(NewAccount(.wayIn(.phone), phone: number.e164), client: client, needed: needed) {
             admission in
-            try await lifecycle.withTemporaryHandle { handle in
-                try await unitOfWork.run(client: client) { work -> (SignInOutcome, Bool) in
-                    try await codes.use(record, work.narrowed { $0 })
-                    let (user, created) = try await signInUser(work, number: number, handle: handle, code: record, admission: admission)
-                    let outcome = try await sessions.signIn(
-                        work.narrowed { $0 }, user, provider: .phone, method: Self.method, event: created ? .signup : .login, door: .phone)
-                    return (outcome, created)
+            try await sessions.signingIn(client: client) { admitted in
+                try await lifecycle.withTemporaryHandle { handle in
+                    try await unitOfWork.run(client: client) { work -> (SignInOutcome, Bool) in
+                        try await codes.use(record, work.narrowed { $0 })
+                        let (user, created) = try await signInUser(work, number: number, handle: handle, code: record, id: id, admission: admission)
+                        let outcome = try await sessions.signIn(
+                            work.narrowed { $0 }, user, provider: .phone, method: Self.method, event: created ? .signup : .login, door: .phone,
+                            admitted: admitted)
+                        return (outcome, created)
+                    }
                 }
             }
         }
@@ -220,7 +225,7 @@ struct PhoneService: Sendable {
     /// and only while the holder has asked for no code of their own since the sign-up (issue 58:
     /// the holder who asked to sign in may type whichever SMS came last).
     private func signInUser(
-        _ work: Work<Stores>, number: PhoneNumber, handle: String?, code: PhoneCode, admission: AccountAdmission?
+        _ work: Work<Stores>, number: PhoneNumber, handle: String?, code: PhoneCode, id: UserID, admission: AccountAdmission?
     ) async throws -> (User, created: Bool) {
         let (tx, now) = (work.tx, work.now)
         if let found = try await tx.user(phone: number.e164) {
@@ -236,7 +241,7 @@ struct PhoneService: Sendable {
             return (user, false)
         }
         guard preset.sms.signUp else { throw codes.refusal(.invalid) }
-        var user = User(id: .random(), handle: handle, createdAt: now)
+        var user = User(id: id, handle: handle, createdAt: now)
         user.phone = number.e164
         user.phoneVerifiedAt = now
         do {
@@ -297,10 +302,13 @@ struct PhoneService: Sendable {
         }
         let record = try await codes.check(candidates, to: number.e164, code: code, now: clock.now, in: store, listener: .anyone)
         guard let userID = record.userID else { throw codes.refusal(.invalid) }
-        let outcome = try await unitOfWork.run(client: client) { work -> SignInOutcome in
-            let user = try await attach(work, record, to: userID, signedIn: nil)
-            guard !user.isDisabled else { throw GatehouseError.accountDisabled(preset) }
-            return try await sessions.signIn(work.narrowed { $0 }, user, provider: .phone, method: Self.method, event: .login, door: .phone)
+        let outcome = try await sessions.signingIn(client: client) { admitted in
+            try await unitOfWork.run(client: client) { work -> SignInOutcome in
+                let user = try await attach(work, record, to: userID, signedIn: nil)
+                guard !user.isDisabled else { throw GatehouseError.accountDisabled(preset) }
+                return try await sessions.signIn(
+                    work.narrowed { $0 }, user, provider: .phone, method: Self.method, event: .login, door: .phone, admitted: admitted)
+            }
         }
         try await provedByHolder(record.phone)
         return outcome.answer { SignInResponse(user: $0.user, session: $0.session, created: false) }

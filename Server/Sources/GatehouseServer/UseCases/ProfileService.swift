@@ -65,28 +65,37 @@ struct ProfileService: Sendable {
                     status: 409, code: .idempotencyKeyReused,
                     message: "This Idempotency-Key belongs to a start that can no longer be repeated. Send a new key.")
             }
-            let response = try await unitOfWork.run(client: client) { work in
-                // An anonymous account cannot hold a second factor (enrolling needs an address).
-                try await sessions.signIn(work.narrowed { $0 }, user, provider: .anonymous, event: .login, door: .anonymous).requireSession()
+            let response = try await sessions.signingIn(client: client) { admitted in
+                try await unitOfWork.run(client: client) { work in
+                    // An anonymous account cannot hold a second factor (enrolling needs an address).
+                    try await sessions.signIn(work.narrowed { $0 }, user, provider: .anonymous, event: .login, door: .anonymous, admitted: admitted)
+                        .requireSession()
+                }
             }
             return AnonymousResponse(user: response.user, session: response.session, nameSuggestions: user.nameSuggestions ?? [])
         }
         let names = NameSuggester.suggestions()
         let admission = try await lifecycle.admit(NewAccount(.wayIn(.anonymous)), client: client)
+        // The id `BEFORE_SIGN_IN` is told of is the one the account gets (the transaction may run twice).
+        let id = UserID.random()
         do {
-            let response = try await lifecycle.withTemporaryHandle { handle in
-                try await unitOfWork.run(client: client) { work -> AuthResponse in
-                    let (tx, now) = (work.tx, work.now)
-                    let user = User(id: .random(), isAnonymous: true, handle: handle, createdAt: now)
-                    try await lifecycle.create(
-                        work.narrowed { $0 }, user, identity: Identity(userID: user.id, provider: .anonymous, subject: user.id.description, createdAt: now),
-                        provider: .anonymous, admitted: admission)
-                    try await tx.setNameSuggestions(user.id, names, now: now)
-                    let response = try await sessions.signIn(work.narrowed { $0 }, user, provider: .anonymous, event: .signup, door: .anonymous).requireSession()
-                    if let keyHash, let session = SessionID(response.session.sessionID) {
-                        try await tx.insertIdempotencyKey(scope: "anonymous", keyHash: keyHash, userID: user.id, sessionID: session, at: now)
+            let response = try await sessions.signingIn(client: client) { admitted in
+                try await lifecycle.withTemporaryHandle { handle in
+                    try await unitOfWork.run(client: client) { work -> AuthResponse in
+                        let (tx, now) = (work.tx, work.now)
+                        let user = User(id: id, isAnonymous: true, handle: handle, createdAt: now)
+                        try await lifecycle.create(
+                            work.narrowed { $0 }, user, identity: Identity(userID: user.id, provider: .anonymous, subject: user.id.description, createdAt: now),
+                            provider: .anonymous, admitted: admission)
+                        try await tx.setNameSuggestions(user.id, names, now: now)
+                        let response = try await sessions.signIn(
+                            work.narrowed { $0 }, user, provider: .anonymous, event: .signup, door: .anonymous, admitted: admitted
+                        ).requireSession()
+                        if let keyHash, let session = SessionID(response.session.sessionID) {
+                            try await tx.insertIdempotencyKey(scope: "anonymous", keyHash: keyHash, userID: user.id, sessionID: session, at: now)
+                        }
+                        return response
                     }
-                    return response
                 }
             }
             return AnonymousResponse(user: response.user, session: response.session, nameSuggestions: names)

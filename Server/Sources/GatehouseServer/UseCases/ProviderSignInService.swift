@@ -45,45 +45,49 @@ struct ProviderSignInService: Sendable {
             provider: NewAccount.ProviderClaims(subject: person.subject, email: person.email, emailVerified: person.emailVerified, name: displayName))
         var needed = try await store.identity(provider: provider, subject: person.subject) == nil
         if needed, let vouched { needed = try await store.user(normalizedEmail: EmailAddress.normalize(vouched)) == nil }
+        // A new account's id, the same if the transaction runs twice (`BEFORE_SIGN_IN`).
+        let id = UserID.random()
         let (outcome, created, userID) = try await lifecycle.admitting(newAccount, client: client, needed: needed) { admission in
-            try await lifecycle.withTemporaryHandle { handle in
-                try await unitOfWork.run(client: client) { work -> (SignInOutcome, Bool, UserID) in
-                    let (tx, now) = (work.tx, work.now)
-                    // A returning person: the identity decides, whatever the address says.
-                    if let identity = try await tx.identity(provider: provider, subject: person.subject) {
-                        guard let user = try await tx.user(id: identity.userID) else { throw GatehouseError.invalidCredentials(preset) }
-                        guard !user.isDisabled else { throw GatehouseError.accountDisabled(preset) }
-                        // Apple sends the address on the first sign-in only; later tokens keep the stored one.
-                        if let email = person.email, email != identity.email || person.isPrivateRelay != identity.isPrivateRelay {
-                            try await tx.updateIdentity(identity.id, email: email, isPrivateRelay: person.isPrivateRelay)
+            try await sessions.signingIn(client: client) { admitted in
+                try await lifecycle.withTemporaryHandle { handle in
+                    try await unitOfWork.run(client: client) { work -> (SignInOutcome, Bool, UserID) in
+                        let (tx, now) = (work.tx, work.now)
+                        // A returning person: the identity decides, whatever the address says.
+                        if let identity = try await tx.identity(provider: provider, subject: person.subject) {
+                            guard let user = try await tx.user(id: identity.userID) else { throw GatehouseError.invalidCredentials(preset) }
+                            guard !user.isDisabled else { throw GatehouseError.accountDisabled(preset) }
+                            // Apple sends the address on the first sign-in only; later tokens keep the stored one.
+                            if let email = person.email, email != identity.email || person.isPrivateRelay != identity.isPrivateRelay {
+                                try await tx.updateIdentity(identity.id, email: email, isPrivateRelay: person.isPrivateRelay)
+                            }
+                            return (try await sessions.signIn(work.narrowed { $0 }, user, provider: provider, event: .login, door: .provider, admitted: admitted), false, user.id)
                         }
-                        return (try await sessions.signIn(work.narrowed { $0 }, user, provider: provider, event: .login, door: .provider), false, user.id)
+                        let address = person.email.flatMap(EmailAddress.canonical)
+                        if let address, let existing = try await tx.user(normalizedEmail: EmailAddress.normalize(address)) {
+                            guard person.emailVerified, existing.emailVerified, !person.isPrivateRelay else { throw linkConfirmationRequired }
+                            guard !existing.isDisabled else { throw GatehouseError.accountDisabled(preset) }
+                            try await tx.insertIdentity(
+                                Identity(userID: existing.id, provider: provider, subject: person.subject, email: address,
+                                         isPrivateRelay: person.isPrivateRelay, createdAt: now))
+                            try await tx.fillProfile(existing.id, displayName: displayName, avatarURL: avatar, now: now)
+                            try await audit(work, .identityLinked, user: existing.id, provider: provider, how: "verified email")
+                            let user = try await tx.user(id: existing.id) ?? existing
+                            return (try await sessions.signIn(work.narrowed { $0 }, user, provider: provider, event: .login, door: .provider, admitted: admitted), false, user.id)
+                        }
+                        // An address the provider does not vouch for never becomes the account's (finding
+                        // 13): it stays on the identity only, so it cannot squat the inbox owner's account.
+                        let owned = person.emailVerified ? address : nil
+                        let user = User(
+                            id: id, email: owned, normalizedEmail: owned.map(EmailAddress.normalize),
+                            emailVerifiedAt: owned != nil ? now : nil, displayName: displayName, handle: handle,
+                            avatarURL: avatar, createdAt: now)
+                        try await lifecycle.create(
+                            work.narrowed { $0 }, user,
+                            identity: Identity(userID: user.id, provider: provider, subject: person.subject, email: address,
+                                               isPrivateRelay: person.isPrivateRelay, createdAt: now),
+                            provider: provider, admitted: admission)
+                        return (try await sessions.signIn(work.narrowed { $0 }, user, provider: provider, event: .signup, door: .provider, admitted: admitted), true, user.id)
                     }
-                    let address = person.email.flatMap(EmailAddress.canonical)
-                    if let address, let existing = try await tx.user(normalizedEmail: EmailAddress.normalize(address)) {
-                        guard person.emailVerified, existing.emailVerified, !person.isPrivateRelay else { throw linkConfirmationRequired }
-                        guard !existing.isDisabled else { throw GatehouseError.accountDisabled(preset) }
-                        try await tx.insertIdentity(
-                            Identity(userID: existing.id, provider: provider, subject: person.subject, email: address,
-                                     isPrivateRelay: person.isPrivateRelay, createdAt: now))
-                        try await tx.fillProfile(existing.id, displayName: displayName, avatarURL: avatar, now: now)
-                        try await audit(work, .identityLinked, user: existing.id, provider: provider, how: "verified email")
-                        let user = try await tx.user(id: existing.id) ?? existing
-                        return (try await sessions.signIn(work.narrowed { $0 }, user, provider: provider, event: .login, door: .provider), false, user.id)
-                    }
-                    // An address the provider does not vouch for never becomes the account's (finding
-                    // 13): it stays on the identity only, so it cannot squat the inbox owner's account.
-                    let owned = person.emailVerified ? address : nil
-                    let user = User(
-                        id: .random(), email: owned, normalizedEmail: owned.map(EmailAddress.normalize),
-                        emailVerifiedAt: owned != nil ? now : nil, displayName: displayName, handle: handle,
-                        avatarURL: avatar, createdAt: now)
-                    try await lifecycle.create(
-                        work.narrowed { $0 }, user,
-                        identity: Identity(userID: user.id, provider: provider, subject: person.subject, email: address,
-                                           isPrivateRelay: person.isPrivateRelay, createdAt: now),
-                        provider: provider, admitted: admission)
-                    return (try await sessions.signIn(work.narrowed { $0 }, user, provider: provider, event: .signup, door: .provider), true, user.id)
                 }
             }
         }
