@@ -43,6 +43,22 @@ public struct GatehouseUser: Sendable, Equatable {
     public var appMetadata: [String: JSONValue]? = nil
     /// The holder's own metadata, in tokens `/auth/v1` issues; never a basis for access.
     public var userMetadata: [String: JSONValue]? = nil
+    /// The claims the app's `CUSTOM_ACCESS_TOKEN` hook put under the token's `app` claim; nil
+    /// where the token has none. Read them typed with ``app(as:)``.
+    public var app: [String: JSONValue]? = nil
+
+    /// The token's `app` claims decoded as the app's own type, nil where the token has none:
+    ///
+    /// ```swift
+    /// struct Membership: Decodable { var tier: String; var seats: Int }
+    /// let membership = try user.app(as: Membership.self)
+    /// ```
+    ///
+    /// - Throws: the decoder's error when the claims do not fit `type`.
+    public func app<Claims: Decodable>(as type: Claims.Type, decoder: JSONDecoder = JSONDecoder()) throws -> Claims? {
+        guard let app else { return nil }
+        return try decoder.decode(type, from: JSONEncoder().encode(app))
+    }
 
     /// What gates see: the level and the latest factor's time (nil without an `amr`).
     public var assurance: Assurance? { Assurance(aal: assuranceLevel, amr: authenticationMethods) }
@@ -196,6 +212,7 @@ public actor AccessTokenVerifier {
             phoneVerified: claims.phoneVerified ?? false, expiresAt: Date(timeIntervalSince1970: TimeInterval(claims.exp)),
             assuranceLevel: claims.aal ?? .aal1, authenticationMethods: claims.amr ?? [])
         (user.role, user.email, user.appMetadata, user.userMetadata) = (claims.role, claims.email, claims.appMetadata, claims.userMetadata)
+        user.app = claims.app
         return user
     }
 

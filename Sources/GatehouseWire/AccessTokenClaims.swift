@@ -1,3 +1,5 @@
+import Foundation
+
 /// The claims of a Gatehouse access token (contract: Session object), as the server signs them
 /// and as `GatehouseVerifier` reads them. The server sets every claim; the verifier accepts a
 /// token without the optional ones (and reads a missing `plan` as `free`).
@@ -36,6 +38,9 @@ public struct AccessTokenClaims: Codable, Sendable, Equatable {
     public var userMetadata: [String: JSONValue]?
     /// The session's id again, under GoTrue's name (`/auth/v1` tokens only).
     public var sessionID: String?
+    /// The app's own claims, as its `CUSTOM_ACCESS_TOKEN` hook answered them (issue 63): a JSON
+    /// object of at most `AppClaims.maxBytes`, whose names are none of `AppClaims.reservedNames`.
+    public var app: [String: JSONValue]?
 
     public enum CodingKeys: String, CodingKey {
         case iss, aud, sub, sid, iat, nbf, exp, plan, amr, aal
@@ -47,6 +52,7 @@ public struct AccessTokenClaims: Codable, Sendable, Equatable {
         case appMetadata = "app_metadata"
         case userMetadata = "user_metadata"
         case sessionID = "session_id"
+        case app
     }
 
     public init(
@@ -81,4 +87,31 @@ public struct AuthenticationMethodReference: Codable, Sendable, Equatable {
         self.timestamp = timestamp
     }
     enum CodingKeys: String, CodingKey { case method, timestamp }
+}
+
+/// The rules for the claims an app's `CUSTOM_ACCESS_TOKEN` hook adds under a token's `app`
+/// claim (issue 63), in one place for the server that signs them and the verifier that reads them.
+public enum AppClaims {
+    /// The most compact JSON (sorted keys) the `app` object may take, in bytes: Firebase's
+    /// custom-claims bound, so a token stays small enough for a header.
+    public static let maxBytes = 1_000
+
+    /// Names an app's claim may not take: the registered claims (RFC 7519) and every claim
+    /// Gatehouse or its Supabase shape signs, so no reader can take an app's claim for one of
+    /// them.
+    public static let reservedNames: Set<String> = [
+        "iss", "sub", "aud", "exp", "nbf", "iat", "jti", "sid", "is_anonymous", "plan", "plan_expires_at", "email_verified",
+        "phone_verified", "amr", "aal", "role", "email", "phone", "app_metadata", "user_metadata", "session_id", "app", "client_id",
+        "scope", "auth_time", "acr", "azp", "nonce",
+    ]
+
+    /// Why `claims` may not be signed, or nil when they may.
+    public static func problem(_ claims: [String: JSONValue]) -> String? {
+        if let name = claims.keys.sorted().first(where: reservedNames.contains) { return "'\(name)' is a reserved claim name" }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(claims) else { return "the claims are not JSON" }
+        guard data.count <= maxBytes else { return "the claims take \(data.count) bytes of JSON; at most \(maxBytes)" }
+        return nil
+    }
 }

@@ -3,6 +3,7 @@ import GatehouseCore
 import GatehouseServer
 import GatehouseStore
 import GatehouseTestSupport
+import GatehouseVerifier
 import GatehouseWire
 import HTTPTypes
 import Hummingbird
@@ -258,6 +259,89 @@ struct HookTests {
         }
     }
 
+    /// The app's claims (`CUSTOM_ACCESS_TOKEN`), through HTTP: every token the app gets carries
+    /// the hook's answer under `app` (a sign-up's, a refresh's, `/auth/v1`'s), read typed by
+    /// `GatehouseVerifier`; the call names the account, the session, the occasion and the door;
+    /// an answer the session may keep (`"cache": true`) is not asked again at a refresh; a
+    /// reserved name or an answer over 1,000 bytes fails the call (503, nothing signed); a
+    /// refresh whose hook fails leaves the refresh token as it was.
+    @Test(arguments: Backend.available)
+    func theHookPutsTheAppsClaimsInEveryToken(_ backend: Backend) async throws {
+        struct Membership: Decodable, Equatable {
+            var tier: String
+            var seats: Int
+        }
+        let receiver = try await HookReceiver()
+        defer { receiver.stop() }
+        let adjust: @Sendable (inout GatehouseConfig) -> Void = { config in
+            SupabaseCompatTests.withBothKeys(&config)
+            config.hooks[.customAccessToken] = HookEndpoint(url: URL(string: receiver.url("/claims"))!, secret: receiver.secret, failOpen: false, format: .gatehouse)
+            config.hooks.timeout = .milliseconds(800)
+        }
+        try await TestApp.run(backend, preset: "handz", setup: .live, adjust: adjust) { client, config in
+            let api = AuthClient(client: client)
+            func calls() -> [HookReceiver.Call] { receiver.calls.filter { $0.body["type"] as? String == "custom_access_token" } }
+            func app(_ token: String) throws -> [String: Any]? { try jwtParts(token).claims["app"] as? [String: Any] }
+            try receiver.plan(["body": ["claims": ["tier": "gold", "seats": 3]]])
+            let made = try await api.account("claims@example.com")
+            #expect(try app(made.session.accessToken)?["tier"] as? String == "gold")
+            let call = try #require(calls().last)
+            #expect((call.data["user"] as? [String: Any])?["id"] as? String == made.user.id)
+            #expect(call.data["session_id"] as? String == made.session.sessionID && call.data["occasion"] as? String == "sign_in")
+            #expect(call.data["door"] as? String == "sign_up" && call.data["method"] as? String == "password" && call.data["preset"] as? String == "handz")
+            let port = try #require(client.port)
+            let verifier = AccessTokenVerifier(
+                jwksURL: URL(string: "http://127.0.0.1:\(port)/.well-known/jwks.json")!, issuer: config.issuer, audience: config.audience,
+                fetch: .http())
+            #expect(try await verifier.verify(made.session.accessToken).app(as: Membership.self) == Membership(tier: "gold", seats: 3))
+            // The example backend reads them typed (`GET /whoami`).
+            try receiver.plan(["body": ["claims": ["team": "north", "position": "coach"]]])
+            let teamToken = try await api.login("claims@example.com").json(AuthResponse.self).session.accessToken
+            try await AppBackendTests.withBackend(gatehousePort: port, config, routes: [.flows], clock: SystemClock()) { backend in
+                let whoami = try await AppBackendTests.call(backend, .get, "/whoami", token: teamToken)
+                let body = try JSONSerialization.jsonObject(with: Data(whoami.text.utf8)) as? [String: Any]
+                #expect(body?["team"] as? String == "north" && body?["position"] as? String == "coach" && body?["user_id"] as? String == made.user.id)
+                let plain = try await AppBackendTests.call(backend, .get, "/whoami", token: made.session.accessToken)
+                #expect(plain.status == .internalServerError, "claims of another shape are the app's mistake: \(plain.text)")
+            }
+            try receiver.plan(["body": ["claims": ["tier": "gold", "seats": 3]]])
+
+            // Without "cache" every refresh asks again; the answer of the moment is signed.
+            try receiver.plan(["body": ["claims": ["tier": "platinum", "seats": 5]]])
+            let refreshed = try await api.refresh(made.session.refreshToken).json(SessionResponse.self).session
+            #expect(try app(refreshed.accessToken)?["tier"] as? String == "platinum" && calls().last?.data["occasion"] as? String == "refresh")
+
+            // A session told it may keep the answer is not asked again at a refresh.
+            try receiver.plan(["body": ["claims": ["tier": "silver", "seats": 1], "cache": true]])
+            let kept = try await api.login("claims@example.com").json(AuthResponse.self).session
+            let asked = calls().count
+            let again = try await api.refresh(kept.refreshToken).json(SessionResponse.self).session
+            #expect(try app(again.accessToken)?["tier"] as? String == "silver" && calls().count == asked)
+
+            // /auth/v1's tokens carry them too, beside Supabase's claims.
+            let gotrue = try await api.post(
+                "/auth/v1/token?grant_type=password", #"{"email": "claims@example.com", "password": "correct horse battery"}"#,
+                headers: WaysInTests.apikey)
+            let gotrueToken = try #require((try JSONSerialization.jsonObject(with: Data(gotrue.text.utf8)) as? [String: Any])?["access_token"] as? String)
+            #expect(try app(gotrueToken)?["tier"] as? String == "silver" && jwtParts(gotrueToken).claims["role"] as? String == "authenticated")
+
+            // A reserved name, or more than 1,000 bytes: the call failed, nothing is signed.
+            for claims in [["sub": "someone-else"], ["plan": "pro"], ["blob": String(repeating: "x", count: 1_000)]] as [[String: Any]] {
+                try receiver.plan(["body": ["claims": claims]])
+                let refused = try await api.login("claims@example.com")
+                #expect(refused.status == .serviceUnavailable && refused.error?.code == .hookUnavailable, "\(claims): \(refused.text)")
+            }
+            // A refresh whose hook fails keeps its token: the same one works once the hook does.
+            try receiver.plan(["status": 500])
+            #expect(try await api.refresh(refreshed.refreshToken).status == .serviceUnavailable)
+            try receiver.plan(["body": ["claims": ["tier": "gold", "seats": 3]]])
+            #expect(try await api.refresh(refreshed.refreshToken).status == .ok)
+            #expect(receiver.rejections.isEmpty, "\(receiver.rejections)")
+            let trail = try await TestApp.withStore(config) { store in try await store.auditEvents(userID: nil, event: "hook_call", before: nil, limit: 20) }
+            #expect(trail.filter { $0.details["hook"] == "CUSTOM_ACCESS_TOKEN" }.map { $0.details["reason"] ?? "" } == ["status", "malformed", "malformed", "malformed"])
+        }
+    }
+
     /// No account, no identity and no mail for `email`.
     static func expectNothingStored(_ config: GatehouseConfig, _ email: String) async throws {
         let (stored, mailed) = try await TestApp.withStore(config) { store in
@@ -288,6 +372,27 @@ struct HookTests {
             let refused = try await api.signup("supabase-refused@example.com")
             #expect(refused.status == .forbidden && refused.error?.code == .hookRejected && refused.error?.message == Self.message, "\(refused.text)")
             try await Self.expectNothingStored(config, "supabase-refused@example.com")
+        }
+        // Supabase's custom access token hook: the claims as GoTrue would sign them, and the whole
+        // object back; the names it added are the app's, under `app`. What it changed of the
+        // claims it was sent is not taken.
+        try await TestApp.run(backend, preset: "handz", adjust: {
+            $0.hooks[.customAccessToken] = HookEndpoint(url: URL(string: receiver.url("/claims"))!, secret: receiver.secret, failOpen: false, format: .supabase)
+        }) { client, _ in
+            let api = AuthClient(client: client)
+            try receiver.plan(["add_claims": ["user_role": "moderator", "role": "service_role"]])
+            let made = try await api.account("supabase-claims@example.com")
+            let call = try #require(receiver.calls.last)
+            #expect(call.body["user_id"] as? String == made.user.id && call.body["authentication_method"] as? String == "email/signup")
+            let sent = try #require(call.body["claims"] as? [String: Any])
+            #expect(sent["sub"] as? String == made.user.id && sent["session_id"] as? String == made.session.sessionID)
+            #expect(sent["role"] as? String == "authenticated" && sent["aud"] as? String == "authenticated" && sent["aal"] as? String == "aal1")
+            #expect(sent["email"] as? String == "supabase-claims@example.com" && sent["is_anonymous"] as? Bool == false && sent["exp"] is Int)
+            let claims = try jwtParts(made.session.accessToken).claims
+            #expect(claims["app"] as? [String: String] == ["user_role": "moderator"], "\(claims)")
+            #expect(claims["role"] == nil)
+            _ = try await api.refresh(made.session.refreshToken)
+            #expect(receiver.calls.last?.body["authentication_method"] as? String == "token_refresh")
         }
     }
 
@@ -358,8 +463,8 @@ struct HookTests {
             do {
                 _ = try await GatehouseConfig.load(environment: ["\(stem)_URL": "https://app.example.com/h", "\(stem)_SECRET": secret])
                 switch hook {
-                case .beforeUserCreated, .beforeSignIn: break
-                case .customAccessToken, .sendEmail: Issue.record("\(hook) was accepted")
+                case .beforeUserCreated, .beforeSignIn, .customAccessToken: break
+                case .sendEmail: Issue.record("\(hook) was accepted")
                 }
             } catch {
                 #expect(error.problems == ["\(stem)_URL: \(hook.rawValue) is not called by this version of Gatehouse (docs/hooks.md)"])

@@ -13,9 +13,10 @@ import Testing
 /// running server, and the session it opened must carry that door, which only `SessionIssuer`
 /// records: a door that wrote its session row beside the issuer leaves it without one and
 /// fails here (and `structure-check.py one-issuer` names the line). A new case does not compile
-/// until the walk has a step for it. The same walk runs with `BEFORE_SIGN_IN` set (issue 63):
-/// every door's session must have been asked about, with its door and account, which only the
-/// issuer's admission check (`SignInAdmission`) makes sure of.
+/// until the walk has a step for it. The walk runs with `BEFORE_SIGN_IN` and
+/// `CUSTOM_ACCESS_TOKEN` set (issue 63): every door's session must have been asked about, with
+/// its door and account, and every door that gives the app tokens must have asked for their
+/// claims, which only the issuer's admission check (`SignInAdmission`) makes sure of.
 @Suite(.requires(
     SoftAuthenticator.isAvailable && OneTimeCodeTools.available && MFAFlow.hasPyJWT && SMSReceiver.python != nil,
     "GATEHOUSE_TEST_PYTHON with soft-webauthn, webauthn, pyotp, PyJWT and standardwebhooks; oathtool, zbarimg, rsvg-convert"))
@@ -39,10 +40,12 @@ struct SessionDoorTests {
         let clock = ManualClock(Date())
         let receiver = try await HookReceiver()
         defer { receiver.stop() }
-        try receiver.allow()
+        try receiver.plan(["by_path": ["/claims": ["body": ["claims": ["walked": true]]]]])
         let hooked: @Sendable (inout GatehouseConfig) -> Void = { config in
             Self.configure(&config)
             config.hooks[.beforeSignIn] = HookEndpoint(url: URL(string: receiver.url("/sign-in"))!, secret: receiver.secret, failOpen: false, format: .gatehouse)
+            config.hooks[.customAccessToken] = HookEndpoint(
+                url: URL(string: receiver.url("/claims"))!, secret: receiver.secret, failOpen: false, format: .gatehouse)
         }
         try await ProviderSignInTests.run(backend, preset: "hannah", clock: clock, setup: .live, adjust: hooked) { api, apple, _, config in
             let client = api.client
@@ -121,6 +124,18 @@ struct SessionDoorTests {
                 #expect(
                     asked.contains { ($0.data["user"] as? [String: Any])?["id"] as? String == account && $0.data["preset"] as? String == "hannah" },
                     "\(door): BEFORE_SIGN_IN was not asked")
+                // `CUSTOM_ACCESS_TOKEN` was asked for the claims of the app's tokens it opened (the
+                // OpenID provider's doors give a client's tokens, which carry none).
+                let claimed = receiver.calls.contains {
+                    $0.body["type"] as? String == "custom_access_token" && $0.data["door"] as? String == door.rawValue
+                        && ($0.data["user"] as? [String: Any])?["id"] as? String == account
+                }
+                switch door {
+                case .oauthCode, .handover:
+                    #expect(!claimed, "\(door): a client's tokens asked for the app's claims")
+                case .signUp, .password, .magicLink, .emailVerification, .passwordReset, .provider, .passkey, .anonymous, .phone, .secondFactor:
+                    #expect(claimed, "\(door): CUSTOM_ACCESS_TOKEN was not asked")
+                }
                 if sessions.contains(where: { $0.door == door }), !asked.isEmpty { walked.insert(door) }
             }
             #expect(walked == Set(SessionDoor.allCases))

@@ -11,6 +11,8 @@ the plan file (--plan, read again for every call, so a test changes it between r
   {"delay_ms": 7000}                    sleeps first (a hook slower than Gatehouse waits)
   {"redirect": "http://…"}              307 to that place
   {"pad": 100000}                       a JSON answer padded past that many bytes
+  {"add_claims": {...}}                 Supabase's custom access token hook as its documentation
+                                        writes one: the claims it was sent, with these added
   {"by_path": {"/created": {...}}}      a plan per request path (the rest as above)
 
 Prints "READY <port>" when it listens (--port 0 picks a free port); stops when its standard
@@ -83,6 +85,8 @@ def main():
                 self.answer(plan.get("status", 200), plan["raw"].encode(), [("Content-Type", "application/json")])
                 return
             body = plan.get("body", {"decision": "allow"})
+            if "add_claims" in plan:
+                body = {"claims": {**json.loads(raw)["claims"], **plan["add_claims"]}}
             encoded = json.dumps(body).encode()
             if plan.get("pad"):
                 encoded = json.dumps({**body, "padding": "x" * plan["pad"]}).encode()

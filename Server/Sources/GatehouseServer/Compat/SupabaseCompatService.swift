@@ -266,7 +266,10 @@ struct SupabaseCompatService: Sendable {
         }
         let shaped = try await goTrueUser(user)
         let claims = SupabaseClaims(appMetadata: shaped.appMetadata, userMetadata: shaped.userMetadata)
-        let signed = try await tokens.session(for: user, session: signedIn.session, refreshToken: session.refreshToken, in: store, supabase: claims)
+        // The app's claims the native token was just signed with (`CUSTOM_ACCESS_TOKEN`) stay.
+        let signed = try await tokens.session(
+            for: user, session: signedIn.session, refreshToken: session.refreshToken, in: store, supabase: claims,
+            app: AccessTokens.appClaims(of: session.accessToken))
         return GoTrueSession(signed, user: shaped)
     }
 

@@ -57,51 +57,9 @@ struct AccountAdmission: Sendable {
     struct NotAsked: Error {}
 }
 
-/// What `BEFORE_SIGN_IN` allowed: `SessionIssuer` takes one for every session it opens (`start`
-/// and `carry`, the two places a session row is written), so no door opens a session the hook
-/// was not asked about. Made only by `AuthHooks.signingIn`, which asks the hook outside every
-/// transaction: a door runs its transaction with an admission that covers nobody, the issuer
-/// stops it (`NotAsked`, rolled back) once the credential check has named the account, the hook
-/// is asked for that account, and the transaction runs again with an admission for it alone.
-struct SignInAdmission: Sendable {
-    fileprivate enum Scope: Sendable {
-        /// No `BEFORE_SIGN_IN` hook is set.
-        case everyone
-        /// Not asked yet.
-        case nobody
-        case user(UserID)
-    }
-
-    private let scope: Scope
-
-    fileprivate init(_ scope: Scope) { self.scope = scope }
-
-    /// Whether a session for `user` was allowed.
-    func covers(_ user: UserID) -> Bool {
-        switch scope {
-        case .everyone: true
-        case .nobody: false
-        case .user(let allowed): allowed == user
-        }
-    }
-
-    /// The session that was about to be opened: what the hook is told of.
-    struct NotAsked: Error {
-        var user: User
-        var door: SessionDoor
-        var provider: Provider
-        var method: String
-    }
-
-    /// Throws `NotAsked` unless a session for `user` was allowed.
-    func check(_ user: User, door: SessionDoor, provider: Provider, method: String) throws {
-        guard covers(user.id) else { throw NotAsked(user: user, door: door, provider: provider, method: method) }
-    }
-}
-
 /// The app's say in an account's life (the contract's "Next wave 3: Auth hooks"), through the
 /// one `HookCaller`: `BEFORE_USER_CREATED` before any account is made, `BEFORE_SIGN_IN` before
-/// any session is opened. Each decision hook
+/// any session is opened, `CUSTOM_ACCESS_TOKEN` before any of the app's access tokens is signed. Each decision hook
 /// answers allow or reject; a reject is 403 `hook_rejected` with the hook's message, a failure
 /// 503 `hook_unavailable` unless the hook fails open. Rejects and failures are audited
 /// (`hook_call`).
@@ -111,6 +69,7 @@ struct AuthHooks: Sendable {
     let preset: Preset
     let presetName: String
     let audits: UnitOfWork<Void>
+    let claimsCache = CustomClaimsCache()
 
     /// The longest message a reject may carry (a person's sentence, shown as it is).
     static let maximumMessageLength = 500
@@ -141,36 +100,7 @@ struct AuthHooks: Sendable {
         }
     }
 
-    /// Runs `body` (a door's transaction, and nothing it must not repeat) under `BEFORE_SIGN_IN`:
-    /// at once when no such hook is set; otherwise first with an admission for nobody, and when
-    /// the issuer stops it at the session it was about to open, asks the hook for that account
-    /// and runs it again, once, with an admission for it (`SignInAdmission`).
-    func signingIn<T>(client: ClientInfo, _ body: (SignInAdmission) async throws -> T) async throws -> T {
-        guard let endpoint = settings[.beforeSignIn] else { return try await body(SignInAdmission(.everyone)) }
-        let asked: SignInAdmission.NotAsked
-        do {
-            return try await body(SignInAdmission(.nobody))
-        } catch let error as SignInAdmission.NotAsked {
-            asked = error
-        }
-        let data = Self.payload(signingIn: asked, client: client, preset: presetName)
-        try await decide(.beforeSignIn, endpoint, body: try Self.envelope(.beforeSignIn, at: caller.clock.now, data: data), user: asked.user.id, client: client)
-        return try await body(SignInAdmission(.user(asked.user.id)))
-    }
-
-    /// `BEFORE_SIGN_IN`'s `data`: the account, the door and how its first factor was proved, the
-    /// client's address and the preset.
-    static func payload(signingIn asked: SignInAdmission.NotAsked, client: ClientInfo, preset: String) -> [String: Any] {
-        var user: [String: Any] = ["id": asked.user.id.description, "is_anonymous": asked.user.isAnonymous, "email_verified": asked.user.emailVerified]
-        if let email = asked.user.email { user["email"] = email }
-        if let phone = asked.user.phone { user["phone"] = phone }
-        return [
-            "user": user, "door": asked.door.rawValue, "provider": asked.provider.rawValue, "method": asked.method, "preset": preset,
-            "client": ["ip": client.ip ?? NSNull(), "user_agent": client.userAgent ?? NSNull()] as [String: Any],
-        ]
-    }
-
-    private func decide(_ hook: HookName, _ endpoint: HookEndpoint, body: Data, user: UserID?, client: ClientInfo) async throws {
+    func decide(_ hook: HookName, _ endpoint: HookEndpoint, body: Data, user: UserID?, client: ClientInfo) async throws {
         let failure: HookFailure
         let format = endpoint.format
         do {
@@ -198,7 +128,7 @@ struct AuthHooks: Sendable {
             message: preset.text("error.hook_unavailable", "We can't finish this right now. Please try again in a moment."))
     }
 
-    private func audit(_ hook: HookName, outcome: String, user: UserID?, client: ClientInfo, details: [String: String]) async throws {
+    func audit(_ hook: HookName, outcome: String, user: UserID?, client: ClientInfo, details: [String: String]) async throws {
         try await audits.audit(
             .hookCall, .failure, user: user, client: client,
             details: details.merging(["hook": hook.rawValue, "decision": outcome]) { kept, _ in kept })

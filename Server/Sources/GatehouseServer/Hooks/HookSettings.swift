@@ -19,8 +19,8 @@ public enum HookName: String, CaseIterable, Sendable {
     /// than read and ignored: an app that sets it expects it to decide.
     var isBuilt: Bool {
         switch self {
-        case .beforeUserCreated, .beforeSignIn: true
-        case .customAccessToken, .sendEmail: false
+        case .beforeUserCreated, .beforeSignIn, .customAccessToken: true
+        case .sendEmail: false
         }
     }
 

@@ -38,4 +38,47 @@ enum SupabaseHookFormat {
         ]
         return try JSONSerialization.data(withJSONObject: ["metadata": metadata, "user": user], options: [.sortedKeys, .withoutEscapingSlashes])
     }
+
+    /// `custom-access-token`: `{"user_id", "claims", "authentication_method"}`, the claims as
+    /// GoTrue would sign them (the answer's new names become the token's `app` claims:
+    /// `CustomClaimsAnswer`).
+    static func customAccessToken(
+        user: User, session: SessionID, occasion: TokenOccasion, method: String?, at now: Date, ttl: Int
+    ) throws -> Data {
+        let raised = occasion == .stepUp || occasion == .signIn(.secondFactor)
+        let claims: [String: Any] = [
+            "aud": GoTrueUser.audience, "exp": now.unixSeconds + Int64(ttl), "iat": now.unixSeconds, "sub": user.id.description,
+            "email": user.email ?? "", "phone": GoTrueUser.phone(user.phone), "role": GoTrueUser.audience, "aal": raised ? "aal2" : "aal1",
+            "session_id": session.description, "is_anonymous": user.isAnonymous,
+            "app_metadata": try jsonObject(user.appMetadata), "user_metadata": try jsonObject(AccountMetadata.shown(user.userMetadata, of: user)),
+            "amr": [["method": method ?? "password", "timestamp": now.unixSeconds] as [String: Any]],
+        ]
+        let body: [String: Any] = ["user_id": user.id.description, "claims": claims, "authentication_method": authenticationMethod(occasion, method)]
+        return try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys, .withoutEscapingSlashes])
+    }
+
+    /// GoTrue's names for how a token was asked for.
+    static func authenticationMethod(_ occasion: TokenOccasion, _ method: String?) -> String {
+        switch occasion {
+        case .refresh: return "token_refresh"
+        case .stepUp: return "totp"
+        case .signIn(let door):
+            switch door {
+            case .signUp: return "email/signup"
+            case .password: return "password"
+            case .magicLink, .emailVerification: return "magiclink"
+            case .passwordReset: return "recovery"
+            case .provider: return "oauth"
+            case .phone: return "otp"
+            case .anonymous: return "anonymous"
+            case .secondFactor: return method == "recovery_code" ? "recovery" : "totp"
+            case .passkey: return "passkey"
+            case .oauthCode, .handover: return "oauth_provider/authorization_code"
+            }
+        }
+    }
+
+    private static func jsonObject(_ object: [String: JSONValue]) throws -> Any {
+        try JSONSerialization.jsonObject(with: JSONEncoder().encode(object))
+    }
 }

@@ -60,8 +60,10 @@ public struct AccessTokens: Sendable {
     /// `reader` is the store (or the caller's transaction) the plan claims are read from.
     /// `supabase`: Supabase's claims for a token `/auth/v1` issues; without it, the preset's
     /// `tokens.supabase_claims` decides whether `role`, `email` and `app_metadata` are added.
+    /// `app`: the app's claims from its `CUSTOM_ACCESS_TOKEN` hook (checked against `AppClaims`).
     func session(
-        for user: User, session: Session, refreshToken: String, in reader: any PlanLedgerStore, supabase: SupabaseClaims? = nil
+        for user: User, session: Session, refreshToken: String, in reader: any PlanLedgerStore, supabase: SupabaseClaims? = nil,
+        app: [String: JSONValue]?
     ) async throws -> SessionPayload {
         let now = clock.now
         let expires = now.unixSeconds + Int64(settings.accessTokenTTLSeconds)
@@ -75,6 +77,11 @@ public struct AccessTokens: Sendable {
         if let supabase = supabase ?? (settings.supabaseClaims ? SupabaseClaims(user) : nil) {
             supabase.add(to: &claims, user: user, session: session)
         }
+        if let app {
+            // Read strictly where the hook answered; checked again where they are signed.
+            guard AppClaims.problem(app) == nil else { throw GatehouseError.internalError(nil) }
+            claims.app = app
+        }
         guard let collection = keys.collection, let kid = keys.activeKID else {
             throw GatehouseError.internalError(nil)
         }
@@ -84,6 +91,17 @@ public struct AccessTokens: Sendable {
         return SessionPayload(
             accessToken: token, expiresIn: settings.accessTokenTTLSeconds, expiresAt: expires, refreshToken: refreshToken,
             sessionID: session.id.description)
+    }
+
+    /// The `app` claims of a token this server has just signed (read without checking it again).
+    static func appClaims(of token: String) -> [String: JSONValue]? {
+        let parts = token.split(separator: ".")
+        guard parts.count == 3, let payload = Data(base64URLEncoded: String(parts[1])) else { return nil }
+        return (try? JSONDecoder().decode(AppOnly.self, from: payload))?.app
+    }
+
+    private struct AppOnly: Decodable {
+        var app: [String: JSONValue]?
     }
 
     /// Checks an access token completely: header (ES256 only, `typ: at+jwt`, a known `kid`),

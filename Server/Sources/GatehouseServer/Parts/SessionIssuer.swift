@@ -79,7 +79,6 @@ struct SessionIssuer: Sendable {
         _ work: Work<Opening>, _ user: User, provider: Provider, method: String, event: AuditEvent.Name, door: SessionDoor,
         assurance: AssuranceLevel, secondFactor: String? = nil, admitted: SignInAdmission
     ) async throws -> AuthResponse {
-        try admitted.check(user, door: door, provider: provider, method: method)
         let client = work.client ?? ClientInfo(ip: nil, userAgent: nil)
         try await mail.queueNewSignInIfNew(work.narrowed { $0 }, user: user, client: client)
         let (session, refresh) = try await start(
@@ -91,7 +90,7 @@ struct SessionIssuer: Sendable {
         work.queued.signal(.signIn(method: method))
         return AuthResponse(
             user: user.payload(identities: try await work.tx.identities(of: user.id)),
-            session: try await payload(user, session: session, refreshToken: refresh, in: work.tx))
+            session: try await payload(user, session: session, refreshToken: refresh, in: work.tx, app: admitted.app))
     }
 
     /// A challenge for the second factor: its id is returned once and stored only as a hash.
@@ -114,9 +113,12 @@ struct SessionIssuer: Sendable {
         Array(SHA256.hash(data: Data(id.utf8)))
     }
 
-    /// The session object of the answer: the tokens for `session`.
-    func payload(_ user: User, session: Session, refreshToken: String, in reader: any PlanLedgerStore) async throws -> SessionPayload {
-        try await tokens.session(for: user, session: session, refreshToken: refreshToken, in: reader)
+    /// The session object of the answer: the tokens for `session`, with the claims
+    /// `CUSTOM_ACCESS_TOKEN` gave them (asked outside the transaction: `AuthHooks.customClaims`).
+    func payload(
+        _ user: User, session: Session, refreshToken: String, in reader: any PlanLedgerStore, app: [String: JSONValue]?
+    ) async throws -> SessionPayload {
+        try await tokens.session(for: user, session: session, refreshToken: refreshToken, in: reader, app: app)
     }
 
     /// The session row and its first refresh token (a new account's sign-up, which has no
@@ -126,11 +128,12 @@ struct SessionIssuer: Sendable {
         secondFactor: String? = nil, admitted: SignInAdmission
     ) async throws -> (Session, String) {
         let method = method ?? provider.authenticationMethod ?? provider.rawValue
-        try admitted.check(user, door: door, provider: provider, method: method)
+        let id = admitted.sessionID
+        try admitted.check(user, door: door, provider: provider, method: method, session: id)
         let now = work.now
         let client = work.client
         let session = Session(
-            userID: user.id, provider: provider, createdAt: now,
+            id: id, userID: user.id, provider: provider, createdAt: now,
             expiresAt: settings.sessionAbsoluteTTLSeconds.map { now.addingTimeInterval(TimeInterval($0)) },
             userAgent: client?.userAgent, ipAddress: client?.ip, method: method,
             assurance: assurance, secondFactor: secondFactor, secondFactorAt: secondFactor == nil ? nil : now, door: door)
@@ -173,7 +176,7 @@ struct SessionIssuer: Sendable {
                 return .noConsent
             }
         }
-        try admitted.check(user, door: door, provider: held.provider, method: held.method ?? held.provider.rawValue)
+        try admitted.check(user, door: door, provider: held.provider, method: held.method ?? held.provider.rawValue, session: id)
         let session = Session(
             id: id, userID: user.id, provider: held.provider, createdAt: work.now, expiresAt: held.expiresAt,
             userAgent: work.client?.userAgent, ipAddress: work.client?.ip, method: held.method, assurance: held.assurance,

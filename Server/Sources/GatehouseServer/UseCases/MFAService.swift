@@ -83,6 +83,8 @@ struct MFAService: Sendable {
         guard let uuid = UUID(uuidString: id), let factor = factors.first(where: { $0.id == uuid }) else { throw Self.notFound }
         guard !factor.isConfirmed else { throw GatehouseError.invalidRequest("This authenticator app is confirmed already.") }
         let throttleKey = Self.throttleKey(user.id, after: signedIn.session.firstFactor)
+        // New tokens carry the app's claims, asked before anything is reserved or written.
+        let app = reissue ? try await stepUpClaims(signedIn, method: MFAFactor.totp, client: client) : nil
         let reservation = try await reserve(throttleKey, user: user.id, client: client)
         guard let step = try totp(factor).step(matching: code, at: clock.now) else {
             try await failed(reservation, user: user.id, client: client, stage: "confirm")
@@ -103,7 +105,7 @@ struct MFAService: Sendable {
                 // the factor counts from the sign-in it was added under.
                 _ = try await tx.stepUpSession(
                     signedIn.session.id, factor: MFAFactor.totp, at: signedIn.session.assuranceState.authenticatedAt)
-                let session = reissue ? try await reissued(work, signedIn) : nil
+                let session = reissue ? try await reissued(work, signedIn, app: app) : nil
                 try await work.audit(.mfaFactorConfirmed, user: user.id, session: signedIn.session.id, details: ["factor_id": id.lowercased()])
                 try await work.record(.mfaFactorAdded, user: user.id, data: ["factor_id": id.lowercased()])
                 try await mail.queueSecurityNotice(work, user: user, kind: .mfaFactorAdded, values: ["factor": factor.name])
@@ -117,16 +119,21 @@ struct MFAService: Sendable {
         return (MFAConfirmResponse(factor: Self.payload(confirmed), recoveryCodes: codes), session)
     }
 
+    /// `CUSTOM_ACCESS_TOKEN`'s claims for the tokens a step-up gives the session.
+    private func stepUpClaims(_ signedIn: SignedIn, method: String, client: ClientInfo) async throws -> [String: JSONValue]? {
+        try await sessions.hooks.customClaims(for: signedIn.user, session: signedIn.session.id, occasion: .stepUp, method: method, client: client)
+    }
+
     /// The same session with a new refresh chain, read after its step-up: tokens from before
     /// it retire.
-    private func reissued(_ work: Work<Stores>, _ signedIn: SignedIn) async throws -> SessionPayload {
+    private func reissued(_ work: Work<Stores>, _ signedIn: SignedIn, app: [String: JSONValue]?) async throws -> SessionPayload {
         let tx = work.tx
         guard let session = try await tx.session(id: signedIn.session.id) else {
             throw GatehouseError.unauthorized("Your session has ended. Please sign in again.")
         }
         try await tx.retireRefreshTokens(of: session.id, at: work.now)
         let refresh = try await sessions.newRefreshToken(work.narrowed { $0 }, for: session.id)
-        return try await sessions.payload(signedIn.user, session: session, refreshToken: refresh, in: tx)
+        return try await sessions.payload(signedIn.user, session: session, refreshToken: refresh, in: tx, app: app)
     }
 
     // MARK: Managing
@@ -254,6 +261,7 @@ struct MFAService: Sendable {
     private func stepUp(_ signedIn: SignedIn, _ request: MFAVerifyRequest, client: ClientInfo) async throws -> MFAVerifyResponse {
         let user = signedIn.user
         let throttleKey = Self.throttleKey(user.id, after: signedIn.session.firstFactor)
+        let app = try await stepUpClaims(signedIn, method: request.recoveryCode == nil ? MFAFactor.totp : "recovery_code", client: client)
         let (proof, reservation) = try await check(request, user: user.id, throttleKey: throttleKey, client: client)
         let session = try await taking(reservation, user: user.id, client: client, stage: "step_up") {
             try await unitOfWork.run(client: client) { work -> SessionPayload in
@@ -262,7 +270,7 @@ struct MFAService: Sendable {
                 guard try await tx.stepUpSession(signedIn.session.id, factor: proof.method, at: now) else {
                     throw GatehouseError.unauthorized("Your session has ended. Please sign in again.")
                 }
-                let payload = try await reissued(work, signedIn)
+                let payload = try await reissued(work, signedIn, app: app)
                 try await work.audit(.mfaVerify, user: user.id, session: signedIn.session.id, details: ["method": proof.method, "stage": "step_up"])
                 return payload
             }

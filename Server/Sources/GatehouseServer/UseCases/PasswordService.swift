@@ -82,7 +82,8 @@ struct PasswordService: Sendable {
                         return .signedIn(
                             AuthResponse(
                                 user: user.payload(identities: [identity]),
-                                session: try await sessions.payload(user, session: session, refreshToken: refresh, in: work.tx)))
+                                session: try await sessions.payload(
+                                    user, session: session, refreshToken: refresh, in: work.tx, app: admitted.app)))
                     }
                 }
             }

@@ -20,6 +20,14 @@ struct SessionService: Sendable {
     // MARK: Refresh
 
     func refresh(_ token: String, client: ClientInfo) async throws -> SessionResponse {
+        // The app's claims are asked before the rotation: a hook that fails leaves the token as
+        // it was, to be tried again. Read outside the rotation, so only for a live session.
+        var app: [String: JSONValue]?
+        if sessions.hooks.settings[.customAccessToken] != nil, let (_, session, user) = try await store.refreshLink(hash: StoredSecret.hash(token)),
+            session.revokedAt == nil, !user.isDisabled
+        {
+            app = try await sessions.hooks.customClaims(for: user, session: session.id, occasion: .refresh, method: nil, client: client)
+        }
         let result = try await unitOfWork.run(client: client) { work in
             try await chains.rotate(work.narrowed { $0 }, token: token, owner: .app)
         }
@@ -28,7 +36,7 @@ struct SessionService: Sendable {
             // Committed above: the revocation stands although this answer is an error.
             throw sessionRevoked
         case .issued(let user, let session, let refresh):
-            return SessionResponse(session: try await sessions.payload(user, session: session, refreshToken: refresh, in: store))
+            return SessionResponse(session: try await sessions.payload(user, session: session, refreshToken: refresh, in: store, app: app))
         }
     }
 

@@ -87,6 +87,26 @@ struct FlowList: ResponseEncodable {
 
 extension FlowStore.Flow: ResponseEncodable {}
 
+/// The claims the app's `CUSTOM_ACCESS_TOKEN` hook puts under the token's `app` claim
+/// (docs/hooks.md): here the team the app's own records put the person in.
+struct TeamClaims: Decodable {
+    var team: String
+    var position: String
+}
+
+/// `GET /whoami`: who the token speaks for, with the app's own claims read typed.
+struct WhoAmI: ResponseEncodable {
+    var userID: String
+    var plan: String
+    var team: String?
+    var position: String?
+
+    enum CodingKeys: String, CodingKey {
+        case plan, team, position
+        case userID = "user_id"
+    }
+}
+
 /// Builds the example backend: `main` runs it, the tests drive it over HTTP.
 public func buildAppBackend(_ settings: AppBackendSettings, logger: Logger = Logger(label: "app-backend")) async throws
     -> some ApplicationProtocol
@@ -116,6 +136,13 @@ public func buildAppBackend(_ settings: AppBackendSettings, logger: Logger = Log
 }
 
 func flowRoutes(_ router: Router<AppBackendContext>, access: GatehouseAccess, store: FlowStore, clock: any WallClock) {
+    router.group("whoami").add(middleware: GatehouseMiddleware<AppBackendContext>(access: access))
+        .get { _, context -> WhoAmI in
+            let user = try context.user
+            // nil without a hook; claims of another shape are the app's mistake, answered as 500.
+            let claims = try user.app(as: TeamClaims.self)
+            return WhoAmI(userID: user.userID, plan: user.plan(at: clock.now).rawValue, team: claims?.team, position: claims?.position)
+        }
     let flows = router.group("flows").add(middleware: GatehouseMiddleware<AppBackendContext>(access: access))
     flows.get { _, context -> FlowList in
         let user = try context.user
