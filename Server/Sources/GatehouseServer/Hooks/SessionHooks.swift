@@ -82,22 +82,30 @@ enum TokenOccasion: Sendable, Equatable {
 }
 
 /// `CUSTOM_ACCESS_TOKEN`'s answers a session may keep (the hook said `"cache": true`), for one
-/// access token's lifetime from the answer, on this node.
+/// access token's lifetime from the answer, on this node. A kept session's current refresh
+/// token (its hash) names the session too, so its refresh finds the claims without reading the
+/// store before the rotation.
 final class CustomClaimsCache: Sendable {
     private struct Entry {
         var app: [String: JSONValue]
         var until: Date
     }
 
-    private let entries = Mutex<[SessionID: Entry]>([:])
-    /// Entries kept at most; past it the expired ones go, then the cache starts again.
+    private struct State {
+        var entries: [SessionID: Entry] = [:]
+        /// A kept session's refresh token hash → the session.
+        var chains: [[UInt8]: SessionID] = [:]
+    }
+
+    private let state = Mutex(State())
+    /// Sessions kept at most; past it the expired ones go, then the cache starts again.
     static let capacity = 100_000
 
     func claims(of session: SessionID, at now: Date) -> [String: JSONValue]? {
-        entries.withLock { entries in
-            guard let entry = entries[session] else { return nil }
+        state.withLock { state in
+            guard let entry = state.entries[session] else { return nil }
             guard entry.until > now else {
-                entries[session] = nil
+                state.entries[session] = nil
                 return nil
             }
             return entry.app
@@ -105,12 +113,28 @@ final class CustomClaimsCache: Sendable {
     }
 
     func keep(_ app: [String: JSONValue], for session: SessionID, until: Date, now: Date) {
-        entries.withLock { entries in
-            if entries.count >= Self.capacity {
-                entries = entries.filter { $0.value.until > now }
-                if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
+        state.withLock { state in
+            if state.entries.count >= Self.capacity {
+                state.entries = state.entries.filter { $0.value.until > now }
+                if state.entries.count >= Self.capacity { state.entries.removeAll(keepingCapacity: true) }
+                state.chains = state.chains.filter { state.entries[$0.value] != nil }
             }
-            entries[session] = Entry(app: app, until: until)
+            state.entries[session] = Entry(app: app, until: until)
+        }
+    }
+
+    /// The kept session whose current refresh token hashes to `tokenHash`.
+    func session(following tokenHash: [UInt8]) -> SessionID? {
+        state.withLock { $0.chains[tokenHash] }
+    }
+
+    /// Notes that `session`'s refresh token is now the one hashing to `tokenHash` (its
+    /// predecessor's, `replacing`, is forgotten), when the session has a kept answer.
+    func follow(_ tokenHash: [UInt8], to session: SessionID, replacing old: [UInt8]? = nil) {
+        state.withLock { state in
+            if let old { state.chains[old] = nil }
+            guard state.entries[session] != nil else { return }
+            state.chains[tokenHash] = session
         }
     }
 }

@@ -139,6 +139,8 @@ struct SessionIssuer: Sendable {
             assurance: assurance, secondFactor: secondFactor, secondFactorAt: secondFactor == nil ? nil : now, door: door)
         try await work.tx.insertSession(session)
         let refresh = try await newRefreshToken(work.narrowed { $0 }, for: session.id)
+        // A kept `CUSTOM_ACCESS_TOKEN` answer is found by this token at the first refresh.
+        if admitted.app != nil { hooks.claimsCache.follow(StoredSecret.hash(refresh), to: session.id) }
         return (session, refresh)
     }
 

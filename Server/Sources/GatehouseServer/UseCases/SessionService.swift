@@ -21,12 +21,17 @@ struct SessionService: Sendable {
 
     func refresh(_ token: String, client: ClientInfo) async throws -> SessionResponse {
         // The app's claims are asked before the rotation: a hook that fails leaves the token as
-        // it was, to be tried again. Read outside the rotation, so only for a live session.
+        // it was, to be tried again. A session with a kept answer finds it by its token; another
+        // is read first (outside the rotation), and asked about only while it is live.
         var app: [String: JSONValue]?
-        if sessions.hooks.settings[.customAccessToken] != nil, let (_, session, user) = try await store.refreshLink(hash: StoredSecret.hash(token)),
-            session.revokedAt == nil, !user.isDisabled
-        {
-            app = try await sessions.hooks.customClaims(for: user, session: session.id, occasion: .refresh, method: nil, client: client)
+        let hash = StoredSecret.hash(token)
+        let claimsCache = sessions.hooks.claimsCache
+        if sessions.hooks.settings[.customAccessToken] != nil {
+            if let followed = claimsCache.session(following: hash), let kept = claimsCache.claims(of: followed, at: clock.now) {
+                app = kept
+            } else if let (_, session, user) = try await store.refreshLink(hash: hash), session.revokedAt == nil, !user.isDisabled {
+                app = try await sessions.hooks.customClaims(for: user, session: session.id, occasion: .refresh, method: nil, client: client)
+            }
         }
         let result = try await unitOfWork.run(client: client) { work in
             try await chains.rotate(work.narrowed { $0 }, token: token, owner: .app)
@@ -36,6 +41,7 @@ struct SessionService: Sendable {
             // Committed above: the revocation stands although this answer is an error.
             throw sessionRevoked
         case .issued(let user, let session, let refresh):
+            if app != nil { claimsCache.follow(StoredSecret.hash(refresh), to: session.id, replacing: hash) }
             return SessionResponse(session: try await sessions.payload(user, session: session, refreshToken: refresh, in: store, app: app))
         }
     }
