@@ -30,8 +30,11 @@ public protocol OutboxStore: Sendable {
     func recentMail(limit: Int) async throws(StoreError) -> [OutboxMessage]
     /// Mail not yet sent nor given up: due now or waiting for a retry.
     func pendingMailCount() async throws(StoreError) -> Int
-    /// Fills in a queued request's mail (see `OutboxMessage.isRequest`).
-    func composeMail(_ id: UUID, recipient: String, subject: String, text: String, html: String?, linkHost: String?) async throws(StoreError)
+    /// Fills in a queued request's mail (see `OutboxMessage.isRequest`); `payload` replaces the
+    /// request's parameters (the mail's link and code, or nothing).
+    func composeMail(
+        _ id: UUID, recipient: String, subject: String, text: String, html: String?, linkHost: String?, payload: [String: String]?
+    ) async throws(StoreError)
     /// Ends a queued request that has nothing to send (no such account); forgets the address.
     func dropMail(_ id: UUID, reason: String, at date: Date) async throws(StoreError)
 }

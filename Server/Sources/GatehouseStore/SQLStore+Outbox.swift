@@ -73,10 +73,15 @@ extension SQLStore {
         }
     }
 
-    public func composeMail(_ id: UUID, recipient: String, subject: String, text: String, html: String?, linkHost: String?) async throws(StoreError) {
+    public func composeMail(
+        _ id: UUID, recipient: String, subject: String, text: String, html: String?, linkHost: String?, payload: [String: String]?
+    ) async throws(StoreError) {
         try await executor.query(
-            "UPDATE outbox SET recipient = ?, subject = ?, text_body = ?, html_body = ?, link_host = ?, payload = NULL WHERE id = ?",
-            [.text(recipient), .text(subject), .text(text), SQLValue(html), SQLValue(linkHost), .text(id.uuidString.lowercased())])
+            "UPDATE outbox SET recipient = ?, subject = ?, text_body = ?, html_body = ?, link_host = ?, payload = ? WHERE id = ?",
+            [
+                .text(recipient), .text(subject), .text(text), SQLValue(html), SQLValue(linkHost), SQLValue(try Self.encodePayload(payload)),
+                .text(id.uuidString.lowercased()),
+            ])
     }
 
     public func dropMail(_ id: UUID, reason: String, at date: Date) async throws(StoreError) {

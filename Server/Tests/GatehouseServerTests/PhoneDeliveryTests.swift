@@ -44,6 +44,34 @@ import Testing
         }
     }
 
+    /// `GATEHOUSE_SMS_HOOK_FORMAT=supabase` (issue 63): Supabase Auth's `send-sms` payload,
+    /// signed (checked with the `standardwebhooks` package), and its code signs in.
+    @Test(.requires(SMSReceiver.python != nil, "GATEHOUSE_TEST_PYTHON with standardwebhooks"))
+    func theSendHookSpeaksSupabasesPayload() async throws {
+        let receiver = try await HookReceiver()
+        defer { receiver.stop() }
+        try await TestApp.run(.sqlite, preset: "hannah", adjust: {
+            PhoneTests.roomy(&$0)
+            $0.smsSender = SMSSenderSettings.hook(url: URL(string: receiver.url("/sms"))!, secret: receiver.secret, format: .supabase)
+        }) { client, _ in
+            let api = AuthClient(client: client)
+            #expect(try await api.post("/v1/auth/phone/code", PhoneTests.json(["phone": "(415) 555-0142"])).status == .accepted)
+            var sent: HookReceiver.Call?
+            for _ in 0..<200 where sent == nil {
+                sent = receiver.calls.first { $0.path == "/sms" }
+                if sent == nil { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            let call = try #require(sent, "no SMS reached the hook")
+            #expect((call.body["user"] as? [String: Any])?["phone"] as? String == String(PhoneTests.number.dropFirst()))
+            let sms = try #require(call.body["sms"] as? [String: Any])
+            let code = try #require(sms["otp"] as? String)
+            #expect(code.count == 6 && (sms["message"] as? String)?.contains(code) == true, "\(sms)")
+            #expect(call.webhookID.hasPrefix("msg_") && receiver.rejections.isEmpty)
+            let signIn = try await api.post("/v1/auth/phone/verify", PhoneTests.json(["phone": PhoneTests.number, "code": code]))
+            #expect(signIn.status == .ok, "\(signIn.text)")
+        }
+    }
+
     /// Twilio's Messages API with `From`, and with a Messaging Service.
     @Test(.requires(SMSReceiver.python != nil, "GATEHOUSE_TEST_PYTHON"), arguments: [false, true])
     func twilioGetsTheFormWithTheAccountsBasicAuth(_ messagingService: Bool) async throws {

@@ -60,9 +60,12 @@ import Testing
             try await store.enqueueMail(request)
             let claimed = try await store.claimDueMail(now: Self.now, limit: 1, leaseSeconds: 40)
             #expect(claimed.first?.isRequest == true && claimed.first?.payload?["redirect_to"] == "myapp://auth")
-            try await store.composeMail(request.id, recipient: "typed@example.com", subject: "Hi", text: "t", html: "<p>h</p>", linkHost: "x")
+            try await store.composeMail(
+                request.id, recipient: "typed@example.com", subject: "Hi", text: "t", html: "<p>h</p>", linkHost: "x",
+                payload: ["link": "https://x/verify?token=abc", "code": "123456"])
             let composed = try await store.recentMail(limit: 1).first
-            #expect(composed?.isRequest == false && composed?.textBody == "t" && composed?.payload == nil)
+            // The request's parameters are replaced by the mail's link and code, kept until it is sent.
+            #expect(composed?.isRequest == false && composed?.textBody == "t" && composed?.payload == ["link": "https://x/verify?token=abc", "code": "123456"])
 
             let unknown = OutboxMessage(
                 createdAt: Self.now, kind: "password_reset", recipient: "nobody@example.com", subject: "password_reset", textBody: nil,

@@ -126,7 +126,10 @@ struct Infrastructure {
             recovery: preset.signInMethods)
 
         let transport: any MailTransport
-        if let url = config.smtpURL, let settings = SMTPSettings(url: url, trustedCertificates: smtpCA) {
+        if let hook = config.hooks[.sendEmail] {
+            // The app's SEND_EMAIL hook takes every mail instead of SMTP.
+            transport = EmailHookTransport(endpoint: hook, caller: hookCaller)
+        } else if let url = config.smtpURL, let settings = SMTPSettings(url: url, trustedCertificates: smtpCA) {
             transport = SMTPTransport(
                 settings: settings, composer: MailComposer(from: config.sender, domain: config.publicURL.host ?? "localhost"), clock: clock,
                 tracer: tracer)
@@ -135,7 +138,7 @@ struct Infrastructure {
         }
         let smsSender: any SMSSender
         switch config.smsSender {
-        case .hook(let url, let secret)?: smsSender = SMSHookSender(url: url, secret: secret, caller: hookCaller)
+        case .hook(let url, let secret, let format)?: smsSender = SMSHookSender(url: url, secret: secret, format: format, caller: hookCaller)
         case .twilio(let settings)?: smsSender = TwilioSender(settings: settings, client: httpClient)
         case nil: smsSender = DevSMSSender(logger: logger)
         }

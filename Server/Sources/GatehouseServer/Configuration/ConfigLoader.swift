@@ -19,7 +19,7 @@ extension GatehouseConfig {
         "breached_passwords_url", "token_audience", "smtp_ca_file", "mail_from", "apple_team_id", "apple_key_id",
         "apple_private_key_file", "apple_client_id", "apple_token_url", "apple_revoke_url", "service_key",
         "passkey_rp_id", "passkey_origins", "apple_app_ids", "supabase_anon_key", "supabase_service_role_key",
-        "sms_hook_url", "sms_hook_secret", "twilio_account_sid", "twilio_auth_token", "twilio_from", "twilio_messaging_service_sid",
+        "sms_hook_url", "sms_hook_secret", "sms_hook_format", "twilio_account_sid", "twilio_auth_token", "twilio_from", "twilio_messaging_service_sid",
         "twilio_api_url", "stripe_secret_key", "stripe_webhook_secrets", "stripe_api_url",
     ] + googlePlayKeys + hookKeys
 
@@ -40,7 +40,15 @@ extension GatehouseConfig {
                 settings.problem("sms_hook_secret", "must be a Standard Webhooks secret: whsec_ and at least 16 bytes in base64")
                 return nil
             }
-            return .hook(url: hookURL, secret: bytes)
+            var format = HookFormat.gatehouse
+            if let text = settings.string("sms_hook_format") {
+                guard let named = HookFormat(rawValue: text.lowercased()) else {
+                    settings.problem("sms_hook_format", "'\(text)' is not gatehouse or supabase")
+                    return nil
+                }
+                format = named
+            }
+            return .hook(url: hookURL, secret: bytes, format: format)
         }
         guard let sid = twilio else { return nil }
         guard let token = settings.string("twilio_auth_token") else {

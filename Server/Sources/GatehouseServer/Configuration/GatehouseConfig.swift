@@ -203,19 +203,20 @@ public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
 
 /// Where SMS codes go.
 public enum SMSSenderSettings: Sendable, Equatable {
-    /// The app's own send hook, signed as Standard Webhooks with the `whsec_` secret's bytes.
-    case hook(url: URL, secret: [UInt8])
+    /// The app's own send hook, signed as Standard Webhooks with the `whsec_` secret's bytes, in
+    /// Gatehouse's payload or Supabase Auth's `send-sms` one (`GATEHOUSE_SMS_HOOK_FORMAT`).
+    case hook(url: URL, secret: [UInt8], format: HookFormat = .gatehouse)
     case twilio(TwilioSettings)
 
     /// The send hook at `url` with a Standard Webhooks secret (`whsec_` and base64); nil when the
     /// secret is not one.
-    public static func hook(url: URL, secret: String) -> SMSSenderSettings? {
-        HookCaller.secretBytes(secret).map { .hook(url: url, secret: $0) }
+    public static func hook(url: URL, secret: String, format: HookFormat = .gatehouse) -> SMSSenderSettings? {
+        HookCaller.secretBytes(secret).map { .hook(url: url, secret: $0, format: format) }
     }
 
     var summary: String {
         switch self {
-        case .hook(let url, _): "hook \(GatehouseConfig.redactURL(url.absoluteString))"
+        case .hook(let url, _, let format): "hook \(GatehouseConfig.redactURL(url.absoluteString)) (\(format.rawValue))"
         case .twilio(let settings): "twilio \(settings.accountSID) at \(settings.apiURL.absoluteString)"
         }
     }

@@ -15,9 +15,9 @@ public enum HookName: String, CaseIterable, Sendable {
     /// The label of its metric, span and audit rows.
     var label: String { rawValue.lowercased() }
 
-    /// Whether this version calls the hook. One it does not call is refused at start rather
-    /// than read and ignored: an app that sets it expects it to decide.
-    var isBuilt: Bool {
+    /// Whether the hook is called while a person's request waits (and so may fail open): not
+    /// `SEND_EMAIL`, which is delivered from the outbox and tried again as SMTP is.
+    var isCalledInRequest: Bool {
         switch self {
         case .beforeUserCreated, .beforeSignIn, .customAccessToken: true
         case .sendEmail: false
@@ -104,10 +104,6 @@ extension GatehouseConfig {
                 }
                 continue
             }
-            guard hook.isBuilt else {
-                settings.problem("\(stem)_url", "\(hook.rawValue) is not called by this version of Gatehouse (docs/hooks.md)")
-                continue
-            }
             guard let secret else {
                 settings.problem("\(stem)_secret", "is required when \(Settings.variable("\(stem)_url")) is set")
                 continue
@@ -127,6 +123,10 @@ extension GatehouseConfig {
                     continue
                 }
                 format = named
+            }
+            if failOpen == true, !hook.isCalledInRequest {
+                settings.problem("\(stem)_fail_open", "\(hook.rawValue) is delivered from the outbox and tried again; it has no fail-open")
+                continue
             }
             hooks.endpoints[hook] = HookEndpoint(url: url, secret: bytes, failOpen: failOpen ?? false, format: format)
         }

@@ -81,4 +81,47 @@ enum SupabaseHookFormat {
     private static func jsonObject(_ object: [String: JSONValue]) throws -> Any {
         try JSONSerialization.jsonObject(with: JSONEncoder().encode(object))
     }
+
+    /// `send-email`: `{"user", "email_data": {"token", "token_hash", "redirect_to",
+    /// "email_action_type", "site_url", "token_new", "token_hash_new"}}`. The user is the
+    /// recipient's address (the outbox row names no account); the rendered mail is not in
+    /// Supabase's payload, so the hook renders its own, as Supabase's do.
+    static func sendEmail(_ message: OutboxMessage) throws -> Data {
+        let tokens = MailTokens(message)
+        var site = ""
+        if let link = tokens.link, let scheme = link.scheme, let host = link.host {
+            site = "\(scheme)://\(host)" + (link.port.map { ":\($0)" } ?? "")
+        }
+        let emailData: [String: Any] = [
+            "token": tokens.code ?? "", "token_hash": tokens.token ?? "", "redirect_to": tokens.redirectTo ?? "",
+            "email_action_type": emailActionType(message.kind), "site_url": site, "token_new": "", "token_hash_new": "",
+        ]
+        let user: [String: Any] = ["email": message.recipient, "aud": GoTrueUser.audience, "role": GoTrueUser.audience]
+        return try JSONSerialization.data(withJSONObject: ["user": user, "email_data": emailData], options: [.sortedKeys, .withoutEscapingSlashes])
+    }
+
+    /// Supabase's `email_action_type` for a mail kind (its notification names where it has one;
+    /// Gatehouse's own kind otherwise).
+    static func emailActionType(_ kind: String) -> String {
+        guard let known = MailKind(rawValue: kind) else { return kind }
+        switch known {
+        case .verification: return "signup"
+        case .passwordReset: return "recovery"
+        case .magicLink: return "magiclink"
+        case .passwordChanged: return "password_changed_notification"
+        case .mfaFactorAdded: return "mfa_factor_enrolled_notification"
+        case .mfaFactorRemoved: return "mfa_factor_unenrolled_notification"
+        case .phoneChanged: return "phone_changed_notification"
+        case .newSignIn, .recoveryCodeUsed, .test: return known.rawValue
+        }
+    }
+
+    /// `send-sms`: `{"user": {"phone", …}, "sms": {"otp"}}`, the number in GoTrue's form (E.164
+    /// without `+`). A notice (an SMS with no code) has an empty `otp` and, Gatehouse's addition,
+    /// its `message`; a code's SMS has the rendered `message` too, for a hook that sends it as it is.
+    static func sendSMS(_ message: SMSMessage) throws -> Data {
+        let user: [String: Any] = ["phone": GoTrueUser.phone(message.to), "aud": GoTrueUser.audience, "role": GoTrueUser.audience]
+        let sms: [String: Any] = ["otp": message.code ?? "", "message": message.text]
+        return try JSONSerialization.data(withJSONObject: ["user": user, "sms": sms], options: [.sortedKeys, .withoutEscapingSlashes])
+    }
 }

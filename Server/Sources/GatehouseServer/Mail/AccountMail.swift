@@ -24,7 +24,7 @@ struct AccountMail: Sendable {
                 expiresAt: now.addingTimeInterval(TimeInterval(ttl))))
         let link = links.link(EmailLinks.verifyPath, token: token)
         let message = templates.mail(.verification, link: link, values: ["hours": String(ttl / 3_600)])
-        try await work.enqueueMail(message.outbox(kind: .verification, to: email, at: now, link: link))
+        try await work.enqueueMail(message.outbox(kind: .verification, to: email, at: now))
     }
 
     /// "Your password was changed", to a verified address only (an unverified one may not be
@@ -124,14 +124,14 @@ struct MailRequestComposer: Sendable {
             }
             try await tx.composeMail(
                 message.id, recipient: composed.recipient, subject: composed.mail.subject, text: composed.mail.text,
-                html: composed.mail.html, linkHost: composed.link.host)
+                html: composed.mail.html, linkHost: composed.link.host, payload: composed.mail.tokens.payload)
             var filled = message
             filled.recipient = composed.recipient
             filled.subject = composed.mail.subject
             filled.textBody = composed.mail.text
             filled.htmlBody = composed.mail.html
             filled.linkHost = composed.link.host
-            filled.payload = nil
+            filled.payload = composed.mail.tokens.payload
             return filled
         }
     }

@@ -55,11 +55,17 @@ struct Templates: Sendable {
         var subject: String
         var text: String
         var html: String
+        /// The link and the code inside, for a `SEND_EMAIL` hook that renders its own mail.
+        var tokens = MailTokens(link: nil, code: nil)
 
-        /// The outbox row that sends this mail (the link's host is kept for the log, never the link).
-        func outbox(kind: MailKind, to recipient: String, at now: Date, link: URL? = nil) -> OutboxMessage {
-            OutboxMessage(
-                createdAt: now, kind: kind.rawValue, recipient: recipient, subject: subject, textBody: text, htmlBody: html, linkHost: link?.host)
+        /// The outbox row that sends this mail (the link's host is kept for the log; the link and
+        /// code only in the payload, cleared with the bodies once it is sent).
+        func outbox(kind: MailKind, to recipient: String, at now: Date) -> OutboxMessage {
+            var message = OutboxMessage(
+                createdAt: now, kind: kind.rawValue, recipient: recipient, subject: subject, textBody: text, htmlBody: html,
+                linkHost: tokens.link?.host)
+            message.payload = tokens.payload
+            return message
         }
     }
 
@@ -85,7 +91,7 @@ struct Templates: Sendable {
         return Mail(
             subject: copy("subject"),
             text: library.render(context, withTemplate: "mail.txt") ?? "",
-            html: library.render(context, withTemplate: "mail.html") ?? "")
+            html: library.render(context, withTemplate: "mail.html") ?? "", tokens: MailTokens(link: link, code: code))
     }
 
     static let mailDefaults: [String: [String: String]] = [

@@ -60,6 +60,8 @@ struct SMSHookSender: SMSSender {
     let url: URL
     /// The secret's bytes (the base64 after `whsec_`).
     let secret: [UInt8]
+    /// Gatehouse's payload, or Supabase Auth's `send-sms` one.
+    let format: HookFormat
     let caller: HookCaller
     var keepsBodies: Bool { false }
 
@@ -67,11 +69,17 @@ struct SMSHookSender: SMSSender {
     static let label = "send_sms"
 
     func send(_ message: SMSMessage) async throws {
-        let body: [String: Any] = [
-            "type": "sms.send", "timestamp": caller.clock.now.rfc3339,
-            "data": ["to": message.to, "text": message.text, "purpose": message.purpose].merging(message.code.map { ["code": $0] } ?? [:]) { a, _ in a },
-        ]
-        let data = try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])
+        let data: Data
+        switch format {
+        case .gatehouse:
+            let body: [String: Any] = [
+                "type": "sms.send", "timestamp": caller.clock.now.rfc3339,
+                "data": ["to": message.to, "text": message.text, "purpose": message.purpose].merging(message.code.map { ["code": $0] } ?? [:]) { a, _ in a },
+            ]
+            data = try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])
+        case .supabase:
+            data = try SupabaseHookFormat.sendSMS(message)
+        }
         do {
             // Any 2xx is taken: what it says is not read.
             try await caller.post(Self.label, url: url, secret: secret, id: "msg_" + message.id.uuidString.lowercased(), body: data) { _ in () }
