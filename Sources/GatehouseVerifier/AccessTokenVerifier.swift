@@ -317,4 +317,56 @@ public actor AccessTokenVerifier {
         var y: String?
     }
 }
+
+/// Checks the Standard Webhooks signature Gatehouse puts on every auth-hook call
+/// (`webhook-id`, `webhook-timestamp`, `webhook-signature`; docs/hooks.md), for an app's hook
+/// endpoint written in Swift. Check it before reading the body:
+///
+/// ```swift
+/// let signature = try HookSignature(secret: secretFromTheEnvironment)  // the whsec_… value
+/// try signature.verify(body, id: request.headers[id], timestamp: request.headers[timestamp],
+///                      signature: request.headers[signed])
+/// ```
+public struct HookSignature: Sendable {
+    /// Why a call is refused.
+    public enum Failure: Error, Equatable, Sendable {
+        /// The secret is not `whsec_` and base64.
+        case malformedSecret
+        /// A header is missing, or the timestamp is not a number.
+        case missingHeaders
+        /// The timestamp is further from now than the tolerance: a replay, or a clock far off.
+        case stale
+        /// No `v1` signature matches the body.
+        case mismatch
+    }
+
+    private let key: SymmetricKey
+    /// How far the call's timestamp may be from now (default 5 minutes, Standard Webhooks').
+    public let tolerance: TimeInterval
+
+    /// - Parameter secret: the `whsec_…` value Gatehouse has as `GATEHOUSE_HOOK_<NAME>_SECRET`.
+    public init(secret: String, tolerance: TimeInterval = 300) throws(Failure) {
+        guard secret.hasPrefix("whsec_"), let bytes = Data(base64Encoded: String(secret.dropFirst("whsec_".count))), !bytes.isEmpty else {
+            throw .malformedSecret
+        }
+        key = SymmetricKey(data: bytes)
+        self.tolerance = tolerance
+    }
+
+    /// Checks `body` (the request's bytes, as received) against its three headers at `now`.
+    public func verify(_ body: some DataProtocol, id: String?, timestamp: String?, signature: String?, now: Date = Date()) throws(Failure) {
+        guard let id, let timestamp, let seconds = Int64(timestamp), let signature else { throw .missingHeaders }
+        guard abs(now.timeIntervalSince1970 - TimeInterval(seconds)) <= tolerance else { throw .stale }
+        var signed = Data("\(id).\(timestamp).".utf8)
+        signed.append(contentsOf: body)
+        // Several signatures may be sent (a secret being rotated): any `v1` one that matches.
+        for entry in signature.split(separator: " ") {
+            let parts = entry.split(separator: ",", maxSplits: 1)
+            guard parts.count == 2, parts[0] == "v1", let candidate = Data(base64Encoded: String(parts[1])) else { continue }
+            // Compared in constant time.
+            if HMAC<SHA256>.isValidAuthenticationCode(candidate, authenticating: signed, using: key) { return }
+        }
+        throw .mismatch
+    }
+}
 #endif

@@ -8,6 +8,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
+import ServiceLifecycle
 import Testing
 
 /// Caps enforced where the counts live (issue 19, item 1): the example app backend
@@ -19,8 +20,8 @@ import Testing
     /// Runs the example backend on a loopback port against the Gatehouse at `gatehousePort`,
     /// with its own SQLite file.
     static func withBackend(
-        gatehousePort: Int, _ config: GatehouseConfig, routes: Set<AppBackendSettings.Routes>, clock: any WallClock,
-        _ body: @escaping @Sendable (any TestClientProtocol) async throws -> Void
+        gatehousePort: Int, _ config: GatehouseConfig, routes: Set<AppBackendSettings.Routes>, clock: any WallClock, port: Int = 0,
+        hookSecret: String? = nil, _ body: @escaping @Sendable (any TestClientProtocol) async throws -> Void
     ) async throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("app-backend-\(UUID().uuidString).sqlite")
         defer {
@@ -29,7 +30,7 @@ import Testing
         let app = try await buildAppBackend(
             AppBackendSettings(
                 gatehouseURL: URL(string: "http://127.0.0.1:\(gatehousePort)")!, audience: config.audience, issuer: config.issuer,
-                serviceKey: serviceKey, databasePath: file.path, routes: routes, port: 0, clock: clock),
+                serviceKey: serviceKey, databasePath: file.path, routes: routes, port: port, clock: clock, hookSecret: hookSecret),
             logger: TestApp.quietLogger)
         try await app.test(.live) { backend in try await body(backend) }
     }
@@ -47,6 +48,72 @@ import Testing
         let response = try await gatehouse.execute(
             uri: "/admin/v1/users/\(user)/plan", method: .put, headers: TestApp.adminHeaders, body: jsonBody(#"{"plan": \#(plan)}"#))
         #expect(response.status == .ok, "\(response.text)")
+    }
+
+    /// The backend as Gatehouse's `CUSTOM_ACCESS_TOKEN` hook (issue 63: a verified receiver in
+    /// Swift): it checks each call's Standard Webhooks signature with `HookSignature` and answers
+    /// the user's saved flows from its own table; every token carries the count under `app`,
+    /// `/whoami` reads it typed, and a call that is not Gatehouse's is refused.
+    @Test func theBackendAnswersGatehousesClaimsHook() async throws {
+        let secret = SMSReceiver.newHookSecret()
+        // The backend serves on a port chosen first, so that Gatehouse's settings can name it.
+        let backendPort = try SMTPSink.freePort()
+        let backendURL = "http://127.0.0.1:\(backendPort)"
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("app-backend-\(UUID().uuidString).sqlite")
+        defer {
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: file.path + suffix) }
+        }
+        try await TestApp.run(.sqlite, preset: "handz", setup: .live, adjust: {
+            $0.hooks[.customAccessToken] = HookEndpoint(
+                url: URL(string: "\(backendURL)/hooks/custom-access-token")!, secret: secret, failOpen: false, format: .gatehouse)
+        }) { gatehouse, config in
+            let api = AuthClient(client: gatehouse)
+            let gatehousePort = try #require(gatehouse.port)
+            let backend = try await buildAppBackend(
+                AppBackendSettings(
+                    gatehouseURL: URL(string: "http://127.0.0.1:\(gatehousePort)")!, audience: config.audience, issuer: config.issuer,
+                    databasePath: file.path, routes: [.flows], port: backendPort, hookSecret: secret),
+                logger: TestApp.quietLogger)
+            // Run as a service group, so its end is graceful: the backend's own store is closed.
+            let group = ServiceGroup(configuration: .init(services: [backend], logger: TestApp.quietLogger))
+            let serving = Task { try await group.run() }
+            func call(_ method: String, _ path: String, token: String? = nil, json: String? = nil, headers: [String: String] = [:]) async throws
+                -> HTTP.Reply
+            {
+                var fields = headers
+                fields["Content-Type"] = "application/json"
+                if let token { fields["Authorization"] = "Bearer \(token)" }
+                return try await HTTP.request(URL(string: backendURL + path)!, method: method, headers: fields, body: json.map { Data($0.utf8) })
+            }
+            for _ in 0..<200 {
+                if (try? await call("GET", "/whoami"))?.status == 401 { break }
+                try await Task.sleep(for: .milliseconds(25))
+            }
+
+            // Whatever the checks come to, the backend ends gracefully (its store closed).
+            var failure: (any Error)?
+            do {
+                let made = try await api.account("hooked@example.com")
+                #expect(try jwtParts(made.session.accessToken).claims["app"] as? [String: Int] == ["saved_flows": 0])
+                for title in ["Warm-up", "Scales"] {
+                    #expect(try await call("POST", "/flows", token: made.session.accessToken, json: #"{"title": "\#(title)"}"#).status == 201)
+                }
+                let refreshed = try await api.refresh(made.session.refreshToken).json(SessionResponse.self).session
+                #expect(try jwtParts(refreshed.accessToken).claims["app"] as? [String: Int] == ["saved_flows": 2])
+                let whoami = try await call("GET", "/whoami", token: refreshed.accessToken)
+                #expect((try JSONSerialization.jsonObject(with: whoami.body) as? [String: Any])?["saved_flows"] as? Int == 2, "\(whoami.text)")
+                // A call not signed with the secret is refused before its body is read.
+                let forged = try await call(
+                    "POST", "/hooks/custom-access-token", json: #"{"type": "custom_access_token", "data": {"user": {"id": "\#(made.user.id)"}}}"#,
+                    headers: ["webhook-id": "msg_forged", "webhook-timestamp": String(Int(Date().timeIntervalSince1970)), "webhook-signature": "v1,AAAA"])
+                #expect(forged.status == 401)
+            } catch {
+                failure = error
+            }
+            await group.triggerGracefulShutdown()
+            _ = await serving.result
+            if let failure { throw failure }
+        }
     }
 
     /// Handz: a Free user's third saved flow is refused whatever the client claims; the same

@@ -295,12 +295,12 @@ struct HookTests {
                 fetch: .http())
             #expect(try await verifier.verify(made.session.accessToken).app(as: Membership.self) == Membership(tier: "gold", seats: 3))
             // The example backend reads them typed (`GET /whoami`).
-            try receiver.plan(["body": ["claims": ["team": "north", "position": "coach"]]])
-            let teamToken = try await api.login("claims@example.com").json(AuthResponse.self).session.accessToken
+            try receiver.plan(["body": ["claims": ["saved_flows": 4]]])
+            let flowsToken = try await api.login("claims@example.com").json(AuthResponse.self).session.accessToken
             try await AppBackendTests.withBackend(gatehousePort: port, config, routes: [.flows], clock: SystemClock()) { backend in
-                let whoami = try await AppBackendTests.call(backend, .get, "/whoami", token: teamToken)
+                let whoami = try await AppBackendTests.call(backend, .get, "/whoami", token: flowsToken)
                 let body = try JSONSerialization.jsonObject(with: Data(whoami.text.utf8)) as? [String: Any]
-                #expect(body?["team"] as? String == "north" && body?["position"] as? String == "coach" && body?["user_id"] as? String == made.user.id)
+                #expect(body?["saved_flows"] as? Int == 4 && body?["user_id"] as? String == made.user.id, "\(whoami.text)")
                 let plain = try await AppBackendTests.call(backend, .get, "/whoami", token: made.session.accessToken)
                 #expect(plain.status == .internalServerError, "claims of another shape are the app's mistake: \(plain.text)")
             }

@@ -2,6 +2,7 @@ import Foundation
 import GatehouseCore
 import GatehouseVerifier
 import GatehouseWire
+import HTTPTypes
 import Hummingbird
 import Logging
 import ServiceLifecycle
@@ -17,6 +18,10 @@ import ServiceLifecycle
 /// - **Hannah's costly routes** (`/ai/chat`, `/search`, `/sms`): refused once the trial has
 ///   ended; AI chats and searches are counted in Gatehouse-held meters with the service key,
 ///   so every instance of this backend shares one daily limit per user.
+/// - **Gatehouse's `CUSTOM_ACCESS_TOKEN` hook** (`POST /hooks/custom-access-token`, with a hook
+///   secret): the backend checks the call's Standard Webhooks signature with
+///   `GatehouseVerifier`'s `HookSignature` and answers the user's saved-flow count from its own
+///   table, which every token then carries under `app` (`GET /whoami` reads it typed).
 public struct AppBackendSettings: Sendable {
     public enum Routes: String, Sendable, CaseIterable {
         /// Handz: `GET/POST /flows`, `GET/PATCH /flows/{id}`, `POST /inbox`, `DELETE /inbox/{id}`.
@@ -33,6 +38,9 @@ public struct AppBackendSettings: Sendable {
     public var issuer: String?
     /// `GATEHOUSE_SERVICE_KEY`, for the Gatehouse-held meters of `assistant`.
     public var serviceKey: String?
+    /// The `whsec_…` secret of Gatehouse's `CUSTOM_ACCESS_TOKEN` hook
+    /// (`GATEHOUSE_HOOK_CUSTOM_ACCESS_TOKEN_SECRET`); the hook's route is served only with it.
+    public var hookSecret: String?
     public var databasePath: String
     public var routes: Set<Routes>
     public var host: String
@@ -41,8 +49,9 @@ public struct AppBackendSettings: Sendable {
 
     public init(
         gatehouseURL: URL, audience: String, issuer: String? = nil, serviceKey: String? = nil, databasePath: String = "app-backend.sqlite",
-        routes: Set<Routes>, host: String = "127.0.0.1", port: Int = 8090, clock: any WallClock = SystemClock()
+        routes: Set<Routes>, host: String = "127.0.0.1", port: Int = 8090, clock: any WallClock = SystemClock(), hookSecret: String? = nil
     ) {
+        self.hookSecret = hookSecret
         self.gatehouseURL = gatehouseURL
         self.audience = audience
         self.issuer = issuer
@@ -87,24 +96,42 @@ struct FlowList: ResponseEncodable {
 
 extension FlowStore.Flow: ResponseEncodable {}
 
-/// The claims the app's `CUSTOM_ACCESS_TOKEN` hook puts under the token's `app` claim
-/// (docs/hooks.md): here the team the app's own records put the person in.
-struct TeamClaims: Decodable {
-    var team: String
-    var position: String
+/// The claims this backend's `CUSTOM_ACCESS_TOKEN` hook puts under the token's `app` claim
+/// (docs/hooks.md): the user's saved flows, counted in this backend's own table.
+struct FlowClaims: Codable {
+    var savedFlows: Int
+
+    enum CodingKeys: String, CodingKey {
+        case savedFlows = "saved_flows"
+    }
 }
 
 /// `GET /whoami`: who the token speaks for, with the app's own claims read typed.
 struct WhoAmI: ResponseEncodable {
     var userID: String
     var plan: String
-    var team: String?
-    var position: String?
+    var savedFlows: Int?
 
     enum CodingKeys: String, CodingKey {
-        case plan, team, position
+        case plan
         case userID = "user_id"
+        case savedFlows = "saved_flows"
     }
+}
+
+/// What the `CUSTOM_ACCESS_TOKEN` hook reads of Gatehouse's call: the account's id.
+struct ClaimsCall: Decodable {
+    struct Payload: Decodable {
+        struct User: Decodable { var id: String }
+        var user: User
+    }
+    var type: String
+    var data: Payload
+}
+
+/// The hook's answer: `{"claims": {…}}`.
+struct ClaimsAnswer: ResponseEncodable {
+    var claims: FlowClaims
 }
 
 /// Builds the example backend: `main` runs it, the tests drive it over HTTP.
@@ -116,6 +143,7 @@ public func buildAppBackend(_ settings: AppBackendSettings, logger: Logger = Log
     let store = try await FlowStore.open(path: settings.databasePath, logger: logger)
     let router = Router(context: AppBackendContext.self)
     if settings.routes.contains(.flows) { flowRoutes(router, access: access, store: store, clock: settings.clock) }
+    if let secret = settings.hookSecret { claimsHookRoute(router, signature: try HookSignature(secret: secret), store: store, clock: settings.clock) }
     if settings.routes.contains(.assistant) {
         guard let serviceKey = settings.serviceKey else {
             throw HTTPError(.internalServerError, message: "the assistant routes need Gatehouse's service key")
@@ -140,8 +168,8 @@ func flowRoutes(_ router: Router<AppBackendContext>, access: GatehouseAccess, st
         .get { _, context -> WhoAmI in
             let user = try context.user
             // nil without a hook; claims of another shape are the app's mistake, answered as 500.
-            let claims = try user.app(as: TeamClaims.self)
-            return WhoAmI(userID: user.userID, plan: user.plan(at: clock.now).rawValue, team: claims?.team, position: claims?.position)
+            let claims = try user.app(as: FlowClaims.self)
+            return WhoAmI(userID: user.userID, plan: user.plan(at: clock.now).rawValue, savedFlows: claims?.savedFlows)
         }
     let flows = router.group("flows").add(middleware: GatehouseMiddleware<AppBackendContext>(access: access))
     flows.get { _, context -> FlowList in
@@ -208,6 +236,25 @@ func flowRoutes(_ router: Router<AppBackendContext>, access: GatehouseAccess, st
             else { throw HTTPError(.notFound) }
             return flow
         }
+}
+
+/// `POST /hooks/custom-access-token`: Gatehouse asks for the claims of a token it is about to
+/// sign. The signature is checked over the raw body before anything in it is read.
+func claimsHookRoute(_ router: Router<AppBackendContext>, signature: HookSignature, store: FlowStore, clock: any WallClock) {
+    router.post("hooks/custom-access-token") { request, context -> ClaimsAnswer in
+        let body = try await request.body.collect(upTo: 16_384)
+        let headers = request.headers
+        do {
+            try signature.verify(
+                body.readableBytesView, id: headers[HTTPField.Name("webhook-id")!], timestamp: headers[HTTPField.Name("webhook-timestamp")!],
+                signature: headers[HTTPField.Name("webhook-signature")!], now: clock.now)
+        } catch {
+            throw HTTPError(.unauthorized, message: "The hook call's signature does not verify.")
+        }
+        let call = try JSONDecoder().decode(ClaimsCall.self, from: Data(body.readableBytesView))
+        guard call.type == "custom_access_token" else { throw HTTPError(.badRequest) }
+        return ClaimsAnswer(claims: FlowClaims(savedFlows: try await store.count(owner: call.data.user.id, shelf: .saved)))
+    }
 }
 
 func assistantRoutes(_ router: Router<AppBackendContext>, access: GatehouseAccess, usage: UsageMeter) {
