@@ -426,6 +426,57 @@ struct HookTests {
         }
     }
 
+    /// Every hook called while a person waits fails the same way through HTTP: a hook that is
+    /// slow, erring, redirecting, oversized or says something else answers 503
+    /// `hook_unavailable` at a sign-in (the redirect's target never called), and with
+    /// `FAIL_OPEN` the same failure lets the sign-in through: `BEFORE_SIGN_IN` as if it allowed,
+    /// `CUSTOM_ACCESS_TOKEN` with a token without `app` claims. (`BEFORE_USER_CREATED`'s walk is
+    /// `eachAnswerOfTheHookDecidesASignUp`.)
+    @Test(arguments: Backend.available)
+    func everyHookInARequestFailsClosedOrOpen(_ backend: Backend) async throws {
+        let receiver = try await HookReceiver()
+        defer { receiver.stop() }
+        for hook in [HookName.beforeSignIn, .customAccessToken] {
+            for failOpen in [false, true] {
+                let adjust: @Sendable (inout GatehouseConfig) -> Void = { config in
+                    config.hooks[hook] = HookEndpoint(url: URL(string: receiver.url("/\(hook.rawValue.lowercased())"))!, secret: receiver.secret, failOpen: failOpen, format: .gatehouse)
+                    config.hooks.timeout = .milliseconds(800)
+                }
+                try await TestApp.run(backend, preset: "handz", adjust: adjust) { client, config in
+                    let api = AuthClient(client: client)
+                    let failures: [(String, [String: Any])] = [
+                        ("timeout", ["delay_ms": 2_000]),
+                        ("status", ["status": 500]),
+                        ("status", ["redirect": receiver.url("/elsewhere")]),
+                        ("oversized", ["pad": 20_000]),
+                        ("malformed", ["raw": "yes"]),
+                    ]
+                    try receiver.plan(["body": hook == .beforeSignIn ? ["decision": "allow"] : ["claims": [:] as [String: Any]]])
+                    let email = "\(hook.rawValue.lowercased())-\(failOpen)@example.com"
+                    _ = try await api.account(email)
+                    for (reason, plan) in failures {
+                        try receiver.plan(plan)
+                        let answer = try await api.login(email)
+                        if failOpen {
+                            #expect(answer.status == .ok, "\(hook) \(reason) \(plan): \(answer.text)")
+                            if hook == .customAccessToken, answer.status == .ok {
+                                #expect(try jwtParts(answer.json(AuthResponse.self).session.accessToken).claims["app"] == nil)
+                            }
+                        } else {
+                            #expect(answer.status == .serviceUnavailable && answer.error?.code == .hookUnavailable, "\(hook) \(reason) \(plan): \(answer.text)")
+                        }
+                    }
+                    let trail = try await TestApp.withStore(config) { store in try await store.auditEvents(userID: nil, event: "hook_call", before: nil, limit: 20) }
+                    let reasons = failures.map(\.0).sorted()
+                    #expect(trail.map { $0.details["reason"] ?? "" }.sorted() == reasons, "\(hook) \(failOpen)")
+                    #expect(trail.allSatisfy { $0.details["hook"] == hook.rawValue && $0.details["decision"] == (failOpen ? "failed_open" : "failed") })
+                }
+            }
+        }
+        #expect(receiver.calls.allSatisfy { $0.path != "/elsewhere" }, "a redirect was followed")
+        #expect(receiver.rejections.isEmpty, "\(receiver.rejections)")
+    }
+
     /// No account, no identity and no mail for `email`.
     static func expectNothingStored(_ config: GatehouseConfig, _ email: String) async throws {
         let (stored, mailed) = try await TestApp.withStore(config) { store in
