@@ -368,6 +368,7 @@ struct HookTests {
             { config in
                 SupabaseCompatTests.withBothKeys(&config)
                 config.hooks[.sendEmail] = HookEndpoint(url: URL(string: receiver.url("/mail"))!, secret: receiver.secret, failOpen: false, format: format)
+                config.hooks.timeout = .milliseconds(800)
                 config.preset.verification.sendOnSignup = true
                 config.preset.signInMethods.magicLink = true
             }
@@ -397,14 +398,23 @@ struct HookTests {
             let rows = try await TestApp.withStore(config) { try await $0.recentMail(limit: 20) }.filter { $0.recipient == "mailed@example.com" }
             #expect(!rows.isEmpty && rows.allSatisfy { $0.status == "sent" && $0.textBody == nil && $0.htmlBody == nil && $0.payload == nil }, "\(rows)")
 
-            // A hook that fails: the mail waits for its next attempt, its link still on the row.
-            try receiver.plan(["status": 500])
-            let waiting = try await api.post("/v1/auth/magic-link", #"{"email": "waiting@example.com"}"#)
-            #expect(waiting.status == .accepted, "\(waiting.text)")
-            let failed = try await EmailFlowTests.outbox(config) { mails in
-                mails.contains { $0.recipient == "waiting@example.com" && $0.attempts == 1 && $0.status == "pending" && $0.lastError != nil }
-            }.first { $0.recipient == "waiting@example.com" }
-            #expect(failed?.payload?["code"]?.count == 6 && failed?.textBody != nil, "\(String(describing: failed))")
+            // A hook that fails (500, too slow, a redirect, an answer over 16 KiB): the mail waits
+            // for its next attempt, its link and code still on the row; the redirect is not followed.
+            let failures: [(String, [String: Any])] = [
+                ("500", ["status": 500]), ("timeout", ["delay_ms": 2_000]), ("redirect", ["redirect": receiver.url("/elsewhere")]),
+                ("oversized", ["pad": 20_000]),
+            ]
+            for (name, plan) in failures {
+                try receiver.plan(plan)
+                let address = "waiting-\(name)@example.com"
+                let waiting = try await api.post("/v1/auth/magic-link", #"{"email": "\#(address)"}"#)
+                #expect(waiting.status == .accepted, "\(waiting.text)")
+                let failed = try await EmailFlowTests.outbox(config) { mails in
+                    mails.contains { $0.recipient == address && $0.attempts == 1 && $0.status == "pending" && $0.lastError != nil }
+                }.first { $0.recipient == address }
+                #expect(failed?.payload?["code"]?.count == 6 && failed?.textBody != nil, "\(name): \(String(describing: failed))")
+            }
+            #expect(receiver.calls.allSatisfy { $0.path != "/elsewhere" }, "a redirect was followed")
             #expect(receiver.rejections.isEmpty, "\(receiver.rejections)")
         }
         // Supabase's send-email payload: the token, its hash and the action, for a hook that renders its own.
