@@ -103,8 +103,10 @@ def main():
 
     # A number and a password (the preset has passwords): no session until the code proves it.
     number, password = "+14155550145", "Correct-Horse-42-battery"
-    made = client().sign_up({"phone": number, "password": password})
+    made = client().sign_up({"phone": number, "password": password, "options": {"data": {"plan_note": "trial"}}})
     assert made.session is None and made.user.phone == "14155550145" and made.user.phone_confirmed_at is None, made
+    # user_metadata is what was set (issue 63), here and once the number is proved.
+    assert made.user.user_metadata == {"plan_note": "trial"}, made.user.user_metadata
     try:
         client().sign_in_with_password({"phone": number, "password": password})
         raise AssertionError("an unproved number signed in")
@@ -113,6 +115,7 @@ def main():
     _, confirm = code_for(number)
     confirmed = client().verify_otp({"phone": number, "token": confirm, "type": "sms"})
     assert confirmed.session is not None and confirmed.user.id == made.user.id and confirmed.user.phone_confirmed_at, confirmed
+    assert confirmed.user.user_metadata == {"plan_note": "trial"}, confirmed.user.user_metadata
     again = client().sign_in_with_password({"phone": number, "password": password})
     assert again.session is not None and again.user.id == made.user.id, again
     step("sign up with a number and a password")

@@ -65,7 +65,8 @@ struct SupabaseCompatService: Sendable {
     /// proves the number (`POST /verify` with `type: sms`).
     func phoneSignup(_ body: GoTrueSignup, phone number: String, client: ClientInfo) async throws -> GoTrueUser {
         guard let password = body.password else { throw GatehouseError.invalidRequest("A password is needed to sign up.") }
-        let user = try await phone.signUpWithPassword(phone: number, password: password, captchaToken: body.captchaToken, client: client)
+        let user = try await phone.signUpWithPassword(
+            phone: number, password: password, captchaToken: body.captchaToken, client: client, userMetadata: body.data ?? [:])
         return try await goTrueUser(user)
     }
 

@@ -121,12 +121,17 @@ struct PhoneService: Sendable {
     /// A number that has an account answers the same (issue 58: no "this number has an
     /// account" oracle): every pumping defence is spent first, the password is hashed, and the
     /// answer is a new account's, but nothing is stored and nothing is sent.
-    func signUpWithPassword(phone: String, password: String, captchaToken: String?, client: ClientInfo) async throws -> User {
+    /// `userMetadata`: `/auth/v1`'s sign-up `data`, kept as the account's `user_metadata`.
+    func signUpWithPassword(
+        phone: String, password: String, captchaToken: String?, client: ClientInfo, userMetadata: [String: JSONValue] = [:]
+    ) async throws -> User {
         try gate.requireMethod(preset.signInMethods.phone)
         try gate.requireMethod(preset.signInMethods.emailPassword)
         try await gate.requireCaptchaIfNeeded(client, token: captchaToken)
         let number = try number(phone)
         try await credentials.checkStrength(password, email: "")
+        // Metadata over the limit is refused before anything is spent or queued.
+        let metadata = try AccountMetadata.fresh(userMetadata, kind: .user)
         try await defences.admit(number, client: client, captchaToken: captchaToken)
         // The app's say comes before the money budgets are looked at or the job is queued, taken
         // number or free alike.
@@ -139,7 +144,10 @@ struct PhoneService: Sendable {
         let now = clock.now
         var user = User(id: .random(), passwordHash: hash, passwordChangedAt: now, createdAt: now)
         user.phone = number.e164
-        let job = SignUpJob(userID: user.id, phone: number.e164, passwordHash: hash, createdAt: now, ip: client.ip, userAgent: client.userAgent)
+        user.userMetadata = metadata
+        let job = SignUpJob(
+            userID: user.id, phone: number.e164, passwordHash: hash, createdAt: now, ip: client.ip, userAgent: client.userAgent,
+            userMetadata: metadata.isEmpty ? nil : metadata)
         try await unitOfWork.run(client: client) { work in try await work.enqueueJob(kind: .phoneSignUp, payload: job) }
         user.passwordHash = nil
         return user
@@ -153,6 +161,8 @@ struct PhoneService: Sendable {
         var createdAt: Date
         var ip: String?
         var userAgent: String?
+        /// The sign-up's `data` (absent in jobs queued before it was kept).
+        var userMetadata: [String: JSONValue]? = nil
     }
 
     /// The job of a phone sign-up: makes the account with the id the request answered, and
@@ -172,6 +182,7 @@ struct PhoneService: Sendable {
             try await unitOfWork.run(client: client) { work in
                 var user = User(id: job.userID, handle: handle, passwordHash: job.passwordHash, passwordChangedAt: job.createdAt, createdAt: job.createdAt)
                 user.phone = number.e164
+                user.userMetadata = job.userMetadata ?? [:]
                 guard try await work.tx.user(phone: number.e164) == nil, try await work.tx.user(id: job.userID) == nil else { return }
                 do {
                     try await lifecycle.create(
