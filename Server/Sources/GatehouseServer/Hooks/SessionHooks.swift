@@ -134,6 +134,11 @@ final class CustomClaimsCache: Sendable {
         state.withLock { state in
             if let old { state.chains[old] = nil }
             guard state.entries[session] != nil else { return }
+            // Bounded as the entries are: only tokens of sessions still kept stay.
+            if state.chains.count >= Self.capacity {
+                state.chains = state.chains.filter { state.entries[$0.value] != nil }
+                if state.chains.count >= Self.capacity { state.chains.removeAll(keepingCapacity: true) }
+            }
             state.chains[tokenHash] = session
         }
     }
@@ -168,7 +173,13 @@ extension AuthHooks {
             app = try await customClaims(
                 for: asked.user, session: asked.session, occasion: .signIn(asked.door), method: asked.method, client: client)
         }
-        return try await body(SignInAdmission(.user(asked.user.id, session: asked.session, app: app)))
+        do {
+            return try await body(SignInAdmission(.user(asked.user.id, session: asked.session, app: app)))
+        } catch is SignInAdmission.NotAsked {
+            // The credential named another account the second time (it changed in between): the
+            // hooks were not asked about that one, so nothing is opened; the person tries again.
+            throw Self.unavailable(preset)
+        }
     }
 
     /// `CUSTOM_ACCESS_TOKEN` for a token of `session` about to be signed: the claims for its `app`
