@@ -44,7 +44,7 @@ public struct GatehouseUser: Sendable, Equatable {
     /// The holder's own metadata, in tokens `/auth/v1` issues; never a basis for access.
     public var userMetadata: [String: JSONValue]? = nil
     /// The claims the app's `CUSTOM_ACCESS_TOKEN` hook put under the token's `app` claim; nil
-    /// where the token has none. Read them typed with ``app(as:)``.
+    /// where the token has none. Read them typed with ``app(as:decoder:)``.
     public var app: [String: JSONValue]? = nil
 
     /// The token's `app` claims decoded as the app's own type, nil where the token has none:
@@ -344,7 +344,10 @@ public struct HookSignature: Sendable {
     /// How far the call's timestamp may be from now (default 5 minutes, Standard Webhooks').
     public let tolerance: TimeInterval
 
-    /// - Parameter secret: the `whsec_…` value Gatehouse has as `GATEHOUSE_HOOK_<NAME>_SECRET`.
+    /// - Parameters:
+    ///   - secret: the `whsec_…` value Gatehouse has as `GATEHOUSE_HOOK_<NAME>_SECRET`.
+    ///   - tolerance: how far a call's timestamp may be from now, in seconds.
+    /// - Throws: ``Failure/malformedSecret`` when the secret is not `whsec_` and base64.
     public init(secret: String, tolerance: TimeInterval = 300) throws(Failure) {
         guard secret.hasPrefix("whsec_"), let bytes = Data(base64Encoded: String(secret.dropFirst("whsec_".count))), !bytes.isEmpty else {
             throw .malformedSecret
