@@ -156,8 +156,14 @@ struct AuthHooks: Sendable {
             if let name = claims.name { provider["name"] = name }
             data["provider_claims"] = provider
         }
-        data["client"] = ["ip": client.ip ?? NSNull(), "user_agent": client.userAgent ?? NSNull()] as [String: Any]
+        data["client"] = clientPayload(client)
         return data
+    }
+
+    /// The person's address and user agent, as every hook's payload names them (`null` for an
+    /// operator's call).
+    static func clientPayload(_ client: ClientInfo) -> [String: Any] {
+        ["ip": client.ip ?? NSNull(), "user_agent": client.userAgent ?? NSNull()]
     }
 }
 

@@ -247,7 +247,7 @@ extension AuthHooks {
         data["provider"] = asked.provider.rawValue
         data["method"] = asked.method
         data["preset"] = preset
-        data["client"] = ["ip": client.ip ?? NSNull(), "user_agent": client.userAgent ?? NSNull()] as [String: Any]
+        data["client"] = clientPayload(client)
         return data
     }
 }

@@ -68,12 +68,12 @@ struct MailTokens: Sendable, Equatable {
     }
 
     /// The link's token (its `token` query item): what `/auth/v1/verify` takes as `token_hash`.
-    var token: String? {
-        link.flatMap { URLComponents(url: $0, resolvingAgainstBaseURL: false) }?.queryItems?.first { $0.name == "token" }?.value
-    }
+    var token: String? { queryItem("token") }
 
     /// The link's `redirect_to`, when it carries one.
-    var redirectTo: String? {
-        link.flatMap { URLComponents(url: $0, resolvingAgainstBaseURL: false) }?.queryItems?.first { $0.name == "redirect_to" }?.value
+    var redirectTo: String? { queryItem("redirect_to") }
+
+    private func queryItem(_ name: String) -> String? {
+        link.flatMap { URLComponents(url: $0, resolvingAgainstBaseURL: false) }?.queryItems?.first { $0.name == name }?.value
     }
 }

@@ -29,7 +29,7 @@ struct SessionService: Sendable {
         if sessions.hooks.settings[.customAccessToken] != nil {
             if let followed = claimsCache.session(following: hash), let kept = claimsCache.claims(of: followed, at: clock.now) {
                 app = kept
-            } else if let (_, session, user) = try await store.refreshLink(hash: hash), session.revokedAt == nil, !user.isDisabled {
+            } else if let (_, session, user) = try await store.refreshLink(hash: hash), !session.isRevoked, !user.isDisabled {
                 app = try await sessions.hooks.customClaims(for: user, session: session.id, occasion: .refresh, method: nil, client: client)
             }
         }
