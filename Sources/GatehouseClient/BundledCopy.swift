@@ -41,6 +41,7 @@ public enum BundledCopy {
         "phone.attempts_left.one": "1 try left.",
         "phone.change_number": "Use another number",
         "phone.change_title": "Change your phone number",
+        "phone.code_incomplete": "Enter the 6-digit code from the text message.",
         "phone.code_label": "6-digit code",
         "phone.number_label": "Phone number",
         "phone.remove": "Remove this number",
@@ -53,6 +54,7 @@ public enum BundledCopy {
         "phone.submit": "Continue",
         "phone.verified": "Your phone number is verified.",
         "phone.verify": "Verify",
+        "phone.wait": "Too many codes were asked for. You can ask for a new one in {seconds} s.",
         "welcome.passkey": "Sign in with a passkey",
         "welcome.phone": "Sign in with a phone number",
     ]

@@ -164,6 +164,13 @@ import Testing
         #expect(await model.resend() == false)
         #expect(device.transport.requests.isEmpty, "\(device.transport.requests)")
 
+        // Five digits (issue 64): said on the device, nothing sent.
+        model.code = String(sent.code.prefix(5))
+        #expect(!model.canSubmitCode)
+        #expect(await model.submitCode() == false)
+        #expect(model.errorMessage == "Enter the 6-digit code from the text message.")
+        #expect(device.transport.requests.isEmpty, "\(device.transport.requests)")
+
         // A wrong code: the server's words, the field emptied, nobody signed in. By number alone
         // no tries left are said (issue 58: the answer is the same whether a code is live).
         model.code = sent.code == "000000" ? "111111" : "000000"
@@ -177,20 +184,30 @@ import Testing
         clock.advance(by: 30)
         #expect(model.secondsUntilResend == 30 && !model.canResend && model.resendLabel == "Send a new code in 30 s")
         // Another device asks for the same number now: the server's refusal in its words, with
-        // the rest of its minute, counted down by that model.
+        // the rest of its minute, counted down by that model: the wait in seconds (issue 64), and
+        // the resend button of docs/sdk.md (`resendLabel`, `canResend`) counting down with it.
         let other = try TestDevice()
         defer { other.remove() }
         let early = PhoneSignInModel(client: try other.launch(port: port), now: { clock.now })
         await early.load()
         early.phone = "(415) 555-0150"
         #expect(await early.send() == false)
-        #expect(early.step == .number && early.errorMessage == "Too many requests. Please wait a moment and try again.")
+        #expect(early.step == .number && early.errorMessage == "Too many codes were asked for. You can ask for a new one in 30 s.")
         #expect(early.secondsUntilResend == 30 && !early.canSend)
+        #expect(early.resendLabel == "Send a new code in 30 s" && !early.canResend)
+        clock.advance(by: 10)
+        #expect(early.errorMessage == "Too many codes were asked for. You can ask for a new one in 20 s.")
+        #expect(early.resendLabel == "Send a new code in 20 s" && !early.canResend)
+        // Another number is held back by nothing: no countdown for it.
+        early.phone = "(415) 555-0151"
+        #expect(early.secondsUntilResend == 0 && early.canSend && early.canResend)
+        early.phone = "(415) 555-0150"
 
         // The minute is over: a new code (the field's tries start again), and it signs up.
-        clock.advance(by: 30)
+        clock.advance(by: 20)
         #expect(model.secondsUntilResend == 0 && model.canResend && model.resendLabel == "Send a new code")
         #expect(early.secondsUntilResend == 0 && early.canSend)
+        #expect(early.resendLabel == "Send a new code" && early.canResend && early.errorMessage == nil)
         #expect(await model.resend(), "\(model.errorMessage ?? "")")
         #expect(model.step == .code && model.secondsUntilResend == 60 && model.attemptsLeft == nil && model.errorMessage == nil)
         let resent = try await Self.sms(config, to: "+14155550150", after: sent.id)

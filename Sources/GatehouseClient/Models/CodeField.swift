@@ -17,6 +17,15 @@ enum CodeField {
     static func verifyLabel(_ copy: [String: String]) -> String { copy["mfa.verify"] ?? "Verify" }
     static func cancelLabel(_ copy: [String: String]) -> String { copy["mfa.cancel"] ?? "Cancel" }
 
+    /// What Verify says of a code that is not whole yet (issue 64), in the preset's words: the
+    /// app's six digits, or a recovery code's form (16 letters and digits, hyphens and spaces
+    /// ignored).
+    static func incompleteMessage(_ copy: [String: String], recovery: Bool) -> String {
+        recovery
+            ? copy["mfa.recovery_code_incomplete"] ?? "Enter a recovery code as you saved it: 16 letters and digits, like abcd-efgh-2345-ijkl."
+            : copy["mfa.code_incomplete"] ?? "Enter the 6-digit code from your authenticator app."
+    }
+
     /// Whether `typed` is a whole code: six digits for an app, or a recovery code's form.
     static func isComplete(_ typed: String, recovery: Bool) -> Bool {
         recovery ? RecoveryCodes.normalize(typed) != nil : digits(typed).count == 6

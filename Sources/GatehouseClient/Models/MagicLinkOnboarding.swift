@@ -117,9 +117,10 @@ public final class MagicLinkOnboarding {
     /// Whether the button that sends the link is on: the address looks valid and nothing is
     /// under way.
     public var canSend: Bool { EmailAddress.isValid(email.trimmingCharacters(in: .whitespaces)) && !isWorking }
-    /// Whether the code can be sent: on the "check your email" step, six digits typed, nothing
-    /// under way.
-    public var canSubmitCode: Bool { step == .sent && code.count == 6 && code.allSatisfy(\.isNumber) && !isWorking }
+    /// Whether the code can be sent: on the "check your email" step, six digits typed (spaces
+    /// allowed), nothing under way. ``submitCode()`` with fewer says so in ``errorMessage`` (the
+    /// preset's `magic.code_incomplete`) and sends nothing.
+    public var canSubmitCode: Bool { step == .sent && CodeField.digits(code).count == 6 && !isWorking }
 
     /// "Check your email" with the address the link went to, in the preset's words; set when
     /// the link is sent.
@@ -162,13 +163,21 @@ public final class MagicLinkOnboarding {
         }
     }
 
-    /// The code typed from the mail; true when it signed in.
+    /// The code typed from the mail; true when it signed in. An account with a second factor
+    /// answers false with the client's state `.secondFactorRequired`: continue with
+    /// `SecondFactorModel.pending(client:)`.
     public func submitCode() async -> Bool {
-        guard canSubmitCode else { return false }
+        guard canSubmitCode else {
+            if step == .sent, !isWorking {
+                errorMessage = await client.text("magic.code_incomplete", "Enter the 6-digit code from the email.")
+            }
+            return false
+        }
         isWorking = true
         defer { isWorking = false }
         do throws(GatehouseClientError) {
-            await finish(try await client.verifyMagicLink(email: email.trimmingCharacters(in: .whitespaces), code: code))
+            let typed = CodeField.digits(code)
+            await finish(try await client.verifyMagicLink(email: email.trimmingCharacters(in: .whitespaces), code: typed))
             return true
         } catch {
             errorMessage = error.message

@@ -51,8 +51,11 @@ public final class PhoneSignInModel {
     /// True while a request is under way.
     public private(set) var isWorking = false
     /// Why the last request failed, in the server's words (the preset's); nil after one that
-    /// worked.
-    public private(set) var errorMessage: String?
+    /// worked. After a send refused for a limit with a wait (`rate_limited`), the wait counted
+    /// down in the preset's `phone.wait` ("You can ask for a new code in 42 s."; read it again
+    /// each second, as ``resendLabel``), nil once it is over; after ``submitCode()`` with fewer
+    /// than six digits, the preset's `phone.code_incomplete`.
+    public var errorMessage: String? { flow.errorMessage(copy, now: now()) }
     /// The guesses the code has left after a wrong one, where the server says (by number alone
     /// it does not, so that a wrong guess tells a stranger nothing); nil otherwise.
     public var attemptsLeft: Int? { flow.attemptsLeft }
@@ -126,14 +129,28 @@ public final class PhoneSignInModel {
 
     // MARK: State
 
-    /// Whole seconds until a new code may be sent to the number; 0 when it may now.
-    public var secondsUntilResend: Int { flow.secondsUntilResend(now: now()) }
-    /// Whether the send button is on: on the number step, a number that may be one, nothing
-    /// under way, and no countdown running for this number.
+    /// Whole seconds until a new code may be sent: on the code step to the number the code went
+    /// to, on the number step to the number typed (0 for a number no countdown holds back); 0
+    /// when it may now.
+    public var secondsUntilResend: Int { flow.secondsUntilResend(step == .number ? phone : nil, now: now()) }
+    /// Whether the send button (``sendLabel``, ``send()``) is on: on the number step, a number
+    /// that may be one, nothing under way, and no countdown running for this number.
     public var canSend: Bool { step == .number && !isWorking && flow.maySend(phone, now: now()) }
-    /// Whether the resend button is on: on the code step, once the countdown is over.
-    public var canResend: Bool { step == .code && !isWorking && secondsUntilResend == 0 }
-    /// Whether the code can be sent: on the code step, six digits typed, nothing under way.
+    /// Whether the resend button (``resendLabel``, ``resend()``) is on: once the countdown is
+    /// over and nothing is under way. On the code step it texts the number the code went to; on
+    /// the number step (after a send refused for a limit, whose wait ``resendLabel`` counts
+    /// down) it is ``canSend``, so one button reading ``resendLabel`` and ``canResend`` turns on
+    /// when its label stops counting.
+    public var canResend: Bool {
+        switch step {
+        case .code: !isWorking && secondsUntilResend == 0
+        case .number: canSend
+        case .secondFactor, .signedIn: false
+        }
+    }
+    /// Whether the code is complete: on the code step, six digits typed (spaces allowed),
+    /// nothing under way. ``submitCode()`` with fewer says so in ``errorMessage`` and sends
+    /// nothing.
     public var canSubmitCode: Bool { step == .code && !isWorking && CodeField.digits(code).count == 6 }
 
     // MARK: Actions
@@ -146,10 +163,11 @@ public final class PhoneSignInModel {
     }
 
     /// Texts a new code to the same number, once the countdown is over; true when sent. The
-    /// code sent before stops working.
+    /// code sent before stops working. On the number step it is ``send()``.
     @discardableResult
     public func resend() async -> Bool {
-        guard canResend, let sentTo = flow.sentTo else { return false }
+        guard canResend else { return false }
+        guard step == .code, let sentTo = flow.sentTo else { return await send() }
         return await requestCode(to: sentTo)
     }
 
@@ -157,7 +175,7 @@ public final class PhoneSignInModel {
     public func changeNumber() {
         step = .number
         code = ""
-        errorMessage = nil
+        flow.say(nil)
         flow.attemptsLeft = nil
         needsCaptcha = false
     }
@@ -167,7 +185,7 @@ public final class PhoneSignInModel {
     /// to ``Step/secondFactor`` (false until that step signs in).
     @discardableResult
     public func submitCode() async -> Bool {
-        guard canSubmitCode, let sentTo = flow.sentTo else { return false }
+        guard flow.codeIsComplete(code, onCodeStep: step == .code && !isWorking, copy: copy), let sentTo = flow.sentTo else { return false }
         isWorking = true
         defer { isWorking = false }
         do throws(GatehouseClientError) {
@@ -179,7 +197,7 @@ public final class PhoneSignInModel {
         } catch {
             code = ""
             guard error.code == .secondFactorRequired else {
-                errorMessage = error.message
+                flow.say(error.message)
                 flow.wrongCode(error)
                 return false
             }
@@ -187,10 +205,10 @@ public final class PhoneSignInModel {
                 let codeStep = await SecondFactorModel.pending(
                     client: client, now: now, onFinish: { [weak self] outcome in self?.secondFactorEnded(outcome) })
             else {
-                errorMessage = error.message
+                flow.say(error.message)
                 return false
             }
-            errorMessage = nil
+            flow.say(nil)
             secondFactor = codeStep
             step = .secondFactor
             return false
@@ -209,11 +227,9 @@ public final class PhoneSignInModel {
             code = ""
             captchaToken = nil
             needsCaptcha = false
-            errorMessage = nil
             step = .code
             return true
         } catch {
-            errorMessage = error.message
             needsCaptcha = error.code == .captchaRequired
             flow.refused(error, number: number, now: now())
             return false
@@ -227,127 +243,17 @@ public final class PhoneSignInModel {
             // An account with a second factor was there before this sign-in: never a new one.
             finish(SignInResult(user: user, created: false), trial: TrialWelcome())
         case .ended(let message):
-            errorMessage = message.isEmpty ? nil : message
+            flow.say(message.isEmpty ? nil : message)
             step = .number
         }
     }
 
     private func finish(_ result: SignInResult, trial: TrialWelcome) {
-        errorMessage = nil
+        flow.say(nil)
         flow.attemptsLeft = nil
         trialDaysLeft = trial.daysLeft
         trialStartedMessage = trial.startedMessage
         step = .signedIn(newAccount: result.created)
         onFinish(result)
-    }
-}
-
-/// The state both phone models keep of a code on its way (issue 58: one part, not two): the
-/// number it went to, the countdown before another may go to that number (the preset's pacing
-/// after a send, the server's `retry_after` after a refusal: never a constant of the SDK's),
-/// the tries left after a wrong code, and the "sent" words.
-struct PhoneCodeFlow {
-    /// The number the code went to, as sent: the code is checked with it.
-    var sentTo: String?
-    /// The number the countdown holds back (the server's limits are per number).
-    var heldNumber: String?
-    var resendAvailableAt: Date?
-    var sentMessage = ""
-    var attemptsLeft: Int?
-
-    /// A code went to `number`: the countdown starts at the preset's pacing (none when the
-    /// server did not say; its `retry_after` then sets it on the next send).
-    mutating func sent(to number: String, copy: [String: String], pacing: PhoneCodeTiming?, now: Date) {
-        sentTo = number
-        sentMessage = PhoneField.sentMessage(copy, number: number)
-        attemptsLeft = nil
-        if let seconds = pacing?.resendAfterSeconds { hold(number, seconds: seconds, now: now) }
-    }
-
-    /// A send was refused: a rate limit's `retry_after` holds the number back that long.
-    mutating func refused(_ error: GatehouseClientError, number: String, now: Date) {
-        if let wait = error.retryAfter, error.code == .rateLimited { hold(number, seconds: wait, now: now) }
-    }
-
-    /// A code was refused: the tries left, where the server says.
-    mutating func wrongCode(_ error: GatehouseClientError) {
-        attemptsLeft = PhoneField.attemptsLeft(after: error)
-    }
-
-    func secondsUntilResend(now: Date) -> Int { PhoneField.seconds(until: resendAvailableAt, now: now) }
-
-    /// Whether `typed` may get a code now: it may be a number, and no countdown holds it back.
-    func maySend(_ typed: String, now: Date) -> Bool {
-        PhoneField.mayBeANumber(typed) && (heldNumber != PhoneField.trimmed(typed) || secondsUntilResend(now: now) == 0)
-    }
-
-    private mutating func hold(_ number: String, seconds: Int, now: Date) {
-        heldNumber = number
-        resendAvailableAt = now.addingTimeInterval(TimeInterval(seconds))
-    }
-}
-
-/// The parts both phone models share: the number field's check, the countdown's arithmetic,
-/// and their words in the preset's copy (with neutral English where it has none).
-enum PhoneField {
-
-    /// The preset's pacing of codes, from the configuration the client holds, fetched when it
-    /// holds none yet; nil when the server does not say.
-    static func pacing(_ client: Gatehouse) async -> PhoneCodeTiming? {
-        if let known = await client.configurationSnapshot { return known.phoneCodes }
-        return try? await client.loadConfiguration().phoneCodes
-    }
-
-    static func trimmed(_ typed: String) -> String { typed.trimmingCharacters(in: .whitespacesAndNewlines) }
-
-    /// Whether `typed` may be a phone number. A number with `+` is checked whole with the rules
-    /// the server uses (`PhoneNumber`); one without is read by the server in the preset's
-    /// default region, which the device does not know, so only its characters are checked here.
-    static func mayBeANumber(_ typed: String) -> Bool {
-        do {
-            // No region: an international number never reads it, a national one stops at it.
-            _ = try PhoneNumber.parse(trimmed(typed), defaultRegion: "")
-            return true
-        } catch {
-            return error == .unknownRegion
-        }
-    }
-
-    static func numberMessage(_ typed: String, _ copy: [String: String]) -> String? {
-        guard !trimmed(typed).isEmpty, !mayBeANumber(typed) else { return nil }
-        return copy["error.invalid_phone"] ?? "Enter a phone number with its area code, or with + and the country code."
-    }
-
-    static func seconds(until date: Date?, now: Date) -> Int {
-        guard let date else { return 0 }
-        return max(0, Int(date.timeIntervalSince(now).rounded(.up)))
-    }
-
-    /// The guesses a refused code has left: `details.attempts_left`, 0 for a dead code.
-    static func attemptsLeft(after error: GatehouseClientError) -> Int? {
-        if error.code == .codeExhausted { return 0 }
-        if case .number(let left)? = error.details?["attempts_left"] { return Int(left) }
-        return nil
-    }
-
-    static func attemptsLeftMessage(_ attemptsLeft: Int?, _ copy: [String: String]) -> String? {
-        guard let attemptsLeft, attemptsLeft > 0 else { return nil }
-        return PluralCopy.text(
-            copy, "phone.attempts_left", count: attemptsLeft, placeholder: "count",
-            fallback: PluralCopy.Forms(one: "1 try left.", other: "{count} tries left."))
-    }
-
-    static func numberLabel(_ copy: [String: String]) -> String { copy["phone.number_label"] ?? "Phone number" }
-    static func sendLabel(_ copy: [String: String]) -> String { copy["phone.send"] ?? "Text me a code" }
-    static func codeLabel(_ copy: [String: String]) -> String { copy["phone.code_label"] ?? "6-digit code" }
-    static func changeNumberLabel(_ copy: [String: String]) -> String { copy["phone.change_number"] ?? "Use another number" }
-
-    static func sentMessage(_ copy: [String: String], number: String) -> String {
-        (copy["phone.sent"] ?? "We texted a 6-digit code to {phone}.").replacingOccurrences(of: "{phone}", with: number)
-    }
-
-    static func resendLabel(_ copy: [String: String], seconds: Int) -> String {
-        guard seconds > 0 else { return copy["phone.resend"] ?? "Send a new code" }
-        return (copy["phone.resend_in"] ?? "Send a new code in {seconds} s").replacingOccurrences(of: "{seconds}", with: String(seconds))
     }
 }

@@ -57,8 +57,10 @@ public final class PhoneVerificationModel {
     /// True while a request is under way.
     public private(set) var isWorking = false
     /// Why the last request failed, in the server's words (the preset's); nil after one that
-    /// worked.
-    public private(set) var errorMessage: String?
+    /// worked. After a send refused for a limit with a wait, the wait counted down in the
+    /// preset's `phone.wait` (read it again each second), nil once it is over; after
+    /// ``submitCode()`` with fewer than six digits, the preset's `phone.code_incomplete`.
+    public var errorMessage: String? { flow.errorMessage(copy, now: now()) }
     /// The guesses the code has left after a wrong one; 0 once it is dead (send a new one); nil
     /// before a wrong code.
     public var attemptsLeft: Int? { flow.attemptsLeft }
@@ -139,14 +141,26 @@ public final class PhoneVerificationModel {
 
     // MARK: State
 
-    /// Whole seconds until a new code may be sent to the number; 0 when it may now.
-    public var secondsUntilResend: Int { flow.secondsUntilResend(now: now()) }
-    /// Whether the send button is on: on the number step, a number that may be one, nothing
-    /// under way, and no countdown running for this number.
+    /// Whole seconds until a new code may be sent: on the code step to the number the code went
+    /// to, on the number step to the number typed (0 for a number no countdown holds back); 0
+    /// when it may now.
+    public var secondsUntilResend: Int { flow.secondsUntilResend(step == .number ? phone : nil, now: now()) }
+    /// Whether the send button (``sendLabel``, ``send()``) is on: on the number step, a number
+    /// that may be one, nothing under way, and no countdown running for this number.
     public var canSend: Bool { step == .number && !isWorking && flow.maySend(phone, now: now()) }
-    /// Whether the resend button is on: on the code step, once the countdown is over.
-    public var canResend: Bool { step == .code && !isWorking && secondsUntilResend == 0 }
-    /// Whether the code can be sent: on the code step, six digits typed, nothing under way.
+    /// Whether the resend button (``resendLabel``, ``resend()``) is on: once the countdown is
+    /// over and nothing is under way; on the number step it is ``canSend``, so the button turns
+    /// on when its label stops counting.
+    public var canResend: Bool {
+        switch step {
+        case .code: !isWorking && secondsUntilResend == 0
+        case .number: canSend
+        case .stepUp, .signInAgain, .verified: false
+        }
+    }
+    /// Whether the code is complete: on the code step, six digits typed (spaces allowed),
+    /// nothing under way. ``submitCode()`` with fewer says so in ``errorMessage`` and sends
+    /// nothing.
     public var canSubmitCode: Bool { step == .code && !isWorking && CodeField.digits(code).count == 6 }
     /// Whether the remove button is on: the account has a number and nothing is under way.
     public var canRemove: Bool { currentNumber != nil && !isWorking && (step == .number || step == .verified) }
@@ -160,10 +174,12 @@ public final class PhoneVerificationModel {
         return await requestCode(to: PhoneField.trimmed(phone))
     }
 
-    /// Texts a new code to the same number, once the countdown is over; true when sent.
+    /// Texts a new code to the same number, once the countdown is over; true when sent. On the
+    /// number step it is ``send()``.
     @discardableResult
     public func resend() async -> Bool {
-        guard canResend, let sentTo = flow.sentTo else { return false }
+        guard canResend else { return false }
+        guard step == .code, let sentTo = flow.sentTo else { return await send() }
         return await requestCode(to: sentTo)
     }
 
@@ -171,14 +187,14 @@ public final class PhoneVerificationModel {
     /// is then `.verified` and ``user`` has it). A wrong code empties the field and says why.
     @discardableResult
     public func submitCode() async -> Bool {
-        guard canSubmitCode else { return false }
+        guard flow.codeIsComplete(code, onCodeStep: step == .code && !isWorking, copy: copy) else { return false }
         isWorking = true
         defer { isWorking = false }
         do throws(GatehouseClientError) {
             user = try await client.verifyPhone(code: CodeField.digits(code))
             code = ""
             phone = ""
-            errorMessage = nil
+            flow.say(nil)
             flow.attemptsLeft = nil
             notice = copy["phone.verified"] ?? "Your phone number is verified."
             step = .verified
@@ -187,7 +203,7 @@ public final class PhoneVerificationModel {
             // Refused for want of a fresh proof, the code is kept for `retry()`.
             if await askedForProof(error, refusing: .verify) { return false }
             code = ""
-            errorMessage = error.message
+            flow.say(error.message)
             flow.wrongCode(error)
             return false
         }
@@ -207,13 +223,13 @@ public final class PhoneVerificationModel {
             updated?.phone = nil
             updated?.phoneVerified = false
             user = updated
-            errorMessage = nil
+            flow.say(nil)
             notice = copy["phone.removed"] ?? "Your phone number was removed."
             step = .number
             return true
         } catch {
             if await askedForProof(error, refusing: .remove) { return false }
-            errorMessage = error.message
+            flow.say(error.message)
             return false
         }
     }
@@ -226,7 +242,7 @@ public final class PhoneVerificationModel {
         guard !isWorking, let refused, step == .signInAgain || (step == .stepUp && stepUp?.isComplete == true) else { return false }
         self.refused = nil
         stepUp = nil
-        errorMessage = nil
+        flow.say(nil)
         step = refused.step
         switch refused.action {
         case .send(let number):
@@ -242,7 +258,7 @@ public final class PhoneVerificationModel {
     public func changeNumber() {
         step = .number
         code = ""
-        errorMessage = nil
+        flow.say(nil)
         flow.attemptsLeft = nil
         stepUp = nil
         refused = nil
@@ -258,13 +274,11 @@ public final class PhoneVerificationModel {
             try await client.addPhone(number)
             flow.sent(to: number, copy: copy, pacing: await PhoneField.pacing(client), now: now())
             code = ""
-            errorMessage = nil
             notice = nil
             step = .code
             return true
         } catch {
             if await askedForProof(error, refusing: .send(number)) { return false }
-            errorMessage = error.message
             flow.refused(error, number: number, now: now())
             return false
         }
@@ -276,7 +290,7 @@ public final class PhoneVerificationModel {
         guard error.code == .reauthenticationRequired || error.code == .mfaRequired, let prompt = StepUpPrompt(client: client, error: error)
         else { return false }
         refused = (action, step)
-        errorMessage = error.message
+        flow.say(error.message)
         await prompt.load()
         // An authenticator app answers either refusal (or, for `mfa_required`, turning one on);
         // without one, or when the factors could not be read, only a new sign-in does.

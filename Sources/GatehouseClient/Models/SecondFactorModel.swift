@@ -46,7 +46,9 @@ public final class SecondFactorModel {
     }
     /// True while a code is being checked.
     public private(set) var isWorking = false
-    /// The server's refusal of the last code, in the preset's words.
+    /// The server's refusal of the last code, in the preset's words; after ``verify()`` with a
+    /// code that is not whole (fewer than six digits, or not a recovery code's form), the
+    /// preset's `mfa.code_incomplete` or `mfa.recovery_code_incomplete`, and nothing is sent.
     public private(set) var errorMessage: String?
     /// The tries this sign-in has left after a wrong code; nil before the first.
     public private(set) var attemptsLeft: Int?
@@ -126,8 +128,9 @@ public final class SecondFactorModel {
     /// Whether the account's codes are locked now (see ``lockedUntil``).
     public var isLocked: Bool { lockedUntil.map { now() < $0 } ?? false }
 
-    /// Verify is on once the field holds six digits (or a whole recovery code), nothing is under
-    /// way, the step has not ended and no lockout runs.
+    /// Verify is on once the field holds six digits (spaces allowed) or a whole recovery code (16
+    /// letters and digits, hyphens and spaces ignored), nothing is under way, the step has not
+    /// ended and no lockout runs.
     public var isVerifyEnabled: Bool {
         guard outcome == nil, !isWorking, !isLocked else { return false }
         return (usesRecoveryCode || factorID != nil) && CodeField.isComplete(code, recovery: usesRecoveryCode)
@@ -138,7 +141,12 @@ public final class SecondFactorModel {
     /// no longer be completed ends the step (``outcome``).
     @discardableResult
     public func verify() async -> Bool {
-        guard isVerifyEnabled else { return false }
+        guard isVerifyEnabled else {
+            if outcome == nil, !isWorking, !isLocked, !CodeField.isComplete(code, recovery: usesRecoveryCode) {
+                errorMessage = CodeField.incompleteMessage(copy, recovery: usesRecoveryCode)
+            }
+            return false
+        }
         isWorking = true
         defer { isWorking = false }
         do throws(GatehouseClientError) {

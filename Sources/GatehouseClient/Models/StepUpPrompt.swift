@@ -54,7 +54,9 @@ public final class StepUpPrompt {
     }
     /// True while a code is being checked.
     public private(set) var isWorking = false
-    /// The server's refusal of the last code, in the preset's words.
+    /// The server's refusal of the last code, in the preset's words; after ``verify()`` with a
+    /// code that is not whole, the preset's `mfa.code_incomplete` or
+    /// `mfa.recovery_code_incomplete`, and nothing is sent.
     public private(set) var errorMessage: String?
     /// Seconds to wait after too many wrong codes.
     public private(set) var retryAfter: Int?
@@ -113,8 +115,8 @@ public final class StepUpPrompt {
         }
     }
 
-    /// Verify is on once the field holds six digits (or a whole recovery code) and nothing is
-    /// under way.
+    /// Verify is on once the field holds six digits (spaces allowed) or a whole recovery code (16
+    /// letters and digits, hyphens and spaces ignored) and nothing is under way.
     public var isVerifyEnabled: Bool {
         guard route == .code, !isWorking, !isComplete else { return false }
         return (usesRecoveryCode || factorID != nil) && CodeField.isComplete(code, recovery: usesRecoveryCode)
@@ -124,7 +126,12 @@ public final class StepUpPrompt {
     /// and says why (`errorMessage`, and `retryAfter` when locked out).
     @discardableResult
     public func verify() async -> Bool {
-        guard isVerifyEnabled else { return false }
+        guard isVerifyEnabled else {
+            if route == .code, !isWorking, !isComplete, !CodeField.isComplete(code, recovery: usesRecoveryCode) {
+                errorMessage = CodeField.incompleteMessage(copy, recovery: usesRecoveryCode)
+            }
+            return false
+        }
         isWorking = true
         defer { isWorking = false }
         do throws(GatehouseClientError) {

@@ -30,6 +30,19 @@ extension MFAService {
         GatehouseError(.invalidCode, preset.text("error.invalid_code", "That code is not right. Check your authenticator app and try again."))
     }
 
+    /// An authenticator app's code that was taken already (issue 64: the code that just confirmed
+    /// the factor, typed again at sign-in in the same 30 seconds): the same code as a wrong one,
+    /// its own words (a code works once: wait for the next), and `details.reason: "code_used"`.
+    var codeUsed: GatehouseError {
+        GatehouseError(
+            .invalidCode,
+            preset.text(
+                "error.totp_code_used", "That code was used already. Each code works once: wait for the next code in your authenticator app."),
+            details: ["reason": .string(Self.codeUsedReason)])
+    }
+
+    static let codeUsedReason = "code_used"
+
     /// A recovery code that is not one of the account's, or was used already: its own words, not
     /// the authenticator app's.
     var invalidRecoveryCode: GatehouseError {

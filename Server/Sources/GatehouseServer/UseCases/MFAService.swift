@@ -217,6 +217,12 @@ struct MFAService: Sendable {
         let left = max(0, maximum - challenge.attempts)
         do {
             return try await complete(challenge, idHash: idHash, request, client: client)
+        } catch let error as GatehouseError where error.details?["reason"] == .string(Self.codeUsedReason) {
+            // A code taken already is no guess (`check`): this sign-in keeps the try.
+            try await store.releaseMFAChallengeAttempt(idHash: idHash)
+            var details = error.details ?? [:]
+            details["attempts_left"] = .number(Double(left + 1))
+            throw GatehouseError(error.code, error.message, details: details)
         } catch let error as GatehouseError where error.code == .invalidCode {
             var details = error.details ?? [:]
             details["attempts_left"] = .number(Double(left))
@@ -294,6 +300,9 @@ struct MFAService: Sendable {
 
     /// Checks the code. A TOTP code is checked under the account's lockout for this first factor
     /// (429 while locked; a wrong one is counted, audited and answered 400 `invalid_code`). A
+    /// code whose step was taken already is refused first, in its own words (`codeUsed`), and
+    /// counts on no lockout: it is no guess (whoever types it saw the code, and its step can
+    /// never be taken again), and the person who typed the code twice is its owner. A
     /// recovery code is never refused by that lockout (finding 4: someone with the password alone
     /// could otherwise lock the owner out of their last resort): it has 80 bits, each is taken once,
     /// and a sign-in's challenge still allows only its few attempts. A wrong one is audited.
@@ -305,19 +314,25 @@ struct MFAService: Sendable {
             try await failed(nil, user: user, client: client, stage: "verify")
             throw invalidRecoveryCode
         }
-        let reservation = try await reserve(throttleKey, user: user, client: client)
-        if let factorID = request.factorID.flatMap(UUID.init(uuidString:)), let code = request.code,
-            let factor = try await store.mfaFactors(of: user).first(where: { $0.id == factorID && $0.isConfirmed }),
-            let step = try totp(factor).step(matching: code, at: clock.now)
-        {
-            return (.totp(factor: factorID, step: step), reservation)
+        var factor: MFAFactor?
+        if let factorID = request.factorID.flatMap(UUID.init(uuidString:)) {
+            factor = try await store.mfaFactors(of: user).first { $0.id == factorID && $0.isConfirmed }
         }
+        let step = try factor.flatMap { factor in try request.code.flatMap { try totp(factor).step(matching: $0, at: clock.now) } }
+        if let step, let last = factor?.lastUsedStep, step <= last {
+            try await unitOfWork.audit(.mfaVerify, .failure, user: user, client: client, details: ["reason": "code used", "stage": "verify"])
+            throw codeUsed
+        }
+        let reservation = try await reserve(throttleKey, user: user, client: client)
+        if let factor, let step { return (.totp(factor: factor.id, step: step), reservation) }
         try await failed(reservation, user: user, client: client, stage: "verify")
         throw invalidCode
     }
 
     /// Takes the proof once, inside the transaction that uses it: a TOTP step only later than
-    /// the last one taken, a recovery code only unused (then audited and mailed).
+    /// the last one taken, a recovery code only unused (then audited and mailed). A step taken
+    /// meanwhile (the same code sent twice at once) is refused as a wrong code and counted:
+    /// `check` already reserved its attempt, and only a parallel request gets here.
     private func take(_ proof: Proof, _ work: Work<Stores>, user: User) async throws {
         switch proof {
         case .totp(let factor, let step):
