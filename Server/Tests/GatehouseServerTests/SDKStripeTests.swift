@@ -45,6 +45,9 @@ import Testing
             Issue.record("an unknown price gave a checkout page")
         } catch {
             #expect(error.code == .unknownPrice && error.status == 400, "\(error)")
+            // Words for a person, not the price's id (issue 64); the id is for the developer.
+            #expect(error.message == "This plan is not available. Please choose another one.")
+            #expect(error.details?["price"] == .string("price_not_sold"))
         }
         // The checkout page, returning to the app's own address (the preset's open_app_url).
         let page = try await client.stripeCheckoutURL(price: StripeTests.premium)

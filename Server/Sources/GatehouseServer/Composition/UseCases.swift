@@ -115,7 +115,8 @@ struct UseCases {
             entitlements: entitlementReads, engine: infra.engine, unitOfWork: unitOfWork.narrowed { $0 }, clock: clock, logger: infra.logger)
         stripe = StripeService(
             store: store, unitOfWork: unitOfWork.narrowed { $0 }, client: infra.stripe, webhookSecrets: config.stripe?.webhookSecrets ?? [],
-            prices: preset.stripe.prices, redirects: redirects, entitlements: entitlementReads, clock: clock, logger: infra.logger)
+            prices: preset.stripe.prices, copy: preset.copy, redirects: redirects, entitlements: entitlementReads, clock: clock,
+            logger: infra.logger)
         let removal = FactorRemoval(mail: accountMail)
         users = OperatorService(
             store: store, unitOfWork: unitOfWork.narrowed { $0 }, lifecycle: lifecycle, removal: removal, engine: infra.engine,

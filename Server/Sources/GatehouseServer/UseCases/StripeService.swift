@@ -18,6 +18,8 @@ struct StripeService: Sendable {
     let client: StripeClient?
     let webhookSecrets: [String]
     let prices: [String: ProductSettings]
+    /// The preset's copy: the refusals a person reads.
+    let copy: [String: String]
     let redirects: RedirectPolicy
     let entitlements: Entitlements
     let clock: any WallClock
@@ -30,7 +32,10 @@ struct StripeService: Sendable {
     func checkout(_ request: StripeCheckoutRequest, user: User) async throws -> StripeCheckoutResponse {
         let client = try configured()
         guard prices[request.price] != nil else {
-            throw GatehouseError(status: 400, code: .unknownPrice, message: "'\(request.price)' is not a price this app sells.")
+            // Words for the person, who never saw a price id (issue 64); the id for the developer.
+            throw GatehouseError(
+                .unknownPrice, copy["error.unknown_price"] ?? "This plan is not available. Please choose another one.",
+                details: ["price": .string(request.price)])
         }
         let success = try redirects.require(request.successURL)
         let cancel = try redirects.require(request.cancelURL)
