@@ -1,8 +1,9 @@
 // One `import GatehouseClient` is enough for an app: the wire types it names (`ErrorCode`,
 // `UserPayload`, `GateDecision`, `EntitlementsPayload`, `JSONValue`, `ProfilePatch`,
 // `PersonName`, …) and the parts of the core that describe a preset to the device
-// (`PublicConfiguration` and what it holds, the password and handle policies, address checks)
-// or name values the server and the SDK share (`PlanState`, `SignOutScope`, `GateSurface`).
+// (`PublicConfiguration` and what it holds: the Stripe prices, the pacing of phone codes, the
+// password and handle policies, address checks) or name values the server and the SDK share
+// (`PlanState`, `SignOutScope`, `GateSurface`).
 // The rest of the core (the server's `User`, `Session`, stores' records) stays out of an app's
 // namespace.
 @_exported import GatehouseWire
@@ -14,6 +15,8 @@
 @_exported import struct GatehouseCore.EntitlementSettings
 @_exported import struct GatehouseCore.PlanSettings
 @_exported import struct GatehouseCore.ProductSettings
+@_exported import struct GatehouseCore.StripeSettings
+@_exported import struct GatehouseCore.PhoneCodeTiming
 @_exported import struct GatehouseCore.TrialSettings
 @_exported import struct GatehouseCore.ActionSettings
 @_exported import struct GatehouseCore.GateRule
