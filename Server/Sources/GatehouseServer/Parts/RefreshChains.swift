@@ -46,7 +46,7 @@ struct RefreshChains: Sendable {
             guard session.isRevoked else { throw Self.invalidRefreshToken }
             // Disabling ends every session; the app still learns why.
             if user.isDisabled { throw GatehouseError.accountDisabled(preset) }
-            throw Self.sessionRevoked
+            throw Self.sessionRevoked(because: session.revokedReason)
         case .reuseDetected:
             _ = try await tx.revokeSession(session.id, reason: .refreshTokenReuse, at: now)
             var details: [String: String] = [:]
@@ -77,7 +77,12 @@ struct RefreshChains: Sendable {
     static var invalidRefreshToken: GatehouseError {
         GatehouseError(status: 401, code: .invalidRefreshToken, message: "This session is no longer valid. Please sign in again.")
     }
-    static var sessionRevoked: GatehouseError {
-        GatehouseError(status: 401, code: .sessionRevoked, message: "This session has been signed out. Please sign in again.")
+    /// `session_revoked`, with why the session ended as `details.reason` (its row's
+    /// `revoked_reason`: `refresh_token_reuse`, `logout_global`, `password_reset`, …), so an app
+    /// can say why its person was signed out (issue 64).
+    static func sessionRevoked(because reason: String?) -> GatehouseError {
+        GatehouseError(
+            status: 401, code: .sessionRevoked, message: "This session has been signed out. Please sign in again.",
+            details: reason.map { ["reason": .string($0)] })
     }
 }

@@ -39,7 +39,7 @@ struct SessionService: Sendable {
         switch result {
         case .revoked:
             // Committed above: the revocation stands although this answer is an error.
-            throw sessionRevoked
+            throw RefreshChains.sessionRevoked(because: SessionRevokeReason.refreshTokenReuse.rawValue)
         case .issued(let user, let session, let refresh):
             if app != nil { claimsCache.follow(StoredSecret.hash(refresh), to: session.id, replacing: hash) }
             return SessionResponse(session: try await sessions.payload(user, session: session, refreshToken: refresh, in: store, app: app))
@@ -90,7 +90,6 @@ struct SessionService: Sendable {
     }
 
     var invalidRefreshToken: GatehouseError { RefreshChains.invalidRefreshToken }
-    var sessionRevoked: GatehouseError { RefreshChains.sessionRevoked }
 }
 
 /// Who a request's access token speaks for: the signature and claims (`AccessTokens`), then a
