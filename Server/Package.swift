@@ -151,6 +151,10 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // Run by SharedSessionTests as several OS processes sharing one session through the SDK
+        // (issue 64): the app and its extensions.
+        .executableTarget(name: "session-sharer", dependencies: [client], path: "Tests/SessionSharer", swiftSettings: strict),
+
         // Helpers for the test targets only: a fresh SQLite file or PostgreSQL database per test.
         .target(
             name: "GatehouseTestSupport",

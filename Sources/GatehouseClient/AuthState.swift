@@ -3,7 +3,9 @@ import GatehouseWire
 
 /// Where the person stands, as the app's root view shows it.
 public enum AuthState: Sendable, Equatable {
-    /// Before `restore()` has answered: show a splash, not the sign-in screen.
+    /// Before the saved session has been read and confirmed: show a splash, not the sign-in
+    /// screen. `lastKnownUser` has the saved person meanwhile. It lasts while the Keychain is
+    /// locked (before the device's first unlock): a locked Keychain never signs anyone out.
     case restoring
     /// Nobody is signed in: show the sign-in screen. The reason says why a session ended; nil
     /// when there was none to end (a first launch, a cancelled second factor).
@@ -22,8 +24,9 @@ public enum AuthState: Sendable, Equatable {
     }
 }
 
-/// Why a session ended. Only the person or the server ends one; a network failure never does.
-public enum SignOutReason: String, Sendable, Equatable, Codable {
+/// Why a session ended. Only the person or the server ends one; a network failure, a server
+/// error or a locked Keychain never does. "Why was I signed out" in the SDK's guide lists them.
+public enum SignOutReason: String, Sendable, Equatable, Codable, CaseIterable {
     /// The person signed out on this device (`signOut(scope:)`, or `revokeSession(id:)` of
     /// this device's own session).
     case userSignedOut = "user_signed_out"
@@ -31,6 +34,12 @@ public enum SignOutReason: String, Sendable, Equatable, Codable {
     case sessionExpired = "session_expired"
     /// Ended elsewhere: another device signed out everywhere, a password reset, an admin.
     case sessionRevoked = "session_revoked"
+    /// The server saw a refresh token come back after it had been replaced (a stolen or copied
+    /// token, or two processes sharing a session without a ``SessionLock``) and ended the session.
+    case reuseDetected = "reuse_detected"
+    /// Another process sharing this session (the app, a widget, an extension) signed out or was
+    /// signed out: the stored session is gone.
+    case sharedSessionEnded = "shared_session_ended"
     /// The person deleted the account from this device (`deleteAccount(proof:)`).
     case accountDeleted = "account_deleted"
     /// The Keychain held a session from an earlier install of the app (decision: a fresh install
@@ -71,4 +80,8 @@ public enum RestoreOutcome: Sendable, Equatable {
     /// Nobody is signed in: the reason the saved session ended (`.sessionExpired`,
     /// `.reinstalled`, …), or nil when there was none to restore.
     case signedOut(SignOutReason?)
+    /// The `restore()` task was cancelled while the saved session could not be read yet (the
+    /// device has not been unlocked since it started): the state stays `.restoring`, and the
+    /// next `restore()` or call reads the session again.
+    case storageLocked
 }

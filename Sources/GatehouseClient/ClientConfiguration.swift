@@ -14,6 +14,13 @@ public struct ClientConfiguration: Sendable, Equatable {
     public var networkRetries = 2
     /// The first wait between retries; each next one doubles.
     public var retryDelay: TimeInterval = 0.5
+    /// The longest wait between two retries, however many failed before.
+    public var maxRetryDelay: TimeInterval = 60
+    /// After a refresh that failed without the server ending the session (no network, a 500),
+    /// the SDK refreshes again in the background this many times, with backoff, until one
+    /// succeeds; a call that needs a token starts again after that. 0 turns the background
+    /// retries off.
+    public var refreshRetries = 20
     /// Where the links in Gatehouse's mails point (the server's `GATEHOUSE_PUBLIC_URL`), when it
     /// is not `baseURL`. An app with associated domains for it gets those links as universal
     /// links; `handle(url:)` accepts them.

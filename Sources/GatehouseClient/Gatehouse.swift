@@ -58,13 +58,18 @@ public actor Gatehouse {
 
     /// Where the person stands now; `authStateChanges` yields each change. `.restoring` until
     /// `restore()` or a first call settles it.
-    public private(set) var state: AuthState = .restoring
+    public internal(set) var state: AuthState = .restoring
     var stored: StoredSession?
     var accessToken: String?
     /// On `clock.uptime()`.
     var accessExpiry: TimeInterval = 0
     private var refreshInFlight: Task<Result<String, GatehouseClientError>, Never>?
-    private var restoreInFlight: Task<RestoreOutcome, Never>?
+    var restoreInFlight: Task<RestoreOutcome, Never>?
+    /// Refreshes tried again in the background after one failed without the server ending the
+    /// session (see `Gatehouse+SharedSession`).
+    var refreshRetry: Task<Void, Never>?
+    /// This client's name on a ``SessionLock`` shared with other processes.
+    nonisolated let lockOwner = "\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString)"
     private var observers: [UUID: AsyncStream<AuthEvent>.Continuation] = [:]
     /// Entitlements and configuration caches (see `Gatehouse+Entitlements`).
     var entitlementCache: CachedEntitlements?
@@ -145,7 +150,8 @@ public actor Gatehouse {
 
     private func runRestore() async -> RestoreOutcome {
         if case .signedIn(let user, false) = state { return .restored(user) }
-        loadSavedSession()
+        // Read without the network; a locked Keychain keeps `.restoring` until it answers.
+        guard await readSavedSession() else { return .storageLocked }
         guard stored != nil else {
             let reason = signedOutReason
             markSignedOut(reason)
@@ -172,10 +178,12 @@ public actor Gatehouse {
                 if stored == nil { return .signedOut(signedOutReason) }
             }
         }
-        // Every attempt failed without the server ending the session: keep it.
+        // Every attempt failed without the server ending the session: keep it, and keep trying
+        // in the background.
         if let user = stored?.user {
             isOffline = true
             markSignedIn(user, offline: true)
+            scheduleRefreshRetry()
             return .offline(user)
         }
         // Never confirmed and no user to show: start signed out, but keep the session; the next
@@ -188,20 +196,37 @@ public actor Gatehouse {
     /// Keychain (the person deleted the app: start signed out). A call made without `restore()`
     /// reads it here too; the state leaves `.restoring` once a refresh confirms the session (or at
     /// once when there is none), so the app hears `signedIn` or `signedOut` either way.
-    func loadSavedSession() {
-        guard !savedSessionLoaded else { return }
+    ///
+    /// Answers false, changing nothing, while the store cannot be read yet (a Keychain before
+    /// the device's first unlock): the next use reads it again.
+    @discardableResult
+    func loadSavedSession() -> Bool {
+        guard !savedSessionLoaded else { return true }
+        guard stored == nil else {
+            savedSessionLoaded = true
+            return true
+        }
+        let saved: StoredSession?
+        do {
+            saved = try tokenStore.load()
+        } catch let error as any TokenStoreAvailabilityError where error.isTemporarilyUnavailable {
+            return false
+        } catch {
+            // Unreadable for good: as if there were none.
+            saved = nil
+        }
         savedSessionLoaded = true
-        guard stored == nil else { return }
-        guard let saved = try? tokenStore.load() else {
+        guard let saved else {
             if state == .restoring, restoreInFlight == nil { markSignedOut(nil) }
-            return
+            return true
         }
         guard saved.installID == installID else {
             try? tokenStore.clear()
             markSignedOut(.reinstalled)
-            return
+            return true
         }
         stored = saved
+        return true
     }
 
     /// The person this device holds a session for: the confirmed user, or the one saved with the
@@ -212,6 +237,12 @@ public actor Gatehouse {
         loadSavedSession()
         return stored?.user
     }
+
+    /// The person of the saved session, at once and without the network: the confirmed user when
+    /// there is one, else the last one the server returned before the app was closed. Nil when no
+    /// session is saved (or the Keychain is still locked). A launch screen can show it while
+    /// ``state`` is `.restoring`.
+    public var lastKnownUser: UserPayload? { sessionUser }
 
     /// Whether a session from this install is saved (a relaunch will try to restore it).
     public var hasSavedSession: Bool {
@@ -231,10 +262,12 @@ public actor Gatehouse {
         let saved = StoredSession(
             refreshToken: session.refreshToken, sessionID: session.sessionID, installID: installID, provider: provider.rawValue, user: user)
         do {
-            try tokenStore.save(saved)
+            try atomically { try tokenStore.save(saved) }
         } catch {
             throw GatehouseClientError(code: .internalError, message: "The session could not be saved on this device.")
         }
+        refreshRetry?.cancel()
+        refreshRetry = nil
         stored = saved
         savedSessionLoaded = true
         accessToken = session.accessToken
@@ -248,7 +281,14 @@ public actor Gatehouse {
     /// Ends the session on this device (the server has already ended it, or is told first).
     func end(_ reason: SignOutReason) {
         guard stored != nil || state.user != nil else { return }
-        try? tokenStore.clear()
+        let ended = stored?.sessionID
+        // A session another process sharing the store has signed in since is theirs to keep.
+        try? atomically {
+            if tokenStore.sessionLock != nil, let current = try? tokenStore.load(), current.sessionID != ended { return }
+            try tokenStore.clear()
+        }
+        refreshRetry?.cancel()
+        refreshRetry = nil
         stored = nil
         accessToken = nil
         accessExpiry = 0
@@ -293,8 +333,8 @@ public actor Gatehouse {
     func updateUser(_ user: UserPayload, announce: Bool = true) {
         if var saved = stored, saved.user?.id ?? state.user?.id == user.id, saved.user != user {
             saved.user = user
-            try? tokenStore.save(saved)
             stored = saved
+            saveUser(user, of: saved)
         }
         if case .signedIn(let current, let offline) = state, current.id == user.id, current != user {
             state = .signedIn(user, offline: offline)
@@ -309,7 +349,7 @@ public actor Gatehouse {
     }
 
     /// The access token while it has at least `refreshAhead` seconds left.
-    private var freshAccessToken: String? {
+    var freshAccessToken: String? {
         guard let accessToken, clock.uptime() < accessExpiry - configuration.refreshAhead else { return nil }
         return accessToken
     }
@@ -325,7 +365,11 @@ public actor Gatehouse {
             case .success(let token):
                 return token
             case .failure(let error):
-                guard error.isNetworkFailure, attempt < configuration.networkRetries, stored != nil else { throw error }
+                guard error.isNetworkFailure, attempt < configuration.networkRetries, stored != nil else {
+                    // Not the server ending the session: it is kept, and refreshed again later.
+                    scheduleRefreshRetry()
+                    throw error
+                }
                 try? await clock.sleep(seconds: configuration.retryDelay * pow(2, Double(attempt)))
                 attempt += 1
             }
@@ -345,49 +389,4 @@ public actor Gatehouse {
         refreshInFlight = nil
         return result
     }
-
-    private func performRefresh(_ saved: StoredSession) async -> Result<String, GatehouseClientError> {
-        let response: HTTPResponse
-        do {
-            response = try await send(Endpoints.refresh, body: RefreshRequest(refreshToken: saved.refreshToken))
-        } catch {
-            isOffline = true
-            return .failure(error)
-        }
-        // Meanwhile the person may have signed out or in again: this answer is for an old session.
-        guard stored?.sessionID == saved.sessionID else { return .failure(Self.notSignedIn) }
-        guard (200..<300).contains(response.status) else {
-            let error = Self.error(from: response)
-            if response.status == 401 {
-                end(error.code == .sessionRevoked ? .sessionRevoked : .sessionExpired)
-            } else if response.status >= 500 || response.status == 429 {
-                isOffline = true
-            }
-            return .failure(error)
-        }
-        let body: SessionResponse
-        do throws(GatehouseClientError) {
-            body = try Self.decode(response)
-        } catch {
-            return .failure(error)
-        }
-        var next = saved
-        next.refreshToken = body.session.refreshToken
-        // Saved before it is used: a crash now still leaves the newest refresh token (and the
-        // server answers the previous one with this same successor for a short while).
-        try? tokenStore.save(next)
-        stored = next
-        accessToken = body.session.accessToken
-        accessExpiry = clock.uptime() + TimeInterval(body.session.expiresIn)
-        isOffline = false
-        if case .signedIn(let user, true) = state {
-            state = .signedIn(user, offline: false)
-        } else if state.user == nil, restoreInFlight == nil, let user = next.user {
-            // A call made without `restore()` has just confirmed the saved session.
-            markSignedIn(user, offline: false)
-        }
-        emit(.tokenRefreshed)
-        return .success(body.session.accessToken)
-    }
-
 }

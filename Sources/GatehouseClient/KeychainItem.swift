@@ -19,6 +19,8 @@ struct KeychainItem: Sendable, Equatable {
         case service
         /// `kSecAttrAccount`
         case account
+        /// `kSecAttrAccessGroup`: the Keychain access group shared by an app and its extensions.
+        case accessGroup
         /// `kSecAttrAccessible`
         case accessible
         /// `kSecAttrSynchronizable`
@@ -51,23 +53,32 @@ struct KeychainItem: Sendable, Equatable {
     enum Status {
         static let success: Int32 = 0  // errSecSuccess
         static let itemNotFound: Int32 = -25300  // errSecItemNotFound
+        /// The item exists but cannot be read now: the device has not been unlocked since it
+        /// started (iOS prewarming launches apps then). Not a missing session.
+        static let interactionNotAllowed: Int32 = -25308  // errSecInteractionNotAllowed
     }
 
     let service: String
     let account: String
+    /// Shared by the app and its extensions (`$(AppIdentifierPrefix)com.example.handz.shared`);
+    /// nil for the app's own default group.
+    let accessGroup: String?
 
     /// The Keychain store's default account name: one session per service.
     static let defaultAccount = "session"
 
-    init(service: String, account: String = KeychainItem.defaultAccount) {
+    init(service: String, account: String = KeychainItem.defaultAccount, accessGroup: String? = nil) {
         self.service = service
         self.account = account
+        self.accessGroup = accessGroup
     }
 
     /// Names the one item: a generic password under this service and account, never a
     /// synchronisable one.
     var identity: Query {
-        [.itemClass: .genericPassword, .service: .string(service), .account: .string(account), .synchronizable: .bool(false)]
+        var query: Query = [.itemClass: .genericPassword, .service: .string(service), .account: .string(account), .synchronizable: .bool(false)]
+        if let accessGroup { query[.accessGroup] = .string(accessGroup) }
+        return query
     }
 
     /// `SecItemCopyMatching`: the item's data, one item at most.
@@ -107,8 +118,11 @@ struct KeychainItem: Sendable, Equatable {
 }
 
 /// A Keychain answer other than the ones the store expects, with its `OSStatus`.
-struct KeychainStatusError: Error, Equatable {
+struct KeychainStatusError: TokenStoreAvailabilityError, Equatable {
     var status: Int32
+
+    /// Locked before the first unlock: the session is there, to be read later.
+    var isTemporarilyUnavailable: Bool { status == KeychainItem.Status.interactionNotAllowed }
 }
 
 /// The four Keychain calls, taking `KeychainItem`'s plain queries: `SecItem…` on Apple platforms;
@@ -125,6 +139,10 @@ protocol KeychainCalls: Sendable {
 struct KeychainSessionStore<Calls: KeychainCalls>: TokenStore {
     let item: KeychainItem
     let calls: Calls
+    /// Taken around a refresh by every process sharing the item's access group.
+    var lock: (any SessionLock)? = nil
+
+    var sessionLock: (any SessionLock)? { lock }
 
     func load() throws -> StoredSession? {
         let answer = calls.copyMatching(item.load)

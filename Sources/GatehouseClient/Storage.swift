@@ -47,6 +47,14 @@ public protocol TokenStore: Sendable {
     /// Removes the saved session when it ends (a sign-out, or the server ended it); errors are
     /// ignored.
     func clear() throws
+    /// The lock the processes sharing this store take around a refresh (see "Extensions and
+    /// widgets" in the SDK's guide); nil, the default, when one process alone uses the store.
+    var sessionLock: (any SessionLock)? { get }
+}
+
+extension TokenStore {
+    /// No lock: one process alone uses the store.
+    public var sessionLock: (any SessionLock)? { nil }
 }
 
 /// Non-secret data that must vanish with the app (UserDefaults on Apple platforms, a directory
@@ -92,9 +100,20 @@ public final class MemoryTokenStore: TokenStore, @unchecked Sendable {
 public struct FileTokenStore: TokenStore {
     /// The file holding the session, as JSON.
     public let url: URL
+    /// The lock shared with the other processes using this file, if any.
+    public let sessionLock: (any SessionLock)?
 
     /// Makes a store for the file at `url`; its folder is created at the first save.
-    public init(url: URL) { self.url = url }
+    ///
+    /// - Parameters:
+    ///   - url: The file holding the session.
+    ///   - lock: For a file several processes share: the lock they all take around a refresh
+    ///     (a ``FileSessionLock`` beside the file, for instance). Nil when one process alone
+    ///     uses the file.
+    public init(url: URL, lock: (any SessionLock)? = nil) {
+        self.url = url
+        sessionLock = lock
+    }
 
     /// The session in the file, or nil when there is no file; throws when the file cannot be
     /// read or decoded.
@@ -196,7 +215,8 @@ import Security
 
 /// The refresh token in the Keychain, readable after the first unlock, never synced or
 /// restored to another device (`kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly`, not
-/// synchronizable).
+/// synchronizable). An app and its extensions share it through a Keychain access group and a
+/// ``FileSessionLock`` in their app group (see "Extensions and widgets" in the SDK's guide).
 ///
 /// Only the `SecItem…` calls and the `kSec…` names live here (they exist on Apple platforms
 /// only); what is asked and what the answers mean is `KeychainItem`, compiled and tested on
@@ -206,14 +226,30 @@ public struct KeychainTokenStore: TokenStore {
     public let service: String
     /// The Keychain item's account within the service.
     public let account: String
+    /// The Keychain access group the item is in, when the app shares it with its extensions.
+    public let accessGroup: String?
     private let store: KeychainSessionStore<SecItemCalls>
 
     /// A store of the session in the Keychain item `service` / `account`.
-    public init(service: String, account: String = "session") {
+    ///
+    /// - Parameters:
+    ///   - service: The item's service: one per app (`com.example.handz.gatehouse`).
+    ///   - account: The item's account within the service.
+    ///   - accessGroup: A Keychain access group the app and its extensions all list in their
+    ///     entitlements (`$(AppIdentifierPrefix)com.example.handz.shared`), to share one session;
+    ///     nil keeps the item in the app's own group.
+    ///   - lock: With an access group: the lock every sharing process takes around a refresh, a
+    ///     ``FileSessionLock`` in the app group's container.
+    public init(service: String, account: String = "session", accessGroup: String? = nil, lock: (any SessionLock)? = nil) {
         self.service = service
         self.account = account
-        store = KeychainSessionStore(item: KeychainItem(service: service, account: account), calls: SecItemCalls())
+        self.accessGroup = accessGroup
+        store = KeychainSessionStore(
+            item: KeychainItem(service: service, account: account, accessGroup: accessGroup), calls: SecItemCalls(), lock: lock)
     }
+
+    /// The lock given at init.
+    public var sessionLock: (any SessionLock)? { store.sessionLock }
 
     /// The stored session; nil when the item does not exist. Throws ``KeychainError``.
     public func load() throws -> StoredSession? { try mapped { try store.load() } }
@@ -227,10 +263,13 @@ public struct KeychainTokenStore: TokenStore {
     }
 
     /// A Keychain call that failed, with its status.
-    public struct KeychainError: Error, Equatable {
+    public struct KeychainError: TokenStoreAvailabilityError, Equatable {
         /// The `OSStatus` the `SecItem…` call answered (`errSecInteractionNotAllowed` while the
         /// device is locked before its first unlock, for example).
         public var status: OSStatus
+
+        /// `errSecInteractionNotAllowed`: the item cannot be read until the device is unlocked.
+        public var isTemporarilyUnavailable: Bool { status == errSecInteractionNotAllowed }
     }
 }
 
@@ -244,6 +283,7 @@ struct SecItemCalls: KeychainCalls {
             case .itemClass: name = kSecClass
             case .service: name = kSecAttrService
             case .account: name = kSecAttrAccount
+            case .accessGroup: name = kSecAttrAccessGroup
             case .accessible: name = kSecAttrAccessible
             case .synchronizable: name = kSecAttrSynchronizable
             case .returnData: name = kSecReturnData

@@ -57,6 +57,9 @@ public final class AuthCoordinator {
     /// The stack's bottom screen: the welcome gate until ``start()`` picks the first one; replaced
     /// (and ``path`` emptied) on sign-up, sign-in, sign-out and "Try without account".
     public private(set) var root: AuthRoute = .welcome
+    /// True until ``start()`` (or a sign-in) has picked the first screen: show the launch screen meanwhile, not
+    /// ``root``, so a person with a saved session never sees the welcome gate flash by.
+    public private(set) var isStarting = true
     /// The screens pushed on ``root``, for the `NavigationStack`'s path binding (Back pops it).
     public var path: [AuthRoute] = []
     /// No network: the welcome banner shows and provider buttons are off (CH07 §8.1).
@@ -132,6 +135,9 @@ public final class AuthCoordinator {
         case .signedOut(let reason):
             highlightedProvider = hadSession && reason != .reinstalled ? lastProvider : nil
             show(.welcome)
+        case .storageLocked:
+            // Cancelled while the Keychain was locked: the splash stays until the next start().
+            break
         }
         isOffline = await client.isOffline
     }
@@ -140,6 +146,7 @@ public final class AuthCoordinator {
     public func setOffline(_ offline: Bool) { isOffline = offline }
 
     private func show(_ route: AuthRoute) {
+        isStarting = false
         root = route
         path = []
     }

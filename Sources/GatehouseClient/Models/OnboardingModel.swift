@@ -101,6 +101,9 @@ public final class OnboardingModel {
             state = .onboarded
         case .signedOut:
             showPrivacyScreen()
+        case .storageLocked:
+            // Cancelled before the Keychain could be read: the next launch() reads it.
+            break
         }
     }
 

@@ -1,0 +1,128 @@
+import Foundation
+import Testing
+
+/// Issue 64: an app and its extensions share one session through the SDK. Real OS processes
+/// (`session-sharer`) share one "Keychain" file and its `FileSessionLock`, and refresh in a loop
+/// against a live server whose reuse detection has no grace (`refresh_reuse_interval_seconds`
+/// 0): a refresh token presented twice would end the session everywhere.
+@Suite(.serialized) struct SharedSessionTests {
+    /// `session-sharer`, built beside the test bundle.
+    static var sharer: URL {
+        get throws {
+            let candidates = [
+                Bundle.main.bundleURL.appendingPathComponent("session-sharer"),
+                Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("session-sharer"),
+                URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("session-sharer"),
+            ]
+            guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
+                throw ProcessError("session-sharer is not built (swift build --build-tests builds it)")
+            }
+            return found
+        }
+    }
+
+    /// One `session-sharer` process and what it printed.
+    final class Sharer: Sendable {
+        let process = Spawned()
+        private let output = TextBuffer()
+
+        init(_ arguments: [String]) throws {
+            process.executableURL = try SharedSessionTests.sharer
+            process.arguments = arguments
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            process.standardError = pipe
+            let output = self.output
+            pipe.fileHandleForReading.readabilityHandler = { handle in output.append(handle.availableData) }
+            try process.run()
+        }
+
+        var lines: [String] { output.text.split(separator: "\n").map(String.init) }
+        var rotations: Int { lines.filter { $0 == "rotated" }.count }
+
+        /// The exit status (or the signal that ended it), within two minutes.
+        func finish() async throws -> Int32 {
+            for _ in 0..<2_400 where process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+            guard !process.isRunning else { throw ProcessError("session-sharer did not exit: \(output.text)") }
+            try await Task.sleep(for: .milliseconds(100))
+            return process.terminationStatus
+        }
+    }
+
+    /// A server on SQLite whose preset's only change is no reuse grace, and the device folder the
+    /// processes share, signed in anonymously.
+    static func signedInDevice() async throws -> (server: ServerProcess, base: String, directory: URL, device: String) {
+        let directory = try ServerProcess.makeDirectory()
+        let preset = directory.appendingPathComponent("shared.json")
+        try Data(#"{"name":"shared","tokens":{"access_token_ttl_seconds":60,"refresh_reuse_interval_seconds":0}}"#.utf8).write(to: preset)
+        let server = try ServerProcess(
+            ["serve"],
+            environment: ServerProcess.environment(
+                database: "sqlite://\(directory.appendingPathComponent("gatehouse.sqlite").path)", ["GATEHOUSE_PRESET": preset.path]),
+            directory: directory)
+        let base = try await server.baseURL().absoluteString
+        let device = directory.appendingPathComponent("device").path
+        let signIn = try Sharer(["sign-in", base, device])
+        #expect(try await signIn.finish() == 0, "\(signIn.lines)")
+        return (server, base, directory, device)
+    }
+
+    /// The session's chain in the server's database: one token per rotation after the first,
+    /// each rotated once, one live token, and the session never revoked.
+    static func expectOneUnbrokenChain(_ directory: URL, rotations: Int) throws {
+        let query = Spawned()
+        query.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        query.arguments = [
+            "python3", "-c",
+            """
+            import sqlite3, sys
+            db = sqlite3.connect(sys.argv[1])
+            tokens, live = db.execute("SELECT COUNT(*), SUM(rotated_at IS NULL) FROM refresh_tokens").fetchone()
+            sessions, revoked = db.execute("SELECT COUNT(*), SUM(revoked_at IS NOT NULL) FROM sessions").fetchone()
+            print(tokens, live, sessions, revoked)
+            """,
+            directory.appendingPathComponent("gatehouse.sqlite").path,
+        ]
+        let pipe = Pipe()
+        query.standardOutput = pipe
+        try query.run()
+        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        query.waitUntilExit()
+        let figures = text.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
+        #expect(figures == [rotations + 1, 1, 1, 0], "tokens, live tokens, sessions, revoked sessions: \(text)")
+    }
+
+    @Test(arguments: [2, 4])
+    func processesSharingASessionPresentEachRefreshTokenOnce(_ count: Int) async throws {
+        let (server, base, directory, device) = try await Self.signedInDevice()
+        let loops = try (0..<count).map { _ in try Sharer(["loop", base, device, "6", "30"]) }
+        var rotations = 0
+        for loop in loops {
+            #expect(try await loop.finish() == 0, "\(loop.lines.filter { $0 != "rotated" })")
+            #expect(loop.lines.last == "signed_in")
+            // Each process refreshed again and again, over many of its tokens' (0.3 s) lives.
+            #expect(loop.rotations >= 5, "\(loop.rotations) refreshes")
+            rotations += loop.rotations
+        }
+        try Self.expectOneUnbrokenChain(directory, rotations: rotations)
+        _ = server
+    }
+
+    @Test func aProcessKilledHoldingTheLockHoldsTheOthersUpOnlyForItsLease() async throws {
+        let (server, base, directory, device) = try await Self.signedInDevice()
+        // Leases of 2 s; the first process dies the third time it takes the lock, holding it.
+        let dying = try Sharer(["loop", base, device, "8", "2", "3"])
+        let loops = try (0..<2).map { _ in try Sharer(["loop", base, device, "8", "2"]) }
+        #expect(try await dying.finish() == SIGKILL)
+        #expect(dying.lines.contains("dying"))
+        var rotations = dying.rotations
+        for loop in loops {
+            #expect(try await loop.finish() == 0, "\(loop.lines.filter { $0 != "rotated" })")
+            #expect(loop.lines.last == "signed_in")
+            #expect(loop.rotations >= 5, "\(loop.rotations) refreshes")
+            rotations += loop.rotations
+        }
+        try Self.expectOneUnbrokenChain(directory, rotations: rotations)
+        _ = server
+    }
+}
