@@ -19,6 +19,12 @@ let package = Package(
         .target(
             name: "DocSnippets", dependencies: [.product(name: "GatehouseClient", package: "Gatehouse")], swiftSettings: settings),
         .executableTarget(
-            name: "SDKTour", dependencies: [.product(name: "GatehouseClient", package: "Gatehouse")], swiftSettings: settings),
+            name: "SDKTour",
+            dependencies: [
+                .product(name: "GatehouseClient", package: "Gatehouse"),
+                // The authenticator app's codes: the same TOTP the server checks them with.
+                .product(name: "GatehouseCore", package: "Gatehouse"),
+            ],
+            swiftSettings: settings),
     ]
 )
