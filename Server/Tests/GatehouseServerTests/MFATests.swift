@@ -96,8 +96,8 @@ struct MFATests {
                 uri: "/admin/v1/audit?limit=500", method: .get, headers: TestApp.adminHeaders)
             #expect(audit.text.contains(#""remaining":"8""#), "\(audit.text)")
             // Every refused code is an audited failure: the wrong first code, the code two steps
-            // ahead, and the two refused only inside the transaction that would have taken them
-            // (the replayed step, the used recovery code).
+            // ahead, the replayed step (refused before its attempt is counted, issue 64) and the
+            // used recovery code (refused only inside the transaction that would have taken it).
             let failures = try audit.json(AuditList.self).events.filter { $0.event == "mfa_verify" && $0.outcome == "failure" }
             #expect(failures.map { $0.details["stage"] ?? "" }.sorted() == ["confirm", "verify", "verify", "verify"], "\(failures)")
         }
