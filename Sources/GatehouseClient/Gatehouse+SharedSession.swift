@@ -203,11 +203,13 @@ extension Gatehouse {
     /// session. Any call that needs a token refreshes too, so the session never stops renewing.
     func scheduleRefreshRetry() {
         guard refreshRetry == nil, stored != nil, configuration.refreshRetries > 0 else { return }
-        refreshRetry = Task { await self.retryRefreshes() }
+        let id = UUID()
+        refreshRetry = (id, Task { await self.retryRefreshes(id) })
     }
 
-    private func retryRefreshes() async {
-        defer { refreshRetry = nil }
+    private func retryRefreshes(_ id: UUID) async {
+        // A run cancelled by a sign-in or out must not forget the run started after it.
+        defer { if refreshRetry?.id == id { refreshRetry = nil } }
         for attempt in 0..<configuration.refreshRetries {
             do {
                 try await clock.sleep(seconds: min(configuration.retryDelay * pow(2, Double(attempt)), configuration.maxRetryDelay))

@@ -67,7 +67,7 @@ public actor Gatehouse {
     var restoreInFlight: Task<RestoreOutcome, Never>?
     /// Refreshes tried again in the background after one failed without the server ending the
     /// session (see `Gatehouse+SharedSession`).
-    var refreshRetry: Task<Void, Never>?
+    var refreshRetry: (id: UUID, task: Task<Void, Never>)?
     /// This client's name on a ``SessionLock`` shared with other processes.
     nonisolated let lockOwner = "\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString)"
     private var observers: [UUID: AsyncStream<AuthEvent>.Continuation] = [:]
@@ -266,7 +266,7 @@ public actor Gatehouse {
         } catch {
             throw GatehouseClientError(code: .internalError, message: "The session could not be saved on this device.")
         }
-        refreshRetry?.cancel()
+        refreshRetry?.task.cancel()
         refreshRetry = nil
         stored = saved
         savedSessionLoaded = true
@@ -287,7 +287,7 @@ public actor Gatehouse {
             if tokenStore.sessionLock != nil, let current = try? tokenStore.load(), current.sessionID != ended { return }
             try tokenStore.clear()
         }
-        refreshRetry?.cancel()
+        refreshRetry?.task.cancel()
         refreshRetry = nil
         stored = nil
         accessToken = nil
