@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 /// Issue 64: an app and its extensions share one session through the SDK. Real OS processes
@@ -21,10 +22,12 @@ import Testing
         }
     }
 
-    /// One `session-sharer` process and what it printed.
+    /// One `session-sharer` process and what it printed, read to its end by a thread of its own
+    /// (no `readabilityHandler`: its dispatch source outlived a closed pipe once, and crashed).
     final class Sharer: Sendable {
         let process = Spawned()
         private let output = TextBuffer()
+        private let finished = Flag()
 
         init(_ arguments: [String]) throws {
             process.executableURL = try SharedSessionTests.sharer
@@ -32,21 +35,30 @@ import Testing
             let pipe = Pipe()
             process.standardOutput = pipe
             process.standardError = pipe
-            let output = self.output
-            pipe.fileHandleForReading.readabilityHandler = { handle in output.append(handle.availableData) }
             try process.run()
+            let (output, finished, reading) = (self.output, self.finished, pipe.fileHandleForReading)
+            Thread.detachNewThread {
+                output.append(reading.readDataToEndOfFile())
+                finished.set()
+            }
         }
 
         var lines: [String] { output.text.split(separator: "\n").map(String.init) }
         var rotations: Int { lines.filter { $0 == "rotated" }.count }
 
-        /// The exit status (or the signal that ended it), within two minutes.
+        /// The exit status (or the signal that ended it) once its output is read, within two minutes.
         func finish() async throws -> Int32 {
-            for _ in 0..<2_400 where process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
-            guard !process.isRunning else { throw ProcessError("session-sharer did not exit: \(output.text)") }
-            try await Task.sleep(for: .milliseconds(100))
+            for _ in 0..<2_400 where process.isRunning || !finished.isSet { try await Task.sleep(for: .milliseconds(50)) }
+            guard !process.isRunning, finished.isSet else { throw ProcessError("session-sharer did not exit: \(output.text)") }
             return process.terminationStatus
         }
+    }
+
+    /// Set once, read from any thread.
+    final class Flag: Sendable {
+        private let value = Mutex(false)
+        func set() { value.withLock { $0 = true } }
+        var isSet: Bool { value.withLock { $0 } }
     }
 
     /// A server on SQLite whose preset's only change is no reuse grace, and the device folder the
