@@ -23,20 +23,52 @@ extension Gatehouse {
         return try lock.exclusively(body)
     }
 
-    /// Reads the saved session at launch, waiting with backoff while the store is locked (a
-    /// Keychain before the device's first unlock). False when the wait was cancelled.
+    /// Reads the saved session at launch, while the store is locked (a Keychain before the
+    /// device's first unlock) reading it again as soon as iOS says protected data is available,
+    /// or after a wait that doubles up to `maxRetryDelay`. False when the wait was cancelled.
     func readSavedSession() async -> Bool {
         var attempt = 0.0
         while !loadSavedSession() {
-            do {
-                try await clock.sleep(seconds: min(configuration.retryDelay * pow(2, attempt), configuration.maxRetryDelay))
-            } catch {
+            guard await waitForStorage(seconds: min(configuration.retryDelay * pow(2, attempt), configuration.maxRetryDelay)) else {
                 return false
             }
-            if Task.isCancelled { return false }
             attempt += 1
         }
         return true
+    }
+
+    /// What UIKit posts when the device is unlocked and the Keychain can be read
+    /// (`UIApplication.protectedDataDidBecomeAvailableNotification`), by name: the SDK imports
+    /// Foundation only.
+    static let protectedDataDidBecomeAvailable = Notification.Name("UIApplicationProtectedDataDidBecomeAvailable")
+
+    /// Waits `seconds`, or until protected data becomes available if that comes first; false
+    /// when the task is cancelled.
+    private func waitForStorage(seconds: TimeInterval) async -> Bool {
+        let clock = self.clock
+        let woken = await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                do {
+                    try await clock.sleep(seconds: seconds)
+                    return true
+                } catch {
+                    return false
+                }
+            }
+            group.addTask {
+                let (unlocked, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+                let observer = NotificationCenter.default.addObserver(forName: Self.protectedDataDidBecomeAvailable, object: nil, queue: nil) { _ in
+                    continuation.yield()
+                }
+                defer { NotificationCenter.default.removeObserver(observer) }
+                for await _ in unlocked { return true }
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+        return woken && !Task.isCancelled
     }
 
     /// Keeps a newer user snapshot in the stored session, on top of whatever refresh token the

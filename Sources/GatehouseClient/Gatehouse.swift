@@ -137,13 +137,13 @@ public actor Gatehouse {
 
     /// On launch: the saved session, confirmed with the server (a refresh and `/v1/me`), tried
     /// `restoreAttempts` times while the server cannot be reached. Calling it again while it
-    /// runs joins the run in progress.
+    /// runs joins the run in progress; cancelling the call that started it cancels the run.
     @discardableResult
     public func restore() async -> RestoreOutcome {
         if let restoreInFlight { return await restoreInFlight.value }
         let task = Task { await self.runRestore() }
         restoreInFlight = task
-        let outcome = await task.value
+        let outcome = await withTaskCancellationHandler { await task.value } onCancel: { task.cancel() }
         restoreInFlight = nil
         return outcome
     }

@@ -105,6 +105,37 @@ actor Recorder {
         #expect(try store.load()?.refreshToken == "r2")
     }
 
+    /// iOS says when the device is unlocked: the wait for the Keychain ends then, not at its timer.
+    @Test func aLockedKeychainIsReadAgainWhenTheDeviceIsUnlocked() async throws {
+        let keychain = LockedKeychain(lockedReads: 1)
+        let store = KeychainSessionStore(item: KeychainItem(service: "com.example.unlock"), calls: keychain)
+        try store.save(Self.saved)
+        let transport = ScriptedTransport([
+            "POST /v1/auth/refresh": [.respond(200, #"{"session":\#(ScriptedTransportTests.session("a2", "r2"))}"#)],
+            "GET /v1/me": [.respond(200, Self.me)],
+        ])
+        var configuration = try ClientConfiguration(baseURL: URL(string: "https://auth.example.com")!)
+        // The first wait is an hour: only the notification can end it within the test.
+        configuration.retryDelay = 3600
+        configuration.maxRetryDelay = 3600
+        let client = Gatehouse(configuration: configuration, tokenStore: store, storage: Self.storage(), transport: transport, clock: SystemClientClock())
+        let restoring = Task { await client.restore() }
+        for _ in 0..<1_000 where keychain.lockedAnswers < 1 { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(keychain.lockedAnswers == 1)
+        #expect(await client.state == .restoring)
+        // What UIKit posts once the device is unlocked (posted until heard: the observer is set
+        // up just after the refused read).
+        let unlocked = Notification.Name("UIApplicationProtectedDataDidBecomeAvailable")
+        for _ in 0..<500 where transport.paths.isEmpty {
+            NotificationCenter.default.post(name: unlocked, object: nil)
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        // Not heard within 5 s: the restore is cancelled (it would wait the hour) and fails below.
+        if transport.paths.isEmpty { restoring.cancel() }
+        #expect(await restoring.value == .restored(Self.user))
+        #expect(await client.state == .signedIn(Self.user, offline: false))
+    }
+
     @Test func aLaunchWithoutNetworkGoesFromRestoringToTheSavedPerson() async throws {
         let store = MemoryTokenStore(Self.saved)
         // Every request fails: no network.
