@@ -70,6 +70,19 @@ actor Recorder {
             storage: storage(), transport: transport, clock: clock)
     }
 
+    /// A saved session in a Keychain answering "locked" to its first `lockedReads` reads, and a
+    /// server that refreshes it and answers `/v1/me`.
+    static func lockedKeychain(_ lockedReads: Int) throws -> (LockedKeychain, KeychainSessionStore<LockedKeychain>, ScriptedTransport) {
+        let keychain = LockedKeychain(lockedReads: lockedReads)
+        let store = KeychainSessionStore(item: KeychainItem(service: "com.example.test"), calls: keychain)
+        try store.save(saved)
+        let transport = ScriptedTransport([
+            "POST /v1/auth/refresh": [.respond(200, #"{"session":\#(ScriptedTransportTests.session("a2", "r2"))}"#)],
+            "GET /v1/me": [.respond(200, me)],
+        ])
+        return (keychain, store, transport)
+    }
+
     /// Waits (scheduling only) until the transport has been asked `count` refreshes.
     static func refreshes(_ transport: ScriptedTransport, reaching count: Int) async -> Int {
         for _ in 0..<10_000 where transport.paths.filter({ $0 == "POST /v1/auth/refresh" }).count < count { await Task.yield() }
@@ -77,13 +90,7 @@ actor Recorder {
     }
 
     @Test func aLockedKeychainKeepsRestoringAndRestoresOnceItAnswers() async throws {
-        let keychain = LockedKeychain(lockedReads: 3)
-        let store = KeychainSessionStore(item: KeychainItem(service: "com.example.test"), calls: keychain)
-        try store.save(Self.saved)
-        let transport = ScriptedTransport([
-            "POST /v1/auth/refresh": [.respond(200, #"{"session":\#(ScriptedTransportTests.session("a2", "r2"))}"#)],
-            "GET /v1/me": [.respond(200, Self.me)],
-        ])
+        let (keychain, store, transport) = try Self.lockedKeychain(3)
         let clock = TestClientClock()
         let client = try Self.client(store, transport, clock)
         let recorder = Recorder()
@@ -107,13 +114,7 @@ actor Recorder {
 
     /// iOS says when the device is unlocked: the wait for the Keychain ends then, not at its timer.
     @Test func aLockedKeychainIsReadAgainWhenTheDeviceIsUnlocked() async throws {
-        let keychain = LockedKeychain(lockedReads: 1)
-        let store = KeychainSessionStore(item: KeychainItem(service: "com.example.unlock"), calls: keychain)
-        try store.save(Self.saved)
-        let transport = ScriptedTransport([
-            "POST /v1/auth/refresh": [.respond(200, #"{"session":\#(ScriptedTransportTests.session("a2", "r2"))}"#)],
-            "GET /v1/me": [.respond(200, Self.me)],
-        ])
+        let (keychain, store, transport) = try Self.lockedKeychain(1)
         var configuration = try ClientConfiguration(baseURL: URL(string: "https://auth.example.com")!)
         // The first wait is an hour: only the notification can end it within the test.
         configuration.retryDelay = 3600

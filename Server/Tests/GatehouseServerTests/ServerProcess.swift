@@ -15,17 +15,20 @@ final class ServerProcess: Sendable {
 
     /// The executable built beside the test bundle.
     static var executable: URL {
-        get throws {
-            let candidates = [
-                Bundle.main.bundleURL.appendingPathComponent("gatehouse"),
-                Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("gatehouse"),
-                URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("gatehouse"),
-            ]
-            guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
-                throw ProcessError("the gatehouse executable is not built (swift build --build-tests builds it)")
-            }
-            return found
+        get throws { try built("gatehouse") }
+    }
+
+    /// The package's executable `name`, built beside the test bundle.
+    static func built(_ name: String) throws -> URL {
+        let candidates = [
+            Bundle.main.bundleURL.appendingPathComponent(name),
+            Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent(name),
+            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(name),
+        ]
+        guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
+            throw ProcessError("the \(name) executable is not built (swift build --build-tests builds it)")
         }
+        return found
     }
 
     /// Starts `gatehouse arguments…` in `directory` with only `environment` set (plus PATH),

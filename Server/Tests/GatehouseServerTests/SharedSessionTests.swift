@@ -7,21 +7,6 @@ import Testing
 /// against a live server whose reuse detection has no grace (`refresh_reuse_interval_seconds`
 /// 0): a refresh token presented twice would end the session everywhere.
 @Suite(.serialized) struct SharedSessionTests {
-    /// `session-sharer`, built beside the test bundle.
-    static var sharer: URL {
-        get throws {
-            let candidates = [
-                Bundle.main.bundleURL.appendingPathComponent("session-sharer"),
-                Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("session-sharer"),
-                URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("session-sharer"),
-            ]
-            guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
-                throw ProcessError("session-sharer is not built (swift build --build-tests builds it)")
-            }
-            return found
-        }
-    }
-
     /// One `session-sharer` process and what it printed, read to its end by a thread of its own
     /// (no `readabilityHandler`: its dispatch source outlived a closed pipe once, and crashed).
     final class Sharer: Sendable {
@@ -30,7 +15,7 @@ import Testing
         private let finished = Flag()
 
         init(_ arguments: [String]) throws {
-            process.executableURL = try SharedSessionTests.sharer
+            process.executableURL = try ServerProcess.built("session-sharer")
             process.arguments = arguments
             let pipe = Pipe()
             process.standardOutput = pipe
@@ -104,18 +89,24 @@ import Testing
         #expect(figures == [rotations + 1, 1, 1, 0], "tokens, live tokens, sessions, revoked sessions: \(text)")
     }
 
-    @Test(arguments: [2, 4])
-    func processesSharingASessionPresentEachRefreshTokenOnce(_ count: Int) async throws {
-        let (server, base, directory, device) = try await Self.signedInDevice()
-        let loops = try (0..<count).map { _ in try Sharer(["loop", base, device, "6", "30"]) }
+    /// Waits for every loop: each ends signed in, having refreshed again and again (over many
+    /// of its tokens' 0.3-second lives). Answers their refreshes, summed.
+    static func finishSignedIn(_ loops: [Sharer]) async throws -> Int {
         var rotations = 0
         for loop in loops {
             #expect(try await loop.finish() == 0, "\(loop.lines.filter { $0 != "rotated" })")
             #expect(loop.lines.last == "signed_in")
-            // Each process refreshed again and again, over many of its tokens' (0.3 s) lives.
             #expect(loop.rotations >= 5, "\(loop.rotations) refreshes")
             rotations += loop.rotations
         }
+        return rotations
+    }
+
+    @Test(arguments: [2, 4])
+    func processesSharingASessionPresentEachRefreshTokenOnce(_ count: Int) async throws {
+        let (server, base, directory, device) = try await Self.signedInDevice()
+        let loops = try (0..<count).map { _ in try Sharer(["loop", base, device, "6", "30"]) }
+        let rotations = try await Self.finishSignedIn(loops)
         try Self.expectOneUnbrokenChain(directory, rotations: rotations)
         _ = server
     }
@@ -127,13 +118,7 @@ import Testing
         let loops = try (0..<2).map { _ in try Sharer(["loop", base, device, "8", "2"]) }
         #expect(try await dying.finish() == SIGKILL)
         #expect(dying.lines.contains("dying"))
-        var rotations = dying.rotations
-        for loop in loops {
-            #expect(try await loop.finish() == 0, "\(loop.lines.filter { $0 != "rotated" })")
-            #expect(loop.lines.last == "signed_in")
-            #expect(loop.rotations >= 5, "\(loop.rotations) refreshes")
-            rotations += loop.rotations
-        }
+        let rotations = try await Self.finishSignedIn(loops) + dying.rotations
         try Self.expectOneUnbrokenChain(directory, rotations: rotations)
         _ = server
     }
