@@ -146,7 +146,23 @@ struct KeychainSessionStore<Calls: KeychainCalls>: TokenStore {
 
     func load() throws -> StoredSession? {
         let answer = calls.copyMatching(item.load)
-        return try KeychainItem.loaded(status: answer.status, data: answer.data)
+        if let session = try KeychainItem.loaded(status: answer.status, data: answer.data) { return session }
+        return try movedIntoGroup()
+    }
+
+    /// An app that starts sharing its session (an access group given in an update) finds its
+    /// item where the earlier version kept it, in the app's own group, and moves it into the
+    /// shared one: an update must never sign anyone out. The old item is deleted first (a query
+    /// without a group would delete the moved one too); the session is answered even if the
+    /// write fails, and the next save writes it.
+    private func movedIntoGroup() throws -> StoredSession? {
+        guard item.accessGroup != nil else { return nil }
+        let earlier = KeychainItem(service: item.service, account: item.account)
+        let answer = calls.copyMatching(earlier.load)
+        guard let session = try KeychainItem.loaded(status: answer.status, data: answer.data) else { return nil }
+        try KeychainItem.cleared(status: calls.delete(earlier.delete))
+        try? save(session)
+        return session
     }
 
     func save(_ session: StoredSession) throws {

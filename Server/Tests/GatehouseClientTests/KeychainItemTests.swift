@@ -12,7 +12,8 @@ final class FakeKeychain: KeychainCalls, @unchecked Sendable {
     private(set) var calls: [String] = []
     static let duplicateItem: Int32 = -25299  // errSecDuplicateItem
 
-    private static let identityKeys: [KeychainItem.Key] = [.itemClass, .service, .account, .synchronizable]
+    /// As iOS does: a query without an access group matches the item in any of the app's groups.
+    private static let identityKeys: [KeychainItem.Key] = [.itemClass, .service, .account, .synchronizable, .accessGroup]
 
     private func index(_ query: KeychainItem.Query) -> Int? {
         items.firstIndex { item in Self.identityKeys.allSatisfy { query[$0] == nil || query[$0] == item[$0] } }
@@ -118,6 +119,26 @@ final class FakeKeychain: KeychainCalls, @unchecked Sendable {
         try store.clear()
         #expect(try store.load() == nil && keychain.stored.isEmpty)
         try store.clear()
+    }
+
+    /// Issue 64: sharing the session with extensions puts the item in an access group. An app
+    /// updated to share it finds the item its earlier version saved in the app's own group,
+    /// moves it into the shared group, and nobody is signed out by the update.
+    @Test func anUpdateThatSharesTheSessionMovesTheItemIntoTheGroup() throws {
+        let keychain = FakeKeychain()
+        let group = "ABCDE12345.com.example.handz.shared"
+        try KeychainSessionStore(item: KeychainItem(service: "com.example.handz.gatehouse"), calls: keychain).save(Self.session)
+        #expect(KeychainItem(service: "s", accessGroup: group).identity[.accessGroup] == .string(group))
+        #expect(KeychainItem(service: "s").identity[.accessGroup] == nil)
+
+        let shared = KeychainSessionStore(item: KeychainItem(service: "com.example.handz.gatehouse", accessGroup: group), calls: keychain)
+        #expect(try shared.load() == Self.session)
+        #expect(keychain.stored.count == 1)
+        #expect(keychain.stored.first?[.accessGroup] == .string(group))
+        // From now on it is read from the group, and a sign-out leaves nothing to move back.
+        #expect(try shared.load() == Self.session)
+        try shared.clear()
+        #expect(try shared.load() == nil && keychain.stored.isEmpty)
     }
 
     /// HH-47 with the Keychain's shape: the Keychain outlives the app, the app's storage does not;
