@@ -231,25 +231,31 @@ extension Gatehouse {
 
     /// After a refresh that failed without the server ending the session (no network, a 500, a
     /// 429): refreshes again in the background with backoff (`retryDelay` doubling up to
-    /// `maxRetryDelay`), up to `refreshRetries` times, until one succeeds or the server ends the
-    /// session. Any call that needs a token refreshes too, so the session never stops renewing.
-    func scheduleRefreshRetry() {
+    /// `maxRetryDelay`, never sooner than a `Retry-After` the server sent), up to
+    /// `refreshRetries` times, until one succeeds or the server ends the session. Any call that
+    /// needs a token refreshes too, so the session never stops renewing.
+    func scheduleRefreshRetry(after error: GatehouseClientError? = nil) {
         guard refreshRetry == nil, stored != nil, configuration.refreshRetries > 0 else { return }
         let id = UUID()
-        refreshRetry = (id, Task { await self.retryRefreshes(id) })
+        refreshRetry = (id, Task { await self.retryRefreshes(id, after: error) })
     }
 
-    private func retryRefreshes(_ id: UUID) async {
+    private func retryRefreshes(_ id: UUID, after first: GatehouseClientError?) async {
         // A run cancelled by a sign-in or out must not forget the run started after it.
         defer { if refreshRetry?.id == id { refreshRetry = nil } }
+        var asked = first?.retryAfter
         for attempt in 0..<configuration.refreshRetries {
+            let backoff = min(configuration.retryDelay * pow(2, Double(attempt)), configuration.maxRetryDelay)
             do {
-                try await clock.sleep(seconds: min(configuration.retryDelay * pow(2, Double(attempt)), configuration.maxRetryDelay))
+                try await clock.sleep(seconds: max(backoff, TimeInterval(asked ?? 0)))
             } catch {
                 return
             }
             guard !Task.isCancelled, stored != nil, freshAccessToken == nil else { return }
-            if case .success = await refresh(replacing: accessToken) { return }
+            switch await refresh(replacing: accessToken) {
+            case .success: return
+            case .failure(let error): asked = error.retryAfter
+            }
         }
     }
 }

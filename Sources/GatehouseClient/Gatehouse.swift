@@ -367,7 +367,7 @@ public actor Gatehouse {
             case .failure(let error):
                 guard error.isNetworkFailure, attempt < configuration.networkRetries, stored != nil else {
                     // Not the server ending the session: it is kept, and refreshed again later.
-                    scheduleRefreshRetry()
+                    scheduleRefreshRetry(after: error)
                     throw error
                 }
                 try? await clock.sleep(seconds: configuration.retryDelay * pow(2, Double(attempt)))

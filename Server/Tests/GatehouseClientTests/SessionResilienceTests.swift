@@ -186,6 +186,28 @@ actor Recorder {
         #expect(await Self.refreshes(transport, reaching: 11) == 11)
     }
 
+    /// A 429's Retry-After is a floor for the next wait: the SDK does not knock sooner.
+    @Test func aRefreshTooSoonWaitsWhatTheServerAsked() async throws {
+        let transport = ScriptedTransport([
+            ScriptedTransportTests.login.0: ScriptedTransportTests.login.1,
+            "POST /v1/auth/refresh": [
+                .respond(429, #"{"error":{"code":"rate_limited","message":"Slow down.","retry_after":30}}"#, ["retry-after": "30"]),
+                .respond(429, #"{"error":{"code":"rate_limited","message":"Slow down.","retry_after":7}}"#, ["retry-after": "7"]),
+                .respond(200, #"{"session":\#(ScriptedTransportTests.session("a2", "r2"))}"#),
+            ],
+        ])
+        let clock = TestClientClock()
+        let store = MemoryTokenStore()
+        let client = try await ScriptedTransportTests.signedIn(transport, clock: clock, store: store)
+        clock.advance(by: 900)
+        await #expect(throws: GatehouseClientError.self) { try await client.refreshUser() }
+        #expect(await Self.refreshes(transport, reaching: 3) == 3)
+        for _ in 0..<10_000 where (try? store.load()?.refreshToken) != "r2" { await Task.yield() }
+        // 30 s as asked (not 0.5), then 7 s as asked (more than the backoff's 1 s).
+        #expect(clock.waits == [30, 7])
+        #expect(try store.load()?.refreshToken == "r2")
+    }
+
     @Test(arguments: [
         (#"{"error":{"code":"session_revoked","message":"Signed out.","details":{"reason":"refresh_token_reuse"}}}"#, SignOutReason.reuseDetected),
         (#"{"error":{"code":"session_revoked","message":"Signed out.","details":{"reason":"logout_global"}}}"#, .sessionRevoked),
