@@ -215,6 +215,7 @@ public final class PostgresDatabase: SQLDatabase {
     static func run(
         _ sql: String, _ binds: [SQLValue], on connection: PostgresConnection, logger: Logger, prepared: Bool, inTransaction: Bool
     ) async throws -> [SQLRow] {
+        StatementLog.note(.postgres, sql, binds)
         let statement = prepared ? PreparedStatements.statement(sql, binds) : (slot: nil, sql: numberPlaceholders(sql))
         let bindings = makeBindings(binds)
         guard let slot = statement.slot else {

@@ -104,6 +104,7 @@ final class SQLiteConnectionHandle: @unchecked Sendable {
 
     private func runLocked(_ sql: String, _ binds: [SQLValue]) throws -> [SQLRow] {
         guard let db else { throw Failure(code: SQLITE_MISUSE, message: "the connection is closed") }
+        StatementLog.note(.sqlite, sql, binds)
         let kept: Bool
         let statement: OpaquePointer
         if let cached = statements[sql] {
