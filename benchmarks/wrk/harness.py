@@ -301,16 +301,11 @@ def register_machine_client(port):
     """A confidential OpenID client with an API scope, registered through the admin API, for
     `client_credentials` (its limit at the admin API's highest, so the load is not throttled)."""
     global MACHINE_BASIC
-    connection = http.client.HTTPConnection(HOST, port, timeout=60)
     payload = {"name": f"wrk machine {random_tag()}", "redirect_uris": ["https://unused.example/callback"],
                "post_logout_redirect_uris": [], "scopes": ["api:read"], "public": False, "first_party": False,
                "audience": "https://api.bench.example", "initiate_login_uri": None, "rate_limit_per_minute": 100000}
-    connection.request("POST", "/admin/v1/oauth/clients", body=json.dumps(payload),
-                       headers={"Content-Type": "application/json", "Authorization": f"Bearer {ADMIN_KEY}"})
-    response = connection.getresponse()
-    answer = json.loads(response.read() or b"null")
-    connection.close()
-    client = expect(response.status, answer, 201, "registering the client_credentials client")
+    client = expect(*call(port, "POST", "/admin/v1/oauth/clients", payload, token=ADMIN_KEY), 201,
+                    "registering the client_credentials client")
     pair = f"{client['client_id']}:{client['client_secret']}".encode()
     MACHINE_BASIC = "Basic " + base64.b64encode(pair).decode()
 

@@ -1,4 +1,6 @@
 import Foundation
+import GatehouseStore
+import Logging
 import Synchronization
 import Testing
 
@@ -66,27 +68,13 @@ import Testing
 
     /// The session's chain in the server's database: one token per rotation after the first,
     /// each rotated once, one live token, and the session never revoked.
-    static func expectOneUnbrokenChain(_ directory: URL, rotations: Int) throws {
-        let query = Spawned()
-        query.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        query.arguments = [
-            "python3", "-c",
-            """
-            import sqlite3, sys
-            db = sqlite3.connect(sys.argv[1])
-            tokens, live = db.execute("SELECT COUNT(*), SUM(rotated_at IS NULL) FROM refresh_tokens").fetchone()
-            sessions, revoked = db.execute("SELECT COUNT(*), SUM(revoked_at IS NOT NULL) FROM sessions").fetchone()
-            print(tokens, live, sessions, revoked)
-            """,
-            directory.appendingPathComponent("gatehouse.sqlite").path,
-        ]
-        let pipe = Pipe()
-        query.standardOutput = pipe
-        try query.run()
-        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        query.waitUntilExit()
-        let figures = text.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
-        #expect(figures == [rotations + 1, 1, 1, 0], "tokens, live tokens, sessions, revoked sessions: \(text)")
+    static func expectOneUnbrokenChain(_ directory: URL, rotations: Int) async throws {
+        let database = try await SQLiteDatabase.open(path: directory.appendingPathComponent("gatehouse.sqlite").path, logger: Logger(label: "shared-session-test"))
+        let tokens = try await database.query("SELECT COUNT(*) AS n, SUM(rotated_at IS NULL) AS live FROM refresh_tokens").first
+        let sessions = try await database.query("SELECT COUNT(*) AS n, SUM(revoked_at IS NOT NULL) AS revoked FROM sessions").first
+        await database.shutdown()
+        let figures = [try tokens?.int("n"), try tokens?.int("live"), try sessions?.int("n"), try sessions?.int("revoked")]
+        #expect(figures == [Int64(rotations + 1), 1, 1, 0], "tokens, live tokens, sessions, revoked sessions")
     }
 
     /// Waits for every loop: each ends signed in, having refreshed again and again (over many
@@ -107,7 +95,7 @@ import Testing
         let (server, base, directory, device) = try await Self.signedInDevice()
         let loops = try (0..<count).map { _ in try Sharer(["loop", base, device, "6", "30"]) }
         let rotations = try await Self.finishSignedIn(loops)
-        try Self.expectOneUnbrokenChain(directory, rotations: rotations)
+        try await Self.expectOneUnbrokenChain(directory, rotations: rotations)
         _ = server
     }
 
@@ -119,7 +107,7 @@ import Testing
         #expect(try await dying.finish() == SIGKILL)
         #expect(dying.lines.contains("dying"))
         let rotations = try await Self.finishSignedIn(loops) + dying.rotations
-        try Self.expectOneUnbrokenChain(directory, rotations: rotations)
+        try await Self.expectOneUnbrokenChain(directory, rotations: rotations)
         _ = server
     }
 }
