@@ -62,9 +62,8 @@ extension SQLStore {
     }
 
     public func purgeUnconfirmedMFAFactors(enrolledBefore date: Date) async throws(StoreError) -> Int {
-        try await executor.query(
-            "DELETE FROM mfa_factors WHERE confirmed_at IS NULL AND created_at < ? RETURNING id", [.integer(date.unixSeconds)]
-        ).count
+        try await sweep(
+            Sweep(table: "mfa_factors", key: "id", condition: "confirmed_at IS NULL AND created_at < ?", binds: [.integer(date.unixSeconds)]))
     }
 
     static func factor(from row: SQLRow) throws(StoreError) -> MFAFactor {
@@ -165,7 +164,7 @@ extension SQLStore {
     }
 
     public func purgeMFAChallenges(before date: Date) async throws(StoreError) -> Int {
-        try await executor.query("DELETE FROM mfa_challenges WHERE expires_at < ? RETURNING user_id", [.integer(date.unixSeconds)]).count
+        try await sweep(Sweep(table: "mfa_challenges", key: "id_hash", condition: "expires_at < ?", binds: [.integer(date.unixSeconds)]))
     }
 
     static func mfaChallenge(from row: SQLRow) throws(StoreError) -> MFAChallenge {

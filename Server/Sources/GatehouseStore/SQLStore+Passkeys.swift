@@ -100,7 +100,7 @@ extension SQLStore {
     }
 
     public func purgePasskeyChallenges(before date: Date) async throws(StoreError) -> Int {
-        try await executor.query("DELETE FROM passkey_challenges WHERE expires_at < ? RETURNING id", [.integer(date.unixSeconds)]).count
+        try await sweep(Sweep(table: "passkey_challenges", key: "id", condition: "expires_at < ?", binds: [.integer(date.unixSeconds)]))
     }
 
     static func passkey(from row: SQLRow) throws(StoreError) -> Passkey {

@@ -66,8 +66,10 @@ extension SQLStore {
 
     public func purgeUsage(before: Date) async throws(StoreError) -> Int {
         let cutoff = SQLValue.integer(before.unixSeconds)
-        let records = try await executor.query("DELETE FROM usage_records WHERE period_start < ? RETURNING meter", [cutoff]).count
-        let meters = try await executor.query("DELETE FROM usage_meters WHERE period_start < ? RETURNING meter", [cutoff]).count
+        let records = try await sweep(
+            Sweep(table: "usage_records", key: "(user_id, meter, period_start, idempotency_key)", condition: "period_start < ?", binds: [cutoff]))
+        let meters = try await sweep(
+            Sweep(table: "usage_meters", key: "(user_id, meter, period_start)", condition: "period_start < ?", binds: [cutoff]))
         return records + meters
     }
 }

@@ -1,0 +1,90 @@
+import Foundation
+import GatehouseCore
+@testable import GatehouseStore
+import GatehouseTestSupport
+import Synchronization
+import Testing
+
+/// Issue 65: every sweep of expired or aged rows goes a bounded batch at a time, each batch its
+/// own statement (its own short transaction), until none is left, on both databases.
+@Suite struct SweepTests {
+    /// The real database, with each statement's SQL and how many rows it answered noted: the
+    /// sweeps' statements are read back from here.
+    final class Noting: SQLDatabase {
+        let inner: any SQLDatabase
+        let noted = Mutex<[(sql: String, rows: Int)]>([])
+        init(_ inner: any SQLDatabase) { self.inner = inner }
+        var dialect: SQLDialect { inner.dialect }
+
+        func query(_ sql: String, _ binds: [SQLValue]) async throws(StoreError) -> [SQLRow] {
+            let rows = try await inner.query(sql, binds)
+            noted.withLock { $0.append((sql, rows.count)) }
+            return rows
+        }
+
+        func transaction<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) async throws -> T) async throws -> T {
+            try await inner.transaction(body)
+        }
+
+        func ping() async throws(StoreError) { try await inner.ping() }
+        func shutdown() async {}
+
+        /// The statements that changed rows of `table`, and how many each changed.
+        func sweeps(of table: String) -> [Int] {
+            noted.withLock { $0 }.filter { $0.sql.hasPrefix("DELETE FROM \(table) ") || $0.sql.hasPrefix("UPDATE \(table) ") }.map(\.rows)
+        }
+    }
+
+    @Test(arguments: Backend.available)
+    func theRetentionPurgeGoesABatchAtATimeUntilNothingIsLeft(_ backend: Backend) async throws {
+        try await TestDatabase.with(backend) { database, _ in
+            try await Migrator(database: database).migrate(now: 1_800_000_000)
+            let noting = Noting(database)
+            let store = SQLStore(database: noting)
+            let day: TimeInterval = 86_400
+            let now = Date(unixSeconds: 1_800_000_000)
+            let owner = User(id: .random(), createdAt: now - 400 * day)
+            try await store.insertUser(owner)
+            // A year of audit rows, one a day, and the last month's that stay.
+            for age in 31...365 {
+                try await store.insertAudit(AuditEvent(createdAt: now - Double(age) * day, event: .login, outcome: "success", userID: owner.id))
+            }
+            for age in 1...5 {
+                try await store.insertAudit(AuditEvent(createdAt: now - Double(age) * day, event: .login, outcome: "success", userID: owner.id))
+            }
+            // Throttle windows (a two-column key): 9 old, 1 current.
+            for hour in 0..<9 { _ = try await store.hitRateLimit(key: "login:10.0.0.\(hour)", windowStart: (now - 3 * day).unixSeconds + Int64(hour)) }
+            _ = try await store.hitRateLimit(key: "login:10.0.0.1", windowStart: (now - 60).unixSeconds)
+            // Old sessions still in use: their addresses are cleared, the sessions kept.
+            for index in 0..<6 {
+                let session = Session(userID: owner.id, provider: "email", createdAt: now - 45 * day, userAgent: "UA\(index)", ipAddress: "10.1.0.\(index)")
+                try await store.insertSession(session)
+                try await store.touchSession(session.id, at: now - day)
+            }
+
+            let counts = try await SQLStore.$sweepBatch.withValue(40) {
+                try await store.purge(cutoff: now - 30 * day, idleBefore: now - 30 * day, windowsBefore: now - 2 * day, notificationsBefore: now - 30 * day)
+            }
+            #expect(counts.auditRows == 335)
+            #expect(counts.rateLimitWindows == 9)
+            #expect(counts.sessionsCleared == 6)
+            // 335 rows in batches of 40: eight full ones and the 15 left, never more in one statement.
+            #expect(noting.sweeps(of: "audit_log") == [40, 40, 40, 40, 40, 40, 40, 40, 15])
+            #expect(noting.sweeps(of: "rate_limits") == [9])
+            #expect(try await store.auditEvents(userID: owner.id, before: nil, limit: 50).count == 5)
+            #expect(try await store.rateLimitCount(key: "login:10.0.0.1", windowStart: (now - 60).unixSeconds) == 1)
+            #expect(try await store.sessions(of: owner.id).allSatisfy { $0.ipAddress == nil && $0.userAgent == nil })
+
+            // A batch that comes back exactly full is followed by one that finds nothing.
+            for age in 31..<71 {
+                try await store.insertAudit(AuditEvent(createdAt: now - Double(age) * day, event: .login, outcome: "success", userID: owner.id))
+            }
+            noting.noted.withLock { $0 = [] }
+            let again = try await SQLStore.$sweepBatch.withValue(40) {
+                try await store.purge(cutoff: now - 30 * day, idleBefore: now - 30 * day, windowsBefore: now - 2 * day, notificationsBefore: now - 30 * day)
+            }
+            #expect(again.auditRows == 40)
+            #expect(noting.sweeps(of: "audit_log") == [40, 0])
+        }
+    }
+}
