@@ -174,6 +174,15 @@ public final class PasswordHasher: Sendable {
         schemeDecoys.withLock { $0 = decoys }
     }
 
+    /// The scheme of one hash just stored (an operator's account made with a hash from
+    /// elsewhere): a decoy for it now, without reading every stored hash again (a read of the
+    /// whole `users` table per call).
+    public func useScheme(of hash: String) async throws {
+        let scheme = Self.scheme(of: hash)
+        guard scheme != Self.argon2Scheme, schemeDecoys.withLock({ $0[scheme] }) == nil, let made = try await makeDecoy(scheme) else { return }
+        schemeDecoys.withLock { $0[scheme] = $0[scheme] ?? made }
+    }
+
     private func makeDecoy(_ scheme: String) async throws -> String? {
         let secret = UUID().uuidString
         if scheme.hasPrefix(FirebaseScrypt.prefix) {

@@ -263,7 +263,7 @@ struct PasswordService: Sendable {
                 }
             }
             // A hash made elsewhere may bring a scheme this server has no decoy for yet.
-            if passwordHash != nil { try await credentials.hasher.useSchemes(store.passwordHashSchemes()) }
+            if let passwordHash { try await credentials.hasher.useScheme(of: passwordHash) }
             return created
         } catch let error as StoreError where error.uniqueKey != nil && error.uniqueKey != .handle {
             throw GatehouseError.emailInUse(preset)
