@@ -16,9 +16,17 @@ kind with `gatehouse migrate`, then:
     with no sort, under a LIMIT stops there and is not reported).
 
 A statement that does not run on the schema at all (a test's own probe table, Supabase's schema
-to import from) is listed as skipped: every statement of the store's runs in the tests.
+to import from) is listed as skipped: every statement of the store's runs in the tests. Also
+findings: paging by OFFSET (it reads every row it skips) in a statement on the store's schema,
+and a foreign key that no index leads (deleting the row it points at reads the referencing table
+whole to cascade). A statement in ALLOWED reads a growing table whole on purpose, for the reason
+given there.
 
-Usage: check.py --binary GATEHOUSE --statements FILE [--postgres URL] [--strict]
+--drop INDEX (repeatable) is the proof that the check sees what it claims: it runs the check
+again with each named index dropped and fails unless every drop brings a finding on both
+databases.
+
+Usage: check.py --binary GATEHOUSE --statements FILE [--postgres URL] [--strict] [--drop INDEX]...
 Prints one line per finding; with --strict exits 1 when there is any.
 """
 import argparse
@@ -34,6 +42,28 @@ import urllib.parse
 # Tables whose rows do not grow with accounts or with time: the server's secrets and keys, and
 # the OpenID clients an operator registers.
 BOUNDED = {"server_secrets", "signing_keys", "oauth_clients", "schema_migrations", "gatehouse_migrations"}
+# Statements that read a growing table whole on purpose, and why. Each is matched on its SQL with
+# its whitespace squeezed; a change to one is checked again.
+ALLOWED = {
+    # The store's own.
+    "SELECT COUNT(*) AS n FROM users":
+        "GoTrue's `GET /admin/users` total, an exact count as GoTrue's own; an operator's call",
+    "SELECT DISTINCT substr(password_hash, 1, 7) AS scheme FROM users WHERE password_hash LIKE '$2%' UNION SELECT DISTINCT "
+    "substr(password_hash, 1, 33) AS scheme FROM users WHERE password_hash LIKE '$firebase-scrypt$%'":
+        "the census of imported hash schemes: at start, after an import and every 5 minutes, off every request's path",
+    "SELECT status, COUNT(*) AS n, CAST(SUM(CASE WHEN attempts > 1 OR (status = 'pending' AND attempts > 0) THEN 1 ELSE 0 END) "
+    "AS BIGINT) AS retried FROM outbox GROUP BY status":
+        "the console's mail totals, counted over the whole outbox on an operator's page",
+    # The tests' own checks on real tables (the store never sends them).
+    "SELECT user_id FROM identities GROUP BY user_id HAVING count(*) <> 1": "PostgresRestartTests' invariant",
+    "SELECT user_id FROM events WHERE type = 'user.created' GROUP BY user_id HAVING count(*) <> 1": "PostgresRestartTests' invariant",
+    "SELECT user_id FROM idempotency_keys GROUP BY user_id HAVING count(*) <> 1": "PostgresRestartTests' invariant",
+    "SELECT key FROM rate_limits": "ConcurrentLimitTests reads every window it made",
+    "SELECT email FROM users": "UpgradeSafetyTests reads its one account",
+    "SELECT COUNT(*) AS n, SUM(revoked_at IS NOT NULL) AS revoked FROM sessions": "SharedSessionTests counts the sessions it made",
+    "SELECT COUNT(*) AS n, SUM(rotated_at IS NULL) AS live FROM refresh_tokens": "SharedSessionTests counts the chain it made",
+    "UPDATE users SET email = NULL": "UpgradeSafetyTests' migration that fails half-way",
+}
 POSTGRES_TYPES = {"integer": "int8", "real": "float8", "text": "text", "blob": "bytea", "null": "unknown"}
 STATEMENT = re.compile(r"^\s*(SELECT|UPDATE|DELETE|WITH|INSERT)\b", re.IGNORECASE)
 MIGRATIONS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Sources", "GatehouseStore", "Migrations")
@@ -102,7 +132,7 @@ def growing(tables):
 # --- PostgreSQL --------------------------------------------------------------------------------
 
 
-def postgres_findings(binary, admin_url, entries, psql):
+def postgres_findings(binary, admin_url, entries, psql, drop=None):
     name = f"plans_{os.getpid()}"
     parts = urllib.parse.urlsplit(admin_url)
     url = urllib.parse.urlunsplit(parts._replace(path=f"/{name}"))
@@ -110,6 +140,10 @@ def postgres_findings(binary, admin_url, entries, psql):
                    capture_output=True, text=True)
     try:
         migrate(binary, url)
+        if drop:
+            subprocess.run([psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", url, "-c", f"DROP INDEX {drop}"], check=True,
+                           capture_output=True, text=True)
+        leading = leading_columns(psql, url)
         script = ["SET enable_seqscan = off;", "SET plan_cache_mode = force_generic_plan;"]
         for index, entry in enumerate(entries):
             types = ", ".join(POSTGRES_TYPES[kind] for kind in entry["kinds"])
@@ -138,31 +172,73 @@ def postgres_findings(binary, admin_url, entries, psql):
                 # value of the wrong type on purpose): the store's statements all run.
                 skipped.append(("postgres", entry["sql"]))
                 continue
-            for problem in scans(plan[0]["Plan"], under_limit=False):
+            for problem in scans(plan[0]["Plan"], under_limit=False, leading=leading):
                 findings.append(("postgres", entry["sql"], problem))
+        findings += postgres_unindexed_keys(psql, url)
         return findings, skipped
     finally:
         subprocess.run([psql, "-X", "-q", admin_url, "-c", f"DROP DATABASE IF EXISTS {name}"], capture_output=True, text=True)
 
 
-def scans(node, under_limit):
+def postgres_unindexed_keys(psql, url):
+    """Foreign keys with no index led by their column: deleting the row they point at (an
+    account, a session) reads the whole referencing table to cascade, in a statement the store
+    never sends itself."""
+    done = subprocess.run(
+        [psql, "-X", "-q", "-A", "-t", "-F", "|", url, "-c",
+         "SELECT c.conrelid::regclass::text, a.attname, c.confrelid::regclass::text FROM pg_constraint c "
+         "JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1] WHERE c.contype = 'f' "
+         "AND NOT EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.conrelid AND i.indkey[0] = c.conkey[1])"],
+        check=True, capture_output=True, text=True)
+    return [unindexed_key("postgres", *line.split("|")) for line in done.stdout.splitlines() if line and line.split("|")[0] not in BOUNDED]
+
+
+def unindexed_key(dialect, table, column, referenced):
+    return (dialect, f"FOREIGN KEY {table} ({column}) REFERENCES {referenced}",
+            f"no index on {table} led by {column}: a {referenced} row deleted reads {table} whole")
+
+
+def leading_columns(psql, url):
+    """Each plain index's first column (None for an expression): an Index Cond on a later column
+    alone still reads the whole index."""
+    done = subprocess.run(
+        [psql, "-X", "-q", "-A", "-t", "-F", "|", url, "-c",
+         "SELECT c.relname, COALESCE(a.attname, '') FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+         "LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] "
+         "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public'"],
+        check=True, capture_output=True, text=True)
+    leading = {}
+    for line in done.stdout.splitlines():
+        index, _, column = line.partition("|")
+        leading[index] = column or None
+    return leading
+
+
+def scans(node, under_limit, leading):
     """Reads of growing tables that no index condition narrows, in a plan tree."""
     kind = node.get("Node Type", "")
     table = node.get("Relation Name")
     limited = under_limit or kind == "Limit"
     if table and table not in BOUNDED and not table.startswith("pg_"):
+        filtered = f" (Filter: {node['Filter']})" if node.get("Filter") else ""
         if kind == "Seq Scan":
-            yield f"Seq Scan on {table}" + (f" (Filter: {node['Filter']})" if node.get("Filter") else "")
-        elif kind in ("Index Scan", "Index Only Scan", "Index Scan Backward") and "Index Cond" not in node and not limited:
-            yield f"{kind} on {table} using {node.get('Index Name')} read whole" + (f" (Filter: {node['Filter']})" if node.get("Filter") else "")
+            yield f"Seq Scan on {table}" + filtered
+        elif kind in ("Index Scan", "Index Only Scan", "Index Scan Backward", "Bitmap Index Scan"):
+            index = node.get("Index Name")
+            condition = node.get("Index Cond")
+            first = leading.get(index)
+            if condition is None and not limited:
+                yield f"{kind} on {table} using {index} read whole" + filtered
+            elif condition is not None and first and not re.search(rf"\b{re.escape(first)}\b", condition) and not limited:
+                yield f"{kind} on {table} using {index} read whole: its condition ({condition}) is not on its first column, {first}"
     for child in node.get("Plans", []):
-        yield from scans(child, limited)
+        yield from scans(child, limited, leading)
 
 
 # --- SQLite ------------------------------------------------------------------------------------
 
 
-def sqlite_findings(binary, entries):
+def sqlite_findings(binary, entries, drop=None):
     import sqlite3
 
     directory = tempfile.mkdtemp(prefix="gatehouse-plans-")
@@ -170,6 +246,8 @@ def sqlite_findings(binary, entries):
         path = os.path.join(directory, "plans.sqlite")
         migrate(binary, f"sqlite://{path}")
         db = sqlite3.connect(path)
+        if drop:
+            db.execute(f"DROP INDEX {drop}")
         tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         findings, skipped = [], []
         for entry in entries:
@@ -191,9 +269,39 @@ def sqlite_findings(binary, entries):
                     findings.append(("sqlite", entry["sql"], detail))
                 elif not limited and "INTEGER PRIMARY KEY" not in detail:
                     findings.append(("sqlite", entry["sql"], f"{detail} (read whole: no LIMIT)"))
+        for table in sorted(tables - BOUNDED):
+            led = {info[2] for index in db.execute(f"PRAGMA index_list('{table}')") for info in
+                   db.execute(f"PRAGMA index_info('{index[1]}')") if info[0] == 0}
+            # A rowid table's INTEGER PRIMARY KEY is the rowid itself, in no index_list.
+            led |= {column[1] for column in db.execute(f"PRAGMA table_info('{table}')")
+                    if column[5] == 1 and column[2].upper() == "INTEGER"}
+            for key in db.execute(f"PRAGMA foreign_key_list('{table}')"):
+                if key[1] == 0 and key[3] not in led:
+                    findings.append(unindexed_key("sqlite", table, key[3], key[2]))
         return findings, skipped
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def offsets(entries):
+    """Paging by OFFSET, in any statement: it reads every row it skips."""
+    return [(entry["dialect"], entry["sql"], "paged by OFFSET (keyset paging reads only the page)")
+            for entry in entries if re.search(r"\bOFFSET\b", entry["sql"], re.IGNORECASE)]
+
+
+def check(args, by_dialect, drop=None):
+    """(findings, skipped) over both databases, with `drop` dropped first."""
+    findings, skipped = sqlite_findings(args.binary, by_dialect["sqlite"], drop)
+    if by_dialect["postgres"]:
+        found, unexplained = postgres_findings(args.binary, args.postgres, by_dialect["postgres"], args.psql, drop)
+        findings += found
+        skipped += unexplained
+    # Paging by OFFSET in the store's statements (the Supabase import's reads of Supabase's own
+    # tables, skipped above, have no index on their order for a keyset to walk).
+    ran = [entry for entry in by_dialect["sqlite"] + by_dialect["postgres"] if (entry["dialect"], entry["sql"]) not in set(skipped)]
+    findings += offsets(ran)
+    allowed = [finding for finding in findings if squeezed(finding[1]) in ALLOWED]
+    return [finding for finding in findings if finding not in allowed], skipped, allowed
 
 
 def main():
@@ -203,23 +311,32 @@ def main():
     parser.add_argument("--postgres", default=os.environ.get("GATEHOUSE_TEST_POSTGRES_URL"))
     parser.add_argument("--psql", default=shutil.which("psql"))
     parser.add_argument("--strict", action="store_true")
+    parser.add_argument("--drop", action="append", default=[], metavar="INDEX")
     args = parser.parse_args()
     entries = statements(args.statements)
     by_dialect = {dialect: [entry for entry in entries if entry["dialect"] == dialect] for dialect in ("sqlite", "postgres")}
     print(f"statements: {len(by_dialect['sqlite'])} SQLite, {len(by_dialect['postgres'])} PostgreSQL")
-    findings, skipped = sqlite_findings(args.binary, by_dialect["sqlite"])
-    if by_dialect["postgres"]:
-        if not args.postgres or not args.psql:
-            raise SystemExit("PostgreSQL statements were logged but no --postgres URL or psql was given")
-        found, unexplained = postgres_findings(args.binary, args.postgres, by_dialect["postgres"], args.psql)
-        findings += found
-        skipped += unexplained
+    if by_dialect["postgres"] and (not args.postgres or not args.psql):
+        raise SystemExit("PostgreSQL statements were logged but no --postgres URL or psql was given")
+    findings, skipped, allowed = check(args, by_dialect)
     for dialect, sql in sorted(set(skipped)):
         print(f"skipped ({dialect}, does not run on the schema: a test's own statement): {' '.join(sql.split())[:160]}")
+    for dialect, sql, problem in sorted(set(allowed)):
+        print(f"allowed ({dialect}: {ALLOWED[squeezed(sql)]}): {problem}")
     for dialect, sql, problem in sorted(set(findings)):
         print(f"{dialect}: {problem}\n    {' '.join(sql.split())[:400]}")
     print(f"findings: {len(set(findings))}")
-    return 1 if args.strict and findings else 0
+    failed = bool(args.strict and findings)
+    # The proof: each index the hot paths need, dropped, is seen on both databases.
+    for index in args.drop:
+        found = check(args, by_dialect, drop=index)[0]
+        seen = {dialect for dialect, _, _ in set(found) - set(findings)}
+        wanted = {dialect for dialect in ("sqlite", "postgres") if by_dialect[dialect]}
+        print(f"dropped {index}: {len(set(found) - set(findings))} new findings ({', '.join(sorted(seen)) or 'none'})")
+        if seen != wanted:
+            print(f"error: with {index} dropped the check found nothing new on {', '.join(sorted(wanted - seen))}")
+            failed = True
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
