@@ -184,13 +184,17 @@ def postgres_unindexed_keys(psql, url):
     """Foreign keys with no index led by their column: deleting the row they point at (an
     account, a session) reads the whole referencing table to cascade, in a statement the store
     never sends itself."""
-    done = subprocess.run(
-        [psql, "-X", "-q", "-A", "-t", "-F", "|", url, "-c",
-         "SELECT c.conrelid::regclass::text, a.attname, c.confrelid::regclass::text FROM pg_constraint c "
-         "JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1] WHERE c.contype = 'f' "
-         "AND NOT EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.conrelid AND i.indkey[0] = c.conkey[1])"],
-        check=True, capture_output=True, text=True)
-    return [unindexed_key("postgres", *line.split("|")) for line in done.stdout.splitlines() if line and line.split("|")[0] not in BOUNDED]
+    rows = catalog(psql, url,
+                   "SELECT c.conrelid::regclass::text, a.attname, c.confrelid::regclass::text FROM pg_constraint c "
+                   "JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1] WHERE c.contype = 'f' "
+                   "AND NOT EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.conrelid AND i.indkey[0] = c.conkey[1])")
+    return [unindexed_key("postgres", *row) for row in rows if row[0] not in BOUNDED]
+
+
+def catalog(psql, url, sql):
+    """The rows of a catalog query, each a list of its columns as text."""
+    done = subprocess.run([psql, "-X", "-q", "-A", "-t", "-F", "|", url, "-c", sql], check=True, capture_output=True, text=True)
+    return [line.split("|") for line in done.stdout.splitlines() if line]
 
 
 def unindexed_key(dialect, table, column, referenced):
@@ -201,17 +205,11 @@ def unindexed_key(dialect, table, column, referenced):
 def leading_columns(psql, url):
     """Each plain index's first column (None for an expression): an Index Cond on a later column
     alone still reads the whole index."""
-    done = subprocess.run(
-        [psql, "-X", "-q", "-A", "-t", "-F", "|", url, "-c",
-         "SELECT c.relname, COALESCE(a.attname, '') FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
-         "LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] "
-         "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public'"],
-        check=True, capture_output=True, text=True)
-    leading = {}
-    for line in done.stdout.splitlines():
-        index, _, column = line.partition("|")
-        leading[index] = column or None
-    return leading
+    rows = catalog(psql, url,
+                   "SELECT c.relname, COALESCE(a.attname, '') FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+                   "LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] "
+                   "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public'")
+    return {index: column or None for index, column in rows}
 
 
 def scans(node, under_limit, leading):
