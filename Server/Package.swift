@@ -118,7 +118,9 @@ let package = Package(
             name: "gatehouse-bench",
             dependencies: [
                 "GatehouseServer",
+                "GatehouseStore",
                 core,
+                wire,
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -9,7 +9,8 @@ import NIOHTTP1
 
 /// Gatehouse's benchmark driver (not a test): `gatehouse-bench hash` times password hashing
 /// in-process, `gatehouse-bench micro` token signing and verification and the entitlement
-/// engine; `gatehouse-bench http BASE_URL SCENARIO CONNECTIONS SECONDS` loads a running server.
+/// engine; `gatehouse-bench load DATABASE_URL ACCOUNTS` fills a database with accounts (`Load.swift`);
+/// `gatehouse-bench http BASE_URL SCENARIO CONNECTIONS SECONDS` loads a running server.
 /// Each prints one JSON line of results.
 @main
 struct Bench {
@@ -24,12 +25,19 @@ struct Bench {
             try await hash()
         case "micro":
             try await micro()
+        case "load" where arguments.count == 3:
+            do {
+                try await load(url: arguments[1], accounts: Int(arguments[2]) ?? 10_000)
+            } catch let error as LoadError {
+                FileHandle.standardError.write(Data("gatehouse-bench load: \(error)\n".utf8))
+                exit(1)
+            }
         case "http" where arguments.count == 5:
             try await http(
                 base: arguments[1], scenario: arguments[2], connections: Int(arguments[3]) ?? 16,
                 seconds: Double(arguments[4]) ?? 10)
         default:
-            FileHandle.standardError.write(Data("usage: gatehouse-bench hash | micro | http BASE_URL me|login|refresh|signup|handles|entitlements|check CONNECTIONS SECONDS\n".utf8))
+            FileHandle.standardError.write(Data("usage: gatehouse-bench hash | micro | load DATABASE_URL ACCOUNTS | http BASE_URL me|login|refresh|signup|handles|entitlements|check CONNECTIONS SECONDS\n".utf8))
             exit(2)
         }
     }
@@ -86,12 +94,19 @@ struct Bench {
     /// runs use Keycloak's cost: 7168, 5, 1), which one the server uses, and whether their raw
     /// outputs are the same bytes; then the server's own hasher (its thread pool) for comparison
     /// with earlier runs.
-    static func hash() async throws {
+    /// The production parameters, or the server's `GATEHOUSE_ARGON2_*` settings where set.
+    static func argon2Parameters() -> Argon2Parameters {
         var parameters = Argon2Parameters()
         let environment = ProcessInfo.processInfo.environment
         if let memory = environment["GATEHOUSE_ARGON2_MEMORY_KIB"].flatMap(UInt32.init) { parameters.memoryKiB = memory }
         if let iterations = environment["GATEHOUSE_ARGON2_ITERATIONS"].flatMap(UInt32.init) { parameters.iterations = iterations }
         if let lanes = environment["GATEHOUSE_ARGON2_PARALLELISM"].flatMap(UInt32.init) { parameters.parallelism = lanes }
+        return parameters
+    }
+
+    static func hash() async throws {
+        let parameters = argon2Parameters()
+        let environment = ProcessInfo.processInfo.environment
         let samples = Int(environment["BENCH_HASH_SAMPLES"] ?? "") ?? 30
         let password = Array("benchmark password".utf8)
 

@@ -513,10 +513,13 @@ extension SMTPSink {
         _ = try await second.exitStatus()
     }
 
-    static func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, text: String) {
+    /// Runs `executable` to its end: its status and its output and errors together. With
+    /// `environment`, the child's variables are this process's with those added.
+    static func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, text: String) {
         let process = Spawned()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe

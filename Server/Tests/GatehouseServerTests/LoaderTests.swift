@@ -1,0 +1,59 @@
+import Foundation
+import GatehouseCore
+import GatehouseServer
+import GatehouseStore
+import GatehouseTestSupport
+import GatehouseWire
+import Testing
+
+/// Issue 65's loader (`gatehouse-bench load`): the accounts it writes through the store are the
+/// shape it claims, and real enough that the server signs one in and answers `/v1/me` for it.
+@Suite struct LoaderTests {
+    /// The loader's report: rows per table.
+    struct Report: Decodable {
+        var accounts: Int
+        var rows: [String: Int]
+    }
+
+    @Test(arguments: Backend.available)
+    func loadedAccountsHaveTheirShapeAndSignIn(_ backend: Backend) async throws {
+        let (url, cleanup) = try await TestDatabase.make(backend)
+        defer { Task { await cleanup() } }
+        let bench = try ServerProcess.built("gatehouse-bench").path
+        let loaded = try Self.load(bench, url)
+        #expect(loaded.status == 0, "\(loaded.text)")
+        let report = try JSONDecoder().decode(Report.self, from: Data(try #require(loaded.text.split(separator: "\n").last).utf8))
+        #expect(report.accounts == 60)
+        // Of 60: 6 anonymous (one session, a chain of three), 54 with two sessions (chains of 7
+        // and 4); 36 by email (6 of them linked to Google too), 6 each by Apple, Google and phone.
+        #expect(report.rows["users"] == 60)
+        #expect(report.rows["sessions"] == 6 + 54 * 2)
+        #expect(report.rows["refresh_tokens"] == 6 * 3 + 54 * 11)
+        #expect(report.rows["identities"] == 36 + 6 + 6 + 6 + 6)
+        #expect(report.rows["audit_log"] == 60 * 12)
+        #expect(report.rows["passkeys"] == 6)
+        #expect(report.rows["mfa_factors"] == 3)
+        #expect(report.rows["oauth_consents"] == 3)
+        // A second load into the same database adds nothing.
+        let again = try Self.load(bench, url)
+        #expect(again.status != 0 && again.text.contains("already holds loaded accounts"), "\(again.text)")
+
+        try await TestApp.serve(url, adjust: { $0.ipLimits = false }) { client, _ in
+            let api = AuthClient(client: client)
+            let login = try await api.login("load5@example.com", "load-password-1")
+            #expect(login.status == .ok, "\(login.text)")
+            let token = try login.json(AuthResponse.self).session.accessToken
+            let me = try await api.get("/v1/me", token: token)
+            #expect(me.status == .ok)
+            #expect(try me.json(MeResponse.self).user.email == "load5@example.com")
+            #expect(try await api.login("load5@example.com", "another password").status == .unauthorized)
+        }
+    }
+
+    /// `gatehouse-bench load URL 60`: the hash at a low cost (the production cost is not what
+    /// this is about), set for the child only.
+    static func load(_ bench: String, _ url: DatabaseURL) throws -> (status: Int32, text: String) {
+        try EmailProcessTests.run(
+            bench, ["load", url.environmentValue, "60"], environment: ["GATEHOUSE_ARGON2_MEMORY_KIB": "8192", "GATEHOUSE_ARGON2_ITERATIONS": "1"])
+    }
+}
