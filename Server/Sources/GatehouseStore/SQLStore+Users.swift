@@ -54,14 +54,36 @@ extension SQLStore {
     public func users(matching filter: UserFilter, before: UserCursor?, limit: Int) async throws(StoreError) -> [User] {
         var conditions: [String] = []
         var binds: [SQLValue] = []
+        // A search starts from the accounts that match, each way through its own index, and then
+        // orders them: walking every account newest first and testing each (as a filter under
+        // the LIMIT) reads the whole table when few match (issue 65). A prefix is a range of the
+        // column in byte order (PostgreSQL: the C collation, which the prefix indexes use).
+        // PostgreSQL fetches each match by its key (a LATERAL with a LIMIT is never flattened
+        // into a join, which could hash every account); SQLite's planner does so by itself.
+        let source: String
         if let search = filter.search, !search.isEmpty {
-            let prefix = Self.escapeLike(search.lowercased()) + "%"
-            conditions.append(
+            let lowered = search.lowercased()
+            let bytes = dialect == .postgres ? " COLLATE \"C\"" : ""
+            let matches = """
+                WITH matches(match_id) AS MATERIALIZED (
+                SELECT id FROM users WHERE email_normalized\(bytes) >= ? AND email_normalized\(bytes) < ?
+                UNION SELECT id FROM users WHERE handle\(bytes) >= ? AND handle\(bytes) < ?
+                UNION SELECT id FROM users WHERE id = ? UNION SELECT id FROM users WHERE phone = ?
+                UNION SELECT user_id FROM identities WHERE subject = ?)
                 """
-                (email_normalized LIKE ? ESCAPE '\\' OR handle LIKE ? ESCAPE '\\' OR id = ? OR phone = ? \
-                OR EXISTS (SELECT 1 FROM identities i WHERE i.user_id = users.id AND i.subject = ?))
-                """)
-            binds += [.text(prefix), .text(prefix), .text(search.lowercased()), .text(search), .text(search)]
+            let end = lowered + "\u{10FFFF}"
+            binds += [.text(lowered), .text(end), .text(lowered), .text(end), .text(lowered), .text(search), .text(search)]
+            if dialect == .postgres {
+                source = """
+                    \(matches) SELECT users.* FROM matches CROSS JOIN LATERAL \
+                    (SELECT \(Self.userColumns) FROM users WHERE users.id = matches.match_id LIMIT 1) AS users
+                    """
+            } else {
+                source = "\(matches) SELECT \(Self.userColumns) FROM users"
+                conditions.append("id IN (SELECT match_id FROM matches)")
+            }
+        } else {
+            source = "SELECT \(Self.userColumns) FROM users"
         }
         if let provider = filter.provider {
             conditions.append("EXISTS (SELECT 1 FROM identities i WHERE i.user_id = users.id AND i.provider = ?)")
@@ -74,13 +96,15 @@ extension SQLStore {
         if filter.disabledOnly { conditions.append("disabled_at IS NOT NULL") }
         if filter.unverifiedOnly { conditions.append("email IS NOT NULL AND email_verified_at IS NULL") }
         if let before {
-            conditions.append("(created_at < ? OR (created_at = ? AND id < ?))")
-            binds += [.integer(before.createdAt), .integer(before.createdAt), .text(before.id)]
+            // A row value, which both databases read as a range of the (created_at, id) index; the
+            // same test written with OR tests every newer account first.
+            conditions.append("(created_at, id) < (?, ?)")
+            binds += [.integer(before.createdAt), .text(before.id)]
         }
         let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
         binds.append(.integer(Int64(max(1, min(limit, 1000)))))
         return try await executor.query(
-            "SELECT \(Self.userColumns) FROM users \(whereClause) ORDER BY created_at DESC, id DESC LIMIT ?", binds
+            "\(source) \(whereClause) ORDER BY created_at DESC, id DESC LIMIT ?", binds
         ).map(Self.user(from:))
     }
 
@@ -298,14 +322,5 @@ extension SQLStore {
         user.userMetadata = AccountMetadata.decoded(try row.optionalString("user_metadata"))
         user.appMetadata = AccountMetadata.decoded(try row.optionalString("app_metadata"))
         return user
-    }
-
-    static func escapeLike(_ text: String) -> String {
-        var escaped = ""
-        for character in text {
-            if character == "%" || character == "_" || character == "\\" { escaped.append("\\") }
-            escaped.append(character)
-        }
-        return escaped
     }
 }

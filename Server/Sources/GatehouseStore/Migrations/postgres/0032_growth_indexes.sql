@@ -21,3 +21,15 @@ CREATE INDEX IF NOT EXISTS outbox_recipient ON outbox (lower(recipient));
 -- and the retention sweep of sessions' addresses read by creation time.
 CREATE INDEX IF NOT EXISTS sessions_created ON sessions (created_at);
 CREATE INDEX IF NOT EXISTS refresh_tokens_issued ON refresh_tokens (issued_at);
+-- The operators' search by a prefix of the address or the handle reads a range of each in byte
+-- order (the C collation, whatever the database's), and a provider's subject by itself.
+CREATE INDEX IF NOT EXISTS users_email_prefix ON users (email_normalized COLLATE "C");
+CREATE INDEX IF NOT EXISTS users_handle_prefix ON users (handle COLLATE "C");
+CREATE INDEX IF NOT EXISTS identities_subject ON identities (subject);
+-- The operators' lists filtered to what few accounts are (disabled, an address never confirmed,
+-- anonymous or not), newest first, and the audit trail of one kind of event: each in order
+-- through its own index instead of testing every account or row from the newest.
+CREATE INDEX IF NOT EXISTS users_disabled ON users (created_at, id) WHERE disabled_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS users_unverified ON users (created_at, id) WHERE email IS NOT NULL AND email_verified_at IS NULL;
+CREATE INDEX IF NOT EXISTS users_anonymous ON users (is_anonymous, created_at, id);
+CREATE INDEX IF NOT EXISTS audit_log_event ON audit_log (event, seq);

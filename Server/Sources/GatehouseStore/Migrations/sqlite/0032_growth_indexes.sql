@@ -21,3 +21,13 @@ CREATE INDEX IF NOT EXISTS outbox_recipient ON outbox (lower(recipient));
 -- and the retention sweep of sessions' addresses read by creation time.
 CREATE INDEX IF NOT EXISTS sessions_created ON sessions (created_at);
 CREATE INDEX IF NOT EXISTS refresh_tokens_issued ON refresh_tokens (issued_at);
+-- The operators' search reads a provider's subject by itself (a prefix of the address or the
+-- handle is a range of their unique indexes, in SQLite's byte order).
+CREATE INDEX IF NOT EXISTS identities_subject ON identities (subject);
+-- The operators' lists filtered to what few accounts are (disabled, an address never confirmed,
+-- anonymous or not), newest first, and the audit trail of one kind of event: each in order
+-- through its own index instead of testing every account or row from the newest.
+CREATE INDEX IF NOT EXISTS users_disabled ON users (created_at, id) WHERE disabled_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS users_unverified ON users (created_at, id) WHERE email IS NOT NULL AND email_verified_at IS NULL;
+CREATE INDEX IF NOT EXISTS users_anonymous ON users (is_anonymous, created_at, id);
+CREATE INDEX IF NOT EXISTS audit_log_event ON audit_log (event, seq);
