@@ -27,11 +27,10 @@ extension Bench {
         guard case .success(let url) = DatabaseURL.parse(text) else { throw LoadError("not a database URL: \(text)") }
         var logger = Logger(label: "gatehouse-bench.load")
         logger.logLevel = .warning
-        let database = try await url.open(logger: logger, poolSize: 8)
-        let body: @Sendable () async throws -> Void = {
+        try await Operator.withDatabase(url, logger: logger, poolSize: 8) { database in
             try await Migrator(database: database).migrate(now: Date().unixSeconds)
             let store = SQLStore(database: database)
-            if try await !database.query("SELECT client_id FROM oauth_clients WHERE client_id = 'load-client'").isEmpty {
+            if try await store.oauthClient(id: "load-client") != nil {
                 throw LoadError("this database already holds loaded accounts")
             }
             let password = ProcessInfo.processInfo.environment["BENCH_LOAD_PASSWORD"] ?? "load-password-1"
@@ -78,13 +77,6 @@ extension Bench {
                 "seconds": (seconds * 10).rounded() / 10, "accounts_per_second": (Double(accounts) / seconds).rounded(),
                 "database_mib": (Double(bytes) / 1_048_576 * 10).rounded() / 10, "rows": rows,
             ]))
-        }
-        do {
-            if let postgres = database as? PostgresDatabase { try await postgres.withRunning(body) } else { try await body() }
-            await database.shutdown()
-        } catch {
-            await database.shutdown()
-            throw error
         }
     }
 

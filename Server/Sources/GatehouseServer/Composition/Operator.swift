@@ -21,7 +21,9 @@ public enum Operator {
         return logger
     }
 
-    static func withDatabase<T: Sendable>(
+    /// Opens the database at `url`, runs the pool if it is PostgreSQL, and closes it afterwards
+    /// (also the benchmarks' loader's way in).
+    public static func withDatabase<T: Sendable>(
         _ url: DatabaseURL, logger: Logger, poolSize: Int, _ body: @escaping @Sendable (any SQLDatabase) async throws -> T
     ) async throws -> T {
         let database = try await url.open(logger: logger, poolSize: poolSize)
