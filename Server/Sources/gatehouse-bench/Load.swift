@@ -29,7 +29,7 @@ extension Bench {
         logger.logLevel = .warning
         try await Operator.withDatabase(url, logger: logger, poolSize: 8) { database in
             try await Migrator(database: database).migrate(now: Date().unixSeconds)
-            let store = SQLStore(database: database)
+            let store = SQLStore(database: BatchedInserts(database: database))
             if try await store.oauthClient(id: "load-client") != nil {
                 throw LoadError("this database already holds loaded accounts")
             }
@@ -53,7 +53,10 @@ extension Bench {
                     guard let range = next.next() else { return }
                     group.addTask {
                         try await store.transaction { tx in
-                            for index in range { try await loadAccount(index, into: tx, hash: hash, now: now) }
+                            // The plain inserts first, sent together; then the upserts, each its own statement.
+                            var loaded: [(Int, User)] = []
+                            for index in range { loaded.append((index, try await loadAccount(index, into: tx, hash: hash, now: now))) }
+                            for (index, user) in loaded { try await loadUpserts(index, of: user, into: tx, now: now) }
                         }
                     }
                 }
@@ -80,8 +83,9 @@ extension Bench {
         }
     }
 
-    /// One account and everything it has after its time with the app.
-    static func loadAccount(_ index: Int, into tx: any GatehouseStore, hash: String, now: Date) async throws {
+    /// One account and everything it has after its time with the app, but for what
+    /// ``loadUpserts(_:of:into:now:)`` adds.
+    static func loadAccount(_ index: Int, into tx: any GatehouseStore, hash: String, now: Date) async throws -> User {
         var random = LoadShape.Random(seed: UInt64(index))
         let day: TimeInterval = 86_400
         let created = now - Double(random.below(365)) * day - Double(random.below(86_400))
@@ -162,16 +166,32 @@ extension Bench {
         }
         if index % 5 == 2 {
             let period = LoadShape.monthStart(now)
-            for call in 0..<3 {
-                _ = try await tx.addUsage(
-                    UsageRecord(userID: id, meter: "api_calls", amount: 1, idempotencyKey: "load-\(index)-\(call)", periodStart: period, createdAt: now - 3_600),
-                    limit: nil)
-            }
             for spend in 0..<2 {
                 try await tx.insertCreditSpend(
                     CreditSpend(
                         userID: id, credit: "practice", action: "practice_saved_flow", subject: nil, idempotencyKey: "load-\(index)-\(spend)",
                         periodStart: period, createdAt: now - 7_200))
+            }
+        }
+        if index % 100 == 5 {
+            try await tx.insertGrant(
+                PlanGrant(userID: id, tier: nil, startsAt: now - day, until: now + 30 * day, reason: "support", createdBy: "admin_key"))
+        }
+        return user
+    }
+
+    /// What the store writes for an account by upsert (usage, an App Store subscription, a Stripe
+    /// customer, an OpenID consent, a throttle window): each its own statement.
+    static func loadUpserts(_ index: Int, of user: User, into tx: any GatehouseStore, now: Date) async throws {
+        let day: TimeInterval = 86_400
+        let id = user.id
+        let created = user.createdAt
+        if index % 5 == 2 {
+            let period = LoadShape.monthStart(now)
+            for call in 0..<3 {
+                _ = try await tx.addUsage(
+                    UsageRecord(userID: id, meter: "api_calls", amount: 1, idempotencyKey: "load-\(index)-\(call)", periodStart: period, createdAt: now - 3_600),
+                    limit: nil)
             }
         }
         if index % 30 == 3 {
@@ -181,10 +201,6 @@ extension Bench {
                     expiresAt: now + 20 * day, willRenew: true, introductory: false, signedAt: now - 10 * day, updatedAt: now - 10 * day))
         }
         if index % 50 == 4 { _ = try await tx.saveStripeCustomer(userID: id, customerID: "cus_load\(index)", at: created + day) }
-        if index % 100 == 5 {
-            try await tx.insertGrant(
-                PlanGrant(userID: id, tier: nil, startsAt: now - day, until: now + 30 * day, reason: "support", createdBy: "admin_key"))
-        }
         if index % 20 == 6 {
             try await tx.saveConsent(OAuthConsent(userID: id, clientID: "load-client", scopes: ["openid", "email"], grantedAt: created + day))
         }
