@@ -12,15 +12,26 @@ For each database and size it:
      recording the server's CPU per request and the p99;
   3. times the operators' lists through the admin API, one request at a time: the first page of
      users, ten pages deep by cursor, a search by email prefix, the audit trail (whole and of one
-     account) and the event feed (from the start and from its end), p50 and p99 of each.
+     account) and the event feed (from the start and from its end), p50 and p99 of each; then the
+     console's pages the same way, signed in with the admin key: users (all, by provider, by
+     plan state), one account, the audit trail, the events and the mail;
+  4. with --sweep-days D, restarts the server with the preset's retention at D days, so that its
+     retention sweep (which runs at start, in batches) deletes the audit rows and ended sessions
+     older than that, and runs the login load meanwhile: its p99 beside the load's alone, the
+     rows the sweep deleted, how long it took, and whether it was still running when the load
+     ended (a load that outlived the sweep compares less than it claims).
 
 Usage: benchmarks/scale/run.py --binary GATEHOUSE --bench GATEHOUSE_BENCH --out FILE
                                [--sizes 10000,100000] [--databases sqlite,postgres] [--seconds 10]
+                               [--sweep-days 90]
 The figures go to FILE as JSON and a table to standard output.
 """
 import argparse
+import http.client
 import json
 import os
+import re
+import threading
 import shutil
 import statistics
 import subprocess
@@ -103,6 +114,125 @@ def console(port, count):
     return results
 
 
+class Console:
+    """A signed-in session of the operators' console (its sign-in form, with the admin key)."""
+
+    def __init__(self, port):
+        self.port = port
+        status, headers, page = self.request("GET", "/admin")
+        cookies = self.cookies(headers)
+        token = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
+        form = urllib.parse.urlencode({"key": harness.ADMIN_KEY, "csrf_token": token})
+        status, headers, _ = self.request("POST", "/admin/sign-in", form, cookies)
+        if status not in (302, 303):
+            raise RuntimeError(f"console sign-in: {status}")
+        self.cookie = "; ".join(f"{name}={value}" for name, value in {**cookies, **self.cookies(headers)}.items())
+
+    def request(self, method, path, body=None, cookie=None):
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        headers = {"Origin": f"http://127.0.0.1:{self.port}"}
+        if body is not None:
+            headers["Content-Type"] = "application/x-www-form-urlencoded"
+        if cookie:
+            headers["Cookie"] = cookie if isinstance(cookie, str) else "; ".join(f"{k}={v}" for k, v in cookie.items())
+        connection.request(method, path, body=body, headers=headers)
+        response = connection.getresponse()
+        text = response.read().decode(errors="replace")
+        connection.close()
+        return response.status, response.getheaders(), text
+
+    @staticmethod
+    def cookies(headers):
+        found = {}
+        for name, value in headers:
+            if name.lower() == "set-cookie":
+                pair = value.split(";", 1)[0]
+                key, _, content = pair.partition("=")
+                found[key.strip()] = content
+        return found
+
+    def timed(self, path, count):
+        times, text = [], ""
+        for _ in range(count):
+            started = time.perf_counter()
+            status, _, text = self.request("GET", path, cookie=self.cookie)
+            times.append((time.perf_counter() - started) * 1000)
+            if status != 200 or 'name="key"' in text:
+                raise RuntimeError(f"GET {path}: {status}")
+        return {"p50_ms": round(percentile(times, 0.5), 2), "p99_ms": round(percentile(times, 0.99), 2), "requests": count}, text
+
+
+def console_pages(port, count):
+    """The console's pages, each timed on its own."""
+    console = Console(port)
+    results = {}
+    results["console: users"], page = console.timed("/admin/users", count)
+    results["console: users by provider (apple)"], _ = console.timed("/admin/users?provider=apple", count)
+    results["console: users by plan (pro)"], _ = console.timed("/admin/users?plan=pro", count)
+    someone = re.search(r'href="/admin/users/([^"/?]+)"', page)
+    if someone:
+        results["console: one account"], _ = console.timed(f"/admin/users/{someone.group(1)}", count)
+    results["console: audit"], _ = console.timed("/admin/audit", count)
+    results["console: events"], _ = console.timed("/admin/events", count)
+    results["console: mail"], _ = console.timed("/admin/mail", count)
+    return results
+
+
+def sweep_under_load(args, url, part_dir, label, alone):
+    """The retention sweep at --sweep-days, started with the server, under the login load."""
+    with open(os.path.join(HERE, "..", "..", "Server", "Sources", "GatehouseServer", "Resources", "presets", "handz.json")) as handle:
+        preset = json.load(handle)
+    preset["privacy"]["retention_days"] = args.sweep_days
+    preset_path = os.path.join(part_dir, "sweep-preset.json")
+    with open(preset_path, "w") as handle:
+        json.dump(preset, handle)
+    sweep_dir = os.path.join(part_dir, "sweep")
+    os.makedirs(sweep_dir, exist_ok=True)
+    server = harness.Server(args.binary, url, sweep_dir, settings=[f"GATEHOUSE_PRESET={preset_path}", "GATEHOUSE_LOG_LEVEL=info"])
+    ended = {}
+
+    def watch():
+        # The sweep logs one "retention sweep" line when it is done.
+        while server.process and server.process.poll() is None and "at" not in ended:
+            try:
+                with open(os.path.join(sweep_dir, "server.err")) as handle:
+                    for line in handle:
+                        if "retention sweep" in line:
+                            ended["at"] = time.monotonic()
+                            ended["line"] = line.strip()[-600:]
+            except OSError:
+                pass
+            time.sleep(0.05)
+
+    started = time.monotonic()
+    try:
+        server.start()
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        wrk = {"scenarios": {}}
+        options = argparse.Namespace(seconds=args.seconds, hash="none", warmup=0)
+        load_started = time.monotonic()
+        harness.load(server, wrk, options, ["login"], 2, args.connections - args.connections % 2, sweep_dir, f"{label} sweep")
+        load_ended = time.monotonic()
+        row = wrk["scenarios"]["login"]
+        # Wait for the sweep's end (at most ten minutes) to report its length.
+        while "at" not in ended and time.monotonic() - load_ended < 600 and server.process.poll() is None:
+            time.sleep(0.2)
+    finally:
+        server.stop()
+    result = {
+        "retention_days": args.sweep_days,
+        "login_p99_ms": row.get("latency_ms", {}).get("p99"), "login_alone_p99_ms": alone,
+        "login_requests_per_second": row.get("requests_per_second"),
+        "sweep_seconds": round(ended["at"] - started, 1) if "at" in ended else None,
+        "sweep_outlasted_load": "at" in ended and ended["at"] > load_ended or "at" not in ended,
+        "load_started_after_s": round(load_started - started, 1), "sweep_log": ended.get("line"),
+    }
+    if alone and result["login_p99_ms"]:
+        result["p99_ratio"] = round(result["login_p99_ms"] / alone, 2)
+    return result
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--binary", required=True)
@@ -113,6 +243,7 @@ def main():
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--connections", type=int, default=64)
     parser.add_argument("--console-requests", type=int, default=200)
+    parser.add_argument("--sweep-days", type=int, default=0, help="0: no sweep under load")
     args = parser.parse_args()
     harness.raise_file_limit()
     workdir = tempfile.mkdtemp(prefix="gatehouse-scale-")
@@ -137,6 +268,7 @@ def main():
                 try:
                     server.start()
                     part["console"] = console(server.port, args.console_requests)
+                    part["console"].update(console_pages(server.port, args.console_requests))
                     wrk = {"scenarios": {}}
                     options = argparse.Namespace(seconds=args.seconds, hash="none", warmup=1)
                     threads = 2
@@ -147,6 +279,10 @@ def main():
                                "p99_ms": row.get("latency_ms", {}).get("p99"), "statuses": row.get("statuses")}
                         for name, row in wrk["scenarios"].items() if row.get("requests")}
                     part["rss_mib"] = harness.mib(harness.proc_status(server.process.pid, "VmRSS"))
+                    server.stop()
+                    if args.sweep_days:
+                        part["sweep"] = sweep_under_load(args, url, part_dir, label, part["scenarios"].get("login", {}).get("p99_ms"))
+                        harness.log(f"{label}: sweep under load: {part['sweep']}")
                 finally:
                     server.stop()
                     drop()
@@ -160,6 +296,9 @@ def main():
 
 def report(run):
     parts = run["parts"]
+    for part in parts:
+        if part.get("sweep"):
+            print(f"sweep under login load, {part['database']} {part['accounts']:,}: {part['sweep']}")
     print(f"Server CPU ms per request (p99 ms); login without one verification ({run['verify_cpu_ms']} ms):")
     print("| database | accounts | load s | MiB | " + " | ".join(f"{name} CPU ms (p99 ms)" for name in SCENARIOS) + " | RSS MiB |")
     print("|---|---:|---:|---:|" + "---:|" * len(SCENARIOS) + "---:|")
