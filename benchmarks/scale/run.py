@@ -13,8 +13,8 @@ For each database and size it:
   3. times the operators' lists through the admin API, one request at a time: the first page of
      users, ten pages deep by cursor, a search by email prefix, the audit trail (whole and of one
      account) and the event feed (from the start and from its end), p50 and p99 of each; then the
-     console's pages the same way, signed in with the admin key: users (all, by provider, by
-     plan state), one account, the audit trail, the events and the mail;
+     console's pages the same way, signed in with the admin key: the overview, users (all, by
+     provider, by plan state), one account, the audit trail, the events and the mail;
   4. with --sweep-days D, restarts the server with the preset's retention at D days, so that its
      retention sweep (which runs at start, in batches) deletes the audit rows and ended sessions
      older than that, and runs the login load meanwhile: its p99 beside the load's alone, the
@@ -166,6 +166,7 @@ def console_pages(port, count):
     """The console's pages, each timed on its own."""
     console = Console(port)
     results = {}
+    results["console: overview"], _ = console.timed("/admin", count)
     results["console: users"], page = console.timed("/admin/users", count)
     results["console: users by provider (apple)"], _ = console.timed("/admin/users?provider=apple", count)
     results["console: users by plan (pro)"], _ = console.timed("/admin/users?plan=pro", count)

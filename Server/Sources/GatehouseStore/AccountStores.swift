@@ -52,6 +52,9 @@ public protocol IdentityStore: Sendable {
     /// `.uniqueViolation` (`.identity`) when the provider's account is linked already.
     func insertIdentity(_ identity: Identity) async throws(StoreError)
     func identities(of userID: UserID) async throws(StoreError) -> [Identity]
+    /// The identities of every account of `ids`, read together (the console's lists); an account
+    /// with none is absent.
+    func identities(ofAccounts ids: [UserID]) async throws(StoreError) -> [UserID: [Identity]]
     /// The identity a provider knows as `subject`.
     func identity(provider: Provider, subject: String) async throws(StoreError) -> Identity?
     /// Updates what a provider says of an identity (its address, whether it is a relay).

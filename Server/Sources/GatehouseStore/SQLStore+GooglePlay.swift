@@ -23,6 +23,15 @@ extension SQLStore {
     private static let googlePlayColumns =
         "purchase_token, user_id, product_id, state, expires_at, linked_purchase_token, obfuscated_account_id, acknowledged, test_purchase, superseded_by, voided_at, read_at, updated_at"
 
+    /// Every account's of `ids` (the console's lists).
+    func googlePlayRows(ofAccounts ids: [UserID]) async throws(StoreError) -> [UserID: [GooglePlaySubscriptionRecord]] {
+        try Self.byAccount(
+            try await rows(
+                ofAccounts: ids,
+                "SELECT \(Self.googlePlayColumns) FROM google_play_purchases WHERE user_id IN %@ ORDER BY user_id, read_at, purchase_token"),
+            Self.googlePlayPurchase(from:))
+    }
+
     public func googlePlayPurchases(of userID: UserID) async throws(StoreError) -> [GooglePlaySubscriptionRecord] {
         try await accountFact(of: userID, cached: \.googlePlayPurchases, keep: { $0.googlePlayPurchases = $1 }) { () async throws(StoreError) in
             try await executor.query(

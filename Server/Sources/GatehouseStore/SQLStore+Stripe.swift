@@ -33,6 +33,14 @@ extension SQLStore {
     private static let stripeColumns =
         "subscription_id, customer_id, user_id, price_id, status, current_period_end, cancel_at_period_end, trial_end, past_due_since, read_at, updated_at"
 
+    /// Every account's of `ids` (the console's lists).
+    func stripeRows(ofAccounts ids: [UserID]) async throws(StoreError) -> [UserID: [StripeSubscriptionRecord]] {
+        try Self.byAccount(
+            try await rows(
+                ofAccounts: ids, "SELECT \(Self.stripeColumns) FROM stripe_subscriptions WHERE user_id IN %@ ORDER BY user_id, read_at, subscription_id"),
+            Self.stripeSubscription(from:))
+    }
+
     public func stripeSubscriptions(of userID: UserID) async throws(StoreError) -> [StripeSubscriptionRecord] {
         try await accountFact(of: userID, cached: \.stripeSubscriptions, keep: { $0.stripeSubscriptions = $1 }) { () async throws(StoreError) in
             try await executor.query(
@@ -111,6 +119,13 @@ extension SQLStore {
                 .integer(grant.startsAt.unixSeconds), .integer(grant.until.unixSeconds), .text(grant.reason), .text(grant.createdBy),
                 SQLValue(grant.revokedAt?.unixSeconds),
             ])
+    }
+
+    /// Every account's of `ids` (the console's lists).
+    func grantRows(ofAccounts ids: [UserID]) async throws(StoreError) -> [UserID: [PlanGrant]] {
+        try Self.byAccount(
+            try await rows(ofAccounts: ids, "SELECT \(Self.grantColumns) FROM plan_grants WHERE user_id IN %@ ORDER BY user_id, starts_at, id"),
+            Self.grant(from:))
     }
 
     public func grants(of userID: UserID) async throws(StoreError) -> [PlanGrant] {

@@ -12,6 +12,15 @@ extension SQLStore {
         ).first.map(Self.subscription(from:))
     }
 
+    /// Every account's of `ids` (the console's lists).
+    func appStoreRows(ofAccounts ids: [UserID]) async throws(StoreError) -> [UserID: [SubscriptionRecord]] {
+        try Self.byAccount(
+            try await rows(
+                ofAccounts: ids,
+                "SELECT \(Self.subscriptionColumns) FROM subscriptions WHERE user_id IN %@ ORDER BY user_id, signed_at, original_transaction_id"),
+            Self.subscription(from:))
+    }
+
     public func subscriptions(of userID: UserID) async throws(StoreError) -> [SubscriptionRecord] {
         try await accountFact(of: userID, cached: \.subscriptions, keep: { $0.subscriptions = $1 }) { () async throws(StoreError) in
             try await executor.query(

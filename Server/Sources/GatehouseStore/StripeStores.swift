@@ -76,15 +76,19 @@ public protocol GrantStore: Sendable {
 
 /// Every source of the plan ledger (`PlanSource`): what reading an account's plan needs. Use
 /// cases that compute a plan see the store through this, so a new source's rows reach each one.
-public protocol PlanLedgerStore: AppStoreSubscriptionStore, StripeStore, GooglePlayStore, GrantStore, LedgerEventStore {}
+public protocol PlanLedgerStore: AppStoreSubscriptionStore, StripeStore, GooglePlayStore, GrantStore, LedgerEventStore {
+    /// The rows of `sources` that each account of `ids` holds, read together, a statement per
+    /// source for up to 50 accounts (the console's lists); an account with none is absent.
+    func ledgerRows(ofAccounts ids: [UserID], sources: Set<PlanSource>) async throws(StoreError) -> [UserID: LedgerRows]
+}
 
 extension PlanLedgerStore {
     /// Every row the account holds of every paid source, ended ones included, walked source by
     /// source: what the clean-up, the export and a merge's check read, whatever the preset sells
-    /// today. A new source names its rows here before this compiles.
-    public func ledgerRows(of userID: UserID) async throws(StoreError) -> LedgerRows {
+    /// today. A new source names its rows here before this compiles. With `sources`, only theirs.
+    public func ledgerRows(of userID: UserID, sources: Set<PlanSource> = Set(PlanSource.allCases)) async throws(StoreError) -> LedgerRows {
         var rows = LedgerRows()
-        for source in PlanSource.allCases {
+        for source in PlanSource.allCases where sources.contains(source) {
             switch source {
             case .appStore: rows.appStore = try await subscriptions(of: userID)
             case .stripe: rows.stripe = try await stripeSubscriptions(of: userID)

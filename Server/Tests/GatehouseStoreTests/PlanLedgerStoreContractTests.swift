@@ -84,6 +84,72 @@ import Testing
 
     /// Google Play's rows (issue 59): the token is the key (the first owner stays), a later read
     /// only replaces an earlier one, a replaced or voided token stays so, acknowledged stays.
+    /// The console's reads of a page of accounts at once (issue 65) answer what the reads of each
+    /// account answer: 70 accounts (a statement of 50, then one of 20 padded to 50), rows of
+    /// every source and identities in some, none in others, and only the sources asked for.
+    @Test(arguments: Backend.available)
+    func manyAccountsReadTogether(_ backend: Backend) async throws {
+        try await TestDatabase.withStore(backend) { store in
+            var users: [User] = []
+            for index in 0..<70 {
+                let user = StoreContractTests.user("many\(index)@example.com", at: 1_800_000_000 + Int64(index))
+                users.append(user)
+                try await store.insertUser(user)
+                if index % 2 == 0 {
+                    try await store.insertIdentity(Identity(userID: user.id, provider: .email, subject: "many\(index)@example.com", createdAt: Self.now))
+                }
+                if index % 3 == 0 {
+                    try await store.insertIdentity(Identity(userID: user.id, provider: .apple, subject: "apple-\(index)", createdAt: Self.now + 1))
+                }
+                if index % 4 == 1 {
+                    _ = try await store.saveSubscription(
+                        SubscriptionRecord(
+                            originalTransactionID: "otx-\(index)", userID: user.id, productID: "pro_monthly", environment: "Production",
+                            status: .active, expiresAt: Self.now + 86_400, willRenew: true, introductory: false, signedAt: Self.now, updatedAt: Self.now))
+                }
+                if index % 5 == 2 {
+                    var record = Self.record("active", readAt: Self.now, user: user.id)
+                    (record.subscriptionID, record.customerID) = ("sub-\(index)", "cus-\(index)")
+                    #expect(try await store.saveStripeSubscription(record))
+                }
+                if index % 6 == 3 {
+                    _ = try await store.saveGooglePlayPurchase(
+                        GooglePlaySubscriptionRecord(
+                            purchaseToken: "tok-\(index)", userID: user.id, productID: "premium_monthly", state: .active, expiresAt: Self.now + 86_400,
+                            linkedPurchaseToken: nil, obfuscatedAccountID: nil, acknowledged: true, testPurchase: false, readAt: Self.now))
+                }
+                if index % 7 == 4 {
+                    for grant in 0..<2 {
+                        try await store.insertGrant(
+                            PlanGrant(
+                                userID: user.id, tier: nil, startsAt: Self.now + Double(grant), until: Self.now + 86_400, reason: "support",
+                                createdBy: "operator"))
+                    }
+                }
+            }
+            let ids = users.map(\.id)
+            let ledgers = try await store.ledgerRows(ofAccounts: ids + [ids[0]], sources: Set(PlanSource.allCases))
+            let identities = try await store.identities(ofAccounts: ids)
+            for user in users {
+                let ledger = try await store.ledgerRows(of: user.id)
+                #expect((ledgers[user.id] ?? LedgerRows()) == ledger)
+                #expect((identities[user.id] ?? []) == (try await store.identities(of: user.id)))
+            }
+            // Every source is found somewhere, and the accounts without rows are absent.
+            #expect(users.contains { !(ledgers[$0.id]?.appStore.isEmpty ?? true) })
+            #expect(users.contains { !(ledgers[$0.id]?.stripe.isEmpty ?? true) })
+            #expect(users.contains { !(ledgers[$0.id]?.googlePlay.isEmpty ?? true) })
+            #expect(users.contains { (ledgers[$0.id]?.grants.count ?? 0) == 2 })
+            #expect(ledgers.count == users.indices.filter { $0 % 4 == 1 || $0 % 5 == 2 || $0 % 6 == 3 || $0 % 7 == 4 }.count)
+            #expect(identities.count == users.indices.filter { $0 % 2 == 0 || $0 % 3 == 0 }.count)
+            // Only the sources asked for.
+            let grantsOnly = try await store.ledgerRows(ofAccounts: ids, sources: [.grant])
+            #expect(grantsOnly.count == users.indices.filter { $0 % 7 == 4 }.count)
+            #expect(grantsOnly.values.allSatisfy { $0.appStore.isEmpty && $0.stripe.isEmpty && $0.googlePlay.isEmpty && $0.grants.count == 2 })
+            #expect(try await store.ledgerRows(ofAccounts: [], sources: Set(PlanSource.allCases)).isEmpty)
+        }
+    }
+
     @Test(arguments: Backend.available)
     func googlePlayRows(_ backend: Backend) async throws {
         try await TestDatabase.withStore(backend) { store in

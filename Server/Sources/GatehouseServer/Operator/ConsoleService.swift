@@ -58,8 +58,9 @@ struct ConsoleService: Sendable {
         let now = clock.now
         while sampled < Self.planScanLimit {
             let page = try await store.users(matching: UserFilter(), before: cursor, limit: 200)
+            let inputs = try await engine.storedInputs(for: page, in: store)
             for user in page {
-                let state = try await planState(of: user, at: now)
+                let state = engine.planState(inputs[user.id] ?? engine.input(for: user), at: now)
                 mix[state, default: 0] += 1
                 if user.trialStartedAt != nil {
                     started += 1
@@ -117,22 +118,35 @@ struct ConsoleService: Sendable {
         while rows.count < size, scanned < Self.planScanLimit {
             let batch = planState == nil ? size + 1 - rows.count : 200
             let page = try await store.users(matching: filter, before: before, limit: batch)
+            // The batch's plan states, read together (one statement per source, not per account).
+            let inputs = try await engine.storedInputs(for: page, in: store)
             for user in page {
                 scanned += 1
                 before = UserCursor(createdAt: user.createdAt.unixSeconds, id: user.id.description)
-                let state = try await self.planState(of: user, at: now)
+                let state = engine.planState(inputs[user.id] ?? engine.input(for: user), at: now)
                 guard planState == nil || state == planState else { continue }
                 if rows.count == size {
                     // One more match than the page holds: there is a next page, starting after the last row.
                     let last = rows[size - 1].user
-                    return UserPage(rows: rows, next: UserCursor(createdAt: last.createdAt.unixSeconds, id: last.id.description).token, scanned: scanned)
+                    return try await withProviders(
+                        UserPage(rows: rows, next: UserCursor(createdAt: last.createdAt.unixSeconds, id: last.id.description).token, scanned: scanned))
                 }
-                rows.append(UserRow(user: user, planState: state, providers: try await store.identities(of: user.id).map(\.provider.rawValue)))
+                rows.append(UserRow(user: user, planState: state, providers: []))
             }
-            if page.count < batch { return UserPage(rows: rows, next: nil, scanned: scanned) }
+            if page.count < batch { return try await withProviders(UserPage(rows: rows, next: nil, scanned: scanned)) }
         }
         // The scan stopped at its limit (or the page filled exactly): go on from where it stopped.
-        return UserPage(rows: rows, next: before?.token, scanned: scanned)
+        return try await withProviders(UserPage(rows: rows, next: before?.token, scanned: scanned))
+    }
+
+    /// The page with each row's providers, read together.
+    private func withProviders(_ page: UserPage) async throws -> UserPage {
+        let identities = try await store.identities(ofAccounts: page.rows.map(\.user.id))
+        var page = page
+        for index in page.rows.indices {
+            page.rows[index].providers = (identities[page.rows[index].user.id] ?? []).map(\.provider.rawValue)
+        }
+        return page
     }
 
     struct UserDetail: Sendable {
@@ -163,11 +177,6 @@ struct ConsoleService: Sendable {
             ledger: try await store.creditLedger(of: user.id).sorted { $0.createdAt > $1.createdAt },
             audit: try await store.auditEvents(userID: user.id, event: nil, before: nil, limit: 50),
             events: try await store.events(after: nil, type: nil, userID: user.id, limit: 50))
-    }
-
-    /// The entitlement engine's plan state of `user` now (no credit sums: the state needs none).
-    private func planState(of user: User, at now: Date) async throws -> String {
-        engine.planState(try await engine.storedInput(for: user, in: store), at: now)
     }
 
     /// Every signing key, retired ones included (the keys page).

@@ -120,20 +120,30 @@ extension GateDecision {
 }
 
 extension EntitlementEngine {
+    /// The sources of the plan ledger read for an account: each where the preset sells through
+    /// it, grants always (the trial is the account's own fields).
+    var readSources: Set<PlanSource> {
+        Set(
+            PlanSource.allCases.filter { source in
+                switch source {
+                case .appStore: !settings.products.isEmpty
+                case .stripe: !stripePrices.isEmpty
+                case .googlePlay: !googlePlayProducts.isEmpty
+                case .grant: true
+                case .trial: false
+                }
+            })
+    }
+
     /// The input for `user` from the stored account and every source of its plan ledger,
     /// without credits.
     func storedInput(for user: User, in reader: any PlanLedgerStore) async throws -> EntitlementInput {
-        // Every source of the ledger, each read where the preset sells through it (grants always).
-        var sources = LedgerRows()
-        for source in PlanSource.allCases {
-            switch source {
-            case .appStore: if !settings.products.isEmpty { sources.appStore = try await reader.subscriptions(of: user.id) }
-            case .stripe: if !stripePrices.isEmpty { sources.stripe = try await reader.stripeSubscriptions(of: user.id) }
-            case .googlePlay: if !googlePlayProducts.isEmpty { sources.googlePlay = try await reader.googlePlayPurchases(of: user.id) }
-            case .grant: sources.grants = try await reader.grants(of: user.id)
-            case .trial: continue  // The account's own fields.
-            }
-        }
-        return input(for: user, ledger: sources)
+        input(for: user, ledger: try await reader.ledgerRows(of: user.id, sources: readSources))
+    }
+
+    /// ``storedInput(for:in:)`` of every account of `users`, read together (the console's lists).
+    func storedInputs(for users: [User], in reader: any PlanLedgerStore) async throws -> [UserID: EntitlementInput] {
+        let ledgers = try await reader.ledgerRows(ofAccounts: users.map(\.id), sources: readSources)
+        return Dictionary(users.map { ($0.id, input(for: $0, ledger: ledgers[$0.id] ?? LedgerRows())) }, uniquingKeysWith: { first, _ in first })
     }
 }
