@@ -5,17 +5,14 @@ import GatehouseCore
 public struct UserFilter: Sendable, Equatable {
     /// The start of the normalised email or handle, the exact id, or a provider's exact subject.
     public var search: String?
-    /// Only accounts with an identity of this provider (`email`, `apple`, `google`).
-    public var provider: String?
     /// Only anonymous accounts (`true`) or only named ones (`false`).
     public var anonymous: Bool?
     public var disabledOnly: Bool
     /// Only accounts with an address that was never verified.
     public var unverifiedOnly: Bool
 
-    public init(search: String? = nil, provider: String? = nil, anonymous: Bool? = nil, disabledOnly: Bool = false, unverifiedOnly: Bool = false) {
+    public init(search: String? = nil, anonymous: Bool? = nil, disabledOnly: Bool = false, unverifiedOnly: Bool = false) {
         self.search = search
-        self.provider = provider
         self.anonymous = anonymous
         self.disabledOnly = disabledOnly
         self.unverifiedOnly = unverifiedOnly

@@ -85,10 +85,6 @@ extension SQLStore {
         } else {
             source = "SELECT \(Self.userColumns) FROM users"
         }
-        if let provider = filter.provider {
-            conditions.append("EXISTS (SELECT 1 FROM identities i WHERE i.user_id = users.id AND i.provider = ?)")
-            binds.append(.text(provider))
-        }
         if let anonymous = filter.anonymous {
             conditions.append("is_anonymous = ?")
             binds.append(SQLValue(anonymous))

@@ -225,6 +225,51 @@ import Testing
         }
     }
 
+    /// A provider or plan filter tests accounts 200 at a time and looks at 2,000 at most for a
+    /// page (issue 65): past that it says how many it looked at and offers to go on, and the
+    /// next page finds the match further down. 2,101 accounts, the oldest the only one with an
+    /// Apple identity and the only one on a grant.
+    @Test(arguments: Backend.available)
+    func aRareFilterLooksAtABoundedNumberOfAccountsPerPage(_ backend: Backend) async throws {
+        let clock = ManualClock(Date())
+        try await TestApp.run(backend, preset: "handz", clock: clock) { client, config in
+            let rare = UserID.random()
+            try await TestApp.withStore(config) { store in
+                try await store.transaction { tx in
+                    let oldest = clock.now - 86_400
+                    try await tx.insertUser(User(id: rare, email: "rare@example.com", normalizedEmail: "rare@example.com", createdAt: oldest))
+                    try await tx.insertIdentity(Identity(userID: rare, provider: .apple, subject: "rare-apple", email: nil, createdAt: oldest))
+                    try await tx.insertGrant(
+                        PlanGrant(userID: rare, tier: nil, startsAt: oldest, until: clock.now + 86_400, reason: "support", createdBy: "operator"))
+                    for index in 0..<2_100 {
+                        let user = UserID.random()
+                        let email = "common\(index)@example.com"
+                        let at = clock.now - Double(index)
+                        try await tx.insertUser(User(id: user, email: email, normalizedEmail: email, createdAt: at))
+                        try await tx.insertIdentity(Identity(userID: user, provider: .email, subject: email, email: email, createdAt: at))
+                    }
+                }
+            }
+            let (_, signedIn) = try await Console.signIn(client)
+            let console = try #require(signedIn)
+            for query in ["provider=apple", "plan=pro"] {
+                let first = try await console.get("/admin/users?\(query)").text
+                #expect(!first.contains(#"<tr data-user-id=""#), "\(query)")
+                #expect(first.contains("The filter looked at 2000 accounts for this page."), "\(query)")
+                let next = try #require(first.range(of: #"<a href=""#).flatMap { _ in
+                    first.components(separatedBy: #"<p class="pager"><a href=""#).dropFirst().first.map { String($0.prefix { $0 != "\"" }) }
+                }, "\(query)")
+                let second = try await console.get(next.replacingOccurrences(of: "&amp;", with: "&")).text
+                #expect(second.contains(#"<tr data-user-id="\#(rare)""#), "\(query)")
+                #expect(second.contains("The filter looked at 101 accounts for this page."), "\(query)")
+            }
+            // Without a filter, a page is the newest 25 and says nothing of a scan.
+            let plain = try await console.get("/admin/users").text
+            #expect(plain.components(separatedBy: #"<tr data-user-id=""#).count == 26)
+            #expect(!plain.contains("The filter looked at"))
+        }
+    }
+
     /// Search by email prefix, handle, id and provider subject; the filters; the plan filter runs
     /// the engine; grants and the typed confirmations; the overview counts what happened.
     @Test(arguments: Backend.available)

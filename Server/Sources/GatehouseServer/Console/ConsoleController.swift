@@ -81,7 +81,7 @@ struct ConsoleController {
     @Sendable func users(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
         try await page(request, context) {
             let query = ConsoleViews.UsersQuery(request.uri.queryParameters)
-            return views.users(try await console.users(query.filter, planState: query.plan, cursor: query.cursor), query: query)
+            return views.users(try await console.users(query.filter, planState: query.plan, provider: query.provider, cursor: query.cursor), query: query)
         }
     }
 

@@ -121,6 +121,7 @@ struct ConsoleViews: Sendable {
     struct UsersQuery {
         var filter = UserFilter()
         var plan: String?
+        var provider: String?
         var cursor: String?
 
         init(_ query: Hummingbird.Parameters) {
@@ -128,7 +129,7 @@ struct ConsoleViews: Sendable {
                 query[Substring(name)].map(String.init).map { $0.trimmingCharacters(in: .whitespaces) }.flatMap { $0.isEmpty ? nil : $0 }
             }
             filter.search = value("q")
-            filter.provider = value("provider")
+            provider = value("provider")
             filter.anonymous = value("anonymous").map { $0 != "0" }
             filter.disabledOnly = value("disabled") != nil
             filter.unverifiedOnly = value("unverified") != nil
@@ -141,7 +142,7 @@ struct ConsoleViews: Sendable {
             ConsoleViews.link(
                 "/admin/users",
                 [
-                    "q": filter.search, "plan": plan, "provider": filter.provider, "anonymous": filter.anonymous == true ? "1" : nil,
+                    "q": filter.search, "plan": plan, "provider": provider, "anonymous": filter.anonymous == true ? "1" : nil,
                     "disabled": filter.disabledOnly ? "1" : nil, "unverified": filter.unverifiedOnly ? "1" : nil, "after": cursor,
                 ])
         }
@@ -161,7 +162,7 @@ struct ConsoleViews: Sendable {
             values: [
                 "q": query.filter.search ?? "",
                 "plans": Self.options(Self.accountPlans, none: "Any plan", selected: query.plan),
-                "providers": Self.options(["email", "apple", "google", "anonymous"], none: "Any provider", selected: query.filter.provider),
+                "providers": Self.options(["email", "apple", "google", "anonymous"], none: "Any provider", selected: query.provider),
                 "anonymous": query.filter.anonymous == true, "disabled": query.filter.disabledOnly,
                 "unverified": query.filter.unverifiedOnly,
                 "rows": page.rows.map { row in
@@ -173,7 +174,7 @@ struct ConsoleViews: Sendable {
                     ] as [String: Any]
                 },
                 "empty": page.rows.isEmpty, "next": page.next.map(query.link(after:)) ?? "",
-                "scan_note": query.plan != nil, "scanned": page.scanned,
+                "scan_note": query.plan != nil || query.provider != nil, "scanned": page.scanned,
             ])
     }
 

@@ -99,13 +99,17 @@ struct ConsoleService: Sendable {
         var rows: [UserRow]
         /// The cursor of the next page, when there may be one.
         var next: String?
-        /// With a plan filter: accounts looked at for this page (the filter runs the engine).
+        /// With a plan or provider filter: accounts looked at for this page.
         var scanned: Int
     }
 
-    /// One page of 25, newest first. A plan-state filter is the entitlement engine's answer, so
-    /// it looks at up to `planScanLimit` accounts per page and offers to go on from there.
-    func users(_ filter: UserFilter, planState: String?, cursor: String?) async throws -> UserPage {
+    /// One page of 25, newest first. A plan state or a provider is tested on each account (the
+    /// plan is the entitlement engine's answer; the provider, one of the account's identities),
+    /// so with either the page looks at up to `planScanLimit` accounts, 200 at a time with their
+    /// ledgers and identities read together, and offers to go on from where it stopped. Read
+    /// as a condition of the list instead, a provider few accounts use made the database test
+    /// every account for a page (issue 65).
+    func users(_ filter: UserFilter, planState: String?, provider: String?, cursor: String?) async throws -> UserPage {
         let size = 25
         var before: UserCursor?
         if let cursor, !cursor.isEmpty {
@@ -115,38 +119,30 @@ struct ConsoleService: Sendable {
         var rows: [UserRow] = []
         var scanned = 0
         let now = clock.now
+        let scanning = planState != nil || provider != nil
         while rows.count < size, scanned < Self.planScanLimit {
-            let batch = planState == nil ? size + 1 - rows.count : 200
+            let batch = scanning ? 200 : size + 1 - rows.count
             let page = try await store.users(matching: filter, before: before, limit: batch)
-            // The batch's plan states, read together (one statement per source, not per account).
+            // The batch's plan states and providers, read together (a statement per table, not per account).
             let inputs = try await engine.storedInputs(for: page, in: store)
+            let identities = try await store.identities(ofAccounts: page.map(\.id))
             for user in page {
                 scanned += 1
                 before = UserCursor(createdAt: user.createdAt.unixSeconds, id: user.id.description)
                 let state = engine.planState(inputs[user.id] ?? engine.input(for: user), at: now)
-                guard planState == nil || state == planState else { continue }
+                let providers = (identities[user.id] ?? []).map(\.provider.rawValue)
+                guard planState == nil || state == planState, provider == nil || providers.contains(provider ?? "") else { continue }
                 if rows.count == size {
                     // One more match than the page holds: there is a next page, starting after the last row.
                     let last = rows[size - 1].user
-                    return try await withProviders(
-                        UserPage(rows: rows, next: UserCursor(createdAt: last.createdAt.unixSeconds, id: last.id.description).token, scanned: scanned))
+                    return UserPage(rows: rows, next: UserCursor(createdAt: last.createdAt.unixSeconds, id: last.id.description).token, scanned: scanned)
                 }
-                rows.append(UserRow(user: user, planState: state, providers: []))
+                rows.append(UserRow(user: user, planState: state, providers: providers))
             }
-            if page.count < batch { return try await withProviders(UserPage(rows: rows, next: nil, scanned: scanned)) }
+            if page.count < batch { return UserPage(rows: rows, next: nil, scanned: scanned) }
         }
         // The scan stopped at its limit (or the page filled exactly): go on from where it stopped.
-        return try await withProviders(UserPage(rows: rows, next: before?.token, scanned: scanned))
-    }
-
-    /// The page with each row's providers, read together.
-    private func withProviders(_ page: UserPage) async throws -> UserPage {
-        let identities = try await store.identities(ofAccounts: page.rows.map(\.user.id))
-        var page = page
-        for index in page.rows.indices {
-            page.rows[index].providers = (identities[page.rows[index].user.id] ?? []).map(\.provider.rawValue)
-        }
-        return page
+        return UserPage(rows: rows, next: before?.token, scanned: scanned)
     }
 
     struct UserDetail: Sendable {
