@@ -15,7 +15,9 @@ For each database and size it:
      account) and the event feed (from the start and from its end), p50 and p99 of each; then the
      console's pages the same way, signed in with the admin key: the overview, users (all, by
      provider, by plan state), one account, the audit trail, the events and the mail;
-  4. with --sweep-days D, restarts the server with the preset's retention at D days, so that its
+  4. with --sessions N, signs N loaded accounts in (one session each, /v1/me read once with
+     each) and records the server's RSS with them;
+  5. with --sweep-days D, restarts the server with the preset's retention at D days, so that its
      retention sweep (which runs at start, in batches) deletes the audit rows and ended sessions
      older than that, and runs the login load meanwhile: its p99 beside the load's alone, the
      rows the sweep deleted, how long it took, and whether it was still running when the load
@@ -23,7 +25,7 @@ For each database and size it:
 
 Usage: benchmarks/scale/run.py --binary GATEHOUSE --bench GATEHOUSE_BENCH --out FILE
                                [--sizes 10000,100000] [--databases sqlite,postgres] [--seconds 10]
-                               [--sweep-days 90]
+                               [--sweep-days 90] [--sessions 10000]
 The figures go to FILE as JSON and a table to standard output.
 """
 import argparse
@@ -179,6 +181,31 @@ def console_pages(port, count):
     return results
 
 
+def sessions_memory(port, pid, size, wanted):
+    """Signs `wanted` loaded accounts in through HTTP (spread over the whole table; those with a
+    second factor left out), reads /v1/me once with each session, and answers the number signed
+    in, the seconds it took and the server's RSS then."""
+    password = os.environ.get("BENCH_LOAD_PASSWORD", "load-password-1")
+    candidates = [index for index in range(size) if index % 10 >= 4 and index % 20 != 4]
+    step = max(1, len(candidates) // max(1, wanted))
+    chosen = candidates[::step][:wanted]
+
+    def one(index):
+        status, answer = harness.call(port, "POST", "/v1/auth/login", {"email": f"load{index}@example.com", "password": password})
+        if status != 200:
+            raise RuntimeError(f"login of load{index}: {status} {answer}")
+        token = answer["session"]["access_token"]
+        if harness.call(port, "GET", "/v1/me", token=token)[0] != 200:
+            raise RuntimeError(f"/v1/me of load{index}")
+
+    started = time.monotonic()
+    import concurrent.futures
+    with concurrent.futures.ThreadPoolExecutor(max_workers=16) as pool:
+        list(pool.map(one, chosen))
+    return {"sessions": len(chosen), "seconds": round(time.monotonic() - started, 1),
+            "rss_mib": harness.mib(harness.proc_status(pid, "VmRSS"))}
+
+
 def sweep_under_load(args, url, part_dir, label, alone):
     """The retention sweep at --sweep-days, started with the server, under the login load."""
     with open(os.path.join(HERE, "..", "..", "Server", "Sources", "GatehouseServer", "Resources", "presets", "handz.json")) as handle:
@@ -245,6 +272,7 @@ def main():
     parser.add_argument("--connections", type=int, default=64)
     parser.add_argument("--console-requests", type=int, default=200)
     parser.add_argument("--sweep-days", type=int, default=0, help="0: no sweep under load")
+    parser.add_argument("--sessions", type=int, default=0, help="loaded accounts to sign in before reading the RSS (0: none)")
     args = parser.parse_args()
     harness.raise_file_limit()
     workdir = tempfile.mkdtemp(prefix="gatehouse-scale-")
@@ -280,6 +308,9 @@ def main():
                                "p99_ms": row.get("latency_ms", {}).get("p99"), "statuses": row.get("statuses")}
                         for name, row in wrk["scenarios"].items() if row.get("requests")}
                     part["rss_mib"] = harness.mib(harness.proc_status(server.process.pid, "VmRSS"))
+                    if args.sessions:
+                        part["memory"] = sessions_memory(server.port, server.process.pid, size, args.sessions)
+                        harness.log(f"{label}: {part['memory']}")
                     server.stop()
                     if args.sweep_days:
                         part["sweep"] = sweep_under_load(args, url, part_dir, label, part["scenarios"].get("login", {}).get("p99_ms"))
@@ -301,8 +332,8 @@ def report(run):
         if part.get("sweep"):
             print(f"sweep under login load, {part['database']} {part['accounts']:,}: {part['sweep']}")
     print(f"Server CPU ms per request (p99 ms); login without one verification ({run['verify_cpu_ms']} ms):")
-    print("| database | accounts | load s | MiB | " + " | ".join(f"{name} CPU ms (p99 ms)" for name in SCENARIOS) + " | RSS MiB |")
-    print("|---|---:|---:|---:|" + "---:|" * len(SCENARIOS) + "---:|")
+    print("| database | accounts | load s | MiB | " + " | ".join(f"{name} CPU ms (p99 ms)" for name in SCENARIOS) + " | RSS MiB | RSS MiB with sessions signed in |")
+    print("|---|---:|---:|---:|" + "---:|" * len(SCENARIOS) + "---:|---:|")
     for part in parts:
         cells = []
         for name in SCENARIOS:
@@ -310,7 +341,7 @@ def report(run):
             cpu = row and (round(row["cpu_ms_per_request"] - run["verify_cpu_ms"], 3) if name == "login" else row["cpu_ms_per_request"])
             cells.append(f"{cpu} ({row['p99_ms']})" if row else "-")
         print(f"| {part['database']} | {part['accounts']:,} | {part['load']['seconds']} | {part['load']['database_mib']} | "
-              + " | ".join(cells) + f" | {part.get('rss_mib')} |")
+              + " | ".join(cells) + f" | {part.get('rss_mib')} | {part.get('memory', {}).get('rss_mib', '-')} ({part.get('memory', {}).get('sessions', 0):,}) |")
     print()
     routes = sorted({route for part in parts for route in part.get("console", {})})
     print("| database | accounts | " + " | ".join(f"{route} p99 ms" for route in routes) + " |")
