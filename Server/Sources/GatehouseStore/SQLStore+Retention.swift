@@ -12,6 +12,14 @@ extension SQLStore {
             Sweep(
                 table: "sessions", key: "id", condition: "last_active_at < ? AND (revoked_at IS NOT NULL OR last_active_at < ?)",
                 binds: [old, .integer(idleBefore.unixSeconds)]))
+        // A rotated refresh token is kept while presenting it again could still be caught as a
+        // reuse; once it expired before `idleBefore` it can only be refused, and a session
+        // refreshed every day for a year would otherwise keep every one it ever had.
+        let idle = SQLValue.integer(idleBefore.unixSeconds)
+        counts.refreshTokens = try await sweep(
+            Sweep(
+                table: "refresh_tokens", key: "token_hash", condition: "issued_at < ? AND expires_at < ? AND rotated_at IS NOT NULL",
+                binds: [idle, idle]))
         counts.sessionsCleared = try await sweep(
             Sweep(
                 table: "sessions", key: "id", condition: "created_at < ? AND (ip_address IS NOT NULL OR user_agent IS NOT NULL)",
@@ -31,5 +39,24 @@ extension SQLStore {
                 table: "ledger_events", key: "(source, event_id)", condition: "received_at < ?",
                 binds: [.integer(notificationsBefore.unixSeconds)]))
         return counts
+    }
+
+    /// Pages given back per statement of ``reclaimSpace(pages:)``: a few milliseconds of the writer.
+    static let vacuumStep = 1_000
+
+    public func reclaimSpace(pages: Int) async throws(StoreError) -> Int {
+        // PostgreSQL's autovacuum makes dead rows' space reusable by itself.
+        guard dialect == .sqlite, try await executor.query("PRAGMA auto_vacuum").first?.int("auto_vacuum") == 2 else { return 0 }
+        var released = 0
+        while released < pages {
+            let free = Int(try await executor.query("PRAGMA freelist_count").first?.int("freelist_count") ?? 0)
+            guard free > 0 else { break }
+            let step = min(free, Self.vacuumStep, pages - released)
+            try await executor.query("PRAGMA incremental_vacuum(\(step))")
+            released += step
+            // Between steps the writer is free: a sign-in waiting for it goes first.
+            if !isTransaction { await Task.yield() }
+        }
+        return released
     }
 }

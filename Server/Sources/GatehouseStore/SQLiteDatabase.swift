@@ -47,6 +47,9 @@ public final class SQLiteDatabase: SQLDatabase {
             opened.append(writer)
             for pragma in [
                 "PRAGMA busy_timeout = \(SQLiteConnectionHandle.busyTimeoutMilliseconds)",
+                // Takes effect in a new file only (before its first table): the retention sweep
+                // then gives freed pages back (`reclaimSpace`). An older file keeps reusing them.
+                "PRAGMA auto_vacuum = INCREMENTAL",
                 "PRAGMA journal_mode = WAL",
                 "PRAGMA synchronous = FULL",
                 "PRAGMA foreign_keys = ON",

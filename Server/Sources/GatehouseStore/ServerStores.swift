@@ -79,6 +79,8 @@ public struct PurgeCounts: Sendable, Equatable {
     public var auditRows = 0
     public var sessions = 0
     public var sessionsCleared = 0
+    /// Rotated refresh tokens expired before the idle cut-off (`idleBefore`).
+    public var refreshTokens = 0
     public var rateLimitWindows = 0
     public var notifications = 0
     /// Single-use message ids past the time they could be accepted (and two days more).
@@ -96,6 +98,8 @@ public struct PurgeCounts: Sendable, Equatable {
     public var mfaChallenges = 0
     /// Second factors enrolled and never confirmed within the preset's time.
     public var unconfirmedFactors = 0
+    /// SQLite pages given back to the file system after the sweep (`reclaimSpace`).
+    public var pagesReleased = 0
     public init() {}
 }
 
@@ -105,6 +109,11 @@ public protocol RetentionStore: Sendable {
     /// `idleBefore`) last active before `cutoff`; the client address and user agent of live
     /// sessions created before `cutoff`; rate-limit windows that started before `windowsBefore`,
     /// and single-use message ids kept until before it; App Store notification and Stripe event
-    /// ids received before `notificationsBefore`.
+    /// ids received before `notificationsBefore`; rotated refresh tokens that expired before
+    /// `idleBefore`.
     func purge(cutoff: Date, idleBefore: Date, windowsBefore: Date, notificationsBefore: Date) async throws(StoreError) -> PurgeCounts
+    /// SQLite: gives up to `pages` free pages back to the file system (a database made with
+    /// incremental vacuum on, as every new one is), a step at a time, and answers how many.
+    /// PostgreSQL: nothing (its autovacuum makes the space reusable), 0.
+    func reclaimSpace(pages: Int) async throws(StoreError) -> Int
 }

@@ -32,12 +32,14 @@ struct Bench {
                 FileHandle.standardError.write(Data("gatehouse-bench load: \(error)\n".utf8))
                 exit(1)
             }
+        case "churn" where arguments.count == 4:
+            try await churn(path: arguments[1], days: Int(arguments[2]) ?? 30, accounts: Int(arguments[3]) ?? 10_000)
         case "http" where arguments.count == 5:
             try await http(
                 base: arguments[1], scenario: arguments[2], connections: Int(arguments[3]) ?? 16,
                 seconds: Double(arguments[4]) ?? 10)
         default:
-            FileHandle.standardError.write(Data("usage: gatehouse-bench hash | micro | load DATABASE_URL ACCOUNTS | http BASE_URL me|login|refresh|signup|handles|entitlements|check CONNECTIONS SECONDS\n".utf8))
+            FileHandle.standardError.write(Data("usage: gatehouse-bench hash | micro | load DATABASE_URL ACCOUNTS | churn SQLITE_PATH DAYS ACCOUNTS | http BASE_URL me|login|refresh|signup|handles|entitlements|check CONNECTIONS SECONDS\n".utf8))
             exit(2)
         }
     }

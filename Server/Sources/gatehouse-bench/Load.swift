@@ -28,41 +28,10 @@ extension Bench {
         var logger = Logger(label: "gatehouse-bench.load")
         logger.logLevel = .warning
         try await Operator.withDatabase(url, logger: logger, poolSize: 8) { database in
-            try await Migrator(database: database).migrate(now: Date().unixSeconds)
-            let store = SQLStore(database: BatchedInserts(database: database))
-            if try await store.oauthClient(id: "load-client") != nil {
-                throw LoadError("this database already holds loaded accounts")
-            }
-            let password = ProcessInfo.processInfo.environment["BENCH_LOAD_PASSWORD"] ?? "load-password-1"
-            let hasher = try PasswordHasher(parameters: argon2Parameters(), threads: 1)
-            let hash = try await hasher.hash(password)
-            await hasher.shutdown()
+            let (store, hash) = try await prepare(database)
             let now = Date()
-            let client = OAuthClient(
-                id: "load-client", name: "Loaded client", secretHash: nil, isPublic: true, firstParty: false,
-                redirectURIs: ["https://app.example.com/callback"], postLogoutRedirectURIs: [], scopes: ["openid", "email"], audience: nil,
-                initiateLoginURI: nil, rateLimitPerMinute: 600, createdAt: now)
-            try await store.insertOAuthClient(client)
             let started = ContinuousClock.now
-            // SQLite has one writer; PostgreSQL takes a few transactions at once.
-            let lanes = database.dialect == .postgres ? 4 : 1
-            let batches = stride(from: 0, to: accounts, by: loadBatch).map { $0..<min($0 + loadBatch, accounts) }
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                var next = batches.makeIterator()
-                func add() {
-                    guard let range = next.next() else { return }
-                    group.addTask {
-                        try await store.transaction { tx in
-                            // The plain inserts first, sent together; then the upserts, each its own statement.
-                            var loaded: [(Int, User)] = []
-                            for index in range { loaded.append((index, try await loadAccount(index, into: tx, hash: hash, now: now))) }
-                            for (index, user) in loaded { try await loadUpserts(index, of: user, into: tx, now: now) }
-                        }
-                    }
-                }
-                for _ in 0..<lanes { add() }
-                while try await group.next() != nil { add() }
-            }
+            _ = try await fill(store, accounts: 0..<accounts, hash: hash, now: now)
             let seconds = milliseconds(ContinuousClock.now - started) / 1000
             var rows: [String: Int] = [:]
             for table in LoadShape.tables {
@@ -80,6 +49,56 @@ extension Bench {
                 "seconds": (seconds * 10).rounded() / 10, "accounts_per_second": (Double(accounts) / seconds).rounded(),
                 "database_mib": (Double(bytes) / 1_048_576 * 10).rounded() / 10, "rows": rows,
             ]))
+        }
+    }
+
+    /// Migrates `database`, refuses one already loaded, and answers the loader's store (plain
+    /// inserts batched) and the hash of the accounts' password.
+    static func prepare(_ database: any SQLDatabase) async throws -> (SQLStore, String) {
+        try await Migrator(database: database).migrate(now: Date().unixSeconds)
+        let store = SQLStore(database: BatchedInserts(database: database))
+        if try await store.oauthClient(id: "load-client") != nil {
+            throw LoadError("this database already holds loaded accounts")
+        }
+        let password = ProcessInfo.processInfo.environment["BENCH_LOAD_PASSWORD"] ?? "load-password-1"
+        let hasher = try PasswordHasher(parameters: argon2Parameters(), threads: 1)
+        let hash = try await hasher.hash(password)
+        await hasher.shutdown()
+        let client = OAuthClient(
+            id: "load-client", name: "Loaded client", secretHash: nil, isPublic: true, firstParty: false,
+            redirectURIs: ["https://app.example.com/callback"], postLogoutRedirectURIs: [], scopes: ["openid", "email"], audience: nil,
+            initiateLoginURI: nil, rateLimitPerMinute: 600, createdAt: Date())
+        try await store.insertOAuthClient(client)
+        return (store, hash)
+    }
+
+    /// Loads the accounts of `indices` as of `now`, `loadBatch` to a transaction (a few at once
+    /// on PostgreSQL), and answers their ids in index order.
+    static func fill(_ store: SQLStore, accounts indices: Range<Int>, hash: String, now: Date) async throws -> [UserID] {
+        // SQLite has one writer; PostgreSQL takes a few transactions at once.
+        let lanes = store.dialect == .postgres ? 4 : 1
+        let batches = stride(from: indices.lowerBound, to: indices.upperBound, by: loadBatch).map { $0..<min($0 + loadBatch, indices.upperBound) }
+        return try await withThrowingTaskGroup(of: (Int, [UserID]).self) { group in
+            var next = batches.makeIterator()
+            func add() {
+                guard let range = next.next() else { return }
+                group.addTask {
+                    try await store.transaction { tx in
+                        // The plain inserts first, sent together; then the upserts, each its own statement.
+                        var loaded: [(Int, User)] = []
+                        for index in range { loaded.append((index, try await loadAccount(index, into: tx, hash: hash, now: now))) }
+                        for (index, user) in loaded { try await loadUpserts(index, of: user, into: tx, now: now) }
+                        return (range.lowerBound, loaded.map(\.1.id))
+                    }
+                }
+            }
+            for _ in 0..<lanes { add() }
+            var ids: [(Int, [UserID])] = []
+            while let done = try await group.next() {
+                ids.append(done)
+                add()
+            }
+            return ids.sorted { $0.0 < $1.0 }.flatMap(\.1)
         }
     }
 

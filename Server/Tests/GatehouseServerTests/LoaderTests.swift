@@ -50,6 +50,32 @@ import Testing
         }
     }
 
+    /// `gatehouse-bench churn PATH 4 200`: the number of accounts stays, and each day the sweep
+    /// deletes what aged out and gives every page it freed back to the file system (none is left
+    /// free). Whether the file then stops growing takes longer than a test: BENCHMARKS.md.
+    @Test func churnKeepsTheAccountsAndGivesFreedPagesBack() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("churn-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let bench = try ServerProcess.built("gatehouse-bench").path
+        let run = try EmailProcessTests.run(
+            bench, ["churn", directory.appendingPathComponent("churn.sqlite").path, "4", "200"],
+            environment: ["GATEHOUSE_ARGON2_MEMORY_KIB": "8192", "GATEHOUSE_ARGON2_ITERATIONS": "1"])
+        #expect(run.status == 0, "\(run.text)")
+        struct Day: Decodable {
+            var day: Int
+            var free_pages: Int
+            var swept: [String: Int]
+            var rows: [String: Int]
+        }
+        let days = try run.text.split(separator: "\n").filter { $0.hasPrefix("{") }.map { try JSONDecoder().decode(Day.self, from: Data($0.utf8)) }
+        #expect(days.map(\.day) == [0, 1, 2, 3, 4])
+        #expect(days.allSatisfy { $0.rows["users"] == 200 })
+        #expect(days.allSatisfy { ($0.swept["audit_rows"] ?? 0) > 0 })
+        #expect(days.contains { ($0.swept["refresh_tokens"] ?? 0) > 0 })
+        #expect(days.allSatisfy { ($0.swept["pages_released"] ?? 0) > 0 && $0.free_pages == 0 }, "\(days.map(\.free_pages))")
+    }
+
     /// `gatehouse-bench load URL 60`: the hash at a low cost (the production cost is not what
     /// this is about), set for the child only.
     static func load(_ bench: String, _ url: DatabaseURL) throws -> (status: Int32, text: String) {

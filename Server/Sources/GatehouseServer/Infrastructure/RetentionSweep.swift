@@ -8,7 +8,8 @@ import ServiceLifecycle
 /// Deletes, hourly, what is kept only for a while (decision 11): audit rows and session
 /// metadata older than the preset's `privacy.retention_days` (ended sessions go; live ones lose
 /// their client address and user agent), plus rate-limit windows older than two days and App
-/// Store notification and Stripe event ids older than 30 days (both retry for three days at most).
+/// Store notification and Stripe event ids older than 30 days (both retry for three days at most),
+/// rotated refresh tokens expired for a refresh lifetime; then, on SQLite, the freed pages.
 final class RetentionSweep: PeriodicSweep {
     let store: any RetentionStore & UsageStore & PasskeyStore & MFAFactorStore & MFAChallengeStore
     let days: Int
@@ -19,6 +20,8 @@ final class RetentionSweep: PeriodicSweep {
     let clock: any WallClock
     let logger: Logger
     let loop = WakeLoop(pollInterval: .seconds(3_600))
+    /// SQLite pages (4 KiB) given back per sweep at most: 200 MiB an hour.
+    static let pagesPerSweep = 50_000
 
     init(store: any RetentionStore & UsageStore & PasskeyStore & MFAFactorStore & MFAChallengeStore, days: Int, idleSeconds: Int, unconfirmedFactorTTLSeconds: Int, clock: any WallClock, logger: Logger) {
         self.store = store
@@ -44,11 +47,13 @@ final class RetentionSweep: PeriodicSweep {
             counts.mfaChallenges = try await store.purgeMFAChallenges(before: now)
             counts.unconfirmedFactors = try await store.purgeUnconfirmedMFAFactors(
                 enrolledBefore: now.addingTimeInterval(-Double(unconfirmedFactorTTLSeconds)))
+            counts.pagesReleased = try await store.reclaimSpace(pages: Self.pagesPerSweep)
             if counts != PurgeCounts() {
                 logger.info(
                     "retention sweep",
                     metadata: [
                         "audit_rows": "\(counts.auditRows)", "sessions": "\(counts.sessions)", "sessions_cleared": "\(counts.sessionsCleared)",
+                        "refresh_tokens": "\(counts.refreshTokens)", "pages_released": "\(counts.pagesReleased)",
                         "rate_limit_windows": "\(counts.rateLimitWindows)", "notifications": "\(counts.notifications)",
                         "message_ids": "\(counts.messageIDs)", "phone_codes": "\(counts.phoneCodes)", "usage_rows": "\(counts.usageRows)",
                         "passkey_challenges": "\(counts.passkeyChallenges)", "mfa_challenges": "\(counts.mfaChallenges)",
