@@ -25,7 +25,7 @@ For each database and size it:
 
 Usage: benchmarks/scale/run.py --binary GATEHOUSE --bench GATEHOUSE_BENCH --out FILE
                                [--sizes 10000,100000] [--databases sqlite,postgres] [--seconds 10]
-                               [--sweep-days 90] [--sessions 10000]
+                               [--sweep-days 90] [--sessions 10000] [--reuse DIR]
 The figures go to FILE as JSON and a table to standard output.
 """
 import argparse
@@ -272,6 +272,8 @@ def main():
     parser.add_argument("--connections", type=int, default=64)
     parser.add_argument("--console-requests", type=int, default=200)
     parser.add_argument("--sweep-days", type=int, default=0, help="0: no sweep under load")
+    parser.add_argument("--reuse", help="a directory where scale_N.sqlite and its load report scale_N.sqlite.load.json "
+                        "were loaded beforehand (`gatehouse-bench load sqlite://DIR/scale_N.sqlite N > DIR/scale_N.sqlite.load.json`)")
     parser.add_argument("--sessions", type=int, default=0, help="loaded accounts to sign in before reading the RSS (0: none)")
     args = parser.parse_args()
     harness.raise_file_limit()
@@ -287,9 +289,18 @@ def main():
             for size in [int(text) for text in args.sizes.split(",")]:
                 label = f"{kind}-{size}"
                 harness.log(f"{label}: loading {size} accounts")
-                url, drop = fresh_database(kind, workdir, f"scale_{size}")
-                loaded = subprocess.run([args.bench, "load", url, str(size)], capture_output=True, text=True, check=True)
-                part = {"database": kind, "accounts": size, "load": json.loads(loaded.stdout.strip().splitlines()[-1])}
+                kept = args.reuse and os.path.join(args.reuse, f"scale_{size}.sqlite")
+                if kind == "sqlite" and kept and os.path.exists(kept) and os.path.exists(kept + ".load.json"):
+                    # Loaded beforehand (gatehouse-bench load, its report beside it): measured as it is.
+                    url, drop = f"sqlite://{kept}", lambda: None
+                    with open(kept + ".load.json") as handle:
+                        report = json.loads(handle.read().strip().splitlines()[-1])
+                    harness.log(f"{label}: using {kept}, loaded beforehand")
+                else:
+                    url, drop = fresh_database(kind, workdir, f"scale_{size}")
+                    loaded = subprocess.run([args.bench, "load", url, str(size)], capture_output=True, text=True, check=True)
+                    report = json.loads(loaded.stdout.strip().splitlines()[-1])
+                part = {"database": kind, "accounts": size, "load": report}
                 harness.log(f"{label}: loaded in {part['load']['seconds']} s, {part['load']['database_mib']} MiB")
                 part_dir = os.path.join(workdir, label)
                 os.makedirs(part_dir, exist_ok=True)
