@@ -272,8 +272,9 @@ def main():
     parser.add_argument("--connections", type=int, default=64)
     parser.add_argument("--console-requests", type=int, default=200)
     parser.add_argument("--sweep-days", type=int, default=0, help="0: no sweep under load")
-    parser.add_argument("--reuse", help="a directory where scale_N.sqlite and its load report scale_N.sqlite.load.json "
-                        "were loaded beforehand (`gatehouse-bench load sqlite://DIR/scale_N.sqlite N > DIR/scale_N.sqlite.load.json`)")
+    parser.add_argument("--reuse", help="a directory with databases loaded beforehand: scale_N.sqlite, or scale_N.postgres.url "
+                        "(a PostgreSQL database's URL), each with its load report beside it (scale_N.sqlite.load.json, "
+                        "scale_N.postgres.load.json: `gatehouse-bench load URL N > REPORT`)")
     parser.add_argument("--sessions", type=int, default=0, help="loaded accounts to sign in before reading the RSS (0: none)")
     args = parser.parse_args()
     harness.raise_file_limit()
@@ -289,13 +290,18 @@ def main():
             for size in [int(text) for text in args.sizes.split(",")]:
                 label = f"{kind}-{size}"
                 harness.log(f"{label}: loading {size} accounts")
-                kept = args.reuse and os.path.join(args.reuse, f"scale_{size}.sqlite")
-                if kind == "sqlite" and kept and os.path.exists(kept) and os.path.exists(kept + ".load.json"):
+                kept = args.reuse and os.path.join(args.reuse, f"scale_{size}.{kind}")
+                if kept and os.path.exists(kept + ".load.json") and (kind == "postgres" and os.path.exists(kept + ".url") or os.path.exists(kept)):
                     # Loaded beforehand (gatehouse-bench load, its report beside it): measured as it is.
-                    url, drop = f"sqlite://{kept}", lambda: None
+                    if kind == "sqlite":
+                        url = f"sqlite://{kept}"
+                    else:
+                        with open(kept + ".url") as handle:
+                            url = handle.read().strip()
+                    drop = lambda: None  # noqa: E731
                     with open(kept + ".load.json") as handle:
                         report = json.loads(handle.read().strip().splitlines()[-1])
-                    harness.log(f"{label}: using {kept}, loaded beforehand")
+                    harness.log(f"{label}: using {url}, loaded beforehand")
                 else:
                     url, drop = fresh_database(kind, workdir, f"scale_{size}")
                     loaded = subprocess.run([args.bench, "load", url, str(size)], capture_output=True, text=True, check=True)

@@ -59,7 +59,9 @@ final class BatchingExecutor: SQLExecutor, Sendable {
 
     func query(_ sql: String, _ binds: [SQLValue]) async throws(StoreError) -> [SQLRow] {
         guard let (head, row, columns) = Self.parsed(sql), columns == binds.count, columns > 0 else {
-            try await flush()
+            // A lock reads no table: the rows kept back need not go first (the events' lock,
+            // taken before each event, would otherwise send the events one at a time).
+            if !sql.hasPrefix("SELECT pg_advisory_xact_lock(") { try await flush() }
             return try await executor.query(sql, binds)
         }
         let full = pending.withLock { pending in

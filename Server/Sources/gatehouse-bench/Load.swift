@@ -84,10 +84,17 @@ extension Bench {
                 guard let range = next.next() else { return }
                 group.addTask {
                     try await store.transaction { tx in
-                        // The plain inserts first, sent together; then the upserts, each its own statement.
+                        // The plain inserts first, sent together; then the upserts, each its own
+                        // statement; the events last, so that the feed's lock is held only briefly.
                         var loaded: [(Int, User)] = []
-                        for index in range { loaded.append((index, try await loadAccount(index, into: tx, hash: hash, now: now))) }
+                        var events: [DomainEvent] = []
+                        for index in range {
+                            let (user, its) = try await loadAccount(index, into: tx, hash: hash, now: now)
+                            loaded.append((index, user))
+                            events += its
+                        }
                         for (index, user) in loaded { try await loadUpserts(index, of: user, into: tx, now: now) }
+                        for event in events { try await tx.insertEvent(event) }
                         return (range.lowerBound, loaded.map(\.1.id))
                     }
                 }
@@ -104,7 +111,9 @@ extension Bench {
 
     /// One account and everything it has after its time with the app, but for what
     /// ``loadUpserts(_:of:into:now:)`` adds.
-    static func loadAccount(_ index: Int, into tx: any GatehouseStore, hash: String, now: Date) async throws -> User {
+    /// The account's events are answered, not written: the feed's order takes a lock until the
+    /// transaction ends (PostgreSQL), so the loader writes them last.
+    static func loadAccount(_ index: Int, into tx: any GatehouseStore, hash: String, now: Date) async throws -> (User, [DomainEvent]) {
         var random = LoadShape.Random(seed: UInt64(index))
         let day: TimeInterval = 86_400
         let created = now - Double(random.below(365)) * day - Double(random.below(86_400))
@@ -137,7 +146,7 @@ extension Bench {
         }
         try await tx.insertUser(user)
         for identity in identities { try await tx.insertIdentity(identity) }
-        try await tx.insertEvent(DomainEvent(type: .userCreated, userID: id, createdAt: created))
+        var events = [DomainEvent(type: .userCreated, userID: id, createdAt: created)]
 
         // Sessions: one still in use with its chain of seven tokens, one signed out with four.
         let provider: Provider = kind == .anonymous ? .anonymous : identities.first?.provider ?? .email
@@ -170,14 +179,14 @@ extension Bench {
                     createdAt: at, event: .login, outcome: failed ? .failure : .success, userID: id, ipAddress: "10.\(index % 250).0.1",
                     userAgent: "Loaded/1.0", details: failed ? ["reason": "invalid credentials"] : ["provider": provider.rawValue]))
         }
-        try await tx.insertEvent(DomainEvent(type: .planChanged, userID: id, data: ["plan": "free"], createdAt: created + 1))
+        events.append(DomainEvent(type: .planChanged, userID: id, data: ["plan": "free"], createdAt: created + 1))
 
         if index % 10 == 1 {
             try await tx.insertPasskey(
                 Passkey(
                     userID: id, credentialID: random.bytes(32), publicKey: random.bytes(77), signCount: 0, backupEligible: true, backedUp: true,
                     transports: ["internal", "hybrid"], aaguid: random.bytes(16), name: "iPhone", createdAt: created + day))
-            try await tx.insertEvent(DomainEvent(type: .passkeyAdded, userID: id, createdAt: created + day))
+            events.append(DomainEvent(type: .passkeyAdded, userID: id, createdAt: created + day))
         }
         if kind == .email, index % 20 == 4 {
             try await tx.insertMFAFactor(
@@ -196,7 +205,7 @@ extension Bench {
             try await tx.insertGrant(
                 PlanGrant(userID: id, tier: nil, startsAt: now - day, until: now + 30 * day, reason: "support", createdBy: "admin_key"))
         }
-        return user
+        return (user, events)
     }
 
     /// What the store writes for an account by upsert (usage, an App Store subscription, a Stripe
