@@ -8,6 +8,9 @@ extension SQLStore {
         let old = SQLValue.integer(cutoff.unixSeconds)
         let windows = SQLValue.integer(windowsBefore.unixSeconds)
         counts.auditRows = try await sweep(Sweep(table: "audit_log", key: "seq", condition: "created_at < ?", binds: [old]))
+        // The feed keeps as long as the audit trail: a consumer reads it within that, and an
+        // account's events (its id, its analytics) do not outlive the preset's retention.
+        counts.events = try await sweep(Sweep(table: "events", key: "seq", condition: "created_at < ?", binds: [old]))
         counts.sessions = try await sweep(
             Sweep(
                 table: "sessions", key: "id", condition: "last_active_at < ? AND (revoked_at IS NOT NULL OR last_active_at < ?)",

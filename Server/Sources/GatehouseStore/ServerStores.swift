@@ -77,6 +77,8 @@ public protocol JobStore: Sendable {
 /// What a retention sweep removed.
 public struct PurgeCounts: Sendable, Equatable {
     public var auditRows = 0
+    /// Events of the feed older than the cut-off.
+    public var events = 0
     public var sessions = 0
     public var sessionsCleared = 0
     /// Rotated refresh tokens expired before the idle cut-off (`idleBefore`).
@@ -105,7 +107,7 @@ public struct PurgeCounts: Sendable, Equatable {
 
 /// Deleting what is kept only for a while (decision 11).
 public protocol RetentionStore: Sendable {
-    /// Audit rows older than `cutoff`; ended sessions (revoked, or idle since before
+    /// Audit rows and events older than `cutoff`; ended sessions (revoked, or idle since before
     /// `idleBefore`) last active before `cutoff`; the client address and user agent of live
     /// sessions created before `cutoff`; rate-limit windows that started before `windowsBefore`,
     /// and single-use message ids kept until before it; App Store notification and Stripe event

@@ -8,7 +8,7 @@ import Logging
 /// growing under steady churn. It loads ACCOUNTS accounts (the loader's shape), then lives DAYS
 /// simulated days: each day a tenth of ACCOUNTS new accounts arrive (with the loader's year of
 /// sessions, tokens, audit rows and events) and as many of the oldest are deleted, then the
-/// retention sweep runs as the server's does (30 days of audit rows, sessions idle 14 days,
+/// retention sweep runs as the server's does (30 days of audit rows and events, sessions idle 14 days,
 /// rotated refresh tokens expired before then) and gives freed pages back. One JSON line per
 /// day: the file's size, its WAL's, its free pages, and the rows of the tables that grow.
 extension Bench {
@@ -44,7 +44,7 @@ extension Bench {
                 let free = try await database.query("PRAGMA freelist_count").first?.int("freelist_count") ?? 0
                 print(json([
                     "benchmark": "churn", "day": number, "file_mib": mib(path), "wal_mib": mib(path + "-wal"), "free_pages": Int(free),
-                    "swept": ["audit_rows": counts.auditRows, "sessions": counts.sessions, "refresh_tokens": counts.refreshTokens, "pages_released": counts.pagesReleased],
+                    "swept": ["audit_rows": counts.auditRows, "events": counts.events, "sessions": counts.sessions, "refresh_tokens": counts.refreshTokens, "pages_released": counts.pagesReleased],
                     "rows": rows,
                 ]))
             }

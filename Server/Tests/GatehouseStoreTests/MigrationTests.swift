@@ -53,6 +53,7 @@ import Testing
         Shipped(version: 30, name: "ledger_events_and_google_play", sqlite: "69a9b2220a5873ff", postgres: "ace7efa2e7f65302"),
         Shipped(version: 31, name: "session_doors", sqlite: "b1542ff18a303cf8", postgres: "b1542ff18a303cf8"),
         Shipped(version: 32, name: "growth_indexes", sqlite: "78a0fd06c4b4df37", postgres: "789d7587f6437c19"),
+        Shipped(version: 33, name: "events_retention", sqlite: "4ac67c9dde94a074", postgres: "4ac67c9dde94a074"),
     ]
 
     @Test(arguments: [SQLDialect.sqlite, .postgres])

@@ -237,6 +237,8 @@ import Testing
             try await store.touchSession(recent.id, at: now - day)
             try await store.insertAudit(AuditEvent(createdAt: now - 40 * day, event: .login, outcome: "success", userID: owner.id, ipAddress: "10.0.0.1"))
             try await store.insertAudit(AuditEvent(createdAt: now - day, event: .login, outcome: "success", userID: owner.id, ipAddress: "10.0.0.4"))
+            try await store.insertEvent(DomainEvent(type: .userCreated, userID: owner.id, createdAt: now - 40 * day))
+            try await store.insertEvent(DomainEvent(type: .planChanged, userID: owner.id, data: ["plan": "pro"], createdAt: now - day))
             _ = try await store.hitRateLimit(key: "login:10.0.0.1", windowStart: (now - 3 * day).unixSeconds)
             _ = try await store.hitRateLimit(key: "login:10.0.0.1", windowStart: (now - 3600).unixSeconds)
             // The live session's refresh tokens: rotated and expired before the idle cut-off (goes),
@@ -257,6 +259,7 @@ import Testing
                 cutoff: now - 30 * day, idleBefore: now - 30 * day, windowsBefore: now - 2 * day, notificationsBefore: now - 30 * day)
             var expected = PurgeCounts()
             expected.auditRows = 1
+            expected.events = 1
             expected.sessions = 2
             expected.sessionsCleared = 1
             expected.refreshTokens = 1
@@ -267,6 +270,7 @@ import Testing
             #expect(Set(left.map(\.id)) == [live.id, recent.id])
             #expect(left.first { $0.id == live.id }?.userAgent == nil && left.first { $0.id == live.id }?.ipAddress == nil)
             #expect(left.first { $0.id == recent.id }?.userAgent == "New")
+            #expect(try await store.events(after: nil, userID: owner.id, limit: 10).map(\.type) == [.planChanged])
             #expect(try await store.refreshToken(hash: tokens[0]) == nil)
             #expect(try await store.refreshToken(hash: tokens[1]) != nil)
             #expect(try await store.refreshToken(hash: tokens[2]) != nil)

@@ -5,7 +5,7 @@ import GatehouseStore
 import Logging
 import ServiceLifecycle
 
-/// Deletes, hourly, what is kept only for a while (decision 11): audit rows and session
+/// Deletes, hourly, what is kept only for a while (decision 11): audit rows, events and session
 /// metadata older than the preset's `privacy.retention_days` (ended sessions go; live ones lose
 /// their client address and user agent), plus rate-limit windows older than two days and App
 /// Store notification and Stripe event ids older than 30 days (both retry for three days at most),
@@ -52,7 +52,7 @@ final class RetentionSweep: PeriodicSweep {
                 logger.info(
                     "retention sweep",
                     metadata: [
-                        "audit_rows": "\(counts.auditRows)", "sessions": "\(counts.sessions)", "sessions_cleared": "\(counts.sessionsCleared)",
+                        "audit_rows": "\(counts.auditRows)", "events": "\(counts.events)", "sessions": "\(counts.sessions)", "sessions_cleared": "\(counts.sessionsCleared)",
                         "refresh_tokens": "\(counts.refreshTokens)", "pages_released": "\(counts.pagesReleased)",
                         "rate_limit_windows": "\(counts.rateLimitWindows)", "notifications": "\(counts.notifications)",
                         "message_ids": "\(counts.messageIDs)", "phone_codes": "\(counts.phoneCodes)", "usage_rows": "\(counts.usageRows)",
