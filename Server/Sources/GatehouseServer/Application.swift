@@ -80,6 +80,7 @@ public func buildApplication(
     var services: [any Service] = [
         KeyRingRefresh(keys: keys, logger: logger), DatabaseShutdown(database: database),
         PasswordHasherLifecycle(hasher: infra.hasher, store: store, logger: logger), HTTPClientShutdown(client: infra.httpClient), mailWorker, jobs,
+        infra.bodyDeadlines,
     ]
     if infra.untracedHTTPClient !== infra.httpClient { services.append(HTTPClientShutdown(client: infra.untracedHTTPClient)) }
     if let postgres = database as? PostgresDatabase {
@@ -157,7 +158,9 @@ func makeRouter(_ infra: Infrastructure, _ useCases: UseCases) throws -> Router<
         internalMessage: preset.text("error.internal", "Something went wrong on our end. Please try again in a few minutes."),
         aborted: AbortedRequests(logger: infra.logger))
     router.add(middleware: errors)
-    router.add(middleware: WholeBodyMiddleware(limits: BodyLimits(general: config.maxBodyBytes), deadline: .seconds(config.httpBodyTimeoutSeconds)))
+    router.add(
+        middleware: WholeBodyMiddleware(
+            limits: BodyLimits(general: config.maxBodyBytes), deadline: .seconds(config.httpBodyTimeoutSeconds), deadlines: infra.bodyDeadlines))
     let keyAttempts = OperatorKeyAttempts(throttle: infra.throttle, resolver: input.resolver)
     let signedIn = router.group().add(middleware: AccessTokenMiddleware(authenticator: u.authenticator))
         .group(context: AuthenticatedContext.self)

@@ -25,7 +25,7 @@ public final class PostgresDatabase: SQLDatabase {
     private let observer: (any PoolObserver)?
     private let leased = Atomic<Int>(0)
     /// The time-outs of the leases in flight, all checked by one task that runs with the pool.
-    let deadlines = LeaseDeadlines()
+    let deadlines = Deadlines()
 
     /// The pool as a service, to run in the application's service group: the pool, and the task
     /// that times out its leases.
@@ -56,7 +56,7 @@ public final class PostgresDatabase: SQLDatabase {
                 return nil
             }
             group.addTask {
-                await self.deadlines.run()
+                await self.deadlines.tick()
                 return nil
             }
             defer { group.cancelAll() }
@@ -344,9 +344,9 @@ private final class PendingLease<T: Sendable>: Sendable {
     }
     private let state = Mutex(State())
     private let answer = OneShotAnswer<T>()
-    private let deadlines: LeaseDeadlines
+    private let deadlines: Deadlines
 
-    init(deadlines: LeaseDeadlines) {
+    init(deadlines: Deadlines) {
         self.deadlines = deadlines
     }
 
@@ -402,65 +402,15 @@ private final class PendingLease<T: Sendable>: Sendable {
     }
 }
 
-/// The time-outs of a pool's leases in flight. Adding and removing one is a dictionary write
-/// under a lock; one task (``run()``, with the pool) looks for those past their moment four times
-/// a second and runs them, so a time-out fires up to a quarter of a second late.
-final class LeaseDeadlines: Sendable {
-    private struct Entry {
-        let moment: ContinuousClock.Instant
-        let expire: @Sendable () -> Void
-    }
-    private struct State {
-        var next: UInt64 = 0
-        var entries: [UInt64: Entry] = [:]
-    }
-    private let state = Mutex(State())
-
-    /// How often ``run()`` looks.
-    static let interval: Duration = .milliseconds(250)
-
-    /// The time-outs not yet over (none once every lease has finished).
-    var count: Int { state.withLock { $0.entries.count } }
-
-    func add(at moment: ContinuousClock.Instant, _ expire: @escaping @Sendable () -> Void) -> UInt64 {
-        state.withLock { state in
-            state.next += 1
-            state.entries[state.next] = Entry(moment: moment, expire: expire)
-            return state.next
-        }
-    }
-
-    func remove(_ id: UInt64) {
-        _ = state.withLock { $0.entries.removeValue(forKey: id) }
-    }
-
-    /// Runs the time-outs whose moment has passed, each once, outside the lock.
-    func fire(now: ContinuousClock.Instant = .now) {
-        let due = state.withLock { state -> [Entry] in
-            let ids = state.entries.compactMap { $0.value.moment <= now ? $0.key : nil }
-            return ids.compactMap { state.entries.removeValue(forKey: $0) }
-        }
-        for entry in due { entry.expire() }
-    }
-
-    /// Fires the due time-outs every ``interval`` until cancelled.
-    func run() async {
-        while !Task.isCancelled {
-            try? await Task.sleep(for: Self.interval)
-            fire()
-        }
-    }
-}
-
 /// The pool and its leases' time-outs, run together.
 private struct PoolService: Service {
     let client: PostgresClient
-    let deadlines: LeaseDeadlines
+    let deadlines: Deadlines
 
     func run() async throws {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await client.run() }
-            group.addTask { await deadlines.run() }
+            group.addTask { await deadlines.tick() }
             // The pool ends with the service group (cancellation or graceful shutdown); the
             // time-outs end with it.
             await group.next()

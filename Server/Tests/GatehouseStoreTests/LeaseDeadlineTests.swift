@@ -8,7 +8,7 @@ import Testing
 /// gone as soon as the lease is over, not a sleeping task per query that lives until its deadline.
 @Suite struct LeaseDeadlineTests {
     @Test func dueTimeOutsFireOnceAndRemovedOnesNever() {
-        let deadlines = LeaseDeadlines()
+        let deadlines = Deadlines()
         let fired = Mutex<[String]>([])
         let start = ContinuousClock.now
         _ = deadlines.add(at: start + .seconds(1)) { fired.withLock { $0.append("one second") } }

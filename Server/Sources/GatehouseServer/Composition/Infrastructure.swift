@@ -60,6 +60,8 @@ struct Infrastructure {
     let metrics: ServerMetrics
     /// Traces (`Telemetry.off` unless configured).
     let telemetry: Telemetry
+    /// The request bodies' time-outs (`WholeBodyMiddleware`), run beside the server.
+    let bodyDeadlines = Deadlines()
 
     init(config: GatehouseConfig, dependencies: AppDependencies, telemetry: Telemetry = .off, logger: Logger) async throws {
         let preset = config.preset

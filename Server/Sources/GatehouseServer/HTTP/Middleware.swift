@@ -5,6 +5,7 @@ import GatehouseWire
 import HTTPTypes
 import Hummingbird
 import Logging
+import Synchronization
 import Tracing
 
 /// Gives every request an id (the caller's `X-Request-Id` when it is a sane token, else a new
@@ -251,6 +252,8 @@ struct WholeBodyMiddleware: RouterMiddleware {
     typealias Context = GatehouseRequestContext
     let limits: BodyLimits
     let deadline: Duration
+    /// Where the body's time-out waits (a service of the app).
+    let deadlines: Deadlines
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let limit = limits.limit(forPath: request.uri.path)
@@ -269,20 +272,19 @@ struct WholeBodyMiddleware: RouterMiddleware {
     /// The body, or 408 once `deadline` has passed; the read is cancelled then, which ends the
     /// connection.
     private func wholeBody(of request: Request, limit: Int) async throws -> ByteBuffer {
-        let deadline = self.deadline
-        return try await withThrowingTaskGroup(of: ByteBuffer?.self) { group in
-            group.addTask { try await request.collectBody(limit: limit) }
-            group.addTask {
-                try await Task.sleep(for: deadline)
-                return nil
-            }
-            defer { group.cancelAll() }
-            guard let first = try await group.next(), let body = first else {
-                throw GatehouseError(
-                    status: 408, code: .requestTimeout,
-                    message: "The request body did not arrive in time.")
-            }
-            return body
+        let reading = Task { try await request.collectBody(limit: limit) }
+        let late = Atomic<Bool>(false)
+        let timeOut = deadlines.add(at: .now + deadline) {
+            late.store(true, ordering: .relaxed)
+            reading.cancel()
+        }
+        defer { deadlines.remove(timeOut) }
+        do {
+            return try await withTaskCancellationHandler { try await reading.value } onCancel: { reading.cancel() }
+        } catch where late.load(ordering: .relaxed) {
+            throw GatehouseError(
+                status: 408, code: .requestTimeout,
+                message: "The request body did not arrive in time.")
         }
     }
 }
