@@ -51,9 +51,9 @@ func withTimeout<T: Sendable>(_ duration: Duration, _ body: @escaping @Sendable 
 }
 
 /// Time-outs of work in flight: a PostgreSQL lease's, a request body's. Adding and removing one
-/// is a dictionary write under a lock; one task (``run()``, a service beside what uses it) looks
-/// for those past their moment four times a second and runs them, so a time-out fires up to a
-/// quarter of a second late.
+/// is a dictionary write under a lock; one task (``tick()``, run as a service beside what uses
+/// it, or with the PostgreSQL pool) looks for those past their moment four times a second and runs
+/// them, so a time-out fires up to a quarter of a second late.
 ///
 /// Not a sleeping task per time-out: a cancelled `Task.sleep` keeps its wake-up task and timer
 /// until its deadline, so a node answering 9,000 queries a second with a ten-second time-out each
@@ -71,10 +71,10 @@ public final class Deadlines: Service, Sendable {
 
     public init() {}
 
-    /// How often ``run()`` looks.
+    /// How often ``tick()`` looks.
     static let interval: Duration = .milliseconds(250)
 
-    /// The time-outs not yet over (none once every lease has finished).
+    /// The time-outs not yet fired or removed (none once the work they guard is over).
     public var count: Int { state.withLock { $0.entries.count } }
 
     public func add(at moment: ContinuousClock.Instant, _ expire: @escaping @Sendable () -> Void) -> UInt64 {
