@@ -80,7 +80,7 @@ public func buildApplication(
     var services: [any Service] = [
         KeyRingRefresh(keys: keys, logger: logger), DatabaseShutdown(database: database),
         PasswordHasherLifecycle(hasher: infra.hasher, store: store, logger: logger), HTTPClientShutdown(client: infra.httpClient), mailWorker, jobs,
-        infra.bodyDeadlines,
+        infra.deadlines,
     ]
     if infra.untracedHTTPClient !== infra.httpClient { services.append(HTTPClientShutdown(client: infra.untracedHTTPClient)) }
     if let postgres = database as? PostgresDatabase {
@@ -160,7 +160,7 @@ func makeRouter(_ infra: Infrastructure, _ useCases: UseCases) throws -> Router<
     router.add(middleware: errors)
     router.add(
         middleware: WholeBodyMiddleware(
-            limits: BodyLimits(general: config.maxBodyBytes), deadline: .seconds(config.httpBodyTimeoutSeconds), deadlines: infra.bodyDeadlines))
+            limits: BodyLimits(general: config.maxBodyBytes), deadline: .seconds(config.httpBodyTimeoutSeconds), deadlines: infra.deadlines))
     let keyAttempts = OperatorKeyAttempts(throttle: infra.throttle, resolver: input.resolver)
     let signedIn = router.group().add(middleware: AccessTokenMiddleware(authenticator: u.authenticator))
         .group(context: AuthenticatedContext.self)

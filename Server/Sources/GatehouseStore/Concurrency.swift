@@ -98,6 +98,26 @@ public final class Deadlines: Service, Sendable {
         for entry in due { entry.expire() }
     }
 
+    /// Runs `body` in a task of its own and cancels it once `duration` has passed; a body ended
+    /// that way throws `late()`, whatever it threw itself. A body must stop at cancellation: the
+    /// call waits for it.
+    public func within<T: Sendable>(
+        _ duration: Duration, orThrow late: @escaping @Sendable () -> any Error, _ body: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        let work = Task { try await body() }
+        let expired = Atomic<Bool>(false)
+        let id = add(at: .now + duration) {
+            expired.store(true, ordering: .relaxed)
+            work.cancel()
+        }
+        defer { remove(id) }
+        do {
+            return try await withTaskCancellationHandler { try await work.value } onCancel: { work.cancel() }
+        } catch where expired.load(ordering: .relaxed) {
+            throw late()
+        }
+    }
+
     /// Fires the due time-outs every ``interval`` until cancelled.
     public func tick() async {
         while !Task.isCancelled {

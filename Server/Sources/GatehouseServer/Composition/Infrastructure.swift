@@ -60,8 +60,9 @@ struct Infrastructure {
     let metrics: ServerMetrics
     /// Traces (`Telemetry.off` unless configured).
     let telemetry: Telemetry
-    /// The request bodies' time-outs (`WholeBodyMiddleware`), run beside the server.
-    let bodyDeadlines = Deadlines()
+    /// The time-outs of work in flight: request bodies (`WholeBodyMiddleware`) and hook calls;
+    /// a service beside the server.
+    let deadlines: Deadlines
 
     init(config: GatehouseConfig, dependencies: AppDependencies, telemetry: Telemetry = .off, logger: Logger) async throws {
         let preset = config.preset
@@ -117,7 +118,11 @@ struct Infrastructure {
             untraced.tracing.tracer = nil
             untracedHTTPClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: untraced)
         }
-        hookCaller = HookCaller(client: httpClient, clock: clock, timeout: config.hooks.timeout, metrics: metrics, health: HookHealth(), tracer: tracer)
+        let deadlines = Deadlines()
+        self.deadlines = deadlines
+        hookCaller = HookCaller(
+            client: httpClient, clock: clock, timeout: config.hooks.timeout, deadlines: deadlines, metrics: metrics, health: HookHealth(),
+            tracer: tracer)
         links = EmailLinks(publicURL: config.publicURL, chainKey: chainKey)
         engine = EntitlementEngine(preset: preset)
         tokens = AccessTokens(

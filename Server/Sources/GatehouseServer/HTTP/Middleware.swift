@@ -5,7 +5,6 @@ import GatehouseWire
 import HTTPTypes
 import Hummingbird
 import Logging
-import Synchronization
 import Tracing
 
 /// Gives every request an id (the caller's `X-Request-Id` when it is a sane token, else a new
@@ -272,19 +271,10 @@ struct WholeBodyMiddleware: RouterMiddleware {
     /// The body, or 408 once `deadline` has passed; the read is cancelled then, which ends the
     /// connection.
     private func wholeBody(of request: Request, limit: Int) async throws -> ByteBuffer {
-        let reading = Task { try await request.collectBody(limit: limit) }
-        let late = Atomic<Bool>(false)
-        let timeOut = deadlines.add(at: .now + deadline) {
-            late.store(true, ordering: .relaxed)
-            reading.cancel()
-        }
-        defer { deadlines.remove(timeOut) }
-        do {
-            return try await withTaskCancellationHandler { try await reading.value } onCancel: { reading.cancel() }
-        } catch where late.load(ordering: .relaxed) {
-            throw GatehouseError(
-                status: 408, code: .requestTimeout,
-                message: "The request body did not arrive in time.")
+        try await deadlines.within(deadline) {
+            GatehouseError(status: 408, code: .requestTimeout, message: "The request body did not arrive in time.")
+        } _: {
+            try await request.collectBody(limit: limit)
         }
     }
 }

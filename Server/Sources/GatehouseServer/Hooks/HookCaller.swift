@@ -57,6 +57,8 @@ struct HookCaller: Sendable {
     let client: HTTPClient
     let clock: any WallClock
     let timeout: Duration
+    /// Where each call's time-out waits (the app's, a service beside the server).
+    let deadlines: Deadlines
     let metrics: ServerMetrics
     let health: HookHealth
     var tracer: (any Tracer)? = nil
@@ -90,44 +92,35 @@ struct HookCaller: Sendable {
     private func exchange(url: URL, secret: [UInt8], id: String, body: Data) async throws -> [UInt8] {
         let (client, timeout, timestamp) = (self.client, self.timeout, clock.now.unixSeconds)
         // One deadline for the whole call: the client's own covers only the answer's head.
-        return try await withThrowingTaskGroup(of: [UInt8]?.self) { group in
-            group.addTask {
-                var request = HTTPClientRequest(url: url.absoluteString)
-                request.method = .POST
-                request.headers.add(name: "Content-Type", value: "application/json")
-                request.headers.add(name: "webhook-id", value: id)
-                request.headers.add(name: "webhook-timestamp", value: String(timestamp))
-                request.headers.add(name: "webhook-signature", value: Self.signature(id: id, timestamp: timestamp, body: body, secret: secret))
-                request.body = .bytes(ByteBuffer(bytes: body))
-                let response: HTTPClientResponse
-                do {
-                    response = try await client.execute(request, timeout: TimeAmount(timeout))
-                } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout {
-                    throw HookFailure.timedOut
-                } catch {
-                    if Task.isCancelled { throw HookFailure.timedOut }
-                    throw HookFailure.unreachable
-                }
-                let status = Int(response.status.code)
-                let answer: ByteBuffer
-                do {
-                    answer = try await response.body.collect(upTo: Self.maximumAnswerBytes)
-                } catch is NIOTooManyBytesError {
-                    throw HookFailure.oversized
-                } catch {
-                    if Task.isCancelled { throw HookFailure.timedOut }
-                    throw HookFailure.unreachable
-                }
-                guard (200..<300).contains(status) else { throw HookFailure.status(status) }
-                return Array(buffer: answer)
+        return try await deadlines.within(timeout) { HookFailure.timedOut } _: {
+            var request = HTTPClientRequest(url: url.absoluteString)
+            request.method = .POST
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.headers.add(name: "webhook-id", value: id)
+            request.headers.add(name: "webhook-timestamp", value: String(timestamp))
+            request.headers.add(name: "webhook-signature", value: Self.signature(id: id, timestamp: timestamp, body: body, secret: secret))
+            request.body = .bytes(ByteBuffer(bytes: body))
+            let response: HTTPClientResponse
+            do {
+                response = try await client.execute(request, timeout: TimeAmount(timeout))
+            } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout {
+                throw HookFailure.timedOut
+            } catch {
+                if Task.isCancelled { throw HookFailure.timedOut }
+                throw HookFailure.unreachable
             }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                return nil
+            let status = Int(response.status.code)
+            let answer: ByteBuffer
+            do {
+                answer = try await response.body.collect(upTo: Self.maximumAnswerBytes)
+            } catch is NIOTooManyBytesError {
+                throw HookFailure.oversized
+            } catch {
+                if Task.isCancelled { throw HookFailure.timedOut }
+                throw HookFailure.unreachable
             }
-            defer { group.cancelAll() }
-            guard let first = try await group.next(), let answer = first else { throw HookFailure.timedOut }
-            return answer
+            guard (200..<300).contains(status) else { throw HookFailure.status(status) }
+            return Array(buffer: answer)
         }
     }
 
