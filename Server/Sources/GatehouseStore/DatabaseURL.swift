@@ -33,18 +33,19 @@ public enum DatabaseURL: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    /// Opens the database. For PostgreSQL, a pool of at most `poolSize` connections that still has
-    /// to be run (see `PostgresDatabase`), sending named prepared statements unless
-    /// `preparedStatements` is false.
+    /// Opens the database. For PostgreSQL, a pool of at most `poolSize` connections, `poolMinimum` of
+    /// them kept open when idle, that still has to be run (see `PostgresDatabase`), sending named
+    /// prepared statements unless `preparedStatements` is false.
     public func open(
-        logger: Logger, poolSize: Int = 20, preparedStatements: Bool = true, observer: (any PoolObserver)? = nil
+        logger: Logger, poolSize: Int = 20, poolMinimum: Int = 0, preparedStatements: Bool = true, observer: (any PoolObserver)? = nil
     ) async throws(StoreError) -> any SQLDatabase {
         switch self {
         case .sqlite(let path):
             return try await SQLiteDatabase.open(path: path, logger: logger, observer: observer)
         case .postgres(let url):
             return try PostgresDatabase(
-                url: url, maximumConnections: poolSize, preparedStatements: preparedStatements, logger: logger, observer: observer)
+                url: url, maximumConnections: poolSize, minimumConnections: poolMinimum, preparedStatements: preparedStatements,
+                logger: logger, observer: observer)
         }
     }
 }

@@ -32,13 +32,19 @@ public final class PostgresDatabase: SQLDatabase {
     public var service: some Service { PoolService(client: client, deadlines: deadlines) }
 
     public init(
-        url: String, maximumConnections: Int = 20, preparedStatements: Bool = true, logger: Logger, observer: (any PoolObserver)? = nil
+        url: String, maximumConnections: Int = 20, minimumConnections: Int = 0, preparedStatements: Bool = true, logger: Logger,
+        observer: (any PoolObserver)? = nil
     ) throws(StoreError) {
         let parsed = try PostgresURL(url)
         var configuration = PostgresClient.Configuration(
             host: parsed.host, port: parsed.port, username: parsed.username, password: parsed.password,
             database: parsed.database, tls: parsed.tls)
         configuration.options.maximumConnections = max(2, maximumConnections)
+        // The connections kept open when idle. postgres-nio gives every other connection a 60 s
+        // idle timer each time it goes back to the pool, and a cancelled timer's task and
+        // dispatch source live until its deadline: under load, tens of MiB (BENCHMARKS.md,
+        // issue 61 step 8). A server keeps its whole pool; a CLI command opens on demand.
+        configuration.options.minimumConnections = min(max(0, minimumConnections), configuration.options.maximumConnections)
         configuration.options.connectTimeout = .seconds(5)
         client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.logger = logger

@@ -19,6 +19,15 @@ import Testing
         #expect(config.issuer == "http://127.0.0.1:8080")
         #expect(config.maxBodyBytes == 65_536 && config.ipLimits)
         #expect(config.databasePreparedStatements && config.sessionCache)
+        #expect(config.databasePoolSize == 20 && config.databasePoolKept == 20)
+        let (smaller, elastic) = (try await load(["GATEHOUSE_DATABASE_POOL_SIZE": "8"]), try await load(["GATEHOUSE_DATABASE_POOL_MINIMUM": "0"]))
+        #expect(smaller.databasePoolKept == 8 && elastic.databasePoolKept == 0)
+        do {
+            _ = try await load(["GATEHOUSE_DATABASE_POOL_SIZE": "8", "GATEHOUSE_DATABASE_POOL_MINIMUM": "9"])
+            Issue.record("a minimum over the pool's size was taken")
+        } catch {
+            #expect(error.problems == ["GATEHOUSE_DATABASE_POOL_MINIMUM: 9 is more than GATEHOUSE_DATABASE_POOL_SIZE (8)"])
+        }
         let unprepared = try await load(["GATEHOUSE_DATABASE_PREPARED_STATEMENTS": "off", "GATEHOUSE_IP_LIMITS": "no", "GATEHOUSE_SESSION_CACHE": "off"])
         #expect(!unprepared.databasePreparedStatements && !unprepared.ipLimits && !unprepared.sessionCache)
     }

@@ -64,12 +64,14 @@ final class ServerProcess: Sendable {
         try process.run()
     }
 
-    /// The settings every test server shares: any free port, `database`, the test admin key and
-    /// a cheap hash (the tests are about other things than Argon2), with `extra` on top.
+    /// The settings every test server shares: any free port, `database`, the test admin key, a
+    /// cheap hash (the tests are about other things than Argon2) and a PostgreSQL pool that opens
+    /// on demand (as `TestApp`'s: the suite runs many servers at once), with `extra` on top.
     static func environment(database: String, _ extra: [String: String] = [:]) -> [String: String] {
         [
             "GATEHOUSE_PORT": "0", "GATEHOUSE_DATABASE_URL": database, "GATEHOUSE_ADMIN_KEY": TestApp.adminKey,
             "GATEHOUSE_ARGON2_MEMORY_KIB": "64", "GATEHOUSE_ARGON2_ITERATIONS": "1", "GATEHOUSE_ARGON2_PARALLELISM": "1",
+            "GATEHOUSE_DATABASE_POOL_MINIMUM": "0",
         ].merging(extra) { $1 }
     }
 

@@ -35,6 +35,9 @@ enum TestApp {
         // tested where it is the subject: SessionCacheTests (two nodes), SessionCacheStoreTests
         // and the cluster test, whose nodes run with it on as in production.
         config.sessionCache = false
+        // And each would open its whole pool of 20 on start: they open on demand instead.
+        // PoolMinimumTests keeps a pool open, as a server does by default.
+        config.databasePoolMinimum = 0
         return config
     }
 

@@ -86,7 +86,8 @@ struct Infrastructure {
         self.telemetry = telemetry
         let tracer = telemetry.tracer
         database = try await config.database.open(
-            logger: logger, poolSize: config.databasePoolSize, preparedStatements: config.databasePreparedStatements,
+            logger: logger, poolSize: config.databasePoolSize, poolMinimum: config.databasePoolKept,
+            preparedStatements: config.databasePreparedStatements,
             observer: metrics.isEnabled ? metrics : nil)
         // PostgreSQL only: SQLite is one node reading a local file, with no round trip to save.
         sessionCache = config.sessionCache ? SessionCache() : nil

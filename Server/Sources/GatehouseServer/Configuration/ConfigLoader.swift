@@ -11,7 +11,8 @@ extension GatehouseConfig {
     /// The settings a config file may hold (under `gatehouse`), each also an environment
     /// variable `GATEHOUSE_<NAME>`.
     static let knownKeys: [String] = [
-        "host", "port", "database_url", "database_pool_size", "database_prepared_statements", "keep_migration_backup", "preset", "public_url", "environment", "smtp_url", "admin_key",
+        "host", "port", "database_url", "database_pool_size", "database_pool_minimum", "database_prepared_statements",
+        "keep_migration_backup", "preset", "public_url", "environment", "smtp_url", "admin_key",
         "admin_key_file", "secret_key", "apple_audiences", "google_audiences", "apple_jwks_url",
         "google_jwks_url", "appstore_root_certs", "appstore_bundle_id", "appstore_environments", "captcha_verify_url", "captcha_secret", "tls_cert_file", "tls_key_file", "redirect_allowlist",
         "trusted_proxies", "ip_limits", "webhook_url", "webhook_secret", "max_body_bytes", "http_idle_timeout_seconds", "max_connections", "max_connections_per_ip", "log_level",

@@ -14,6 +14,13 @@ extension GatehouseConfig {
         if let size = settings.int("database_pool_size", range: 2...500, meaning: "a number of connections from 2 to 500") {
             config.databasePoolSize = size
         }
+        if let minimum = settings.int("database_pool_minimum", range: 0...500, meaning: "a number of connections from 0 to 500") {
+            if minimum > config.databasePoolSize {
+                settings.problem("database_pool_minimum", "\(minimum) is more than GATEHOUSE_DATABASE_POOL_SIZE (\(config.databasePoolSize))")
+            } else {
+                config.databasePoolMinimum = minimum
+            }
+        }
         if let prepared = settings.onOff("database_prepared_statements") { config.databasePreparedStatements = prepared }
         if let keep = settings.onOff("keep_migration_backup") { config.keepMigrationBackup = keep }
         if let cache = settings.onOff("session_cache") { config.sessionCache = cache }

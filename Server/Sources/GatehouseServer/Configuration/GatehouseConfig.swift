@@ -96,6 +96,11 @@ public struct GatehouseConfig: Sendable {
     /// PostgreSQL connections each node may open (PostgreSQL's `max_connections` must exceed the
     /// sum over all nodes, see docs/scaling.md).
     public var databasePoolSize = 20
+    /// `GATEHOUSE_DATABASE_POOL_MINIMUM`: of those, the connections kept open when idle; nil, the
+    /// default, keeps them all (a fixed-size pool). The others close after 60 s idle.
+    public var databasePoolMinimum: Int?
+    /// The connections the pool keeps open: `databasePoolMinimum`, or the whole pool.
+    public var databasePoolKept: Int { min(databasePoolMinimum ?? databasePoolSize, databasePoolSize) }
     /// PostgreSQL: queries as named prepared statements, parsed and planned once per connection.
     /// Off for a connection pooler that cannot keep them (PgBouncer in transaction mode before 1.21).
     public var databasePreparedStatements = true
