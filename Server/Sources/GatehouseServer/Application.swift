@@ -100,6 +100,7 @@ public func buildApplication(
         store: store, days: config.preset.privacy.retentionDays, idleSeconds: config.preset.tokens.refreshTokenTTLSeconds,
         unconfirmedFactorTTLSeconds: config.preset.mfa.unconfirmedFactorTTLSeconds, clock: clock, logger: logger)
     services.append(retention)
+    services.append(useCases.overviewCounts)
     if config.memoryTrimSeconds > 0 { services.append(MemoryTrim(interval: .seconds(config.memoryTrimSeconds))) }
     let voided = infra.googlePlay.map { _ in GooglePlayVoidedSweep(googlePlay: useCases.googlePlay, logger: logger) }
     if let voided { services.append(voided) }
@@ -139,6 +140,7 @@ public func buildApplication(
         jobs.start()
         cleanup.start()
         retention.start()
+        useCases.overviewCounts.start()
         voided?.start()
         logger.info("configuration", metadata: config.redactedSummary.mapValues { .string($0) })
     }

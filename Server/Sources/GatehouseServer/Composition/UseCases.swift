@@ -33,6 +33,8 @@ struct UseCases {
     let phone: PhoneService
     let lifecycle: AccountLifecycle
     let console: ConsoleService
+    /// The console overview's background counts: a service of the app.
+    let overviewCounts: OverviewCounts
     let openID: OpenIDService
     let clients: OperatorClientsService
 
@@ -167,10 +169,12 @@ struct UseCases {
             store: store, unitOfWork: unitOfWork.narrowed { $0 }, tokens: OpenIDTokens(tokens: infra.tokens, settings: preset.tokens, clock: clock),
             chains: chains, sessions: issuer, throttle: throttle, preset: preset, clock: clock)
         clients = OperatorClientsService(store: store, unitOfWork: unitOfWork.narrowed { $0 }, appAudience: infra.tokens.audience, clock: clock)
+        overviewCounts = OverviewCounts(store: store, engine: infra.engine, clock: clock, logger: infra.logger)
         console = ConsoleService(
             store: store, unitOfWork: unitOfWork.narrowed { $0 }, entitlements: entitlementReads, engine: infra.engine, keys: infra.keys,
             preset: preset, clock: clock, hookHealth: infra.hookCaller.health,
             hooks: HookName.allCases.filter { config.hooks[$0] != nil }.map(\.label)
-                + (config.smsSender.map { if case .hook = $0 { [SMSHookSender.label] } else { [] } } ?? []))
+                + (config.smsSender.map { if case .hook = $0 { [SMSHookSender.label] } else { [] } } ?? []),
+            overviewCounts: overviewCounts)
     }
 }

@@ -34,6 +34,7 @@ struct ConsoleController {
 
     func register(on router: Router<GatehouseRequestContext>) {
         router.on(ConsoleRoutes.overview, use: overview)
+        router.on(ConsoleRoutes.countOverview, use: countOverview)
         router.on(ConsoleRoutes.signIn, use: signIn)
         router.on(ConsoleRoutes.signOut, use: signOut)
         router.on(ConsoleRoutes.users, use: users)
@@ -66,6 +67,14 @@ struct ConsoleController {
 
     @Sendable func overview(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
         try await page(request, context) { views.overview(try await console.overview()) }
+    }
+
+    /// "Count again": the counts start at once, and the overview shows them when they are done.
+    @Sendable func countOverview(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try await action(request, context) { _, _, _ in
+            console.countOverviewAgain()
+            return redirect("/admin", notice: "counting")
+        }
     }
 
     @Sendable func signOut(_ request: Request, context: GatehouseRequestContext) async throws -> Response {

@@ -2,6 +2,7 @@
 /// (`ConsoleController.register`) and `OpenAPITests` holds the router to them.
 enum ConsoleRoutes {
     static let overview = Route(.get, "/admin")
+    static let countOverview = Route(.post, "/admin/overview/count")
     static let signIn = Route(.post, "/admin/sign-in")
     static let signOut = Route(.post, "/admin/sign-out")
     static let users = Route(.get, "/admin/users")
@@ -30,7 +31,7 @@ enum ConsoleRoutes {
     static let preset = Route(.get, "/admin/preset")
 
     static let all = [
-        overview, signIn, signOut, users, user, revokeSession, revokeAllSessions, setPlan, setMetadata, grantCredits, createGrant, revokeGrant,
+        overview, countOverview, signIn, signOut, users, user, revokeSession, revokeAllSessions, setPlan, setMetadata, grantCredits, createGrant, revokeGrant,
         disable, enable, sendMail, delete, audit, events, keys, rotateKeys, mail, testMail, clients, createClient, rotateClientSecret,
         deleteClient, preset,
     ]

@@ -38,6 +38,7 @@ struct ConsoleViews: Sendable {
         "grant_revoked": "The grant was revoked.", "client_created": "The client was registered.",
         "client_secret_rotated": "The client has a new secret; the old one no longer works.",
         "client_deleted": "The client was deleted; its sessions ended.", "metadata_set": "The metadata was saved.",
+        "counting": "Counting again. Reload the page in a moment to see the new counts.",
     ]
 
     func render(_ page: Page, csrf: String?, nonce: String) -> String {
@@ -75,41 +76,50 @@ struct ConsoleViews: Sendable {
     }
 
     func overview(_ overview: ConsoleService.Overview) -> Page {
-        let labels = overview.days.map { Self.dayLabel($0.day) }
+        var values: [String: Any] = [
+            "mail_pending": overview.mail.pending, "mail_failed": overview.mail.failed,
+            "counted_at": overview.counts.counted?.countedAt.rfc3339 ?? "", "counting": overview.counts.countingSince != nil,
+            "counting_since": overview.counts.countingSince?.rfc3339 ?? "",
+            "jobs_failed": overview.failedJobs.total, "has_failed_jobs": !overview.failedJobs.latest.isEmpty,
+            "has_hooks": !overview.hooks.isEmpty,
+            "hooks": overview.hooks.map { hook in
+                [
+                    "name": hook.label, "calls": hook.figures.calls, "failures": hook.figures.failures,
+                    "p99": hook.figures.p99.map { "\(Self.milliseconds($0)) ms" } ?? "–",
+                ] as [String: Any]
+            },
+            "failed_jobs": overview.failedJobs.latest.map { job in
+                [
+                    "kind": job.kind, "attempts": job.attempts, "error": String(job.lastError.prefix(200)), "queued": job.createdAt.rfc3339,
+                ] as [String: Any]
+            },
+        ]
+        if let counted = overview.counts.counted { values["counted"] = Self.counted(counted, brandColor: preset.app.brandColor) }
+        return Page(name: "overview", title: "Overview", values: values)
+    }
+
+    /// The overview's charts and plan figures, as counted.
+    static func counted(_ counted: OverviewCounts.Counted, brandColor: String) -> [String: Any] {
+        let labels = counted.days.map { dayLabel($0.day) }
         func chart(_ title: String, _ path: KeyPath<DailyActivity, Int>, _ color: String) -> [String: Any] {
-            let values = overview.days.map { $0[keyPath: path] }
+            let values = counted.days.map { $0[keyPath: path] }
             return [
                 "title": title, "total": values.reduce(0, +), "today": values.last ?? 0,
-                "svg": ConsoleCharts.bars(title: "\(title) per day, last \(overview.days.count) days", labels: labels, values: values, color: color),
+                "svg": ConsoleCharts.bars(title: "\(title) per day, last \(counted.days.count) days", labels: labels, values: values, color: color),
             ]
         }
-        let conversion = overview.trialsStarted == 0 ? "–" : "\(Int((Double(overview.trialsConverted) * 100 / Double(overview.trialsStarted)).rounded())) %"
-        return Page(
-            name: "overview", title: "Overview",
-            values: [
-                "days": overview.days.count,
-                "charts": [
-                    chart("Sign-ups", \.signUps, "#2563eb"), chart("Sign-ins", \.signIns, "#0891b2"),
-                    chart("Failed sign-ins", \.failures, "#dc2626"), chart("Lockouts", \.lockouts, "#b45309"),
-                    chart("Active users", \.activeUsers, "#16a34a"),
-                ],
-                "plan_mix": ConsoleCharts.shares(title: "Plan mix", parts: overview.planMix.map { ($0.state, $0.count) }, color: preset.app.brandColor),
-                "sampled": overview.sampled, "trials_started": overview.trialsStarted, "trials_converted": overview.trialsConverted,
-                "conversion": conversion, "mail_pending": overview.mail.pending, "mail_failed": overview.mail.failed,
-                "jobs_failed": overview.failedJobs.total, "has_failed_jobs": !overview.failedJobs.latest.isEmpty,
-                "has_hooks": !overview.hooks.isEmpty,
-                "hooks": overview.hooks.map { hook in
-                    [
-                        "name": hook.label, "calls": hook.figures.calls, "failures": hook.figures.failures,
-                        "p99": hook.figures.p99.map { "\(Self.milliseconds($0)) ms" } ?? "–",
-                    ] as [String: Any]
-                },
-                "failed_jobs": overview.failedJobs.latest.map { job in
-                    [
-                        "kind": job.kind, "attempts": job.attempts, "error": String(job.lastError.prefix(200)), "queued": job.createdAt.rfc3339,
-                    ] as [String: Any]
-                },
-            ])
+        let conversion = counted.trialsStarted == 0 ? "–" : "\(Int((Double(counted.trialsConverted) * 100 / Double(counted.trialsStarted)).rounded())) %"
+        return [
+            "days": counted.days.count,
+            "charts": [
+                chart("Sign-ups", \.signUps, "#2563eb"), chart("Sign-ins", \.signIns, "#0891b2"),
+                chart("Failed sign-ins", \.failures, "#dc2626"), chart("Lockouts", \.lockouts, "#b45309"),
+                chart("Active users", \.activeUsers, "#16a34a"),
+            ],
+            "plan_mix": ConsoleCharts.shares(title: "Plan mix", parts: counted.planMix.map { ($0.state, $0.count) }, color: brandColor),
+            "sampled": counted.sampled, "trials_started": counted.trialsStarted, "trials_converted": counted.trialsConverted,
+            "conversion": conversion,
+        ]
     }
 
     /// A duration in whole milliseconds (a hook's p99).

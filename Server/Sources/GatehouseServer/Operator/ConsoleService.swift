@@ -24,6 +24,8 @@ struct ConsoleService: Sendable {
     /// before their first call).
     let hookHealth: HookHealth
     let hooks: [String]
+    /// The overview's counts of a month of rows, kept on this node.
+    let overviewCounts: OverviewCounts
 
     /// The `by` of the console's audit rows.
     static let actor = "admin_console"
@@ -35,13 +37,8 @@ struct ConsoleService: Sendable {
     // MARK: Overview
 
     struct Overview: Sendable {
-        var days: [DailyActivity]
-        /// Accounts by plan state among the newest `sampled`.
-        var planMix: [(state: String, count: Int)]
-        var sampled: Int
-        /// Of the sampled accounts: those that started a server trial, and those of them now paying.
-        var trialsStarted: Int
-        var trialsConverted: Int
+        /// The month's counts, counted in the background (`OverviewCounts`).
+        var counts: OverviewCounts.Seen
         var mail: MailCounts
         /// Background jobs that ran out of attempts: how many, the newest five.
         var failedJobs: FailedJobs
@@ -49,36 +46,16 @@ struct ConsoleService: Sendable {
         var hooks: [(label: String, figures: HookHealth.Figures)]
     }
 
+    /// The overview: the last counts (asking for new ones when they are stale), and what is
+    /// cheap to read now.
     func overview() async throws -> Overview {
-        let today = clock.now.unixSeconds / 86_400
-        let days = try await store.dailyActivity(from: today - Self.overviewDays + 1, through: today)
-        var mix: [String: Int] = [:]
-        var sampled = 0, started = 0, converted = 0
-        var cursor: UserCursor?
-        let now = clock.now
-        while sampled < Self.planScanLimit {
-            let page = try await store.users(matching: UserFilter(), before: cursor, limit: 200)
-            let inputs = try await engine.storedInputs(for: page, in: store)
-            for user in page {
-                let state = engine.planState(inputs[user.id] ?? engine.input(for: user), at: now)
-                mix[state, default: 0] += 1
-                if user.trialStartedAt != nil {
-                    started += 1
-                    if state == PlanState.pro.rawValue || state == PlanState.proGrace.rawValue { converted += 1 }
-                }
-            }
-            sampled += page.count
-            guard page.count == 200, let last = page.last else { break }
-            cursor = UserCursor(createdAt: last.createdAt.unixSeconds, id: last.id.description)
-        }
-        let order = PlanState.all.map(\.rawValue)
-        let planMix = mix.sorted { (order.firstIndex(of: $0.key) ?? 99, $0.key) < (order.firstIndex(of: $1.key) ?? 99, $1.key) }
-            .map { (state: $0.key, count: $0.value) }
-        return Overview(
-            days: days, planMix: planMix, sampled: sampled, trialsStarted: started, trialsConverted: converted,
-            mail: try await store.mailCounts(), failedJobs: try await store.failedJobs(limit: 5),
+        Overview(
+            counts: overviewCounts.seen(), mail: try await store.mailCounts(), failedJobs: try await store.failedJobs(limit: 5),
             hooks: hookFigures())
     }
+
+    /// "Count again": a count starts now, unless one is under way.
+    func countOverviewAgain() { _ = overviewCounts.seen(again: true) }
 
     /// The configured hooks' figures, in the settings' order, then any other label called.
     func hookFigures() -> [(label: String, figures: HookHealth.Figures)] {
