@@ -5,20 +5,24 @@ import GatehouseCore
 /// for a page of accounts, where one per account and table made a page of 25 cost over a
 /// hundred round trips, and a plan filter's scan of 2,000 accounts some thousands.
 extension SQLStore {
-    /// Accounts per statement. Short lists are padded to it with an id no account has, so that
-    /// each read is one statement text whatever the count (PostgreSQL keeps each text prepared).
-    static let accountsPerRead = 50
+    /// Accounts per statement: a page of the console or the API (up to 50) in the small one, a
+    /// plan filter's batch of 200 in the large one. A list is padded to its size with an id no
+    /// account has, so that each read is one of two statement texts whatever the count
+    /// (PostgreSQL keeps each text prepared).
+    static let accountsPerRead = (small: 50, large: 200)
 
     /// The rows of `sql` (its `user_id IN` list given as `%@`) for every account of `ids`.
     func rows(ofAccounts ids: [UserID], _ sql: String) async throws(StoreError) -> [SQLRow] {
         let distinct = Array(Set(ids.map(\.description))).sorted()
-        let list = "(" + Array(repeating: "?", count: Self.accountsPerRead).joined(separator: ", ") + ")"
-        let statement = sql.replacingOccurrences(of: "%@", with: list)
         var rows: [SQLRow] = []
-        for start in stride(from: 0, to: distinct.count, by: Self.accountsPerRead) {
-            let chunk = distinct[start..<min(distinct.count, start + Self.accountsPerRead)]
-            let binds = chunk.map { SQLValue.text($0) } + Array(repeating: SQLValue.text(""), count: Self.accountsPerRead - chunk.count)
-            rows += try await executor.query(statement, binds)
+        var start = 0
+        while start < distinct.count {
+            let size = distinct.count - start > Self.accountsPerRead.small ? Self.accountsPerRead.large : Self.accountsPerRead.small
+            let chunk = distinct[start..<min(distinct.count, start + size)]
+            let list = "(" + Array(repeating: "?", count: size).joined(separator: ", ") + ")"
+            let binds = chunk.map { SQLValue.text($0) } + Array(repeating: SQLValue.text(""), count: size - chunk.count)
+            rows += try await executor.query(sql.replacingOccurrences(of: "%@", with: list), binds)
+            start += size
         }
         return rows
     }
@@ -39,6 +43,12 @@ extension SQLStore {
                 ofAccounts: ids,
                 "SELECT id, user_id, provider, subject, email, is_private_relay, created_at FROM identities WHERE user_id IN %@ ORDER BY user_id, created_at, id"),
             Self.identity(from:))
+    }
+
+    public func passkeys(ofAccounts ids: [UserID]) async throws(StoreError) -> [UserID: [Passkey]] {
+        try Self.byAccount(
+            try await rows(ofAccounts: ids, "SELECT \(Self.passkeyColumns) FROM passkeys WHERE user_id IN %@ ORDER BY user_id, created_at, id"),
+            Self.passkey(from:))
     }
 
     public func ledgerRows(ofAccounts ids: [UserID], sources: Set<PlanSource>) async throws(StoreError) -> [UserID: LedgerRows] {

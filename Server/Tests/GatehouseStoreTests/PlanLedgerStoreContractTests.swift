@@ -85,13 +85,14 @@ import Testing
     /// Google Play's rows (issue 59): the token is the key (the first owner stays), a later read
     /// only replaces an earlier one, a replaced or voided token stays so, acknowledged stays.
     /// The console's reads of a page of accounts at once (issue 65) answer what the reads of each
-    /// account answer: 70 accounts (a statement of 50, then one of 20 padded to 50), rows of
-    /// every source and identities in some, none in others, and only the sources asked for.
+    /// account answer: 270 accounts (a statement of 200, then one of 70 padded to 200) and a page
+    /// of 30 (one statement of 50), rows of every source, identities and passkeys in some, none
+    /// in others, and only the sources asked for.
     @Test(arguments: Backend.available)
     func manyAccountsReadTogether(_ backend: Backend) async throws {
         try await TestDatabase.withStore(backend) { store in
             var users: [User] = []
-            for index in 0..<70 {
+            for index in 0..<270 {
                 let user = StoreContractTests.user("many\(index)@example.com", at: 1_800_000_000 + Int64(index))
                 users.append(user)
                 try await store.insertUser(user)
@@ -100,6 +101,13 @@ import Testing
                 }
                 if index % 3 == 0 {
                     try await store.insertIdentity(Identity(userID: user.id, provider: .apple, subject: "apple-\(index)", createdAt: Self.now + 1))
+                }
+                for key in 0..<(index % 8 == 5 ? 2 : 0) {
+                    try await store.insertPasskey(
+                        Passkey(
+                            userID: user.id, credentialID: Array("credential-\(index)-\(key)".utf8), publicKey: Array(repeating: 1, count: 65),
+                            signCount: 0, backupEligible: false, backedUp: false, transports: [], aaguid: Array(repeating: 0, count: 16),
+                            name: "key \(key)", createdAt: Self.now + Double(key)))
                 }
                 if index % 4 == 1 {
                     _ = try await store.saveSubscription(
@@ -130,11 +138,16 @@ import Testing
             let ids = users.map(\.id)
             let ledgers = try await store.ledgerRows(ofAccounts: ids + [ids[0]], sources: Set(PlanSource.allCases))
             let identities = try await store.identities(ofAccounts: ids)
+            let passkeys = try await store.passkeys(ofAccounts: ids)
             for user in users {
                 let ledger = try await store.ledgerRows(of: user.id)
                 #expect((ledgers[user.id] ?? LedgerRows()) == ledger)
                 #expect((identities[user.id] ?? []) == (try await store.identities(of: user.id)))
+                #expect((passkeys[user.id] ?? []).map(\.name) == (try await store.passkeys(of: user.id)).map(\.name))
             }
+            let page = Array(ids.prefix(30))
+            #expect(try await store.identities(ofAccounts: page) == identities.filter { page.contains($0.key) })
+            #expect(passkeys.count == users.indices.filter { $0 % 8 == 5 }.count && passkeys.values.allSatisfy { $0.map(\.name) == ["key 0", "key 1"] })
             // Every source is found somewhere, and the accounts without rows are absent.
             #expect(users.contains { !(ledgers[$0.id]?.appStore.isEmpty ?? true) })
             #expect(users.contains { !(ledgers[$0.id]?.stripe.isEmpty ?? true) })

@@ -39,10 +39,10 @@ public struct OperatorService: Sendable {
         guard (1...200).contains(limit) else { throw GatehouseError.invalidRequest("The limit must be between 1 and 200.") }
         let users = try await store.users(search: search, before: before, limit: limit + 1)
         let page = Array(users.prefix(limit))
-        var result: [AdminUser] = []
-        for user in page {
-            result.append(try await adminView(user))
-        }
+        // The page's identities and passkeys in a statement per table (per 50 accounts), not per account.
+        let identities = try await store.identities(ofAccounts: page.map(\.id))
+        let passkeys = try await store.passkeys(ofAccounts: page.map(\.id))
+        let result = page.map { adminView($0, identities: identities[$0.id] ?? [], passkeys: passkeys[$0.id] ?? []) }
         let next = users.count > limit ? page.last.map { UserCursor(createdAt: $0.createdAt.unixSeconds, id: $0.id.description).token } : nil
         return AdminUserList(users: result, nextCursor: next)
     }
@@ -210,9 +210,12 @@ public struct OperatorService: Sendable {
     }
 
     private func adminView(_ user: User) async throws -> AdminUser {
+        adminView(user, identities: try await store.identities(of: user.id), passkeys: try await store.passkeys(of: user.id))
+    }
+
+    private func adminView(_ user: User, identities: [Identity], passkeys: [Passkey]) -> AdminUser {
         AdminUser(
-            user: user.payload(identities: try await store.identities(of: user.id)), disabled: user.isDisabled,
-            disabledAt: user.disabledAt?.rfc3339, disabledReason: user.disabledReason,
-            passkeys: try await store.passkeys(of: user.id).map(PasskeyService.payload))
+            user: user.payload(identities: identities), disabled: user.isDisabled, disabledAt: user.disabledAt?.rfc3339,
+            disabledReason: user.disabledReason, passkeys: passkeys.map(PasskeyService.payload))
     }
 }
