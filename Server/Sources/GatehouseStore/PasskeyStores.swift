@@ -1,6 +1,14 @@
 import Foundation
 import GatehouseCore
 
+/// What the operators' lists read of a page of accounts at once: a statement per table for
+/// the page, not one per account.
+public protocol AccountPageStore: Sendable {
+    /// The passkeys of every account of `ids` (a page of the admin API's users), each account's
+    /// as `PasskeyStore.passkeys(of:)` orders them; accounts with none are absent.
+    func passkeys(ofAccounts ids: [UserID]) async throws(StoreError) -> [UserID: [Passkey]]
+}
+
 /// Passkeys and the challenges of open WebAuthn ceremonies.
 public protocol PasskeyStore: Sendable {
     /// Stores an open ceremony's challenge.
@@ -16,9 +24,6 @@ public protocol PasskeyStore: Sendable {
     func passkey(credentialID: [UInt8]) async throws(StoreError) -> Passkey?
     /// The user's passkeys, oldest first.
     func passkeys(of userID: UserID) async throws(StoreError) -> [Passkey]
-    /// The passkeys of every account of `ids` at once (a page of the admin API's users), each
-    /// account's as `passkeys(of:)` orders them; accounts with none are absent.
-    func passkeys(ofAccounts ids: [UserID]) async throws(StoreError) -> [UserID: [Passkey]]
     /// Stores a sign-in's counter and backup state, only if the stored counter is still
     /// `expected` (compare-and-set): false when another sign-in moved it meanwhile.
     func recordPasskeyUse(_ id: UUID, expected: UInt32, signCount: UInt32, backedUp: Bool, at date: Date) async throws(StoreError) -> Bool

@@ -3,7 +3,8 @@
 public protocol GatehouseStore: UserStore, PasswordStore, IdentityStore, ProfileStore, IdempotencyStore, EventStore,
     SessionStore, SessionAssuranceStore, RefreshTokenStore, ThrottleStore, SigningKeyStore, SecretStore, AuditStore, OutboxStore,
     EmailTokenStore, JobStore, EntitlementStore, AppStoreSubscriptionStore, ReplayStore, RetentionStore, UsageStore, PasskeyStore,
-    MFAFactorStore, RecoveryCodeStore, MFAChallengeStore, ConsoleStore, PhoneStore, PlanLedgerStore, OAuthClientStore, OAuthGrantStore
+    MFAFactorStore, RecoveryCodeStore, MFAChallengeStore, ConsoleStore, PhoneStore, PlanLedgerStore, OAuthClientStore, OAuthGrantStore,
+    AccountPageStore
 {
     var dialect: SQLDialect { get }
     /// Runs `body` in one transaction against a store bound to it.

@@ -13,6 +13,7 @@ public struct OperatorService: Sendable {
     /// What this use case reads and writes: its transactions see the store through this and no more.
     typealias Stores = any UserStore & IdentityStore & ProfileStore & EventStore & SessionStore & SessionAssuranceStore & AuditStore
         & EntitlementStore & PlanLedgerStore & PasskeyStore & MFAFactorStore & RecoveryCodeStore & ConsoleStore & EmailTokenStore
+        & AccountPageStore
 
     let store: Stores
     /// Records `user.deleted` and the like (and queues their webhooks and Apple revocations;
