@@ -7,7 +7,8 @@ For each database and size it:
      GATEHOUSE_TEST_POSTGRES_URL names) and fills it with `gatehouse-bench load URL N`, recording
      the load's time, rows and size;
   2. starts `gatehouse serve` on it (benchmarks/wrk/harness.py's Server: the Handz preset, IP
-     limits off), signs up one account per connection through HTTP and loads login, refresh,
+     limits off), waits until its start-up work is over (its first retention sweep and the census
+     of hash schemes read the tables: measured once the process is quiet for two seconds), signs up one account per connection through HTTP and loads login, refresh,
      GET /v1/me, the entitlement check and a credit spend with wrk (harness.py's scenarios),
      recording the server's CPU per request and the p99;
   3. times the operators' lists through the admin API, one request at a time: the first page of
@@ -82,6 +83,19 @@ def timed(port, path, count):
         if status != 200:
             raise RuntimeError(f"GET {path}: {status} {answer}")
     return {"p50_ms": round(percentile(times, 0.5), 2), "p99_ms": round(percentile(times, 0.99), 2), "requests": count}, answer
+
+
+def until_idle(pid, limit=1800):
+    """Seconds until the server spends under 2 % of a core for two seconds running."""
+    started = time.perf_counter()
+    last = harness.cpu_seconds(pid)
+    quiet = 0
+    while time.perf_counter() - started < limit and quiet < 4:
+        time.sleep(0.5)
+        now = harness.cpu_seconds(pid)
+        quiet = quiet + 1 if now - last < 0.01 else 0
+        last = now
+    return round(time.perf_counter() - started, 1)
 
 
 def console(port, count):
@@ -331,6 +345,10 @@ def main():
                 server = harness.Server(args.binary, url, part_dir)
                 try:
                     server.start()
+                    # Its start-up work (the first retention sweep, the census of hash schemes
+                    # over every account) runs in the same process: measured only after it.
+                    part["startup_work_s"] = until_idle(server.process.pid)
+                    harness.log(f"{label}: idle {part['startup_work_s']} s after start")
                     part["console"] = console(server.port, args.console_requests)
                     part["console"].update(console_pages(server.port, args.console_requests))
                     wrk = {"scenarios": {}}

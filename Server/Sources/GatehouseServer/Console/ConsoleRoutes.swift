@@ -31,8 +31,8 @@ enum ConsoleRoutes {
     static let preset = Route(.get, "/admin/preset")
 
     static let all = [
-        overview, countOverview, signIn, signOut, users, user, revokeSession, revokeAllSessions, setPlan, setMetadata, grantCredits, createGrant, revokeGrant,
-        disable, enable, sendMail, delete, audit, events, keys, rotateKeys, mail, testMail, clients, createClient, rotateClientSecret,
-        deleteClient, preset,
+        overview, countOverview, signIn, signOut, users, user, revokeSession, revokeAllSessions, setPlan, setMetadata, grantCredits,
+        createGrant, revokeGrant, disable, enable, sendMail, delete, audit, events, keys, rotateKeys, mail, testMail, clients,
+        createClient, rotateClientSecret, deleteClient, preset,
     ]
 }
