@@ -38,10 +38,18 @@ import Testing
                     try await store.insertIdentity(
                         Identity(userID: user.id, provider: .email, subject: user.normalizedEmail!, email: user.email, createdAt: user.createdAt))
                 }
+                try await store.insertPasskey(
+                    Passkey(
+                        userID: users[2].id, credentialID: Array("admin-list-key".utf8), publicKey: Array(repeating: 1, count: 65), signCount: 0,
+                        backupEligible: true, backedUp: true, transports: [], aaguid: Array(repeating: 0, count: 16), name: "Laptop",
+                        createdAt: users[2].createdAt))
             }
             let first = try await client.execute(uri: "/admin/v1/users?limit=2", method: .get, headers: TestApp.adminHeaders)
                 .json(AdminUserList.self)
             #expect(first.users.map(\.user.id) == [users[2].id.description, users[1].id.description])
+            // Each account's identities and passkeys, read for the whole page at once.
+            #expect(first.users.map { $0.passkeys.map(\.name) } == [["Laptop"], []])
+            #expect(first.users.map { $0.user.identities.map(\.provider) } == [["email"], ["email"]])
             let cursor = try #require(first.nextCursor)
             let second = try await client.execute(uri: "/admin/v1/users?limit=2&before=\(cursor)", method: .get, headers: TestApp.adminHeaders)
                 .json(AdminUserList.self)
