@@ -198,10 +198,14 @@ import Testing
             try await store.insertUser(owner)
             let now = Date(unixSeconds: 1_900_000_000)
             let details = ["note": String(repeating: "x", count: 2_000)]
-            try await store.transaction { tx in
-                for index in 0..<2_000 {
-                    try await tx.insertAudit(
-                        AuditEvent(createdAt: now - 400 * 86_400 + Double(index), event: .login, outcome: "success", userID: owner.id, details: details))
+            // In transactions of 200 rows: one of 2,000 holds its PostgreSQL lease for 2,000 round
+            // trips, which a loaded CI machine once took past the 30 s a lease may last.
+            for batch in stride(from: 0, to: 2_000, by: 200) {
+                try await store.transaction { tx in
+                    for index in batch..<(batch + 200) {
+                        try await tx.insertAudit(
+                            AuditEvent(createdAt: now - 400 * 86_400 + Double(index), event: .login, outcome: "success", userID: owner.id, details: details))
+                    }
                 }
             }
             _ = try await store.purge(cutoff: now - 30 * 86_400, idleBefore: now, windowsBefore: now, notificationsBefore: now)
