@@ -8,9 +8,10 @@ For each database and size it:
      the load's time, rows and size;
   2. starts `gatehouse serve` on it (benchmarks/wrk/harness.py's Server: the Handz preset, IP
      limits off), waits until its start-up work is over (its first retention sweep and the census
-     of hash schemes read the tables: measured once the process is quiet for two seconds), signs up one account per connection through HTTP and loads login, refresh,
-     GET /v1/me, the entitlement check and a credit spend with wrk (harness.py's scenarios),
-     recording the server's CPU per request and the p99;
+     of hash schemes read the tables: measured once the process is quiet for two seconds), then
+     (after the lists of 3) signs up one account per connection through HTTP and loads login,
+     refresh, GET /v1/me, the entitlement check and a credit spend with wrk (harness.py's
+     scenarios), recording the server's CPU per request and the p99;
   3. times the operators' lists through the admin API, one request at a time: the first page of
      users, ten pages deep by cursor, a search by email prefix, the audit trail (whole and of one
      account) and the event feed (from the start and from its end), p50 and p99 of each; then the
