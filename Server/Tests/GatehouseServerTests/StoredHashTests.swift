@@ -63,47 +63,78 @@ import Testing
         #expect(Data(computed).base64EncodedString() == ImportTests.vectorHash)
     }
 
-    /// The checks go through libsodium wherever it reads the hash (every output of 16 bytes or
-    /// more, one lane or four), and it agrees with the reference build on each; the 12-byte
-    /// output libsodium refuses keeps the reference build.
-    @Test func argon2ChecksTakeLibsodiumWhereverItReadsTheHash() throws {
+    /// Every stored Argon2id fixture (made by libargon2 and by libsodium: one lane and four,
+    /// outputs of 12 to 64 bytes) verifies with Gatehouse's implementation, the one the server
+    /// uses, and with the reference build; a changed password fails.
+    @Test func everyStoredArgon2HashVerifiesWithGatehousesImplementation() throws {
+        #expect(Argon2Implementation.serving == .gatehouse)
         for fixture in Self.argon2Fixtures {
             let password = Array(fixture.password.utf8)
-            let short = fixture.hash.hasSuffix("$0ZvSsPVkkCEF1FZV")
-            #expect(Argon2Implementation.verifying(fixture.hash) == (short ? .reference : .libsodium), "\(fixture.hash)")
+            #expect(Argon2Implementation.gatehouse.verify(password, against: fixture.hash), "\(fixture.hash)")
             #expect(Argon2Implementation.reference.verify(password, against: fixture.hash))
-            #expect(Argon2Implementation.libsodium.verify(password, against: fixture.hash) == !short, "\(fixture.hash)")
-            #expect(!Argon2Implementation.libsodium.verify(password + [0x21], against: fixture.hash))
+            #expect(!Argon2Implementation.gatehouse.verify(password + [0x21], against: fixture.hash))
+            #expect(!Argon2Implementation.gatehouse.verify(password, against: fixture.hash.replacingOccurrences(of: "v=19", with: "v=16")))
         }
     }
 
-    /// New hashes are libsodium's at one lane and the reference build's at more; each verifies
-    /// with the other implementation, and the raw outputs are the same bytes.
-    @Test func theTwoImplementationsAgreeByteForByte() throws {
-        #expect(Argon2Implementation.hashing(Argon2Parameters()) == .libsodium)
-        #expect(Argon2Implementation.hashing(Argon2Parameters(memoryKiB: 64, iterations: 1, parallelism: 1)) == .libsodium)
-        #expect(Argon2Implementation.hashing(Argon2Parameters(parallelism: 2)) == .reference)
-
+    /// Each kernel this CPU runs computes the reference build's bytes, across lanes, passes,
+    /// memory sizes and output lengths; every implementation verifies what another made.
+    @Test func everyKernelAgreesWithTheReferenceByteForByte() throws {
+        let kernels = Argon2Kernel.allCases.filter(\.supported)
+        #expect(kernels.contains(.portable) && kernels.contains(Argon2Kernel.best))
+        #if arch(x86_64)
+        // The CI machine's CPU runs AVX2: a build that lost its dispatch would show here.
+        #expect(Argon2Kernel.best != .portable)
+        #endif
         for parameters in [
             Argon2Parameters(memoryKiB: 8, iterations: 1, parallelism: 1), Argon2Parameters(memoryKiB: 64, iterations: 1, parallelism: 1),
             Argon2Parameters(memoryKiB: 1024, iterations: 3, parallelism: 1), Argon2Parameters(memoryKiB: 7168, iterations: 5, parallelism: 1),
+            Argon2Parameters(memoryKiB: 100, iterations: 2, parallelism: 3), Argon2Parameters(memoryKiB: 64, iterations: 2, parallelism: 4),
             Argon2Parameters(),
         ] {
             let password = randomBytes(Int.random(in: 0...80))
-            let salt = randomBytes(16)
-            for length in [16, 32, 64] {
-                let sodium = try Argon2Implementation.libsodium.raw(password, salt: salt, parameters: parameters, length: length)
+            let salt = randomBytes(parameters.parallelism == 1 ? 16 : 8)
+            for length in [4, 12, 16, 32, 64, 65, 100] {
                 let reference = try Argon2Implementation.reference.raw(password, salt: salt, parameters: parameters, length: length)
-                #expect(sodium == reference, "m=\(parameters.memoryKiB) t=\(parameters.iterations) length \(length)")
+                for kernel in kernels {
+                    let gatehouse = try Argon2Implementation.gatehouse.raw(password, salt: salt, parameters: parameters, length: length, kernel: kernel)
+                    #expect(gatehouse == reference, "\(kernel) m=\(parameters.memoryKiB) t=\(parameters.iterations) p=\(parameters.parallelism) length \(length)")
+                }
+                if parameters.parallelism == 1, length >= 16 {
+                    #expect(try Argon2Implementation.libsodium.raw(password, salt: salt, parameters: parameters, length: length) == reference)
+                }
             }
-            for made in Argon2Implementation.allCases {
+            for made in Argon2Implementation.allCases where made != .libsodium || parameters.parallelism == 1 {
                 let phc = try made.hash(password, parameters: parameters)
-                #expect(phc.hasPrefix("$argon2id$v=19$m=\(parameters.memoryKiB),t=\(parameters.iterations),p=1$"), "\(phc)")
-                for checker in Argon2Implementation.allCases {
+                let fields = "m=\(parameters.memoryKiB),t=\(parameters.iterations),p=\(parameters.parallelism)"
+                #expect(phc.hasPrefix("$argon2id$v=19$\(fields)$"), "\(phc)")
+                for checker in Argon2Implementation.allCases where checker != .libsodium || parameters.parallelism == 1 {
                     #expect(checker.verify(password, against: phc), "\(made) made, \(checker) checked: \(phc)")
                 }
             }
         }
+    }
+
+    /// A region is kept for the next hash that fits in it, survives a sweep while in use
+    /// between sweeps, and goes back at the second sweep with no hash between them.
+    @Test func argon2RegionsAreKeptUntilASweepFindsThemIdle() throws {
+        let regions = Argon2Regions()
+        let first = try regions.withRegion(bytes: 1 << 20, wipe: false) { region in
+            region.storeBytes(of: 0xAB, as: UInt8.self)
+            return UInt(bitPattern: region)
+        }
+        #expect(regions.keptBytes == 1 << 20)
+        let (again, byte) = try regions.withRegion(bytes: 512 << 10, wipe: true) { region in
+            (UInt(bitPattern: region), region.load(as: UInt8.self))
+        }
+        #expect(again == first && byte == 0xAB)
+        let wiped = try regions.withRegion(bytes: 1 << 20, wipe: false) { $0.load(as: UInt8.self) }
+        #expect(wiped == 0)
+        #expect(regions.sweep() == 0 && regions.keptBytes == 1 << 20)
+        #expect(regions.sweep() == 1 << 20 && regions.keptBytes == 0)
+    }
+
+    @Test func libsodiumRefusesLanes() throws {
         let lanes = Argon2Parameters(memoryKiB: 64, iterations: 1, parallelism: 2)
         #expect(throws: PasswordHasherError.self) { try Argon2Implementation.libsodium.hash([1], parameters: lanes) }
         let phc = try PasswordHasher.argon2id([1, 2, 3], parameters: lanes)

@@ -12,22 +12,25 @@ import ServiceLifecycle
 /// arenas hold is read (`mallinfo2`); when it is over `threshold`, the trim runs, on NIO's
 /// blocking pool, never on an event loop or the concurrency pool. Memory in use is never
 /// touched, and a steady load that frees what it takes and takes it again soon keeps under the
-/// threshold. Linux with glibc only.
+/// threshold (the trim is Linux with glibc only). Each interval also sweeps Argon2id's kept
+/// working memory (`Argon2Regions`).
 struct MemoryTrim: Service {
     let interval: Duration
     /// The free bytes the arenas may keep before a trim.
     static let threshold = 16 << 20
 
     func run() async throws {
-        #if canImport(Glibc)
         try? await cancelWhenGracefulShutdown {
             while true {
                 try await Task.sleep(for: interval)
                 try await NIOThreadPool.singleton.runIfActive {
+                    // Argon2id's regions first: one nobody hashed in since the last interval goes back.
+                    Argon2Regions.shared.sweep()
+                    #if canImport(Glibc)
                     if gatehouse_malloc_free_bytes() > Self.threshold { _ = gatehouse_malloc_trim() }
+                    #endif
                 }
             }
         }
-        #endif
     }
 }

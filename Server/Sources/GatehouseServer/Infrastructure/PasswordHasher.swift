@@ -37,7 +37,7 @@ public struct Argon2Parameters: Sendable, Equatable {
 /// burst of logins cannot starve database calls either.
 ///
 /// Hashes are PHC strings: Argon2id for everything Gatehouse makes (``Argon2Implementation``:
-/// libsodium's kernels, the reference build where libsodium cannot); bcrypt (`$2a$`, `$2b$`,
+/// Gatehouse's own kernels); bcrypt (`$2a$`, `$2b$`,
 /// `$2y$`) and Firebase's modified scrypt (`FirebaseScrypt`) are verified for accounts imported
 /// from elsewhere and replaced at the next login.
 public final class PasswordHasher: Sendable {
@@ -217,7 +217,7 @@ public final class PasswordHasher: Sendable {
             defer { timed?("verify", ContinuousClock.now - started) }
             let bytes = Array(password.utf8)
             if target.hasPrefix("$argon2id$") {
-                let matches = Argon2Implementation.verifying(target).verify(bytes, against: target)
+                let matches = Argon2Implementation.serving.verify(bytes, against: target)
                 return Verification(matches: matches && known, needsRehash: Argon2Parameters(phc: target) != parameters)
             }
             if target.hasPrefix("$2a$") || target.hasPrefix("$2b$") || target.hasPrefix("$2y$") {
@@ -244,10 +244,9 @@ public final class PasswordHasher: Sendable {
         try? await pool.shutdownGracefully()
     }
 
-    /// A new Argon2id hash, by the implementation that makes hashes at `parameters` (libsodium
-    /// at one lane).
+    /// A new Argon2id hash, by the implementation the server uses (``Argon2Implementation/serving``).
     static func argon2id(_ password: [UInt8], parameters: Argon2Parameters) throws -> String {
-        try Argon2Implementation.hashing(parameters).hash(password, parameters: parameters)
+        try Argon2Implementation.serving.hash(password, parameters: parameters)
     }
 }
 
