@@ -83,11 +83,11 @@ INLINE void permute(v4 *a, v4 *b, v4 *c, v4 *d) {
 INLINE void compress_block(const block *prev, const block *ref, block *next, int with_xor) {
     block r, z;
     for (int i = 0; i < BLOCK_WORDS; i += 4) store4(&r.v[i], load4(&prev->v[i]) ^ load4(&ref->v[i]));
-    z = r;
-    // The rows: eight registers of 16 bytes each, words 16·row to 16·row + 15.
+    // The rows, from R into Z: eight registers of 16 bytes each, words 16·row to 16·row + 15.
     for (int row = 0; row < 8; row++) {
+        const uint64_t *in = &r.v[16 * row];
         uint64_t *w = &z.v[16 * row];
-        v4 a = load4(w), b = load4(w + 4), c = load4(w + 8), d = load4(w + 12);
+        v4 a = load4(in), b = load4(in + 4), c = load4(in + 8), d = load4(in + 12);
         permute(&a, &b, &c, &d);
         store4(w, a), store4(w + 4, b), store4(w + 8, c), store4(w + 12, d);
     }
