@@ -3,7 +3,7 @@ import Synchronization
 
 /// A caller's continuation that is answered once. An answer that comes before the continuation
 /// is installed is kept until it is; only the first answer counts. What a race between some
-/// work and its time-out needs on either side (`withAbandoningDeadline`, the PostgreSQL lease),
+/// work and its time-out needs on either side (`Deadlines.abandoning`, the PostgreSQL lease),
 /// written once.
 public final class OneShotAnswer<T: Sendable>: Sendable {
     private struct State {

@@ -45,15 +45,13 @@ final class AsyncLock: Sendable {
     }
 }
 
-/// Runs `body`, throwing `StoreError.unavailable` if it has not finished within `duration`.
-func withTimeout<T: Sendable>(_ duration: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-    try await withDeadline(duration, orThrow: StoreError.unavailable("no answer within \(duration)"), body)
-}
-
-/// Time-outs of work in flight: a PostgreSQL lease's, a request body's. Adding and removing one
+/// Every time-out of work in flight, the one mechanism for them: a PostgreSQL lease's, a request
+/// body's, a hook call's, an SMTP conversation's, a database probe's. Adding and removing one
 /// is a dictionary write under a lock; one task (``tick()``, run as a service beside what uses
-/// it, or with the PostgreSQL pool) looks for those past their moment four times a second and runs
-/// them, so a time-out fires up to a quarter of a second late.
+/// it, or with the PostgreSQL pool; ``shared`` runs its own while it holds any) looks for those
+/// past their moment four times a second and runs them, so a time-out fires up to a quarter of a
+/// second late. ``within(_:orThrow:_:)`` cancels the work and waits for it;
+/// ``abandoning(_:orThrow:_:)`` answers at once and leaves work that ignores cancellation behind.
 ///
 /// Not a sleeping task per time-out: a cancelled `Task.sleep` keeps its wake-up task and timer
 /// until its deadline, so a node answering 9,000 queries a second with a ten-second time-out each
@@ -66,10 +64,21 @@ public final class Deadlines: Service, Sendable {
     private struct State {
         var next: UInt64 = 0
         var entries: [UInt64: Entry] = [:]
+        /// ``shared`` only: a task is ticking.
+        var ticking = false
     }
     private let state = Mutex(State())
+    private let ticksItself: Bool
 
-    public init() {}
+    /// Time-outs fired by whoever runs ``tick()`` (or ``run()``, as a service).
+    public init() { ticksItself = false }
+
+    init(ticksItself: Bool) { self.ticksItself = ticksItself }
+
+    /// For work outside a server's or a pool's run (an SMTP conversation, a SQLite probe, a CLI
+    /// command's): it starts a ticking task when it is given a time-out and none runs, and that
+    /// task ends once no time-out is left.
+    public static let shared = Deadlines(ticksItself: true)
 
     /// How often ``tick()`` looks.
     static let interval: Duration = .milliseconds(250)
@@ -78,12 +87,32 @@ public final class Deadlines: Service, Sendable {
     public var count: Int { state.withLock { $0.entries.count } }
 
     public func add(at moment: ContinuousClock.Instant, _ expire: @escaping @Sendable () -> Void) -> UInt64 {
-        state.withLock { state in
+        let (id, startTicking) = state.withLock { state -> (UInt64, Bool) in
             state.next += 1
             state.entries[state.next] = Entry(moment: moment, expire: expire)
-            return state.next
+            let start = ticksItself && !state.ticking
+            if start { state.ticking = true }
+            return (state.next, start)
+        }
+        if startTicking { Task.detached { await self.tickWhileHeld() } }
+        return id
+    }
+
+    /// ``shared``'s ticking task: fires what is due until no time-out is left.
+    private func tickWhileHeld() async {
+        while true {
+            try? await Task.sleep(for: Self.interval)
+            fire()
+            let idle = state.withLock { state -> Bool in
+                if state.entries.isEmpty { state.ticking = false }
+                return !state.ticking
+            }
+            if idle { return }
         }
     }
+
+    /// Whether ``shared`` has a ticking task now (tests).
+    var isTicking: Bool { state.withLock { $0.ticking } }
 
     public func remove(_ id: UInt64) {
         _ = state.withLock { $0.entries.removeValue(forKey: id) }
@@ -115,6 +144,32 @@ public final class Deadlines: Service, Sendable {
             return try await withTaskCancellationHandler { try await work.value } onCancel: { work.cancel() }
         } catch where expired.load(ordering: .relaxed) {
             throw late()
+        }
+    }
+
+    /// Runs `body` in a task of its own and answers with its result, or with `late()` once
+    /// `duration` has passed, at once: `body` is then cancelled and left to finish on its own.
+    /// For work that may ignore cancellation (a pool waiting for a database that refuses
+    /// connections, a lock held by a stuck writer) and leaves nothing half-done behind (a probe).
+    public func abandoning<T: Sendable>(
+        _ duration: Duration, orThrow late: @escaping @Sendable () -> any Error, _ body: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        let answer = OneShotAnswer<T>()
+        let work = Task {
+            do {
+                answer.answer(.success(try await body()))
+            } catch {
+                answer.answer(.failure(error))
+            }
+        }
+        let id = add(at: .now + duration) {
+            if answer.answer(.failure(late())) { work.cancel() }
+        }
+        defer { remove(id) }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { answer.install($0) }
+        } onCancel: {
+            if answer.answer(.failure(CancellationError())) { work.cancel() }
         }
     }
 

@@ -166,7 +166,7 @@ public final class PostgresDatabase: SQLDatabase {
     /// so the probe is abandoned rather than awaited (it only reads).
     public func ping() async throws(StoreError) {
         do {
-            try await withAbandoningDeadline(.seconds(2), orThrow: StoreError.unavailable("no answer within 2.0 seconds")) {
+            try await deadlines.abandoning(.seconds(2), orThrow: { StoreError.unavailable("no answer within 2.0 seconds") }) {
                 _ = try await self.query("SELECT 1 AS ok")
             }
         } catch let error as StoreError {

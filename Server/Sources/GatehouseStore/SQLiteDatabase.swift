@@ -137,12 +137,16 @@ public final class SQLiteDatabase: SQLDatabase {
     }
 
     /// Probes the writer, since a database that can be read but not written is not healthy:
-    /// answers within two seconds or throws `.unavailable`.
+    /// answers within two seconds or throws `.unavailable`. A probe stuck behind a writer that
+    /// never lets go is abandoned, not awaited (waiting for the writer's lock ignores
+    /// cancellation); it only opens and rolls back.
     public func ping() async throws(StoreError) {
         do {
-            try await withTimeout(.seconds(2)) {
+            try await Deadlines.shared.abandoning(.seconds(2), orThrow: { StoreError.unavailable("no answer within 2.0 seconds") }) {
                 await self.writerLock.lock()
                 defer { self.writerLock.unlock() }
+                // Abandoned while it waited: nothing to probe for anyone now.
+                guard !Task.isCancelled else { return }
                 try await Self.run("BEGIN IMMEDIATE", [], on: self.writer)
                 try await Self.end("ROLLBACK", on: self.writer)
             }

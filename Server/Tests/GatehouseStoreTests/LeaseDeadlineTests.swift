@@ -28,6 +28,76 @@ import Testing
         #expect(deadlines.count == 0)
     }
 
+    /// The one mechanism's two races, on an instance that ticks itself as ``Deadlines/shared``
+    /// does: `within` cancels its work and waits for it; `abandoning` answers at its deadline
+    /// although the work ignores cancellation. The ticking task ends with the last time-out.
+    @Test func bothRacesHoldTheirDeadlinesAndTheTickingEndsWithThem() async throws {
+        struct Late: Error {}
+        let deadlines = Deadlines(ticksItself: true)
+        #expect(!deadlines.isTicking)
+        let started = ContinuousClock.now
+        await #expect(throws: Late.self) {
+            try await deadlines.within(.milliseconds(300), orThrow: { Late() }) { try await Task.sleep(for: .seconds(30)) }
+        }
+        #expect(ContinuousClock.now - started < .seconds(5))
+
+        let gate = Mutex<CheckedContinuation<Void, Never>?>(nil)
+        let finished = Mutex(false)
+        let abandonedAt = ContinuousClock.now
+        await #expect(throws: Late.self) {
+            try await deadlines.abandoning(.milliseconds(300), orThrow: { Late() }) {
+                // Ignores cancellation: waits until the test lets it go.
+                await withCheckedContinuation { continuation in gate.withLock { $0 = continuation } }
+                finished.withLock { $0 = true }
+            }
+        }
+        #expect(ContinuousClock.now - abandonedAt < .seconds(5))
+        let finishedEarly = finished.withLock { $0 }
+        #expect(!finishedEarly)
+        while gate.withLock({ $0 == nil }) { try await Task.sleep(for: .milliseconds(10)) }
+        gate.withLock { $0?.resume() }
+
+        // A race its work wins answers with the work's result and leaves no time-out behind.
+        #expect(try await deadlines.abandoning(.seconds(30), orThrow: { Late() }) { 42 } == 42)
+        #expect(deadlines.count == 0)
+        let stopped = ContinuousClock.now
+        while deadlines.isTicking, ContinuousClock.now - stopped < .seconds(5) { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(!deadlines.isTicking)
+    }
+
+    /// A SQLite probe behind a writer that never lets go answers `.unavailable` at its two
+    /// seconds instead of waiting for the writer (it waited before: the lock ignores cancellation).
+    @Test func aSQLiteProbeBehindAStuckWriterAnswersInTime() async throws {
+        try await TestDatabase.with(.sqlite) { database, _ in
+            let gate = Mutex<CheckedContinuation<Void, Never>?>(nil)
+            let writer = Task {
+                try await database.transaction { tx in
+                    _ = try await tx.query("SELECT 1 AS one")
+                    await withCheckedContinuation { continuation in gate.withLock { $0 = continuation } }
+                }
+            }
+            while gate.withLock({ $0 == nil }) { try await Task.sleep(for: .milliseconds(10)) }
+            let release: @Sendable () -> Void = {
+                gate.withLock { continuation in
+                    continuation?.resume()
+                    continuation = nil
+                }
+            }
+            // A probe that waited for the writer would wait for this.
+            let backstop = Task {
+                try await Task.sleep(for: .seconds(6))
+                release()
+            }
+            let started = ContinuousClock.now
+            await #expect(throws: StoreError.self) { try await database.ping() }
+            #expect(ContinuousClock.now - started < .seconds(4))
+            release()
+            backstop.cancel()
+            try await writer.value
+            try await database.ping()
+        }
+    }
+
     @Test(.enabled(if: Backend.available.contains(.postgres), "PostgreSQL (GATEHOUSE_TEST_POSTGRES_URL)"))
     func noTimeOutOutlivesItsQuery() async throws {
         try await TestDatabase.with(.postgres) { database, _ in

@@ -82,7 +82,7 @@ struct SMTPTransport: MailTransport {
                     return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
                 }
             }
-        try await withDeadline(.seconds(30), orThrow: SMTPError("no answer within 30 seconds")) {
+        try await Deadlines.shared.within(.seconds(30), orThrow: { SMTPError("no answer within 30 seconds") }) {
             try await channel.executeThenClose { inbound, outbound in
                 var conversation = SMTPConversation(lines: inbound.makeAsyncIterator(), outbound: outbound)
                 try await conversation.expect(220)
