@@ -35,6 +35,15 @@ extension SQLStore {
         counts.oauthRows = try await sweep(Sweep(table: "oauth_codes", key: "code_hash", condition: "expires_at < ?", binds: [windows]))
         counts.oauthRows += try await sweep(
             Sweep(table: "oauth_browser_sessions", key: "token_hash", condition: "expires_at < ?", binds: [windows]))
+        // Mailed links and codes: expired before the windows' cut-off, they can only be refused.
+        counts.emailTokens = try await sweep(Sweep(table: "email_tokens", key: "token_hash", condition: "expires_at < ?", binds: [windows]))
+        // A sign-up's replay key answers for a day (`insertIdempotencyKey`); after that it guards nothing.
+        counts.idempotencyKeys = try await sweep(
+            Sweep(table: "idempotency_keys", key: "(scope, key_hash)", condition: "created_at < ?", binds: [windows]))
+        // Mail sent, failed or dropped, and jobs given up, stay for the console as long as the
+        // audit trail does (a mail's recipient is personal data); pending ones are never swept.
+        counts.mail = try await sweep(Sweep(table: "outbox", key: "id", condition: "created_at < ? AND status <> 'pending'", binds: [old]))
+        counts.failedJobs = try await sweep(Sweep(table: "jobs", key: "id", condition: "status = 'failed' AND next_attempt_at < ?", binds: [old]))
         // Every source redelivers for days at most (Stripe three, Apple's and Pub/Sub's retries
         // less): an id guards no longer after that.
         counts.notifications = try await sweep(

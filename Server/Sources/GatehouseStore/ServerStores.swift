@@ -95,6 +95,14 @@ public struct PurgeCounts: Sendable, Equatable {
     /// Usage meter rows of periods that started over 62 days ago (two months: a monthly
     /// meter's current and previous periods stay).
     public var usageRows = 0
+    /// Mailed links and codes expired before the windows' cut-off.
+    public var emailTokens = 0
+    /// Sign-up replay keys made before the windows' cut-off (each answers for a day).
+    public var idempotencyKeys = 0
+    /// Outbox rows sent, failed or dropped before the audit cut-off.
+    public var mail = 0
+    /// Jobs given up before the audit cut-off.
+    public var failedJobs = 0
     /// Passkey ceremonies never finished, once expired (`purgePasskeyChallenges`).
     public var passkeyChallenges = 0
     public var mfaChallenges = 0
@@ -109,8 +117,9 @@ public struct PurgeCounts: Sendable, Equatable {
 public protocol RetentionStore: Sendable {
     /// Audit rows and events older than `cutoff`; ended sessions (revoked, or idle since before
     /// `idleBefore`) last active before `cutoff`; the client address and user agent of live
-    /// sessions created before `cutoff`; rate-limit windows that started before `windowsBefore`,
-    /// and single-use message ids kept until before it; App Store notification and Stripe event
+    /// sessions created before `cutoff`; mail no longer pending and jobs given up before `cutoff`;
+    /// rate-limit windows that started before `windowsBefore`, and single-use message ids, SMS,
+    /// OpenID and mailed codes and links, and sign-up replay keys past it; App Store notification and Stripe event
     /// ids received before `notificationsBefore`; rotated refresh tokens that expired before
     /// `idleBefore`.
     func purge(cutoff: Date, idleBefore: Date, windowsBefore: Date, notificationsBefore: Date) async throws(StoreError) -> PurgeCounts

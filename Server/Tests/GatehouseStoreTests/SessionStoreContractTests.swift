@@ -254,6 +254,26 @@ import Testing
                 RefreshTokenRecord(hash: tokens[1], sessionID: live.id, issuedAt: now - 40 * day, expiresAt: now - 10 * day, rotatedAt: now - 20 * day))
             try await store.insertRefreshToken(
                 RefreshTokenRecord(hash: tokens[2], sessionID: live.id, issuedAt: now - 45 * day, expiresAt: now - 35 * day))
+            // Mailed links: expired three days ago (goes), a day ago (kept for the windows' two days).
+            var oldLink = EmailTokenStoreContractTests.token(0x51, user: owner.id)
+            (oldLink.createdAt, oldLink.expiresAt) = (now - 3 * day - 900, now - 3 * day)
+            var newLink = EmailTokenStoreContractTests.token(0x52, user: owner.id)
+            (newLink.createdAt, newLink.expiresAt) = (now - day - 900, now - day)
+            for link in [oldLink, newLink] { try await store.insertEmailToken(link) }
+            // Sign-up replay keys of three days ago (goes) and a day ago (kept).
+            try await store.insertIdempotencyKey(scope: "signup", keyHash: [1], userID: owner.id, sessionID: recent.id, at: now - 3 * day)
+            try await store.insertIdempotencyKey(scope: "signup", keyHash: [2], userID: owner.id, sessionID: recent.id, at: now - day)
+            // Mail: sent 40 days ago (goes), pending since then (never swept), sent a day ago (kept).
+            let oldSent = OutboxMessage(createdAt: now - 40 * day, kind: "verify", recipient: "kept@example.com", subject: "old", textBody: "t", htmlBody: nil, status: "sent")
+            let oldPending = OutboxMessage(createdAt: now - 40 * day, kind: "verify", recipient: "kept@example.com", subject: "stuck", textBody: "t", htmlBody: nil)
+            let newSent = OutboxMessage(createdAt: now - day, kind: "verify", recipient: "kept@example.com", subject: "new", textBody: "t", htmlBody: nil, status: "sent")
+            for mail in [oldSent, oldPending, newSent] { try await store.enqueueMail(mail) }
+            // Jobs: given up 40 days ago (goes), given up a day ago and still pending from 40 days ago (kept).
+            let oldFailed = Job(kind: "revoke_apple_token", payload: [1], encryption: "none", createdAt: now - 40 * day)
+            let newFailed = Job(kind: "revoke_apple_token", payload: [2], encryption: "none", createdAt: now - day)
+            let oldPendingJob = Job(kind: "revoke_apple_token", payload: [3], encryption: "none", createdAt: now - 40 * day)
+            for job in [oldFailed, newFailed, oldPendingJob] { try await store.enqueueJob(job) }
+            for job in [oldFailed, newFailed] { try await store.failJob(job.id, error: "gave up", nextAttempt: nil) }
             _ = try await store.recordLedgerEvent(source: .appStore, id: "old", type: "DID_RENEW", outcome: "applied", at: now - 31 * day)
             _ = try await store.recordLedgerEvent(source: .appStore, id: "new", type: "DID_RENEW", outcome: "applied", at: now - day)
             _ = try await store.recordLedgerEvent(source: .stripe, id: "evt_old", type: "invoice.paid", outcome: "applied", at: now - 31 * day)
@@ -269,7 +289,17 @@ import Testing
             expected.refreshTokens = 1
             expected.rateLimitWindows = 1
             expected.notifications = 2
+            expected.emailTokens = 1
+            expected.idempotencyKeys = 1
+            expected.mail = 1
+            expected.failedJobs = 1
             #expect(counts == expected)
+            #expect(try await store.emailToken(hash: oldLink.hash) == nil)
+            #expect(try await store.emailToken(hash: newLink.hash) != nil)
+            #expect(try await store.idempotencyKeyTimes(of: owner.id) == [now - day])
+            #expect(Set(try await store.recentMail(limit: 10).map(\.subject)) == ["stuck", "new"])
+            let failed = try await store.failedJobs(limit: 10)
+            #expect(failed.total == 1 && failed.latest.map(\.id) == [newFailed.id])
             let left = try await store.sessions(of: owner.id)
             #expect(Set(left.map(\.id)) == [live.id, recent.id])
             #expect(left.first { $0.id == live.id }?.userAgent == nil && left.first { $0.id == live.id }?.ipAddress == nil)

@@ -49,14 +49,20 @@ final class RetentionSweep: PeriodicSweep {
                 enrolledBefore: now.addingTimeInterval(-Double(unconfirmedFactorTTLSeconds)))
             counts.pagesReleased = try await store.reclaimSpace(pages: Self.pagesPerSweep)
             if counts != PurgeCounts() {
+                // Every key ends in `_count`: the log's redaction leaves counts readable
+                // (`refresh_tokens` and `phone_codes` alone read as secrets).
                 logger.info(
                     "retention sweep",
                     metadata: [
-                        "audit_rows": "\(counts.auditRows)", "events": "\(counts.events)", "sessions": "\(counts.sessions)", "sessions_cleared": "\(counts.sessionsCleared)",
-                        "refresh_tokens": "\(counts.refreshTokens)", "pages_released": "\(counts.pagesReleased)",
-                        "rate_limit_windows": "\(counts.rateLimitWindows)", "notifications": "\(counts.notifications)",
-                        "message_ids": "\(counts.messageIDs)", "phone_codes": "\(counts.phoneCodes)", "usage_rows": "\(counts.usageRows)",
-                        "passkey_challenges": "\(counts.passkeyChallenges)", "mfa_challenges": "\(counts.mfaChallenges)",
+                        "audit_rows_count": "\(counts.auditRows)", "events_count": "\(counts.events)", "sessions_count": "\(counts.sessions)",
+                        "sessions_cleared_count": "\(counts.sessionsCleared)", "refresh_tokens_count": "\(counts.refreshTokens)",
+                        "pages_released_count": "\(counts.pagesReleased)", "rate_limit_windows_count": "\(counts.rateLimitWindows)",
+                        "notifications_count": "\(counts.notifications)", "message_ids_count": "\(counts.messageIDs)",
+                        "phone_codes_count": "\(counts.phoneCodes)", "oauth_rows_count": "\(counts.oauthRows)", "usage_rows_count": "\(counts.usageRows)",
+                        "email_tokens_count": "\(counts.emailTokens)", "idempotency_keys_count": "\(counts.idempotencyKeys)",
+                        "mail_count": "\(counts.mail)", "failed_jobs_count": "\(counts.failedJobs)",
+                        "passkey_challenges_count": "\(counts.passkeyChallenges)", "mfa_challenges_count": "\(counts.mfaChallenges)",
+                        "unconfirmed_factors_count": "\(counts.unconfirmedFactors)",
                     ])
             }
             return counts

@@ -28,7 +28,7 @@ public struct JSONLogHandler: LogHandler {
     static func isSecret(_ key: String) -> Bool {
         let lower = key.lowercased()
         return secretMarkers.contains { lower.contains($0) } && lower != "kid" && !lower.hasSuffix("_id")
-            && lower != "error_code" && lower != "status_code"
+            && !lower.hasSuffix("_count") && lower != "error_code" && lower != "status_code"
     }
 
     public func log(event: LogEvent) {
