@@ -274,10 +274,13 @@ extension SQLStore {
     }
 
     public func passwordHashSchemes() async throws(StoreError) -> [String] {
+        // The first condition is the partial index `users_imported_hashes`' own (migration 34):
+        // only accounts whose hash is not Argon2id are read.
         try await executor.query(
             """
-            SELECT DISTINCT substr(password_hash, 1, 7) AS scheme FROM users WHERE password_hash LIKE '$2%'
-            UNION SELECT DISTINCT substr(password_hash, 1, 33) AS scheme FROM users WHERE password_hash LIKE '$firebase-scrypt$%'
+            SELECT DISTINCT CASE WHEN password_hash LIKE '$firebase-scrypt$%' THEN substr(password_hash, 1, 33)
+            ELSE substr(password_hash, 1, 7) END AS scheme FROM users
+            WHERE substr(password_hash, 1, 10) <> '$argon2id$' AND (password_hash LIKE '$2%' OR password_hash LIKE '$firebase-scrypt$%')
             """
         ).map { row throws(StoreError) in try row.string("scheme") }
     }

@@ -54,6 +54,7 @@ import Testing
         Shipped(version: 31, name: "session_doors", sqlite: "b1542ff18a303cf8", postgres: "b1542ff18a303cf8"),
         Shipped(version: 32, name: "growth_indexes", sqlite: "78a0fd06c4b4df37", postgres: "789d7587f6437c19"),
         Shipped(version: 33, name: "events_retention", sqlite: "4ac67c9dde94a074", postgres: "4ac67c9dde94a074"),
+        Shipped(version: 34, name: "imported_hashes", sqlite: "562fae904982e53", postgres: "562fae904982e53"),
     ]
 
     @Test(arguments: [SQLDialect.sqlite, .postgres])

@@ -16,6 +16,29 @@ import Testing
             createdAt: Date(unixSeconds: time))
     }
 
+    /// The census of imported hash schemes (the decoys an unknown address is checked against)
+    /// finds each bcrypt cost and Firebase project, and nothing of Argon2id or of accounts
+    /// with no password; it reads through the partial index of migration 34.
+    @Test(arguments: Backend.available)
+    func theHashCensusNamesEachImportedScheme(_ backend: Backend) async throws {
+        try await TestDatabase.withStore(backend) { store in
+            let hashes: [String?] = [
+                "$argon2id$v=19$m=19456,t=2,p=1$Xaxc6cDvs7D7TLliSnzPoA$TsIdtcxlNcLIkYjqMUcu9yi5l7zaILbp9Stamf6GbqU",
+                "$2a$10$N9qo8uLOickgx2ZMRZoMyeIjZAgcfl7p92ldGxad68LJZdL17lhWy",
+                "$2b$12$N9qo8uLOickgx2ZMRZoMyeIjZAgcfl7p92ldGxad68LJZdL17lhWy",
+                "$2b$12$KIXQJQ9fyXc3zsxMb0yG0uT7fZ8g1Q8oQh1p3W5bqJ6wq0lW1o2Ki",
+                "$firebase-scrypt$0123456789abcdef$c2FsdA==$aGFzaA==",
+                nil,
+            ]
+            for (index, hash) in hashes.enumerated() {
+                var user = Self.user("census\(index)@example.com")
+                user.passwordHash = hash
+                try await store.insertUser(user)
+            }
+            #expect(Set(try await store.passwordHashSchemes()) == ["$2a$10$", "$2b$12$", "$firebase-scrypt$0123456789abcdef"])
+        }
+    }
+
     @Test(arguments: Backend.available)
     func migrationsApplyOnceAndRecordThemselves(_ backend: Backend) async throws {
         try await TestDatabase.with(backend) { database, _ in

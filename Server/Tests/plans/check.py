@@ -48,9 +48,11 @@ ALLOWED = {
     # The store's own.
     "SELECT COUNT(*) AS n FROM users":
         "GoTrue's `GET /admin/users` total, an exact count as GoTrue's own; an operator's call",
-    "SELECT DISTINCT substr(password_hash, 1, 7) AS scheme FROM users WHERE password_hash LIKE '$2%' UNION SELECT DISTINCT "
-    "substr(password_hash, 1, 33) AS scheme FROM users WHERE password_hash LIKE '$firebase-scrypt$%'":
-        "the census of imported hash schemes: at start, after an import and every 5 minutes, off every request's path",
+    "SELECT DISTINCT CASE WHEN password_hash LIKE '$firebase-scrypt$%' THEN substr(password_hash, 1, 33) ELSE substr(password_hash, 1, 7) "
+    "END AS scheme FROM users WHERE substr(password_hash, 1, 10) <> '$argon2id$' AND (password_hash LIKE '$2%' OR password_hash LIKE "
+    "'$firebase-scrypt$%')":
+        "the census of imported hash schemes reads the partial index users_imported_hashes whole: only accounts whose hash is "
+        "not Argon2id (imported, each replaced at its next sign-in), not every account",
     "SELECT status, COUNT(*) AS n, CAST(SUM(CASE WHEN attempts > 1 OR (status = 'pending' AND attempts > 0) THEN 1 ELSE 0 END) "
     "AS BIGINT) AS retried FROM outbox GROUP BY status":
         "the console's mail totals, counted over the whole outbox on an operator's page",
