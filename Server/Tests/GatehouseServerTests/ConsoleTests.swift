@@ -254,7 +254,8 @@ import Testing
     @Test(arguments: Backend.available)
     func aRareFilterLooksAtABoundedNumberOfAccountsPerPage(_ backend: Backend) async throws {
         let clock = ManualClock(Date())
-        try await TestApp.run(backend, preset: "handz", clock: clock) { client, config in
+        // Time enough for the 2,000 on any machine: the count bound is what this test walks.
+        try await TestApp.run(backend, preset: "handz", clock: clock, adjust: { $0.consoleScanMilliseconds = 10_000 }) { client, config in
             let rare = UserID.random()
             try await TestApp.withStore(config) { store in
                 let oldest = clock.now - 86_400
@@ -292,6 +293,45 @@ import Testing
             let plain = try await console.get("/admin/users").text
             #expect(plain.components(separatedBy: #"<tr data-user-id=""#).count == 26)
             #expect(!plain.contains("The filter looked at"))
+        }
+    }
+
+    /// A filtered page stops testing accounts when `GATEHOUSE_CONSOLE_SCAN_MILLISECONDS` has
+    /// passed, after one batch of 200 at least: with 0, every page is one batch, and the pages
+    /// walk down to the one rare match (the oldest of 451 accounts).
+    @Test(arguments: Backend.available)
+    func aFilteredPageStopsAtItsTimeAfterOneBatch(_ backend: Backend) async throws {
+        let clock = ManualClock(Date())
+        try await TestApp.run(backend, preset: "handz", clock: clock, adjust: { $0.consoleScanMilliseconds = 0 }) { client, config in
+            let rare = UserID.random()
+            try await TestApp.withStore(config) { store in
+                let oldest = clock.now - 86_400
+                try await store.insertUser(User(id: rare, email: "rare@example.com", normalizedEmail: "rare@example.com", createdAt: oldest))
+                try await store.insertGrant(
+                    PlanGrant(userID: rare, tier: nil, startsAt: oldest, until: clock.now + 86_400, reason: "support", createdBy: "operator"))
+                for start in stride(from: 0, to: 450, by: 150) {
+                    try await store.transaction { tx in
+                        for index in start..<start + 150 {
+                            let email = "common\(index)@example.com"
+                            try await tx.insertUser(User(id: .random(), email: email, normalizedEmail: email, createdAt: clock.now - Double(index)))
+                        }
+                    }
+                }
+            }
+            let (_, signedIn) = try await Console.signIn(client)
+            let console = try #require(signedIn)
+            var path = "/admin/users?plan=pro"
+            var looked: [String] = []
+            for _ in 0..<4 {
+                let page = try await console.get(path).text
+                looked.append(page.components(separatedBy: "The filter looked at ").dropFirst().first.map { String($0.prefix { $0 != " " }) } ?? "?")
+                if page.contains(#"<tr data-user-id="\#(rare)""#) { break }
+                #expect(!page.contains(#"<tr data-user-id=""#))
+                guard let next = page.components(separatedBy: #"<p class="pager"><a href=""#).dropFirst().first.map({ String($0.prefix { $0 != "\"" }) })
+                else { break }
+                path = next.replacingOccurrences(of: "&amp;", with: "&")
+            }
+            #expect(looked == ["200", "200", "51"])
         }
     }
 

@@ -175,6 +175,6 @@ struct UseCases {
             preset: preset, clock: clock, hookHealth: infra.hookCaller.health,
             hooks: HookName.allCases.filter { config.hooks[$0] != nil }.map(\.label)
                 + (config.smsSender.map { if case .hook = $0 { [SMSHookSender.label] } else { [] } } ?? []),
-            overviewCounts: overviewCounts)
+            overviewCounts: overviewCounts, scanBudget: .milliseconds(config.consoleScanMilliseconds))
     }
 }

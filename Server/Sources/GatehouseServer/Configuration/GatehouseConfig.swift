@@ -128,6 +128,11 @@ public struct GatehouseConfig: Sendable {
     /// A request's whole body must arrive within this long of its head (408 after): a body
     /// trickled in a byte at a time stays under the idle timeout but not under this.
     public var httpBodyTimeoutSeconds = 15
+    /// `GATEHOUSE_CONSOLE_SCAN_MILLISECONDS`: how long a console page filtered by plan or
+    /// provider keeps testing accounts (200 at a time, at least one batch, 2,000 at most) before it
+    /// shows what it found and offers to go on (issue 65: a page answers in bounded time
+    /// whatever the number of accounts).
+    public var consoleScanMilliseconds = 30
     /// Open connections in all; one more is closed as it opens. With `maxBodyBytes` this bounds
     /// what request bodies can hold in memory.
     public var maxConnections = 4_096

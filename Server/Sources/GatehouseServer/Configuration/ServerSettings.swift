@@ -80,6 +80,9 @@ extension GatehouseConfig {
         if let seconds = settings.int("http_body_timeout_seconds", range: 1...600, meaning: "a number of seconds from 1 to 600") {
             config.httpBodyTimeoutSeconds = seconds
         }
+        if let milliseconds = settings.int("console_scan_milliseconds", range: 0...10_000, meaning: "a number of milliseconds from 0 to 10000") {
+            config.consoleScanMilliseconds = milliseconds
+        }
         if let count = settings.int("max_connections", range: 16...1_000_000, meaning: "a number of connections from 16 to 1000000") {
             config.maxConnections = count
         }

@@ -26,6 +26,8 @@ struct ConsoleService: Sendable {
     let hooks: [String]
     /// The overview's counts of a month of rows, kept on this node.
     let overviewCounts: OverviewCounts
+    /// How long a filtered page keeps testing accounts (`GATEHOUSE_CONSOLE_SCAN_MILLISECONDS`).
+    let scanBudget: Duration
 
     /// The `by` of the console's audit rows.
     static let actor = "admin_console"
@@ -82,8 +84,9 @@ struct ConsoleService: Sendable {
 
     /// One page of 25, newest first. A plan state or a provider is tested on each account (the
     /// plan is the entitlement engine's answer; the provider, one of the account's identities),
-    /// so with either the page looks at up to `planScanLimit` accounts, 200 at a time with their
-    /// ledgers and identities read together, and offers to go on from where it stopped. Read
+    /// so with either the page looks at accounts 200 at a time with their ledgers and identities
+    /// read together, until the page is full, `scanBudget` has passed (after one batch at least)
+    /// or `planScanLimit` accounts were tested, and offers to go on from where it stopped. Read
     /// as a condition of the list instead, a provider few accounts use made the database test
     /// every account for a page (issue 65).
     func users(_ filter: UserFilter, planState: String?, provider: String?, cursor: String?) async throws -> UserPage {
@@ -97,7 +100,8 @@ struct ConsoleService: Sendable {
         var scanned = 0
         let now = clock.now
         let scanning = planState != nil || provider != nil
-        while rows.count < size, scanned < Self.planScanLimit {
+        let started = ContinuousClock.now
+        while rows.count < size, scanned < Self.planScanLimit, scanned == 0 || ContinuousClock.now - started < scanBudget {
             let batch = scanning ? 200 : size + 1 - rows.count
             let page = try await store.users(matching: filter, before: before, limit: batch)
             // The batch's plan states and providers, read together (a statement per table, not per account).
@@ -118,7 +122,7 @@ struct ConsoleService: Sendable {
             }
             if page.count < batch { return UserPage(rows: rows, next: nil, scanned: scanned) }
         }
-        // The scan stopped at its limit (or the page filled exactly): go on from where it stopped.
+        // The scan stopped at its time or its limit (or the page filled exactly): go on from where it stopped.
         return UserPage(rows: rows, next: before?.token, scanned: scanned)
     }
 
