@@ -167,6 +167,20 @@ import Testing
         }
     }
 
+    /// Issue 65: a filtered console page tests accounts for 30 ms unless set (0: one batch a
+    /// page); a value out of range stops the start.
+    @Test func theConsoleScanTakes30MillisecondsUnlessSet() async throws {
+        #expect(try await load([:]).consoleScanMilliseconds == 30)
+        #expect(try await load(["GATEHOUSE_CONSOLE_SCAN_MILLISECONDS": "0"]).consoleScanMilliseconds == 0)
+        #expect(try await load(["GATEHOUSE_CONSOLE_SCAN_MILLISECONDS": "250"]).consoleScanMilliseconds == 250)
+        do throws(ConfigurationError) {
+            _ = try await load(["GATEHOUSE_CONSOLE_SCAN_MILLISECONDS": "10001"])
+            Issue.record("a scan of over ten seconds was accepted")
+        } catch {
+            #expect(error.problems == ["GATEHOUSE_CONSOLE_SCAN_MILLISECONDS: '10001' is not a number of milliseconds from 0 to 10000"])
+        }
+    }
+
     /// Issue 44: Stripe's key comes with its webhook secrets or not at all, and a webhook secret is
     /// Stripe's `whsec_…`; either mistake stops the start naming the variable.
     @Test func stripeNeedsItsKeyAndWebhookSecretsTogether() async throws {
