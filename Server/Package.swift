@@ -182,7 +182,7 @@ let package = Package(
         .testTarget(
             name: "GatehouseServerTests",
             dependencies: [
-                "GatehouseServer", "GatehouseStore", wire, "GatehouseTestSupport", verifier, client,
+                "GatehouseServer", "GatehouseStore", "GatehouseArgon2", wire, "GatehouseTestSupport", verifier, client,
                 "AppBackendExample",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseArgon2
 import GatehouseCore
 @testable import GatehouseServer
 import Testing
@@ -80,6 +81,8 @@ import Testing
     /// Each kernel this CPU runs computes the reference build's bytes, across lanes, passes,
     /// memory sizes and output lengths; every implementation verifies what another made.
     @Test func everyKernelAgreesWithTheReferenceByteForByte() throws {
+        // Every kernel the C side compiles has its Swift case, in its order.
+        #expect(Argon2Kernel.allCases.map { Int($0.rawValue) } == Array(0..<Int(GATEHOUSE_ARGON2_KERNEL_COUNT)))
         let kernels = Argon2Kernel.allCases.filter(\.supported)
         #expect(kernels.contains(.portable) && kernels.contains(Argon2Kernel.best))
         #if arch(x86_64)

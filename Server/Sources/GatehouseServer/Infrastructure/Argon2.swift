@@ -8,7 +8,7 @@ import GatehouseCore
 /// (RFC 9106, version 0x13) and write the same PHC string, so each verifies what another made;
 /// they differ in speed and in what they accept.
 ///
-/// - `gatehouse` is Gatehouse's own (`Sources/GatehouseArgon2`, written from the RFC): one
+/// - `gatehouse` is Gatehouse's own (`Server/Sources/GatehouseArgon2`, written from the RFC): one
 ///   vector form of the compression compiled for AVX-512VL, AVX2 and the baseline, picked at run
 ///   time (``Argon2Kernel``). It takes its working memory from the caller, so a region is kept
 ///   from one hash to the next (``Argon2Regions``) instead of being mapped, faulted in and
