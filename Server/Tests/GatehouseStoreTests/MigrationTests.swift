@@ -55,6 +55,7 @@ import Testing
         Shipped(version: 32, name: "growth_indexes", sqlite: "78a0fd06c4b4df37", postgres: "789d7587f6437c19"),
         Shipped(version: 33, name: "events_retention", sqlite: "4ac67c9dde94a074", postgres: "4ac67c9dde94a074"),
         Shipped(version: 34, name: "imported_hashes", sqlite: "562fae904982e53", postgres: "562fae904982e53"),
+        Shipped(version: 35, name: "search_covering", sqlite: "f592c6f1f2eac881", postgres: "eedbdf767b05cb3b"),
     ]
 
     @Test(arguments: [SQLDialect.sqlite, .postgres])

@@ -184,6 +184,60 @@ import Testing
         }
     }
 
+    /// The search orders its matches newest first (ties by id) and cuts them to the page before
+    /// it reads any account (migration 35): a walk by cursor meets every match once, in order; an
+    /// account that matches two ways comes once; a narrowed search keeps only what the filter
+    /// names, in the same order.
+    @Test(arguments: Backend.available)
+    func aSearchPagesItsMatchesNewestFirstAndNarrows(_ backend: Backend) async throws {
+        try await withStore(backend) { store in
+            var matching: [User] = []
+            for index in 0..<9 {
+                // Pairs created in the same second: the id decides between them.
+                let user = Self.user("pager\(index)@example.com", handle: index == 4 ? "pager-handle" : "p\(index)", at: 1_800_000_000 + Int64(index / 2))
+                try await store.insertUser(user)
+                matching.append(user)
+            }
+            let byProvider = Self.user("someone@example.com", handle: "someone", at: 1_800_000_100)
+            try await store.insertUser(byProvider)
+            try await store.insertIdentity(
+                Identity(userID: byProvider.id, provider: .apple, subject: "PAGER", email: nil, createdAt: Date(unixSeconds: 1_800_000_100)))
+            matching.append(byProvider)
+            try await store.insertUser(Self.user("other@example.com", handle: "pagerless-not", at: 1_800_000_050))
+            try await store.insertUser(Self.user("pagex@example.com", at: 1_800_000_200))
+            // A provider's subject matches as it is, the address and the handle by a prefix in any
+            // case: "pagerless-not" is a handle with the prefix.
+            var seen: [UserID] = []
+            var cursor: UserCursor?
+            // Five pages at most: a cursor that was not applied would walk forever.
+            for _ in 0..<5 {
+                let page = try await store.users(matching: UserFilter(search: "PAGER"), before: cursor, limit: 3)
+                seen += page.map(\.id)
+                cursor = page.count == 3 ? page.last.map { UserCursor(createdAt: $0.createdAt.unixSeconds, id: $0.id.description) } : nil
+                if cursor == nil { break }
+            }
+            let other = try #require(try await store.user(handle: "pagerless-not"))
+            let expected = (matching + [other]).sorted { ($0.createdAt, $0.id.description) > ($1.createdAt, $1.id.description) }.map(\.id)
+            #expect(seen == expected)
+            #expect(expected.count == 11)
+
+            let disabledAt = Date(unixSeconds: 1_800_000_300)
+            for user in [matching[1], matching[4], matching[7]] {
+                #expect(try await store.setDisabled(user.id, at: disabledAt, reason: "test", now: disabledAt))
+            }
+            var disabled = UserFilter(search: "pager")
+            disabled.disabledOnly = true
+            let narrowed = try await store.users(matching: disabled, before: nil, limit: 2)
+            let expectedDisabled = [matching[7], matching[4], matching[1]]
+                .sorted { ($0.createdAt, $0.id.description) > ($1.createdAt, $1.id.description) }.map(\.id)
+            #expect(narrowed.map(\.id) == Array(expectedDisabled.prefix(2)))
+            let last = try #require(narrowed.last)
+            let rest = try await store.users(
+                matching: disabled, before: UserCursor(createdAt: last.createdAt.unixSeconds, id: last.id.description), limit: 2)
+            #expect(rest.map(\.id) == [expectedDisabled[2]])
+        }
+    }
+
     @Test(arguments: Backend.available)
     func disablingAndEnabling(_ backend: Backend) async throws {
         try await withStore(backend) { store in
