@@ -2,46 +2,45 @@ import GatehouseCore
 import ServiceLifecycle
 import Synchronization
 
-/// A fair, non-reentrant lock for async code: waiters are served in arrival order and
-/// suspend instead of blocking a thread.
-final class AsyncLock: Sendable {
+/// Lends `count` slots (the indices of connections, say), each to one holder at a time: a taker
+/// gets a free slot at once (the one given back last, whose connection's pages are warmest), or
+/// waits for the first given back, in arrival order, suspended and not on a thread. With one slot
+/// it is a fair, non-reentrant lock.
+final class Lender: Sendable {
     private struct State {
-        var locked = false
-        var waiters: [CheckedContinuation<Void, Never>] = []
+        var free: [Int]
+        var waiting: [CheckedContinuation<Int, Never>] = []
     }
 
-    private let state = Mutex(State())
+    private let state: Mutex<State>
 
-    func lock() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let acquired = state.withLock { state -> Bool in
-                if !state.locked {
-                    state.locked = true
-                    return true
-                }
-                state.waiters.append(continuation)
-                return false
-            }
-            if acquired { continuation.resume() }
-        }
+    init(count: Int) {
+        state = Mutex(State(free: Array((0..<max(1, count)).reversed())))
     }
 
-    func unlock() {
-        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            if state.waiters.isEmpty {
-                state.locked = false
+    func take() async -> Int {
+        // A free slot is taken without a continuation.
+        if let slot = state.withLock({ $0.free.popLast() }) { return slot }
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Int, Never>) in
+            let slot = state.withLock { state -> Int? in
+                if let slot = state.free.popLast() { return slot }
+                state.waiting.append(continuation)
                 return nil
             }
-            // Ownership passes straight to the next waiter; `locked` stays true.
-            return state.waiters.removeFirst()
+            if let slot { continuation.resume(returning: slot) }
         }
-        next?.resume()
     }
 
-    func withLock<T: Sendable>(_ body: () async throws -> T) async throws -> T {
-        await lock()
-        defer { unlock() }
-        return try await body()
+    /// Gives `slot` back: straight to the taker that has waited longest, if any.
+    func giveBack(_ slot: Int) {
+        let next = state.withLock { state -> CheckedContinuation<Int, Never>? in
+            if state.waiting.isEmpty {
+                state.free.append(slot)
+                return nil
+            }
+            return state.waiting.removeFirst()
+        }
+        next?.resume(returning: slot)
     }
 }
 

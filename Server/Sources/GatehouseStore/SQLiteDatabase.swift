@@ -14,9 +14,16 @@ public final class SQLiteDatabase: SQLDatabase {
     public let dialect = SQLDialect.sqlite
     public let path: String
     private let writer: SQLiteConnectionHandle
-    private let writerLock = AsyncLock()
+    /// The writer, lent to one statement or transaction at a time.
+    private let writerLock = Lender(count: 1)
+    /// The read-only connections, lent one read at a time: a read takes whichever is free, or
+    /// waits for the first to come back. Reads were once dealt to the connections in turn, and
+    /// each waited for its own on a thread of NIO's blocking pool (one per core): a short read
+    /// dealt to a connection busy with a long one (the console overview's count reads a month of
+    /// rows) waited it out, and held a thread that every other connection's statements, the
+    /// writer's too, then waited for.
     private let readers: [SQLiteConnectionHandle]
-    private let nextReader = Atomic<Int>(0)
+    private let readerLender: Lender
     private let closed = Atomic<Bool>(false)
     /// Told when the writer is taken and given back (SQLite's one write connection is its pool).
     private let observer: (any PoolObserver)?
@@ -25,6 +32,7 @@ public final class SQLiteDatabase: SQLDatabase {
         self.path = path
         self.writer = writer
         self.readers = readers
+        readerLender = Lender(count: readers.count)
         self.observer = observer
     }
 
@@ -75,8 +83,9 @@ public final class SQLiteDatabase: SQLDatabase {
     @discardableResult
     public func query(_ sql: String, _ binds: [SQLValue]) async throws(StoreError) -> [SQLRow] {
         if Self.isRead(sql) {
-            let index = nextReader.wrappingAdd(1, ordering: .relaxed).oldValue
-            return try await Self.run(sql, binds, on: readers[abs(index % readers.count)])
+            let index = await readerLender.take()
+            defer { readerLender.giveBack(index) }
+            return try await Self.run(sql, binds, on: readers[index])
         }
         await lockWriter()
         defer { unlockWriter() }
@@ -84,15 +93,18 @@ public final class SQLiteDatabase: SQLDatabase {
     }
 
     private func lockWriter() async {
-        guard let observer else { return await writerLock.lock() }
+        guard let observer else {
+            _ = await writerLock.take()
+            return
+        }
         let asked = ContinuousClock.now
-        await writerLock.lock()
+        _ = await writerLock.take()
         observer.leased(waited: ContinuousClock.now - asked, inUse: 1)
     }
 
     private func unlockWriter() {
         observer?.released(inUse: 0)
-        writerLock.unlock()
+        writerLock.giveBack(0)
     }
 
     public func transaction<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) async throws -> T) async throws -> T {
@@ -143,8 +155,8 @@ public final class SQLiteDatabase: SQLDatabase {
     public func ping() async throws(StoreError) {
         do {
             try await Deadlines.shared.abandoning(.seconds(2), orThrow: { StoreError.unavailable("no answer within 2.0 seconds") }) {
-                await self.writerLock.lock()
-                defer { self.writerLock.unlock() }
+                _ = await self.writerLock.take()
+                defer { self.writerLock.giveBack(0) }
                 // Abandoned while it waited: nothing to probe for anyone now.
                 guard !Task.isCancelled else { return }
                 try await Self.run("BEGIN IMMEDIATE", [], on: self.writer)
@@ -169,9 +181,9 @@ public final class SQLiteDatabase: SQLDatabase {
         var seen: Int64?
         while !Task.isCancelled {
             let began = cache.instant
-            await writerLock.lock()
+            _ = await writerLock.take()
             let version = try? await Self.run("PRAGMA data_version", [], on: writer).first?.int("data_version")
-            writerLock.unlock()
+            writerLock.giveBack(0)
             if let version {
                 if let seen, seen != version { cache.drop(.everything) }
                 seen = version
