@@ -18,7 +18,8 @@ import Logging
 /// subscription, a Stripe customer, a grant, an OpenID consent and a throttle window. Email
 /// accounts sign in with the password `BENCH_LOAD_PASSWORD` (default `load-password-1`) as
 /// `load<N>@example.com`. The same run on the same URL adds nothing twice: it refuses a database
-/// that already holds loaded accounts.
+/// that already holds loaded accounts. On SQLite the writer's page cache is
+/// `BENCH_LOAD_SQLITE_CACHE_MIB` (default 4096).
 extension Bench {
     /// Accounts per transaction.
     static let loadBatch = 250
