@@ -176,7 +176,7 @@ let package = Package(
         ),
         .testTarget(
             name: "GatehouseStoreTests",
-            dependencies: ["GatehouseStore", "GatehouseTestSupport"],
+            dependencies: ["GatehouseStore", "GatehouseTestSupport", .product(name: "NIOPosix", package: "swift-nio")],
             swiftSettings: strict
         ),
         .testTarget(

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOPosix
 import Synchronization
 
 /// The embedded default: one SQLite file in WAL mode with `synchronous=FULL`, so a commit
@@ -40,6 +41,14 @@ public final class SQLiteDatabase: SQLDatabase {
     public static func open(
         path: String, readerCount: Int = 2, logger: Logger, observer: (any PoolObserver)? = nil
     ) async throws(StoreError) -> SQLiteDatabase {
+        try await open(path: path, readerCount: readerCount, logger: logger, observer: observer, pool: .singleton)
+    }
+
+    /// Opens (creating when missing) the database file at `path`; its libsqlite3 calls run on
+    /// `pool` (a test that times its own connections gives them a pool of their own).
+    static func open(
+        path: String, readerCount: Int = 2, logger: Logger, observer: (any PoolObserver)? = nil, pool: NIOThreadPool
+    ) async throws(StoreError) -> SQLiteDatabase {
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
@@ -51,7 +60,7 @@ public final class SQLiteDatabase: SQLDatabase {
         // database fails at the first pragma).
         var opened: [SQLiteConnectionHandle] = []
         do {
-            let writer = try await SQLiteConnectionHandle.open(path: path)
+            let writer = try await SQLiteConnectionHandle.open(path: path, pool: pool)
             opened.append(writer)
             for pragma in [
                 "PRAGMA busy_timeout = \(SQLiteConnectionHandle.busyTimeoutMilliseconds)",
@@ -66,7 +75,7 @@ public final class SQLiteDatabase: SQLDatabase {
             }
             var readers: [SQLiteConnectionHandle] = []
             for _ in 0..<max(1, readerCount) {
-                let reader = try await SQLiteConnectionHandle.open(path: path)
+                let reader = try await SQLiteConnectionHandle.open(path: path, pool: pool)
                 opened.append(reader)
                 for pragma in ["PRAGMA busy_timeout = \(SQLiteConnectionHandle.busyTimeoutMilliseconds)", "PRAGMA foreign_keys = ON", "PRAGMA query_only = 1"] {
                     _ = try await reader.run(pragma, [])
