@@ -335,6 +335,17 @@ import Testing
         }
     }
 
+    /// After its first batch, a filtered page starts another only when that batch, taking as long
+    /// as the slowest so far, would end within the budget; and never past 2,000 accounts.
+    @Test func aScanStartsNoBatchThatWouldEndPastItsBudget() {
+        let budget = Duration.milliseconds(30)
+        #expect(ConsoleService.scanGoesOn(scanned: 0, elapsed: .seconds(1), slowestBatch: .seconds(1), budget: .zero))
+        #expect(ConsoleService.scanGoesOn(scanned: 200, elapsed: .milliseconds(20), slowestBatch: .milliseconds(10), budget: budget))
+        #expect(!ConsoleService.scanGoesOn(scanned: 200, elapsed: .milliseconds(21), slowestBatch: .milliseconds(10), budget: budget))
+        #expect(!ConsoleService.scanGoesOn(scanned: 400, elapsed: .milliseconds(5), slowestBatch: .milliseconds(26), budget: budget))
+        #expect(!ConsoleService.scanGoesOn(scanned: 2_000, elapsed: .zero, slowestBatch: .zero, budget: budget))
+    }
+
     /// Search by email prefix, handle, id and provider subject; the filters; the plan filter runs
     /// the engine; grants and the typed confirmations; the overview counts what happened.
     @Test(arguments: Backend.available)

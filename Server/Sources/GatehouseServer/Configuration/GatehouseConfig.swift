@@ -129,7 +129,8 @@ public struct GatehouseConfig: Sendable {
     /// trickled in a byte at a time stays under the idle timeout but not under this.
     public var httpBodyTimeoutSeconds = 15
     /// `GATEHOUSE_CONSOLE_SCAN_MILLISECONDS`: how long a console page filtered by plan or
-    /// provider keeps testing accounts (200 at a time, at least one batch, 2,000 at most) before it
+    /// provider keeps testing accounts (200 at a time, at least one batch, 2,000 at most, and no
+    /// batch that would end past it, judged by the slowest so far) before it
     /// shows what it found and offers to go on (issue 65: a page answers in bounded time
     /// whatever the number of accounts).
     public var consoleScanMilliseconds = 30

@@ -85,8 +85,9 @@ struct ConsoleService: Sendable {
     /// One page of 25, newest first. A plan state or a provider is tested on each account (the
     /// plan is the entitlement engine's answer; the provider, one of the account's identities),
     /// so with either the page looks at accounts 200 at a time with their ledgers and identities
-    /// read together, until the page is full, `scanBudget` has passed (after one batch at least)
-    /// or `planScanLimit` accounts were tested, and offers to go on from where it stopped. Read
+    /// read together, until the page is full, another batch would not end within `scanBudget`
+    /// (`scanGoesOn`; one batch at least) or `planScanLimit` accounts were tested, and offers to
+    /// go on from where it stopped. Read
     /// as a condition of the list instead, a provider few accounts use made the database test
     /// every account for a page (issue 65).
     func users(_ filter: UserFilter, planState: String?, provider: String?, cursor: String?) async throws -> UserPage {
@@ -101,7 +102,12 @@ struct ConsoleService: Sendable {
         let now = clock.now
         let scanning = planState != nil || provider != nil
         let started = ContinuousClock.now
-        while rows.count < size, scanned < Self.planScanLimit, scanned == 0 || ContinuousClock.now - started < scanBudget {
+        var slowest = Duration.zero
+        while rows.count < size,
+            Self.scanGoesOn(scanned: scanned, elapsed: ContinuousClock.now - started, slowestBatch: slowest, budget: scanBudget)
+        {
+            let batchStarted = ContinuousClock.now
+            defer { slowest = max(slowest, ContinuousClock.now - batchStarted) }
             let batch = scanning ? 200 : size + 1 - rows.count
             let page = try await store.users(matching: filter, before: before, limit: batch)
             // The batch's plan states and providers, read together (a statement per table, not per account).
@@ -124,6 +130,15 @@ struct ConsoleService: Sendable {
         }
         // The scan stopped at its time or its limit (or the page filled exactly): go on from where it stopped.
         return UserPage(rows: rows, next: before?.token, scanned: scanned)
+    }
+
+    /// Whether a filtered page tests another batch: always a first one; then none past
+    /// `planScanLimit`, and none that would end after `budget` if it took as long as the slowest
+    /// so far. A page so answers within about its budget, not its budget plus a batch (at 1M
+    /// accounts on PostgreSQL, with the budget at 30 ms, the page's p99 had been 51 ms).
+    static func scanGoesOn(scanned: Int, elapsed: Duration, slowestBatch: Duration, budget: Duration) -> Bool {
+        if scanned == 0 { return true }
+        return scanned < planScanLimit && elapsed + slowestBatch <= budget
     }
 
     struct UserDetail: Sendable {
