@@ -1,4 +1,3 @@
-import Foundation
 import GatehouseCore
 import ServiceLifecycle
 import Synchronization
@@ -185,38 +184,5 @@ public final class Deadlines: Service, Sendable {
     /// (listed after this) first, so requests still reading a body keep their time-out.
     public func run() async {
         await cancelWhenGracefulShutdown { await self.tick() }
-    }
-}
-
-/// The scheduling priority of the threads that do work nobody is waiting on at that moment. On
-/// Linux a thread's niceness is its own (`setpriority(PRIO_PROCESS, 0, …)` changes the calling
-/// thread alone), so such a thread lowers itself and the event loops and the database's threads
-/// keep theirs. Elsewhere nothing changes.
-public enum ThreadPriority {
-    /// A password hash's thread: a login's hash takes what requests leave (issue 47).
-    public static let hashing: Int32 = 10
-    /// Housekeeping's thread (a retention sweep's batches, the space given back): below a hash,
-    /// so a sweep over a year of rows takes what sign-ins leave (issue 65).
-    public static let housekeeping: Int32 = 19
-
-    /// Lowers the calling thread to `niceness`, never raises it (a server started at a lower
-    /// priority, `nice 15 gatehouse`, keeps its own): an unprivileged thread could not raise it
-    /// back anyway.
-    public static func lower(to niceness: Int32) {
-        #if os(Linux)
-        errno = 0
-        let current = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)
-        guard errno == 0, current < niceness else { return }
-        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, niceness)
-        #endif
-    }
-
-    /// The calling thread's niceness (0 where there is none to read).
-    public static func current() -> Int32 {
-        #if os(Linux)
-        return getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)
-        #else
-        return 0
-        #endif
     }
 }

@@ -135,18 +135,6 @@ public protocol SQLDatabase: SQLExecutor {
     func ping() async throws(StoreError)
     /// Closes every connection.
     func shutdown() async
-    /// Runs one write that nobody is waiting on (a retention sweep's batch), as `query` does but
-    /// at a lower priority where the database's work runs in this process (SQLite).
-    @discardableResult
-    func housekeeping(_ sql: String, _ binds: [SQLValue]) async throws(StoreError) -> [SQLRow]
-}
-
-extension SQLDatabase {
-    /// PostgreSQL's work runs in its own processes: a sweep's statement is an ordinary one here.
-    @discardableResult
-    public func housekeeping(_ sql: String, _ binds: [SQLValue]) async throws(StoreError) -> [SQLRow] {
-        try await query(sql, binds)
-    }
 }
 
 /// Told when a query or transaction gets its connection and gives it back (the server's pool

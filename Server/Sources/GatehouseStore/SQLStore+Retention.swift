@@ -64,7 +64,7 @@ extension SQLStore {
             let free = Int(try await executor.query("PRAGMA freelist_count").first?.int("freelist_count") ?? 0)
             guard free > 0 else { break }
             let step = min(free, Self.vacuumStep, pages - released)
-            try await housekeeping("PRAGMA incremental_vacuum(\(step))")
+            try await executor.query("PRAGMA incremental_vacuum(\(step))")
             released += step
             // Between steps the writer is free: a sign-in waiting for it goes first.
             if !isTransaction { await Task.yield() }

@@ -5,8 +5,7 @@ import GatehouseCore
 /// challenges and sign-ins, old usage. Every sweep goes through `SQLStore.sweep(_:)`, which never
 /// touches more than `SQLStore.sweepBatch` rows in one statement: each batch is its own short
 /// transaction, so a sweep over a year of audit rows holds SQLite's write lock, or PostgreSQL's
-/// row locks, for one batch at a time, and sign-ins go on between batches. On SQLite each batch
-/// runs on the housekeeping thread (`SQLDatabase.housekeeping`), below sign-ins' priority.
+/// row locks, for one batch at a time, and sign-ins go on between batches.
 struct Sweep: Sendable {
     enum Change: Sendable {
         case delete
@@ -47,7 +46,7 @@ extension SQLStore {
             """
         var total = 0
         while true {
-            let swept = try await housekeeping(sql, sweep.binds + [.integer(Int64(batch))]).count
+            let swept = try await executor.query(sql, sweep.binds + [.integer(Int64(batch))]).count
             total += swept
             if swept < batch { return total }
             // Between batches the writer is free: a sign-in waiting for it goes first.

@@ -102,14 +102,6 @@ public struct SQLStore: GatehouseStore {
         try await executor.query("SELECT MAX(version) AS version FROM gatehouse_migrations").first?.optionalInt("version").map(Int.init)
     }
 
-    /// Runs a write of housekeeping (a sweep's batch) at the database's lower priority
-    /// (``SQLDatabase/housekeeping(_:_:)``); inside a transaction, as one of its statements.
-    @discardableResult
-    func housekeeping(_ sql: String, _ binds: [SQLValue] = []) async throws(StoreError) -> [SQLRow] {
-        guard let database else { return try await executor.query(sql, binds) }
-        return try await database.housekeeping(sql, binds)
-    }
-
     public func ping() async throws(StoreError) {
         if let database {
             try await database.ping()

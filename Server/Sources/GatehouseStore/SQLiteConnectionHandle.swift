@@ -59,24 +59,6 @@ final class SQLiteConnectionHandle: @unchecked Sendable {
         try await pool.runIfActive { try self.lock.withLock { try self.runLocked(sql, binds) } }
     }
 
-    /// Runs one statement as ``run(_:_:)`` does, on the process's housekeeping thread at
-    /// ``ThreadPriority/housekeeping`` instead of the connection's pool: a sweep's batch then
-    /// takes the CPU that requests and password hashes leave, not a share beside them.
-    func runAsHousekeeping(_ sql: String, _ binds: [SQLValue]) async throws -> [SQLRow] {
-        try await Self.housekeepingPool.runIfActive {
-            ThreadPriority.lower(to: ThreadPriority.housekeeping)
-            return try self.lock.withLock { try self.runLocked(sql, binds) }
-        }
-    }
-
-    /// One thread for every database's housekeeping in the process, started at first use and
-    /// never stopped (as NIO's own singleton pool).
-    static let housekeepingPool: NIOThreadPool = {
-        let pool = NIOThreadPool(numberOfThreads: 1)
-        pool.start()
-        return pool
-    }()
-
     /// Runs one statement on the calling thread, for the statements of a transaction that has
     /// its write lock already (`BEGIN IMMEDIATE` ran on the pool): they cannot meet
     /// `SQLITE_BUSY`, write only to SQLite's page cache until `COMMIT`, and take microseconds,

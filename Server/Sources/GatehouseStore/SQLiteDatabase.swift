@@ -101,19 +101,6 @@ public final class SQLiteDatabase: SQLDatabase {
         return try await Self.run(sql, binds, on: writer)
     }
 
-    /// A write on the writer like `query`'s, run on the housekeeping thread
-    /// (``SQLiteConnectionHandle/runAsHousekeeping(_:_:)``).
-    @discardableResult
-    public func housekeeping(_ sql: String, _ binds: [SQLValue]) async throws(StoreError) -> [SQLRow] {
-        await lockWriter()
-        defer { unlockWriter() }
-        do {
-            return try await writer.runAsHousekeeping(sql, binds)
-        } catch {
-            throw Self.map(error)
-        }
-    }
-
     private func lockWriter() async {
         guard let observer else {
             _ = await writerLock.take()

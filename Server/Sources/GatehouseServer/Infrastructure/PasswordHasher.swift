@@ -79,15 +79,30 @@ public final class PasswordHasher: Sendable {
     }
 
     /// Runs `body` on one of the pool's threads, which first lowers its own scheduling priority
-    /// (`nice` ``ThreadPriority/hashing``, on Linux, where a thread's niceness is its own). A
-    /// login's hash then takes what the event loops and the database's threads leave: when eight
-    /// logins hash on both cores, a `GET /v1/me` still gets a core at once instead of queueing
-    /// behind them (issue 47), and with nothing else to run the hashes take the cores as before.
+    /// (`nice` ``hashingNiceness``, on Linux, where a thread's niceness is its own). A login's hash then
+    /// takes what the event loops and the database's threads leave: when eight logins hash on
+    /// both cores, a `GET /v1/me` still gets a core at once instead of queueing behind them
+    /// (issue 47), and with nothing else to run the hashes take the cores as before.
     private func onHashingThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await pool.runIfActive {
-            ThreadPriority.lower(to: ThreadPriority.hashing)
+            Self.lowerPriority()
             return try body()
         }
+    }
+
+    /// The niceness of a hashing thread (0 is the default, 19 the lowest priority).
+    static let hashingNiceness: Int32 = 10
+
+    /// Lowers the calling thread to ``hashingNiceness``, never raises it: a server started at a
+    /// lower priority (`nice 15 gatehouse`) keeps its own for hashing too.
+    private static func lowerPriority() {
+        #if os(Linux)
+        let thread = id_t(gatehouse_thread_id())
+        errno = 0
+        let current = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), thread)
+        guard errno == 0, current < hashingNiceness else { return }
+        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), thread, hashingNiceness)
+        #endif
     }
 
     /// A new Argon2id hash of `password`.
