@@ -17,12 +17,14 @@ extension SQLStore {
                 binds: [old, .integer(idleBefore.unixSeconds)]))
         // A rotated refresh token is kept while presenting it again could still be caught as a
         // reuse; once it expired before `idleBefore` it can only be refused, and a session
-        // refreshed every day for a year would otherwise keep every one it ever had.
-        let idle = SQLValue.integer(idleBefore.unixSeconds)
+        // refreshed every day for a year would otherwise keep every one it ever had. Found
+        // through the partial index of rotated tokens (migration 36), not among the live ones.
         counts.refreshTokens = try await sweep(
             Sweep(
-                table: "refresh_tokens", key: "token_hash", condition: "issued_at < ? AND expires_at < ? AND rotated_at IS NOT NULL",
-                binds: [idle, idle]))
+                table: "refresh_tokens", key: "token_hash", condition: "rotated_at IS NOT NULL AND expires_at < ?",
+                binds: [.integer(idleBefore.unixSeconds)]))
+        // Through the partial index of sessions that still have an address or an agent
+        // (migration 36): a batch does not pass over those cleared before it.
         counts.sessionsCleared = try await sweep(
             Sweep(
                 table: "sessions", key: "id", condition: "created_at < ? AND (ip_address IS NOT NULL OR user_agent IS NOT NULL)",
