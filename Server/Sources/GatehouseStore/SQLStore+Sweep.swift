@@ -3,9 +3,10 @@ import GatehouseCore
 
 /// One sweep of rows that have expired or aged out (issue 65): the retention purge, expired codes,
 /// challenges and sign-ins, old usage. Every sweep goes through `SQLStore.sweep(_:)`, which never
-/// touches more than `SQLStore.sweepBatch` rows in one statement: each batch is its own short
-/// transaction, so a sweep over a year of audit rows holds SQLite's write lock, or PostgreSQL's
-/// row locks, for one batch at a time, and sign-ins go on between batches.
+/// touches more than `SQLStore.sweepBatch` rows in one statement and sizes its batches to take
+/// about `SQLStore.sweepBatchTime` each: each batch is its own short transaction, so a sweep over
+/// a year of audit rows holds SQLite's write lock, or PostgreSQL's row locks, for one short batch
+/// at a time, and sign-ins go on between batches.
 struct Sweep: Sendable {
     enum Change: Sendable {
         case delete
@@ -26,12 +27,19 @@ struct Sweep: Sendable {
 extension SQLStore {
     /// At most this many rows per statement of a sweep (tests make it small to walk the batches).
     @TaskLocal static var sweepBatch = 500
+    /// How long one batch should hold the writer at most: a batch that took longer is followed
+    /// by one half its size, one that took less than half of it by one twice its size (up to
+    /// ``sweepBatch``). Rows cost what their table's indexes and cascades make them: a batch of
+    /// 500 ended sessions, each deleting its refresh tokens, took 50 to 100 ms at 1M accounts on
+    /// SQLite, where a login waiting for the writer waited as long (issue 65).
+    @TaskLocal static var sweepBatchTime = Duration.milliseconds(20)
 
     /// Runs `sweep` a batch at a time until a batch finds fewer rows than it may take, and
     /// answers how many rows it changed. On PostgreSQL a batch skips rows another node's sweep
     /// holds (`SKIP LOCKED`), so nodes sweeping at once share the work instead of waiting.
     func sweep(_ sweep: Sweep) async throws(StoreError) -> Int {
-        let batch = max(1, Self.sweepBatch)
+        let most = max(1, Self.sweepBatch)
+        let target = Self.sweepBatchTime
         let skip = dialect == .postgres ? " FOR UPDATE SKIP LOCKED" : ""
         let head =
             switch sweep.change {
@@ -45,12 +53,23 @@ extension SQLStore {
             RETURNING 1 AS swept
             """
         var total = 0
+        var batch = most
         while true {
+            let started = ContinuousClock.now
             let swept = try await executor.query(sql, sweep.binds + [.integer(Int64(batch))]).count
             total += swept
             if swept < batch { return total }
+            batch = Self.nextBatch(after: batch, took: ContinuousClock.now - started, target: target, most: most)
             // Between batches the writer is free: a sign-in waiting for it goes first.
             if !isTransaction { await Task.yield() }
         }
+    }
+
+    /// The size of a sweep's next batch after one of `size` rows took `took` (its wait for the
+    /// writer included: a writer others keep busy slows the sweep down too).
+    static func nextBatch(after size: Int, took: Duration, target: Duration, most: Int) -> Int {
+        if took > target { return max(1, size / 2) }
+        if took * 2 < target { return min(most, size * 2) }
+        return size
     }
 }

@@ -62,8 +62,11 @@ import Testing
                 try await store.touchSession(session.id, at: now - day)
             }
 
+            // Batches held at their size whatever they take (the test below walks the sizing).
             let counts = try await SQLStore.$sweepBatch.withValue(40) {
-                try await store.purge(cutoff: now - 30 * day, idleBefore: now - 30 * day, windowsBefore: now - 2 * day, notificationsBefore: now - 30 * day)
+                try await SQLStore.$sweepBatchTime.withValue(.seconds(3_600)) {
+                        try await store.purge(cutoff: now - 30 * day, idleBefore: now - 30 * day, windowsBefore: now - 2 * day, notificationsBefore: now - 30 * day)
+                }
             }
             #expect(counts.auditRows == 335)
             #expect(counts.rateLimitWindows == 9)
@@ -81,10 +84,48 @@ import Testing
             }
             noting.noted.withLock { $0 = [] }
             let again = try await SQLStore.$sweepBatch.withValue(40) {
-                try await store.purge(cutoff: now - 30 * day, idleBefore: now - 30 * day, windowsBefore: now - 2 * day, notificationsBefore: now - 30 * day)
+                try await SQLStore.$sweepBatchTime.withValue(.seconds(3_600)) {
+                    try await store.purge(cutoff: now - 30 * day, idleBefore: now - 30 * day, windowsBefore: now - 2 * day, notificationsBefore: now - 30 * day)
+                }
             }
             #expect(again.auditRows == 40)
             #expect(noting.sweeps(of: "audit_log") == [40, 0])
         }
+    }
+
+    /// A batch that holds the writer past `sweepBatchTime` is followed by one half its size, down
+    /// to a row at a time: with no time allowed, every batch is over it.
+    @Test(arguments: Backend.available)
+    func aBatchOverItsTimeHalvesTheNext(_ backend: Backend) async throws {
+        try await TestDatabase.with(backend) { database, _ in
+            try await Migrator(database: database).migrate(now: 1_800_000_000)
+            let noting = Noting(database)
+            let store = SQLStore(database: noting)
+            let day: TimeInterval = 86_400
+            let now = Date(unixSeconds: 1_800_000_000)
+            let owner = User(id: .random(), createdAt: now - 400 * day)
+            try await store.insertUser(owner)
+            for age in 31...130 {
+                try await store.insertAudit(AuditEvent(createdAt: now - Double(age) * day, event: .login, outcome: "success", userID: owner.id))
+            }
+            let counts = try await SQLStore.$sweepBatch.withValue(40) {
+                try await SQLStore.$sweepBatchTime.withValue(.zero) {
+                    try await store.purge(cutoff: now - 30 * day, idleBefore: now - 30 * day, windowsBefore: now - 2 * day, notificationsBefore: now - 30 * day)
+                }
+            }
+            #expect(counts.auditRows == 100)
+            // 40, 20, 10, 5 and 2 take 77 rows; the 23 left go one at a time, and a last batch finds none.
+            #expect(noting.sweeps(of: "audit_log") == [40, 20, 10, 5, 2] + Array(repeating: 1, count: 23) + [0])
+        }
+    }
+
+    /// A batch well within its time is followed by one twice its size, up to the most a batch may take.
+    @Test func aBatchWellWithinItsTimeDoublesTheNext() {
+        let target = Duration.milliseconds(20)
+        #expect(SQLStore.nextBatch(after: 40, took: .milliseconds(30), target: target, most: 500) == 20)
+        #expect(SQLStore.nextBatch(after: 1, took: .milliseconds(30), target: target, most: 500) == 1)
+        #expect(SQLStore.nextBatch(after: 40, took: .milliseconds(15), target: target, most: 500) == 40)
+        #expect(SQLStore.nextBatch(after: 40, took: .milliseconds(5), target: target, most: 500) == 80)
+        #expect(SQLStore.nextBatch(after: 300, took: .milliseconds(5), target: target, most: 500) == 500)
     }
 }
