@@ -24,7 +24,8 @@ For each database and size it:
      retention sweep (which runs at start, in batches) deletes the audit rows and ended sessions
      older than that, and runs the login load meanwhile: its p99 beside the load's alone, the
      rows the sweep deleted, how long it took, and whether it was still running when the load
-     ended (a load that outlived the sweep compares less than it claims).
+     ended (a load that outlived the sweep compares less than it claims), and how long statements
+     waited for a connection meanwhile (on SQLite, for the writer a sweep's batch holds).
 
 Usage: benchmarks/scale/run.py --binary GATEHOUSE --bench GATEHOUSE_BENCH --out FILE
                                [--sizes 10000,100000] [--databases sqlite,postgres] [--seconds 10]
@@ -239,6 +240,29 @@ def sessions_memory(port, pid, size, wanted):
             "rss_mib": harness.mib(harness.proc_status(pid, "VmRSS"))}
 
 
+def pool_waits(server):
+    """How long statements waited for a connection from the server's start (SQLite: for the
+    writer, which a sweep's batch holds): gatehouse_db_pool_wait_seconds, read from GET /metrics
+    as how many waited and the histogram bucket (its upper bound, ms) that holds the 99th
+    percentile and the longest."""
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    connection.request("GET", "/metrics")
+    text = connection.getresponse().read().decode()
+    connection.close()
+    buckets = []
+    for line in text.splitlines():
+        match = re.match(r'gatehouse_db_pool_wait_seconds_bucket\{.*le="([^"]+)".*\}\s+(\S+)', line)
+        if match:
+            buckets.append((float(match.group(1)), float(match.group(2))))
+    buckets.sort()
+    if not buckets or buckets[-1][1] == 0:
+        return None
+    total = buckets[-1][1]
+    within = lambda share: next(bound for bound, count in buckets if count >= share * total)
+    as_ms = lambda bound: "over 5000" if bound == float("inf") else round(bound * 1000, 1)
+    return {"waits": int(total), "p99_at_most_ms": as_ms(within(0.99)), "longest_at_most_ms": as_ms(within(1.0))}
+
+
 def sweep_under_load(args, url, part_dir, label, alone):
     """The retention sweep at --sweep-days, started with the server, under the login load."""
     with open(os.path.join(HERE, "..", "..", "Server", "Sources", "GatehouseServer", "Resources", "presets", "handz.json")) as handle:
@@ -249,7 +273,8 @@ def sweep_under_load(args, url, part_dir, label, alone):
         json.dump(preset, handle)
     sweep_dir = os.path.join(part_dir, "sweep")
     os.makedirs(sweep_dir, exist_ok=True)
-    server = harness.Server(args.binary, url, sweep_dir, settings=[f"GATEHOUSE_PRESET={preset_path}", "GATEHOUSE_LOG_LEVEL=info"])
+    server = harness.Server(args.binary, url, sweep_dir,
+                            settings=[f"GATEHOUSE_PRESET={preset_path}", "GATEHOUSE_LOG_LEVEL=info", "GATEHOUSE_METRICS=on"])
     ended = {}
 
     def watch():
@@ -276,6 +301,7 @@ def sweep_under_load(args, url, part_dir, label, alone):
         harness.load(server, wrk, options, ["login"], 2, args.connections - args.connections % 2, sweep_dir, f"{label} sweep")
         load_ended = time.monotonic()
         row = wrk["scenarios"]["login"]
+        waits = pool_waits(server)
         # Wait for the sweep's end (at most two minutes) to report its length.
         while "at" not in ended and time.monotonic() - load_ended < 120 and server.process.poll() is None:
             time.sleep(0.2)
@@ -288,6 +314,7 @@ def sweep_under_load(args, url, part_dir, label, alone):
         "sweep_seconds": round(ended["at"] - started, 1) if "at" in ended else None,
         "sweep_outlasted_load": "at" in ended and ended["at"] > load_ended or "at" not in ended,
         "load_started_after_s": round(load_started - started, 1), "sweep_log": ended.get("line"),
+        "pool_waits_during_load": waits,
     }
     if alone and result["login_p99_ms"]:
         result["p99_ratio"] = round(result["login_p99_ms"] / alone, 2)
