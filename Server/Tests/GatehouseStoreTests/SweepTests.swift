@@ -35,23 +35,29 @@ import Testing
         }
     }
 
+    static let day: TimeInterval = 86_400
+    static let now = Date(unixSeconds: 1_800_000_000)
+
+    /// The migrated database seen through `Noting`, and an account with an audit row at each of
+    /// `ages` days before `now`.
+    static func auditTrail(_ database: any SQLDatabase, ages: [Int]) async throws -> (Noting, SQLStore, User) {
+        try await Migrator(database: database).migrate(now: 1_800_000_000)
+        let noting = Noting(database)
+        let store = SQLStore(database: noting)
+        let owner = User(id: .random(), createdAt: now - 400 * day)
+        try await store.insertUser(owner)
+        for age in ages {
+            try await store.insertAudit(AuditEvent(createdAt: now - Double(age) * day, event: .login, outcome: "success", userID: owner.id))
+        }
+        return (noting, store, owner)
+    }
+
     @Test(arguments: Backend.available)
     func theRetentionPurgeGoesABatchAtATimeUntilNothingIsLeft(_ backend: Backend) async throws {
         try await TestDatabase.with(backend) { database, _ in
-            try await Migrator(database: database).migrate(now: 1_800_000_000)
-            let noting = Noting(database)
-            let store = SQLStore(database: noting)
-            let day: TimeInterval = 86_400
-            let now = Date(unixSeconds: 1_800_000_000)
-            let owner = User(id: .random(), createdAt: now - 400 * day)
-            try await store.insertUser(owner)
+            let (day, now) = (Self.day, Self.now)
             // A year of audit rows, one a day, and the last month's that stay.
-            for age in 31...365 {
-                try await store.insertAudit(AuditEvent(createdAt: now - Double(age) * day, event: .login, outcome: "success", userID: owner.id))
-            }
-            for age in 1...5 {
-                try await store.insertAudit(AuditEvent(createdAt: now - Double(age) * day, event: .login, outcome: "success", userID: owner.id))
-            }
+            let (noting, store, owner) = try await Self.auditTrail(database, ages: Array(31...365) + Array(1...5))
             // Throttle windows (a two-column key): 9 old, 1 current.
             for hour in 0..<9 { _ = try await store.hitRateLimit(key: "login:10.0.0.\(hour)", windowStart: (now - 3 * day).unixSeconds + Int64(hour)) }
             _ = try await store.hitRateLimit(key: "login:10.0.0.1", windowStart: (now - 60).unixSeconds)
@@ -98,16 +104,8 @@ import Testing
     @Test(arguments: Backend.available)
     func aBatchOverItsTimeHalvesTheNext(_ backend: Backend) async throws {
         try await TestDatabase.with(backend) { database, _ in
-            try await Migrator(database: database).migrate(now: 1_800_000_000)
-            let noting = Noting(database)
-            let store = SQLStore(database: noting)
-            let day: TimeInterval = 86_400
-            let now = Date(unixSeconds: 1_800_000_000)
-            let owner = User(id: .random(), createdAt: now - 400 * day)
-            try await store.insertUser(owner)
-            for age in 31...130 {
-                try await store.insertAudit(AuditEvent(createdAt: now - Double(age) * day, event: .login, outcome: "success", userID: owner.id))
-            }
+            let (day, now) = (Self.day, Self.now)
+            let (noting, store, _) = try await Self.auditTrail(database, ages: Array(31...130))
             let counts = try await SQLStore.$sweepBatch.withValue(40) {
                 try await SQLStore.$sweepBatchTime.withValue(.zero) {
                     try await store.purge(cutoff: now - 30 * day, idleBefore: now - 30 * day, windowsBefore: now - 2 * day, notificationsBefore: now - 30 * day)
