@@ -450,12 +450,14 @@ struct HookTests {
             for failOpen in [false, true] {
                 let adjust: @Sendable (inout GatehouseConfig) -> Void = { config in
                     config.hooks[hook] = HookEndpoint(url: URL(string: receiver.url("/\(hook.rawValue.lowercased())"))!, secret: receiver.secret, failOpen: failOpen, format: .gatehouse)
-                    config.hooks.timeout = .milliseconds(800)
+                    // Room for a hook that answers at once on a machine busy with the other
+                    // tests (at 800 ms an erring answer was once counted as a timeout in CI).
+                    config.hooks.timeout = .milliseconds(2_500)
                 }
                 try await TestApp.run(backend, preset: "handz", adjust: adjust) { client, config in
                     let api = AuthClient(client: client)
                     let failures: [(String, [String: Any])] = [
-                        ("timeout", ["delay_ms": 2_000]),
+                        ("timeout", ["delay_ms": 6_000]),
                         ("status", ["status": 500]),
                         ("status", ["redirect": receiver.url("/elsewhere")]),
                         ("oversized", ["pad": 20_000]),
