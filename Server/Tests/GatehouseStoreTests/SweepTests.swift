@@ -71,7 +71,7 @@ import Testing
             // Batches held at their size whatever they take (the test below walks the sizing).
             let counts = try await SQLStore.$sweepBatch.withValue(40) {
                 try await SQLStore.$sweepBatchTime.withValue(.seconds(3_600)) {
-                        try await store.purge(cutoff: now - 30 * day, idleBefore: now - 30 * day, windowsBefore: now - 2 * day, notificationsBefore: now - 30 * day)
+                    try await store.purge(cutoff: now - 30 * day, idleBefore: now - 30 * day, windowsBefore: now - 2 * day, notificationsBefore: now - 30 * day)
                 }
             }
             #expect(counts.auditRows == 335)
