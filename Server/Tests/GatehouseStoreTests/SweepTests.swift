@@ -117,6 +117,34 @@ import Testing
         }
     }
 
+    /// Freed pages go back to the file system in steps sized the same way: with no time allowed,
+    /// each `incremental_vacuum` gives back half of what the one before did.
+    @Test func reclaimingSpaceStepsAsTheSweepsBatchesDo() async throws {
+        try await TestDatabase.with(.sqlite) { database, _ in
+            let (day, now) = (Self.day, Self.now)
+            let (noting, store, owner) = try await Self.auditTrail(database, ages: [])
+            // 1,500 rows of 8 KB (two pages and more each), all past the retention.
+            let details = ["note": String(repeating: "x", count: 8_000)]
+            for batch in stride(from: 0, to: 1_500, by: 250) {
+                try await store.transaction { tx in
+                    for index in batch..<(batch + 250) {
+                        try await tx.insertAudit(
+                            AuditEvent(createdAt: now - 400 * day + Double(index), event: .login, outcome: "success", userID: owner.id, details: details))
+                    }
+                }
+            }
+            _ = try await store.purge(cutoff: now - 30 * day, idleBefore: now, windowsBefore: now, notificationsBefore: now)
+            noting.noted.withLock { $0 = [] }
+            let released = try await SQLStore.$sweepBatchTime.withValue(.zero) { try await store.reclaimSpace(pages: 1_990) }
+            #expect(released == 1_990)
+            let steps = noting.noted.withLock { $0 }.compactMap { noted -> Int? in
+                guard noted.sql.hasPrefix("PRAGMA incremental_vacuum(") else { return nil }
+                return Int(noted.sql.dropFirst("PRAGMA incremental_vacuum(".count).dropLast())
+            }
+            #expect(steps == [1_000, 500, 250, 125, 62, 31, 15, 7])
+        }
+    }
+
     /// A batch well within its time is followed by one twice its size, up to the most a batch may take.
     @Test func aBatchWellWithinItsTimeDoublesTheNext() {
         let target = Duration.milliseconds(20)
