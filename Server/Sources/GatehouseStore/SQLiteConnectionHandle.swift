@@ -31,6 +31,8 @@ final class SQLiteConnectionHandle: @unchecked Sendable {
     // Guarded by `lock`.
     private var db: OpaquePointer?
     private var statements: [String: OpaquePointer] = [:]
+    /// Told the log's length after each commit, once ``reportCommits(to:)`` has set it.
+    private var signal: WALSignal?
     private let pool: NIOThreadPool
 
     private init(db: OpaquePointer, pool: NIOThreadPool) {
@@ -83,6 +85,29 @@ final class SQLiteConnectionHandle: @unchecked Sendable {
             } catch let failure as Failure where failure.primary == SQLITE_BUSY {
                 return false
             }
+        }
+    }
+
+    /// From now on each commit tells `signal` how long the write-ahead log is, in place of
+    /// SQLite's automatic checkpoint (`SQLiteCheckpointer`); the writer checkpoints itself only
+    /// when `signal` answers so.
+    func reportCommits(to signal: WALSignal) throws {
+        try lock.withLock {
+            guard let db else { throw Failure(code: SQLITE_MISUSE, message: "the connection is closed") }
+            // Kept as long as the connection, which is as long as SQLite may call the hook.
+            self.signal = signal
+            _ = sqlite_nio_sqlite3_wal_hook(
+                db,
+                { context, db, _, pages in
+                    guard let context, let db else { return SQLITE_OK }
+                    let signal = Unmanaged<WALSignal>.fromOpaque(context).takeUnretainedValue()
+                    if signal.committed(pages: Int(pages)) == .checkpointHere {
+                        // What SQLite's automatic checkpoint would do; the pages the
+                        // checkpointer has copied already are not copied again.
+                        _ = sqlite_nio_sqlite3_wal_checkpoint_v2(db, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+                    }
+                    return SQLITE_OK
+                }, Unmanaged.passUnretained(signal).toOpaque())
         }
     }
 

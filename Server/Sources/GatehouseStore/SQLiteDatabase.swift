@@ -10,7 +10,8 @@ import Synchronization
 /// anyway, and `BEGIN IMMEDIATE` keeps other processes such as the CLI out for the length of
 /// a transaction), and a few read-only connections that WAL lets run beside it. libsqlite3
 /// calls run on NIO's thread pool, never on an event loop; each connection keeps its prepared
-/// statements (`SQLiteConnectionHandle`).
+/// statements (`SQLiteConnectionHandle`). The write-ahead log is copied into the file by a
+/// connection of its own (`SQLiteCheckpointer`), not inside the writer's commits.
 public final class SQLiteDatabase: SQLDatabase {
     public let dialect = SQLDialect.sqlite
     public let path: String
@@ -28,13 +29,19 @@ public final class SQLiteDatabase: SQLDatabase {
     private let closed = Atomic<Bool>(false)
     /// Told when the writer is taken and given back (SQLite's one write connection is its pool).
     private let observer: (any PoolObserver)?
+    /// Copies the write-ahead log into the file beside the writer (none for `:memory:`).
+    let checkpointer: SQLiteCheckpointer?
 
-    private init(path: String, writer: SQLiteConnectionHandle, readers: [SQLiteConnectionHandle], observer: (any PoolObserver)?) {
+    private init(
+        path: String, writer: SQLiteConnectionHandle, readers: [SQLiteConnectionHandle], observer: (any PoolObserver)?,
+        checkpointer: SQLiteCheckpointer?
+    ) {
         self.path = path
         self.writer = writer
         self.readers = readers
         readerLender = Lender(count: readers.count)
         self.observer = observer
+        self.checkpointer = checkpointer
     }
 
     /// Opens (creating when missing) the database file at `path`.
@@ -59,6 +66,7 @@ public final class SQLiteDatabase: SQLDatabase {
         // Every connection opened is closed again if a later step fails (a file that is not a
         // database fails at the first pragma).
         var opened: [SQLiteConnectionHandle] = []
+        var checkpointer: SQLiteCheckpointer?
         do {
             let writer = try await SQLiteConnectionHandle.open(path: path, pool: pool)
             opened.append(writer)
@@ -73,6 +81,11 @@ public final class SQLiteDatabase: SQLDatabase {
             ] {
                 _ = try await writer.run(pragma, [])
             }
+            if path != ":memory:" {
+                let started = try await SQLiteCheckpointer.start(path: path, logger: logger)
+                checkpointer = started
+                try writer.reportCommits(to: started.signal)
+            }
             var readers: [SQLiteConnectionHandle] = []
             for _ in 0..<max(1, readerCount) {
                 let reader = try await SQLiteConnectionHandle.open(path: path, pool: pool)
@@ -82,8 +95,9 @@ public final class SQLiteDatabase: SQLDatabase {
                 }
                 readers.append(reader)
             }
-            return SQLiteDatabase(path: path, writer: writer, readers: readers, observer: observer)
+            return SQLiteDatabase(path: path, writer: writer, readers: readers, observer: observer, checkpointer: checkpointer)
         } catch {
+            await checkpointer?.stop()
             for connection in opened { await connection.close() }
             throw .unavailable("cannot open SQLite database at \(path): \(Self.describe(error))")
         }
@@ -208,6 +222,7 @@ public final class SQLiteDatabase: SQLDatabase {
 
     public func shutdown() async {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        await checkpointer?.stop()
         for connection in readers + [writer] {
             await connection.close()
         }

@@ -1,0 +1,90 @@
+import Foundation
+@testable import GatehouseStore
+import Logging
+import Testing
+
+/// Issue 65: the write-ahead log is copied into the file by the checkpointer, beside the writer;
+/// the writer's commits copy it only once it is past the restart length.
+@Suite struct SQLiteCheckpointerTests {
+    /// A database in a directory of its own, opened with `settings`, and the file's path.
+    private static func withDatabase(
+        _ settings: SQLiteCheckpointer.Settings, _ body: (SQLiteDatabase, WALSignal, String) async throws -> Void
+    ) async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-checkpoint-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("db.sqlite").path
+        let database = try await SQLiteCheckpointer.$settings.withValue(settings) {
+            try await SQLiteDatabase.open(path: path, logger: Logger(label: "test"))
+        }
+        do {
+            let signal = try #require(database.checkpointer?.signal)
+            try await database.query("CREATE TABLE t (x BLOB)")
+            try await body(database, signal, path)
+        } catch {
+            await database.shutdown()
+            throw error
+        }
+        await database.shutdown()
+    }
+
+    /// One row of 10 KB: a leaf page and two overflow pages, committed on its own.
+    private static func write(_ database: SQLiteDatabase) async throws {
+        try await database.query("INSERT INTO t (x) VALUES (?)", [.blob(Array(repeating: 7, count: 10_000))])
+    }
+
+    private static func fileSize(_ path: String) throws -> Int {
+        try #require(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
+    }
+
+    @Test func theCheckpointerCopiesTheLogAndTheNextWriteStartsItOver() async throws {
+        try await Self.withDatabase(.init(pages: 16, restartPages: 1_000_000)) { database, signal, path in
+            let before = try Self.fileSize(path)
+            for _ in 0..<100 where signal.current.pages < 16 { try await Self.write(database) }
+            let deadline = ContinuousClock.now + .seconds(10)
+            while signal.current.copies == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(signal.current.copies >= 1)
+            #expect(signal.current.writerCheckpoints == 0)
+            // The rows' pages are in the file now, not only in the log.
+            #expect(try Self.fileSize(path) > before + 8 * 4_096)
+            // Copied to its end, the log starts over at the next write.
+            let copied = signal.current.pages
+            try await Self.write(database)
+            #expect(signal.current.pages < copied, "\(signal.current)")
+        }
+    }
+
+    @Test func theWriterLeavesTheLogToTheCheckpointer() async throws {
+        // The checkpointer copies nothing here: the log only grows, past SQLite's own
+        // automatic checkpoint's 1,000 pages too, and the file does not.
+        try await Self.withDatabase(.init(pages: 16, restartPages: 1_000_000, copies: false)) { database, signal, path in
+            let before = try Self.fileSize(path)
+            var last = signal.current.pages
+            for _ in 0..<1_000 where last < 1_200 {
+                try await Self.write(database)
+                try #require(signal.current.pages > last)
+                last = signal.current.pages
+            }
+            #expect(last >= 1_200)
+            #expect(try Self.fileSize(path) == before)
+            #expect(signal.current.copies == 0)
+            #expect(signal.current.writerCheckpoints == 0)
+        }
+    }
+
+    @Test func pastTheRestartLengthTheWriterCheckpointsItself() async throws {
+        try await Self.withDatabase(.init(pages: 16, restartPages: 64, copies: false)) { database, signal, path in
+            let before = try Self.fileSize(path)
+            var longest = 0
+            for _ in 0..<60 {
+                try await Self.write(database)
+                longest = max(longest, signal.current.pages)
+            }
+            // 60 rows of three pages and more: the log went past 64 pages and started over.
+            #expect(signal.current.writerCheckpoints >= 1)
+            #expect(longest < 64 + 8, "\(longest)")
+            #expect(try Self.fileSize(path) > before + 32 * 4_096)
+            #expect(signal.current.copies == 0)
+        }
+    }
+}
