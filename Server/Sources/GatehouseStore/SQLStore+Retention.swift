@@ -73,10 +73,9 @@ extension SQLStore {
             let started = ContinuousClock.now
             try await executor.query("PRAGMA incremental_vacuum(\(step))")
             released += step
-            let took = ContinuousClock.now - started
-            most = Self.nextBatch(after: step, took: took, target: Self.sweepBatchTime, most: Self.vacuumStep)
-            // Between steps the writer is free, and the reclaim rests as a sweep does.
-            if !isTransaction { await Self.sweepRest(took) }
+            most = Self.nextBatch(after: step, took: ContinuousClock.now - started, target: Self.sweepBatchTime, most: Self.vacuumStep)
+            // Between steps the writer is free: a sign-in waiting for it goes first.
+            if !isTransaction { await Task.yield() }
         }
         return released
     }

@@ -33,11 +33,6 @@ extension SQLStore {
     /// 500 ended sessions, each deleting its refresh tokens, took 50 to 100 ms at 1M accounts on
     /// SQLite, where a login waiting for the writer waited as long (issue 65).
     @TaskLocal static var sweepBatchTime = Duration.milliseconds(20)
-    /// What a sweep does between two batches, given how long the one before took: it rests as
-    /// long (a duty cycle of one half, like PostgreSQL's vacuum cost delay measured in time), so
-    /// that it takes at most half of the writer's time and of a core from the requests beside it.
-    /// Tests note the rests instead.
-    @TaskLocal static var sweepRest: @Sendable (Duration) async -> Void = { try? await Task.sleep(for: $0) }
 
     /// Runs `sweep` a batch at a time until a batch finds fewer rows than it may take, and
     /// answers how many rows it changed. On PostgreSQL a batch skips rows another node's sweep
@@ -64,11 +59,9 @@ extension SQLStore {
             let swept = try await executor.query(sql, sweep.binds + [.integer(Int64(batch))]).count
             total += swept
             if swept < batch { return total }
-            let took = ContinuousClock.now - started
-            batch = Self.nextBatch(after: batch, took: took, target: target, most: most)
-            // Between batches the writer is free, and the sweep rests as long as its batch took.
-            // Inside a caller's transaction it goes straight on: resting would hold that open.
-            if !isTransaction { await Self.sweepRest(took) }
+            batch = Self.nextBatch(after: batch, took: ContinuousClock.now - started, target: target, most: most)
+            // Between batches the writer is free: a sign-in waiting for it goes first.
+            if !isTransaction { await Task.yield() }
         }
     }
 
