@@ -63,8 +63,8 @@ final class SQLiteCheckpointer: Sendable {
         let copying = Task {
             for await _ in asks where settings.copies {
                 do {
-                    let row = try await connection.run("PRAGMA wal_checkpoint(PASSIVE)", []).first
-                    signal.copied(through: Int((try? row?.int("checkpointed")) ?? 0))
+                    _ = try await connection.run("PRAGMA wal_checkpoint(PASSIVE)", [])
+                    signal.copied()
                 } catch {
                     logger.warning("write-ahead log checkpoint failed", metadata: ["cause": "\(error)"])
                 }
@@ -99,10 +99,7 @@ final class WALSignal: Sendable {
     struct Counts: Sendable, Equatable {
         /// Pages in the log after the last commit.
         var pages = 0
-        /// How far into the log the checkpointer's last checkpoint copied (0 once it starts over).
-        var copiedThrough = 0
-        /// Checkpoints asked of the checkpointer, those it ran, and those the writer ran.
-        var asks = 0
+        /// Checkpoints the checkpointer ran, and those the writer ran.
         var copies = 0
         var writerCheckpoints = 0
     }
@@ -114,35 +111,19 @@ final class WALSignal: Sendable {
 
     var current: Counts { counts.withLock { $0 } }
 
-    /// Called inside the writer's commit: must not block. The checkpointer is asked once
-    /// ``SQLiteCheckpointer/Settings/pages`` pages past what it last copied, not at every commit
-    /// once the log is that long: each checkpoint syncs the database file.
+    /// Called inside the writer's commit: must not block.
     func committed(pages: Int) -> Answer {
-        let answer = counts.withLock { counts -> Answer? in
-            // A shorter log than at the last commit: it started over.
-            if pages < counts.pages { counts.copiedThrough = 0 }
-            counts.pages = pages
-            if pages >= settings.restartPages {
-                counts.writerCheckpoints += 1
-                return .checkpointHere
-            }
-            guard pages - counts.copiedThrough >= settings.pages else { return .leave }
-            counts.asks += 1
-            return nil
+        let here = pages >= settings.restartPages
+        counts.withLock {
+            $0.pages = pages
+            if here { $0.writerCheckpoints += 1 }
         }
-        guard let answer else {
-            ask.yield()
-            return .leave
-        }
-        return answer
+        if here { return .checkpointHere }
+        if pages >= settings.pages { ask.yield() }
+        return .leave
     }
 
-    /// The checkpointer copied the log through page `through`.
-    func copied(through: Int) {
-        counts.withLock {
-            $0.copies += 1
-            // Unless the log started over since (the copy's answer came after a commit did).
-            if through <= $0.pages { $0.copiedThrough = through }
-        }
+    func copied() {
+        counts.withLock { $0.copies += 1 }
     }
 }

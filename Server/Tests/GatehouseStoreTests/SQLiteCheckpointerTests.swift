@@ -54,36 +54,6 @@ import Testing
         }
     }
 
-    /// The checkpointer is asked again only a threshold's worth of pages past what it copied:
-    /// each checkpoint syncs the file, and a log that does not start over (commits came while it
-    /// copied) would otherwise ask at every commit.
-    @Test func theCheckpointerIsAskedOnceAThresholdPastWhatItCopied() {
-        let (_, ask) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        let signal = WALSignal(settings: .init(pages: 16, restartPages: 64), ask: ask)
-        for pages in [4, 8, 12] { #expect(signal.committed(pages: pages) == .leave) }
-        #expect(signal.current.asks == 0)
-        _ = signal.committed(pages: 16)
-        #expect(signal.current.asks == 1)
-        // Copied through 16; commits came meanwhile, so the log goes on from 20.
-        signal.copied(through: 16)
-        for pages in [20, 24, 28] { _ = signal.committed(pages: pages) }
-        #expect(signal.current.asks == 1)
-        _ = signal.committed(pages: 32)
-        #expect(signal.current.asks == 2)
-        // Started over: counted from its start again.
-        for pages in [4, 8] { _ = signal.committed(pages: pages) }
-        #expect(signal.current.asks == 2)
-        _ = signal.committed(pages: 16)
-        #expect(signal.current.asks == 3)
-        // A copy's answer that comes after the log started over does not count.
-        signal.copied(through: 40)
-        _ = signal.committed(pages: 20)
-        #expect(signal.current.asks == 4)
-        // Past the restart length the writer checkpoints itself.
-        #expect(signal.committed(pages: 64) == .checkpointHere)
-        #expect(signal.current == WALSignal.Counts(pages: 64, copiedThrough: 0, asks: 4, copies: 2, writerCheckpoints: 1))
-    }
-
     @Test func theWriterLeavesTheLogToTheCheckpointer() async throws {
         // The checkpointer copies nothing here: the log only grows, past SQLite's own
         // automatic checkpoint's 1,000 pages too, and the file does not.
