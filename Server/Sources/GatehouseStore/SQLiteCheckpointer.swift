@@ -17,7 +17,11 @@ import Synchronization
 /// the log is seldom wholly copied when the writer next begins, which is when SQLite starts it
 /// over. A commit that finds it past ``Settings/restartPages`` therefore checkpoints on the
 /// writer, as SQLite would have: only what the checkpointer has not copied yet is left to copy,
-/// and the next write starts the log again. The log stays bounded.
+/// and the next write starts the log again. The log stays bounded. The checkpointer is asked
+/// after every commit past ``Settings/pages`` (one checkpoint at a time; asks made meanwhile
+/// make one more), so it keeps the log copied nearly to its end and the writer's checkpoint
+/// has little left. Asked only a thousand pages past its last copy, it left the writer more:
+/// the logins beside the sweep did worse (2.72× against 1.92×, BENCHMARKS.md).
 final class SQLiteCheckpointer: Sendable {
     struct Settings: Sendable {
         /// The log's length, in pages, past which the checkpointer copies it (SQLite's own
