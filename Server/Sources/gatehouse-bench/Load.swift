@@ -17,9 +17,10 @@ import Logging
 /// year, and in some accounts a passkey, a TOTP factor, usage, credit spends, an App Store
 /// subscription, a Stripe customer, a grant, an OpenID consent and a throttle window. Email
 /// accounts sign in with the password `BENCH_LOAD_PASSWORD` (default `load-password-1`) as
-/// `load<N>@example.com`. The same run on the same URL adds nothing twice: it refuses a database
-/// that already holds loaded accounts. On SQLite the writer's page cache is
-/// `BENCH_LOAD_SQLITE_CACHE_MIB` (default 4096).
+/// `load<N>@example.com`. Sessions, refresh tokens, audit rows and events are written table by
+/// table in the order of their times, as a server appends them. The same run on the same URL
+/// adds nothing twice: it refuses a database that already holds loaded accounts. On SQLite the
+/// writer's page cache is `BENCH_LOAD_SQLITE_CACHE_MIB` (default 4096).
 extension Bench {
     /// Accounts per transaction.
     static let loadBatch = 250
@@ -81,48 +82,44 @@ extension Bench {
         return (store, hash)
     }
 
-    /// Loads the accounts of `indices` as of `now`, `loadBatch` to a transaction (a few at once
-    /// on PostgreSQL), and answers their ids in index order.
+    /// Loads the accounts of `indices` as of `now`, and answers their ids in index order: first
+    /// each account's own rows, `loadBatch` accounts to a transaction (a few at once on
+    /// PostgreSQL); then the rows a server appends as time passes (sessions, refresh tokens, the
+    /// audit trail, events) in the order of their times (``writeInTimeOrder(_:into:)``).
     static func fill(_ store: SQLStore, accounts indices: Range<Int>, hash: String, now: Date) async throws -> [UserID] {
         // SQLite has one writer; PostgreSQL takes a few transactions at once.
         let lanes = store.dialect == .postgres ? 4 : 1
         let batches = stride(from: indices.lowerBound, to: indices.upperBound, by: loadBatch).map { $0..<min($0 + loadBatch, indices.upperBound) }
-        return try await withThrowingTaskGroup(of: (Int, [UserID]).self) { group in
+        let accounts = try await withThrowingTaskGroup(of: (Int, [LoadedAccount]).self) { group in
             var next = batches.makeIterator()
             func add() {
                 guard let range = next.next() else { return }
                 group.addTask {
                     try await store.transaction { tx in
-                        // The plain inserts first, sent together; then the upserts, each its own
-                        // statement; the events last, so that the feed's lock is held only briefly.
-                        var loaded: [(Int, User)] = []
-                        var events: [DomainEvent] = []
-                        for index in range {
-                            let (user, its) = try await loadAccount(index, into: tx, hash: hash, now: now)
-                            loaded.append((index, user))
-                            events += its
-                        }
-                        for (index, user) in loaded { try await loadUpserts(index, of: user, into: tx, now: now) }
-                        for event in events { try await tx.insertEvent(event) }
-                        return (range.lowerBound, loaded.map(\.1.id))
+                        // The plain inserts first, sent together; then the upserts, each its own statement.
+                        var loaded: [LoadedAccount] = []
+                        for index in range { loaded.append(try await loadAccount(index, into: tx, hash: hash, now: now)) }
+                        for account in loaded { try await loadUpserts(account.index, of: account.user, into: tx, now: now) }
+                        return (range.lowerBound, loaded)
                     }
                 }
             }
             for _ in 0..<lanes { add() }
-            var ids: [(Int, [UserID])] = []
+            var loaded: [(Int, [LoadedAccount])] = []
             while let done = try await group.next() {
-                ids.append(done)
+                loaded.append(done)
                 add()
             }
-            return ids.sorted { $0.0 < $1.0 }.flatMap(\.1)
+            return loaded.sorted { $0.0 < $1.0 }.flatMap(\.1)
         }
+        try await writeInTimeOrder(accounts, into: store)
+        return accounts.map(\.user.id)
     }
 
     /// One account and everything it has after its time with the app, but for what
-    /// ``loadUpserts(_:of:into:now:)`` adds.
-    /// The account's events are answered, not written: the feed's order takes a lock until the
-    /// transaction ends (PostgreSQL), so the loader writes them last.
-    static func loadAccount(_ index: Int, into tx: any GatehouseStore, hash: String, now: Date) async throws -> (User, [DomainEvent]) {
+    /// ``loadUpserts(_:of:into:now:)`` adds and the rows of its times, which are answered for
+    /// ``writeInTimeOrder(_:into:)``.
+    static func loadAccount(_ index: Int, into tx: any GatehouseStore, hash: String, now: Date) async throws -> LoadedAccount {
         var random = LoadShape.Random(seed: UInt64(index))
         let day: TimeInterval = 86_400
         let created = now - Double(random.below(365)) * day - Double(random.below(86_400))
@@ -155,47 +152,30 @@ extension Bench {
         }
         try await tx.insertUser(user)
         for identity in identities { try await tx.insertIdentity(identity) }
-        var events = [DomainEvent(type: .userCreated, userID: id, createdAt: created)]
+        var account = LoadedAccount(index: index, user: user, provider: kind == .anonymous ? .anonymous : identities.first?.provider ?? .email)
 
         // Sessions: one still in use with its chain of seven tokens, one signed out with four.
-        let provider: Provider = kind == .anonymous ? .anonymous : identities.first?.provider ?? .email
         let chains = kind == .anonymous ? [3] : [7, 4]
         for (number, length) in chains.enumerated() {
             let opened = created + Double(random.below(Int(max(1, now.timeIntervalSince(created)))))
             let live = number == 0
             let lastActive = live ? now - Double(random.below(7 * 86_400)) : opened + Double(length) * 3_600
-            let session = Session(
-                userID: id, provider: provider, createdAt: opened, lastActiveAt: max(opened, lastActive),
-                revokedAt: live ? nil : opened + Double(length) * 3_600, revokedReason: live ? nil : "logout", userAgent: "Loaded/1.0",
-                ipAddress: "10.\(index % 250).\(number).1", method: provider.rawValue)
-            try await tx.insertSession(session)
-            for link in 0..<length {
-                let issued = opened + (max(opened, lastActive).timeIntervalSince(opened)) * Double(link) / Double(length)
-                let last = link == length - 1
-                try await tx.insertRefreshToken(
-                    RefreshTokenRecord(
-                        hash: Array(SHA256.hash(data: Data("load-\(index)-\(number)-\(link)".utf8))), sessionID: session.id, issuedAt: issued,
-                        expiresAt: issued + 30 * day, rotatedAt: last && live ? nil : issued + 60))
-            }
+            account.sessions.append(
+                Session(
+                    userID: id, provider: account.provider, createdAt: opened, lastActiveAt: max(opened, lastActive),
+                    revokedAt: live ? nil : opened + Double(length) * 3_600, revokedReason: live ? nil : "logout", userAgent: "Loaded/1.0",
+                    ipAddress: "10.\(index % 250).\(number).1", method: account.provider.rawValue))
+            account.chains.append(length)
         }
-
-        // A year of the audit trail and a few more events.
-        for entry in 0..<12 {
-            let at = created + Double(random.below(Int(max(1, now.timeIntervalSince(created)))))
-            let failed = entry % 6 == 5
-            try await tx.insertAudit(
-                AuditEvent(
-                    createdAt: at, event: .login, outcome: failed ? .failure : .success, userID: id, ipAddress: "10.\(index % 250).0.1",
-                    userAgent: "Loaded/1.0", details: failed ? ["reason": "invalid credentials"] : ["provider": provider.rawValue]))
-        }
-        events.append(DomainEvent(type: .planChanged, userID: id, data: ["plan": "free"], createdAt: created + 1))
+        // A year of the audit trail.
+        for _ in 0..<12 { account.audits.append(created + Double(random.below(Int(max(1, now.timeIntervalSince(created)))))) }
 
         if index % 10 == 1 {
             try await tx.insertPasskey(
                 Passkey(
                     userID: id, credentialID: random.bytes(32), publicKey: random.bytes(77), signCount: 0, backupEligible: true, backedUp: true,
                     transports: ["internal", "hybrid"], aaguid: random.bytes(16), name: "iPhone", createdAt: created + day))
-            events.append(DomainEvent(type: .passkeyAdded, userID: id, createdAt: created + day))
+            account.passkeyAddedAt = created + day
         }
         if kind == .email, index % 20 == 4 {
             try await tx.insertMFAFactor(
@@ -214,7 +194,7 @@ extension Bench {
             try await tx.insertGrant(
                 PlanGrant(userID: id, tier: nil, startsAt: now - day, until: now + 30 * day, reason: "support", createdBy: "admin_key"))
         }
-        return (user, events)
+        return account
     }
 
     /// What the store writes for an account by upsert (usage, an App Store subscription, a Stripe

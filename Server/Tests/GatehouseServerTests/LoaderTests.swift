@@ -34,6 +34,21 @@ import Testing
         #expect(report.rows["passkeys"] == 6)
         #expect(report.rows["mfa_factors"] == 3)
         #expect(report.rows["oauth_consents"] == 3)
+        // Each table a server appends to as time passes is in the order of its times, as a
+        // server's is: its oldest rows, which a retention sweep deletes, are its first pages.
+        let inversions = try await UpgradeSafetyTests.withDatabase(url) { database in
+            let position = database.dialect == .postgres ? "ctid" : "rowid"
+            var found: [String: Int] = [:]
+            for (table, order, time) in [
+                ("audit_log", "seq", "created_at"), ("events", "seq", "created_at"), ("sessions", position, "created_at"),
+                ("refresh_tokens", position, "issued_at"),
+            ] {
+                let sql = "SELECT COUNT(*) AS n FROM (SELECT \(time) AS at, LAG(\(time)) OVER (ORDER BY \(order)) AS before FROM \(table)) AS t WHERE at < before"
+                found[table] = Int(try await database.query(sql).first?.int("n") ?? -1)
+            }
+            return found
+        }
+        #expect(inversions == ["audit_log": 0, "events": 0, "sessions": 0, "refresh_tokens": 0])
         // A second load into the same database adds nothing.
         let again = try Self.load(bench, url)
         #expect(again.status != 0 && again.text.contains("already holds loaded accounts"), "\(again.text)")
