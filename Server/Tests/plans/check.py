@@ -70,6 +70,13 @@ ALLOWED = {
 ALLOWED.update({f"SELECT COUNT(*) AS n FROM {table}": "gatehouse-bench load's report of what it wrote" for table in (
     "identities", "sessions", "refresh_tokens", "audit_log", "events", "passkeys", "mfa_factors", "usage_records", "credit_ledger",
     "subscriptions", "stripe_customers", "plan_grants", "oauth_consents", "rate_limits")})
+# LoaderTests checks that the loader wrote each table a server appends to in the order of its times.
+ALLOWED.update({
+    f"SELECT COUNT(*) AS n FROM (SELECT {time} AS at, LAG({time}) OVER (ORDER BY {order}) AS before FROM {table}) AS t WHERE at < before":
+    "LoaderTests reads the loaded tables whole for their order"
+    for table, time, orders in (("audit_log", "created_at", ("seq",)), ("events", "created_at", ("seq",)),
+                                ("sessions", "created_at", ("rowid", "ctid")), ("refresh_tokens", "issued_at", ("rowid", "ctid")))
+    for order in orders})
 POSTGRES_TYPES = {"integer": "int8", "real": "float8", "text": "text", "blob": "bytea", "null": "unknown"}
 STATEMENT = re.compile(r"^\s*(SELECT|UPDATE|DELETE|WITH|INSERT)\b", re.IGNORECASE)
 MIGRATIONS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Sources", "GatehouseStore", "Migrations")
