@@ -178,6 +178,9 @@ public final class PostgresDatabase: SQLDatabase {
 
     public func shutdown() async {}
 
+    /// PostgreSQL's own background writers copy and recycle its log; housekeeping does not wait.
+    public func awaitHousekeepingTurn() async {}
+
     /// Keeps `cache` in step with the database until cancelled: listens on
     /// ``SessionCache/channel`` on one of the pool's connections, kept for as long as it works,
     /// applies each announcement, and sends a heartbeat every

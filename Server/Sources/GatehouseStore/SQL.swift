@@ -135,6 +135,11 @@ public protocol SQLDatabase: SQLExecutor {
     func ping() async throws(StoreError)
     /// Closes every connection.
     func shutdown() async
+    /// Called between two batches of housekeeping (a sweep, a reclaim of free pages): waits while
+    /// the database has writing of its own to catch up on before more is added. SQLite waits
+    /// while its write-ahead log is longer than its checkpointer keeps up with
+    /// (`SQLiteCheckpointer`); PostgreSQL does not wait.
+    func awaitHousekeepingTurn() async
 }
 
 /// Told when a query or transaction gets its connection and gives it back (the server's pool

@@ -74,8 +74,7 @@ extension SQLStore {
             try await executor.query("PRAGMA incremental_vacuum(\(step))")
             released += step
             most = Self.nextBatch(after: step, took: ContinuousClock.now - started, target: Self.sweepBatchTime, most: Self.vacuumStep)
-            // Between steps the writer is free: a sign-in waiting for it goes first.
-            if !isTransaction { await Task.yield() }
+            await betweenHousekeepingBatches()
         }
         return released
     }

@@ -60,8 +60,7 @@ extension SQLStore {
             total += swept
             if swept < batch { return total }
             batch = Self.nextBatch(after: batch, took: ContinuousClock.now - started, target: target, most: most)
-            // Between batches the writer is free: a sign-in waiting for it goes first.
-            if !isTransaction { await Task.yield() }
+            await betweenHousekeepingBatches()
         }
     }
 

@@ -19,6 +19,15 @@ public struct SQLStore: GatehouseStore {
     /// True inside `transaction`.
     var isTransaction: Bool { database == nil }
 
+    /// Between two batches of housekeeping: the database's turn first
+    /// (``SQLDatabase/awaitHousekeepingTurn()``), then a sign-in waiting for the writer goes
+    /// first. Inside a transaction nothing is let in between.
+    func betweenHousekeepingBatches() async {
+        guard let database else { return }
+        await database.awaitHousekeepingTurn()
+        await Task.yield()
+    }
+
     /// A store over `database`; with `sessionCache`, token-authenticated reads of a session may
     /// be answered from it (see `SessionCache` for when), and this store's own changes to
     /// sessions and accounts drop its copies. With `tracer`, each transaction is a span.

@@ -31,6 +31,10 @@ final class SQLiteCheckpointer: Sendable {
         var restartPages = 8_000
         /// Whether the checkpointer copies at all (tests turn it off to watch the writer alone).
         var copies = true
+        /// The log's length past which housekeeping waits before its next batch
+        /// (`SQLiteDatabase.awaitHousekeepingTurn()`), and how long at most.
+        var housekeepingPages = 2_000
+        var housekeepingWait = Duration.seconds(1)
     }
 
     /// The settings of the databases opened in this task (tests make the log short).
@@ -106,6 +110,8 @@ final class WALSignal: Sendable {
         /// Checkpoints the checkpointer ran, and those the writer ran.
         var copies = 0
         var writerCheckpoints = 0
+        /// Housekeeping batches that waited for the log to be copied.
+        var housekeepingWaits = 0
     }
 
     init(settings: SQLiteCheckpointer.Settings, ask: AsyncStream<Void>.Continuation) {
@@ -129,5 +135,12 @@ final class WALSignal: Sendable {
 
     func copied() {
         counts.withLock { $0.copies += 1 }
+    }
+
+    /// Whether the log after the last commit is past ``SQLiteCheckpointer/Settings/housekeepingPages``.
+    var isLong: Bool { counts.withLock { $0.pages >= settings.housekeepingPages } }
+
+    func housekeepingWaited() {
+        counts.withLock { $0.housekeepingWaits += 1 }
     }
 }

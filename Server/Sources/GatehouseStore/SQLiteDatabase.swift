@@ -228,6 +228,20 @@ public final class SQLiteDatabase: SQLDatabase {
         }
     }
 
+    /// While the log is past ``SQLiteCheckpointer/Settings/housekeepingPages``, waits for the
+    /// checkpointer to copy it and a write to start it over, at most
+    /// ``SQLiteCheckpointer/Settings/housekeepingWait``. A sweep's batches write faster than the
+    /// checkpointer copies: unpaced, the log reached the restart length, and the commits that
+    /// then checkpointed on the writer were the sign-ins' as often as the sweep's.
+    public func awaitHousekeepingTurn() async {
+        guard let signal = checkpointer?.signal, signal.isLong else { return }
+        signal.housekeepingWaited()
+        let deadline = ContinuousClock.now + signal.settings.housekeepingWait
+        while signal.isLong, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(2))
+        }
+    }
+
     /// Statements that only read go to the read-only connections.
     private static func isRead(_ sql: String) -> Bool {
         let head = sql.drop(while: { $0.isWhitespace }).prefix(6).uppercased()

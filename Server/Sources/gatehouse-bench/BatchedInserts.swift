@@ -33,6 +33,8 @@ struct BatchedInserts: SQLDatabase {
     func ping() async throws(StoreError) { try await database.ping() }
 
     func shutdown() async { await database.shutdown() }
+
+    func awaitHousekeepingTurn() async { await database.awaitHousekeepingTurn() }
 }
 
 /// One transaction's executor that keeps plain inserts back (see ``BatchedInserts``).

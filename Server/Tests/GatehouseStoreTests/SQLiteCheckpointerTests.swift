@@ -72,6 +72,29 @@ import Testing
         }
     }
 
+    /// A sweep's next batch waits while the log is past the housekeeping length (here the
+    /// checkpointer copies nothing, so each wait lasts its longest), and not while it is shorter.
+    @Test(arguments: [(32, true), (1_000_000, false)])
+    func housekeepingWaitsWhileTheLogIsLong(_ housekeepingPages: Int, _ waits: Bool) async throws {
+        let settings = SQLiteCheckpointer.Settings(
+            pages: 16, restartPages: 1_000_000, copies: false, housekeepingPages: housekeepingPages, housekeepingWait: .milliseconds(20))
+        try await Self.withDatabase(settings) { database, signal, _ in
+            for _ in 0..<30 { try await Self.write(database) }
+            try #require(signal.current.pages > 32)
+            let store = SQLStore(database: database)
+            let swept = try await SQLStore.$sweepBatch.withValue(5) {
+                try await store.sweep(Sweep(table: "t", key: "rowid", condition: "x IS NOT NULL", binds: []))
+            }
+            #expect(swept == 30)
+            // Six full batches (or more, halved when one is slow), each followed by a wait.
+            if waits {
+                #expect(signal.current.housekeepingWaits >= 6, "\(signal.current)")
+            } else {
+                #expect(signal.current.housekeepingWaits == 0, "\(signal.current)")
+            }
+        }
+    }
+
     @Test func pastTheRestartLengthTheWriterCheckpointsItself() async throws {
         try await Self.withDatabase(.init(pages: 16, restartPages: 64, copies: false)) { database, signal, path in
             let before = try Self.fileSize(path)

@@ -43,7 +43,7 @@ import Testing
         }
         let shortsTook = ContinuousClock.now - shortsStarted
         let writeStarted = ContinuousClock.now
-        try await database.transaction { tx in try await tx.query("INSERT INTO t (x) VALUES (1)") }
+        _ = try await database.transaction { tx in try await tx.query("INSERT INTO t (x) VALUES (1)") }
         let writeTook = ContinuousClock.now - writeStarted
         let (counted, longEnded) = try await long.value
         let longTook = longEnded - longStarted

@@ -28,6 +28,7 @@ import Testing
 
         func ping() async throws(StoreError) { try await inner.ping() }
         func shutdown() async {}
+        func awaitHousekeepingTurn() async { await inner.awaitHousekeepingTurn() }
 
         /// The statements that changed rows of `table`, and how many each changed.
         func sweeps(of table: String) -> [Int] {
