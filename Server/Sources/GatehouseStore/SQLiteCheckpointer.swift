@@ -71,8 +71,8 @@ final class SQLiteCheckpointer: Sendable {
         let copying = Task {
             for await _ in asks where settings.copies {
                 do {
-                    _ = try await connection.run("PRAGMA wal_checkpoint(PASSIVE)", [])
-                    signal.copied()
+                    let copied = try await connection.run("PRAGMA wal_checkpoint(PASSIVE)", []).first?.int("checkpointed")
+                    signal.copied(through: Int(copied ?? 0))
                 } catch {
                     logger.warning("write-ahead log checkpoint failed", metadata: ["cause": "\(error)"])
                 }
@@ -107,11 +107,15 @@ final class WALSignal: Sendable {
     struct Counts: Sendable, Equatable {
         /// Pages in the log after the last commit.
         var pages = 0
+        /// How far into the log the checkpointer's last copy reached (0 once the log starts over).
+        var copiedThrough = 0
         /// Checkpoints the checkpointer ran, and those the writer ran.
         var copies = 0
         var writerCheckpoints = 0
-        /// Housekeeping batches that waited for the log to be copied.
+        /// Housekeeping batches that waited for the log to be copied, and those of them that
+        /// waited their longest.
         var housekeepingWaits = 0
+        var housekeepingWaitsTimedOut = 0
     }
 
     init(settings: SQLiteCheckpointer.Settings, ask: AsyncStream<Void>.Continuation) {
@@ -125,6 +129,8 @@ final class WALSignal: Sendable {
     func committed(pages: Int) -> Answer {
         let here = pages >= settings.restartPages
         counts.withLock {
+            // A shorter log than the last commit's is a new one: nothing of it is copied yet.
+            if pages < $0.pages { $0.copiedThrough = 0 }
             $0.pages = pages
             if here { $0.writerCheckpoints += 1 }
         }
@@ -133,14 +139,22 @@ final class WALSignal: Sendable {
         return .leave
     }
 
-    func copied() {
-        counts.withLock { $0.copies += 1 }
+    func copied(through frames: Int) {
+        counts.withLock {
+            $0.copies += 1
+            $0.copiedThrough = frames
+        }
     }
 
-    /// Whether the log after the last commit is past ``SQLiteCheckpointer/Settings/housekeepingPages``.
-    var isLong: Bool { counts.withLock { $0.pages >= settings.housekeepingPages } }
+    /// Whether the log holds ``SQLiteCheckpointer/Settings/housekeepingPages`` or more that the
+    /// checkpointer has not copied yet. Once it has copied them all, the next write starts the
+    /// log over.
+    var isBehind: Bool { counts.withLock { $0.pages - min($0.pages, $0.copiedThrough) >= settings.housekeepingPages } }
 
-    func housekeepingWaited() {
-        counts.withLock { $0.housekeepingWaits += 1 }
+    func housekeepingWaited(timedOut: Bool) {
+        counts.withLock {
+            $0.housekeepingWaits += 1
+            if timedOut { $0.housekeepingWaitsTimedOut += 1 }
+        }
     }
 }

@@ -228,18 +228,19 @@ public final class SQLiteDatabase: SQLDatabase {
         }
     }
 
-    /// While the log is past ``SQLiteCheckpointer/Settings/housekeepingPages``, waits for the
-    /// checkpointer to copy it and a write to start it over, at most
-    /// ``SQLiteCheckpointer/Settings/housekeepingWait``. A sweep's batches write faster than the
-    /// checkpointer copies: unpaced, the log reached the restart length, and the commits that
-    /// then checkpointed on the writer were the sign-ins' as often as the sweep's.
+    /// While the log holds ``SQLiteCheckpointer/Settings/housekeepingPages`` the checkpointer
+    /// has not copied, waits for it to copy them, at most
+    /// ``SQLiteCheckpointer/Settings/housekeepingWait``; the next write then starts the log over.
+    /// A sweep's batches write faster than the checkpointer copies: unpaced, the log reached the
+    /// restart length, and the commits that then checkpointed on the writer were the sign-ins'
+    /// as often as the sweep's.
     public func awaitHousekeepingTurn() async {
-        guard let signal = checkpointer?.signal, signal.isLong else { return }
-        signal.housekeepingWaited()
+        guard let signal = checkpointer?.signal, signal.isBehind else { return }
         let deadline = ContinuousClock.now + signal.settings.housekeepingWait
-        while signal.isLong, ContinuousClock.now < deadline {
+        while signal.isBehind, ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(2))
         }
+        signal.housekeepingWaited(timedOut: signal.isBehind)
     }
 
     /// Statements that only read go to the read-only connections.

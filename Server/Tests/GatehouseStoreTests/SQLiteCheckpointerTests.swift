@@ -72,8 +72,9 @@ import Testing
         }
     }
 
-    /// A sweep's next batch waits while the log is past the housekeeping length (here the
-    /// checkpointer copies nothing, so each wait lasts its longest), and not while it is shorter.
+    /// A sweep's next batch waits while the log holds more uncopied pages than the housekeeping
+    /// length (here the checkpointer copies nothing, so each wait lasts its longest), and not
+    /// while it holds fewer.
     @Test(arguments: [(32, true), (1_000_000, false)])
     func housekeepingWaitsWhileTheLogIsLong(_ housekeepingPages: Int, _ waits: Bool) async throws {
         let settings = SQLiteCheckpointer.Settings(
@@ -89,9 +90,27 @@ import Testing
             // Six full batches (or more, halved when one is slow), each followed by a wait.
             if waits {
                 #expect(signal.current.housekeepingWaits >= 6, "\(signal.current)")
+                #expect(signal.current.housekeepingWaitsTimedOut == signal.current.housekeepingWaits)
             } else {
                 #expect(signal.current.housekeepingWaits == 0, "\(signal.current)")
             }
+        }
+    }
+
+    /// With the checkpointer copying, a sweep's wait ends when the log is copied, not at its
+    /// longest, though no other write comes to start the log over: the sweep's next batch does.
+    @Test func aSweepWaitsForTheCopyNotForAnotherWrite() async throws {
+        // Asked after every commit, and every page it has not copied makes the sweep wait.
+        let settings = SQLiteCheckpointer.Settings(pages: 1, restartPages: 1_000_000, housekeepingPages: 1, housekeepingWait: .seconds(5))
+        try await Self.withDatabase(settings) { database, signal, _ in
+            for _ in 0..<30 { try await Self.write(database) }
+            let store = SQLStore(database: database)
+            let swept = try await SQLStore.$sweepBatch.withValue(5) {
+                try await store.sweep(Sweep(table: "t", key: "rowid", condition: "x IS NOT NULL", binds: []))
+            }
+            #expect(swept == 30)
+            #expect(signal.current.housekeepingWaits >= 1, "\(signal.current)")
+            #expect(signal.current.housekeepingWaitsTimedOut == 0, "\(signal.current)")
         }
     }
 
