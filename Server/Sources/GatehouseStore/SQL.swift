@@ -137,7 +137,7 @@ public protocol SQLDatabase: SQLExecutor {
     func shutdown() async
     /// Called between two batches of housekeeping (a sweep, a reclaim of free pages): waits while
     /// the database has writing of its own to catch up on before more is added. SQLite waits
-    /// while its write-ahead log is longer than its checkpointer keeps up with
+    /// while its write-ahead log holds many pages its checkpointer has not copied yet
     /// (`SQLiteCheckpointer`); PostgreSQL does not wait.
     func awaitHousekeepingTurn() async
 }

@@ -31,8 +31,8 @@ final class SQLiteCheckpointer: Sendable {
         var restartPages = 8_000
         /// Whether the checkpointer copies at all (tests turn it off to watch the writer alone).
         var copies = true
-        /// The log's length past which housekeeping waits before its next batch
-        /// (`SQLiteDatabase.awaitHousekeepingTurn()`), and how long at most.
+        /// The pages of the log not copied yet from which housekeeping waits before its next
+        /// batch (`SQLiteDatabase.awaitHousekeepingTurn()`), and how long it waits at most.
         var housekeepingPages = 2_000
         var housekeepingWait = Duration.seconds(1)
     }
@@ -144,6 +144,12 @@ final class WALSignal: Sendable {
             $0.copies += 1
             $0.copiedThrough = frames
         }
+    }
+
+    /// The writer's own checkpoint copied the log through `frames` (housekeeping waiting for the
+    /// copy goes on).
+    func writerCopied(through frames: Int) {
+        counts.withLock { $0.copiedThrough = frames }
     }
 
     /// Whether the log holds ``SQLiteCheckpointer/Settings/housekeepingPages`` or more that the

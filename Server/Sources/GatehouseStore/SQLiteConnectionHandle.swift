@@ -104,7 +104,10 @@ final class SQLiteConnectionHandle: @unchecked Sendable {
                     if signal.committed(pages: Int(pages)) == .checkpointHere {
                         // What SQLite's automatic checkpoint would do; the pages the
                         // checkpointer has copied already are not copied again.
-                        _ = sqlite_nio_sqlite3_wal_checkpoint_v2(db, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+                        var copied: Int32 = 0
+                        if sqlite_nio_sqlite3_wal_checkpoint_v2(db, nil, SQLITE_CHECKPOINT_PASSIVE, nil, &copied) == SQLITE_OK {
+                            signal.writerCopied(through: Int(copied))
+                        }
                     }
                     return SQLITE_OK
                 }, Unmanaged.passUnretained(signal).toOpaque())

@@ -46,19 +46,19 @@ extension Bench {
         var audits: [Stamp] = []
         var events: [Stamp] = []
         for (position, account) in accounts.enumerated() {
-            let at = Int32(position)
+            let owner = Int32(position)
             for (number, session) in account.sessions.enumerated() {
-                sessions.append(Stamp(at: session.createdAt.timeIntervalSince1970, account: at, number: UInt8(number), link: 0))
+                sessions.append(Stamp(at: session.createdAt.timeIntervalSince1970, account: owner, number: UInt8(number), link: 0))
                 for link in 0..<account.chains[number] {
                     let issued = issuedAt(account, number, link)
-                    tokens.append(Stamp(at: issued.timeIntervalSince1970, account: at, number: UInt8(number), link: UInt8(link)))
+                    tokens.append(Stamp(at: issued.timeIntervalSince1970, account: owner, number: UInt8(number), link: UInt8(link)))
                 }
             }
             for (entry, time) in account.audits.enumerated() {
-                audits.append(Stamp(at: time.timeIntervalSince1970, account: at, number: UInt8(entry), link: 0))
+                audits.append(Stamp(at: time.timeIntervalSince1970, account: owner, number: UInt8(entry), link: 0))
             }
             for (kind, time) in [account.user.createdAt, account.user.createdAt + 1, account.passkeyAddedAt].enumerated() {
-                if let time { events.append(Stamp(at: time.timeIntervalSince1970, account: at, number: UInt8(kind), link: 0)) }
+                if let time { events.append(Stamp(at: time.timeIntervalSince1970, account: owner, number: UInt8(kind), link: 0)) }
             }
         }
         try await write(sessions, into: store, lanes: lanes) { stamp, tx in
