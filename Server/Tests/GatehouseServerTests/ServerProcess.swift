@@ -51,17 +51,9 @@ final class ServerProcess: Sendable {
         let err = Pipe()
         process.standardOutput = out
         process.standardError = err
-        let output = self.output
-        let errors = self.errors
-        out.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            output.append(data)
-        }
-        err.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            errors.append(data)
-        }
         try process.run()
+        output.follow(out.fileHandleForReading)
+        errors.follow(err.fileHandleForReading)
     }
 
     /// The settings every test server shares: any free port, `database`, the test admin key, a
@@ -142,6 +134,15 @@ final class ServerProcess: Sendable {
 final class TextBuffer: Sendable {
     private let storage = Mutex("")
     func append(_ data: Data) { storage.withLock { $0 += String(decoding: data, as: UTF8.self) } }
+
+    /// Appends what `handle` yields as it comes, on a thread of its own, until its end. Not a
+    /// `readabilityHandler`: its dispatch source can outlive the pipe it watches, and the test
+    /// process then crashes in libdispatch's event loop (it did after a test killed its server).
+    func follow(_ handle: FileHandle) {
+        Thread.detachNewThread {
+            while let data = try? handle.read(upToCount: 65_536), !data.isEmpty { self.append(data) }
+        }
+    }
     var text: String { storage.withLock { $0 } }
 }
 
