@@ -139,8 +139,18 @@ final class TextBuffer: Sendable {
     /// `readabilityHandler`: its dispatch source can outlive the pipe it watches, and the test
     /// process then crashes in libdispatch's event loop (it did after a test killed its server).
     func follow(_ handle: FileHandle) {
+        // `read(2)` answers what the pipe holds now (`FileHandle.read(upToCount:)` waits to fill
+        // its count); 0 is the end, and an interrupted read is tried again.
         Thread.detachNewThread {
-            while let data = try? handle.read(upToCount: 65_536), !data.isEmpty { self.append(data) }
+            var buffer = [UInt8](repeating: 0, count: 65_536)
+            while true {
+                let count = buffer.withUnsafeMutableBytes { read(handle.fileDescriptor, $0.baseAddress, $0.count) }
+                if count > 0 {
+                    self.append(Data(buffer[0..<count]))
+                } else if count == 0 || errno != EINTR {
+                    break
+                }
+            }
         }
     }
     var text: String { storage.withLock { $0 } }
