@@ -233,6 +233,30 @@ import Testing
         }
     }
 
+    /// The right password gives its attempt back even when the login goes no further: four
+    /// failures and the right password on a disabled account leave nothing counted, so once
+    /// the account is enabled again it signs in (the attempt is not given back in the session's
+    /// transaction then, as there is none).
+    @Test(arguments: Backend.available)
+    func theRightPasswordCountsForNothingWhenTheLoginIsRefused(_ backend: Backend) async throws {
+        try await TestApp.run(backend, preset: "handz") { client, _ in
+            let auth = AuthClient(client: client)
+            let account = try await auth.account("paused@example.com", "right password 1")
+            func admin(_ action: String) async throws {
+                let answer = try await client.execute(
+                    uri: "/admin/v1/users/\(account.user.id)/\(action)", method: .post, headers: TestApp.adminHeaders, body: jsonBody("{}"))
+                #expect(answer.status == .ok)
+            }
+            try await admin("disable")
+            for _ in 0..<4 { #expect(try await auth.login("paused@example.com", "wrong").status == .unauthorized) }
+            let refused = try await auth.login("paused@example.com", "right password 1")
+            #expect(refused.status == .forbidden && refused.error?.code == .accountDisabled)
+            try await admin("enable")
+            #expect(try await auth.login("paused@example.com", "wrong").status == .unauthorized)
+            #expect(try await auth.login("paused@example.com", "right password 1").status == .ok)
+        }
+    }
+
     @Test func unknownAccountsLockTheSameWay() async throws {
         try await TestApp.run(.sqlite) { client, _ in
             let auth = AuthClient(client: client)

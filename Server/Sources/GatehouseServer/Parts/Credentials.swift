@@ -29,6 +29,18 @@ struct Credentials: Sendable {
     func checkAttempt(
         _ password: String, against hash: String?, account: String, userID: UserID?, client: ClientInfo, event: AuditEvent.Name
     ) async throws -> PasswordHasher.Verification {
+        let check = try await checkAttemptHeld(password, against: hash, account: account, userID: userID, client: client, event: event)
+        try await check.release(in: throttle.store)
+        return check.verification
+    }
+
+    /// `checkAttempt` for a caller that writes anyway once the password matches (a login's
+    /// session): a match's reserved attempt is still held when this returns, and the caller gives
+    /// it back with `PasswordCheck.release(in:)` in its own transaction, or on its own when it
+    /// goes no further. One commit fewer on the login path (issue 61).
+    func checkAttemptHeld(
+        _ password: String, against hash: String?, account: String, userID: UserID?, client: ClientInfo, event: AuditEvent.Name
+    ) async throws -> PasswordCheck {
         let reservation: AttemptReservation
         do {
             reservation = try await throttle.reserveAttempt(account)
@@ -38,15 +50,14 @@ struct Credentials: Sendable {
         }
         let verification = try await lanes.one(account) { try await hasher.verify(password, against: hash) }
         if hash != nil, verification.matches {
-            try await throttle.clearAccount(account)
-            return verification
+            return PasswordCheck(verification: verification, heldKey: Throttle.accountKey(account))
         }
         let wait = try await throttle.failed(reservation, client: client)
         try await audits.audit(event, .failure, user: userID, client: client, details: ["reason": "invalid credentials"])
         if let wait {
             try await audits.audit(.lockout, .locked, user: userID, client: client, details: ["retry_after": String(wait)])
         }
-        return PasswordHasher.Verification(matches: false, needsRehash: false)
+        return PasswordCheck(verification: PasswordHasher.Verification(matches: false, needsRehash: false), heldKey: nil)
     }
 
     /// Refuses `password` with 422 `weak_password` listing every failed rule.
@@ -75,5 +86,22 @@ struct Credentials: Sendable {
     func canonicalAddress(_ email: String) throws -> String {
         guard let address = EmailAddress.canonical(email) else { throw GatehouseError.invalidEmail(preset) }
         return address
+    }
+}
+
+/// A password checked under the lockout: the verification, and for a match the lockout key whose
+/// reserved attempt is still counted until `release(in:)` gives it back.
+struct PasswordCheck: Sendable {
+    let verification: PasswordHasher.Verification
+    /// The key of the attempt a match still holds; nil after a failure, which stays counted.
+    let heldKey: String?
+
+    var matches: Bool { verification.matches }
+
+    /// Gives a match's attempt back (the account's count starts again) through `store`: a
+    /// transaction's, so that it commits with the caller's write, or the store's own.
+    func release(in store: any ThrottleStore) async throws {
+        guard let heldKey else { return }
+        try await store.clearThrottle(key: heldKey)
     }
 }

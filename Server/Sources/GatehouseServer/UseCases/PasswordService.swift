@@ -7,7 +7,7 @@ import GatehouseWire
 struct PasswordService: Sendable {
     /// What this use case reads and writes: its transactions see the store through this and no more.
     typealias Stores = any UserStore & PasswordStore & IdentityStore & IdempotencyStore & SessionStore & RefreshTokenStore
-        & EmailTokenStore & PlanLedgerStore & MFAFactorStore & MFAChallengeStore & PhoneStore
+        & EmailTokenStore & PlanLedgerStore & MFAFactorStore & MFAChallengeStore & PhoneStore & ThrottleStore
 
     /// What a password sign-in names the account by: its address, or (on `/auth/v1`) its
     /// verified number.
@@ -121,25 +121,35 @@ struct PasswordService: Sendable {
             provider = .phone
         }
         // An account has one lockout whichever name was typed; an unknown name has its own.
-        let verification = try await credentials.checkAttempt(
+        let check = try await credentials.checkAttemptHeld(
             password, against: user?.passwordHash, account: user.map(Credentials.lockoutKey) ?? account, userID: user?.id, client: client,
             event: .login)
-        guard let user, verification.matches else { throw GatehouseError.invalidCredentials(preset) }
-        guard !user.isDisabled else {
-            try await unitOfWork.audit(.login, .failure, user: user.id, client: client, details: ["reason": "account disabled"])
-            throw GatehouseError.accountDisabled(preset)
-        }
-        if verification.needsRehash, let old = user.passwordHash {
-            // Imported bcrypt or Firebase scrypt, or Argon2id under older parameters: upgrade while
-            // the password is at hand, unless a reset or change replaced the hash meanwhile.
-            _ = try await store.rehashPassword(user.id, from: old, to: try await credentials.hash(password), now: clock.now)
-        }
-        return try await sessions.signingIn(client: client) { admitted in
-            try await unitOfWork.run(client: client) { work in
-                try await sessions.signIn(
-                    work.narrowed { $0 }, user, provider: provider, method: Self.method, event: .login, door: .password, admitted: admitted
-                ).answer
+        guard let user, check.matches else { throw GatehouseError.invalidCredentials(preset) }
+        do {
+            guard !user.isDisabled else {
+                try await unitOfWork.audit(.login, .failure, user: user.id, client: client, details: ["reason": "account disabled"])
+                throw GatehouseError.accountDisabled(preset)
             }
+            if check.verification.needsRehash, let old = user.passwordHash {
+                // Imported bcrypt or Firebase scrypt, or Argon2id under older parameters: upgrade while
+                // the password is at hand, unless a reset or change replaced the hash meanwhile.
+                _ = try await store.rehashPassword(user.id, from: old, to: try await credentials.hash(password), now: clock.now)
+            }
+            // The right password's attempt is given back in the transaction that opens the session
+            // (or asks for a second factor): one commit for both.
+            return try await sessions.signingIn(client: client) { admitted in
+                try await unitOfWork.run(client: client) { work in
+                    try await check.release(in: work.tx)
+                    return try await sessions.signIn(
+                        work.narrowed { $0 }, user, provider: provider, method: Self.method, event: .login, door: .password, admitted: admitted
+                    ).answer
+                }
+            }
+        } catch {
+            // Refused or failed after the right password: the attempt is given back all the same
+            // (the transaction that held the release, if any, was rolled back).
+            try? await check.release(in: store)
+            throw error
         }
     }
 
