@@ -3,13 +3,15 @@ import Crypto
 import Foundation
 import GatehouseCore
 import GatehouseServer
+import GatehouseWire
 import JWTKit
 import NIOCore
 import NIOHTTP1
 
 /// Gatehouse's benchmark driver (not a test): `gatehouse-bench hash` times password hashing
-/// in-process, `gatehouse-bench micro` token signing and verification and the entitlement
-/// engine; `gatehouse-bench load DATABASE_URL ACCOUNTS` fills a database with accounts (`Load.swift`);
+/// in-process, `gatehouse-bench micro` token signing and verification, the entitlement
+/// engine and the writing of a `/v1/me` answer; `gatehouse-bench load DATABASE_URL ACCOUNTS`
+/// fills a database with accounts (`Load.swift`);
 /// `gatehouse-bench http BASE_URL SCENARIO CONNECTIONS SECONDS` loads a running server.
 /// Each prints one JSON line of results.
 @main
@@ -54,7 +56,8 @@ struct Bench {
 
     /// Microseconds per operation (median of batches) for ES256 signing and verification with
     /// jwt-kit, a SHA-256 of a token (the verified-token cache's key) and the entitlement
-    /// engine's decision and snapshot for a Handz Free account.
+    /// engine's decision and snapshot for a Handz Free account, and a `/v1/me` answer written by
+    /// `CompactJSON` and by Foundation's `JSONEncoder`.
     static func micro() async throws {
         let keys = JWTKeyCollection()
         await keys.add(ecdsa: ES256PrivateKey(), kid: "bench")
@@ -84,11 +87,24 @@ struct Bench {
         let at = Date()
         let decide = await perOperation(20_000) { _ = engine.decide("practice_saved_flow", context: [:], input: input, at: at) }
         let snapshot = await perOperation(5_000) { _ = engine.snapshot(input, at: at) }
+        // A Handz Free account's `GET /v1/me` answer, as a server sent it, written again the way
+        // every answer is (`CompactJSON`) and by Foundation's encoder with the same settings.
+        let me = try JSONDecoder().decode(MeResponse.self, from: Data(Self.meAnswer.utf8))
+        let foundation = JSONEncoder()
+        foundation.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard try CompactJSON.encode(me) == Array(try foundation.encode(me)) else {
+            throw BenchError("CompactJSON and JSONEncoder differ")
+        }
+        let encode = try await perOperation(20_000) { _ = try CompactJSON.encode(me) }
+        let encodeFoundation = try await perOperation(5_000) { _ = try foundation.encode(me) }
         print(json([
             "benchmark": "micro", "es256_sign_us": sign, "es256_verify_us": verify, "sha256_token_us": digest,
-            "engine_decide_us": decide, "engine_snapshot_us": snapshot,
+            "engine_decide_us": decide, "engine_snapshot_us": snapshot, "encode_me_us": encode, "encode_me_foundation_us": encodeFoundation,
         ]))
     }
+
+    /// A `GET /v1/me` answer of the Handz preset (a Free account with a handle), as served.
+    static let meAnswer = #"{"entitlements":{"capabilities":{"can_create_share_links":true,"can_persist":true,"can_practice":false,"can_practice_inbox_items":false,"can_upload_media":false},"credits":{"practice":{"granted":3,"remaining":3,"resets_at":"2027-01-01T00:00:00Z"}},"evaluated_at":"2026-12-01T12:50:55Z","limits":{"branch_cap_per_move":10,"inbox_cap":10,"media_cap_bytes":0,"saved_flow_cap":2,"share_links_per_day":3},"plan_state":"free","read_only":false,"sources":[],"subscription":null,"tier":null,"trial":null},"user":{"app_metadata":{},"avatar_url":null,"created_at":"2026-12-01T12:50:55Z","display_name":null,"email":"bench-me@example.com","email_verified":false,"handle":"bench_me","id":"83daa37b-6af4-43f4-82a0-6834e4a68c62","identities":[{"created_at":"2026-12-01T12:50:55Z","email":"bench-me@example.com","is_private_relay":false,"provider":"email"}],"is_anonymous":false,"onboarding_complete":false,"phone":null,"phone_verified":false,"user_metadata":{}}}"#
 
     /// Each Argon2id implementation side by side (issue 61): the median CPU time of one hash and
     /// one verification on this thread, at the production parameters or at the server's

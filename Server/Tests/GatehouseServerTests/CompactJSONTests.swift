@@ -63,6 +63,41 @@ import Testing
         try same([String: [String]]())
     }
 
+    /// What `Encoder` allows besides the synthesized shape: a key encoded again, a container
+    /// filled after its parent has moved on, a container reopened, `super`, and an array's count
+    /// while it is filled.
+    struct Unusual: Encodable {
+        enum Key: String, CodingKey { case zeta, alpha, late, again, list, parent = "super", child, counted }
+
+        func encode(to encoder: any Encoder) throws {
+            var top = encoder.container(keyedBy: Key.self)
+            try top.encode("first", forKey: .again)
+            var late = top.nestedContainer(keyedBy: Key.self, forKey: .late)
+            var list = top.nestedUnkeyedContainer(forKey: .list)
+            try top.encode(1, forKey: .zeta)
+            try top.encode(["x": 1], forKey: .again)
+            try late.encode(true, forKey: .alpha)
+            try list.encode("a")
+            var inner = list.nestedContainer(keyedBy: Key.self)
+            try list.encodeNil()
+            try inner.encode(2.5, forKey: .zeta)
+            var reopened = top.nestedContainer(keyedBy: Key.self, forKey: .late)
+            try reopened.encode("b", forKey: .zeta)
+            try "parent".encode(to: top.superEncoder())
+            try [3, 4].encode(to: top.superEncoder(forKey: .child))
+            var counted = top.nestedUnkeyedContainer(forKey: .counted)
+            for _ in 0..<3 { try counted.encode(counted.count) }
+            try late.encode("c", forKey: .again)
+        }
+    }
+
+    @Test func whatEncoderAllowsBeyondTheUsualShapeIsWrittenAsJSONEncoderWritesIt() throws {
+        try same(Unusual())
+        try same([Unusual(), Unusual()])
+        let written = String(decoding: try CompactJSON.encode(Unusual()), as: UTF8.self)
+        #expect(written == #"{"again":{"x":1},"child":[3,4],"counted":[0,1,2],"late":{"again":"c","alpha":true,"zeta":"b"},"list":["a",{"zeta":2.5},null],"super":"parent","zeta":1}"#)
+    }
+
     /// The documents Gatehouse sends, built from every shipped preset.
     @Test(arguments: Preset.builtInNames)
     func theShippedDocumentsAreWrittenAsJSONEncoderWritesThem(_ name: String) throws {
