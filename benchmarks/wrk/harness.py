@@ -29,7 +29,8 @@
   harness.py ab --binary PATH --workdir DIR --out FILE --config NAME 'KEY=VALUE ...' --config ...
                 [--rounds N] [--slices K] [--seconds S] [--connections C] [--server-cpus LIST --wrk-cpus LIST]
                 [--perf-dir DIR]
-      GET /v1/me on SQLite under configurations that differ only in the server's settings: each
+      GET /v1/me on SQLite under configurations that differ only in the server's settings (or in
+      the build: a `binary=PATH` word among a configuration's settings): each
       round a new server per configuration, loaded one at a time in short slices taken in
       rotation; prints each one's req/s and CPU per request against the first with 95 %
       intervals of the per-round differences, and writes FILE.
@@ -1245,6 +1246,13 @@ def start_receiver():
     return process, f"http://127.0.0.1:{int(line.split()[1])}"
 
 
+def config_binary(settings, default):
+    """An `ab` configuration's binary (its `binary=PATH` word, or `default`) and its other settings:
+    two builds compared under the same rotation as two settings are."""
+    chosen = [word.split("=", 1)[1] for word in settings if word.startswith("binary=")]
+    return (chosen[-1] if chosen else default), [word for word in settings if not word.startswith("binary=")]
+
+
 def command_ab(args):
     """GET /v1/me under configurations that differ only in the server's settings. Each round
     starts a new server for every configuration (each on its own SQLite file, signed up and
@@ -1278,7 +1286,8 @@ def command_ab(args):
                 for name, settings in order:
                     workdir = os.path.join(args.workdir, f"r{round_index + 1}-{name}")
                     os.makedirs(workdir)
-                    server = Server(args.binary, f"sqlite://{workdir}/bench.sqlite", workdir, settings, server_prefix)
+                    binary, settings = config_binary(settings, args.binary)
+                    server = Server(binary, f"sqlite://{workdir}/bench.sqlite", workdir, settings, server_prefix)
                     servers[name] = server
                     server.start()
                     accounts = seed(server.port, connections, random_tag())
@@ -1349,6 +1358,7 @@ def command_ab(args):
         json.dump({"machine": machine_info(), "git": git_info(), "binary": file_info(args.binary), "seconds": args.seconds,
                    "slices": args.slices, "connections": connections, "threads": threads, "server_cpus": args.server_cpus,
                    "wrk_cpus": args.wrk_cpus,
+                   "binaries": {name: file_info(config_binary(settings, args.binary)[0]) for name, settings in configs},
                    "configurations": rows, "runs": runs}, handle, indent=2)
     log(f"wrote {args.out}")
 
@@ -1397,7 +1407,8 @@ def main():
     ab.add_argument("--wrk-cpus", help="taskset's CPU list for wrk")
     ab.add_argument("--config", nargs=2, action="append", required=True, metavar=("NAME", "SETTINGS"),
                     help="a name and its server settings, 'KEY=VALUE ...'; the first is the baseline. "
-                         "OTEL_EXPORTER_OTLP_ENDPOINT=receiver starts a counting OTLP receiver")
+                         "OTEL_EXPORTER_OTLP_ENDPOINT=receiver starts a counting OTLP receiver; "
+                         "binary=PATH runs that build instead of --binary's")
     ab.add_argument("--perf-dir", help="record each run's server profile (perf record -g) into this folder")
     ab.add_argument("--workdir", required=True)
     ab.add_argument("--out", required=True)
