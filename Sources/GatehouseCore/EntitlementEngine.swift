@@ -123,23 +123,25 @@ public struct EntitlementEngine: Sendable {
 
     /// The period credits count in: `[start, end)`.
     public func creditPeriod(_ input: EntitlementInput, at now: Date) -> (start: Date, end: Date) {
-        let calendar = Calendar.utcGregorian
+        let (year, month, _) = UTCCivil.date(days: UTCCivil.days(of: now))
         if settings.creditPeriod == "anniversary", let created = input.accountCreatedAt {
-            let day = calendar.component(.day, from: created)
-            var start = Self.monthDay(calendar, of: now, day: day)
-            if start > now { start = Self.monthDay(calendar, of: calendar.date(byAdding: .month, value: -1, to: now)!, day: day) }
-            let next = Self.monthDay(calendar, of: calendar.date(byAdding: .month, value: 1, to: start)!, day: day)
-            return (start, next)
+            let day = UTCCivil.date(days: UTCCivil.days(of: created)).day
+            let start = Self.monthDay(year: year, month: month, day: day)
+            if start > now { return (Self.monthDay(year: year, month: month - 1, day: day), start) }
+            return (start, Self.monthDay(year: year, month: month + 1, day: day))
         }
-        let start = calendar.date(from: calendar.dateComponents([.year, .month], from: now))!
-        return (start, calendar.date(byAdding: .month, value: 1, to: start)!)
+        return (
+            UTCCivil.midnight(days: UTCCivil.days(year: year, month: month, day: 1)),
+            UTCCivil.midnight(days: UTCCivil.days(year: year, month: month + 1, day: 1))
+        )
     }
 
-    /// Midnight UTC of `day` in the month of `date`, or the month's last day when it is shorter.
-    static func monthDay(_ calendar: Calendar, of date: Date, day: Int) -> Date {
-        let first = calendar.date(from: calendar.dateComponents([.year, .month], from: date))!
-        let length = calendar.range(of: .day, in: .month, for: first)!.count
-        return calendar.date(byAdding: .day, value: min(day, length) - 1, to: first)!
+    /// Midnight UTC of `day` in `year`-`month` (a month past 12 or below 1 carries into the years
+    /// around it), or of the month's last day when it is shorter.
+    static func monthDay(year: Int64, month: Int64, day: Int64) -> Date {
+        let first = UTCCivil.days(year: year, month: month, day: 1)
+        let last = UTCCivil.days(year: year, month: month + 1, day: 1) - 1
+        return UTCCivil.midnight(days: min(first + day - 1, last))
     }
 
     // MARK: Snapshot

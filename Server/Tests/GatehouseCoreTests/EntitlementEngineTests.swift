@@ -92,6 +92,50 @@ extension GateRow: CustomTestStringConvertible {
         let anniversary = EntitlementEngine(settings: settings, copy: [:]).creditPeriod(input, at: now)
         #expect(anniversary.start.rfc3339 == "2027-01-03T00:00:00Z" && anniversary.end.rfc3339 == "2027-02-03T00:00:00Z")
     }
+
+    /// The periods are counted by arithmetic (`UTCCivil`, issue 61), and they are the periods the
+    /// Gregorian calendar in UTC gives: every day around 1970 and of 2023 to 2029 (two leap years),
+    /// at its first and its last instant, for calendar months and for accounts made on the 1st,
+    /// 15th and 28th to 31st.
+    @Test func creditPeriodsAreTheCalendarsToTheSecond() throws {
+        let calendar = Calendar.utcGregorian
+        func month(of date: Date) -> Date { calendar.date(from: calendar.dateComponents([.year, .month], from: date))! }
+        func monthDay(of date: Date, day: Int) -> Date {
+            let first = month(of: date)
+            let length = calendar.range(of: .day, in: .month, for: first)!.count
+            return calendar.date(byAdding: .day, value: min(day, length) - 1, to: first)!
+        }
+        func expected(_ created: Date?, at now: Date) -> (Date, Date) {
+            guard let created else {
+                let start = month(of: now)
+                return (start, calendar.date(byAdding: .month, value: 1, to: start)!)
+            }
+            let day = calendar.component(.day, from: created)
+            var start = monthDay(of: now, day: day)
+            if start > now { start = monthDay(of: calendar.date(byAdding: .month, value: -1, to: now)!, day: day) }
+            return (start, monthDay(of: calendar.date(byAdding: .month, value: 1, to: start)!, day: day))
+        }
+        var anniversaries = EntitlementSettings()
+        anniversaries.creditPeriod = "anniversary"
+        let (monthly, yearly) = (EntitlementEngine(settings: EntitlementSettings(), copy: [:]), EntitlementEngine(settings: anniversaries, copy: [:]))
+        // 2023-12-<day>, 13:53:20.
+        let madeOn = [1, 15, 28, 29, 30, 31].map { Date(timeIntervalSince1970: 1_701_388_800 + Double($0 - 1) * 86_400 + 50_000) }
+        var checked = 0
+        for (first, last) in [(-500, 500), (19_300, 21_500)] {  // days since 1970: 1968-08 to 1971-05, 2022-11 to 2028-11
+            for day in first...last {
+                for now in [Date(timeIntervalSince1970: Double(day) * 86_400), Date(timeIntervalSince1970: Double(day + 1) * 86_400 - 0.001)] {
+                    let period = monthly.creditPeriod(EntitlementInput(userID: .random()), at: now)
+                    #expect(period == expected(nil, at: now), "\(now)")
+                    for created in madeOn {
+                        let period = yearly.creditPeriod(EntitlementInput(userID: .random(), accountCreatedAt: created), at: now)
+                        #expect(period == expected(created, at: now), "\(now), made \(created)")
+                        checked += 1
+                    }
+                }
+            }
+        }
+        #expect(checked == 2 * (1_001 + 2_201) * 6)
+    }
 }
 
 /// STYLE.md rule 14: app words live in presets, never in the generic engine.
