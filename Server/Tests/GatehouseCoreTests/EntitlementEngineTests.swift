@@ -94,9 +94,9 @@ extension GateRow: CustomTestStringConvertible {
     }
 
     /// The periods are counted by arithmetic (`UTCCivil`, issue 61), and they are the periods the
-    /// Gregorian calendar in UTC gives: every day around 1970 and of 2023 to 2029 (two leap years),
-    /// at its first and its last instant, for calendar months and for accounts made on the 1st,
-    /// 15th and 28th to 31st.
+    /// Gregorian calendar in UTC gives: every day from 1968-08 to 1971-05 and from 2022-11 to
+    /// 2028-11 (the leap years 1968, 2024 and 2028), at its first and its last millisecond, for
+    /// calendar months and for accounts made on the 1st, 15th and 28th to 31st.
     @Test func creditPeriodsAreTheCalendarsToTheSecond() throws {
         let calendar = Calendar.utcGregorian
         func month(of date: Date) -> Date { calendar.date(from: calendar.dateComponents([.year, .month], from: date))! }
