@@ -17,29 +17,54 @@ final class PrivatePostgres: Sendable {
 
     var url: String { "postgres://postgres@127.0.0.1:\(port)/postgres?sslmode=disable" }
 
-    /// Creates and starts a new cluster on a free loopback port.
+    /// Creates and starts a new cluster on a free loopback port (another one if that port was
+    /// taken before the server bound it, up to five times).
     init() async throws {
         guard let bindir = Self.binaries else { throw ProcessError("GATEHOUSE_TEST_PG_BINDIR is not set") }
         self.bindir = bindir
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-pg-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        port = try SMTPSink.freePort()
         if getuid() == 0 {
             runner = ["/usr/sbin/runuser", "-u", "postgres", "--"]
             try await Command.run("/bin/chown", ["postgres", directory.path])
         } else {
             runner = []
         }
-        try await tool("initdb", ["-D", directory.path + "/data", "-U", "postgres", "--auth=trust", "-E", "UTF8"])
-        try await start()
+        try await Self.tool("initdb", ["-D", directory.path + "/data", "-U", "postgres", "--auth=trust", "-E", "UTF8"], bindir, runner)
+        port = try await Self.startOnFreePort(directory, bindir, runner)
+    }
+
+    private static func startOnFreePort(_ directory: URL, _ bindir: String, _ runner: [String]) async throws -> Int {
+        for attempt in 1...5 {
+            let port = try SMTPSink.freePort()
+            do {
+                try await start(port: port, directory, bindir, runner)
+                return port
+            } catch let error as ProcessError where attempt < 5 && error.description.contains("Address already in use") {
+                continue
+            }
+        }
+        throw ProcessError("no port could be bound")
     }
 
     /// Starts the server (again) on the same port and data; returns once it accepts connections.
     func start() async throws {
-        try await tool("pg_ctl", [
-            "-D", directory.path + "/data", "-l", directory.path + "/server.log", "-w", "-t", "60",
-            "-o", "-p \(port) -k \(directory.path) -c listen_addresses=127.0.0.1", "start",
-        ])
+        try await Self.start(port: port, directory, bindir, runner)
+    }
+
+    /// `pg_ctl start`; when it fails, the error carries the end of the server's log (the reason
+    /// is there, not in what `pg_ctl` prints).
+    private static func start(port: Int, _ directory: URL, _ bindir: String, _ runner: [String]) async throws {
+        let log = directory.appendingPathComponent("server.log")
+        do {
+            try await tool("pg_ctl", [
+                "-D", directory.path + "/data", "-l", log.path, "-w", "-t", "60",
+                "-o", "-p \(port) -k \(directory.path) -c listen_addresses=127.0.0.1", "start",
+            ], bindir, runner)
+        } catch let error as ProcessError {
+            let tail = ((try? String(contentsOf: log, encoding: .utf8)) ?? "").split(separator: "\n").suffix(20).joined(separator: "\n")
+            throw ProcessError("\(error.description)\nserver.log:\n\(tail)")
+        }
     }
 
     /// Stops the server the way a crash would (`immediate`: no checkpoint, connections cut) or
@@ -55,6 +80,10 @@ final class PrivatePostgres: Sendable {
     }
 
     private func tool(_ name: String, _ arguments: [String]) async throws {
+        try await Self.tool(name, arguments, bindir, runner)
+    }
+
+    private static func tool(_ name: String, _ arguments: [String], _ bindir: String, _ runner: [String]) async throws {
         let executable = runner.first ?? "\(bindir)/\(name)"
         let all = runner.isEmpty ? arguments : Array(runner.dropFirst()) + ["\(bindir)/\(name)"] + arguments
         try await Command.run(executable, all)

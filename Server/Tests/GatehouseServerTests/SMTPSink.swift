@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 /// A real SMTP server (Python aiosmtpd, `Tests/support/smtp_sink.py`) on a loopback port,
@@ -66,22 +67,43 @@ final class SMTPSink: Sendable {
         try? FileManager.default.removeItem(at: directory)
     }
 
+    /// A loopback port no socket holds now, for a program that is told its port before it binds
+    /// it. It comes from below the kernel's ephemeral range (`ip_local_port_range`), never from
+    /// it: binding port 0 hands out an ephemeral port, and with a hundred tests connecting at
+    /// once any outgoing connection may be given that port before the program binds it ("Address
+    /// already in use"; a test's own PostgreSQL cluster did not start so in the CI of stop 83).
+    /// No port is handed out twice in one test process.
     static func freePort() throws -> Int {
+        let range = 10_000..<max(ephemeralStart, 10_001)
+        for _ in 0..<1_000 {
+            let port = Int.random(in: range)
+            guard bindable(port), handedOut.withLock({ $0.insert(port).inserted }) else { continue }
+            return port
+        }
+        throw ProcessError("no free port below \(range.upperBound)")
+    }
+
+    private static let handedOut = Mutex<Set<Int>>([])
+
+    /// The first port of the kernel's ephemeral range (Linux's default when it cannot be read).
+    private static let ephemeralStart: Int = {
+        let text = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8)) ?? ""
+        return text.split(whereSeparator: \.isWhitespace).first.flatMap { Int($0) } ?? 32_768
+    }()
+
+    /// Whether a socket can bind 127.0.0.1:`port` now (without `SO_REUSEADDR`, so a port still
+    /// in `TIME_WAIT` counts as taken).
+    private static func bindable(_ port: Int) -> Bool {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { return false }
         defer { close(descriptor) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Int32 in
-                guard bind(descriptor, pointer, length) == 0 else { return -1 }
-                return getsockname(descriptor, pointer, &length)
-            }
+        address.sin_port = UInt16(port).bigEndian
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
         }
-        guard bound == 0 else { throw ProcessError("no free port") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 
     static func run(_ executable: String, _ arguments: [String]) throws {
