@@ -103,10 +103,10 @@ extension Date {
     }
 }
 
-
 /// Days since 1970-01-01 and the proleptic Gregorian date in UTC, both ways, by arithmetic
-/// (era-based, exact for any year): the one conversion `Date.rfc3339` and the credit periods
-/// use (a `Calendar` took 3 % of a `GET /v1/me` for the period alone, issue 61).
+/// (era-based, exact for any year): the one conversion `Date.rfc3339`, the credit periods and
+/// the usage meters' windows use (a `Calendar` took 3 % of a `GET /v1/me` for the period alone,
+/// issue 61).
 public enum UTCCivil {
     /// The year, month (1–12) and day (1–31) of the day `days` after 1970-01-01.
     public static func date(days: Int64) -> (year: Int64, month: Int64, day: Int64) {
@@ -143,15 +143,4 @@ public enum UTCCivil {
     public static func midnight(days: Int64) -> Date {
         Date(timeIntervalSince1970: TimeInterval(days * 86_400))
     }
-}
-
-extension Calendar {
-    /// The Gregorian calendar in UTC, made once: credit periods and usage windows are counted in
-    /// it on every entitlement check, and making a `Calendar` each time was a visible part of
-    /// one (issue 47).
-    public static let utcGregorian: Calendar = {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
-        return calendar
-    }()
 }

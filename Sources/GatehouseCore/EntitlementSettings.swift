@@ -129,12 +129,22 @@ public struct MeterSettings: Sendable, Equatable, PresetCodable {
         actions[action]?.rules.first { [.cap, .softCap].contains($0.kind) && $0.context == context }
     }
 
-    /// The UTC period holding `date`: its start and the start of the next.
+    /// The UTC period holding `date`: its start and the start of the next. Hours and days are
+    /// whole multiples of their seconds since 1970 (UTC has no leap seconds in Unix time);
+    /// months come from `UTCCivil`, the civil-date arithmetic the credit periods use.
     public func window(at date: Date) -> (start: Date, end: Date) {
-        let calendar = Calendar.utcGregorian
-        let component: Calendar.Component = period == "hour" ? .hour : period == "month" ? .month : .day
-        let start = calendar.dateInterval(of: component, for: date)!.start
-        return (start, calendar.date(byAdding: component, value: 1, to: start)!)
+        switch period {
+        case "hour":
+            let start = (date.timeIntervalSince1970 / 3_600).rounded(.down) * 3_600
+            return (Date(timeIntervalSince1970: start), Date(timeIntervalSince1970: start + 3_600))
+        case "month":
+            let (year, month, _) = UTCCivil.date(days: UTCCivil.days(of: date))
+            return (UTCCivil.midnight(days: UTCCivil.days(year: year, month: month, day: 1)),
+                    UTCCivil.midnight(days: UTCCivil.days(year: year, month: month + 1, day: 1)))
+        default:
+            let day = UTCCivil.days(of: date)
+            return (UTCCivil.midnight(days: day), UTCCivil.midnight(days: day + 1))
+        }
     }
 
     func problem(_ actions: [String: ActionSettings]) -> String? {

@@ -252,10 +252,10 @@ enum LoadShape {
 
     static func phone(_ index: Int) -> String { "+1555" + String(format: "%07d", index % 10_000_000) }
 
+    /// The UTC month holding `date`, as the server counts a monthly meter's window and a
+    /// calendar-month credit period.
     static func monthStart(_ date: Date) -> Date {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
-        return calendar.date(from: calendar.dateComponents([.year, .month], from: date))!
+        MeterSettings(action: "", context: "", period: "month").window(at: date).start
     }
 
     /// SplitMix64: the same account of the same index gets the same shape on every run.

@@ -98,7 +98,7 @@ extension GateRow: CustomTestStringConvertible {
     /// 2028-11 (the leap years 1968, 2024 and 2028), at its first and its last millisecond, for
     /// calendar months and for accounts made on the 1st, 15th and 28th to 31st.
     @Test func creditPeriodsAreTheCalendarsToTheSecond() throws {
-        let calendar = Calendar.utcGregorian
+        let calendar = Self.utcCalendar
         func month(of date: Date) -> Date { calendar.date(from: calendar.dateComponents([.year, .month], from: date))! }
         func monthDay(of date: Date, day: Int) -> Date {
             let first = month(of: date)
@@ -135,6 +135,45 @@ extension GateRow: CustomTestStringConvertible {
             }
         }
         #expect(checked == 2 * (1_001 + 2_201) * 6)
+    }
+
+    /// The Gregorian calendar in UTC: the reference the arithmetic periods are held to.
+    static let utcCalendar: Calendar = {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        return calendar
+    }()
+
+    /// A usage meter's hour, day and month windows are counted by arithmetic too (`UTCCivil`)
+    /// and are the calendar's: days and months at the first and last millisecond of every day
+    /// from 1968-08 to 1971-05 and from 2022-11 to 2028-11, hours at the first and last
+    /// millisecond of every hour around 1970-01-01 and around 2024-02-29.
+    @Test func usageWindowsAreTheCalendarsToTheSecond() {
+        let calendar = Self.utcCalendar
+        var (checked, wrong) = (0, [String]())
+        let spans: [(String, Calendar.Component, Double, [(Int, Int)])] = [
+            ("hour", .hour, 3_600, [(-40 * 24, 40 * 24), (19_760 * 24, 19_800 * 24)]),
+            ("day", .day, 86_400, [(-500, 500), (19_300, 21_500)]),
+            ("month", .month, 86_400, [(-500, 500), (19_300, 21_500)]),
+        ]
+        for (period, component, step, ranges) in spans {
+            let meter = MeterSettings(action: "act", context: "count", period: period)
+            for (first, last) in ranges {
+                for unit in first...last {
+                    for now in [Date(timeIntervalSince1970: Double(unit) * step), Date(timeIntervalSince1970: Double(unit + 1) * step - 0.001)] {
+                        let expected = calendar.dateInterval(of: component, for: now)!
+                        let window = meter.window(at: now)
+                        if window.start != expected.start || window.end != expected.end {
+                            wrong.append("\(period) at \(now): \(window.start)–\(window.end), the calendar's \(expected.start)–\(expected.end)")
+                        }
+                        checked += 1
+                    }
+                }
+            }
+        }
+        let (count, first) = (wrong.count, Array(wrong.prefix(3)))
+        #expect(count == 0, "the first wrong: \(first)")
+        #expect(checked == 2 * ((1_921 + 961) + 2 * (1_001 + 2_201)))
     }
 }
 
