@@ -255,8 +255,9 @@ import Testing
     func aRareFilterLooksAtABoundedNumberOfAccountsPerPage(_ backend: Backend) async throws {
         let clock = ManualClock(Date())
         // Time enough for the 2,000 on any machine, however loaded: the count bound is what this
-        // test walks (the time bound is the next test's). Ten seconds were once not enough in a
-        // parallel CI run (stop 83).
+        // test walks (the time bound is the next test's). With ten seconds it failed once in a
+        // parallel CI run (stop 83) whose report left out why; a scan cut by time is the one way
+        // load changes these pages.
         try await TestApp.run(backend, preset: "handz", clock: clock, adjust: { $0.consoleScanMilliseconds = 600_000 }) { client, config in
             let rare = UserID.random()
             try await TestApp.withStore(config) { store in
