@@ -104,9 +104,9 @@ extension Date {
 }
 
 /// Days since 1970-01-01 and the proleptic Gregorian date in UTC, both ways, by arithmetic
-/// (era-based, exact for any year): the one conversion `Date.rfc3339`, the credit periods and
-/// the usage meters' windows use (a `Calendar` took 3 % of a `GET /v1/me` for the period alone,
-/// issue 61).
+/// (era-based, exact for any year): the one conversion `Date.rfc3339`, the credit periods, the
+/// usage meters' windows, imported timestamps and the console's dates use (a `Calendar` took 3 %
+/// of a `GET /v1/me` for the period alone, issue 61).
 public enum UTCCivil {
     /// The year, month (1–12) and day (1–31) of the day `days` after 1970-01-01.
     public static func date(days: Int64) -> (year: Int64, month: Int64, day: Int64) {
@@ -132,6 +132,15 @@ public enum UTCCivil {
         let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
         let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
         return era * 146_097 + dayOfEra - 719_468
+    }
+
+    /// The days from 1970-01-01 to `year`-`month`-`day` when that is a day of the calendar (a
+    /// month from 1 to 12 and a day that month has); nil otherwise, where `days(year:month:day:)`
+    /// would carry into the next month.
+    public static func validDays(year: Int64, month: Int64, day: Int64) -> Int64? {
+        guard (1...12).contains(month), (1...31).contains(day) else { return nil }
+        let days = days(year: year, month: month, day: day)
+        return date(days: days) == (year, month, day) ? days : nil
     }
 
     /// The day (since 1970-01-01) that `date` falls on in UTC.

@@ -97,7 +97,8 @@ public enum SupabaseExport {
     }
 
     /// PostgreSQL's `timestamptz` in JSON or text: `2024-05-01T10:00:00.123456+00:00`,
-    /// `2024-05-01 10:00:00+00`, `…Z`; fractions of a second are dropped.
+    /// `2024-05-01 10:00:00+00`, `…Z`; fractions of a second are dropped, and a day or time the
+    /// calendar does not have (`2023-02-29`, `24:00:00`) is not a timestamp.
     public static func timestamp(_ text: String) -> Date? {
         let characters = Array(text)
         guard characters.count >= 19 else { return nil }
@@ -125,13 +126,10 @@ public enum SupabaseExport {
                 return nil
             }
         }
-        var components = DateComponents()
-        (components.year, components.month, components.day) = (year, month, day)
-        (components.hour, components.minute, components.second) = (hour, minute, second)
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
-        guard let date = calendar.date(from: components) else { return nil }
-        return date.addingTimeInterval(TimeInterval(-offset))
+        guard let days = UTCCivil.validDays(year: Int64(year), month: Int64(month), day: Int64(day)),
+            (0..<24).contains(hour), (0..<60).contains(minute), (0..<60).contains(second)
+        else { return nil }
+        return UTCCivil.midnight(days: days).addingTimeInterval(TimeInterval(hour * 3_600 + minute * 60 + second - offset))
     }
 
     /// The metadata keys a display name may come from, in order (GoTrue's own and Google's, Apple's).

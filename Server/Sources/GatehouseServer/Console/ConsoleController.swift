@@ -384,11 +384,11 @@ struct ConsoleController {
     /// that is not a day of the calendar.
     static func endOfDay(_ day: String) -> String? {
         let parts = day.split(separator: "-", omittingEmptySubsequences: false)
-        guard parts.map(\.count) == [4, 2, 2], day.allSatisfy({ $0 == "-" || ("0"..."9").contains($0) }) else { return nil }
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
-        let components = DateComponents(calendar: calendar, year: Int(parts[0]), month: Int(parts[1]), day: Int(parts[2]))
-        return components.isValidDate ? "\(day)T23:59:59Z" : nil
+        guard parts.map(\.count) == [4, 2, 2], day.allSatisfy({ $0 == "-" || ("0"..."9").contains($0) }),
+            let year = Int64(parts[0]), let month = Int64(parts[1]), let date = Int64(parts[2]),
+            UTCCivil.validDays(year: year, month: month, day: date) != nil
+        else { return nil }
+        return "\(day)T23:59:59Z"
     }
 
     /// A page of 50 from the cursor in the query (the operator's paging, `PageQuery`).
