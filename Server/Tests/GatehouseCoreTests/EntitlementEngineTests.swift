@@ -98,7 +98,7 @@ extension GateRow: CustomTestStringConvertible {
     /// 2028-11 (the leap years 1968, 2024 and 2028), at its first and its last millisecond, for
     /// calendar months and for accounts made on the 1st, 15th and 28th to 31st.
     @Test func creditPeriodsAreTheCalendarsToTheSecond() throws {
-        let calendar = Self.utcCalendar
+        let calendar = Calendar.utcReference
         func month(of date: Date) -> Date { calendar.date(from: calendar.dateComponents([.year, .month], from: date))! }
         func monthDay(of date: Date, day: Int) -> Date {
             let first = month(of: date)
@@ -137,19 +137,12 @@ extension GateRow: CustomTestStringConvertible {
         #expect(checked == 2 * (1_001 + 2_201) * 6)
     }
 
-    /// The Gregorian calendar in UTC: the reference the arithmetic periods are held to.
-    static let utcCalendar: Calendar = {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
-        return calendar
-    }()
-
     /// A usage meter's hour, day and month windows are counted by arithmetic too (`UTCCivil`)
     /// and are the calendar's: days and months at the first and last millisecond of every day
     /// from 1968-08 to 1971-05 and from 2022-11 to 2028-11, hours at the first and last
     /// millisecond of every hour around 1970-01-01 and around 2024-02-29.
     @Test func usageWindowsAreTheCalendarsToTheSecond() {
-        let calendar = Self.utcCalendar
+        let calendar = Calendar.utcReference
         var (checked, wrong) = (0, [String]())
         let spans: [(String, Calendar.Component, Double, [(Int, Int)])] = [
             ("hour", .hour, 3_600, [(-40 * 24, 40 * 24), (19_760 * 24, 19_800 * 24)]),

@@ -31,8 +31,7 @@ import Testing
     /// and day from 0 to 32 of leap and common years (1900 and 2100 are not leap years, 1600,
     /// 2000 and 2400 are), held to the Gregorian calendar's own.
     @Test func theDaysOfTheCalendarAndNoOthers() {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
+        let calendar = Calendar.utcReference
         var (valid, wrong) = (0, [String]())
         for year in [1600, 1700, 1900, 1968, 1969, 1970, 1971, 2000, 2023, 2024, 2100, 2400] {
             for month in 0...13 {
@@ -67,4 +66,14 @@ import Testing
             #expect(SupabaseExport.timestamp(text) == nil, "\(text)")
         }
     }
+}
+
+extension Calendar {
+    /// The Gregorian calendar in UTC: the reference `UTCCivil`'s arithmetic (dates, credit
+    /// periods, usage windows) is held to.
+    static let utcReference: Calendar = {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        return calendar
+    }()
 }
