@@ -7,6 +7,8 @@ import Hummingbird
 import HummingbirdCore
 import HummingbirdTLS
 import Logging
+import NIOCore
+import NIOPosix
 import ServiceLifecycle
 import Tracing
 
@@ -300,4 +302,11 @@ struct SessionCacheFeed: Service {
         // a shutdown must not wait on its connection.
         feed.cancel()
     }
+}
+
+/// Makes SwiftNIO's singleton event loops Swift concurrency's global executor; call once, from
+/// the main thread, before any task runs (the `gatehouse` command's entry does). True when it
+/// took effect.
+public func runConcurrencyOnEventLoops() -> Bool {
+    NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
 }

@@ -61,32 +61,15 @@ final class SQLiteConnectionHandle: @unchecked Sendable {
         try await pool.runIfActive { try self.lock.withLock { try self.runLocked(sql, binds) } }
     }
 
-    /// Runs one statement on the calling thread, for the statements of a transaction that has
-    /// its write lock already (`BEGIN IMMEDIATE` ran on the pool): they cannot meet
-    /// `SQLITE_BUSY`, write only to SQLite's page cache until `COMMIT`, and take microseconds,
-    /// less than the two thread hops a trip to the pool costs (BENCHMARKS.md, issue 61).
+    /// Runs one statement on the calling thread: the writer's statements, on the writer's own
+    /// thread (`SQLiteDatabase`), where waiting for the disk or another process's lock is
+    /// harmless. A trip to the pool costs two thread hops (BENCHMARKS.md, issue 61).
     func runHere(_ sql: String, _ binds: [SQLValue]) throws -> [SQLRow] {
         try lock.withLock { try runLocked(sql, binds) }
     }
 
     /// How long a statement waits for another connection's lock (`PRAGMA busy_timeout`).
     static let busyTimeoutMilliseconds: Int32 = 5_000
-
-    /// `BEGIN IMMEDIATE` on the calling thread without waiting: false when another connection
-    /// holds the write lock (the caller then begins on the pool, where waiting is harmless).
-    func beginHere() throws -> Bool {
-        try lock.withLock {
-            guard let db else { throw Failure(code: SQLITE_MISUSE, message: "the connection is closed") }
-            sqlite_nio_sqlite3_busy_timeout(db, 0)
-            defer { sqlite_nio_sqlite3_busy_timeout(db, Self.busyTimeoutMilliseconds) }
-            do {
-                _ = try runLocked("BEGIN IMMEDIATE", [])
-                return true
-            } catch let failure as Failure where failure.primary == SQLITE_BUSY {
-                return false
-            }
-        }
-    }
 
     /// From now on each commit tells `signal` how long the write-ahead log is, in place of
     /// SQLite's automatic checkpoint (`SQLiteCheckpointer`); the writer checkpoints itself only

@@ -8,16 +8,22 @@ import Synchronization
 ///
 /// One writer connection, serialised by an async lock (SQLite allows one writer at a time
 /// anyway, and `BEGIN IMMEDIATE` keeps other processes such as the CLI out for the length of
-/// a transaction), and a few read-only connections that WAL lets run beside it. libsqlite3
-/// calls run on NIO's thread pool, never on an event loop; each connection keeps its prepared
-/// statements (`SQLiteConnectionHandle`). The write-ahead log is copied into the file by a
-/// connection of its own (`SQLiteCheckpointer`), not inside the writer's commits.
+/// a transaction), and a few read-only connections that WAL lets run beside it. Every write runs
+/// on the writer's own thread (`ThreadExecutor`), its statements and commit included; reads run
+/// on NIO's thread pool; no libsqlite3 call runs on an event loop. Each connection keeps its
+/// prepared statements (`SQLiteConnectionHandle`). The write-ahead log is copied into the file by
+/// a connection of its own (`SQLiteCheckpointer`), not inside the writer's commits.
 public final class SQLiteDatabase: SQLDatabase {
     public let dialect = SQLDialect.sqlite
     public let path: String
     private let writer: SQLiteConnectionHandle
     /// The writer, lent to one statement or transaction at a time.
     private let writerLock = Lender(count: 1)
+    /// Where every write runs, from taking `writerLock` to giving it back: a transaction's
+    /// statements, its `COMMIT` (and the `fsync` that waits for the disk) and the hand-over to the
+    /// next write happen on this thread, whatever the executors answering requests are busy with.
+    /// A trip to NIO's pool per statement or commit cost two thread hops each.
+    private let writerThread = ThreadExecutor()
     /// The read-only connections, lent one read at a time: a read takes whichever is free, or
     /// waits for the first to come back. Reads were once dealt to the connections in turn, and
     /// each waited for its own on a thread of NIO's blocking pool (one per core): a short read
@@ -110,9 +116,11 @@ public final class SQLiteDatabase: SQLDatabase {
             defer { readerLender.giveBack(index) }
             return try await Self.run(sql, binds, on: readers[index])
         }
-        await lockWriter()
-        defer { unlockWriter() }
-        return try await Self.run(sql, binds, on: writer)
+        return try await withTaskExecutorPreference(writerThread) { () async throws(StoreError) -> [SQLRow] in
+            await lockWriter()
+            defer { unlockWriter() }
+            return try Self.runHere(sql, binds, on: writer)
+        }
     }
 
     private func lockWriter() async {
@@ -131,44 +139,24 @@ public final class SQLiteDatabase: SQLDatabase {
     }
 
     public func transaction<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) async throws -> T) async throws -> T {
-        await lockWriter()
-        defer { unlockWriter() }
-        // Begun on this thread when no other process holds the write lock (nearly always: this
-        // process's writers queue on `writerLock`); on the pool, waiting as long as the busy
-        // timeout allows, when one does (a `gatehouse` command writing).
-        do {
-            if try !writer.beginHere() { try await Self.run("BEGIN IMMEDIATE", [], on: writer) }
-        } catch let error as StoreError {
-            throw error
-        } catch {
-            throw Self.map(error)
-        }
-        let executor = SQLiteTransaction(connection: writer)
-        do {
-            let result = try await body(executor)
-            try await Self.end("COMMIT", on: writer)
-            return result
-        } catch {
-            _ = try? await Self.end("ROLLBACK", on: writer)
-            throw error
-        }
-    }
-
-    /// Ends the writer's open transaction whatever becomes of the caller. The pool drops a queued
-    /// statement whose task is cancelled (a client that went away, a deadline): a COMMIT or
-    /// ROLLBACK dropped that way left the writer inside the transaction, and every later
-    /// `BEGIN IMMEDIATE` failed with "cannot start a transaction within a transaction" until the
-    /// process restarted. A task of its own is not cancelled with the caller's.
-    private static func end(_ sql: String, on connection: SQLiteConnectionHandle) async throws(StoreError) {
-        let result = await Task { () -> Result<Void, StoreError> in
-            do throws(StoreError) {
-                try await run(sql, [], on: connection)
-                return .success(())
+        try await withTaskExecutorPreference(writerThread) {
+            await lockWriter()
+            defer { unlockWriter() }
+            // Each statement runs on this thread, the writer's own, to its end: nothing queued
+            // can be dropped by a cancelled task (a `COMMIT` dropped that way once left the writer
+            // inside the transaction). `BEGIN IMMEDIATE` waits here, up to the busy timeout, while
+            // another process (a `gatehouse` command) writes.
+            try Self.runHere("BEGIN IMMEDIATE", [], on: writer)
+            let executor = SQLiteTransaction(connection: writer)
+            do {
+                let result = try await body(executor)
+                try Self.runHere("COMMIT", [], on: writer)
+                return result
             } catch {
-                return .failure(error)
+                _ = try? Self.runHere("ROLLBACK", [], on: writer)
+                throw error
             }
-        }.value
-        try result.get()
+        }
     }
 
     /// Probes the writer, since a database that can be read but not written is not healthy:
@@ -178,12 +166,14 @@ public final class SQLiteDatabase: SQLDatabase {
     public func ping() async throws(StoreError) {
         do {
             try await Deadlines.shared.abandoning(.seconds(2), orThrow: { StoreError.unavailable("no answer within 2.0 seconds") }) {
-                _ = await self.writerLock.take()
-                defer { self.writerLock.giveBack(0) }
-                // Abandoned while it waited: nothing to probe for anyone now.
-                guard !Task.isCancelled else { return }
-                try await Self.run("BEGIN IMMEDIATE", [], on: self.writer)
-                try await Self.end("ROLLBACK", on: self.writer)
+                try await withTaskExecutorPreference(self.writerThread) { () async throws(StoreError) in
+                    _ = await self.writerLock.take()
+                    defer { self.writerLock.giveBack(0) }
+                    // Abandoned while it waited: nothing to probe for anyone now.
+                    guard !Task.isCancelled else { return }
+                    try Self.runHere("BEGIN IMMEDIATE", [], on: self.writer)
+                    try Self.runHere("ROLLBACK", [], on: self.writer)
+                }
             }
         } catch let error as StoreError {
             throw .unavailable(error.description)
@@ -226,6 +216,7 @@ public final class SQLiteDatabase: SQLDatabase {
         for connection in readers + [writer] {
             await connection.close()
         }
+        await writerThread.shutdown()
     }
 
     /// While the log holds ``SQLiteCheckpointer/Settings/housekeepingPages`` the checkpointer
@@ -247,6 +238,16 @@ public final class SQLiteDatabase: SQLDatabase {
     private static func isRead(_ sql: String) -> Bool {
         let head = sql.drop(while: { $0.isWhitespace }).prefix(6).uppercased()
         return head == "SELECT"
+    }
+
+    /// Runs `sql` on the calling thread: the writer's, for writes.
+    @discardableResult
+    private static func runHere(_ sql: String, _ binds: [SQLValue], on connection: SQLiteConnectionHandle) throws(StoreError) -> [SQLRow] {
+        do {
+            return try connection.runHere(sql, binds)
+        } catch {
+            throw map(error)
+        }
     }
 
     @discardableResult
@@ -283,9 +284,9 @@ public final class SQLiteDatabase: SQLDatabase {
 }
 
 /// The writer connection while a transaction holds it. Its statements run on the calling
-/// thread (`runHere`): the transaction holds SQLite's write lock from its `BEGIN IMMEDIATE`
-/// (begun on this thread when no other process held the lock, else on the pool); `COMMIT`,
-/// the one that waits for the disk, and `ROLLBACK` go to the pool.
+/// thread (`runHere`), the writer's own: the transaction holds SQLite's write lock from its
+/// `BEGIN IMMEDIATE`, so they cannot meet `SQLITE_BUSY`, and they write only to SQLite's page
+/// cache until `COMMIT`.
 private struct SQLiteTransaction: SQLExecutor {
     let connection: SQLiteConnectionHandle
     var dialect: SQLDialect { .sqlite }

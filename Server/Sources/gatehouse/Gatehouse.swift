@@ -3,7 +3,33 @@ import Foundation
 import GatehouseServer
 import GatehouseWire
 
+/// The process's entry. Swift concurrency's tasks run on SwiftNIO's event loops (its singleton
+/// group, the one the server, PostgreSQL's pool and the HTTP client use), so a request is not
+/// handed from an event loop to Swift's pool and back at every step (issue 61). Blocking and
+/// CPU-heavy work keeps threads of its own: SQLite's writer and readers, the hashing threads.
+/// `GATEHOUSE_EVENT_LOOP_EXECUTOR=off` keeps Swift's own pool. Read here, not with the rest of the
+/// configuration: the executor is chosen before the first task runs, and the configuration is
+/// loaded by one.
 @main
+enum Main {
+    static func main() {
+        switch ProcessInfo.processInfo.environment["GATEHOUSE_EVENT_LOOP_EXECUTOR"] {
+        case nil, "on":
+            _ = runConcurrencyOnEventLoops()
+        case "off":
+            break
+        case let other?:
+            printError("gatehouse: configuration error: GATEHOUSE_EVENT_LOOP_EXECUTOR must be on or off, not \(other)")
+            exit(78)
+        }
+        Task {
+            await Gatehouse.main()
+            exit(EXIT_SUCCESS)
+        }
+        dispatchMain()
+    }
+}
+
 struct Gatehouse: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gatehouse",

@@ -3,11 +3,48 @@ import Foundation
 import Logging
 import Testing
 
-/// Issue 61: a transaction's statements run on the calling thread, and its `BEGIN IMMEDIATE`
-/// too when no other process holds SQLite's write lock. When one does (a `gatehouse` command
-/// writing to the file while the server runs), the transaction begins on the pool and waits
-/// for the lock as before, instead of failing at once.
+/// Issue 61: every write runs on the writer's own thread, from `BEGIN IMMEDIATE` to `COMMIT`.
+/// When another process holds SQLite's write lock (a `gatehouse` command writing to the file
+/// while the server runs), the transaction waits for it there, instead of failing at once.
 @Suite struct SQLiteWriterTests {
+    /// Transactions and single writes started from many tasks at once run their statements on one
+    /// thread, the writer's, which runs nothing of the callers' before or after: a write never
+    /// holds the writer while it waits for a busy executor, and the rest of a request never
+    /// holds up the writer's thread.
+    @Test func everyWriteRunsOnTheWritersThreadAndNothingElseDoes() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-writer-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = try await SQLiteDatabase.open(path: directory.appendingPathComponent("db.sqlite").path, logger: Logger(label: "test"))
+        try await database.query("CREATE TABLE t (x INTEGER)")
+        let seen = try await withThrowingTaskGroup(of: (writer: [UInt], callers: [UInt]).self) { group in
+            for index in 0..<32 {
+                group.addTask {
+                    let before = UInt(bitPattern: Int(bitPattern: pthread_self()))
+                    let inside = try await database.transaction { tx in
+                        let first = UInt(bitPattern: Int(bitPattern: pthread_self()))
+                        try await tx.query("INSERT INTO t (x) VALUES (?)", [.integer(Int64(index))])
+                        // Suspended inside the transaction (a read on another connection), it comes back here.
+                        _ = try await database.query("SELECT COUNT(*) AS n FROM t")
+                        return [first, UInt(bitPattern: Int(bitPattern: pthread_self()))]
+                    }
+                    let between = UInt(bitPattern: Int(bitPattern: pthread_self()))
+                    try await database.query("INSERT INTO t (x) VALUES (?)", [.integer(Int64(-index))])
+                    let after = UInt(bitPattern: Int(bitPattern: pthread_self()))
+                    return (inside, [before, between, after])
+                }
+            }
+            return try await group.reduce(into: (writer: Set<UInt>(), callers: Set<UInt>())) {
+                $0.writer.formUnion($1.writer)
+                $0.callers.formUnion($1.callers)
+            }
+        }
+        #expect(seen.writer.count == 1)
+        #expect(seen.writer.isDisjoint(with: seen.callers))
+        #expect(try await database.query("SELECT COUNT(*) AS n FROM t").first?.int("n") == 64)
+        await database.shutdown()
+    }
+
     @Test func aTransactionWaitsForAnotherProcesssWriteLock() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-writer-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
