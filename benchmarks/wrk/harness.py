@@ -34,6 +34,11 @@
       round a new server per configuration, loaded one at a time in short slices taken in
       rotation; prints each one's req/s and CPU per request against the first with 95 %
       intervals of the per-round differences, and writes FILE.
+  harness.py rotate --binary PATH --scenarios "..." --workdir DIR --out FILE --config NAME 'KEY=VALUE ...' --config ...
+                    [--rounds N] [--seconds S] [--connections C]
+      Whole `db` runs on SQLite (a new server and file each) of the scenarios `ab`'s slices cannot
+      repeat (refresh, spend, login), the configurations taking turns round by round; the same
+      report as `ab`'s, per scenario.
 """
 
 import argparse
@@ -1363,6 +1368,64 @@ def command_ab(args):
     log(f"wrote {args.out}")
 
 
+def command_rotate(args):
+    """Whole scenarios (`db`'s: refresh, spend, login, ...) under configurations that differ in
+    their binary or settings, for what `ab`'s slices cannot load: a refresh chain or a month's
+    credits are spent by one run, so each run here is a new server on its own SQLite file, signed
+    up afresh, and the configurations take turns round by round. Reports each scenario's req/s
+    and server CPU per request per configuration, and each configuration's mean per-round change
+    against the first with a 95 % interval."""
+    configs = [(name, settings.split()) for name, settings in args.config]
+    if len(configs) < 2:
+        raise SystemExit("two configurations at least (--config NAME 'KEY=VALUE ...')")
+    runs = []
+    for round_index in range(args.rounds):
+        for offset in range(len(configs)):
+            name, settings = configs[(round_index + offset) % len(configs)]
+            binary, settings = config_binary(settings, args.binary)
+            workdir = os.path.join(args.workdir, f"r{round_index + 1}-{name}")
+            os.makedirs(workdir)
+            out = os.path.join(workdir, "db.json")
+            environment = dict(os.environ, BENCH_SERVER_ENV=" ".join(settings))
+            subprocess.run([sys.executable, os.path.abspath(__file__), "db", "--database", "sqlite", "--url",
+                            f"sqlite://{workdir}/bench.sqlite", "--binary", binary, "--seconds", str(args.seconds),
+                            "--connections", str(args.connections), "--scenarios", args.scenarios, "--hash", "/nonexistent",
+                            "--out", out], check=True, env=environment)
+            with open(out) as handle:
+                part = json.load(handle)
+            for scenario, result in part["scenarios"].items():
+                runs.append({"round": round_index + 1, "config": name, "settings": settings, "binary": file_info(binary),
+                             "scenario": scenario, "requests_per_second": result.get("requests_per_second"),
+                             "cpu_ms_per_request": result.get("server", {}).get("cpu_seconds_per_1000_requests"),
+                             "p99_ms": result.get("latency_ms", {}).get("p99"), "argon2": part.get("argon2")})
+    base = configs[0][0]
+    rows = []
+    print(f"| scenario | configuration | req/s, mean of {args.rounds} | against {base} (95 % interval) | CPU ms/request | against {base} |")
+    print("|---|---|---:|---:|---:|---:|")
+    for scenario in dict.fromkeys(run["scenario"] for run in runs):
+        def value(round_number, name, key):
+            return next(run[key] for run in runs if run["round"] == round_number and run["config"] == name and run["scenario"] == scenario)
+
+        for name, _ in configs:
+            mine = [run for run in runs if run["config"] == name and run["scenario"] == scenario]
+            rate = sum(run["requests_per_second"] for run in mine) / len(mine)
+            cpu = sum(run["cpu_ms_per_request"] for run in mine) / len(mine)
+            row = {"scenario": scenario, "config": name, "requests_per_second": rate, "cpu_ms_per_request": cpu}
+            texts = ["", ""]
+            if name != base:
+                for index, key in enumerate(["requests_per_second", "cpu_ms_per_request"]):
+                    change, interval = mean_and_interval([value(r, name, key) / value(r, base, key) - 1 for r in range(1, args.rounds + 1)])
+                    row[key + "_change"], row[key + "_interval"] = change, interval
+                    texts[index] = f"{change * 100:+.1f} %" + (f" ± {interval * 100:.1f}" if interval is not None else "")
+            print(f"| {scenario} | {name} | {rate:,.1f} | {texts[0]} | {cpu:.4f} | {texts[1]} |")
+            rows.append(row)
+    with open(args.out, "w") as handle:
+        json.dump({"machine": machine_info(), "git": git_info(), "seconds": args.seconds, "connections": args.connections,
+                   "scenarios": args.scenarios, "configurations": [{"name": n, "settings": s} for n, s in configs],
+                   "summary": rows, "runs": runs}, handle, indent=2)
+    log(f"wrote {args.out}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -1412,11 +1475,23 @@ def main():
     ab.add_argument("--perf-dir", help="record each run's server profile (perf record -g) into this folder")
     ab.add_argument("--workdir", required=True)
     ab.add_argument("--out", required=True)
+    rotate = commands.add_parser("rotate")
+    rotate.add_argument("--binary", required=True)
+    rotate.add_argument("--scenarios", required=True, help="db's scenarios, e.g. 'refresh spend'")
+    rotate.add_argument("--seconds", type=int, default=10)
+    rotate.add_argument("--connections", type=int, default=64)
+    rotate.add_argument("--rounds", type=int, default=3)
+    rotate.add_argument("--config", nargs=2, action="append", required=True, metavar=("NAME", "SETTINGS"),
+                        help="a name and its server settings, 'KEY=VALUE ...'; the first is the baseline; binary=PATH runs that build")
+    rotate.add_argument("--workdir", required=True)
+    rotate.add_argument("--out", required=True)
     args = parser.parse_args()
     if args.command == "hash":
         command_hash(args)
     elif args.command == "ab":
         command_ab(args)
+    elif args.command == "rotate":
+        command_rotate(args)
     elif args.command in ("db", "cluster"):
         if args.hash and not os.path.exists(args.hash):
             args.hash = None
