@@ -1238,6 +1238,13 @@ def mean_and_interval(values):
     return mean, T95.get(len(values) - 1, 2.0) * (variance / len(values)) ** 0.5
 
 
+def change_against(values, baseline):
+    """The mean per-round change of `values` against `baseline` (both in round order), its 95 %
+    interval, and both as text."""
+    change, interval = mean_and_interval([value / base - 1 for value, base in zip(values, baseline)])
+    return change, interval, f"{change * 100:+.1f} %" + (f" ± {interval * 100:.1f}" if interval is not None else "")
+
+
 def start_receiver():
     """Server/Tests/support/otlp_receiver.py --count-only on a free port: (process, its base URL). It
     stands for a collector on another machine, so it shares wrk's CPUs (--wrk-cpus), not the
@@ -1349,10 +1356,8 @@ def command_ab(args):
         rate_text = cpu_text = ""
         if name != base:
             def against_base(key):
-                """The mean per-round change of `key` against the baseline, its interval, and both as text."""
-                change, interval = mean_and_interval(
-                    [value(r, name, key) / value(r, base, key) - 1 for r in range(1, args.rounds + 1)])
-                return change, interval, f"{change * 100:+.1f} %" + (f" ± {interval * 100:.1f}" if interval is not None else "")
+                rounds = range(1, args.rounds + 1)
+                return change_against([value(r, name, key) for r in rounds], [value(r, base, key) for r in rounds])
 
             rate_change, rate_interval, rate_text = against_base("requests_per_second")
             cpu_change, cpu_interval, cpu_text = against_base("cpu_ms_per_request")
@@ -1389,8 +1394,7 @@ def command_rotate(args):
             environment = dict(os.environ, BENCH_SERVER_ENV=" ".join(settings))
             subprocess.run([sys.executable, os.path.abspath(__file__), "db", "--database", "sqlite", "--url",
                             f"sqlite://{workdir}/bench.sqlite", "--binary", binary, "--seconds", str(args.seconds),
-                            "--connections", str(args.connections), "--scenarios", args.scenarios, "--hash", "/nonexistent",
-                            "--out", out], check=True, env=environment)
+                            "--connections", str(args.connections), "--scenarios", args.scenarios, "--out", out], check=True, env=environment)
             with open(out) as handle:
                 part = json.load(handle)
             for scenario, result in part["scenarios"].items():
@@ -1413,10 +1417,10 @@ def command_rotate(args):
             row = {"scenario": scenario, "config": name, "requests_per_second": rate, "cpu_ms_per_request": cpu}
             texts = ["", ""]
             if name != base:
+                rounds = range(1, args.rounds + 1)
                 for index, key in enumerate(["requests_per_second", "cpu_ms_per_request"]):
-                    change, interval = mean_and_interval([value(r, name, key) / value(r, base, key) - 1 for r in range(1, args.rounds + 1)])
+                    change, interval, texts[index] = change_against([value(r, name, key) for r in rounds], [value(r, base, key) for r in rounds])
                     row[key + "_change"], row[key + "_interval"] = change, interval
-                    texts[index] = f"{change * 100:+.1f} %" + (f" ± {interval * 100:.1f}" if interval is not None else "")
             print(f"| {scenario} | {name} | {rate:,.1f} | {texts[0]} | {cpu:.4f} | {texts[1]} |")
             rows.append(row)
     with open(args.out, "w") as handle:

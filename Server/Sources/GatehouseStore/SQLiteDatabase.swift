@@ -116,32 +116,26 @@ public final class SQLiteDatabase: SQLDatabase {
             defer { readerLender.giveBack(index) }
             return try await Self.run(sql, binds, on: readers[index])
         }
-        return try await withTaskExecutorPreference(writerThread) { () async throws(StoreError) -> [SQLRow] in
-            await lockWriter()
-            defer { unlockWriter() }
-            return try Self.runHere(sql, binds, on: writer)
-        }
+        return try await withWriter { () throws(StoreError) -> [SQLRow] in try Self.runHere(sql, binds, on: writer) }
     }
 
-    private func lockWriter() async {
-        guard let observer else {
+    /// Runs `body` on the writer's thread while it holds the writer (told to `observer`): every
+    /// write goes through here, one at a time.
+    private func withWriter<T, Failure: Error>(_ body: () async throws(Failure) -> T) async throws(Failure) -> T {
+        try await withTaskExecutorPreference(writerThread) { () async throws(Failure) -> T in
+            let asked = ContinuousClock.now
             _ = await writerLock.take()
-            return
+            observer?.leased(waited: ContinuousClock.now - asked, inUse: 1)
+            defer {
+                observer?.released(inUse: 0)
+                writerLock.giveBack(0)
+            }
+            return try await body()
         }
-        let asked = ContinuousClock.now
-        _ = await writerLock.take()
-        observer.leased(waited: ContinuousClock.now - asked, inUse: 1)
-    }
-
-    private func unlockWriter() {
-        observer?.released(inUse: 0)
-        writerLock.giveBack(0)
     }
 
     public func transaction<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) async throws -> T) async throws -> T {
-        try await withTaskExecutorPreference(writerThread) {
-            await lockWriter()
-            defer { unlockWriter() }
+        try await withWriter {
             // Each statement runs on this thread, the writer's own, to its end: nothing queued
             // can be dropped by a cancelled task (a `COMMIT` dropped that way once left the writer
             // inside the transaction). `BEGIN IMMEDIATE` waits here, up to the busy timeout, while
