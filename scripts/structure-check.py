@@ -25,6 +25,11 @@ Each check lists what breaks its rule, file:line. The rules:
   one-issuer     no file under GatehouseServer but Parts/SessionIssuer.swift writes a session row
                  (`insertSession(`): every door opens its sessions through the issuer (issue 60;
                  `SessionDoorTests` walks the doors)
+  test-waits     no test waits for a child process or reads a pipe to its end on a Swift thread
+                 (`waitUntilExit()`, `readDataToEndOfFile()`, `availableData`): the wait is in a
+                 closure given to `OwnThread.run` (or a thread of its own), or the line above says
+                 why it may block (`// Blocks its thread: …`). The test process has as many Swift
+                 threads as cores, and a wait there held up the in-process servers (stop 84)
 
 Usage: structure-check.py [--report] [CHECK...]
 Without --report it exits 1 when any rule is broken (the test command runs it so); --report
@@ -247,10 +252,29 @@ def one_issuer():
     return found
 
 
+TESTS = ROOT / "Server" / "Tests"
+WAITS = re.compile(r"(?<!func )\bwaitUntilExit\(\)|readDataToEndOfFile\(\)|\.availableData\b")
+OWN_THREAD = re.compile(r"OwnThread\.run|onOwnThread|detachNewThread")
+
+
+def test_waits():
+    found = []
+    for path in swift_files(TESTS):
+        lines = path.read_text().splitlines()
+        for index, line in enumerate(lines):
+            if line.strip().startswith("//") or not WAITS.search(line):
+                continue
+            above = lines[max(0, index - 3):index]
+            if any("Blocks its thread:" in before for before in above) or any(OWN_THREAD.search(before) for before in lines[max(0, index - 10):index + 1]):
+                continue
+            found.append(f"{relative(path)}:{index + 1}: a blocking wait on a Swift thread: {line.strip()[:90]}")
+    return found
+
+
 CHECKS = {
     "use-cases": use_cases, "service-names": service_names, "whole-store": whole_store, "wide-stores": wide_stores, "statuses": statuses,
     "plan-literals": plan_literals, "route-tables": route_tables, "file-length": file_length, "doc-paths": doc_paths,
-    "fact-writes": fact_writes, "one-issuer": one_issuer,
+    "fact-writes": fact_writes, "one-issuer": one_issuer, "test-waits": test_waits,
 }
 
 

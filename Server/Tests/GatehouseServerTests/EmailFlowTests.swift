@@ -471,7 +471,7 @@ extension SMTPSink {
         let link = "http://127.0.0.1:\(port)/auth/reset-password?token=\(token)"
         #expect(mail.parts["text/plain"]?.contains(link) == true)
 
-        let output = try Self.run(
+        let output = try await Self.run(
             try #require(SMTPSink.python), [try #require(Self.browser), "reset", "--url", link, "--password", "a new password from chromium"])
         #expect(output.status == 0, "\(output.text)")
         let login = try await HTTP.request(
@@ -514,18 +514,20 @@ extension SMTPSink {
     }
 
     /// Runs `executable` to its end: its status and its output and errors together. With
-    /// `environment`, the child's variables are this process's with those added.
-    static func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, text: String) {
-        let process = Spawned()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    /// `environment`, the child's variables are this process's with those added. The wait is on
+    /// a thread of its own (`OwnThread`).
+    static func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) async throws -> (status: Int32, text: String) {
+        let environment = environment.isEmpty ? nil : ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        return try await OwnThread.run {
+            let process = Spawned()
+            process.executableURL = URL(fileURLWithPath: executable)
+            (process.arguments, process.environment) = (arguments, environment)
+            let pipe = Pipe()
+            (process.standardOutput, process.standardError) = (pipe, pipe)
+            try process.run()
+            let data = pipe.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        }
     }
 }

@@ -18,7 +18,7 @@ final class GooglePlayStandIn: Sendable {
 
     init() async throws {
         guard let python = StripeStandIn.python else { throw ProcessError("GATEHOUSE_TEST_PYTHON is not set; run make test") }
-        let started = try Spawned.helper(python: python, [
+        let started = try await Spawned.helper(python: python, [
             StripeStandIn.support.appendingPathComponent("google_play_standin.py").path, "--port", "0",
             "--client-version", Self.clientVersion, "--package-name", Self.packageName,
         ])

@@ -49,7 +49,7 @@ final class HookReceiver: Sendable {
         callsFile = directory.appendingPathComponent("calls.jsonl")
         rejectionsFile = directory.appendingPathComponent("rejections.jsonl")
         port = try SMTPSink.freePort()
-        let started = try Spawned.helper(
+        let started = try await Spawned.helper(
             python: python,
             [Self.script.path, "--port", String(port), "--secret", secret, "--plan", planFile.path, "--out", callsFile.path, "--rejects", rejectionsFile.path])
         (process, input) = (started.process, started.input)
@@ -81,6 +81,7 @@ final class HookReceiver: Sendable {
 
     func stop() {
         try? input.fileHandleForWriting.close()
+        // Blocks its thread: the helper exits as soon as its input closes.
         process.waitUntilExit()
         try? FileManager.default.removeItem(at: directory)
     }

@@ -20,7 +20,7 @@ import Testing
         let (url, cleanup) = try await TestDatabase.make(backend)
         defer { Task { await cleanup() } }
         let bench = try ServerProcess.built("gatehouse-bench").path
-        let loaded = try Self.load(bench, url)
+        let loaded = try await Self.load(bench, url)
         #expect(loaded.status == 0, "\(loaded.text)")
         let report = try JSONDecoder().decode(Report.self, from: Data(try #require(loaded.text.split(separator: "\n").last).utf8))
         #expect(report.accounts == 60)
@@ -50,7 +50,7 @@ import Testing
         }
         #expect(inversions == ["audit_log": 0, "events": 0, "sessions": 0, "refresh_tokens": 0])
         // A second load into the same database adds nothing.
-        let again = try Self.load(bench, url)
+        let again = try await Self.load(bench, url)
         #expect(again.status != 0 && again.text.contains("already holds loaded accounts"), "\(again.text)")
 
         try await TestApp.serve(url, adjust: { $0.ipLimits = false }) { client, _ in
@@ -68,12 +68,12 @@ import Testing
     /// `gatehouse-bench churn PATH 4 200`: the number of accounts stays, and each day the sweep
     /// deletes what aged out and gives every page it freed back to the file system (none is left
     /// free). Whether the file then stops growing takes longer than a test: BENCHMARKS.md.
-    @Test func churnKeepsTheAccountsAndGivesFreedPagesBack() throws {
+    @Test func churnKeepsTheAccountsAndGivesFreedPagesBack() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("churn-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let bench = try ServerProcess.built("gatehouse-bench").path
-        let run = try EmailProcessTests.run(
+        let run = try await EmailProcessTests.run(
             bench, ["churn", directory.appendingPathComponent("churn.sqlite").path, "4", "200"],
             environment: ["GATEHOUSE_ARGON2_MEMORY_KIB": "8192", "GATEHOUSE_ARGON2_ITERATIONS": "1"])
         #expect(run.status == 0, "\(run.text)")
@@ -93,8 +93,8 @@ import Testing
 
     /// `gatehouse-bench load URL 60`: the hash at a low cost (the production cost is not what
     /// this is about), set for the child only.
-    static func load(_ bench: String, _ url: DatabaseURL) throws -> (status: Int32, text: String) {
-        try EmailProcessTests.run(
+    static func load(_ bench: String, _ url: DatabaseURL) async throws -> (status: Int32, text: String) {
+        try await EmailProcessTests.run(
             bench, ["load", url.environmentValue, "60"], environment: ["GATEHOUSE_ARGON2_MEMORY_KIB": "8192", "GATEHOUSE_ARGON2_ITERATIONS": "1"])
     }
 }

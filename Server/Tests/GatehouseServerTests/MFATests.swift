@@ -591,19 +591,21 @@ struct MFAFlow {
     let api: AuthClient
     let clock: ManualClock
 
-    static var hasPyJWT: Bool {
+    /// Asked once per run: four suites' conditions read it.
+    static let hasPyJWT: Bool = {
         guard let python = SMTPSink.python else { return false }
-        let process = Process()
+        let process = Spawned()
         process.executableURL = URL(fileURLWithPath: python)
         process.arguments = ["-c", "import jwt"]
         do {
             try process.run()
+            // Blocks its thread: once a run, and only `import jwt`.
             process.waitUntilExit()
             return process.terminationStatus == 0
         } catch {
             return false
         }
-    }
+    }()
 
     static func python(_ program: String, _ arguments: [String]) async throws -> String {
         try await Command.run(try #require(SMTPSink.python), ["-c", program] + arguments).trimmingCharacters(in: .whitespacesAndNewlines)

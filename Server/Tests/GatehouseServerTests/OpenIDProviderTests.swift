@@ -55,9 +55,7 @@ import Testing
     static func rp(_ arguments: [String]) async throws -> (status: Int32, lines: Set<String>, text: String) {
         let python = try #require(SMTPSink.python)
         let script = try #require(Self.script)
-        let output = try await withCheckedThrowingContinuation { continuation in
-            LastByteRace.onOwnThread { continuation.resume(with: Result { try EmailProcessTests.run(python, [script] + arguments) }) }
-        }
+        let output = try await EmailProcessTests.run(python, [script] + arguments)
         return (output.status, Set(output.text.split(separator: "\n").map(String.init)), output.text)
     }
 
@@ -157,7 +155,7 @@ import Testing
             let root = base.absoluteString.trimmingCharacters(in: CharacterSet(charactersIn: "/"))
             let email = "handover-\(backend)@example.com"
             let account = try await Self.signUp(base, email)
-            let helper = try Spawned.helperKeepingOutput(
+            let helper = try await Spawned.helperKeepingOutput(
                 python: try #require(SMTPSink.python), [try #require(Self.script), "handover", "--base", root, "--admin-key", TestApp.adminKey, "--email", email])
             let client = try #require(helper.firstLine.split(separator: "\n").first { $0.hasPrefix("client ") }).dropFirst(7)
             // The app's side: the SDK, signed in on the device.
@@ -168,12 +166,10 @@ import Testing
             let url = try await app.webSignInURL(clientID: String(client))
             #expect(url.path == "/oauth/handover")
             helper.input.fileHandleForWriting.write(Data((url.absoluteString + "\n").utf8))
-            let rest = try await withCheckedThrowingContinuation { continuation in
-                LastByteRace.onOwnThread {
-                    let data = helper.output.fileHandleForReading.readDataToEndOfFile()
-                    helper.process.waitUntilExit()
-                    continuation.resume(returning: (helper.process.terminationStatus, String(decoding: data, as: UTF8.self)))
-                }
+            let rest = try await OwnThread.run {
+                let data = helper.output.fileHandleForReading.readDataToEndOfFile()
+                helper.process.waitUntilExit()
+                return (helper.process.terminationStatus, String(decoding: data, as: UTF8.self))
             }
             let lines = Set((helper.firstLine + rest.1).split(separator: "\n").map(String.init))
             #expect(rest.0 == 0, "\(helper.firstLine)\(rest.1)")

@@ -462,7 +462,7 @@ import Testing
     @Test(.requires(SMTPSink.python != nil, "GATEHOUSE_TEST_PYTHON with phonenumbers"), arguments: Backend.available)
     func numbersOutsideThePresetsRegionsOrThatPayTheirOwnerGetNothing(_ backend: Backend) async throws {
         var others: [String: String] = [:]
-        for found in try PhoneNumberTests.libphonenumberKinds()
+        for found in try await PhoneNumberTests.libphonenumberKinds()
         where found.e164.hasPrefix("+1") && found.region != nil && found.region != "US" && ["mobile", "fixed_line_or_mobile"].contains(found.kind) {
             others[found.region!] = others[found.region!] ?? found.e164
         }

@@ -38,34 +38,37 @@ import Testing
     }
 
     /// Runs phone_cases.py with `GATEHOUSE_TEST_PYTHON` and decodes what it prints.
-    static func libphonenumberCases() throws -> [Case] {
-        try JSONDecoder().decode(Cases.self, from: output(of: script)).cases
+    static func libphonenumberCases() async throws -> [Case] {
+        try JSONDecoder().decode(Cases.self, from: await output(of: script)).cases
     }
 
     /// Runs phone_kinds.py with `GATEHOUSE_TEST_PYTHON` and decodes what it prints.
-    static func libphonenumberKinds() throws -> [KindCase] {
-        try JSONDecoder().decode(KindCases.self, from: output(of: supportScript("phone_kinds.py"))).cases
+    static func libphonenumberKinds() async throws -> [KindCase] {
+        try JSONDecoder().decode(KindCases.self, from: await output(of: supportScript("phone_kinds.py"))).cases
     }
 
-    /// What `script` prints, run with `GATEHOUSE_TEST_PYTHON`.
-    static func output(of script: URL) throws -> Data {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try #require(SMTPSink.python))
-        process.arguments = [script.path]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        // Read before waiting: the script prints more than a pipe holds, so it would block.
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        try #require(
-            process.terminationStatus == 0, "\(script.lastPathComponent) failed (is phonenumbers installed?)")
+    /// What `script` prints, run with `GATEHOUSE_TEST_PYTHON` (waited for on a thread of its own).
+    static func output(of script: URL) async throws -> Data {
+        let python = try #require(SMTPSink.python)
+        let (status, data) = try await OwnThread.run { () throws -> (Int32, Data) in
+            let process = Spawned()
+            process.executableURL = URL(fileURLWithPath: python)
+            process.arguments = [script.path]
+            let output = Pipe()
+            process.standardOutput = output
+            try process.run()
+            // Read before waiting: the script prints more than a pipe holds, so it would block.
+            let data = output.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return (process.terminationStatus, data)
+        }
+        try #require(status == 0, "\(script.lastPathComponent) failed (is phonenumbers installed?)")
         return data
     }
 
     @Test(.requires(SMTPSink.python != nil, "GATEHOUSE_TEST_PYTHON with phonenumbers"))
-    func agreesWithLibphonenumber() throws {
-        let cases = try Self.libphonenumberCases()
+    func agreesWithLibphonenumber() async throws {
+        let cases = try await Self.libphonenumberCases()
         #expect(cases.count >= 2_000)
         #expect(Set(cases.map(\.region)).count >= 20)
         var mismatches: [String] = []
@@ -91,8 +94,8 @@ import Testing
     /// numbers, as libphonenumber's getRegionCodeForNumber and getNumberType give them. A number
     /// `parse` refuses (an impossible length) has no kind: that agrees with "unknown" only.
     @Test(.requires(SMTPSink.python != nil, "GATEHOUSE_TEST_PYTHON with phonenumbers"))
-    func kindsAgreeWithLibphonenumber() throws {
-        let cases = try Self.libphonenumberKinds()
+    func kindsAgreeWithLibphonenumber() async throws {
+        let cases = try await Self.libphonenumberKinds()
         #expect(cases.count >= 10_000)
         #expect(Set(cases.compactMap(\.region)).count >= 240)
         #expect(Set(cases.map(\.kind)) == Set(PhoneNumberKind.allCases.map(\.rawValue)))

@@ -78,7 +78,7 @@ final class SMSReceiver: Sendable {
         case .twilio(let accountSID, let authToken):
             arguments += ["--mode", "twilio", "--account-sid", accountSID, "--auth-token", authToken]
         }
-        let started = try Spawned.helper(python: python, arguments)
+        let started = try await Spawned.helper(python: python, arguments)
         (process, input) = (started.process, started.input)
         guard started.firstLine.contains("READY") else {
             try? input.fileHandleForWriting.close()
@@ -112,6 +112,7 @@ final class SMSReceiver: Sendable {
 
     func stop() {
         try? input.fileHandleForWriting.close()
+        // Blocks its thread: the helper exits as soon as its input closes.
         process.waitUntilExit()
         try? FileManager.default.removeItem(at: directory)
     }

@@ -27,7 +27,7 @@ final class SMTPSink: Sendable {
         self.port = try port ?? Self.freePort()
         var arguments = [Self.script.path, "--port", String(self.port), "--maildir", maildir.path]
         if tls {
-            try Self.run(
+            try await Command.run(
                 "/usr/bin/env",
                 ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=localhost",
                  "-addext", "subjectAltName=DNS:localhost", "-keyout", directory.appendingPathComponent("key.pem").path,
@@ -36,7 +36,7 @@ final class SMTPSink: Sendable {
                           "--tls-key", directory.appendingPathComponent("key.pem").path]
         }
         if let (user, password) = credentials { arguments += ["--user", user, "--password", password] }
-        let started = try Spawned.helper(python: python, arguments)
+        let started = try await Spawned.helper(python: python, arguments)
         (process, input) = (started.process, started.input)
         guard started.firstLine.contains("READY") else { throw ProcessError("the SMTP sink did not start") }
     }
@@ -63,6 +63,7 @@ final class SMTPSink: Sendable {
 
     func stop() {
         try? input.fileHandleForWriting.close()
+        // Blocks its thread: the helper exits as soon as its input closes.
         process.waitUntilExit()
         try? FileManager.default.removeItem(at: directory)
     }
@@ -104,17 +105,6 @@ final class SMTPSink: Sendable {
         return withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
         }
-    }
-
-    static func run(_ executable: String, _ arguments: [String]) throws {
-        let process = Spawned()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw ProcessError("\(arguments.first ?? executable) failed") }
     }
 }
 

@@ -65,6 +65,7 @@ final class SoftAuthenticator: @unchecked Sendable {
         defer { lock.unlock() }
         try input.write(contentsOf: line)
         while !buffer.contains(0x0a) {
+            // Blocks its thread: `request` calls this on a thread of its own.
             let chunk = output.availableData
             guard !chunk.isEmpty else { throw ProcessError("the authenticator stopped") }
             buffer.append(chunk)

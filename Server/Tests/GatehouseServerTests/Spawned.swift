@@ -112,9 +112,22 @@ final class Spawned: @unchecked Sendable {
     }
 }
 
+/// Work that blocks its thread (waiting for a child, reading a pipe until it ends), run on a
+/// thread of its own. The test process's Swift threads are as many as its cores (two in CI), so
+/// a child waited for on one of them (a headless Chromium session, the churn loader, a validator)
+/// holds up every test's awaits, the in-process servers' and their stores' among them. Likely,
+/// not shown: how a PostgreSQL transaction of a parallel test ran past its 30 seconds (stop 84).
+enum OwnThread {
+    static func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(with: Result { try work() }) }
+        }
+    }
+}
+
 extension Spawned {
     /// As `helper`, keeping the helper's output to read after its first line.
-    static func helperKeepingOutput(python: String, _ arguments: [String]) throws -> (process: Spawned, input: Pipe, output: Pipe, firstLine: String) {
+    static func helperKeepingOutput(python: String, _ arguments: [String]) async throws -> (process: Spawned, input: Pipe, output: Pipe, firstLine: String) {
         let process = Spawned()
         process.executableURL = URL(fileURLWithPath: python)
         process.arguments = arguments
@@ -124,14 +137,16 @@ extension Spawned {
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
-        return (process, input, output, String(decoding: output.fileHandleForReading.availableData, as: UTF8.self))
+        let reading = output.fileHandleForReading
+        let first = try await OwnThread.run { reading.availableData }
+        return (process, input, output, String(decoding: first, as: UTF8.self))
     }
 
     /// Starts `python script arguments…`, a helper that runs until its standard input closes
     /// (close `input` to stop it), and returns it with the first thing it printed (how it says
     /// it is ready, e.g. its port).
-    static func helper(python: String, _ arguments: [String]) throws -> (process: Spawned, input: Pipe, firstLine: String) {
-        let started = try helperKeepingOutput(python: python, arguments)
+    static func helper(python: String, _ arguments: [String]) async throws -> (process: Spawned, input: Pipe, firstLine: String) {
+        let started = try await helperKeepingOutput(python: python, arguments)
         return (started.process, started.input, started.firstLine)
     }
 }

@@ -122,7 +122,7 @@ final class StripeStandIn: Sendable {
             throw ProcessError("GATEHOUSE_TEST_PYTHON (with stripe) is not set; run make test")
         }
         self.port = try port ?? SMTPSink.freePort()
-        let started = try Spawned.helper(python: python, [
+        let started = try await Spawned.helper(python: python, [
             Self.support.appendingPathComponent("stripe_standin.py").path, "--port", String(self.port),
             "--secret-key", Self.secretKey, "--spec", Self.spec.path, "--webhook-secret", Self.webhookSecret,
         ])
@@ -222,6 +222,7 @@ final class StripeStandIn: Sendable {
 
     func stop() {
         try? input.fileHandleForWriting.close()
+        // Blocks its thread: the helper exits as soon as its input closes.
         process.waitUntilExit()
     }
 

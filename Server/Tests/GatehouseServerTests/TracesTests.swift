@@ -60,9 +60,9 @@ import Tracing
         let port: Int
         let file: URL
 
-        init(python: String, directory: URL) throws {
+        init(python: String, directory: URL) async throws {
             file = directory.appendingPathComponent("spans.jsonl")
-            let started = try Spawned.helper(python: python, [TracesTests.receiverScript, "--port", "0", "--out", file.path])
+            let started = try await Spawned.helper(python: python, [TracesTests.receiverScript, "--port", "0", "--out", file.path])
             (process, input) = (started.process, started.input)
             let line = started.firstLine
             guard line.hasPrefix("listening "), let port = Int(line.dropFirst(10).trimmingCharacters(in: .whitespacesAndNewlines)) else {
@@ -90,6 +90,7 @@ import Tracing
 
         func stop() {
             try? input.fileHandleForWriting.close()
+            // Blocks its thread: the helper exits as soon as its input closes.
             process.waitUntilExit()
         }
     }
@@ -114,7 +115,7 @@ import Tracing
         let python = try #require(SMTPSink.python)
         let directory = try ServerProcess.makeDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let receiver = try OTLPReceiver(python: python, directory: directory)
+        let receiver = try await OTLPReceiver(python: python, directory: directory)
         defer { receiver.stop() }
         let sink = try await SMTPSink()
         defer { sink.stop() }

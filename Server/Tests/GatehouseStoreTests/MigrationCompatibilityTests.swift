@@ -112,6 +112,7 @@ import Testing
             process.standardOutput = output
             process.standardError = FileHandle.nullDevice
             try process.run()
+            // Blocks its thread: git answers within milliseconds, and waitUntilExit after it.
             let data = output.fileHandleForReading.readDataToEndOfFile()
             process.waitUntilExit()
             // git grep answers 1 when nothing matches.
