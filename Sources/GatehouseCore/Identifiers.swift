@@ -6,15 +6,15 @@ import GatehouseWire
 public struct TypedID<Tag>: Hashable, Sendable, Codable, CustomStringConvertible {
     public let rawValue: UUID
     public init(_ rawValue: UUID) { self.rawValue = rawValue }
-    /// Parses a lowercase or uppercase UUID string.
+    /// Parses a lowercase or uppercase UUID string (`UUIDText`).
     public init?(_ string: String) {
-        guard let uuid = UUID(uuidString: string) else { return nil }
+        guard let uuid = UUIDText.parse(string) else { return nil }
         self.rawValue = uuid
     }
     /// A new random (version 4) id, never derived from a device or an email.
     public static func random() -> TypedID { TypedID(UUID()) }
     /// Lowercase, as the contract requires.
-    public var description: String { rawValue.uuidString.lowercased() }
+    public var description: String { UUIDText.lowercase(rawValue) }
 }
 
 public enum UserTag {}
