@@ -2,11 +2,11 @@ import Foundation
 
 /// A UUID to and from its 36 characters (8-4-4-4-12 hex digits) by arithmetic. Foundation's
 /// `UUID(uuidString:)` parses with `sscanf` and `uuidString` writes with `sprintf`: with the
-/// `lowercased()` after it, about 5 µs of every signed-in request, whose token names its user
+/// `lowercased()` after it, 3.4 to 3.9 µs of a signed-in request, whose token names its user
 /// and session (BENCHMARKS.md, issue 61 step 13).
 enum UUIDText {
     /// The UUID `string` spells, hex digits of either case; nil for anything else, so also for
-    /// what `sscanf` lets through and no UUID's text holds (a sign, a space, a digit short).
+    /// what `sscanf` lets through in a UUID's place (a space, a tab, a sign).
     static func parse(_ string: String) -> UUID? {
         var string = string
         return string.withUTF8 { text -> UUID? in

@@ -22,11 +22,11 @@ import Testing
 
     /// Every ASCII character at every one of the 36 places of a UUID's text: read only where it
     /// is a hex digit (a dash at the four dashes' places), and then as Foundation reads it.
-    /// Foundation (through `sscanf`) also lets a space, a tab or a sign through in some places,
-    /// so two texts could name one id; here one text names each.
+    /// Foundation (through `sscanf`) also lets a space, a tab or a sign through in some places
+    /// (194 of these 4,608 texts with Swift 6.3.1 on Linux), so two texts could name one id;
+    /// here one text names each.
     @Test func onlyTheCanonicalSpellingIsRead() throws {
         let text = Array("d4353639-567c-4eef-827f-328884978c32".utf8)
-        var laxer = 0
         for place in 0..<36 {
             for character in UInt8(0)..<128 {
                 var changed = text
@@ -38,10 +38,8 @@ import Testing
                 let foundations = UUID(uuidString: string)
                 #expect((ours != nil) == allowed, "\(place) \(character)")
                 if let ours { #expect(ours == foundations, "\(place) \(character)") }
-                if ours == nil, foundations != nil { laxer += 1 }
             }
         }
-        #expect(laxer == 194)
         for wrong in ["", "d4353639567c4eef827f328884978c32", "d4353639-567c-4eef-827f-328884978c3", "d4353639-567c-4eef-827f-328884978c321",
                       "{d4353639-567c-4eef-827f-328884978c32}", "d4353639-567c-4eef-827f-328884978c3é", "d4353639-567c-4eef-827f3-28884978c32"] {
             #expect(UserID(wrong) == nil, "\(wrong)")
