@@ -1245,6 +1245,12 @@ def change_against(values, baseline):
     return change, interval, f"{change * 100:+.1f} %" + (f" ± {interval * 100:.1f}" if interval is not None else "")
 
 
+def start_profiler(pid, path, seconds):
+    """`perf record -F 999 -e cpu-clock -g` of process `pid` for `seconds` into `path` (wait() on it)."""
+    return subprocess.Popen(["perf", "record", "-F", "999", "-e", "cpu-clock", "-g", "-p", str(pid), "-o", path, "--", "sleep", str(seconds)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def start_receiver():
     """Server/Tests/support/otlp_receiver.py --count-only on a free port: (process, its base URL). It
     stands for a collector on another machine, so it shares wrk's CPUs (--wrk-cpus), not the
@@ -1316,10 +1322,7 @@ def command_ab(args):
                         profiler = None
                         if args.perf_dir:  # the server's profile across the slice, less its last second
                             os.makedirs(args.perf_dir, exist_ok=True)
-                            profiler = subprocess.Popen(
-                                ["perf", "record", "-F", "999", "-e", "cpu-clock", "-g", "-p", str(server.process.pid),
-                                 "-o", os.path.join(args.perf_dir, f"{label}.data"), "--", "sleep", str(max(1, args.seconds - 1))],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            profiler = start_profiler(server.process.pid, os.path.join(args.perf_dir, f"{label}.data"), max(1, args.seconds - 1))
                         result = run_scenario(server, label, "me.lua", threads, connections, args.seconds, server.accounts_file, server.workdir)
                         if profiler:
                             profiler.wait(60)

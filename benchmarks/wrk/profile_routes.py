@@ -105,9 +105,7 @@ def main():
             for route in routes[shift:] + routes[:shift]:
                 label = f"{route}-r{round_index + 1}"
                 data = os.path.join(args.workdir, f"{label}.data")
-                profiler = subprocess.Popen(
-                    ["perf", "record", "-F", "999", "-e", "cpu-clock", "-g", "-p", str(server.process.pid), "-o", data, "--",
-                     "sleep", str(args.seconds)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                profiler = harness.start_profiler(server.process.pid, data, args.seconds)
                 result = harness.run_scenario(server, label, scripts[route], threads, connections, args.seconds + 1, accounts_file,
                                               args.workdir)
                 profiler.wait(60)

@@ -513,17 +513,19 @@ extension SMTPSink {
         _ = try await second.exitStatus()
     }
 
-    /// Runs `executable` to its end: its status and its output and errors together. With
-    /// `environment`, the child's variables are this process's with those added. The wait is on
-    /// a thread of its own (`OwnThread`).
-    static func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) async throws -> (status: Int32, text: String) {
+    /// Runs `executable` to its end: its status and its output and errors together (without
+    /// `errors`, its output only). With `environment`, the child's variables are this process's
+    /// with those added. The wait is on a thread of its own (`OwnThread`).
+    static func run(
+        _ executable: String, _ arguments: [String], environment: [String: String] = [:], errors: Bool = true
+    ) async throws -> (status: Int32, text: String) {
         let environment = environment.isEmpty ? nil : ProcessInfo.processInfo.environment.merging(environment) { $1 }
         return try await OwnThread.run {
             let process = Spawned()
             process.executableURL = URL(fileURLWithPath: executable)
             (process.arguments, process.environment) = (arguments, environment)
             let pipe = Pipe()
-            (process.standardOutput, process.standardError) = (pipe, pipe)
+            (process.standardOutput, process.standardError) = (pipe, errors ? pipe : nil)
             try process.run()
             let data = pipe.fileHandleForReading.readDataToEndOfFile()
             process.waitUntilExit()

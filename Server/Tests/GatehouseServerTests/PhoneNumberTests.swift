@@ -47,23 +47,11 @@ import Testing
         try JSONDecoder().decode(KindCases.self, from: await output(of: supportScript("phone_kinds.py"))).cases
     }
 
-    /// What `script` prints, run with `GATEHOUSE_TEST_PYTHON` (waited for on a thread of its own).
+    /// What `script` prints, run with `GATEHOUSE_TEST_PYTHON`.
     static func output(of script: URL) async throws -> Data {
-        let python = try #require(SMTPSink.python)
-        let (status, data) = try await OwnThread.run { () throws -> (Int32, Data) in
-            let process = Spawned()
-            process.executableURL = URL(fileURLWithPath: python)
-            process.arguments = [script.path]
-            let output = Pipe()
-            process.standardOutput = output
-            try process.run()
-            // Read before waiting: the script prints more than a pipe holds, so it would block.
-            let data = output.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return (process.terminationStatus, data)
-        }
+        let (status, text) = try await EmailProcessTests.run(try #require(SMTPSink.python), [script.path], errors: false)
         try #require(status == 0, "\(script.lastPathComponent) failed (is phonenumbers installed?)")
-        return data
+        return Data(text.utf8)
     }
 
     @Test(.requires(SMTPSink.python != nil, "GATEHOUSE_TEST_PYTHON with phonenumbers"))
