@@ -11,9 +11,11 @@ server's CPU, so a part's samples ÷ the route's requests is its CPU per request
 the Swift module a symbol's mangled name starts with (`$s<length><module>`), or its shared
 object when it is not Swift (the kernel, libc, libswiftCore, Foundation, …).
 
-Writes FILE (JSON: each route's requests, CPU ms per request from /proc and from the samples, and
-µs per request of each part) and prints, per part, each route's µs per request and its
-difference from the first route's.
+Writes FILE (JSON: each route's requests, CPU ms per request from /proc and from the samples,
+µs per request of each part and symbol, and each Gatehouse function's inclusive µs per request:
+itself and what it called, as far as the sampled stack shows) and prints, per part, each route's
+µs per request and its difference from the first route's, then the symbols that differ most, then
+Gatehouse's functions by inclusive cost.
 """
 import argparse
 import collections
@@ -39,28 +41,38 @@ def part_of(symbol, dso):
 
 
 def parts(perf_data):
-    """Samples by part and by symbol, each sample counted once for its leaf frame (self time)."""
+    """Samples by part and by symbol, each sample counted once for its leaf frame (self time),
+    and by Gatehouse function anywhere on the sample's stack (inclusive time: what the function
+    and everything it called cost, as far as the stack shows it: an async function's stack ends
+    where it was last resumed)."""
     script = subprocess.run(["perf", "script", "-i", perf_data, "-F", "ip,sym,dso", "--no-demangle"],
                             capture_output=True, text=True, check=False).stdout
     counts = collections.Counter()
     symbols = collections.Counter()
+    inclusive = collections.Counter()
     total = 0
     leaf_next = True
-    for line in script.splitlines():
+    on_stack = set()
+    for line in script.splitlines() + [""]:
         if not line.strip():
+            inclusive.update(on_stack)
+            on_stack = set()
             leaf_next = True
             continue
+        fields = line.split(None, 1)
+        rest = fields[1] if len(fields) > 1 else ""
+        dso = rest[rest.rfind("(") :] if "(" in rest else ""
+        symbol = rest[: rest.rfind("(")].strip() if "(" in rest else rest
+        symbol = re.sub(r"\+0x[0-9a-f]+$", "", symbol)
+        part = part_of(symbol, dso)
+        if part.startswith("Gatehouse"):
+            on_stack.add(symbol)
         if leaf_next:
-            fields = line.split(None, 1)
-            rest = fields[1] if len(fields) > 1 else ""
-            dso = rest[rest.rfind("(") :] if "(" in rest else ""
-            symbol = rest[: rest.rfind("(")].strip() if "(" in rest else rest
-            symbol = re.sub(r"\+0x[0-9a-f]+$", "", symbol)
-            counts[part_of(symbol, dso)] += 1
+            counts[part] += 1
             symbols[symbol or dso] += 1
             total += 1
             leaf_next = False
-    return total, counts, symbols
+    return total, counts, symbols, inclusive
 
 
 def demangled(names):
@@ -90,7 +102,8 @@ def main():
     threads = min(2, args.connections)
     connections = args.connections - args.connections % threads
     server = harness.Server(args.binary, f"sqlite://{args.workdir}/bench.sqlite", args.workdir, args.settings.split())
-    totals = {route: {"requests": 0, "cpu_seconds": 0.0, "samples": 0, "parts": collections.Counter(), "symbols": collections.Counter()}
+    totals = {route: {"requests": 0, "cpu_seconds": 0.0, "samples": 0, "parts": collections.Counter(), "symbols": collections.Counter(),
+                     "inclusive": collections.Counter()}
               for route in routes}
     try:
         server.start()
@@ -111,7 +124,7 @@ def main():
                 profiler.wait(60)
                 if result["unexpected_total"]:
                     raise SystemExit(f"{route}: unexpected answers or socket errors: {result['statuses']} {result['socket_errors']}")
-                samples, counts, symbols = parts(data)
+                samples, counts, symbols, inclusive = parts(data)
                 # The profile covers `seconds` of the slice's `seconds + 1`: its requests, pro rata.
                 requests = result["requests"] * args.seconds / result["seconds"]
                 row = totals[route]
@@ -120,6 +133,7 @@ def main():
                 row["samples"] += samples
                 row["parts"].update(counts)
                 row["symbols"].update(symbols)
+                row["inclusive"].update(inclusive)
     finally:
         server.stop()
     period_us = 1_000_000 / 999
@@ -134,6 +148,9 @@ def main():
             "us_per_request": {part: round(count * period_us / row["requests"], 2) for part, count in row["parts"].most_common()},
             "symbols_us_per_request": {symbol: round(count * period_us / row["requests"], 2)
                                        for symbol, count in row["symbols"].most_common() if count * period_us / row["requests"] >= 0.2},
+            "gatehouse_inclusive_us_per_request": {symbol: round(count * period_us / row["requests"], 2)
+                                                   for symbol, count in row["inclusive"].most_common()
+                                                   if count * period_us / row["requests"] >= 0.5},
         }
     with open(args.out, "w") as out:
         json.dump(report, out, indent=2)
@@ -154,6 +171,15 @@ def main():
     ranked = sorted(symbols, key=lambda symbol: -max(abs(value - table[symbol][0]) for value in table[symbol][1:]))[:40]
     print()
     print("| symbol | " + " | ".join(f"{route} µs" for route in routes) + " |")
+    print("|---|" + "---:|" * len(routes))
+    for symbol, name in zip(ranked, demangled(ranked)):
+        print(f"| `{name[:110]}` | " + " | ".join(f"{value:.1f}" for value in table[symbol]) + " |")
+    # Gatehouse's own functions by inclusive cost: where in its code a route's work sits.
+    frames = sorted({symbol for row in report["routes"].values() for symbol in row["gatehouse_inclusive_us_per_request"]})
+    table = {symbol: [report["routes"][route]["gatehouse_inclusive_us_per_request"].get(symbol, 0) for route in routes] for symbol in frames}
+    ranked = sorted(frames, key=lambda symbol: -max(table[symbol]))[:30]
+    print()
+    print("| Gatehouse function, inclusive | " + " | ".join(f"{route} µs" for route in routes) + " |")
     print("|---|" + "---:|" * len(routes))
     for symbol, name in zip(ranked, demangled(ranked)):
         print(f"| `{name[:110]}` | " + " | ".join(f"{value:.1f}" for value in table[symbol]) + " |")
