@@ -9,7 +9,15 @@ import NIOCore
 enum JSONBody {
     /// `value` as the answer's JSON body, written by `CompactJSON`.
     static func response(_ value: some Encodable, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) throws -> Response {
-        let bytes = try CompactJSON.encode(value)
+        response(bytes: try CompactJSON.encode(value), status: status, headers: headers)
+    }
+
+    /// `value` as the answer's JSON body, written by itself (`DirectJSON`).
+    static func response(_ value: some DirectJSON, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) throws -> Response {
+        response(bytes: try CompactJSON.encode(value), status: status, headers: headers)
+    }
+
+    private static func response(bytes: [UInt8], status: HTTPResponse.Status, headers: HTTPFields) -> Response {
         var fields = headers
         fields[.contentType] = "application/json; charset=utf-8"
         return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))

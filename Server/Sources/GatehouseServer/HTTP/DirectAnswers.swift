@@ -1,0 +1,120 @@
+import GatehouseWire
+
+// The answers of the signed-in reads, written by themselves (`DirectJSON`): the same members as
+// each type's `encode(to:)`, keys in byte order. `DirectJSONTests` holds each to `CompactJSON`'s
+// bytes (JSONEncoder's) with every member set, so a member added to a type and not here fails it.
+
+extension MeResponse: DirectJSON {
+    func write(to json: inout JSONWriter) throws {
+        try json.object { json in
+            try json.member("entitlements", entitlements)
+            try json.member("user", user)
+        }
+    }
+}
+
+extension UserPayload: DirectJSON {
+    func write(to json: inout JSONWriter) throws {
+        try json.object { json in
+            try json.member("app_metadata", appMetadata)
+            try json.member("avatar_url", avatarURL)
+            try json.member("created_at", createdAt)
+            try json.member("display_name", displayName)
+            try json.member("email", email)
+            try json.member("email_verified", emailVerified)
+            try json.member("handle", handle)
+            try json.member("id", id)
+            try json.member("identities", identities)
+            try json.member("is_anonymous", isAnonymous)
+            try json.member("onboarding_complete", onboardingComplete)
+            try json.member("phone", phone)
+            try json.member("phone_verified", phoneVerified)
+            try json.member("user_metadata", userMetadata)
+        }
+    }
+}
+
+extension IdentityPayload: DirectJSON {
+    func write(to json: inout JSONWriter) throws {
+        try json.object { json in
+            try json.member("created_at", createdAt)
+            try json.member("email", email)
+            try json.member("is_private_relay", isPrivateRelay)
+            try json.member("provider", provider)
+        }
+    }
+}
+
+extension EntitlementsPayload: DirectJSON {
+    func write(to json: inout JSONWriter) throws {
+        try json.object { json in
+            try json.member("capabilities", capabilities)
+            try json.member("credits", credits)
+            try json.member("evaluated_at", evaluatedAt)
+            try json.member("limits", limits)
+            try json.member("plan_state", planState)
+            try json.member("read_only", readOnly)
+            // Left out when nil (`encodeIfPresent`).
+            if let sources { try json.member("sources", sources) }
+            try json.member("subscription", subscription)
+            try json.member("tier", tier)
+            try json.member("trial", trial)
+        }
+    }
+}
+
+extension CreditBalance: DirectJSON {
+    func write(to json: inout JSONWriter) throws {
+        try json.object { json in
+            try json.member("granted", granted)
+            try json.member("remaining", remaining)
+            try json.member("resets_at", resetsAt)
+        }
+    }
+}
+
+extension TrialInfo: DirectJSON {
+    func write(to json: inout JSONWriter) throws {
+        try json.object { json in
+            try json.member("days_left", daysLeft)
+            try json.member("ends_at", endsAt)
+        }
+    }
+}
+
+extension SubscriptionInfo: DirectJSON {
+    func write(to json: inout JSONWriter) throws {
+        try json.object { json in
+            try json.member("expires_at", expiresAt)
+            try json.member("product_id", productID)
+            try json.member("renews_at", renewsAt)
+            try json.member("source", source)
+            try json.member("status", status)
+            // Only for a test purchase.
+            if testPurchase == true { try json.member("test_purchase", true) }
+            try json.member("will_renew", willRenew)
+        }
+    }
+}
+
+extension GateDecision: DirectJSON {
+    func write(to json: inout JSONWriter) throws {
+        try json.object { json in
+            try json.member("actions", actions)
+            try json.member("allowed", allowed)
+            try json.member("gate", gate)
+            try json.member("message", message)
+            try json.member("reason_code", reasonCode)
+            try json.member("secondary_message", secondaryMessage)
+        }
+    }
+}
+
+extension GateAction: DirectJSON {
+    func write(to json: inout JSONWriter) throws {
+        try json.object { json in
+            try json.member("id", id)
+            try json.member("label", label)
+        }
+    }
+}
