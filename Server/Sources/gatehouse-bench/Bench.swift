@@ -56,8 +56,9 @@ struct Bench {
 
     /// Microseconds per operation (median of batches) for ES256 signing and verification with
     /// jwt-kit, a SHA-256 of a token (the verified-token cache's key) and the entitlement
-    /// engine's decision and snapshot for a Handz Free account, and a `/v1/me` answer written by
-    /// `CompactJSON` and by Foundation's `JSONEncoder`.
+    /// engine's decision and snapshot for a Handz Free account, and a `/v1/me` answer written as the
+    /// server writes it (`DirectJSON`), through `Encoder` and `CompactJSON`'s tree, and by
+    /// Foundation's `JSONEncoder`.
     static func micro() async throws {
         let keys = JWTKeyCollection()
         await keys.add(ecdsa: ES256PrivateKey(), kid: "bench")
@@ -95,13 +96,22 @@ struct Bench {
         guard try CompactJSON.encode(me) == Array(try foundation.encode(me)) else {
             throw BenchError("CompactJSON and JSONEncoder differ")
         }
+        // As the server writes it now (`DirectJSON`), and through `Encoder` and `CompactJSON`'s tree.
+        guard try CompactJSON.encode(me) == (try Self.throughEncoder(me)) else {
+            throw BenchError("DirectJSON and CompactJSON's tree differ")
+        }
         let encode = try await perOperation(20_000) { _ = try CompactJSON.encode(me) }
+        let encodeTree = try await perOperation(20_000) { _ = try Self.throughEncoder(me) }
         let encodeFoundation = try await perOperation(5_000) { _ = try foundation.encode(me) }
         print(json([
             "benchmark": "micro", "es256_sign_us": sign, "es256_verify_us": verify, "sha256_token_us": digest,
-            "engine_decide_us": decide, "engine_snapshot_us": snapshot, "encode_me_us": encode, "encode_me_foundation_us": encodeFoundation,
+            "engine_decide_us": decide, "engine_snapshot_us": snapshot, "encode_me_us": encode, "encode_me_tree_us": encodeTree,
+            "encode_me_foundation_us": encodeFoundation,
         ]))
     }
+
+    /// `CompactJSON`'s bytes through `Encoder`: all `T` is known to be here is `Encodable`.
+    static func throughEncoder<T: Encodable>(_ value: T) throws -> [UInt8] { try CompactJSON.encode(value) }
 
     /// A `GET /v1/me` answer of the Handz preset (a Free account with a handle), as served.
     static let meAnswer = #"{"entitlements":{"capabilities":{"can_create_share_links":true,"can_persist":true,"can_practice":false,"can_practice_inbox_items":false,"can_upload_media":false},"credits":{"practice":{"granted":3,"remaining":3,"resets_at":"2027-01-01T00:00:00Z"}},"evaluated_at":"2026-12-01T12:50:55Z","limits":{"branch_cap_per_move":10,"inbox_cap":10,"media_cap_bytes":0,"saved_flow_cap":2,"share_links_per_day":3},"plan_state":"free","read_only":false,"sources":[],"subscription":null,"tier":null,"trial":null},"user":{"app_metadata":{},"avatar_url":null,"created_at":"2026-12-01T12:50:55Z","display_name":null,"email":"bench-me@example.com","email_verified":false,"handle":"bench_me","id":"83daa37b-6af4-43f4-82a0-6834e4a68c62","identities":[{"created_at":"2026-12-01T12:50:55Z","email":"bench-me@example.com","is_private_relay":false,"provider":"email"}],"is_anonymous":false,"onboarding_complete":false,"phone":null,"phone_verified":false,"user_metadata":{}}}"#

@@ -5,7 +5,7 @@ import GatehouseWire
 // bytes (JSONEncoder's) with every member set, so a member added to a type and not here fails it.
 
 extension MeResponse: DirectJSON {
-    func write(to json: inout JSONWriter) throws {
+    package func write(to json: inout JSONWriter) throws {
         try json.object { json in
             try json.member("entitlements", entitlements)
             try json.member("user", user)
@@ -14,7 +14,7 @@ extension MeResponse: DirectJSON {
 }
 
 extension UserPayload: DirectJSON {
-    func write(to json: inout JSONWriter) throws {
+    package func write(to json: inout JSONWriter) throws {
         try json.object { json in
             try json.member("app_metadata", appMetadata)
             try json.member("avatar_url", avatarURL)
@@ -35,7 +35,7 @@ extension UserPayload: DirectJSON {
 }
 
 extension IdentityPayload: DirectJSON {
-    func write(to json: inout JSONWriter) throws {
+    package func write(to json: inout JSONWriter) throws {
         try json.object { json in
             try json.member("created_at", createdAt)
             try json.member("email", email)
@@ -46,7 +46,7 @@ extension IdentityPayload: DirectJSON {
 }
 
 extension EntitlementsPayload: DirectJSON {
-    func write(to json: inout JSONWriter) throws {
+    package func write(to json: inout JSONWriter) throws {
         try json.object { json in
             try json.member("capabilities", capabilities)
             try json.member("credits", credits)
@@ -64,7 +64,7 @@ extension EntitlementsPayload: DirectJSON {
 }
 
 extension CreditBalance: DirectJSON {
-    func write(to json: inout JSONWriter) throws {
+    package func write(to json: inout JSONWriter) throws {
         try json.object { json in
             try json.member("granted", granted)
             try json.member("remaining", remaining)
@@ -74,7 +74,7 @@ extension CreditBalance: DirectJSON {
 }
 
 extension TrialInfo: DirectJSON {
-    func write(to json: inout JSONWriter) throws {
+    package func write(to json: inout JSONWriter) throws {
         try json.object { json in
             try json.member("days_left", daysLeft)
             try json.member("ends_at", endsAt)
@@ -83,7 +83,7 @@ extension TrialInfo: DirectJSON {
 }
 
 extension SubscriptionInfo: DirectJSON {
-    func write(to json: inout JSONWriter) throws {
+    package func write(to json: inout JSONWriter) throws {
         try json.object { json in
             try json.member("expires_at", expiresAt)
             try json.member("product_id", productID)
@@ -98,7 +98,7 @@ extension SubscriptionInfo: DirectJSON {
 }
 
 extension GateDecision: DirectJSON {
-    func write(to json: inout JSONWriter) throws {
+    package func write(to json: inout JSONWriter) throws {
         try json.object { json in
             try json.member("actions", actions)
             try json.member("allowed", allowed)
@@ -111,7 +111,7 @@ extension GateDecision: DirectJSON {
 }
 
 extension GateAction: DirectJSON {
-    func write(to json: inout JSONWriter) throws {
+    package func write(to json: inout JSONWriter) throws {
         try json.object { json in
             try json.member("id", id)
             try json.member("label", label)

@@ -7,15 +7,15 @@ import GatehouseWire
 /// `CompactJSON`'s tree, a `/v1/me` answer was 43 µs of the request's 296 (BENCHMARKS.md, issue
 /// 61, step 14). The bytes are `CompactJSON`'s, so JSONEncoder's: `DirectJSONTests` holds every
 /// conforming type to them over values with every member set.
-protocol DirectJSON: Encodable, JSONWritable {}
+package protocol DirectJSON: Encodable, JSONWritable {}
 
 /// A value `JSONWriter` writes: the scalars, arrays, string-keyed dictionaries and optionals of
 /// them, and each `DirectJSON` type (which writes itself with `JSONWriter.object`).
-protocol JSONWritable {
+package protocol JSONWritable {
     func write(to json: inout JSONWriter) throws
 }
 
-struct JSONWriter {
+package struct JSONWriter {
     private(set) var bytes: [UInt8] = []
     /// Whether the object being written has no member yet.
     private var atFirstMember = true
@@ -82,34 +82,34 @@ struct JSONWriter {
 }
 
 extension String: JSONWritable {
-    func write(to json: inout JSONWriter) { json.string(self) }
+    package func write(to json: inout JSONWriter) { json.string(self) }
 }
 
 extension Bool: JSONWritable {
-    func write(to json: inout JSONWriter) { json.literal(self ? "true" : "false") }
+    package func write(to json: inout JSONWriter) { json.literal(self ? "true" : "false") }
 }
 
 extension Int: JSONWritable {
-    func write(to json: inout JSONWriter) { json.integer(self) }
+    package func write(to json: inout JSONWriter) { json.integer(self) }
 }
 
 extension Optional: JSONWritable where Wrapped: JSONWritable {
-    func write(to json: inout JSONWriter) throws {
+    package func write(to json: inout JSONWriter) throws {
         if let value = self { try value.write(to: &json) } else { json.literal("null") }
     }
 }
 
 extension Array: JSONWritable where Element: JSONWritable {
-    func write(to json: inout JSONWriter) throws { try json.array(self) }
+    package func write(to json: inout JSONWriter) throws { try json.array(self) }
 }
 
 extension Dictionary: JSONWritable where Key == String, Value: JSONWritable {
-    func write(to json: inout JSONWriter) throws { try json.dictionary(self) }
+    package func write(to json: inout JSONWriter) throws { try json.dictionary(self) }
 }
 
 extension JSONValue: JSONWritable {
     /// As `JSONValue.encode(to:)`: a whole number within 2^53 without a fraction.
-    func write(to json: inout JSONWriter) throws {
+    package func write(to json: inout JSONWriter) throws {
         switch self {
         case .null: json.literal("null")
         case .bool(let value): value.write(to: &json)
@@ -127,16 +127,16 @@ extension JSONValue: JSONWritable {
 }
 
 extension PlanState: JSONWritable {
-    func write(to json: inout JSONWriter) { json.string(rawValue) }
+    package func write(to json: inout JSONWriter) { json.string(rawValue) }
 }
 
 extension Provider: JSONWritable {
-    func write(to json: inout JSONWriter) { json.string(rawValue) }
+    package func write(to json: inout JSONWriter) { json.string(rawValue) }
 }
 
 extension CompactJSON {
     /// `value`'s bytes, written by itself (`DirectJSON`).
-    static func encode(_ value: some DirectJSON) throws -> [UInt8] {
+    package static func encode(_ value: some DirectJSON) throws -> [UInt8] {
         var json = JSONWriter()
         try value.write(to: &json)
         return json.bytes
