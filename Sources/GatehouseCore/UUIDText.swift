@@ -4,7 +4,7 @@ import Foundation
 /// `UUID(uuidString:)` parses with `sscanf` and `uuidString` writes with `sprintf`: with the
 /// `lowercased()` after it, 3.4 to 3.9 µs of a signed-in request, whose token names its user
 /// and session (BENCHMARKS.md, issue 61 step 13).
-enum UUIDText {
+public enum UUIDText {
     /// The UUID `string` spells, hex digits of either case; nil for anything else, so also for
     /// what `sscanf` lets through in a UUID's place (a space, a tab, a sign).
     static func parse(_ string: String) -> UUID? {
@@ -30,7 +30,7 @@ enum UUIDText {
     }
 
     /// `uuid`'s text in lowercase, as the contract writes ids.
-    static func lowercase(_ uuid: UUID) -> String {
+    public static func lowercase(_ uuid: UUID) -> String {
         withUnsafeBytes(of: uuid.uuid) { bytes in
             String(unsafeUninitializedCapacity: 36) { text in
                 var at = 0

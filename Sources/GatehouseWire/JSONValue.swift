@@ -31,9 +31,8 @@ public enum JSONValue: Sendable, Hashable, Codable {
         case .null: try container.encodeNil()
         case .bool(let value): try container.encode(value)
         case .number(let value):
-            // Integers go out without a fractional part so clients decoding Int stay happy.
-            if value.rounded() == value, abs(value) < 9_007_199_254_740_992 {
-                try container.encode(Int64(value))
+            if let whole = Self.wholeNumber(value) {
+                try container.encode(whole)
             } else {
                 try container.encode(value)
             }
@@ -41,6 +40,12 @@ public enum JSONValue: Sendable, Hashable, Codable {
         case .array(let value): try container.encode(value)
         case .object(let value): try container.encode(value)
         }
+    }
+
+    /// `value` as the integer a number goes out as: a whole number within 2^53 is written without
+    /// a fractional part, so clients decoding Int stay happy; nil for any other.
+    public static func wholeNumber(_ value: Double) -> Int64? {
+        value.rounded() == value && abs(value) < 9_007_199_254_740_992 ? Int64(value) : nil
     }
 
     /// The string inside, if this is a string.

@@ -108,14 +108,14 @@ extension Dictionary: JSONWritable where Key == String, Value: JSONWritable {
 }
 
 extension JSONValue: JSONWritable {
-    /// As `JSONValue.encode(to:)`: a whole number within 2^53 without a fraction.
+    /// As `JSONValue.encode(to:)`: a whole number as an integer (`wholeNumber`).
     package func write(to json: inout JSONWriter) throws {
         switch self {
         case .null: json.literal("null")
         case .bool(let value): value.write(to: &json)
         case .number(let value):
-            if value.rounded() == value, abs(value) < 9_007_199_254_740_992 {
-                json.integer(Int64(value))
+            if let whole = JSONValue.wholeNumber(value) {
+                json.integer(whole)
             } else {
                 try json.number(value)
             }

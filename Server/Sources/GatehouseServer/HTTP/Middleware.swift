@@ -25,23 +25,18 @@ struct RequestIDMiddleware: RouterMiddleware {
         isBase64URLText(text, lengths: 8...128)
     }
 
-    /// A new id in a UUID's lowercase form, from 122 random bits, written without Foundation's
-    /// `UUID` and its string formatting (a visible part of every request's cost, issue 47).
+    /// A new id in a UUID's lowercase form, from 122 random bits, written by `UUIDText` rather
+    /// than Foundation's string formatting (a visible part of every request's cost, issue 47).
     static func newID() -> String {
         var generator = SystemRandomNumberGenerator()
         let (high, low) = (generator.next() as UInt64, generator.next() as UInt64)
         // Version 4, variant 1, as `UUID()` makes them.
-        let bytes = withUnsafeBytes(of: ((high & ~0xF000) | 0x4000).bigEndian) { Array($0) }
-            + withUnsafeBytes(of: ((low & ~0xC000_0000_0000_0000) | 0x8000_0000_0000_0000).bigEndian) { Array($0) }
-        let hex = Array("0123456789abcdef".utf8)
-        var text = [UInt8]()
-        text.reserveCapacity(36)
-        for (index, byte) in bytes.enumerated() {
-            if index == 4 || index == 6 || index == 8 || index == 10 { text.append(UInt8(ascii: "-")) }
-            text.append(hex[Int(byte >> 4)])
-            text.append(hex[Int(byte & 0xF)])
+        var bytes: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &bytes) { out in
+            out.storeBytes(of: ((high & ~0xF000) | 0x4000).bigEndian, toByteOffset: 0, as: UInt64.self)
+            out.storeBytes(of: ((low & ~0xC000_0000_0000_0000) | 0x8000_0000_0000_0000).bigEndian, toByteOffset: 8, as: UInt64.self)
         }
-        return String(decoding: text, as: UTF8.self)
+        return UUIDText.lowercase(UUID(uuid: bytes))
     }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
