@@ -28,8 +28,8 @@
       met. Exits 1 if any scenario had unexpected answers or socket errors.
   harness.py ab --binary PATH --workdir DIR --out FILE --config NAME 'KEY=VALUE ...' --config ...
                 [--rounds N] [--slices K] [--seconds S] [--connections C] [--server-cpus LIST --wrk-cpus LIST]
-                [--perf-dir DIR]
-      GET /v1/me on SQLite under configurations that differ only in the server's settings (or in
+                [--perf-dir DIR] [--route me|check]
+      GET /v1/me (or POST /v1/entitlements/check) on SQLite under configurations that differ only in the server's settings (or in
       the build: a `binary=PATH` word among a configuration's settings): each
       round a new server per configuration, loaded one at a time in short slices taken in
       rotation; prints each one's req/s and CPU per request against the first with 95 %
@@ -1272,7 +1272,8 @@ def config_binary(settings, default):
 
 
 def command_ab(args):
-    """GET /v1/me under configurations that differ only in the server's settings. Each round
+    """GET /v1/me (or `--route check`'s POST /v1/entitlements/check) under configurations that
+    differ only in the server's settings. Each round
     starts a new server for every configuration (each on its own SQLite file, signed up and
     warmed up), then loads them one at a time in short slices, in rotation, and stops them: on a
     shared machine whose speed drifts over minutes, slices seconds apart see the same machine,
@@ -1311,8 +1312,8 @@ def command_ab(args):
                     accounts = seed(server.port, connections, random_tag())
                     server.accounts_file = os.path.join(workdir, "accounts.lua")
                     write_accounts(server.accounts_file, accounts)
-                    process, out = start_wrk("me", "me.lua", server.port, threads, connections, args.warmup, server.accounts_file,
-                                             workdir, "warmup")
+                    process, out = start_wrk(args.route, f"{args.route}.lua", server.port, threads, connections, args.warmup,
+                                             server.accounts_file, workdir, "warmup")
                     finish_wrk(process, out, "warm-up", args.warmup)
                 slices = {name: [] for name, _ in order}
                 for slice_index in range(args.slices):
@@ -1323,7 +1324,8 @@ def command_ab(args):
                         if args.perf_dir:  # the server's profile across the slice, less its last second
                             os.makedirs(args.perf_dir, exist_ok=True)
                             profiler = start_profiler(server.process.pid, os.path.join(args.perf_dir, f"{label}.data"), max(1, args.seconds - 1))
-                        result = run_scenario(server, label, "me.lua", threads, connections, args.seconds, server.accounts_file, server.workdir)
+                        result = run_scenario(server, label, f"{args.route}.lua", threads, connections, args.seconds, server.accounts_file,
+                                              server.workdir)
                         if profiler:
                             profiler.wait(60)
                         if result["unexpected_total"]:
@@ -1368,7 +1370,7 @@ def command_ab(args):
         print(f"| {name} | {sum(rates) / len(rates):,.0f} | {rate_text} | {sum(cpus) / len(cpus):.4f} | {cpu_text} |")
         rows.append(row)
     with open(args.out, "w") as handle:
-        json.dump({"machine": machine_info(), "git": git_info(), "binary": file_info(args.binary), "seconds": args.seconds,
+        json.dump({"machine": machine_info(), "git": git_info(), "binary": file_info(args.binary), "route": args.route, "seconds": args.seconds,
                    "slices": args.slices, "connections": connections, "threads": threads, "server_cpus": args.server_cpus,
                    "wrk_cpus": args.wrk_cpus,
                    "binaries": {name: file_info(config_binary(settings, args.binary)[0]) for name, settings in configs},
@@ -1468,6 +1470,7 @@ def main():
     report.add_argument("parts", nargs="+")
     ab = commands.add_parser("ab")
     ab.add_argument("--binary", required=True)
+    ab.add_argument("--route", choices=["me", "check"], default="me", help="the route loaded: GET /v1/me or POST /v1/entitlements/check")
     ab.add_argument("--seconds", type=int, default=4, help="one slice")
     ab.add_argument("--connections", type=int, default=64)
     ab.add_argument("--rounds", type=int, default=12, help="new servers each round")
