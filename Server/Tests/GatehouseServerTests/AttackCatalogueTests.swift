@@ -310,6 +310,9 @@ import Testing
                 ("duplicate keys", ByteBuffer(string: #"{"email": "a@example.com", "email": "b@example.com", "password": "correct horse battery"}"#), [.contentType: "application/json"], .badRequest),
                 ("duplicate keys through an escape", ByteBuffer(string: #"{"email": "a@example.com", "\u0065mail": "b@example.com", "password": "correct horse battery"}"#), [.contentType: "application/json"], .badRequest),
                 ("wrong types", ByteBuffer(string: #"{"email": 42, "password": ["x"]}"#), [.contentType: "application/json"], .badRequest),
+                // Read as one pair, these once overflowed the walk's arithmetic and stopped the server.
+                ("a high surrogate before an escape that is not a low one", ByteBuffer(string: #"{"email": "\ud800\u0041@example.com", "password": "correct horse battery"}"#), [.contentType: "application/json"], .badRequest),
+                ("two high surrogates", ByteBuffer(string: #"{"email": "\udbff\udbff@example.com", "password": "correct horse battery"}"#), [.contentType: "application/json"], .badRequest),
                 ("invalid UTF-8", invalidUTF8, [.contentType: "application/json"], .badRequest),
                 ("not JSON", ByteBuffer(string: "email=a@example.com&password=x"), [.contentType: "application/json"], .badRequest),
                 ("wrong content type", ByteBuffer(string: #"{"email": "a@example.com", "password": "correct horse battery"}"#), [.contentType: "text/plain"], .unsupportedMediaType),

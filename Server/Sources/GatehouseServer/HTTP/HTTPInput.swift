@@ -17,6 +17,11 @@ struct HTTPInput: Sendable {
         try await request.decodeJSON(type, limit: bodyLimit(request))
     }
 
+    /// The same, for a body that reads itself when it can (``JSONReadable``).
+    func body<T: JSONReadable>(_ type: T.Type, _ request: Request) async throws -> T {
+        try await request.decodeJSON(type, limit: bodyLimit(request))
+    }
+
     func client(_ request: Request, _ context: some PeerContext) -> ClientInfo {
         resolver.client(request, context.peerAddress)
     }

@@ -73,25 +73,22 @@ extension Request {
     /// Decodes a JSON body, refusing bodies over `limit` bytes (413) and malformed JSON, a
     /// missing field or a wrong type (400 `invalid_request` saying which field).
     func decodeJSON<T: Decodable>(_ type: T.Type, limit: Int) async throws -> T {
+        try JSONRequestBody.decode(type, from: try await jsonBody(limit: limit)).value
+    }
+
+    /// The same, for a body that reads itself (``JSONReadable``) when it can.
+    func decodeJSON<T: JSONReadable>(_ type: T.Type, limit: Int) async throws -> T {
+        try JSONRequestBody.decode(type, from: try await jsonBody(limit: limit)).value
+    }
+
+    /// The body, once its content type says JSON (or says nothing).
+    private func jsonBody(limit: Int) async throws -> ByteBuffer {
         let buffer = try await collectBody(limit: limit)
         if let contentType = headers[.contentType], !contentType.lowercased().hasPrefix("application/json") {
             throw GatehouseError(
                 status: 415, code: .unsupportedMediaType, message: "Send the request body as application/json.")
         }
-        let data = Data(buffer.readableBytesView)
-        switch JSONShape.problem(in: data) {
-        case .duplicateKey(let key)?:
-            throw GatehouseError.invalidRequest("The request body names the field '\(key)' more than once.")
-        case .tooDeep?:
-            throw GatehouseError.invalidRequest("The request body nests deeper than \(JSONShape.maximumDepth) levels.")
-        case .malformed?, nil:
-            break  // The decoder says what is wrong, and where.
-        }
-        do {
-            return try JSONDecoder().decode(T.self, from: data.isEmpty ? Data("{}".utf8) : data)
-        } catch let error as DecodingError {
-            throw GatehouseError.invalidRequest(Self.message(for: error))
-        }
+        return buffer
     }
 
     /// The whole body, at most `limit` bytes (413 beyond); `ClientWentAway` when the connection
@@ -105,6 +102,54 @@ extension Request {
             throw ClientWentAway(cause: error)
         }
     }
+}
+
+/// The client closed the connection (or it broke) before its request body arrived: nobody is
+/// left to answer, so it is counted and logged at debug, not as a failure of the server.
+struct ClientWentAway: Error {
+    var cause: any Error
+}
+
+/// How a request's JSON body becomes a value: ``JSONShape`` walks it once (duplicate keys and
+/// depth refused), a body type that reads itself (``JSONReadable``) takes the walk's values, and
+/// `JSONDecoder` decodes every other body, and every body a reader was unsure of, saying what
+/// is wrong with it and where.
+enum JSONRequestBody {
+    /// Which way a body was decoded.
+    enum Path: Equatable { case readItself, decoder }
+
+    static func decode<T: Decodable>(_ type: T.Type, from buffer: ByteBuffer) throws -> (value: T, path: Path) {
+        try decode(type, from: buffer, reader: nil)
+    }
+
+    static func decode<T: JSONReadable>(_ type: T.Type, from buffer: ByteBuffer) throws -> (value: T, path: Path) {
+        try decode(type, from: buffer, reader: T.init(reading:))
+    }
+
+    private static func decode<T: Decodable>(
+        _ type: T.Type, from buffer: ByteBuffer, reader: ((JSONShape.Members) throws(JSONShape.Unsure) -> T)?
+    ) throws -> (value: T, path: Path) {
+        // An empty body is read as `{}`.
+        let empty = buffer.readableBytes == 0
+        let reading = empty ? emptyObject.withUnsafeBytes(JSONShape.read(bytes:)) : buffer.withUnsafeReadableBytes(JSONShape.read(bytes:))
+        switch reading {
+        case .failure(.duplicateKey(let key)):
+            throw GatehouseError.invalidRequest("The request body names the field '\(key)' more than once.")
+        case .failure(.tooDeep):
+            throw GatehouseError.invalidRequest("The request body nests deeper than \(JSONShape.maximumDepth) levels.")
+        case .failure(.malformed):
+            break  // The decoder says what is wrong, and where.
+        case .success(let reading):
+            if let reader, let members = reading.object, let value = try? reader(members) { return (value, .readItself) }
+        }
+        do {
+            return (try JSONDecoder().decode(T.self, from: empty ? Data(emptyObject) : Data(buffer.readableBytesView)), .decoder)
+        } catch let error as DecodingError {
+            throw GatehouseError.invalidRequest(message(for: error))
+        }
+    }
+
+    private static let emptyObject: [UInt8] = Array("{}".utf8)
 
     private static func message(for error: DecodingError) -> String {
         func field(_ path: [any CodingKey]) -> String {
@@ -123,10 +168,4 @@ extension Request {
             return "The request body is not valid."
         }
     }
-}
-
-/// The client closed the connection (or it broke) before its request body arrived: nobody is
-/// left to answer, so it is counted and logged at debug, not as a failure of the server.
-struct ClientWentAway: Error {
-    var cause: any Error
 }
