@@ -131,7 +131,9 @@ enum JSONRequestBody {
     ) throws -> (value: T, path: Path) {
         // An empty body is read as `{}`.
         let empty = buffer.readableBytes == 0
-        let reading = empty ? emptyObject.withUnsafeBytes(JSONShape.read(bytes:)) : buffer.withUnsafeReadableBytes(JSONShape.read(bytes:))
+        // Values are kept only for a reader; the decoder reads the bytes itself.
+        let read = { (bytes: UnsafeRawBufferPointer) in JSONShape.read(bytes: bytes, keepingValues: reader != nil) }
+        let reading = empty ? emptyObject.withUnsafeBytes(read) : buffer.withUnsafeReadableBytes(read)
         switch reading {
         case .failure(.duplicateKey(let key)):
             throw GatehouseError.invalidRequest("The request body names the field '\(key)' more than once.")

@@ -22,7 +22,7 @@ package struct JSONShape {
     /// A value as the walk read it. Numbers are kept only as whole numbers written plainly
     /// (`-?(0|[1-9][0-9]*)`, within `Int`): every other number is `otherNumber`, and what it
     /// decodes to is `JSONDecoder`'s to say.
-    package enum Node: Sendable, Equatable {
+    package enum Node: Sendable {
         case object(Members)
         case array([Node])
         case string(String)
@@ -33,7 +33,7 @@ package struct JSONShape {
     }
 
     /// An object's members, in the order the body gave them (no key twice).
-    package struct Members: Sendable, Equatable {
+    package struct Members: Sendable {
         package var pairs: [(key: String, value: Node)]
 
         package init(_ pairs: [(key: String, value: Node)]) { self.pairs = pairs }
@@ -42,10 +42,6 @@ package struct JSONShape {
         package subscript(key: String) -> Node? {
             for pair in pairs where pair.key == key { return pair.value }
             return nil
-        }
-
-        package static func == (a: Members, b: Members) -> Bool {
-            a.pairs.count == b.pairs.count && zip(a.pairs, b.pairs).allSatisfy { $0.key == $1.key && $0.value == $1.value }
         }
     }
 
@@ -66,29 +62,31 @@ package struct JSONShape {
     private static let linearKeys = 16
 
     private let bytes: UnsafeRawBufferPointer
+    /// Whether the values are kept (a reader will take them), or only each object's keys, as
+    /// long as the object is walked (the decoder will read the body).
+    private let keepsValues: Bool
     private var index = 0
     private var certain = true
 
-    private init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+    private init(_ bytes: UnsafeRawBufferPointer, keepsValues: Bool) {
+        self.bytes = bytes
+        self.keepsValues = keepsValues
+    }
 
     /// The first problem in `data`, or nil when its shape is fine.
     static func problem(in data: Data) -> Problem? {
         do {
-            _ = try read(data)
+            _ = try data.withUnsafeBytes { read(bytes: $0, keepingValues: false) }.get()
             return nil
         } catch {
             return error
         }
     }
 
-    /// `data` read whole, or the first problem in it.
-    package static func read(_ data: some ContiguousBytes) throws(Problem) -> Reading {
-        try data.withUnsafeBytes { read(bytes: $0) }.get()
-    }
-
-    /// `bytes` read whole, or the first problem in them.
-    package static func read(bytes: UnsafeRawBufferPointer) -> Result<Reading, Problem> {
-        var walker = JSONShape(bytes)
+    /// `bytes` read whole, or the first problem in them. Without `keepingValues`, the reading's
+    /// values are only placeholders: the shape is checked all the same.
+    package static func read(bytes: UnsafeRawBufferPointer, keepingValues: Bool = true) -> Result<Reading, Problem> {
+        var walker = JSONShape(bytes, keepsValues: keepingValues)
         do throws(Problem) {
             walker.skipSpace()
             let root = try walker.value(depth: 0)
@@ -134,7 +132,8 @@ package struct JSONShape {
             guard next == UInt8(ascii: ":") else { throw .malformed }
             index += 1
             skipSpace()
-            pairs.append((key, try value(depth: depth)))
+            let node = try value(depth: depth)
+            pairs.append((key, keepsValues ? node : .null))
             if try closes(with: UInt8(ascii: "}")) { return .object(Members(pairs)) }
         }
     }
@@ -149,7 +148,8 @@ package struct JSONShape {
         }
         while true {
             skipSpace()
-            elements.append(try value(depth: depth))
+            let node = try value(depth: depth)
+            if keepsValues { elements.append(node) }
             if try closes(with: UInt8(ascii: "]")) { return .array(elements) }
         }
     }
