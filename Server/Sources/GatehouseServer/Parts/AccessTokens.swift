@@ -110,30 +110,29 @@ public struct AccessTokens: Sendable {
         status: 401, code: .tokenExpired, message: "Your session token has expired. Refresh it and try again.")
 
     func verify(_ token: String) async throws -> AccessIdentity {
-        let digest = SHA256.hash(data: Data(token.utf8))
-        let claims: AccessTokenClaims
+        var token = token
+        let digest = token.withUTF8 { bytes in
+            var hasher = SHA256()
+            hasher.update(bufferPointer: UnsafeRawBufferPointer(bytes))
+            return hasher.finalize()
+        }
+        let claimed: VerifiedTokenCache.Claimed?
         if let seen = verifiedTokens.entry(digest), keys.isPublished(seen.kid) {
-            // The same bytes were verified before: the header and signature checks below would
-            // pass again; only the time-dependent claim checks are repeated.
-            claims = seen.claims
+            // The same bytes were verified before: the header and signature checks and the
+            // claims that do not change with time would pass again; only the times are checked.
+            claimed = seen.claimed
         } else {
-            let (verified, kid) = try await verifySignature(token)
-            claims = verified
-            verifiedTokens.insert(digest, claims: claims, kid: kid, now: clock.now.unixSeconds)
+            let (claims, kid) = try await verifySignature(token)
+            claimed = VerifiedTokenCache.Claimed(claims, issuer: issuer, audience: audience)
+            verifiedTokens.insert(digest, VerifiedTokenCache.Entry(claimed: claimed, kid: kid, exp: claims.exp), now: clock.now.unixSeconds)
         }
         let now = clock.now.unixSeconds
         let leeway = Int64(settings.leewaySeconds)
-        // Gatehouse's own tokens carry every claim; one without them is not one of ours.
-        guard claims.iss == issuer, claims.aud == audience, let userID = UserID(claims.sub), let sessionID = SessionID(claims.sid),
-            let nbf = claims.nbf, let iat = claims.iat, let isAnonymous = claims.isAnonymous, claims.plan != nil,
-            claims.emailVerified != nil, nbf <= now + leeway, iat <= now + leeway
-        else {
-            throw Self.invalid
-        }
-        guard claims.exp + leeway > now else { throw Self.expired }
+        guard let claimed, claimed.nbf <= now + leeway, claimed.iat <= now + leeway else { throw Self.invalid }
+        guard claimed.exp + leeway > now else { throw Self.expired }
         return AccessIdentity(
-            userID: userID, sessionID: sessionID, isAnonymous: isAnonymous, issuedAt: Date(unixSeconds: iat),
-            claimedAssurance: Assurance(aal: claims.aal, amr: claims.amr ?? []), usableUntil: Date(unixSeconds: claims.exp + leeway))
+            userID: claimed.userID, sessionID: claimed.sessionID, isAnonymous: claimed.isAnonymous, issuedAt: Date(unixSeconds: claimed.iat),
+            claimedAssurance: claimed.assurance, usableUntil: Date(unixSeconds: claimed.exp + leeway))
     }
 
     /// Header (ES256 only, `typ: at+jwt`, a published `kid`) and signature.
@@ -201,9 +200,38 @@ struct SupabaseClaims: Sendable {
 /// the time, the key still being published and the session are checked on every call, so expiry,
 /// rotation and revocation work as before. Bounded: expired entries go first, then all.
 final class VerifiedTokenCache: Sendable {
+    /// What a verified token says that does not change with time, read once when its signature
+    /// is checked; nil when the claims are not all there or not this server's (Gatehouse's own
+    /// tokens carry every claim; one without them is not one of ours).
+    struct Claimed: Sendable {
+        let userID: UserID
+        let sessionID: SessionID
+        let isAnonymous: Bool
+        let nbf: Int64
+        let iat: Int64
+        let exp: Int64
+        let assurance: Assurance?
+
+        init?(_ claims: AccessTokenClaims, issuer: String, audience: String) {
+            guard claims.iss == issuer, claims.aud == audience, let userID = UserID(claims.sub), let sessionID = SessionID(claims.sid),
+                let nbf = claims.nbf, let iat = claims.iat, let isAnonymous = claims.isAnonymous, claims.plan != nil,
+                claims.emailVerified != nil
+            else { return nil }
+            self.userID = userID
+            self.sessionID = sessionID
+            self.isAnonymous = isAnonymous
+            self.nbf = nbf
+            self.iat = iat
+            exp = claims.exp
+            assurance = Assurance(aal: claims.aal, amr: claims.amr ?? [])
+        }
+    }
+
     struct Entry: Sendable {
-        let claims: AccessTokenClaims
+        /// nil: the signature is good but the token is not one of ours, every time.
+        let claimed: Claimed?
         let kid: String
+        let exp: Int64
     }
 
     static let capacity = 20_000
@@ -213,13 +241,13 @@ final class VerifiedTokenCache: Sendable {
         entries.withLock { $0[digest] }
     }
 
-    func insert(_ digest: SHA256Digest, claims: AccessTokenClaims, kid: String, now: Int64) {
+    func insert(_ digest: SHA256Digest, _ entry: Entry, now: Int64) {
         entries.withLock { entries in
             if entries.count >= Self.capacity {
-                entries = entries.filter { $0.value.claims.exp > now }
+                entries = entries.filter { $0.value.exp > now }
                 if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
             }
-            entries[digest] = Entry(claims: claims, kid: kid)
+            entries[digest] = entry
         }
     }
 }
