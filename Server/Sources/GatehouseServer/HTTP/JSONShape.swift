@@ -34,7 +34,7 @@ package struct JSONShape {
 
     /// An object's members, in the order the body gave them (no key twice).
     package struct Members: Sendable {
-        package var pairs: [(key: String, value: Node)]
+        package let pairs: [(key: String, value: Node)]
 
         package init(_ pairs: [(key: String, value: Node)]) { self.pairs = pairs }
 
@@ -75,17 +75,13 @@ package struct JSONShape {
 
     /// The first problem in `data`, or nil when its shape is fine.
     static func problem(in data: Data) -> Problem? {
-        do {
-            _ = try data.withUnsafeBytes { read(bytes: $0, keepingValues: false) }.get()
-            return nil
-        } catch {
-            return error
-        }
+        guard case .failure(let problem) = data.withUnsafeBytes({ read(bytes: $0, keepingValues: false) }) else { return nil }
+        return problem
     }
 
     /// `bytes` read whole, or the first problem in them. Without `keepingValues`, the reading's
     /// values are only placeholders: the shape is checked all the same.
-    package static func read(bytes: UnsafeRawBufferPointer, keepingValues: Bool = true) -> Result<Reading, Problem> {
+    package static func read(bytes: UnsafeRawBufferPointer, keepingValues: Bool) -> Result<Reading, Problem> {
         var walker = JSONShape(bytes, keepsValues: keepingValues)
         do throws(Problem) {
             walker.skipSpace()
