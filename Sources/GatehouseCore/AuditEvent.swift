@@ -20,7 +20,7 @@ public struct AuditEvent: Sendable, Equatable {
     public var details: [String: String]
 
     public init(
-        id: UUID = UUID(), sequence: Int64? = nil, createdAt: Date, event: Name, outcome: Outcome, userID: UserID? = nil,
+        id: UUID = SecureRandom.uuid(), sequence: Int64? = nil, createdAt: Date, event: Name, outcome: Outcome, userID: UserID? = nil,
         sessionID: SessionID? = nil, ipAddress: String? = nil, userAgent: String? = nil, details: [String: String] = [:]
     ) {
         self.id = id

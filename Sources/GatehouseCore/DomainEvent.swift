@@ -17,7 +17,7 @@ public struct DomainEvent: Sendable, Equatable {
     public var anonymousID: String?
 
     public init(
-        id: UUID = UUID(), sequence: Int64? = nil, type: Kind, userID: UserID?, data: [String: String] = [:], createdAt: Date,
+        id: UUID = SecureRandom.uuid(), sequence: Int64? = nil, type: Kind, userID: UserID?, data: [String: String] = [:], createdAt: Date,
         anonymousID: String? = nil
     ) {
         self.id = id

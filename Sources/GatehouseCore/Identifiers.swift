@@ -12,7 +12,7 @@ public struct TypedID<Tag>: Hashable, Sendable, Codable, CustomStringConvertible
         self.rawValue = uuid
     }
     /// A new random (version 4) id, never derived from a device or an email.
-    public static func random() -> TypedID { TypedID(UUID()) }
+    public static func random() -> TypedID { TypedID(SecureRandom.uuid()) }
     /// Lowercase, as the contract requires.
     public var description: String { UUIDText.lowercase(rawValue) }
 }

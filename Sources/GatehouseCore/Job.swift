@@ -15,7 +15,7 @@ public struct Job: Sendable, Equatable {
     public var traceContext: String?
 
     public init(
-        id: UUID = UUID(), kind: String, payload: [UInt8], encryption: String, attempts: Int = 0, nextAttemptAt: Date? = nil,
+        id: UUID = SecureRandom.uuid(), kind: String, payload: [UInt8], encryption: String, attempts: Int = 0, nextAttemptAt: Date? = nil,
         createdAt: Date, traceContext: String? = nil
     ) {
         self.id = id

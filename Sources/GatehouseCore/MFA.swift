@@ -25,7 +25,7 @@ public struct MFAFactor: Sendable, Equatable {
     public var lastUsedAt: Date?
 
     public init(
-        id: UUID = UUID(), userID: UserID, type: String = Self.totp, name: String, secret: [UInt8], encryption: String, createdAt: Date,
+        id: UUID = SecureRandom.uuid(), userID: UserID, type: String = Self.totp, name: String, secret: [UInt8], encryption: String, createdAt: Date,
         confirmedAt: Date? = nil, lastUsedStep: Int64? = nil, lastUsedAt: Date? = nil
     ) {
         self.id = id

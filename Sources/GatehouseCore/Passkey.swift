@@ -20,7 +20,7 @@ public struct Passkey: Sendable, Equatable {
     public var lastUsedAt: Date?
 
     public init(
-        id: UUID = UUID(), userID: UserID, credentialID: [UInt8], publicKey: [UInt8], signCount: UInt32, backupEligible: Bool,
+        id: UUID = SecureRandom.uuid(), userID: UserID, credentialID: [UInt8], publicKey: [UInt8], signCount: UInt32, backupEligible: Bool,
         backedUp: Bool, transports: [String], aaguid: [UInt8], name: String, createdAt: Date, lastUsedAt: Date? = nil
     ) {
         self.id = id
@@ -65,7 +65,7 @@ public struct PasskeyChallenge: Sendable, Equatable {
     public var expiresAt: Date
 
     public init(
-        id: UUID = UUID(), ceremony: Ceremony, challenge: [UInt8], userID: UserID?, email: String?, sessionID: SessionID?,
+        id: UUID = SecureRandom.uuid(), ceremony: Ceremony, challenge: [UInt8], userID: UserID?, email: String?, sessionID: SessionID?,
         createdAt: Date, expiresAt: Date
     ) {
         self.id = id

@@ -173,7 +173,7 @@ public struct PlanGrant: Sendable, Equatable {
     public var revokedAt: Date?
 
     public init(
-        id: UUID = UUID(), userID: UserID, plan: PlanState = .pro, tier: String?, startsAt: Date, until: Date, reason: String,
+        id: UUID = SecureRandom.uuid(), userID: UserID, plan: PlanState = .pro, tier: String?, startsAt: Date, until: Date, reason: String,
         createdBy: String, revokedAt: Date? = nil
     ) {
         self.id = id

@@ -166,7 +166,7 @@ public struct PhoneCode: Sendable, Equatable {
     public var usedAt: Date?
 
     public init(
-        id: UUID = UUID(), phone: String, purpose: SMSPurpose, userID: UserID?, codeHash: [UInt8], attempts: Int = 0, createdAt: Date,
+        id: UUID = SecureRandom.uuid(), phone: String, purpose: SMSPurpose, userID: UserID?, codeHash: [UInt8], attempts: Int = 0, createdAt: Date,
         expiresAt: Date, usedAt: Date? = nil
     ) {
         self.id = id

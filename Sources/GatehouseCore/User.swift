@@ -84,7 +84,7 @@ public struct Identity: Sendable, Equatable {
     public var createdAt: Date
 
     public init(
-        id: UUID = UUID(), userID: UserID, provider: Provider, subject: String, email: String? = nil,
+        id: UUID = SecureRandom.uuid(), userID: UserID, provider: Provider, subject: String, email: String? = nil,
         isPrivateRelay: Bool = false, createdAt: Date
     ) {
         self.id = id

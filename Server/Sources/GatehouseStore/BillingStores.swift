@@ -14,7 +14,7 @@ public struct CreditSpend: Sendable, Equatable {
     public var createdAt: Date
 
     public init(
-        id: UUID = UUID(), userID: UserID, credit: String, amount: Int = 1, action: String, subject: String?, idempotencyKey: String,
+        id: UUID = SecureRandom.uuid(), userID: UserID, credit: String, amount: Int = 1, action: String, subject: String?, idempotencyKey: String,
         periodStart: Date, createdAt: Date
     ) {
         self.id = id

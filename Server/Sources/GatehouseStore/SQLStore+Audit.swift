@@ -3,20 +3,14 @@ import GatehouseCore
 
 extension SQLStore {
     public func insertAudit(_ event: AuditEvent) async throws(StoreError) {
-        let details: SQLValue
-        if event.details.isEmpty {
-            details = .null
-        } else {
-            let data = (try? JSONSerialization.data(withJSONObject: event.details, options: [.sortedKeys])) ?? Data("{}".utf8)
-            details = .text(String(decoding: data, as: UTF8.self))
-        }
+        let details: SQLValue = event.details.isEmpty ? .null : .text(JSONText.object(event.details))
         try await executor.query(
             """
             INSERT INTO audit_log (id, created_at, event, outcome, user_id, session_id, ip_address, user_agent, details)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
             [
-                .text(event.id.uuidString.lowercased()), .integer(event.createdAt.unixSeconds), .text(event.event.rawValue),
+                .text(UUIDText.lowercase(event.id)), .integer(event.createdAt.unixSeconds), .text(event.event.rawValue),
                 .text(event.outcome.rawValue), SQLValue(event.userID?.description), SQLValue(event.sessionID?.description),
                 SQLValue(event.ipAddress), SQLValue(event.userAgent), details,
             ])

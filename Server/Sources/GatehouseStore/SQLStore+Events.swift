@@ -8,12 +8,11 @@ extension SQLStore {
             // `after=<cursor>` never skips an event that commits late. Released at commit.
             try await executor.query("SELECT pg_advisory_xact_lock(727275)")
         }
-        let data = (try? JSONSerialization.data(withJSONObject: event.data, options: [.sortedKeys])) ?? Data("{}".utf8)
         try await executor.query(
             "INSERT INTO events (id, type, user_id, data, created_at, anonymous_id) VALUES (?, ?, ?, ?, ?, ?)",
             [
-                .text(event.id.uuidString.lowercased()), .text(event.type.rawValue), SQLValue(event.userID?.description),
-                .text(String(decoding: data, as: UTF8.self)), .integer(event.createdAt.unixSeconds), SQLValue(event.anonymousID),
+                .text(UUIDText.lowercase(event.id)), .text(event.type.rawValue), SQLValue(event.userID?.description),
+                .text(JSONText.object(event.data)), .integer(event.createdAt.unixSeconds), SQLValue(event.anonymousID),
             ])
     }
 

@@ -93,7 +93,7 @@ public final class SessionCache: Sendable {
 
     public let settings: Settings
     /// Tells this node's heartbeats from other nodes' on the shared channel.
-    let node = UUID().uuidString.lowercased()
+    let node = UUIDText.lowercase(SecureRandom.uuid())
     private let state = Mutex(State())
     /// The monotonic clock the bounds are measured on (a test's own clock in tests).
     private let now: @Sendable () -> ContinuousClock.Instant

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseCore
 
 /// Writes an `Encodable` value as the same bytes Foundation's `JSONEncoder` gives with
 /// `[.sortedKeys, .withoutEscapingSlashes]` and its default strategies for dates, data, URLs and
@@ -76,7 +77,7 @@ package enum CompactJSON {
         }
 
         func setString(_ node: Int, _ value: String) {
-            set(node) { CompactJSON.writeString(value, into: &$0) }
+            set(node) { JSONText.writeString(value, into: &$0) }
         }
 
         func setNumber<F: BinaryFloatingPoint & LosslessStringConvertible>(_ node: Int, _ value: F) throws {
@@ -162,12 +163,12 @@ package enum CompactJSON {
                     link = links[link].next
                 }
                 // Codable's keys come in the type's order: sorted only when they are not already.
-                let precedes: ((key: String, node: Int), (key: String, node: Int)) -> Bool = { CompactJSON.precedes($0.key, $1.key) }
+                let precedes: ((key: String, node: Int), (key: String, node: Int)) -> Bool = { JSONText.precedes($0.key, $1.key) }
                 if zip(members, members.dropFirst()).contains(where: { !precedes($0, $1) }) { members.sort(by: precedes) }
                 out.append(UInt8(ascii: "{"))
                 for (index, member) in members.enumerated() {
                     if index > 0 { out.append(UInt8(ascii: ",")) }
-                    CompactJSON.writeString(member.key, into: &out)
+                    JSONText.writeString(member.key, into: &out)
                     out.append(UInt8(ascii: ":"))
                     try write(member.node, into: &out)
                 }
@@ -186,53 +187,6 @@ package enum CompactJSON {
                 out.append(contentsOf: [UInt8(ascii: "{"), UInt8(ascii: "}")])
             }
         }
-    }
-
-    /// Whether key `a` sorts before `b` as JSONEncoder's `.sortedKeys` orders them: by their UTF-8
-    /// bytes.
-    static func precedes(_ a: String, _ b: String) -> Bool {
-        var (a, b) = (a, b)
-        return a.withUTF8 { x in
-            b.withUTF8 { y in
-                let common = min(x.count, y.count)
-                let order = common == 0 ? 0 : memcmp(x.baseAddress!, y.baseAddress!, common)
-                return order != 0 ? order < 0 : x.count < y.count
-            }
-        }
-    }
-
-    /// `"` + the text, with `"`, `\` and the control characters escaped as JSONEncoder does
-    /// (slashes not: `.withoutEscapingSlashes`).
-    static func writeString(_ text: String, into out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
-        var text = text
-        let plain = text.withUTF8 { utf8 in
-            guard !utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else { return false }
-            out.append(contentsOf: utf8)
-            return true
-        }
-        guard !plain else {
-            out.append(UInt8(ascii: "\""))
-            return
-        }
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-            case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-            case 0x08: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "b")])
-            case 0x0C: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "f")])
-            case 0x0A: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-            case 0x0D: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-            case 0x09: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-            case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
-                out.append(hex[Int(byte >> 4)])
-                out.append(hex[Int(byte & 0xF)])
-            default: out.append(byte)
-            }
-        }
-        out.append(UInt8(ascii: "\""))
     }
 
     /// A floating-point number as JSONEncoder writes it: its shortest description, without a

@@ -1,3 +1,4 @@
+import GatehouseCore
 import GatehouseWire
 
 /// An answer written straight into its bytes, member by member in the order JSONEncoder's
@@ -48,7 +49,7 @@ package struct JSONWriter {
         bytes.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
-    mutating func string(_ text: String) { CompactJSON.writeString(text, into: &bytes) }
+    mutating func string(_ text: String) { JSONText.writeString(text, into: &bytes) }
 
     mutating func integer(_ value: some BinaryInteger) { bytes.append(contentsOf: String(value).utf8) }
 
@@ -70,10 +71,10 @@ package struct JSONWriter {
     mutating func dictionary<V: JSONWritable>(_ members: [String: V]) throws {
         bytes.append(UInt8(ascii: "{"))
         var first = true
-        for key in members.keys.sorted(by: CompactJSON.precedes) {
+        for key in members.keys.sorted(by: JSONText.precedes) {
             if !first { bytes.append(UInt8(ascii: ",")) }
             first = false
-            CompactJSON.writeString(key, into: &bytes)
+            JSONText.writeString(key, into: &bytes)
             bytes.append(UInt8(ascii: ":"))
             try members[key]!.write(to: &self)
         }

@@ -135,7 +135,7 @@ struct AuthHooks: Sendable {
     }
 
     /// A `webhook-id`: new for each call (a synchronous hook is never retried).
-    static func messageID() -> String { "msg_" + UUID().uuidString.lowercased() }
+    static func messageID() -> String { "msg_" + UUIDText.lowercase(SecureRandom.uuid()) }
 
     /// Gatehouse's envelope: `{"type": "before_user_created", "timestamp", "data"}`, the time the
     /// server's clock's.

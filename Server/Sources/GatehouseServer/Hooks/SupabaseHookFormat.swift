@@ -34,7 +34,7 @@ enum SupabaseHookFormat {
             ] as [String: Any]
         }
         let metadata: [String: Any] = [
-            "uuid": UUID().uuidString.lowercased(), "time": now.rfc3339, "name": "before-user-created", "ip_address": client.ip ?? "",
+            "uuid": UUIDText.lowercase(SecureRandom.uuid()), "time": now.rfc3339, "name": "before-user-created", "ip_address": client.ip ?? "",
         ]
         return try JSONSerialization.data(withJSONObject: ["metadata": metadata, "user": user], options: [.sortedKeys, .withoutEscapingSlashes])
     }

@@ -55,8 +55,7 @@ func randomToken(bytes count: Int) -> String {
     Data(randomBytes(count)).base64URLEncoded
 }
 
-/// `count` random bytes from the system CSPRNG.
+/// `count` random bytes from the system CSPRNG, drawn in one call (`SecureRandom`).
 func randomBytes(_ count: Int) -> [UInt8] {
-    var generator = SystemRandomNumberGenerator()
-    return (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+    SecureRandom.bytes(count)
 }

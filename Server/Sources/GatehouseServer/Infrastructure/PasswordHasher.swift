@@ -73,7 +73,7 @@ public final class PasswordHasher: Sendable {
         self.firebaseKeys = firebaseKeys
         self.timed = timed
         // Made first: bad parameters fail here, before any thread is started.
-        decoy = try Self.argon2id(Array(UUID().uuidString.utf8), parameters: parameters)
+        decoy = try Self.argon2id(Array(SecureRandom.uuid().uuidString.utf8), parameters: parameters)
         pool = NIOThreadPool(numberOfThreads: max(1, threads))
         pool.start()
     }
@@ -184,7 +184,7 @@ public final class PasswordHasher: Sendable {
     }
 
     private func makeDecoy(_ scheme: String) async throws -> String? {
-        let secret = UUID().uuidString
+        let secret = SecureRandom.uuid().uuidString
         if scheme.hasPrefix(FirebaseScrypt.prefix) {
             return FirebaseScrypt.encode(keyID: String(scheme.dropFirst(FirebaseScrypt.prefix.count)), salt: randomBytes(16), hash: randomBytes(32))
         }

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseCore
 import GatehouseStore
 import Logging
 
@@ -65,7 +66,7 @@ extension Operator {
         if FileManager.default.fileExists(atPath: target), !force {
             throw OperationError("\(target) exists: stop the server and add --force to replace it with \(backup)")
         }
-        let staging = target + ".restoring-\(UUID().uuidString.prefix(8))"
+        let staging = target + ".restoring-\(SecureRandom.uuid().uuidString.prefix(8))"
         do {
             try copyOwnerOnly(backup, to: staging)
             try await checkIntegrity(staging, logger: quietLogger(config))
@@ -101,7 +102,7 @@ extension Operator {
     /// new database gets from the migrations (finding 6 of issue 40: a restore took a database
     /// with a trigger planted in it).
     static func checkSchema(_ path: String, logger: Logger) async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-schema-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-schema-\(SecureRandom.uuid().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let restored = try await schema(of: path, logger: logger)

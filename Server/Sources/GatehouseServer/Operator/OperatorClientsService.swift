@@ -62,7 +62,7 @@ struct OperatorClientsService: Sendable {
         guard (1...100_000).contains(limit) else { throw GatehouseError.invalidRequest("rate_limit_per_minute is between 1 and 100000.") }
         let secret = request.isPublic ? nil : Self.newSecret()
         let record = OAuthClient(
-            id: UUID().uuidString.lowercased(), name: name, secretHash: secret.map { StoredSecret.hash($0) }, isPublic: request.isPublic,
+            id: UUIDText.lowercase(SecureRandom.uuid()), name: name, secretHash: secret.map { StoredSecret.hash($0) }, isPublic: request.isPublic,
             firstParty: request.firstParty ?? false, redirectURIs: request.redirectURIs, postLogoutRedirectURIs: request.postLogoutRedirectURIs ?? [],
             scopes: scopes, audience: request.audience, initiateLoginURI: request.initiateLoginURI, rateLimitPerMinute: limit, createdAt: clock.now)
         try await unitOfWork.run(client: caller) { work in

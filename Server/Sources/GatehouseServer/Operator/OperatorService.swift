@@ -166,7 +166,7 @@ public struct OperatorService: Sendable {
             try await work.tx.insertCreditSpend(
                 CreditSpend(
                     userID: user.id, credit: credit, amount: -amount, action: "admin_grant", subject: reason,
-                    idempotencyKey: "admin_grant:" + UUID().uuidString.lowercased(), periodStart: engine.creditPeriod(input, at: work.now).start,
+                    idempotencyKey: "admin_grant:" + UUIDText.lowercase(SecureRandom.uuid()), periodStart: engine.creditPeriod(input, at: work.now).start,
                     createdAt: work.now))
             try await work.audit(
                 .creditsGranted, user: user.id, details: ["by": actor, "credit": credit, "amount": String(amount), "reason": reason])

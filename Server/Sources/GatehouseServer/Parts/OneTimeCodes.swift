@@ -64,7 +64,7 @@ struct OneTimeCodes: Sendable {
     /// The work of one comparison, for a path that has no code to compare with but must cost
     /// the same as one that has (timing parity).
     func hashDecoy(_ typed: String) throws {
-        _ = try hash(typed, boundTo: Array(UUID().uuidString.utf8))
+        _ = try hash(typed, boundTo: Array(SecureRandom.uuid().uuidString.utf8))
     }
 
     /// Checks `typed` against the live codes it may be for: one try is reserved on each, by one
