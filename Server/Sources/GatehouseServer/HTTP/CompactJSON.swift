@@ -13,8 +13,16 @@ import GatehouseCore
 /// strings copied whole, a `/v1/me` answer takes about 29 % less time than through a tree of
 /// objects; `gatehouse-bench micro`'s `encode_me_us`).
 package enum CompactJSON {
-    package static func encode(_ value: some Encodable) throws -> [UInt8] {
-        let tree = Tree()
+    /// How a `Date` is written: JSONEncoder's `dateEncodingStrategy`, of the two in use.
+    package enum Dates: Sendable {
+        /// `deferredToDate`, JSONEncoder's default: seconds since 2001, as a `Double`.
+        case deferredToDate
+        /// `secondsSince1970`: a JSON Web Token's NumericDate (`JWTEncoder`).
+        case secondsSince1970
+    }
+
+    package static func encode(_ value: some Encodable, dates: Dates = .deferredToDate) throws -> [UInt8] {
+        let tree = Tree(dates: dates)
         try tree.encode(value, at: Tree.root)
         var out: [UInt8] = []
         out.reserveCapacity(tree.bytes.count + 16 * tree.links.count + 16)
@@ -55,7 +63,10 @@ package enum CompactJSON {
         @exclusivity(unchecked) var links: [Link] = []
         @exclusivity(unchecked) var bytes: [UInt8] = []
 
-        init() {
+        let dates: Dates
+
+        init(dates: Dates) {
+            self.dates = dates
             nodes.reserveCapacity(64)
             links.reserveCapacity(64)
             bytes.reserveCapacity(1024)
@@ -143,8 +154,11 @@ package enum CompactJSON {
             } else if T.self == Decimal.self {
                 set(node) { $0.append(contentsOf: (value as! Decimal).description.utf8) }
             } else if T.self == Date.self {
-                // `deferredToDate`: seconds since 2001 as a Double.
-                try setNumber(node, (value as! Date).timeIntervalSinceReferenceDate)
+                let date = value as! Date
+                switch dates {
+                case .deferredToDate: try setNumber(node, date.timeIntervalSinceReferenceDate)
+                case .secondsSince1970: try setNumber(node, date.timeIntervalSince1970)
+                }
             } else {
                 try value.encode(to: TreeEncoder(tree: self, node: node, codingPath: []))
             }

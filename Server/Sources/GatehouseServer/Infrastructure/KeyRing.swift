@@ -82,11 +82,7 @@ public final class KeyRing: Sendable {
             throw GatehouseError.internalError(nil, message: "No active signing key.")
         }
         let collection = JWTKeyCollection()
-        // Whole Unix seconds in `iat`/`exp`, as RFC 7519's NumericDate is usually read.
-        let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = .secondsSince1970
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let serializer = DefaultJWTSerializer(jsonEncoder: encoder)
+        let serializer = DefaultJWTSerializer(jsonEncoder: JWTEncoder())
         let privateKey = try ES256PrivateKey(backing: P256.Signing.PrivateKey(rawRepresentation: try open(active)))
         await collection.add(ecdsa: privateKey, kid: JWKIdentifier(string: active.kid), serializer: serializer)
         for key in published where key.kid != active.kid {
@@ -192,4 +188,14 @@ public final class KeyRing: Sendable {
 public struct KeyRingError: Error, Sendable, CustomStringConvertible {
     public var description: String
     init(_ description: String) { self.description = description }
+}
+
+/// The JSON of a token's header and claims, through `CompactJSON`: the bytes Foundation's
+/// `JSONEncoder` gives with `[.sortedKeys, .withoutEscapingSlashes]` and dates in Unix seconds
+/// (RFC 7519's NumericDate), which signed tokens before. `JSONEncoder` took about 45 µs of a
+/// refresh's 0.85 ms (BENCHMARKS.md, issue 61 step 18); `JWTEncoderTests` holds the bytes equal.
+struct JWTEncoder: JWTJSONEncoder {
+    func encode<T: Encodable>(_ value: T) throws -> Data {
+        Data(try CompactJSON.encode(value, dates: .secondsSince1970))
+    }
 }
