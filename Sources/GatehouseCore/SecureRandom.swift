@@ -8,8 +8,9 @@ import Foundation
     import Darwin
 #endif
 
-/// Random bytes from the system's CSPRNG, a buffer filled by one call (to 256 bytes): every secret token, salt,
-/// key and random id the server makes is drawn here.
+/// Random bytes from the system's CSPRNG, a buffer filled by one call (to 256 bytes): the tokens,
+/// salts, secrets and random ids Gatehouse draws itself come from here (keys and nonces that
+/// swift-crypto makes come from its own generator).
 ///
 /// `UInt8.random(using: &SystemRandomNumberGenerator())` made one `getrandom(2)` per byte (32 for a
 /// refresh token), and Foundation's `UUID()` opens, reads and closes `/dev/urandom` for every id on
