@@ -57,12 +57,11 @@ public enum JSONText {
     /// millisecond a login, on the SQLite writer's thread (BENCHMARKS.md, issue 61 step 17).
     public static func object(_ members: [String: String]) -> String {
         var out: [UInt8] = [UInt8(ascii: "{")]
-        out.reserveCapacity(2 + members.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count + 6 })
-        for (index, key) in members.keys.sorted(by: precedes).enumerated() {
+        for (index, member) in members.sorted(by: { precedes($0.key, $1.key) }).enumerated() {
             if index > 0 { out.append(UInt8(ascii: ",")) }
-            writeString(key, into: &out)
+            writeString(member.key, into: &out)
             out.append(UInt8(ascii: ":"))
-            writeString(members[key]!, into: &out)
+            writeString(member.value, into: &out)
         }
         out.append(UInt8(ascii: "}"))
         return String(decoding: out, as: UTF8.self)
