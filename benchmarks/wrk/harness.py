@@ -1245,6 +1245,47 @@ def change_against(values, baseline):
     return change, interval, f"{change * 100:+.1f} %" + (f" ± {interval * 100:.1f}" if interval is not None else "")
 
 
+class RouteBench:
+    """One `gatehouse serve` on a new SQLite file with the harness's accounts, for the tools that
+    load the ceiling scenario's routes one at a time (`profile_routes.py`, `count_calls.py`)."""
+
+    @staticmethod
+    def add_arguments(parser, seconds, connections):
+        parser.add_argument("--binary", required=True)
+        parser.add_argument("--workdir", required=True)
+        parser.add_argument("--out", required=True)
+        parser.add_argument("--routes", default="jwks me check")
+        parser.add_argument("--seconds", type=int, default=seconds)
+        parser.add_argument("--connections", type=int, default=connections)
+        parser.add_argument("--settings", default="")
+
+    def __init__(self, args):
+        self.scripts = dict(CEILING_ROUTES)
+        self.routes = args.routes.split()
+        unknown = [route for route in self.routes if route not in self.scripts]
+        if unknown:
+            raise SystemExit(f"unknown routes {unknown}; known: {sorted(self.scripts)}")
+        os.makedirs(args.workdir)
+        self.workdir = args.workdir
+        self.threads = min(2, args.connections)
+        self.connections = args.connections - args.connections % self.threads
+        self.server = Server(args.binary, f"sqlite://{args.workdir}/bench.sqlite", args.workdir, args.settings.split())
+        self.accounts_file = os.path.join(args.workdir, "accounts.lua")
+
+    def start(self):
+        """Starts the server, signs up one account per connection and warms every route up."""
+        self.server.start()
+        write_accounts(self.accounts_file, seed(self.server.port, self.connections, random_tag()))
+        for route in self.routes:
+            self.load(route, 2, f"warmup-{route}")
+
+    def load(self, route, seconds, label):
+        """wrk on `route` for `seconds`: its parsed result."""
+        script = self.scripts[route]
+        return finish_wrk(*start_wrk(script[:-4], script, self.server.port, self.threads, self.connections, seconds, self.accounts_file,
+                                     self.workdir, label), label, seconds)
+
+
 def start_profiler(pid, path, seconds):
     """`perf record -F 999 -e cpu-clock -g` of process `pid` for `seconds` into `path` (wait() on it)."""
     return subprocess.Popen(["perf", "record", "-F", "999", "-e", "cpu-clock", "-g", "-p", str(pid), "-o", path, "--", "sleep", str(seconds)],

@@ -84,43 +84,24 @@ def demangled(names):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--binary", required=True)
-    parser.add_argument("--workdir", required=True)
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--routes", default="jwks me check")
+    harness.RouteBench.add_arguments(parser, seconds=6, connections=64)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--seconds", type=int, default=6)
-    parser.add_argument("--connections", type=int, default=64)
-    parser.add_argument("--settings", default="")
     args = parser.parse_args()
-    scripts = dict(harness.CEILING_ROUTES)
-    routes = args.routes.split()
-    unknown = [route for route in routes if route not in scripts]
-    if unknown:
-        raise SystemExit(f"unknown routes {unknown}; known: {sorted(scripts)}")
-    os.makedirs(args.workdir)
-    threads = min(2, args.connections)
-    connections = args.connections - args.connections % threads
-    server = harness.Server(args.binary, f"sqlite://{args.workdir}/bench.sqlite", args.workdir, args.settings.split())
+    bench = harness.RouteBench(args)
+    routes, server, connections = bench.routes, bench.server, bench.connections
     totals = {route: {"requests": 0, "cpu_seconds": 0.0, "samples": 0, "parts": collections.Counter(), "symbols": collections.Counter(),
                      "inclusive": collections.Counter()}
               for route in routes}
     try:
-        server.start()
-        accounts = harness.seed(server.port, connections, harness.random_tag())
-        accounts_file = os.path.join(args.workdir, "accounts.lua")
-        harness.write_accounts(accounts_file, accounts)
-        for route in routes:
-            harness.finish_wrk(*harness.start_wrk(scripts[route][:-4], scripts[route], server.port, threads, connections, 2, accounts_file,
-                                                  args.workdir, f"warmup-{route}"), "warm-up", 2)
+        bench.start()
         for round_index in range(args.rounds):
             shift = round_index % len(routes)
             for route in routes[shift:] + routes[:shift]:
                 label = f"{route}-r{round_index + 1}"
                 data = os.path.join(args.workdir, f"{label}.data")
                 profiler = harness.start_profiler(server.process.pid, data, args.seconds)
-                result = harness.run_scenario(server, label, scripts[route], threads, connections, args.seconds + 1, accounts_file,
-                                              args.workdir)
+                result = harness.run_scenario(server, label, bench.scripts[route], bench.threads, connections, args.seconds + 1,
+                                              bench.accounts_file, args.workdir)
                 profiler.wait(60)
                 if result["unexpected_total"]:
                     raise SystemExit(f"{route}: unexpected answers or socket errors: {result['statuses']} {result['socket_errors']}")
