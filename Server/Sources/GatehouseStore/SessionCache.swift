@@ -64,15 +64,29 @@ public final class SessionCache: Sendable {
         fileprivate let epoch: UInt64
     }
 
-    fileprivate struct Entry {
-        var session: Session
-        var user: User
-        var storedAt: ContinuousClock.Instant
+    // Classes, so that a look-up takes a reference, not a copy of every reference a session, an
+    // account or its facts hold (each retained and released again: 45 a `/v1/me`, issue 61 step 19).
+    // Only ever read or changed under `state`'s lock.
+    fileprivate final class Entry {
+        let session: Session
+        let user: User
+        let storedAt: ContinuousClock.Instant
+
+        init(session: Session, user: User, storedAt: ContinuousClock.Instant) {
+            self.session = session
+            self.user = user
+            self.storedAt = storedAt
+        }
     }
 
-    fileprivate struct FactsEntry {
+    fileprivate final class FactsEntry {
         var facts: AccountFacts
-        var storedAt: ContinuousClock.Instant
+        let storedAt: ContinuousClock.Instant
+
+        init(facts: AccountFacts, storedAt: ContinuousClock.Instant) {
+            self.facts = facts
+            self.storedAt = storedAt
+        }
     }
 
     fileprivate struct State {
@@ -158,9 +172,8 @@ public final class SessionCache: Sendable {
         let now = self.now()
         state.withLock { state in
             guard state.heardThrough != nil, state.epoch == ticket.epoch else { return }
-            if var entry = state.facts[id], now - entry.storedAt < settings.timeToLive {
+            if let entry = state.facts[id], now - entry.storedAt < settings.timeToLive {
                 fill(&entry.facts)
-                state.facts[id] = entry
                 return
             }
             if state.facts[id] == nil, state.facts.count >= settings.capacity {

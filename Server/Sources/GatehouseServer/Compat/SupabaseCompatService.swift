@@ -219,7 +219,7 @@ struct SupabaseCompatService: Sendable {
             }
         }
         if let patch = GoTrueMetadata.patch(from: body.data) {
-            if let fresh = try await store.user(id: signedIn.user.id) { signedIn.user = fresh }
+            if let fresh = try await store.user(id: signedIn.user.id) { signedIn = signedIn.with(fresh) }
             _ = try await profiles.patch(signedIn, patch)
         }
         return try await goTrueUser(id: signedIn.user.id)

@@ -24,11 +24,26 @@ public struct GatehouseRequestContext: RequestContext {
 }
 
 /// A verified access token and the live account it belongs to.
-public struct SignedIn: Sendable {
-    public var identity: AccessIdentity
-    public var user: User
+///
+/// A class: the request's context is copied at every middleware and into the signed-in routes'
+/// `AuthenticatedContext`, and as a struct each copy retained and released every reference an
+/// account and a session hold (issue 61, step 19).
+public final class SignedIn: Sendable {
+    public let identity: AccessIdentity
+    public let user: User
     /// The live session the token belongs to (its assurance level, its sign-in time).
-    public var session: Session
+    public let session: Session
+
+    public init(identity: AccessIdentity, user: User, session: Session) {
+        self.identity = identity
+        self.user = user
+        self.session = session
+    }
+
+    /// The same token and session with the account as read again.
+    func with(_ user: User) -> SignedIn {
+        SignedIn(identity: identity, user: user, session: session)
+    }
 }
 
 extension GatehouseRequestContext {

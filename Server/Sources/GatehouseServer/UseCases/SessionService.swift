@@ -94,11 +94,21 @@ struct SessionService: Sendable {
 
 /// Who a request's access token speaks for: the signature and claims (`AccessTokens`), then a
 /// live session of an enabled account, so a revocation takes effect at once.
-struct Authenticator: Sendable {
+///
+/// A class: every signed-in request's `WriteCondition` keeps it, and as a struct that was a copy
+/// of every reference it holds (38 retains and as many releases a `/v1/me`, issue 61 step 19).
+final class Authenticator: Sendable {
     let tokens: AccessTokens
     let store: any SessionStore & UserStore
     let preset: Preset
     let clock: any WallClock
+
+    init(tokens: AccessTokens, store: any SessionStore & UserStore, preset: Preset, clock: any WallClock) {
+        self.tokens = tokens
+        self.store = store
+        self.preset = preset
+        self.clock = clock
+    }
 
     /// The signed-in caller of a Bearer token. The request's `WriteCondition` records the
     /// session: every write the request makes holds it again (`hold(_:in:)`).
