@@ -74,6 +74,7 @@ def main():
     bench = harness.RouteBench(args)
     routes, server = bench.routes, bench.server
     events = add_probes(args.binary)
+    names = dict(events)
     report = {"machine": harness.machine_info(), "git": harness.git_info(), "binary": harness.file_info(args.binary),
               "settings": args.settings.split(), "seconds": args.seconds, "connections": bench.connections, "routes": {}}
     try:
@@ -90,7 +91,6 @@ def main():
             with open(stat_path) as handle:
                 for line in handle:
                     fields = line.strip().split(",")
-                    names = {event: name for event, name in events}
                     if len(fields) > 2 and fields[2] in names:
                         counts[names[fields[2]]] = int(fields[0]) if fields[0].isdigit() else 0
             expected = harness.EXPECTED[route][1]
