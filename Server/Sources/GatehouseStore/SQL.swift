@@ -116,12 +116,26 @@ public protocol SQLExecutor: Sendable {
     /// Runs one statement and returns its rows (none for most writes).
     @discardableResult
     func query(_ sql: String, _ binds: [SQLValue]) async throws(StoreError) -> [SQLRow]
+    /// Runs one write of a counter that may be lost to a power cut, never to the process ending
+    /// (a lockout's or a rate limit's count): it is visible to every reader when this returns, as
+    /// any commit is, but this node does not wait for the disk. SQLite commits it to the
+    /// write-ahead log without `fsync`, and the next flushed commit's `fsync` carries it to the
+    /// disk with that commit (the log is replayed in order, so no later commit outlives it).
+    /// Inside a transaction, or on PostgreSQL (whose flush is the database server's work, not the
+    /// node's), it is `query`.
+    @discardableResult
+    func queryUnflushed(_ sql: String, _ binds: [SQLValue]) async throws(StoreError) -> [SQLRow]
 }
 
 extension SQLExecutor {
     @discardableResult
     public func query(_ sql: String) async throws(StoreError) -> [SQLRow] {
         try await query(sql, [])
+    }
+
+    @discardableResult
+    public func queryUnflushed(_ sql: String, _ binds: [SQLValue]) async throws(StoreError) -> [SQLRow] {
+        try await query(sql, binds)
     }
 }
 

@@ -22,7 +22,7 @@ extension SQLStore {
         }
         lock += " ELSE excluded.updated_at + \(schedule.waits[schedule.waits.count - 1]) END"
         for _ in 0..<3 {
-            let rows = try await executor.query(
+            let rows = try await executor.queryUnflushed(
                 """
                 INSERT INTO throttles (key, failures, locked_until, updated_at) VALUES (?, 1, ?, ?)
                 ON CONFLICT (key) DO UPDATE SET failures = throttles.failures + 1, locked_until = \(lock), updated_at = excluded.updated_at
@@ -40,18 +40,18 @@ extension SQLStore {
     }
 
     public func clearThrottle(key: String) async throws(StoreError) {
-        try await executor.query("DELETE FROM throttles WHERE key = ?", [.text(key)])
+        try await executor.queryUnflushed("DELETE FROM throttles WHERE key = ?", [.text(key)])
     }
 
     public func clearThrottleUnlessLocked(key: String, at date: Date) async throws(StoreError) {
-        try await executor.query(
+        try await executor.queryUnflushed(
             "DELETE FROM throttles WHERE key = ? AND (locked_until IS NULL OR locked_until <= ?)", [.text(key), .integer(date.unixSeconds)])
     }
 
     // MARK: Rate limits
 
     public func hitRateLimit(key: String, windowStart: Int64) async throws(StoreError) -> Int {
-        let rows = try await executor.query(
+        let rows = try await executor.queryUnflushed(
             """
             INSERT INTO rate_limits (key, window_start, count) VALUES (?, ?, 1)
             ON CONFLICT (key, window_start) DO UPDATE SET count = rate_limits.count + 1

@@ -4,7 +4,8 @@ import NIOPosix
 import Synchronization
 
 /// The embedded default: one SQLite file in WAL mode with `synchronous=FULL`, so a commit
-/// that returned is on disk and survives `kill -9` or a power cut.
+/// that returned is on disk and survives `kill -9` or a power cut; only a throttle counter's
+/// write (`queryUnflushed`) leaves its `fsync` to the next commit, and survives `kill -9` alone.
 ///
 /// One writer connection, serialised by an async lock (SQLite allows one writer at a time
 /// anyway, and `BEGIN IMMEDIATE` keeps other processes such as the CLI out for the length of
@@ -33,6 +34,9 @@ public final class SQLiteDatabase: SQLDatabase {
     private let readers: [SQLiteConnectionHandle]
     private let readerLender: Lender
     private let closed = Atomic<Bool>(false)
+    /// Whether the writer is at `synchronous = NORMAL` (a counter's write), read and written only
+    /// while the writer is held.
+    private let unflushed = Atomic<Bool>(false)
     /// Told when the writer is taken and given back (SQLite's one write connection is its pool).
     private let observer: (any PoolObserver)?
     /// Copies the write-ahead log into the file beside the writer (none for `:memory:`).
@@ -116,7 +120,33 @@ public final class SQLiteDatabase: SQLDatabase {
             defer { readerLender.giveBack(index) }
             return try await Self.run(sql, binds, on: readers[index])
         }
-        return try await withWriter { () throws(StoreError) -> [SQLRow] in try Self.runHere(sql, binds, on: writer) }
+        return try await withWriter { () throws(StoreError) -> [SQLRow] in
+            try restoreFlush()
+            return try Self.runHere(sql, binds, on: writer)
+        }
+    }
+
+    /// A counter's write, committed without waiting for the disk (`SQLExecutor.queryUnflushed`):
+    /// the writer commits it at `synchronous = NORMAL`, which in WAL mode writes the log and
+    /// skips its `fsync`, and is set back to `FULL` before it is given back.
+    public func queryUnflushed(_ sql: String, _ binds: [SQLValue]) async throws(StoreError) -> [SQLRow] {
+        try await withWriter { () throws(StoreError) -> [SQLRow] in
+            try Self.runHere("PRAGMA synchronous = NORMAL", [], on: writer)
+            unflushed.store(true, ordering: .relaxed)
+            // Whatever the statement did: a writer left unflushed here is set back by the next
+            // flushed write before it runs.
+            defer { try? restoreFlush() }
+            return try Self.runHere(sql, binds, on: writer)
+        }
+    }
+
+    /// Sets the writer back to flushing its commits, if a counter's write left it otherwise (the
+    /// pragma failed there): every flushed write runs it first while it holds the writer, and does
+    /// not run when it fails.
+    private func restoreFlush() throws(StoreError) {
+        guard unflushed.load(ordering: .relaxed) else { return }
+        try Self.runHere("PRAGMA synchronous = FULL", [], on: writer)
+        unflushed.store(false, ordering: .relaxed)
     }
 
     /// Runs `body` on the writer's thread while it holds the writer (told to `observer`): every
@@ -140,6 +170,7 @@ public final class SQLiteDatabase: SQLDatabase {
             // can be dropped by a cancelled task (a `COMMIT` dropped that way once left the writer
             // inside the transaction). `BEGIN IMMEDIATE` waits here, up to the busy timeout, while
             // another process (a `gatehouse` command) writes.
+            try restoreFlush()
             try Self.runHere("BEGIN IMMEDIATE", [], on: writer)
             let executor = SQLiteTransaction(connection: writer)
             do {

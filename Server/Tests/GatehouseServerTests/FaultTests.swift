@@ -14,13 +14,8 @@ import Testing
     /// its `credit.spent` event and the other way round); SQLite's integrity check passes.
     @Test(arguments: Backend.available)
     func killedDuringAWriteLoadLosesNothingAcknowledged(_ backend: Backend) async throws {
-        let (url, cleanup) = try await TestDatabase.make(backend)
+        let (url, directory, environment, first, cleanup) = try await Self.started(backend)
         defer { Task { await cleanup() } }
-        let directory = try ServerProcess.makeDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let environment = ServerProcess.environment(
-            database: url.environmentValue, ["GATEHOUSE_PRESET": "handz", "GATEHOUSE_IP_LIMITS": "off"])
-        let first = try ServerProcess(environment: environment, directory: directory)
         let base = try await first.baseURL()
         let json = ["Content-Type": "application/json"]
 
@@ -89,6 +84,56 @@ import Testing
         second.signal(SIGTERM)
         #expect(try await second.exitStatus() == 0)
         if backend == .sqlite { #expect(try await url.sqliteIntegrity() == "ok") }
+    }
+}
+
+extension FaultTests {
+    /// A lockout's count is written without waiting for the disk (`ThrottleStore`), which a power
+    /// cut may undo but the process ending may not: two wrong passwords, then SIGKILL at once,
+    /// and the database still counts both.
+    @Test(arguments: Backend.available)
+    func aLockoutsCountOutlivesAKilledServer(_ backend: Backend) async throws {
+        let (url, directory, _, server, cleanup) = try await Self.started(backend)
+        defer { Task { await cleanup() } }
+        let base = try await server.baseURL()
+        let json = ["Content-Type": "application/json"]
+        let signup = try await HTTP.request(
+            base.appendingPathComponent("v1/auth/signup"), method: "POST", headers: json,
+            body: Data(#"{"email": "counted@example.com", "password": "correct horse battery"}"#.utf8))
+        #expect(signup.status == 201)
+        for _ in 0..<2 {
+            let wrong = try await HTTP.request(
+                base.appendingPathComponent("v1/auth/login"), method: "POST", headers: json,
+                body: Data(#"{"email": "counted@example.com", "password": "wrong horse battery"}"#.utf8))
+            #expect(wrong.status == 401)
+        }
+        server.signal(SIGKILL)
+        _ = try await server.exitStatus()
+        let config = try TestApp.config(url, directory: directory)
+        let counted = try await TestApp.withStore(config) { try await $0.throttle(key: "login:counted@example.com") }
+        #expect(counted?.failures == 2)
+        if backend == .sqlite { #expect(try await url.sqliteIntegrity() == "ok") }
+    }
+
+    /// A database of `backend`, a directory and a server of the Handz preset (no per-IP limits)
+    /// on them, and what removes the database and the directory.
+    static func started(_ backend: Backend) async throws -> (
+        url: DatabaseURL, directory: URL, environment: [String: String], server: ServerProcess, cleanup: @Sendable () async -> Void
+    ) {
+        let (url, dropDatabase) = try await TestDatabase.make(backend)
+        let directory = try ServerProcess.makeDirectory()
+        let cleanup: @Sendable () async -> Void = {
+            try? FileManager.default.removeItem(at: directory)
+            await dropDatabase()
+        }
+        let environment = ServerProcess.environment(
+            database: url.environmentValue, ["GATEHOUSE_PRESET": "handz", "GATEHOUSE_IP_LIMITS": "off"])
+        do {
+            return (url, directory, environment, try ServerProcess(environment: environment, directory: directory), cleanup)
+        } catch {
+            await cleanup()
+            throw error
+        }
     }
 }
 

@@ -75,4 +75,28 @@ import Testing
         await other.close()
         await database.shutdown()
     }
+
+    /// A counter's write (`queryUnflushed`: a lockout's or a rate limit's count) commits at
+    /// `synchronous = NORMAL`, so WAL mode writes its log without `fsync`; every other write, before
+    /// and after it and whether it failed, commits at `FULL`. Each statement records the level it
+    /// ran under (`pragma_synchronous`: 1 is NORMAL, 2 FULL).
+    @Test func aCountersWriteSkipsTheFlushAndTheNextWriteFlushes() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-writer-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = try await SQLiteDatabase.open(path: directory.appendingPathComponent("db.sqlite").path, logger: Logger(label: "test"))
+        try await database.query("CREATE TABLE t (id INTEGER PRIMARY KEY, level INTEGER)")
+        let record = "INSERT INTO t (id, level) SELECT ?, synchronous FROM pragma_synchronous RETURNING level"
+        func level(_ rows: [SQLRow]) throws -> Int64? { try rows.first?.int("level") }
+        #expect(try level(try await database.query(record, [.integer(1)])) == 2)
+        #expect(try level(try await database.queryUnflushed(record, [.integer(2)])) == 1)
+        #expect(try level(try await database.query(record, [.integer(3)])) == 2)
+        // A counter's write that fails (the same id again) leaves the writer flushing too.
+        await #expect(throws: StoreError.self) { try await database.queryUnflushed(record, [.integer(2)]) }
+        #expect(try level(try await database.transaction { try await $0.query(record, [.integer(4)]) }) == 2)
+        // Inside a transaction it is the transaction's write, flushed with its commit.
+        #expect(try level(try await database.transaction { try await $0.queryUnflushed(record, [.integer(5)]) }) == 2)
+        #expect(try await database.query("SELECT COUNT(*) AS n FROM t").first?.int("n") == 5)
+        await database.shutdown()
+    }
 }
