@@ -3,10 +3,10 @@ import Foundation
 import GatehouseWire
 import Testing
 
-/// Issue 61: the signed-in reads' answers are written by themselves (`DirectJSON`), and must be
-/// the bytes `CompactJSON` writes through `Encoder` (which `CompactJSONTests` holds to
-/// `JSONEncoder`'s): every conforming type, with every member set and with every optional one
-/// unset, with text that needs escaping and keys that sort by their bytes.
+/// Issue 61: the signed-in reads' answers, and the sign-in and refresh answers, are written by
+/// themselves (`DirectJSON`), and must be the bytes `CompactJSON` writes through `Encoder` (which
+/// `CompactJSONTests` holds to `JSONEncoder`'s): every conforming type, with every member set and
+/// with every optional one unset, with text that needs escaping and keys that sort by their bytes.
 @Suite struct DirectJSONTests {
     static let awkward = "quote \" backslash \\ slash / é 😀 \u{2028} nul \u{0} tab \t nl \n \u{1F}"
 
@@ -40,10 +40,23 @@ import Testing
         allowed: false, gate: "paywall", reasonCode: "plan_required", message: awkward, secondaryMessage: "Try Pro free for 7 days.",
         actions: [GateAction(id: "upgrade", label: "Upgrade to Pro"), GateAction(id: "not_now", label: "Not now")])
 
+    static let session = SessionPayload(
+        accessToken: "eyJhbGciOiJFUzI1NiJ9.e30.\(awkward)", expiresIn: 900, expiresAt: 1_795_000_000, refreshToken: "r/+=\(awkward)",
+        sessionID: "5f0c7a52-3c1d-4c53-9f1e-2a1d8e0b6c11")
+
+    static let challenge = MFAChallengePayload(
+        challengeID: "c-\(awkward)", factors: [MFAFactorSummary(id: "f1", type: "totp", name: awkward), MFAFactorSummary(id: "f2", type: "totp", name: "")],
+        expiresAt: "2026-11-28T01:45:00Z")
+
     /// Each type with every member set, and with the optional ones unset.
     static let full: [any DirectJSON & Sendable] = [
         MeResponse(user: user, entitlements: entitlements), user, identity, entitlements, entitlements.credits["practice"]!, entitlements.trial!,
         subscription, decision, decision.actions[0],
+        // The sign-in and refresh answers.
+        AuthResponse(user: user, session: session), SignInResponse(user: user, session: session, created: true), SessionResponse(session: session),
+        session, SignInAnswer<AuthResponse>.signedIn(AuthResponse(user: user, session: session)),
+        SignInAnswer<SignInResponse>.signedIn(SignInResponse(user: user, session: session, created: false)),
+        SignInAnswer<AuthResponse>.mfaRequired(challenge), SignInAnswer<SignInResponse>.mfaRequired(challenge), challenge, challenge.factors[0],
     ]
     static let bare: [any DirectJSON & Sendable] = [
         MeResponse(
@@ -55,6 +68,8 @@ import Testing
         CreditBalance(remaining: -1, granted: .max, resetsAt: nil),
         SubscriptionInfo(productID: "p", status: "s", renewsAt: nil, expiresAt: nil, willRenew: false, source: nil, testPurchase: false),
         GateDecision(allowed: true, gate: nil, reasonCode: nil, message: nil, secondaryMessage: nil, actions: []),
+        SessionPayload(accessToken: "", expiresIn: 0, expiresAt: -1, refreshToken: "", sessionID: ""),
+        MFAChallengePayload(challengeID: "c", factors: [], expiresAt: "e"),
     ]
 
     static func bytes(_ value: some DirectJSON) throws -> (direct: [UInt8], encoded: [UInt8]) {

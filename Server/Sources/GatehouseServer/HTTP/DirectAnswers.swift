@@ -118,3 +118,80 @@ extension GateAction: DirectJSON {
         }
     }
 }
+
+// The sign-in and refresh answers (issue 61, step 20): every login, sign-up, refresh and
+// provider sign-in answers one of them.
+
+extension AuthResponse: DirectJSON {
+    package func write(to json: inout JSONWriter) throws {
+        try json.object { json in
+            try json.member("session", session)
+            try json.member("user", user)
+        }
+    }
+}
+
+extension SignInResponse: DirectJSON {
+    package func write(to json: inout JSONWriter) throws {
+        try json.object { json in
+            try json.member("created", created)
+            try json.member("session", session)
+            try json.member("user", user)
+        }
+    }
+}
+
+extension SessionResponse: DirectJSON {
+    package func write(to json: inout JSONWriter) throws {
+        try json.object { json in
+            try json.member("session", session)
+        }
+    }
+}
+
+extension SessionPayload: DirectJSON {
+    package func write(to json: inout JSONWriter) throws {
+        try json.object { json in
+            try json.member("access_token", accessToken)
+            try json.member("expires_at", expiresAt)
+            try json.member("expires_in", expiresIn)
+            try json.member("refresh_token", refreshToken)
+            try json.member("session_id", sessionID)
+            try json.member("token_type", tokenType)
+        }
+    }
+}
+
+extension SignInAnswer: DirectJSON, JSONWritable where Signed: DirectJSON {
+    /// As `encode(to:)`: the signed-in answer's own object, or `{"mfa": …}`.
+    package func write(to json: inout JSONWriter) throws {
+        switch self {
+        case .signedIn(let signed):
+            try signed.write(to: &json)
+        case .mfaRequired(let challenge):
+            try json.object { json in
+                try json.member("mfa", challenge)
+            }
+        }
+    }
+}
+
+extension MFAChallengePayload: DirectJSON {
+    package func write(to json: inout JSONWriter) throws {
+        try json.object { json in
+            try json.member("challenge_id", challengeID)
+            try json.member("expires_at", expiresAt)
+            try json.member("factors", factors)
+        }
+    }
+}
+
+extension MFAFactorSummary: DirectJSON {
+    package func write(to json: inout JSONWriter) throws {
+        try json.object { json in
+            try json.member("id", id)
+            try json.member("name", name)
+            try json.member("type", type)
+        }
+    }
+}

@@ -4,7 +4,8 @@ import GatehouseWire
 /// An answer written straight into its bytes, member by member in the order JSONEncoder's
 /// `.sortedKeys` gives them, with none of `Encoder`'s machinery: no containers boxed, no keys
 /// collected and sorted, no generic look-ups at run time. For the answers of the reads an app
-/// makes most (`GET /v1/me`, `POST /v1/entitlements/check`): written through `Encoder` and
+/// makes most (`GET /v1/me`, `POST /v1/entitlements/check`), and of every sign-in and refresh
+/// (`AuthResponse`, `SessionResponse` and their kin): written through `Encoder` and
 /// `CompactJSON`'s tree, a `/v1/me` answer was 43 µs of the request's 296 (BENCHMARKS.md, issue
 /// 61, step 14). The bytes are `CompactJSON`'s, so JSONEncoder's: `DirectJSONTests` holds every
 /// conforming type to them over values with every member set.
@@ -91,6 +92,10 @@ extension Bool: JSONWritable {
 }
 
 extension Int: JSONWritable {
+    package func write(to json: inout JSONWriter) { json.integer(self) }
+}
+
+extension Int64: JSONWritable {
     package func write(to json: inout JSONWriter) { json.integer(self) }
 }
 
