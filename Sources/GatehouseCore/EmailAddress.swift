@@ -6,6 +6,11 @@ public enum EmailAddress {
     /// Trim, Unicode NFKC, then full case folding of the whole address, so that case
     /// variants, fullwidth letters and the KELVIN SIGN meet one identity.
     public static func normalize(_ address: String) -> String {
+        normalizeASCII(address) ?? normalizeUnicode(address)
+    }
+
+    /// `normalize` through Foundation's Unicode tables, for any address.
+    static func normalizeUnicode(_ address: String) -> String {
         let trimmed = address.trimmingCharacters(in: .whitespacesAndNewlines)
         let compatible = trimmed.precomposedStringWithCompatibilityMapping
         var folded = ""
@@ -19,6 +24,43 @@ public enum EmailAddress {
         }
         return folded.precomposedStringWithCompatibilityMapping
     }
+
+    /// `normalize` of an address that is ASCII throughout, without Foundation's Unicode tables:
+    /// NFKC and case folding map no ASCII text but the capital letters, so it is the address
+    /// with its ASCII white space trimmed and its letters in lowercase. Nil for any other.
+    /// `EmailAddressTests` holds it to `normalizeUnicode` over every ASCII character.
+    static func normalizeASCII(_ address: String) -> String? {
+        var address = address
+        return address.withUTF8 { bytes -> String? in
+            guard let kept = trimmedASCII(bytes) else { return nil }
+            return String(unsafeUninitializedCapacity: kept.count) { buffer in
+                for (index, byte) in bytes[kept].enumerated() {
+                    buffer[index] = (0x41...0x5A).contains(byte) ? byte | 0x20 : byte
+                }
+                return kept.count
+            }
+        }
+    }
+
+    /// `address` trimmed as `trimmingCharacters(in: .whitespacesAndNewlines)` trims it, without
+    /// Foundation's bridging when it is ASCII.
+    static func trimmed(_ address: String) -> String {
+        var address = address
+        guard let kept = address.withUTF8({ trimmedASCII($0) }) else { return address.trimmingCharacters(in: .whitespacesAndNewlines) }
+        if kept.count == address.utf8.count { return address }
+        return address.withUTF8 { String(decoding: UnsafeBufferPointer(rebasing: $0[kept]), as: UTF8.self) }
+    }
+
+    /// The bytes of an ASCII `bytes` without the white space `CharacterSet.whitespacesAndNewlines`
+    /// holds within ASCII (tab, line feed, vertical tab, form feed, carriage return, space) at
+    /// either end; nil when `bytes` is not ASCII.
+    private static func trimmedASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Range<Int>? {
+        guard !bytes.contains(where: { $0 >= 0x80 }) else { return nil }
+        let space: (UInt8) -> Bool = { $0 == 0x20 || (0x09...0x0D).contains($0) }
+        let start = bytes.firstIndex(where: { !space($0) }) ?? bytes.endIndex
+        let end = bytes.lastIndex(where: { !space($0) }).map { $0 + 1 } ?? start
+        return start..<end
+    }
 }
 
 extension EmailAddress {
@@ -26,7 +68,7 @@ extension EmailAddress {
     /// characters, a domain of dot-separated labels (letters, digits, hyphens, or non-ASCII for
     /// internationalised names) with at least one dot, 254 bytes at most in all.
     public static func isValid(_ address: String) -> Bool {
-        let trimmed = address.trimmingCharacters(in: .whitespacesAndNewlines)
+        let trimmed = Self.trimmed(address)
         guard trimmed.utf8.count <= 254 else { return false }
         let parts = trimmed.split(separator: "@", omittingEmptySubsequences: false)
         guard parts.count == 2 else { return false }
@@ -35,17 +77,34 @@ extension EmailAddress {
         guard (1...64).contains(local.utf8.count), !local.hasPrefix("."), !local.hasSuffix("."), !local.contains("..") else {
             return false
         }
-        let forbidden = CharacterSet.whitespacesAndNewlines.union(.controlCharacters).union(CharacterSet(charactersIn: "()<>,;:\\\"[]"))
-        guard local.unicodeScalars.allSatisfy({ !forbidden.contains($0) }) else { return false }
+        guard local.unicodeScalars.allSatisfy({ !forbiddenInLocalPart($0) }) else { return false }
         let labels = domain.split(separator: ".", omittingEmptySubsequences: false)
         guard labels.count >= 2 else { return false }
         for label in labels {
             guard (1...63).contains(label.utf8.count), !label.hasPrefix("-"), !label.hasSuffix("-") else { return false }
-            guard label.unicodeScalars.allSatisfy({ $0.value > 127 || CharacterSet.alphanumerics.contains($0) || $0 == "-" }) else {
+            guard label.unicodeScalars.allSatisfy({ $0.value > 127 || isASCIILetterOrDigit($0) || $0 == "-" }) else {
                 return false
             }
         }
-        return labels.last!.unicodeScalars.allSatisfy { !CharacterSet.decimalDigits.contains($0) }
+        return labels.last!.unicodeScalars.allSatisfy { $0.isASCII ? !(0x30...0x39).contains($0.value) : !CharacterSet.decimalDigits.contains($0) }
+    }
+
+    /// White space, control characters and `()<>,;:\"[]`, which a local part may not hold.
+    private static let forbidden = CharacterSet.whitespacesAndNewlines.union(.controlCharacters).union(CharacterSet(charactersIn: "()<>,;:\\\"[]"))
+
+    private static func forbiddenInLocalPart(_ scalar: Unicode.Scalar) -> Bool {
+        if scalar.isASCII, scalar.value > 0x20, scalar.value < 0x7F {
+            return "()<>,;:\\\"[]".unicodeScalars.contains(scalar)
+        }
+        return forbidden.contains(scalar)
+    }
+
+    /// `CharacterSet.alphanumerics` within ASCII.
+    private static func isASCIILetterOrDigit(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: true
+        default: false
+        }
     }
 }
 
