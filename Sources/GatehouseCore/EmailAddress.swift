@@ -28,7 +28,7 @@ public enum EmailAddress {
     /// `normalize` of an address that is ASCII throughout, without Foundation's Unicode tables:
     /// NFKC and case folding map no ASCII text but the capital letters, so it is the address
     /// with its ASCII white space trimmed and its letters in lowercase. Nil for any other.
-    /// `EmailAddressTests` holds it to `normalizeUnicode` over every ASCII character.
+    /// `EmailAddressASCIITests` holds it to `normalizeUnicode` over every ASCII character.
     static func normalizeASCII(_ address: String) -> String? {
         var address = address
         return address.withUTF8 { bytes -> String? in
