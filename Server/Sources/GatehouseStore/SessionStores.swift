@@ -53,9 +53,9 @@ public protocol RefreshTokenStore: Sendable {
 }
 
 /// Counters for login lockout and per-IP limits; in the database so that every node sees them.
-/// Their writes on their own commit without waiting for the disk (`SQLExecutor.queryUnflushed`):
-/// a power cut may give back the last few counts, a crash of the process none; within a caller's
-/// transaction they commit with it.
+/// Their writes on their own go through `SQLExecutor.queryUnflushed`: on SQLite they commit
+/// without waiting for the disk, so a power cut may give back the last few counts and a crash of
+/// the process none; within a caller's transaction, and on PostgreSQL, they commit as any write.
 public protocol ThrottleStore: Sendable {
     func throttle(key: String) async throws(StoreError) -> ThrottleState?
     /// Reserves one attempt on `key` in one atomic statement, before the work it limits: while
