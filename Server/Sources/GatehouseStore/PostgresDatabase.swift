@@ -179,7 +179,7 @@ public final class PostgresDatabase: SQLDatabase {
     public func shutdown() async {}
 
     /// PostgreSQL's own background writers copy and recycle its log; housekeeping does not wait.
-    public func awaitHousekeepingTurn() async {}
+    public func awaitHousekeepingTurn(after batch: Duration) async {}
 
     /// Keeps `cache` in step with the database until cancelled: listens on
     /// ``SessionCache/channel`` on one of the pool's connections, kept for as long as it works,

@@ -149,11 +149,13 @@ public protocol SQLDatabase: SQLExecutor {
     func ping() async throws(StoreError)
     /// Closes every connection.
     func shutdown() async
-    /// Called between two batches of housekeeping (a sweep, a reclaim of free pages): waits while
-    /// the database has writing of its own to catch up on before more is added. SQLite waits
-    /// while its write-ahead log holds many pages its checkpointer has not copied yet
-    /// (`SQLiteCheckpointer`); PostgreSQL does not wait.
-    func awaitHousekeepingTurn() async
+    /// Called between two batches of housekeeping (a sweep, a reclaim of free pages), the last of
+    /// which took `batch`: waits while the database has writing of its own to catch up on before
+    /// more is added, and rests while others need the machine. SQLite waits while its write-ahead
+    /// log holds many pages its checkpointer has not copied yet (`SQLiteCheckpointer`), then rests
+    /// while requests use it (`HousekeepingPace`); PostgreSQL, whose batches run in the database
+    /// server, does not wait.
+    func awaitHousekeepingTurn(after batch: Duration) async
 }
 
 /// Told when a query or transaction gets its connection and gives it back (the server's pool

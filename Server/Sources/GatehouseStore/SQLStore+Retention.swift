@@ -73,8 +73,9 @@ extension SQLStore {
             let started = ContinuousClock.now
             try await executor.query("PRAGMA incremental_vacuum(\(step))")
             released += step
-            most = Self.nextBatch(after: step, took: ContinuousClock.now - started, target: Self.sweepBatchTime, most: Self.vacuumStep)
-            await betweenHousekeepingBatches()
+            let took = ContinuousClock.now - started
+            most = Self.nextBatch(after: step, took: took, target: Self.sweepBatchTime, most: Self.vacuumStep)
+            await betweenHousekeepingBatches(after: took)
         }
         return released
     }

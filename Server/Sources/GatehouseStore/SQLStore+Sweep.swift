@@ -59,8 +59,9 @@ extension SQLStore {
             let swept = try await executor.query(sql, sweep.binds + [.integer(Int64(batch))]).count
             total += swept
             if swept < batch { return total }
-            batch = Self.nextBatch(after: batch, took: ContinuousClock.now - started, target: target, most: most)
-            await betweenHousekeepingBatches()
+            let took = ContinuousClock.now - started
+            batch = Self.nextBatch(after: batch, took: took, target: target, most: most)
+            await betweenHousekeepingBatches(after: took)
         }
     }
 

@@ -19,12 +19,12 @@ public struct SQLStore: GatehouseStore {
     /// True inside `transaction`.
     var isTransaction: Bool { database == nil }
 
-    /// Between two batches of housekeeping: the database's turn first
-    /// (``SQLDatabase/awaitHousekeepingTurn()``), then a sign-in waiting for the writer goes
-    /// first. Inside a transaction nothing is let in between.
-    func betweenHousekeepingBatches() async {
+    /// Between two batches of housekeeping, the last of which took `batch`: the database's turn
+    /// first (``SQLDatabase/awaitHousekeepingTurn(after:)``), then a sign-in waiting for the
+    /// writer goes first. Inside a transaction nothing is let in between.
+    func betweenHousekeepingBatches(after batch: Duration) async {
         guard let database else { return }
-        await database.awaitHousekeepingTurn()
+        await database.awaitHousekeepingTurn(after: batch)
         await Task.yield()
     }
 

@@ -32,7 +32,7 @@ final class SQLiteCheckpointer: Sendable {
         /// Whether the checkpointer copies at all (tests turn it off to watch the writer alone).
         var copies = true
         /// The pages of the log not copied yet from which housekeeping waits before its next
-        /// batch (`SQLiteDatabase.awaitHousekeepingTurn()`), and how long it waits at most.
+        /// batch (`SQLiteDatabase.awaitHousekeepingTurn(after:)`), and how long it waits at most.
         var housekeepingPages = 2_000
         var housekeepingWait = Duration.seconds(1)
     }

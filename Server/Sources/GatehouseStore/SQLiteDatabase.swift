@@ -41,6 +41,10 @@ public final class SQLiteDatabase: SQLDatabase {
     private let observer: (any PoolObserver)?
     /// Copies the write-ahead log into the file beside the writer (none for `:memory:`).
     let checkpointer: SQLiteCheckpointer?
+    /// Reads and writes begun since the file was opened: housekeeping rests between its batches
+    /// while others use the database (`pace`).
+    private let uses = Atomic<Int>(0)
+    let pace = HousekeepingPace(settings: HousekeepingPace.settings)
 
     private init(
         path: String, writer: SQLiteConnectionHandle, readers: [SQLiteConnectionHandle], observer: (any PoolObserver)?,
@@ -116,6 +120,7 @@ public final class SQLiteDatabase: SQLDatabase {
     @discardableResult
     public func query(_ sql: String, _ binds: [SQLValue]) async throws(StoreError) -> [SQLRow] {
         if Self.isRead(sql) {
+            uses.add(1, ordering: .relaxed)
             let index = await readerLender.take()
             defer { readerLender.giveBack(index) }
             return try await Self.run(sql, binds, on: readers[index])
@@ -152,7 +157,8 @@ public final class SQLiteDatabase: SQLDatabase {
     /// Runs `body` on the writer's thread while it holds the writer (told to `observer`): every
     /// write goes through here, one at a time.
     private func withWriter<T, Failure: Error>(_ body: () async throws(Failure) -> T) async throws(Failure) -> T {
-        try await withTaskExecutorPreference(writerThread) { () async throws(Failure) -> T in
+        uses.add(1, ordering: .relaxed)
+        return try await withTaskExecutorPreference(writerThread) { () async throws(Failure) -> T in
             let asked = ContinuousClock.now
             _ = await writerLock.take()
             observer?.leased(waited: ContinuousClock.now - asked, inUse: 1)
@@ -244,19 +250,23 @@ public final class SQLiteDatabase: SQLDatabase {
         await writerThread.shutdown()
     }
 
-    /// While the log holds ``SQLiteCheckpointer/Settings/housekeepingPages`` the checkpointer
-    /// has not copied, waits for it to copy them, at most
-    /// ``SQLiteCheckpointer/Settings/housekeepingWait``; the next write then starts the log over.
-    /// A sweep's batches write faster than the checkpointer copies: unpaced, the log reached the
-    /// restart length, and the commits that then checkpointed on the writer were the sign-ins'
-    /// as often as the sweep's.
-    public func awaitHousekeepingTurn() async {
-        guard let signal = checkpointer?.signal, signal.isBehind else { return }
-        let deadline = ContinuousClock.now + signal.settings.housekeepingWait
-        while signal.isBehind, ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(2))
+    /// Between two batches of housekeeping. While the log holds
+    /// ``SQLiteCheckpointer/Settings/housekeepingPages`` the checkpointer has not copied, waits
+    /// for it to copy them, at most ``SQLiteCheckpointer/Settings/housekeepingWait``; the next
+    /// write then starts the log over. A sweep's batches write faster than the checkpointer copies:
+    /// unpaced, the log reached the restart length, and the commits that then checkpointed on the
+    /// writer were the sign-ins' as often as the sweep's. Then, while others use the database,
+    /// rests as ``HousekeepingPace`` says.
+    public func awaitHousekeepingTurn(after batch: Duration) async {
+        if let signal = checkpointer?.signal, signal.isBehind {
+            let deadline = ContinuousClock.now + signal.settings.housekeepingWait
+            while signal.isBehind, ContinuousClock.now < deadline {
+                try? await Task.sleep(for: .milliseconds(2))
+            }
+            signal.housekeepingWaited(timedOut: signal.isBehind)
         }
-        signal.housekeepingWaited(timedOut: signal.isBehind)
+        let rest = pace.rest(after: batch, uses: uses.load(ordering: .relaxed))
+        if rest > .zero { try? await Task.sleep(for: rest) }
     }
 
     /// Statements that only read go to the read-only connections.

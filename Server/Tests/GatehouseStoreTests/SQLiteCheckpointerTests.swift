@@ -7,7 +7,7 @@ import Testing
 /// the writer's commits copy it only once it is past the restart length.
 @Suite struct SQLiteCheckpointerTests {
     /// A database in a directory of its own, opened with `settings`, and the file's path.
-    private static func withDatabase(
+    static func withDatabase(
         _ settings: SQLiteCheckpointer.Settings, _ body: (SQLiteDatabase, WALSignal, String) async throws -> Void
     ) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-checkpoint-\(UUID().uuidString)")

@@ -9,11 +9,16 @@ import Testing
 /// own statement (its own short transaction), until none is left, on both databases.
 @Suite struct SweepTests {
     /// The real database, with each statement's SQL and how many rows it answered noted: the
-    /// sweeps' statements are read back from here.
+    /// sweeps' statements are read back from here. `beforeTurn` runs at each of housekeeping's
+    /// turns, before the database's own (others' requests between two batches).
     final class Noting: SQLDatabase {
         let inner: any SQLDatabase
         let noted = Mutex<[(sql: String, rows: Int)]>([])
-        init(_ inner: any SQLDatabase) { self.inner = inner }
+        let beforeTurn: @Sendable (any SQLDatabase) async -> Void
+        init(_ inner: any SQLDatabase, beforeTurn: @escaping @Sendable (any SQLDatabase) async -> Void = { _ in }) {
+            self.inner = inner
+            self.beforeTurn = beforeTurn
+        }
         var dialect: SQLDialect { inner.dialect }
 
         func query(_ sql: String, _ binds: [SQLValue]) async throws(StoreError) -> [SQLRow] {
@@ -28,7 +33,10 @@ import Testing
 
         func ping() async throws(StoreError) { try await inner.ping() }
         func shutdown() async {}
-        func awaitHousekeepingTurn() async { await inner.awaitHousekeepingTurn() }
+        func awaitHousekeepingTurn(after batch: Duration) async {
+            await beforeTurn(inner)
+            await inner.awaitHousekeepingTurn(after: batch)
+        }
 
         /// The statements that changed rows of `table`, and how many each changed.
         func sweeps(of table: String) -> [Int] {

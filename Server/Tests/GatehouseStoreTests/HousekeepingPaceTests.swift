@@ -1,0 +1,55 @@
+import Foundation
+@testable import GatehouseStore
+import Testing
+
+/// Issue 65: on SQLite, housekeeping rests between its batches while requests use the database,
+/// and sweeps a backlog at full speed when nothing else does.
+@Suite struct HousekeepingPaceTests {
+    @Test func aTurnRestsOnlyWhenOthersUsedTheDatabaseSinceTheLast() {
+        let pace = HousekeepingPace(settings: .init(restPerBatch: 4, longestRest: .milliseconds(250), ownUses: 2))
+        let batch = Duration.milliseconds(10)
+        // The first turn has nothing to compare with.
+        #expect(pace.rest(after: batch, uses: 10) == .zero)
+        // Two uses are the batch's own.
+        #expect(pace.rest(after: batch, uses: 12) == .zero)
+        #expect(pace.rest(after: batch, uses: 15) == .milliseconds(40))
+        #expect(pace.rest(after: .milliseconds(100), uses: 30) == .milliseconds(250))
+        #expect(pace.rest(after: batch, uses: 31) == .zero)
+        #expect(pace.current.rests == 2)
+        #expect(pace.current.rested == .milliseconds(290))
+    }
+
+    /// Thirty rows swept five at a time, with `reads` statements of others' run at each of the
+    /// sweep's turns: alone, or beside one read (two uses with the batch's own), it never rests;
+    /// beside three it rests after every batch but the first (the first turn has nothing to
+    /// compare with), here forty batches' lengths each, and the sweep takes at least that long.
+    @Test(arguments: [(0, 0), (1, 0), (3, 5)])
+    func aSweepRestsBesideRequestsAndNotAlone(_ reads: Int, _ rests: Int) async throws {
+        let settings = HousekeepingPace.Settings(restPerBatch: 40, longestRest: .seconds(1))
+        try await HousekeepingPace.$settings.withValue(settings) {
+            try await Self.sweep(besides: reads, rests: rests)
+        }
+    }
+
+    private static func sweep(besides reads: Int, rests: Int) async throws {
+        try await SQLiteCheckpointerTests.withDatabase(SQLiteCheckpointer.Settings()) { database, _, _ in
+            for _ in 0..<30 { try await database.query("INSERT INTO t (x) VALUES (?)", [.blob([1])]) }
+            let store = SQLStore(
+                database: SweepTests.Noting(database) { inner in
+                    for _ in 0..<reads { _ = try? await inner.query("SELECT count(*) AS n FROM t", []) }
+                })
+            // Batches held at five whatever they take.
+            let started = ContinuousClock.now
+            let swept = try await SQLStore.$sweepBatch.withValue(5) {
+                try await SQLStore.$sweepBatchTime.withValue(.seconds(3_600)) {
+                    try await store.sweep(Sweep(table: "t", key: "rowid", condition: "x IS NOT NULL", binds: []))
+                }
+            }
+            #expect(swept == 30)
+            let pace = database.pace.current
+            #expect(pace.rests == rests, "\(pace)")
+            #expect((pace.rested > .zero) == (rests > 0), "\(pace)")
+            #expect(ContinuousClock.now - started >= pace.rested, "\(pace)")
+        }
+    }
+}
