@@ -20,6 +20,10 @@ For each database and size it:
      account, the audit trail, the events and the mail;
   4. with --sessions N, signs N loaded accounts in (one session each, /v1/me read once with
      each) and records the server's RSS with them;
+  4b. with --nodes N, on PostgreSQL, starts N nodes on the same database behind nginx
+     (Server/Tests/cluster/run.py --serve --database-url), waits until their start-up work is
+     over, and loads the same scenarios through nginx (benchmarks/wrk/harness.py cluster): the
+     nodes' CPU per request (summed) and the p99, beside one node's;
   5. with --sweep-days D, restarts the server with the preset's retention at D days, so that its
      retention sweep (which runs at start, in batches) deletes the audit rows and ended sessions
      older than that, and runs the login load meanwhile: its p99 beside the load's alone, the
@@ -29,7 +33,7 @@ For each database and size it:
 
 Usage: benchmarks/scale/run.py --binary GATEHOUSE --bench GATEHOUSE_BENCH --out FILE
                                [--sizes 10000,100000] [--databases sqlite,postgres] [--seconds 10]
-                               [--sweep-days 90] [--sessions 10000] [--reuse DIR]
+                               [--sweep-days 90] [--sessions 10000] [--nodes 3] [--reuse DIR]
 The figures go to FILE as JSON and a table to standard output.
 """
 import argparse
@@ -87,15 +91,17 @@ def timed(port, path, count):
     return {"p50_ms": round(percentile(times, 0.5), 2), "p99_ms": round(percentile(times, 0.99), 2), "requests": count}, answer
 
 
-def until_idle(pid, limit=1800):
-    """Seconds until the server spends under 2 % of a core for two seconds running."""
+def until_idle(pids, limit=1800):
+    """Seconds until the server (a cluster: each of its nodes) spends under 2 % of a core for two
+    seconds running."""
+    pids = pids if isinstance(pids, list) else [pids]
     started = time.perf_counter()
-    last = harness.cpu_seconds(pid)
+    last = sum(harness.cpu_seconds(pid) for pid in pids)
     quiet = 0
     while time.perf_counter() - started < limit and quiet < 4:
         time.sleep(0.5)
-        now = harness.cpu_seconds(pid)
-        quiet = quiet + 1 if now - last < 0.01 else 0
+        now = sum(harness.cpu_seconds(pid) for pid in pids)
+        quiet = quiet + 1 if now - last < 0.01 * len(pids) else 0
         last = now
     return round(time.perf_counter() - started, 1)
 
@@ -321,6 +327,62 @@ def sweep_under_load(args, url, part_dir, label, alone):
     return result
 
 
+def cluster_load(args, url, part_dir, label, hash_file):
+    """--nodes N (PostgreSQL): N nodes on the same database behind nginx
+    (Server/Tests/cluster/run.py --serve --database-url), their start-up work waited for, then the
+    hot paths loaded through nginx (benchmarks/wrk/harness.py cluster); the CPU counted is the
+    nodes' summed (nginx's and PostgreSQL's are not)."""
+    log_path = os.path.join(part_dir, "cluster.out")
+    env = {key: value for key, value in os.environ.items() if not key.startswith("GATEHOUSE_")}
+    env.update(harness.argon2_settings()["settings"])
+    env.update(GATEHOUSE_IP_LIMITS="off", GATEHOUSE_ADMIN_KEY=harness.ADMIN_KEY, BENCH_ADMIN_KEY=harness.ADMIN_KEY)
+    cluster = subprocess.Popen(
+        [sys.executable, os.path.join(harness.REPO, "Server", "Tests", "cluster", "run.py"), "--serve", "--nodes", str(args.nodes),
+         "--database-url", url, args.binary], stdout=open(log_path, "w"), stderr=subprocess.STDOUT, env=env)
+    try:
+        address, pids, deadline = None, [], time.monotonic() + 300
+        while time.monotonic() < deadline and not (address and pids):
+            if cluster.poll() is not None:
+                raise RuntimeError(f"the cluster exited: {open(log_path).read()[-2000:]}")
+            time.sleep(0.5)
+            text = open(log_path).read()
+            found = re.search(r"nginx \(use this\)\s+(http://\S+)", text)
+            address = found and found.group(1)
+            found = re.search(r"stop one node .*\((node .*)\)", text)
+            pids = [int(pid) for pid in re.findall(r"node \d+: (\d+)", found.group(1))] if found else []
+        if not (address and pids):
+            raise RuntimeError(f"the cluster was not up within 300 s: {open(log_path).read()[-2000:]}")
+        result = {"nodes": len(pids), "startup_work_s": until_idle(pids)}
+        harness.log(f"{label}: {len(pids)} nodes behind {address}, idle {result['startup_work_s']} s after start")
+        out = os.path.join(part_dir, "cluster.json")
+        command = [sys.executable, os.path.join(HERE, "..", "wrk", "harness.py"), "cluster", "--url", address,
+                   "--pids", ",".join(map(str, pids)), "--database", f"postgres-cluster-{len(pids)}", "--seconds", str(args.seconds),
+                   "--connections", str(args.connections), "--scenarios", " ".join(SCENARIOS), "--warmup", "1",
+                   "--hash", hash_file, "--out", out]
+        subprocess.run(command, check=True, env=env)
+        with open(out) as handle:
+            part = json.load(handle)
+        if part.get("failure"):
+            raise RuntimeError(f"{label} cluster: {part['failure']}")
+        result["scenarios"] = scenario_rows(part["scenarios"])
+        result["rss_mib_summed"] = part.get("server_vmhwm_mib")
+        return result
+    finally:
+        cluster.terminate()
+        try:
+            cluster.wait(60)
+        except subprocess.TimeoutExpired:
+            cluster.kill()
+
+
+def scenario_rows(rows):
+    """Each loaded scenario's rate, server CPU per request, p99 and answers."""
+    return {name: {"requests_per_second": row.get("requests_per_second"),
+                   "cpu_ms_per_request": round(row["server"]["cpu_seconds"] / row["requests"] * 1000, 3),
+                   "p99_ms": row.get("latency_ms", {}).get("p99"), "statuses": row.get("statuses")}
+            for name, row in rows.items() if row.get("requests")}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--binary", required=True)
@@ -336,6 +398,8 @@ def main():
                         "(a PostgreSQL database's URL), each with its load report beside it (scale_N.sqlite.load.json, "
                         "scale_N.postgres.load.json: `gatehouse-bench load URL N > REPORT`)")
     parser.add_argument("--sessions", type=int, default=0, help="loaded accounts to sign in before reading the RSS (0: none)")
+    parser.add_argument("--nodes", type=int, default=0, help="PostgreSQL: also load N nodes on the same database behind nginx "
+                        "(0: one node only)")
     args = parser.parse_args()
     harness.raise_file_limit()
     workdir = tempfile.mkdtemp(prefix="gatehouse-scale-")
@@ -344,6 +408,9 @@ def main():
     # grow with the data; what is around it may).
     timing = json.loads(subprocess.run([args.bench, "hash"], capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1])
     run["verify_cpu_ms"] = timing["implementations"][timing["server_uses"]]["verify_cpu_ms_p50"]
+    hash_file = os.path.join(workdir, "hash.json")
+    with open(hash_file, "w") as handle:
+        json.dump(timing, handle)
     harness.log(f"one verification: {run['verify_cpu_ms']} ms of CPU")
     try:
         for kind in args.databases.split(","):
@@ -383,16 +450,15 @@ def main():
                     options = argparse.Namespace(seconds=args.seconds, hash="none", warmup=1)
                     threads = 2
                     harness.load(server, wrk, options, SCENARIOS, threads, args.connections - args.connections % threads, part_dir, label)
-                    part["scenarios"] = {
-                        name: {"requests_per_second": row.get("requests_per_second"),
-                               "cpu_ms_per_request": round(row["server"]["cpu_seconds"] / row["requests"] * 1000, 3),
-                               "p99_ms": row.get("latency_ms", {}).get("p99"), "statuses": row.get("statuses")}
-                        for name, row in wrk["scenarios"].items() if row.get("requests")}
+                    part["scenarios"] = scenario_rows(wrk["scenarios"])
                     part["rss_mib"] = harness.mib(harness.proc_status(server.process.pid, "VmRSS"))
                     if args.sessions:
                         part["memory"] = sessions_memory(server.port, server.process.pid, size, args.sessions)
                         harness.log(f"{label}: {part['memory']}")
                     server.stop()
+                    if args.nodes and kind == "postgres":
+                        part["cluster"] = cluster_load(args, url, part_dir, label, hash_file)
+                        harness.log(f"{label}: {args.nodes} nodes: {part['cluster']}")
                     if args.sweep_days:
                         part["sweep"] = sweep_under_load(args, url, part_dir, label, part["scenarios"].get("login", {}).get("p99_ms"))
                         harness.log(f"{label}: sweep under load: {part['sweep']}")
@@ -415,14 +481,21 @@ def report(run):
     print(f"Server CPU ms per request (p99 ms); login without one verification ({run['verify_cpu_ms']} ms):")
     print("| database | accounts | load s | MiB | " + " | ".join(f"{name} CPU ms (p99 ms)" for name in SCENARIOS) + " | RSS MiB | RSS MiB with sessions signed in |")
     print("|---|---:|---:|---:|" + "---:|" * len(SCENARIOS) + "---:|---:|")
-    for part in parts:
-        cells = []
+    def cells(scenarios):
+        found = []
         for name in SCENARIOS:
-            row = part.get("scenarios", {}).get(name)
+            row = scenarios.get(name)
             cpu = row and (round(row["cpu_ms_per_request"] - run["verify_cpu_ms"], 3) if name == "login" else row["cpu_ms_per_request"])
-            cells.append(f"{cpu} ({row['p99_ms']})" if row else "-")
+            found.append(f"{cpu} ({row['p99_ms']})" if row else "-")
+        return " | ".join(found)
+
+    for part in parts:
         print(f"| {part['database']} | {part['accounts']:,} | {part['load']['seconds']} | {part['load']['database_mib']} | "
-              + " | ".join(cells) + f" | {part.get('rss_mib')} | {part.get('memory', {}).get('rss_mib', '-')} ({part.get('memory', {}).get('sessions', 0):,}) |")
+              + cells(part.get("scenarios", {})) + f" | {part.get('rss_mib')} | {part.get('memory', {}).get('rss_mib', '-')} ({part.get('memory', {}).get('sessions', 0):,}) |")
+        if part.get("cluster"):
+            cluster = part["cluster"]
+            print(f"| {part['database']}, {cluster['nodes']} nodes (CPU summed) | {part['accounts']:,} | | | "
+                  + cells(cluster.get("scenarios", {})) + f" | {cluster.get('rss_mib_summed')} (peak, summed) | |")
     print()
     routes = sorted({route for part in parts for route in part.get("console", {})})
     print("| database | accounts | " + " | ".join(f"{route} p99 ms" for route in routes) + " |")

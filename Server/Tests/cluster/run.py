@@ -3,9 +3,10 @@
 
 Usage:
   run.py GATEHOUSE_BINARY                   run the checks; exit 0 when every one passes
-  run.py --serve [--nodes N] GATEHOUSE_BINARY
+  run.py --serve [--nodes N] [--database-url URL] GATEHOUSE_BINARY
                                             start the same topology and keep it running until
-                                            Ctrl-C (what benchmarks/cluster runs)
+                                            Ctrl-C (what benchmarks/cluster runs); with URL, on
+                                            that PostgreSQL database instead of a throwaway one
 
 Starts a throwaway PostgreSQL cluster (initdb/pg_ctl from GATEHOUSE_TEST_PG_BINDIR or the newest
 /usr/lib/postgresql/*/bin; run as the postgres user when this runs as root), three `gatehouse
@@ -556,6 +557,25 @@ class Postgres:
             self.directory = None
 
 
+class ExistingPostgres:
+    """A database made beforehand (`--serve --database-url`, e.g. one `gatehouse-bench load` filled):
+    used as it is, never stopped, emptied or removed."""
+
+    def __init__(self, url):
+        self.url = url
+        self.directory = None
+        self.started = False
+
+    def start(self):
+        pass
+
+    def stop(self, mode="immediate"):
+        pass
+
+    def psql_command(self):
+        return [shutil.which("psql") or "psql", self.url]
+
+
 # ---------------------------------------------------------------------------------------------
 # Gatehouse nodes and nginx
 
@@ -762,10 +782,11 @@ class Nginx:
 class Cluster:
     """PostgreSQL + N Gatehouse nodes + nginx, all on loopback, in one temporary directory."""
 
-    def __init__(self, binary, nodes=3, durable=False, overrides=None, cheap_hashing=True):
+    def __init__(self, binary, nodes=3, durable=False, overrides=None, cheap_hashing=True, database_url=None):
         self.binary = os.path.abspath(binary)
         self.count = nodes
-        self.postgres = Postgres(durable=durable, max_connections=max(100, nodes * POOL_PER_NODE + 20))
+        self.postgres = (ExistingPostgres(database_url) if database_url
+                         else Postgres(durable=durable, max_connections=max(100, nodes * POOL_PER_NODE + 20)))
         self.directory = tempfile.mkdtemp(prefix="gatehouse-cluster-")
         self.nginx = Nginx(self.directory, free_port())
         self.admin_key = secrets.token_urlsafe(32)
@@ -2207,14 +2228,16 @@ def run_checks(binary):
 # --serve: the same topology for exploring by hand
 
 
-def serve(binary, nodes):
+def serve(binary, nodes, database_url=None):
     # GATEHOUSE_* variables of the caller's environment override the cluster's settings (e.g.
     # GATEHOUSE_PRESET=default, GATEHOUSE_LOG_LEVEL=info), except where each node listens and
-    # the database. Hashing keeps the server's production cost unless overridden.
+    # the database. Hashing keeps the server's production cost unless overridden. With
+    # database_url the nodes share that database (its server needs nodes × POOL_PER_NODE + 20
+    # connections) instead of a throwaway PostgreSQL's.
     overrides = {key: value for key, value in os.environ.items()
                  if key.startswith("GATEHOUSE_") and key not in ("GATEHOUSE_PORT", "GATEHOUSE_DATABASE_URL", "GATEHOUSE_HOST")
                  and not key.startswith("GATEHOUSE_TEST_")}
-    cluster = Cluster(binary, nodes=nodes, durable=True, overrides=overrides, cheap_hashing=False)
+    cluster = Cluster(binary, nodes=nodes, durable=True, overrides=overrides, cheap_hashing=False, database_url=database_url)
     stopping = threading.Event()
 
     def on_signal(number, frame):
@@ -2259,13 +2282,17 @@ def main():
     parser.add_argument("binary", help="the gatehouse executable")
     parser.add_argument("--serve", action="store_true", help="start the topology and wait for Ctrl-C instead of checking")
     parser.add_argument("--nodes", type=int, default=3, help="nodes for --serve (the checks use 3)")
+    parser.add_argument("--database-url", help="for --serve: a PostgreSQL database made beforehand, used as it is "
+                        "(default: a throwaway cluster)")
     arguments = parser.parse_args()
     if not os.access(arguments.binary, os.X_OK):
         sys.exit(f"error: {arguments.binary} is not an executable")
     if arguments.serve:
         if arguments.nodes < 1:
             sys.exit("error: --nodes must be at least 1")
-        sys.exit(serve(arguments.binary, arguments.nodes))
+        sys.exit(serve(arguments.binary, arguments.nodes, arguments.database_url))
+    if arguments.database_url:
+        sys.exit("error: --database-url is for --serve (the checks make their own database)")
     sys.exit(run_checks(arguments.binary))
 
 
