@@ -334,8 +334,9 @@ def cluster_load(args, url, part_dir, label, hash_file):
     nodes' summed (nginx's and PostgreSQL's are not)."""
     log_path = os.path.join(part_dir, "cluster.out")
     env = {key: value for key, value in os.environ.items() if not key.startswith("GATEHOUSE_")}
-    env.update(harness.argon2_settings()["settings"])
     env.update(GATEHOUSE_IP_LIMITS="off", GATEHOUSE_ADMIN_KEY=harness.ADMIN_KEY, BENCH_ADMIN_KEY=harness.ADMIN_KEY)
+    # BENCH_SERVER_ENV's settings, as one node gets them (run.py --serve hands GATEHOUSE_* on).
+    env.update(harness.server_settings())
     cluster = subprocess.Popen(
         [sys.executable, os.path.join(harness.REPO, "Server", "Tests", "cluster", "run.py"), "--serve", "--nodes", str(args.nodes),
          "--database-url", url, args.binary], stdout=open(log_path, "w"), stderr=subprocess.STDOUT, env=env)
