@@ -41,6 +41,7 @@ import http.client
 import json
 import os
 import re
+import secrets
 import threading
 import shutil
 import statistics
@@ -55,6 +56,9 @@ sys.path.insert(0, os.path.join(HERE, "..", "wrk"))
 import harness  # noqa: E402  (benchmarks/wrk/harness.py: the server, the seeding and the wrk scenarios)
 
 SCENARIOS = ["login", "refresh", "me", "check", "spend"]
+# One GATEHOUSE_SECRET_KEY for every server of a run: --nodes' cluster seals the signing keys it
+# makes with it, and the servers after it must read them.
+SECRET_KEY = secrets.token_urlsafe(48)
 
 
 def fresh_database(kind, workdir, name):
@@ -280,7 +284,8 @@ def sweep_under_load(args, url, part_dir, label, alone):
     sweep_dir = os.path.join(part_dir, "sweep")
     os.makedirs(sweep_dir, exist_ok=True)
     server = harness.Server(args.binary, url, sweep_dir,
-                            settings=[f"GATEHOUSE_PRESET={preset_path}", "GATEHOUSE_LOG_LEVEL=info", "GATEHOUSE_METRICS=on"])
+                            settings=[f"GATEHOUSE_PRESET={preset_path}", "GATEHOUSE_LOG_LEVEL=info", "GATEHOUSE_METRICS=on",
+                                      f"GATEHOUSE_SECRET_KEY={harness.server_settings()['GATEHOUSE_SECRET_KEY']}"])
     ended = {}
 
     def watch():
@@ -402,6 +407,8 @@ def main():
     parser.add_argument("--nodes", type=int, default=0, help="PostgreSQL: also load N nodes on the same database behind nginx "
                         "(0: one node only)")
     args = parser.parse_args()
+    if "GATEHOUSE_SECRET_KEY" not in harness.server_settings():
+        os.environ["BENCH_SERVER_ENV"] = f"{os.environ.get('BENCH_SERVER_ENV', '')} GATEHOUSE_SECRET_KEY={SECRET_KEY}".strip()
     harness.raise_file_limit()
     workdir = tempfile.mkdtemp(prefix="gatehouse-scale-")
     run = {"machine": harness.machine_info(), "git": harness.git_info(), "argon2": harness.argon2_settings(), "parts": []}
