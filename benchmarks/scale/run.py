@@ -56,9 +56,6 @@ sys.path.insert(0, os.path.join(HERE, "..", "wrk"))
 import harness  # noqa: E402  (benchmarks/wrk/harness.py: the server, the seeding and the wrk scenarios)
 
 SCENARIOS = ["login", "refresh", "me", "check", "spend"]
-# One GATEHOUSE_SECRET_KEY for every server of a run: --nodes' cluster seals the signing keys it
-# makes with it, and the servers after it must read them.
-SECRET_KEY = secrets.token_urlsafe(48)
 
 
 def fresh_database(kind, workdir, name):
@@ -374,11 +371,8 @@ def cluster_load(args, url, part_dir, label, hash_file):
         result["rss_mib_summed"] = part.get("server_vmhwm_mib")
         return result
     finally:
-        cluster.terminate()
-        try:
-            cluster.wait(60)
-        except subprocess.TimeoutExpired:
-            cluster.kill()
+        # run.py --serve stops its nodes and nginx on SIGTERM.
+        harness.stop_process(cluster, 60)
 
 
 def scenario_rows(rows):
@@ -407,8 +401,11 @@ def main():
     parser.add_argument("--nodes", type=int, default=0, help="PostgreSQL: also load N nodes on the same database behind nginx "
                         "(0: one node only)")
     args = parser.parse_args()
+    # One GATEHOUSE_SECRET_KEY for every server of a run: --nodes' cluster seals the signing keys
+    # it makes with it, and the servers after it must read them.
     if "GATEHOUSE_SECRET_KEY" not in harness.server_settings():
-        os.environ["BENCH_SERVER_ENV"] = f"{os.environ.get('BENCH_SERVER_ENV', '')} GATEHOUSE_SECRET_KEY={SECRET_KEY}".strip()
+        secret = secrets.token_urlsafe(48)
+        os.environ["BENCH_SERVER_ENV"] = f"{os.environ.get('BENCH_SERVER_ENV', '')} GATEHOUSE_SECRET_KEY={secret}".strip()
     harness.raise_file_limit()
     workdir = tempfile.mkdtemp(prefix="gatehouse-scale-")
     run = {"machine": harness.machine_info(), "git": harness.git_info(), "argon2": harness.argon2_settings(), "parts": []}

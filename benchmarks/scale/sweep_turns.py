@@ -70,7 +70,8 @@ def one_run(args, name, binary):
 
 
 def summary(path):
-    part = json.load(open(path))["parts"][0]
+    with open(path) as handle:
+        part = json.load(handle)["parts"][0]
     alone, sweep = part["scenarios"]["login"], part["sweep"]
     return {"alone_rps": alone["requests_per_second"], "alone_p99_ms": alone["p99_ms"],
             "beside_rps": sweep["login_requests_per_second"], "beside_p99_ms": sweep["login_p99_ms"],

@@ -238,13 +238,19 @@ class Server:
             return handle.read()[-2000:]
 
     def stop(self):
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        if self.process:
+            stop_process(self.process, 10)
+
+
+def stop_process(process, seconds):
+    """SIGTERM, then SIGKILL if `process` is still running after `seconds`; reaped either way."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(seconds)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 # --- seeding ----------------------------------------------------------------------------------
