@@ -63,7 +63,8 @@ extension SQLStore {
 
     public func purgeUnconfirmedMFAFactors(enrolledBefore date: Date) async throws(StoreError) -> Int {
         try await sweep(
-            Sweep(table: "mfa_factors", key: "id", condition: "confirmed_at IS NULL AND created_at < ?", binds: [.integer(date.unixSeconds)]))
+            Sweep(table: "mfa_factors", key: "id", condition: "confirmed_at IS NULL AND created_at < ?", order: "created_at",
+                binds: [.integer(date.unixSeconds)]))
     }
 
     static func factor(from row: SQLRow) throws(StoreError) -> MFAFactor {
@@ -164,7 +165,8 @@ extension SQLStore {
     }
 
     public func purgeMFAChallenges(before date: Date) async throws(StoreError) -> Int {
-        try await sweep(Sweep(table: "mfa_challenges", key: "id_hash", condition: "expires_at < ?", binds: [.integer(date.unixSeconds)]))
+        try await sweep(Sweep(table: "mfa_challenges", key: "id_hash", condition: "expires_at < ?", order: "expires_at",
+            binds: [.integer(date.unixSeconds)]))
     }
 
     static func mfaChallenge(from row: SQLRow) throws(StoreError) -> MFAChallenge {

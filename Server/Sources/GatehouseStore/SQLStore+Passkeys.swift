@@ -100,7 +100,8 @@ extension SQLStore {
     }
 
     public func purgePasskeyChallenges(before date: Date) async throws(StoreError) -> Int {
-        try await sweep(Sweep(table: "passkey_challenges", key: "id", condition: "expires_at < ?", binds: [.integer(date.unixSeconds)]))
+        try await sweep(Sweep(table: "passkey_challenges", key: "id", condition: "expires_at < ?", order: "expires_at",
+            binds: [.integer(date.unixSeconds)]))
     }
 
     static func passkey(from row: SQLRow) throws(StoreError) -> Passkey {

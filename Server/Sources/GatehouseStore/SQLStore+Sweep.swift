@@ -20,6 +20,13 @@ struct Sweep: Sendable {
     let key: String
     /// The rows to sweep, with `?` for `binds`.
     let condition: String
+    /// The column of the condition's age (`created_at`, `expires_at`…) that an index leads:
+    /// each batch takes the oldest rows left, in that index's order. Without an order the planner
+    /// may read the table from wherever a scan starts until it has a batch: PostgreSQL planned
+    /// that at 1M accounts, where 42 % of a year of audit rows were past a 90-day retention
+    /// (issue 65), and such a scan reads again every row the batches before it deleted, until a
+    /// vacuum frees them.
+    let order: String
     let binds: [SQLValue]
     var change: Change = .delete
 }
@@ -49,7 +56,7 @@ extension SQLStore {
         // `(a, b) IN (SELECT a, b …)`: the row value outside, its columns inside.
         let columns = sweep.key.trimmingCharacters(in: CharacterSet(charactersIn: "()"))
         let sql = """
-            \(head) WHERE \(sweep.key) IN (SELECT \(columns) FROM \(sweep.table) WHERE \(sweep.condition) LIMIT ?\(skip))
+            \(head) WHERE \(sweep.key) IN (SELECT \(columns) FROM \(sweep.table) WHERE \(sweep.condition) ORDER BY \(sweep.order) LIMIT ?\(skip))
             RETURNING 1 AS swept
             """
         var total = 0

@@ -67,9 +67,12 @@ extension SQLStore {
     public func purgeUsage(before: Date) async throws(StoreError) -> Int {
         let cutoff = SQLValue.integer(before.unixSeconds)
         let records = try await sweep(
-            Sweep(table: "usage_records", key: "(user_id, meter, period_start, idempotency_key)", condition: "period_start < ?", binds: [cutoff]))
+            Sweep(table: "usage_records", key: "(user_id, meter, period_start, idempotency_key)", condition: "period_start < ?",
+                order: "period_start",
+                binds: [cutoff]))
         let meters = try await sweep(
-            Sweep(table: "usage_meters", key: "(user_id, meter, period_start)", condition: "period_start < ?", binds: [cutoff]))
+            Sweep(table: "usage_meters", key: "(user_id, meter, period_start)", condition: "period_start < ?", order: "period_start",
+                binds: [cutoff]))
         return records + meters
     }
 }

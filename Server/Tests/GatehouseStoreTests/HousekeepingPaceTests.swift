@@ -42,7 +42,7 @@ import Testing
             let started = ContinuousClock.now
             let swept = try await SQLStore.$sweepBatch.withValue(5) {
                 try await SQLStore.$sweepBatchTime.withValue(.seconds(3_600)) {
-                    try await store.sweep(Sweep(table: "t", key: "rowid", condition: "x IS NOT NULL", binds: []))
+                    try await store.sweep(Sweep(table: "t", key: "rowid", condition: "x IS NOT NULL", order: "rowid", binds: []))
                 }
             }
             #expect(swept == 30)

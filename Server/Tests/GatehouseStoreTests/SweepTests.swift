@@ -49,9 +49,11 @@ import Testing
 
     /// The migrated database seen through `Noting`, and an account with an audit row at each of
     /// `ages` days before `now`.
-    static func auditTrail(_ database: any SQLDatabase, ages: [Int]) async throws -> (Noting, SQLStore, User) {
+    static func auditTrail(
+        _ database: any SQLDatabase, ages: [Int], beforeTurn: @escaping @Sendable (any SQLDatabase) async -> Void = { _ in }
+    ) async throws -> (Noting, SQLStore, User) {
         try await Migrator(database: database).migrate(now: 1_800_000_000)
-        let noting = Noting(database)
+        let noting = Noting(database, beforeTurn: beforeTurn)
         let store = SQLStore(database: noting)
         let owner = User(id: .random(), createdAt: now - 400 * day)
         try await store.insertUser(owner)
@@ -123,6 +125,32 @@ import Testing
             #expect(counts.auditRows == 100)
             // 40, 20, 10, 5 and 2 take 77 rows; the 23 left go one at a time, and a last batch finds none.
             #expect(noting.sweeps(of: "audit_log") == [40, 20, 10, 5, 2] + Array(repeating: 1, count: 23) + [0])
+        }
+    }
+
+    /// Each batch takes the oldest rows left, in the order of the index on their age, not the
+    /// first ones the table gives: the rows here are written newest first, so a batch that took
+    /// rows in the table's order (a scan from its start until the batch is full, which PostgreSQL
+    /// plans for a condition most rows match) would take the newest of the old ones.
+    @Test(arguments: Backend.available)
+    func eachBatchTakesTheOldestRowsLeft(_ backend: Backend) async throws {
+        try await TestDatabase.with(backend) { database, _ in
+            let (day, now) = (Self.day, Self.now)
+            // The oldest audit row left at each turn between two batches.
+            let oldestLeft = Mutex<[Int64]>([])
+            let (noting, store, _) = try await Self.auditTrail(database, ages: Array(1...130)) { inner in
+                let oldest = try? await inner.query("SELECT MIN(created_at) AS oldest FROM audit_log", []).first?.int("oldest")
+                oldestLeft.withLock { $0.append(oldest ?? 0) }
+            }
+            let counts = try await SQLStore.$sweepBatch.withValue(40) {
+                try await SQLStore.$sweepBatchTime.withValue(.seconds(3_600)) {
+                    try await store.purge(cutoff: now - 30 * day, idleBefore: now - 30 * day, windowsBefore: now - 2 * day, notificationsBefore: now - 30 * day)
+                }
+            }
+            #expect(counts.auditRows == 100)
+            #expect(noting.sweeps(of: "audit_log") == [40, 40, 20])
+            // Days 130 to 91 went first, then 90 to 51; the 20 left (50 to 31) in the last batch.
+            #expect(oldestLeft.withLock { $0 } == [(now - 90 * day).unixSeconds, (now - 50 * day).unixSeconds])
         }
     }
 

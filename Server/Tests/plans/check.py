@@ -77,6 +77,8 @@ ALLOWED.update({
     for table, time, orders in (("audit_log", "created_at", ("seq",)), ("events", "created_at", ("seq",)),
                                 ("sessions", "created_at", ("rowid", "ctid")), ("refresh_tokens", "issued_at", ("rowid", "ctid")))
     for order in orders})
+# SQLite's sorts of an ORDER BY's last terms only, within each run of equal leading terms.
+PARTIAL_SORT = re.compile(r"FOR (RIGHT PART|LAST (TERM|\d+ TERMS)) OF ORDER BY")
 POSTGRES_TYPES = {"integer": "int8", "real": "float8", "text": "text", "blob": "bytea", "null": "unknown"}
 STATEMENT = re.compile(r"^\s*(SELECT|UPDATE|DELETE|WITH|INSERT)\b", re.IGNORECASE)
 MIGRATIONS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Sources", "GatehouseStore", "Migrations")
@@ -229,7 +231,9 @@ def scans(node, under_limit, leading):
     """Reads of growing tables that no index condition narrows, in a plan tree."""
     kind = node.get("Node Type", "")
     table = node.get("Relation Name")
-    limited = under_limit or kind == "Limit"
+    # A Sort reads all it is given before the Limit above it takes the first rows: what it reads
+    # is not limited (a sweep's ORDER BY that no index serves sorts every old row for one batch).
+    limited = (under_limit or kind == "Limit") and kind != "Sort"
     if table and table not in BOUNDED and not table.startswith("pg_"):
         filtered = f" (Filter: {node['Filter']})" if node.get("Filter") else ""
         if kind == "Seq Scan":
@@ -282,8 +286,10 @@ def sqlite_findings(binary, entries, drop=None):
                 continue
             limited = re.search(r"\bLIMIT\b", entry["sql"], re.IGNORECASE) is not None
             # A scan in the order asked (no sort) under a LIMIT stops at the limit, as a Limit over
-            # an ordered index scan does on PostgreSQL.
-            ordered = limited and not any("TEMP B-TREE" in row[-1] for row in rows)
+            # an ordered index scan does on PostgreSQL. A sort of the ORDER BY's last terms alone
+            # (ties of an index's order) stops there too; a sort of the whole ORDER BY, a GROUP BY
+            # or a DISTINCT reads every row first.
+            ordered = limited and not any("TEMP B-TREE" in row[-1] and not PARTIAL_SORT.search(row[-1]) for row in rows)
             for row in rows:
                 detail = row[-1]
                 match = re.match(r"SCAN (\w+)", detail)
@@ -291,8 +297,9 @@ def sqlite_findings(binary, entries, drop=None):
                     continue
                 if " USING " not in detail and not ordered:
                     findings.append(("sqlite", entry["sql"], detail))
-                elif not limited and "INTEGER PRIMARY KEY" not in detail:
-                    findings.append(("sqlite", entry["sql"], f"{detail} (read whole: no LIMIT)"))
+                elif not ordered and "INTEGER PRIMARY KEY" not in detail:
+                    # No LIMIT, or one after a sort (a TEMP B-TREE) that reads every row first.
+                    findings.append(("sqlite", entry["sql"], f"{detail} (read whole: {'sorted before its LIMIT' if limited else 'no LIMIT'})"))
                 elif filtered(entry["sql"], match.group(1)) and not any(f" USING {kind}INDEX {index} " in f"{detail} "
                                                                         for index in partial for kind in ("", "COVERING ")):
                     # In order under a LIMIT, testing each row of the table against its WHERE:
