@@ -8,7 +8,8 @@ the same threshold and `auto_explain.log_analyze` off (a `duration: … ms  plan
 indented lines are the query's text and its plan; no statement is instrumented for that). Only
 the log's lines from byte FROM (to byte TO) are read: a run notes the log's size before it starts.
 
-A sweep's batch is a statement whose inner select ends in `FOR UPDATE SKIP LOCKED` (SQLStore.sweep);
+A sweep's batch is a statement whose inner select ends in `FOR UPDATE SKIP LOCKED` (SQLStore.sweep:
+`key IN (SELECT …)` before step 15, `ctid = ANY(ARRAY(SELECT …))` since);
 its plan is summarised by the scan that finds its rows (`Index Scan using audit_log_created`,
 `Seq Scan on audit_log`…).
 
@@ -56,7 +57,7 @@ def entries(path, start, end):
 
 
 def is_sweep(text):
-    return "FOR UPDATE SKIP LOCKED" in text and " IN (SELECT " in text
+    return "FOR UPDATE SKIP LOCKED" in text and re.search(r"(?: IN \(| = ANY\(ARRAY\()SELECT ", text) is not None
 
 
 def main():

@@ -13,7 +13,7 @@ import Testing
     /// turns, before the database's own (others' requests between two batches).
     final class Noting: SQLDatabase {
         let inner: any SQLDatabase
-        let noted = Mutex<[(sql: String, rows: Int)]>([])
+        let noted = Mutex<[(sql: String, binds: [SQLValue], rows: Int)]>([])
         let beforeTurn: @Sendable (any SQLDatabase) async -> Void
         init(_ inner: any SQLDatabase, beforeTurn: @escaping @Sendable (any SQLDatabase) async -> Void = { _ in }) {
             self.inner = inner
@@ -23,7 +23,7 @@ import Testing
 
         func query(_ sql: String, _ binds: [SQLValue]) async throws(StoreError) -> [SQLRow] {
             let rows = try await inner.query(sql, binds)
-            noted.withLock { $0.append((sql, rows.count)) }
+            noted.withLock { $0.append((sql, binds, rows.count)) }
             return rows
         }
 
@@ -40,7 +40,12 @@ import Testing
 
         /// The statements that changed rows of `table`, and how many each changed.
         func sweeps(of table: String) -> [Int] {
-            noted.withLock { $0 }.filter { $0.sql.hasPrefix("DELETE FROM \(table) ") || $0.sql.hasPrefix("UPDATE \(table) ") }.map(\.rows)
+            batches(of: table).map(\.rows)
+        }
+
+        /// The statements that changed rows of `table`, with their values.
+        func batches(of table: String) -> [(sql: String, binds: [SQLValue], rows: Int)] {
+            noted.withLock { $0 }.filter { $0.sql.hasPrefix("DELETE FROM \(table) ") || $0.sql.hasPrefix("UPDATE \(table) ") }
         }
     }
 
@@ -131,7 +136,8 @@ import Testing
     /// Each batch takes the oldest rows left, in the order of the index on their age, not the
     /// first ones the table gives: the rows here are written newest first, so a batch that took
     /// rows in the table's order (a scan from its start until the batch is full, which PostgreSQL
-    /// plans for a condition most rows match) would take the newest of the old ones.
+    /// may plan for a condition most rows match) would take the newest of the old ones. And each
+    /// batch after the first resumes at the newest age the one before took.
     @Test(arguments: Backend.available)
     func eachBatchTakesTheOldestRowsLeft(_ backend: Backend) async throws {
         try await TestDatabase.with(backend) { database, _ in
@@ -151,6 +157,14 @@ import Testing
             #expect(noting.sweeps(of: "audit_log") == [40, 40, 20])
             // Days 130 to 91 went first, then 90 to 51; the 20 left (50 to 31) in the last batch.
             #expect(oldestLeft.withLock { $0 } == [(now - 90 * day).unixSeconds, (now - 50 * day).unixSeconds])
+            // Each batch after the first starts at the newest age the one before took (day 91,
+            // then day 51): an index scan starts there, past the entries of the rows deleted before.
+            let cutoff = SQLValue.integer((now - 30 * day).unixSeconds)
+            #expect(noting.batches(of: "audit_log").map(\.binds) == [
+                [cutoff, .integer(40)],
+                [cutoff, .integer((now - 91 * day).unixSeconds), .integer(40)],
+                [cutoff, .integer((now - 51 * day).unixSeconds), .integer(40)],
+            ])
         }
     }
 

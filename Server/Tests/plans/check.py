@@ -233,7 +233,7 @@ def leading_columns(psql, url):
     return {index: column or None for index, column in rows}
 
 
-# A sweep's batch (SQLStore.sweep: `… IN (SELECT key … ORDER BY age LIMIT ?) RETURNING 1 AS swept`)
+# A sweep's batch (SQLStore.sweep: `… (SELECT … ORDER BY age LIMIT ?…) RETURNING age AS swept`)
 # takes the oldest rows in the order of an index on their age. Sorted instead, each batch reads
 # every row past the cut-off (42 % of a year of audit rows at a 90-day retention) to take 500,
 # whatever index narrows its condition.
@@ -244,7 +244,7 @@ SWEEP_ORDER = re.compile(r"ORDER BY (\w+) LIMIT")
 
 
 def is_sweep(sql):
-    return re.search(r"\bRETURNING 1 AS swept\b", sql) is not None
+    return re.search(r"\bRETURNING \w+ AS swept\b", sql) is not None
 
 
 def node_types(node):
