@@ -1,7 +1,8 @@
 import Synchronization
 
-/// How long housekeeping (a sweep, a reclaim of free pages) rests between two batches on SQLite,
-/// where it shares the process and the machine with the requests (issue 65).
+/// How long housekeeping (a sweep, a reclaim of free pages) rests between two batches, on SQLite,
+/// where it shares the process and the machine with the requests, and on PostgreSQL, where its
+/// statements run on the database's cores beside the requests' (issue 65).
 ///
 /// At a million accounts, logins beside the retention sweep kept 52–70 % of their throughput,
 /// whatever held the writer: the sweep's statements, the log's copy and the pages read for them
@@ -42,6 +43,12 @@ final class HousekeepingPace: Sendable {
     }
 
     var current: State { state.withLock { $0 } }
+
+    /// Rests before housekeeping's next batch as ``rest(after:uses:)`` says.
+    func turn(after batch: Duration, uses: Int) async {
+        let rest = rest(after: batch, uses: uses)
+        if rest > .zero { try? await Task.sleep(for: rest) }
+    }
 
     /// The rest before housekeeping's next batch, after one that took `batch`, with the database
     /// used `uses` times since it was opened (reads and writes, housekeeping's own included).

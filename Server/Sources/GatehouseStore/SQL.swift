@@ -152,9 +152,8 @@ public protocol SQLDatabase: SQLExecutor {
     /// Called between two batches of housekeeping (a sweep, a reclaim of free pages), the last of
     /// which took `batch`: waits while the database has writing of its own to catch up on before
     /// more is added, and rests while others need the machine. SQLite waits while its write-ahead
-    /// log holds many pages its checkpointer has not copied yet (`SQLiteCheckpointer`), then rests
-    /// while requests use it (`HousekeepingPace`); PostgreSQL, whose batches run in the database
-    /// server, does not wait.
+    /// log holds many pages its checkpointer has not copied yet (`SQLiteCheckpointer`); both then
+    /// rest while requests use the database (`HousekeepingPace`).
     func awaitHousekeepingTurn(after batch: Duration) async
 }
 

@@ -265,8 +265,7 @@ public final class SQLiteDatabase: SQLDatabase {
             }
             signal.housekeepingWaited(timedOut: signal.isBehind)
         }
-        let rest = pace.rest(after: batch, uses: uses.load(ordering: .relaxed))
-        if rest > .zero { try? await Task.sleep(for: rest) }
+        await pace.turn(after: batch, uses: uses.load(ordering: .relaxed))
     }
 
     /// Statements that only read go to the read-only connections.

@@ -1,9 +1,10 @@
 import Foundation
 @testable import GatehouseStore
+import GatehouseTestSupport
 import Testing
 
-/// Issue 65: on SQLite, housekeeping rests between its batches while requests use the database,
-/// and sweeps a backlog at full speed when nothing else does.
+/// Issue 65: housekeeping rests between its batches while requests use the database, and sweeps
+/// a backlog at full speed when nothing else does, on SQLite and on PostgreSQL.
 @Suite struct HousekeepingPaceTests {
     @Test func aTurnRestsOnlyWhenOthersUsedTheDatabaseSinceTheLast() {
         let pace = HousekeepingPace(settings: .init(restPerBatch: 4, longestRest: .milliseconds(250), ownUses: 2))
@@ -23,32 +24,41 @@ import Testing
     /// sweep's turns: alone, or beside one read (two uses with the batch's own), it never rests;
     /// beside three it rests after every batch but the first (the first turn has nothing to
     /// compare with), here forty batches' lengths each, and the sweep takes at least that long.
-    @Test(arguments: [(0, 0), (1, 0), (3, 5)])
-    func aSweepRestsBesideRequestsAndNotAlone(_ reads: Int, _ rests: Int) async throws {
+    /// On both databases: PostgreSQL runs the batches on the cores the requests need too.
+    @Test(arguments: Backend.available, [(0, 0), (1, 0), (3, 5)])
+    func aSweepRestsBesideRequestsAndNotAlone(_ backend: Backend, _ counts: (reads: Int, rests: Int)) async throws {
         let settings = HousekeepingPace.Settings(restPerBatch: 40, longestRest: .seconds(1))
         try await HousekeepingPace.$settings.withValue(settings) {
-            try await Self.sweep(besides: reads, rests: rests)
+            switch backend {
+            case .sqlite:
+                try await SQLiteCheckpointerTests.withDatabase(SQLiteCheckpointer.Settings()) { database, _, _ in
+                    try await Self.sweep(database, pace: database.pace, key: "rowid", besides: counts.reads, rests: counts.rests)
+                }
+            case .postgres:
+                try await TestDatabase.with(.postgres) { database, _ in
+                    let postgres = try #require(database as? PostgresDatabase)
+                    try await database.query("CREATE TABLE t (id BIGSERIAL PRIMARY KEY, x BYTEA)")
+                    try await Self.sweep(database, pace: postgres.pace, key: "id", besides: counts.reads, rests: counts.rests)
+                }
+            }
         }
     }
 
-    private static func sweep(besides reads: Int, rests: Int) async throws {
-        try await SQLiteCheckpointerTests.withDatabase(SQLiteCheckpointer.Settings()) { database, _, _ in
-            for _ in 0..<30 { try await database.query("INSERT INTO t (x) VALUES (?)", [.blob([1])]) }
-            let store = SQLStore(
-                database: SweepTests.Noting(database) { inner in
-                    for _ in 0..<reads { _ = try? await inner.query("SELECT count(*) AS n FROM t", []) }
-                })
-            // Batches held at five whatever they take.
-            let started = ContinuousClock.now
-            let swept = try await SQLStore.$sweepBatch.withValue(5) {
-                try await SQLStore.$sweepBatchTime.withValue(.seconds(3_600)) {
-                    try await store.sweep(Sweep(table: "t", key: "rowid", condition: "x IS NOT NULL", order: "rowid", binds: []))
-                }
+    private static func sweep(_ database: any SQLDatabase, pace: HousekeepingPace, key: String, besides reads: Int, rests: Int) async throws {
+        for _ in 0..<30 { try await database.query("INSERT INTO t (x) VALUES (?)", [.blob([1])]) }
+        let store = SQLStore(
+            database: SweepTests.Noting(database) { inner in
+                for _ in 0..<reads { _ = try? await inner.query("SELECT count(*) AS n FROM t", []) }
+            })
+        // Batches held at five whatever they take.
+        let started = ContinuousClock.now
+        let swept = try await SQLStore.$sweepBatch.withValue(5) {
+            try await SQLStore.$sweepBatchTime.withValue(.seconds(3_600)) {
+                try await store.sweep(Sweep(table: "t", key: key, condition: "x IS NOT NULL", order: key, binds: []))
             }
-            #expect(swept == 30)
-            let pace = database.pace.current
-            #expect(pace.rests == rests, "\(pace)")
-            #expect(ContinuousClock.now - started >= pace.rested, "\(pace)")
         }
+        #expect(swept == 30)
+        #expect(pace.current.rests == rests, "\(pace.current)")
+        #expect(ContinuousClock.now - started >= pace.current.rested, "\(pace.current)")
     }
 }
