@@ -16,7 +16,8 @@ struct Sweep: Sendable {
 
     /// The table swept.
     let table: String
-    /// Its primary key's columns: `id`, or `(issuer, message_id)` for a composite one.
+    /// Its primary key's columns: `id`, or `(issuer, message_id)` for a composite one. SQLite
+    /// changes a batch's rows by it, PostgreSQL by their address (see `batchStatement`).
     let key: String
     /// The rows to sweep, with `?` for `binds`.
     let condition: String
