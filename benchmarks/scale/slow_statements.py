@@ -24,14 +24,24 @@ STATEMENT = re.compile(r"^(?:(parse|bind|execute) [^:]+|statement): (.*)$")
 SCAN = re.compile(r"((?:Seq Scan on|Index Scan using|Index Only Scan using|Index Scan Backward using|Bitmap Heap Scan on) \S+)")
 
 
+def lines(path, start, end):
+    """The log's lines from byte `start` to byte `end` (its end when 0), read one at a time: a
+    loader's statements make the log gigabytes long."""
+    with open(path, "rb") as handle:
+        handle.seek(start)
+        position = start
+        for raw in handle:
+            if end and position >= end:
+                return
+            position += len(raw)
+            yield raw.decode("utf-8", "replace").rstrip("\r\n")
+
+
 def entries(path, start, end):
     """(at, ms, kind, phase, text, plan lines) for each logged duration: kind is "statement" or
     "plan"; a plan's text is its query's, read from the lines after it."""
-    with open(path, "rb") as handle:
-        handle.seek(start)
-        data = handle.read((end - start) if end else -1).decode("utf-8", "replace")
     current = None
-    for line in data.splitlines():
+    for line in lines(path, start, end):
         match = ENTRY.match(line)
         if match:
             if current:
@@ -70,7 +80,7 @@ def main():
     args = parser.parse_args()
     by_statement, sweeps, plans = {}, [], {}
     for entry in entries(args.log, args.start, args.end):
-        clock = entry["at"].split(" ")[1]
+        clock = entry["at"].split(" ")[1][:8]  # HH:MM:SS, as --between is given
         if args.between and not (args.between[0] <= clock <= args.between[1]):
             continue
         key = " ".join(entry["text"].split())[:60]
