@@ -42,6 +42,12 @@ extension SQLStore {
     /// 500 ended sessions, each deleting its refresh tokens, took 50 to 100 ms at 1M accounts on
     /// SQLite, where a login waiting for the writer waited as long (issue 65).
     @TaskLocal static var sweepBatchTime = Duration.milliseconds(20)
+    /// The size of a sweep's first batch (at most ``sweepBatch``), from which the sizing by time
+    /// grows it. Nothing is known of a table's cost per row before its first batch: a first batch
+    /// of 500 rows clearing the addresses of ended sessions (an update that writes an entry into
+    /// each of the table's indexes) took 142 ms at 1M accounts on PostgreSQL, with no request
+    /// running (issue 65, step 15). Doubling from 50 reaches 500 in four batches.
+    @TaskLocal static var sweepFirstBatch = 50
 
     /// Runs `sweep` a batch at a time until a batch finds fewer rows than it may take, and
     /// answers how many rows it changed. On PostgreSQL a batch skips rows another node's sweep
@@ -50,7 +56,7 @@ extension SQLStore {
         let most = max(1, Self.sweepBatch)
         let target = Self.sweepBatchTime
         var total = 0
-        var batch = most
+        var batch = min(most, max(1, Self.sweepFirstBatch))
         // The newest age the batches so far took: the next one starts there.
         var reached: Int64?
         while true {

@@ -115,6 +115,26 @@ import Testing
         }
     }
 
+    /// A sweep's first batch is small, whatever the most a batch may take: nothing is known yet of
+    /// what a row of the table costs. The batches after it double while each is well within its time.
+    @Test(arguments: Backend.available)
+    func aSweepStartsWithASmallBatch(_ backend: Backend) async throws {
+        try await TestDatabase.with(backend) { database, _ in
+            let (day, now) = (Self.day, Self.now)
+            let (noting, store, _) = try await Self.auditTrail(database, ages: Array(31...130))
+            let counts = try await SQLStore.$sweepBatch.withValue(40) {
+                try await SQLStore.$sweepFirstBatch.withValue(5) {
+                    try await SQLStore.$sweepBatchTime.withValue(.seconds(3_600)) {
+                        try await store.purge(cutoff: now - 30 * day, idleBefore: now - 30 * day, windowsBefore: now - 2 * day, notificationsBefore: now - 30 * day)
+                    }
+                }
+            }
+            #expect(counts.auditRows == 100)
+            // 5, 10 and 20, then the most (40) take 75 rows; the 25 left go in the last batch.
+            #expect(noting.sweeps(of: "audit_log") == [5, 10, 20, 40, 25])
+        }
+    }
+
     /// A batch that holds the writer past `sweepBatchTime` is followed by one half its size, down
     /// to a row at a time: with no time allowed, every batch is over it.
     @Test(arguments: Backend.available)
