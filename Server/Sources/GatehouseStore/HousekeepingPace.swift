@@ -44,23 +44,33 @@ final class HousekeepingPace: Sendable {
 
     var current: State { state.withLock { $0 } }
 
-    /// Rests before housekeeping's next batch as ``rest(after:uses:)`` says.
-    func turn(after batch: Duration, uses: Int) async {
-        let rest = rest(after: batch, uses: uses)
-        if rest > .zero { try? await Task.sleep(for: rest) }
+    /// Rests before housekeeping's next batch as ``next(after:uses:)`` says, and answers whether
+    /// others used the database since the turn before.
+    func turn(after batch: Duration, uses: Int) async -> Bool {
+        let turn = next(after: batch, uses: uses)
+        if turn.rest > .zero { try? await Task.sleep(for: turn.rest) }
+        return turn.busy
     }
 
-    /// The rest before housekeeping's next batch, after one that took `batch`, with the database
-    /// used `uses` times since it was opened (reads and writes, housekeeping's own included).
-    func rest(after batch: Duration, uses: Int) -> Duration {
+    /// One of housekeeping's turns: whether others used the database since the turn before, and
+    /// how long housekeeping rests before its next batch.
+    struct Turn: Sendable, Equatable {
+        var busy: Bool
+        var rest: Duration
+    }
+
+    /// The turn after a batch that took `batch`, with the database used `uses` times since it was
+    /// opened (reads and writes, housekeeping's own included).
+    func next(after batch: Duration, uses: Int) -> Turn {
         state.withLock { state in
             defer { state.usesAtLastTurn = uses }
-            guard let last = state.usesAtLastTurn, uses - last > settings.ownUses else { return .zero }
+            guard let last = state.usesAtLastTurn, uses - last > settings.ownUses else { return Turn(busy: false, rest: .zero) }
             let rest = min(batch * settings.restPerBatch, settings.longestRest)
-            guard rest > .zero else { return .zero }
+            guard rest > .zero else { return Turn(busy: true, rest: .zero) }
             state.rests += 1
             state.rested += rest
-            return rest
+            return Turn(busy: true, rest: rest)
         }
     }
+
 }

@@ -188,7 +188,7 @@ public final class PostgresDatabase: SQLDatabase {
     /// batches run on the database's cores, which the requests' statements need too. Unpaced, a
     /// sweep resumed from its last batch deleted 6.5M rows in 93 s beside 64 logins at 1M
     /// accounts, and their p99 was 1.64× the load alone (issue 65, step 15).
-    public func awaitHousekeepingTurn(after batch: Duration) async {
+    public func awaitHousekeepingTurn(after batch: Duration) async -> Bool {
         await pace.turn(after: batch, uses: uses.load(ordering: .relaxed))
     }
 

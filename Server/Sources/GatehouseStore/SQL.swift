@@ -153,8 +153,9 @@ public protocol SQLDatabase: SQLExecutor {
     /// which took `batch`: waits while the database has writing of its own to catch up on before
     /// more is added, and rests while others need the machine. SQLite waits while its write-ahead
     /// log holds many pages its checkpointer has not copied yet (`SQLiteCheckpointer`); both then
-    /// rest while requests use the database (`HousekeepingPace`).
-    func awaitHousekeepingTurn(after batch: Duration) async
+    /// rest while requests use the database (`HousekeepingPace`). Answers whether others used
+    /// the database since the turn before (housekeeping then keeps its batches small).
+    func awaitHousekeepingTurn(after batch: Duration) async -> Bool
 }
 
 /// Told when a query or transaction gets its connection and gives it back (the server's pool

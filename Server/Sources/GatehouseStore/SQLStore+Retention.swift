@@ -67,22 +67,25 @@ extension SQLStore {
     /// freed ones near the start of a 7.5 GiB file took 70 to 260 ms a thousand at a million
     /// accounts (issue 65), and a login waiting for the writer waited as long.
     static let vacuumStep = 1_000
+    /// Pages given back by the first statement of ``reclaimSpace(pages:)``, and by each one while
+    /// others use the database (``BatchSizing``).
+    @TaskLocal static var vacuumCarefulStep = 100
 
     public func reclaimSpace(pages: Int) async throws(StoreError) -> Int {
         // PostgreSQL's autovacuum makes dead rows' space reusable by itself.
         guard dialect == .sqlite, try await executor.query("PRAGMA auto_vacuum").first?.int("auto_vacuum") == 2 else { return 0 }
         var released = 0
-        var most = Self.vacuumStep
+        var sizing = BatchSizing(most: Self.vacuumStep, careful: Self.vacuumCarefulStep)
         while released < pages {
             let free = Int(try await executor.query("PRAGMA freelist_count").first?.int("freelist_count") ?? 0)
             guard free > 0 else { break }
-            let step = min(free, most, pages - released)
+            let step = min(free, sizing.next, pages - released)
             let started = ContinuousClock.now
             try await executor.query("PRAGMA incremental_vacuum(\(step))")
             released += step
             let took = ContinuousClock.now - started
-            most = Self.nextBatch(after: step, took: took, target: Self.sweepBatchTime, most: Self.vacuumStep)
-            await betweenHousekeepingBatches(after: took)
+            let busy = await betweenHousekeepingBatches(after: took)
+            sizing.after(step, took: took, target: Self.sweepBatchTime, busy: busy)
         }
         return released
     }

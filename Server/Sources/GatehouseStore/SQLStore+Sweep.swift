@@ -42,24 +42,25 @@ extension SQLStore {
     /// 500 ended sessions, each deleting its refresh tokens, took 50 to 100 ms at 1M accounts on
     /// SQLite, where a login waiting for the writer waited as long (issue 65).
     @TaskLocal static var sweepBatchTime = Duration.milliseconds(20)
-    /// The size of a sweep's first batch (at most ``sweepBatch``), from which the sizing by time
-    /// grows it. Nothing is known of a table's cost per row before its first batch: a first batch
-    /// of 500 rows clearing the addresses of ended sessions (an update that writes an entry into
-    /// each of the table's indexes) took 142 ms at 1M accounts on PostgreSQL, with no request
-    /// running (issue 65, step 15). Doubling from 50 reaches 500 in four batches.
-    @TaskLocal static var sweepFirstBatch = 50
+    /// The size of a sweep's batch while its cost is not known or not its own to decide (see
+    /// ``BatchSizing``): its first batch, and every batch while others use the database.
+    /// A first batch of 500 rows clearing the addresses of ended sessions (an update that writes
+    /// an entry into each of the table's indexes) took 142 ms at 1M accounts on PostgreSQL with
+    /// no request running (issue 65, step 15), and batches of 500 audit rows that took a few
+    /// milliseconds alone took up to 116 ms beside 64 logins (step 16).
+    @TaskLocal static var sweepCarefulBatch = 100
 
     /// Runs `sweep` a batch at a time until a batch finds fewer rows than it may take, and
     /// answers how many rows it changed. On PostgreSQL a batch skips rows another node's sweep
     /// holds (`SKIP LOCKED`), so nodes sweeping at once share the work instead of waiting.
     func sweep(_ sweep: Sweep) async throws(StoreError) -> Int {
-        let most = max(1, Self.sweepBatch)
         let target = Self.sweepBatchTime
         var total = 0
-        var batch = min(most, max(1, Self.sweepFirstBatch))
+        var sizing = BatchSizing(most: Self.sweepBatch, careful: Self.sweepCarefulBatch)
         // The newest age the batches so far took: the next one starts there.
         var reached: Int64?
         while true {
+            let batch = sizing.next
             let started = ContinuousClock.now
             let binds = sweep.binds + (reached.map { [SQLValue.integer($0)] } ?? []) + [.integer(Int64(batch))]
             let rows = try await executor.query(batchStatement(sweep, resuming: reached != nil), binds)
@@ -70,8 +71,8 @@ extension SQLStore {
                 reached = max(reached ?? age, age)
             }
             let took = ContinuousClock.now - started
-            batch = Self.nextBatch(after: batch, took: took, target: target, most: most)
-            await betweenHousekeepingBatches(after: took)
+            let busy = await betweenHousekeepingBatches(after: took)
+            sizing.after(batch, took: took, target: target, busy: busy)
         }
     }
 
@@ -108,5 +109,33 @@ extension SQLStore {
         if took > target { return max(1, size / 2) }
         if took * 2 < target { return min(most, size * 2) }
         return size
+    }
+}
+
+/// The size of housekeeping's next batch, one part for a sweep's rows and a reclaim's pages
+/// (issue 65). The sizing by time (``SQLStore/nextBatch(after:took:target:most:)``) learns what a
+/// batch costs only after it has run, so a batch stays at `careful` while that is no guide:
+/// - the first batch, before anything is known of the table's cost per row;
+/// - every batch while others use the database (the turn before it found their statements):
+///   a batch's time then depends on the machine's other work more than on its size, and one
+///   that took a few milliseconds alone may take twenty times as long.
+/// Alone, each batch grows from there up to `most` as its time allows.
+struct BatchSizing: Sendable {
+    /// The most a batch takes.
+    let most: Int
+    /// The size of a batch whose cost is not known, and the most while others use the database.
+    let careful: Int
+    /// The size of the next batch.
+    private(set) var next: Int
+
+    init(most: Int, careful: Int) {
+        self.most = max(1, most)
+        self.careful = min(self.most, max(1, careful))
+        next = self.careful
+    }
+
+    /// After a batch of `size` that took `took`, with others using the database (`busy`) or not.
+    mutating func after(_ size: Int, took: Duration, target: Duration, busy: Bool) {
+        next = min(busy ? careful : most, SQLStore.nextBatch(after: size, took: took, target: target, most: most))
     }
 }

@@ -21,11 +21,13 @@ public struct SQLStore: GatehouseStore {
 
     /// Between two batches of housekeeping, the last of which took `batch`: the database's turn
     /// first (``SQLDatabase/awaitHousekeepingTurn(after:)``), then a sign-in waiting for the
-    /// writer goes first. Inside a transaction nothing is let in between.
-    func betweenHousekeepingBatches(after batch: Duration) async {
-        guard let database else { return }
-        await database.awaitHousekeepingTurn(after: batch)
+    /// writer goes first. Inside a transaction nothing is let in between. Answers whether others
+    /// used the database since the turn before.
+    func betweenHousekeepingBatches(after batch: Duration) async -> Bool {
+        guard let database else { return false }
+        let busy = await database.awaitHousekeepingTurn(after: batch)
         await Task.yield()
+        return busy
     }
 
     /// A store over `database`; with `sessionCache`, token-authenticated reads of a session may

@@ -257,7 +257,7 @@ public final class SQLiteDatabase: SQLDatabase {
     /// unpaced, the log reached the restart length, and the commits that then checkpointed on the
     /// writer were the sign-ins' as often as the sweep's. Then, while others use the database,
     /// rests as ``HousekeepingPace`` says.
-    public func awaitHousekeepingTurn(after batch: Duration) async {
+    public func awaitHousekeepingTurn(after batch: Duration) async -> Bool {
         if let signal = checkpointer?.signal, signal.isBehind {
             let deadline = ContinuousClock.now + signal.settings.housekeepingWait
             while signal.isBehind, ContinuousClock.now < deadline {
@@ -265,7 +265,7 @@ public final class SQLiteDatabase: SQLDatabase {
             }
             signal.housekeepingWaited(timedOut: signal.isBehind)
         }
-        await pace.turn(after: batch, uses: uses.load(ordering: .relaxed))
+        return await pace.turn(after: batch, uses: uses.load(ordering: .relaxed))
     }
 
     /// Statements that only read go to the read-only connections.

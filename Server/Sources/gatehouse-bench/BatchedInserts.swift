@@ -34,7 +34,7 @@ struct BatchedInserts: SQLDatabase {
 
     func shutdown() async { await database.shutdown() }
 
-    func awaitHousekeepingTurn(after batch: Duration) async { await database.awaitHousekeepingTurn(after: batch) }
+    func awaitHousekeepingTurn(after batch: Duration) async -> Bool { await database.awaitHousekeepingTurn(after: batch) }
 }
 
 /// One transaction's executor that keeps plain inserts back (see ``BatchedInserts``).

@@ -10,14 +10,18 @@ import Testing
         let pace = HousekeepingPace(settings: .init(restPerBatch: 4, longestRest: .milliseconds(250), ownUses: 2))
         let batch = Duration.milliseconds(10)
         // The first turn has nothing to compare with.
-        #expect(pace.rest(after: batch, uses: 10) == .zero)
+        #expect(pace.next(after: batch, uses: 10) == .init(busy: false, rest: .zero))
         // Two uses are the batch's own.
-        #expect(pace.rest(after: batch, uses: 12) == .zero)
-        #expect(pace.rest(after: batch, uses: 15) == .milliseconds(40))
-        #expect(pace.rest(after: .milliseconds(100), uses: 30) == .milliseconds(250))
-        #expect(pace.rest(after: batch, uses: 31) == .zero)
+        #expect(pace.next(after: batch, uses: 12) == .init(busy: false, rest: .zero))
+        #expect(pace.next(after: batch, uses: 15) == .init(busy: true, rest: .milliseconds(40)))
+        #expect(pace.next(after: .milliseconds(100), uses: 30) == .init(busy: true, rest: .milliseconds(250)))
+        #expect(pace.next(after: batch, uses: 31) == .init(busy: false, rest: .zero))
         #expect(pace.current.rests == 2)
         #expect(pace.current.rested == .milliseconds(290))
+        // Others used it, and no rest is asked for: busy all the same (batches stay small).
+        let unrested = HousekeepingPace(settings: .init(restPerBatch: 0))
+        #expect(unrested.next(after: batch, uses: 1) == .init(busy: false, rest: .zero))
+        #expect(unrested.next(after: batch, uses: 10) == .init(busy: true, rest: .zero))
     }
 
     /// Thirty rows swept five at a time, with `reads` statements of others' run at each of the

@@ -33,9 +33,9 @@ import Testing
 
         func ping() async throws(StoreError) { try await inner.ping() }
         func shutdown() async {}
-        func awaitHousekeepingTurn(after batch: Duration) async {
+        func awaitHousekeepingTurn(after batch: Duration) async -> Bool {
             await beforeTurn(inner)
-            await inner.awaitHousekeepingTurn(after: batch)
+            return await inner.awaitHousekeepingTurn(after: batch)
         }
 
         /// The statements that changed rows of `table`, and how many each changed.
@@ -123,7 +123,7 @@ import Testing
             let (day, now) = (Self.day, Self.now)
             let (noting, store, _) = try await Self.auditTrail(database, ages: Array(31...130))
             let counts = try await SQLStore.$sweepBatch.withValue(40) {
-                try await SQLStore.$sweepFirstBatch.withValue(5) {
+                try await SQLStore.$sweepCarefulBatch.withValue(5) {
                     try await SQLStore.$sweepBatchTime.withValue(.seconds(3_600)) {
                         try await store.purge(cutoff: now - 30 * day, idleBefore: now - 30 * day, windowsBefore: now - 2 * day, notificationsBefore: now - 30 * day)
                     }
@@ -132,6 +132,31 @@ import Testing
             #expect(counts.auditRows == 100)
             // 5, 10 and 20, then the most (40) take 75 rows; the 25 left go in the last batch.
             #expect(noting.sweeps(of: "audit_log") == [5, 10, 20, 40, 25])
+        }
+    }
+
+    /// While others use the database (their statements found at each turn), a sweep's batches
+    /// stay at the careful size, however quick each was; alone they grow. Sixty rows.
+    @Test(arguments: Backend.available, [(0, [5, 10, 20, 25]), (3, Array(repeating: 5, count: 12) + [0])])
+    func aSweepBesideOthersKeepsItsBatchesSmall(_ backend: Backend, _ expected: (reads: Int, batches: [Int])) async throws {
+        try await HousekeepingPace.$settings.withValue(.init(restPerBatch: 0)) {
+            try await TestDatabase.with(backend) { database, _ in
+                let (day, now) = (Self.day, Self.now)
+                let (noting, store, _) = try await Self.auditTrail(database, ages: Array(31...90)) { inner in
+                    for _ in 0..<expected.reads { _ = try? await inner.query("SELECT 1 AS n", []) }
+                }
+                // A turn first, so that the sweep's first counts only what came after it.
+                _ = await database.awaitHousekeepingTurn(after: .zero)
+                let counts = try await SQLStore.$sweepBatch.withValue(40) {
+                    try await SQLStore.$sweepCarefulBatch.withValue(5) {
+                        try await SQLStore.$sweepBatchTime.withValue(.seconds(3_600)) {
+                            try await store.purge(cutoff: now - 30 * day, idleBefore: now - 30 * day, windowsBefore: now - 2 * day, notificationsBefore: now - 30 * day)
+                        }
+                    }
+                }
+                #expect(counts.auditRows == 60)
+                #expect(noting.sweeps(of: "audit_log") == expected.batches)
+            }
         }
     }
 
@@ -191,9 +216,34 @@ import Testing
     /// Freed pages go back to the file system in steps sized the same way: with no time allowed,
     /// each `incremental_vacuum` gives back half of what the one before did.
     @Test func reclaimingSpaceStepsAsTheSweepsBatchesDo() async throws {
+        let steps = try await SQLStore.$vacuumCarefulStep.withValue(1_000) {
+            try await SQLStore.$sweepBatchTime.withValue(.zero) { try await Self.reclaimSteps() }
+        }
+        #expect(steps == [1_000, 500, 250, 125, 62, 31, 15, 7])
+    }
+
+    /// As a sweep's batches do, reclaiming starts with a careful step and doubles it while each
+    /// is well within its time; while others use the database it stays careful. Alone, the first
+    /// turn counts the check of `PRAGMA auto_vacuum` too, one use more than a step's own two,
+    /// so the second step is careful as well.
+    @Test(arguments: [(0, [100, 100, 200, 400, 800, 390]), (3, Array(repeating: 100, count: 19) + [90])])
+    func reclaimingSpaceStartsCarefulAndStaysSoBesideOthers(_ reads: Int, _ expected: [Int]) async throws {
+        let steps = try await HousekeepingPace.$settings.withValue(.init(restPerBatch: 0)) {
+            try await SQLStore.$vacuumCarefulStep.withValue(100) {
+                try await SQLStore.$sweepBatchTime.withValue(.seconds(3_600)) { try await Self.reclaimSteps(besides: reads) }
+            }
+        }
+        #expect(steps == expected)
+    }
+
+    /// The steps of `incremental_vacuum` that give 1,990 pages back from a SQLite file with 1,500
+    /// purged rows of 8 KB, with `reads` statements of others' at each of housekeeping's turns.
+    static func reclaimSteps(besides reads: Int = 0) async throws -> [Int] {
         try await TestDatabase.with(.sqlite) { database, _ in
             let (day, now) = (Self.day, Self.now)
-            let (noting, store, owner) = try await Self.auditTrail(database, ages: [])
+            let (noting, store, owner) = try await Self.auditTrail(database, ages: []) { inner in
+                for _ in 0..<reads { _ = try? await inner.query("SELECT 1 AS n", []) }
+            }
             // 1,500 rows of 8 KB (two pages and more each), all past the retention.
             let details = ["note": String(repeating: "x", count: 8_000)]
             for batch in stride(from: 0, to: 1_500, by: 250) {
@@ -206,13 +256,14 @@ import Testing
             }
             _ = try await store.purge(cutoff: now - 30 * day, idleBefore: now, windowsBefore: now, notificationsBefore: now)
             noting.noted.withLock { $0 = [] }
-            let released = try await SQLStore.$sweepBatchTime.withValue(.zero) { try await store.reclaimSpace(pages: 1_990) }
+            // A turn first, so that reclaiming's first counts only what came after it.
+            _ = await database.awaitHousekeepingTurn(after: .zero)
+            let released = try await store.reclaimSpace(pages: 1_990)
             #expect(released == 1_990)
-            let steps = noting.noted.withLock { $0 }.compactMap { noted -> Int? in
+            return noting.noted.withLock { $0 }.compactMap { noted -> Int? in
                 guard noted.sql.hasPrefix("PRAGMA incremental_vacuum(") else { return nil }
                 return Int(noted.sql.dropFirst("PRAGMA incremental_vacuum(".count).dropLast())
             }
-            #expect(steps == [1_000, 500, 250, 125, 62, 31, 15, 7])
         }
     }
 
