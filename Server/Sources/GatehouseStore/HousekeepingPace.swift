@@ -72,5 +72,4 @@ final class HousekeepingPace: Sendable {
             return Turn(busy: true, rest: rest)
         }
     }
-
 }

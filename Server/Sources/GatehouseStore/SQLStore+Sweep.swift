@@ -4,7 +4,8 @@ import GatehouseCore
 /// One sweep of rows that have expired or aged out (issue 65): the retention purge, expired codes,
 /// challenges and sign-ins, old usage. Every sweep goes through `SQLStore.sweep(_:)`, which never
 /// touches more than `SQLStore.sweepBatch` rows in one statement and sizes its batches to take
-/// about `SQLStore.sweepBatchTime` each: each batch is its own short transaction, so a sweep over
+/// about `SQLStore.sweepBatchTime` each, from a careful first one and never past it while others
+/// use the database (`BatchSizing`): each batch is its own short transaction, so a sweep over
 /// a year of audit rows holds SQLite's write lock, or PostgreSQL's row locks, for one short batch
 /// at a time, and sign-ins go on between batches.
 struct Sweep: Sendable {
