@@ -52,6 +52,19 @@ import Testing
     static let day: TimeInterval = 86_400
     static let now = Date(unixSeconds: 1_800_000_000)
 
+    /// The 30-day purge every sweep test here runs: batches of at most `most` rows, the careful
+    /// ones (the first, and each while others use the database) `careful` rows, each given `time`.
+    static func purge(_ store: SQLStore, most: Int = 40, careful: Int = 40, time: Duration = .seconds(3_600)) async throws -> PurgeCounts {
+        let (day, now) = (Self.day, Self.now)
+        return try await SQLStore.$sweepBatch.withValue(most) {
+            try await SQLStore.$sweepCarefulBatch.withValue(careful) {
+                try await SQLStore.$sweepBatchTime.withValue(time) {
+                    try await store.purge(cutoff: now - 30 * day, idleBefore: now - 30 * day, windowsBefore: now - 2 * day, notificationsBefore: now - 30 * day)
+                }
+            }
+        }
+    }
+
     /// The migrated database seen through `Noting`, and an account with an audit row at each of
     /// `ages` days before `now`.
     static func auditTrail(
@@ -85,11 +98,7 @@ import Testing
             }
 
             // Batches held at their size whatever they take (the test below walks the sizing).
-            let counts = try await SQLStore.$sweepBatch.withValue(40) {
-                try await SQLStore.$sweepBatchTime.withValue(.seconds(3_600)) {
-                    try await store.purge(cutoff: now - 30 * day, idleBefore: now - 30 * day, windowsBefore: now - 2 * day, notificationsBefore: now - 30 * day)
-                }
-            }
+            let counts = try await Self.purge(store)
             #expect(counts.auditRows == 335)
             #expect(counts.rateLimitWindows == 9)
             #expect(counts.sessionsCleared == 6)
@@ -105,11 +114,7 @@ import Testing
                 try await store.insertAudit(AuditEvent(createdAt: now - Double(age) * day, event: .login, outcome: "success", userID: owner.id))
             }
             noting.noted.withLock { $0 = [] }
-            let again = try await SQLStore.$sweepBatch.withValue(40) {
-                try await SQLStore.$sweepBatchTime.withValue(.seconds(3_600)) {
-                    try await store.purge(cutoff: now - 30 * day, idleBefore: now - 30 * day, windowsBefore: now - 2 * day, notificationsBefore: now - 30 * day)
-                }
-            }
+            let again = try await Self.purge(store)
             #expect(again.auditRows == 40)
             #expect(noting.sweeps(of: "audit_log") == [40, 0])
         }
@@ -120,15 +125,8 @@ import Testing
     @Test(arguments: Backend.available)
     func aSweepStartsWithASmallBatch(_ backend: Backend) async throws {
         try await TestDatabase.with(backend) { database, _ in
-            let (day, now) = (Self.day, Self.now)
             let (noting, store, _) = try await Self.auditTrail(database, ages: Array(31...130))
-            let counts = try await SQLStore.$sweepBatch.withValue(40) {
-                try await SQLStore.$sweepCarefulBatch.withValue(5) {
-                    try await SQLStore.$sweepBatchTime.withValue(.seconds(3_600)) {
-                        try await store.purge(cutoff: now - 30 * day, idleBefore: now - 30 * day, windowsBefore: now - 2 * day, notificationsBefore: now - 30 * day)
-                    }
-                }
-            }
+            let counts = try await Self.purge(store, careful: 5)
             #expect(counts.auditRows == 100)
             // 5, 10 and 20, then the most (40) take 75 rows; the 25 left go in the last batch.
             #expect(noting.sweeps(of: "audit_log") == [5, 10, 20, 40, 25])
@@ -141,19 +139,12 @@ import Testing
     func aSweepBesideOthersKeepsItsBatchesSmall(_ backend: Backend, _ expected: (reads: Int, batches: [Int])) async throws {
         try await HousekeepingPace.$settings.withValue(.init(restPerBatch: 0)) {
             try await TestDatabase.with(backend) { database, _ in
-                let (day, now) = (Self.day, Self.now)
                 let (noting, store, _) = try await Self.auditTrail(database, ages: Array(31...90)) { inner in
                     for _ in 0..<expected.reads { _ = try? await inner.query("SELECT 1 AS n", []) }
                 }
                 // A turn first, so that the sweep's first counts only what came after it.
                 _ = await database.awaitHousekeepingTurn(after: .zero)
-                let counts = try await SQLStore.$sweepBatch.withValue(40) {
-                    try await SQLStore.$sweepCarefulBatch.withValue(5) {
-                        try await SQLStore.$sweepBatchTime.withValue(.seconds(3_600)) {
-                            try await store.purge(cutoff: now - 30 * day, idleBefore: now - 30 * day, windowsBefore: now - 2 * day, notificationsBefore: now - 30 * day)
-                        }
-                    }
-                }
+                let counts = try await Self.purge(store, careful: 5)
                 #expect(counts.auditRows == 60)
                 #expect(noting.sweeps(of: "audit_log") == expected.batches)
             }
@@ -165,13 +156,8 @@ import Testing
     @Test(arguments: Backend.available)
     func aBatchOverItsTimeHalvesTheNext(_ backend: Backend) async throws {
         try await TestDatabase.with(backend) { database, _ in
-            let (day, now) = (Self.day, Self.now)
             let (noting, store, _) = try await Self.auditTrail(database, ages: Array(31...130))
-            let counts = try await SQLStore.$sweepBatch.withValue(40) {
-                try await SQLStore.$sweepBatchTime.withValue(.zero) {
-                    try await store.purge(cutoff: now - 30 * day, idleBefore: now - 30 * day, windowsBefore: now - 2 * day, notificationsBefore: now - 30 * day)
-                }
-            }
+            let counts = try await Self.purge(store, time: .zero)
             #expect(counts.auditRows == 100)
             // 40, 20, 10, 5 and 2 take 77 rows; the 23 left go one at a time, and a last batch finds none.
             #expect(noting.sweeps(of: "audit_log") == [40, 20, 10, 5, 2] + Array(repeating: 1, count: 23) + [0])
@@ -193,11 +179,7 @@ import Testing
                 let oldest = try? await inner.query("SELECT MIN(created_at) AS oldest FROM audit_log", []).first?.int("oldest")
                 oldestLeft.withLock { $0.append(oldest ?? 0) }
             }
-            let counts = try await SQLStore.$sweepBatch.withValue(40) {
-                try await SQLStore.$sweepBatchTime.withValue(.seconds(3_600)) {
-                    try await store.purge(cutoff: now - 30 * day, idleBefore: now - 30 * day, windowsBefore: now - 2 * day, notificationsBefore: now - 30 * day)
-                }
-            }
+            let counts = try await Self.purge(store)
             #expect(counts.auditRows == 100)
             #expect(noting.sweeps(of: "audit_log") == [40, 40, 20])
             // Days 130 to 91 went first, then 90 to 51; the 20 left (50 to 31) in the last batch.
