@@ -30,6 +30,10 @@ For each database and size it:
      rows the sweep deleted, how long it took, and whether it was still running when the load
      ended (a load that outlived the sweep compares less than it claims), and how long statements
      waited for a connection meanwhile (on SQLite, for the writer a sweep's batch holds).
+     Before it, the control: the same fresh start and load with a retention nothing is older
+     than. The load alone of step 3 ran on a server already warm (its start-up work over, the
+     console's pages and a warm-up read), the load beside the sweep on one just started, so the
+     control says what a fresh start alone costs; both ratios are reported.
 
 Usage: benchmarks/scale/run.py --binary GATEHOUSE --bench GATEHOUSE_BENCH --out FILE
                                [--sizes 10000,100000] [--databases sqlite,postgres] [--seconds 10]
@@ -270,17 +274,18 @@ def pool_waits(server):
     return {"waits": int(total), "p99_at_most_ms": as_ms(within(0.99)), "longest_at_most_ms": as_ms(within(1.0))}
 
 
-def sweep_under_load(args, url, part_dir, label, alone):
-    """The retention sweep at --sweep-days, started with the server, under the login load."""
+def fresh_login_load(args, url, part_dir, directory, label, days):
+    """A server started on the file with the retention at `days` days (its sweep starts with it),
+    and the login load on it from its start, as the sweep under load sees it."""
     with open(os.path.join(HERE, "..", "..", "Server", "Sources", "GatehouseServer", "Resources", "presets", "handz.json")) as handle:
         preset = json.load(handle)
-    preset["privacy"]["retention_days"] = args.sweep_days
-    preset_path = os.path.join(part_dir, "sweep-preset.json")
+    preset["privacy"]["retention_days"] = days
+    run_dir = os.path.join(part_dir, directory)
+    os.makedirs(run_dir, exist_ok=True)
+    preset_path = os.path.join(run_dir, "preset.json")
     with open(preset_path, "w") as handle:
         json.dump(preset, handle)
-    sweep_dir = os.path.join(part_dir, "sweep")
-    os.makedirs(sweep_dir, exist_ok=True)
-    server = harness.Server(args.binary, url, sweep_dir,
+    server = harness.Server(args.binary, url, run_dir,
                             settings=[f"GATEHOUSE_PRESET={preset_path}", "GATEHOUSE_LOG_LEVEL=info", "GATEHOUSE_METRICS=on",
                                       f"GATEHOUSE_SECRET_KEY={harness.server_settings()['GATEHOUSE_SECRET_KEY']}"])
     ended = {}
@@ -289,7 +294,7 @@ def sweep_under_load(args, url, part_dir, label, alone):
         # The sweep logs one "retention sweep" line when it is done.
         while server.process and server.process.poll() is None and "at" not in ended:
             try:
-                with open(os.path.join(sweep_dir, "server.err")) as handle:
+                with open(os.path.join(run_dir, "server.err")) as handle:
                     for line in handle:
                         if "retention sweep" in line:
                             ended["at"] = time.monotonic()
@@ -306,7 +311,7 @@ def sweep_under_load(args, url, part_dir, label, alone):
         wrk = {"scenarios": {}}
         options = argparse.Namespace(seconds=args.seconds, hash="none", warmup=0)
         load_started = time.monotonic()
-        harness.load(server, wrk, options, ["login"], 2, args.connections - args.connections % 2, sweep_dir, f"{label} sweep")
+        harness.load(server, wrk, options, ["login"], 2, args.connections - args.connections % 2, run_dir, label)
         load_ended = time.monotonic()
         row = wrk["scenarios"]["login"]
         waits = pool_waits(server)
@@ -315,17 +320,33 @@ def sweep_under_load(args, url, part_dir, label, alone):
             time.sleep(0.2)
     finally:
         server.stop()
-    result = {
-        "retention_days": args.sweep_days,
-        "login_p99_ms": row.get("latency_ms", {}).get("p99"), "login_alone_p99_ms": alone,
+    return {
+        "retention_days": days,
+        "login_p99_ms": row.get("latency_ms", {}).get("p99"),
         "login_requests_per_second": row.get("requests_per_second"),
         "sweep_seconds": round(ended["at"] - started, 1) if "at" in ended else None,
         "sweep_outlasted_load": "at" in ended and ended["at"] > load_ended or "at" not in ended,
         "load_started_after_s": round(load_started - started, 1), "sweep_log": ended.get("line"),
         "pool_waits_during_load": waits,
     }
+
+
+# A retention no row of the loaded year is older than: the control's sweep finds nothing to remove.
+CONTROL_RETENTION_DAYS = 36500
+
+
+def sweep_under_load(args, url, part_dir, label, alone):
+    """The retention sweep at --sweep-days, started with the server, under the login load; and
+    before it the same fresh start and load with nothing to sweep (the control), since the load
+    alone (`alone`, the hot paths' login) ran on a server already warm."""
+    control = fresh_login_load(args, url, part_dir, "sweep-control", f"{label} sweep control", CONTROL_RETENTION_DAYS)
+    result = fresh_login_load(args, url, part_dir, "sweep", f"{label} sweep", args.sweep_days)
+    result["login_alone_p99_ms"] = alone
+    result["control"] = control
     if alone and result["login_p99_ms"]:
         result["p99_ratio"] = round(result["login_p99_ms"] / alone, 2)
+    if control["login_p99_ms"] and result["login_p99_ms"]:
+        result["p99_ratio_to_control"] = round(result["login_p99_ms"] / control["login_p99_ms"], 2)
     return result
 
 

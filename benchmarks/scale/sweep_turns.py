@@ -76,6 +76,9 @@ def summary(path):
     return {"alone_rps": alone["requests_per_second"], "alone_p99_ms": alone["p99_ms"],
             "beside_rps": sweep["login_requests_per_second"], "beside_p99_ms": sweep["login_p99_ms"],
             "ratio": sweep.get("p99_ratio"), "writer_waits": sweep["pool_waits_during_load"],
+            "control_rps": sweep.get("control", {}).get("login_requests_per_second"),
+            "control_p99_ms": sweep.get("control", {}).get("login_p99_ms"),
+            "ratio_to_control": sweep.get("p99_ratio_to_control"),
             "sweep_outlasted_load": sweep["sweep_outlasted_load"]}
 
 
@@ -99,10 +102,11 @@ def main():
         path = one_run(args, name, binary)
         row = summary(path)
         print(f"{name}: {os.path.basename(path)} {json.dumps(row)}", flush=True)
-        if row["ratio"]:
-            ratios.setdefault(name, []).append(row["ratio"])
-    for name, values in ratios.items():
-        print(f"{name}: ratio mean {statistics.mean(values):.2f}, range {min(values)}-{max(values)}, {len(values)} runs")
+        for key in ("ratio", "ratio_to_control"):
+            if row[key]:
+                ratios.setdefault((name, key), []).append(row[key])
+    for (name, key), values in ratios.items():
+        print(f"{name}: {key} mean {statistics.mean(values):.2f}, range {min(values)}-{max(values)}, {len(values)} runs")
 
 
 if __name__ == "__main__":
