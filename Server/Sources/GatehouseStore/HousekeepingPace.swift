@@ -9,14 +9,15 @@ import Synchronization
 /// took a third of two cores, and their memory traffic slowed the hashes too (BENCHMARKS.md,
 /// issue 65 step 11). So while other work uses the database between two of its batches, each
 /// batch is followed by a rest ``Settings/restPerBatch`` times as long as the batch took (at most
-/// ``Settings/longestRest``): housekeeping then takes no more than a tenth of the time. With
+/// ``Settings/longestRest``): housekeeping then takes no more than a twentieth of the time. With
 /// nothing else using the database it does not rest, and a backlog is swept at full speed.
-/// Rests of nine batches' lengths kept 85–89 % of the logins' throughput beside the sweep, four
-/// kept 78–83 % and none 60–66 % (BENCHMARKS.md, issue 65 step 13).
+/// Rests of four batches' lengths kept 78–83 % of the logins' throughput beside the sweep and
+/// none 60–66 % (BENCHMARKS.md, issue 65 step 13); in turns on a slower host, nine kept 80–91 %
+/// and nineteen 93–99 %, with no run of one within the other's range (step 18).
 final class HousekeepingPace: Sendable {
     struct Settings: Sendable {
         /// The rest after a batch, in batches' lengths, while the server is busy.
-        var restPerBatch = 9
+        var restPerBatch = 19
         /// The longest rest after one batch.
         var longestRest = Duration.milliseconds(250)
         /// How many uses of the database between two turns are housekeeping's own batch: a
