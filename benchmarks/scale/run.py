@@ -278,7 +278,7 @@ def pool_waits(server):
 
 def fresh_login_load(args, url, part_dir, directory, label, days):
     """A server started on the file with the retention at `days` days (its sweep starts with it),
-    and the login load on it from its start, as the sweep under load sees it."""
+    and the login load on it: --sweep-warmup seconds not recorded, then --seconds measured."""
     with open(os.path.join(HERE, "..", "..", "Server", "Sources", "GatehouseServer", "Resources", "presets", "handz.json")) as handle:
         preset = json.load(handle)
     preset["privacy"]["retention_days"] = days

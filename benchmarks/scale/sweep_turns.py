@@ -98,11 +98,11 @@ def summary(path):
     with open(path) as handle:
         part = json.load(handle)["parts"][0]
     alone, sweep = part["scenarios"]["login"], part["sweep"]
+    control = sweep.get("control", {})
     return {"alone_rps": alone["requests_per_second"], "alone_p99_ms": alone["p99_ms"],
             "beside_rps": sweep["login_requests_per_second"], "beside_p99_ms": sweep["login_p99_ms"],
             "ratio": sweep.get("p99_ratio"), "writer_waits": sweep["pool_waits_during_load"],
-            "control_rps": sweep.get("control", {}).get("login_requests_per_second"),
-            "control_p99_ms": sweep.get("control", {}).get("login_p99_ms"),
+            "control_rps": control.get("login_requests_per_second"), "control_p99_ms": control.get("login_p99_ms"),
             "ratio_to_control": sweep.get("p99_ratio_to_control"),
             "sweep_outlasted_load": sweep["sweep_outlasted_load"]}
 
