@@ -17,7 +17,7 @@ oldest audit rows), and its two login loads are its whole evidence. This script:
   3. prints each run's login alone and beside the sweep, and per name the ratios' mean and range.
 
 Usage: benchmarks/scale/sweep_turns.py --master DIR --bench GATEHOUSE_BENCH [--prepare GATEHOUSE]
-           [--size 1000000] [--seconds 30] [--sweep-days 90] [--work DIR] NAME=GATEHOUSE ...
+           [--size 1000000] [--seconds 30] [--sweep-days 90] [--sweep-warmup 30] [--work DIR] NAME=GATEHOUSE ...
 Give the names in an order that puts each build early and late (base pace pace base), so that a
 host that drifts during the runs weighs on both.
 """
@@ -87,7 +87,8 @@ def one_run(args, name, binary):
         out = os.path.join(args.results, f"scale-{stamp}-{size}-sqlite-sweep-{name}.json")
         subprocess.run([sys.executable, os.path.join(HERE, "run.py"), "--binary", binary, "--bench", args.bench, "--out", out,
                         "--sizes", str(args.size), "--databases", "sqlite", "--console-requests", "5",
-                        "--sweep-days", str(args.sweep_days), "--sessions", "0", "--seconds", str(args.seconds), "--reuse", work],
+                        "--sweep-days", str(args.sweep_days), "--sweep-warmup", str(args.sweep_warmup), "--sessions", "0",
+                        "--seconds", str(args.seconds), "--reuse", work],
                        check=True, stdout=subprocess.DEVNULL)
         return out
     finally:
@@ -115,6 +116,7 @@ def main():
     parser.add_argument("--size", type=int, default=1_000_000)
     parser.add_argument("--seconds", type=int, default=30)
     parser.add_argument("--sweep-days", type=int, default=90)
+    parser.add_argument("--sweep-warmup", type=int, default=30, help="run.py's: seconds of logins not recorded before each load")
     parser.add_argument("--work")
     parser.add_argument("--results", default=os.path.join(HERE, "..", "results"))
     parser.add_argument("runs", nargs="+", help="NAME=GATEHOUSE")
