@@ -313,8 +313,8 @@ def fresh_login_load(args, url, part_dir, directory, label, days):
         connections = args.connections - args.connections % 2
         if args.sweep_warmup:
             # The load that "continues" was running before: its first seconds on a server just
-            # started (SQLite's page caches empty, a fresh server's logins slower for tens of
-            # seconds whatever it sweeps) are not recorded.
+            # started are not recorded. (Up to step 18 a fresh server's logins were slower for
+            # their first 30 s whatever it swept: the cleanup's query read every account, step 19.)
             harness.load(server, {"scenarios": {}}, argparse.Namespace(seconds=args.sweep_warmup, hash="none", warmup=0), ["login"], 2,
                          connections, run_dir, f"{label} warm-up (not recorded)")
         wrk = {"scenarios": {}}
