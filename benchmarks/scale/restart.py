@@ -3,8 +3,8 @@
 seconds cost, builds in turns.
 
 For each NAME=GATEHOUSE in turn, on the same FILE (loaded by `gatehouse-bench load` and started
-once before, so that the loaded year's deletions are done): starts the server with a retention no
-loaded row is older than (so its start-up sweep has nothing of the year to delete), runs the login
+once before, so that its expired rows are gone): starts the server with a retention no loaded
+row is older than (so its start-up sweep has nothing of the year to delete), runs the login
 load from its start for 2 x --window seconds, and records
   - the logins' p99 in the load's first window and in its second, from the server's own request
     log (the time each login took in the server, ending in that window);
