@@ -28,9 +28,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "wrk"))
+sys.path.insert(0, HERE)
 import harness  # noqa: E402
-
-RETENTION_DAYS = 36500  # no row of the loaded year is older
+import run  # noqa: E402  (server_with_retention, percentile)
 
 
 def threads(pid):
@@ -48,14 +48,8 @@ def threads(pid):
 
 
 def one_run(binary, path, window, workdir, label):
-    with open(os.path.join(HERE, "..", "..", "Server", "Sources", "GatehouseServer", "Resources", "presets", "handz.json")) as handle:
-        preset = json.load(handle)
-    preset["privacy"]["retention_days"] = RETENTION_DAYS
-    preset_path = os.path.join(workdir, "preset.json")
-    with open(preset_path, "w") as handle:
-        json.dump(preset, handle)
-    server = harness.Server(binary, f"sqlite://{path}", workdir, settings=[
-        f"GATEHOUSE_PRESET={preset_path}", "GATEHOUSE_LOG_LEVEL=info", f"GATEHOUSE_SECRET_KEY={harness.server_settings()['GATEHOUSE_SECRET_KEY']}"])
+    # A retention no row of the loaded year is older than: the start-up sweep deletes none of it.
+    server = run.server_with_retention(binary, f"sqlite://{path}", workdir, run.CONTROL_RETENTION_DAYS)
     samples, stop = [], threading.Event()
     server.start()
     started = time.monotonic()
@@ -84,8 +78,8 @@ def one_run(binary, path, window, workdir, label):
     load_start = min(entry["ts"] - float(entry["duration_ms"]) / 1000 for entry in logins)
 
     def p99(low, high):
-        times = sorted(float(entry["duration_ms"]) for entry in logins if low <= entry["ts"] - load_start < high)
-        return {"p99_ms": round(times[int(len(times) * 0.99)], 1), "logins": len(times)} if times else None
+        times = [float(entry["duration_ms"]) for entry in logins if low <= entry["ts"] - load_start < high]
+        return {"p99_ms": round(run.percentile(times, 0.99), 1), "logins": len(times)} if times else None
 
     by_thread = {}
     for at, busy in samples:

@@ -276,20 +276,26 @@ def pool_waits(server):
     return {"waits": int(total), "p99_at_most_ms": as_ms(within(0.99)), "longest_at_most_ms": as_ms(within(1.0))}
 
 
-def fresh_login_load(args, url, part_dir, directory, label, days):
-    """A server started on the file with the retention at `days` days (its sweep starts with it),
-    and the login load on it: --sweep-warmup seconds not recorded, then --seconds measured."""
+def server_with_retention(binary, url, run_dir, days):
+    """A server (not started) on `url` with the Handz preset's retention at `days` days, logging
+    each request (info) and serving /metrics, with BENCH_SERVER_ENV's secret key."""
     with open(os.path.join(HERE, "..", "..", "Server", "Sources", "GatehouseServer", "Resources", "presets", "handz.json")) as handle:
         preset = json.load(handle)
     preset["privacy"]["retention_days"] = days
-    run_dir = os.path.join(part_dir, directory)
-    os.makedirs(run_dir, exist_ok=True)
     preset_path = os.path.join(run_dir, "preset.json")
     with open(preset_path, "w") as handle:
         json.dump(preset, handle)
-    server = harness.Server(args.binary, url, run_dir,
-                            settings=[f"GATEHOUSE_PRESET={preset_path}", "GATEHOUSE_LOG_LEVEL=info", "GATEHOUSE_METRICS=on",
-                                      f"GATEHOUSE_SECRET_KEY={harness.server_settings()['GATEHOUSE_SECRET_KEY']}"])
+    return harness.Server(binary, url, run_dir,
+                          settings=[f"GATEHOUSE_PRESET={preset_path}", "GATEHOUSE_LOG_LEVEL=info", "GATEHOUSE_METRICS=on",
+                                    f"GATEHOUSE_SECRET_KEY={harness.server_settings()['GATEHOUSE_SECRET_KEY']}"])
+
+
+def fresh_login_load(args, url, part_dir, directory, label, days):
+    """A server started on the file with the retention at `days` days (its sweep starts with it),
+    and the login load on it: --sweep-warmup seconds not recorded, then --seconds measured."""
+    run_dir = os.path.join(part_dir, directory)
+    os.makedirs(run_dir, exist_ok=True)
+    server = server_with_retention(args.binary, url, run_dir, days)
     ended = {}
 
     def watch():
