@@ -10,7 +10,7 @@ public protocol UserStore: Sendable {
     func user(normalizedEmail: String) async throws(StoreError) -> User?
     /// Newest first. `search` matches the start of the normalised email or handle, the exact id,
     /// or a provider's exact subject.
-    func users(search: String?, before: UserCursor?, limit: Int) async throws(StoreError) -> [User]
+    func users(search: String?, before: RowCursor?, limit: Int) async throws(StoreError) -> [User]
     /// How many accounts there are, anonymous ones included.
     func userCount() async throws(StoreError) -> Int
     /// Sets or clears the disabled state; false when no such user exists.
@@ -63,8 +63,9 @@ public protocol IdentityStore: Sendable {
     func deleteIdentities(of userID: UserID, provider: Provider) async throws(StoreError) -> Int
 }
 
-/// Where a page of the user list ends: the last user's creation time and id.
-public struct UserCursor: Sendable, Equatable {
+/// Where a newest-first page ends: its last row's creation second and id (a UUID). The user
+/// lists, an account's sessions and its credit ledger page by it, as `(created_at, id) < (?, ?)`.
+public struct RowCursor: Sendable, Equatable {
     public var createdAt: Int64
     public var id: String
 

@@ -39,7 +39,10 @@ public protocol EntitlementStore: Sendable {
     func creditSpend(of userID: UserID, idempotencyKey: String) async throws(StoreError) -> CreditSpend?
     /// `.uniqueViolation` (`.creditSpend`) when the idempotency key was used meanwhile.
     func insertCreditSpend(_ spend: CreditSpend) async throws(StoreError)
+    /// Every row of a user's ledger, oldest first (the account's export).
     func creditLedger(of userID: UserID) async throws(StoreError) -> [CreditSpend]
+    /// One page of it, newest first: at most `limit` (1 to 1,000) rows created before `before`.
+    func creditLedger(of userID: UserID, before: RowCursor?, limit: Int) async throws(StoreError) -> [CreditSpend]
 }
 
 /// One use of a usage meter, kept under its idempotency key so a retry answers the same use.

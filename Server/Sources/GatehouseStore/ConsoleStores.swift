@@ -66,7 +66,7 @@ public struct FailedJobs: Sendable, Equatable {
 /// activity, the outbox by state, filtered audit and event pages.
 public protocol ConsoleStore: Sendable {
     /// Newest first, as `users(search:before:limit:)`, narrowed by `filter`.
-    func users(matching filter: UserFilter, before: UserCursor?, limit: Int) async throws(StoreError) -> [User]
+    func users(matching filter: UserFilter, before: RowCursor?, limit: Int) async throws(StoreError) -> [User]
     /// One entry per day from `firstDay` through `lastDay` (days since 1970-01-01, UTC), zeros included.
     func dailyActivity(from firstDay: Int64, through lastDay: Int64) async throws(StoreError) -> [DailyActivity]
     func mailCounts() async throws(StoreError) -> MailCounts

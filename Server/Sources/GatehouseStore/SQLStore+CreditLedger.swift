@@ -41,6 +41,14 @@ extension SQLStore {
         ).map(Self.spend(from:))
     }
 
+    public func creditLedger(of userID: UserID, before: RowCursor?, limit: Int) async throws(StoreError) -> [CreditSpend] {
+        let (after, binds) = Self.page(before: before, limit: limit)
+        return try await executor.query(
+            "SELECT \(Self.spendColumns) FROM credit_ledger WHERE user_id = ?\(after) ORDER BY created_at DESC, id DESC LIMIT ?",
+            [.text(userID.description)] + binds
+        ).map(Self.spend(from:))
+    }
+
     private static func spend(from row: SQLRow) throws(StoreError) -> CreditSpend {
         guard let id = UUID(uuidString: try row.string("id")), let user = UserID(try row.string("user_id")) else {
             throw StoreError.decoding("bad credit_ledger row")

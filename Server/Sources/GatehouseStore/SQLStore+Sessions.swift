@@ -97,6 +97,14 @@ extension SQLStore {
         ).map(Self.session(from:))
     }
 
+    public func sessions(of userID: UserID, before: RowCursor?, limit: Int) async throws(StoreError) -> [Session] {
+        let (after, binds) = Self.page(before: before, limit: limit)
+        return try await executor.query(
+            "SELECT \(Self.sessionColumns) FROM sessions WHERE user_id = ?\(after) ORDER BY created_at DESC, id DESC LIMIT ?",
+            [.text(userID.description)] + binds
+        ).map(Self.session(from:))
+    }
+
     public func touchSession(_ id: SessionID, at date: Date) async throws(StoreError) {
         try await executor.query(
             "UPDATE sessions SET last_active_at = ? WHERE id = ? AND last_active_at < ?",

@@ -43,7 +43,7 @@ extension SQLStore {
         try await executor.query("SELECT \(Self.userColumns) FROM users WHERE handle = ?", [.text(handle)]).first.map(Self.user(from:))
     }
 
-    public func users(search: String?, before: UserCursor?, limit: Int) async throws(StoreError) -> [User] {
+    public func users(search: String?, before: RowCursor?, limit: Int) async throws(StoreError) -> [User] {
         try await users(matching: UserFilter(search: search), before: before, limit: limit)
     }
 
@@ -51,7 +51,7 @@ extension SQLStore {
         Int(try await executor.query("SELECT COUNT(*) AS n FROM users", []).first?.int("n") ?? 0)
     }
 
-    public func users(matching filter: UserFilter, before: UserCursor?, limit: Int) async throws(StoreError) -> [User] {
+    public func users(matching filter: UserFilter, before: RowCursor?, limit: Int) async throws(StoreError) -> [User] {
         var conditions: [String] = []
         var binds: [SQLValue] = []
         if let anonymous = filter.anonymous {
@@ -89,7 +89,7 @@ extension SQLStore {
     /// by key, as the page's accounts are (on PostgreSQL through a LATERAL with a LIMIT, which is
     /// never flattened into a join that could hash every account).
     private func users(
-        searching search: String, narrowedBy conditions: [String], _ narrowing: [SQLValue], before: UserCursor?, limit: SQLValue
+        searching search: String, narrowedBy conditions: [String], _ narrowing: [SQLValue], before: RowCursor?, limit: SQLValue
     ) async throws(StoreError) -> [User] {
         let lowered = search.lowercased()
         let end = lowered + "\u{10FFFF}"

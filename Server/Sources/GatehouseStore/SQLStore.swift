@@ -120,6 +120,15 @@ public struct SQLStore: GatehouseStore {
             try await executor.query("SELECT 1 AS ok")
         }
     }
+
+    /// A newest-first page's condition after `WHERE …` (`AND (created_at, id) < (?, ?)`, or
+    /// nothing for the first page) and its binds, the limit (1 to 1,000) last. A row value, which
+    /// both databases read as a range of a `(…, created_at)` index.
+    static func page(before: RowCursor?, limit: Int) -> (condition: String, binds: [SQLValue]) {
+        let limit = SQLValue.integer(Int64(max(1, min(limit, 1000))))
+        guard let before else { return ("", [limit]) }
+        return (" AND (created_at, id) < (?, ?)", [.integer(before.createdAt), .text(before.id), limit])
+    }
 }
 
 /// The changes a transaction made to sessions and accounts, dropped from the cache when it ends.

@@ -16,6 +16,8 @@ public protocol SessionStore: Sendable {
     func cachedSessionAndUser(id: SessionID) -> (session: Session, user: User)?
     /// Live and ended sessions of a user, newest first.
     func sessions(of userID: UserID) async throws(StoreError) -> [Session]
+    /// One page of them, newest first: at most `limit` (1 to 1,000) created before `before`.
+    func sessions(of userID: UserID, before: RowCursor?, limit: Int) async throws(StoreError) -> [Session]
     /// Whether the user has had any session, and any from `userAgent` (`nil` matches `nil`).
     func sessionHistory(of userID: UserID, userAgent: String?) async throws(StoreError) -> (any: Bool, fromAgent: Bool)
     func touchSession(_ id: SessionID, at date: Date) async throws(StoreError)

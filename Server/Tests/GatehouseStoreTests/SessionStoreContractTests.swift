@@ -38,6 +38,52 @@ import Testing
         }
     }
 
+    /// An account's sessions and credit ledger, a page at a time, newest first: rows of the same
+    /// second are told apart by their ids, so walking the pages by their cursors gives every row
+    /// once, in the order of the whole read, and another account's rows never.
+    @Test(arguments: Backend.available)
+    func anAccountsHistoriesArePagedNewestFirst(_ backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let owner = try await user(store)
+            let other = try await user(store)
+            let t0 = Date(unixSeconds: 1_800_000_000)
+            let seconds: [TimeInterval] = [0, 0, 1, 1, 1, 2, 3, 3]
+            for at in seconds {
+                try await store.insertSession(Session(userID: owner.id, provider: "email", createdAt: t0 + at))
+                try await store.insertCreditSpend(
+                    CreditSpend(
+                        userID: owner.id, credit: "practice", action: "practice", subject: nil, idempotencyKey: UUID().uuidString,
+                        periodStart: t0, createdAt: t0 + at))
+            }
+            try await store.insertSession(Session(userID: other.id, provider: "email", createdAt: t0 + 2))
+            func walk<Row>(_ read: (RowCursor?, Int) async throws -> [Row], _ cursor: (Row) -> RowCursor) async throws -> [[Row]] {
+                var pages: [[Row]] = []
+                var before: RowCursor?
+                repeat {
+                    let page = try await read(before, 3)
+                    pages.append(page)
+                    before = page.count == 3 ? page.last.map(cursor) : nil
+                } while before != nil
+                return pages
+            }
+            let sessions = try await walk({ try await store.sessions(of: owner.id, before: $0, limit: $1) }) {
+                RowCursor(createdAt: $0.createdAt.unixSeconds, id: $0.id.description)
+            }
+            #expect(sessions.map(\.count) == [3, 3, 2])
+            let whole = try await store.sessions(of: owner.id)
+            #expect(whole.count == seconds.count)
+            #expect(sessions.flatMap { $0 }.map(\.id) == whole.map(\.id))
+            let ledger = try await walk({ try await store.creditLedger(of: owner.id, before: $0, limit: $1) }) {
+                RowCursor(createdAt: $0.createdAt.unixSeconds, id: UUIDText.lowercase($0.id))
+            }
+            #expect(ledger.map(\.count) == [3, 3, 2])
+            // The export's read is oldest first; the pages, newest first.
+            let oldestFirst = try await store.creditLedger(of: owner.id)
+            #expect(ledger.flatMap { $0 }.map(\.id) == oldestFirst.map(\.id).reversed())
+            #expect(try await store.sessions(of: other.id, before: nil, limit: 3).count == 1)
+        }
+    }
+
     /// The one read every Bearer request makes: the session and its account together, exactly
     /// as the two reads of each would give them.
     @Test(arguments: Backend.available)

@@ -166,11 +166,11 @@ import Testing
                 created.append(user)
             }
             var seen: [UserID] = []
-            var cursor: UserCursor?
+            var cursor: RowCursor?
             repeat {
                 let page = try await store.users(search: nil, before: cursor, limit: 3)
                 seen += page.map(\.id)
-                cursor = page.count == 3 ? page.last.map { UserCursor(createdAt: $0.createdAt.unixSeconds, id: $0.id.description) } : nil
+                cursor = page.count == 3 ? page.last.map { RowCursor(createdAt: $0.createdAt.unixSeconds, id: $0.id.description) } : nil
             } while cursor != nil
             #expect(Set(seen) == Set(created.map(\.id)))
             #expect(seen.count == 7)
@@ -208,12 +208,12 @@ import Testing
             // A provider's subject matches as it is, the address and the handle by a prefix in any
             // case: "pagerless-not" is a handle with the prefix.
             var seen: [UserID] = []
-            var cursor: UserCursor?
+            var cursor: RowCursor?
             // Five pages at most: a cursor that was not applied would walk forever.
             for _ in 0..<5 {
                 let page = try await store.users(matching: UserFilter(search: "PAGER"), before: cursor, limit: 3)
                 seen += page.map(\.id)
-                cursor = page.count == 3 ? page.last.map { UserCursor(createdAt: $0.createdAt.unixSeconds, id: $0.id.description) } : nil
+                cursor = page.count == 3 ? page.last.map { RowCursor(createdAt: $0.createdAt.unixSeconds, id: $0.id.description) } : nil
                 if cursor == nil { break }
             }
             let other = try #require(try await store.user(handle: "pagerless-not"))
@@ -233,7 +233,7 @@ import Testing
             #expect(narrowed.map(\.id) == Array(expectedDisabled.prefix(2)))
             let last = try #require(narrowed.last)
             let rest = try await store.users(
-                matching: disabled, before: UserCursor(createdAt: last.createdAt.unixSeconds, id: last.id.description), limit: 2)
+                matching: disabled, before: RowCursor(createdAt: last.createdAt.unixSeconds, id: last.id.description), limit: 2)
             #expect(rest.map(\.id) == [expectedDisabled[2]])
         }
     }

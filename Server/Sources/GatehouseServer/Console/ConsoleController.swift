@@ -95,7 +95,9 @@ struct ConsoleController {
     }
 
     @Sendable func user(_ request: Request, context: GatehouseRequestContext) async throws -> Response {
-        try await page(request, context) { try await userPage(try context.parameters.require("id")) }
+        try await page(request, context) {
+            try await userPage(try context.parameters.require("id"), from: try ConsoleViews.historyCursors(request.uri.queryParameters))
+        }
     }
 
     @Sendable func revokeSession(_ id: String, _ form: [String: String], _ context: GatehouseRequestContext, _ client: ClientInfo) async throws {
@@ -212,9 +214,9 @@ struct ConsoleController {
 
     // MARK: Pages
 
-    private func userPage(_ id: String) async throws -> ConsoleViews.Page {
+    private func userPage(_ id: String, from cursors: ConsoleService.HistoryCursors = .init()) async throws -> ConsoleViews.Page {
         views.user(
-            try await console.user(id), live: console.isLive, liveGrant: console.isLive, credits: operators.creditNames,
+            try await console.user(id, from: cursors), live: console.isLive, liveGrant: console.isLive, credits: operators.creditNames,
             tiers: operators.knownTiers.sorted())
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Hummingbird
 import GatehouseCore
 import GatehouseStore
 import GatehouseWire
@@ -12,7 +13,7 @@ extension ConsoleViews {
         _ detail: ConsoleService.UserDetail, live: (Session) -> Bool, liveGrant: (PlanGrant) -> Bool, credits: [String], tiers: [String]
     ) -> Page {
         let user = detail.user
-        let sessions: [[String: Any]] = detail.sessions.map { session in
+        let sessions: [[String: Any]] = detail.sessions.rows.map { session in
             let state = session.isRevoked ? "revoked" : (live(session) ? "active" : "expired")
             return [
                 "id": session.id.description, "state": state, "active": state == "active", "provider": session.provider.rawValue,
@@ -65,7 +66,9 @@ extension ConsoleViews {
                 "factors": detail.factors.map {
                     ["name": $0.name, "type": $0.type, "confirmed": $0.confirmedAt.map(Self.time) ?? "not confirmed"]
                 },
-                "sessions": sessions, "has_live_sessions": sessions.contains { $0["active"] as? Bool == true },
+                // Older sessions than the page shows may be live: the button revokes every one.
+                "sessions": sessions, "has_live_sessions": detail.sessions.older != nil || sessions.contains { $0["active"] as? Bool == true },
+                "sessions_pager": Self.pager(detail, user.id, sessions: true),
                 "balances": balances, "credit_names": credits, "has_credit_names": !credits.isEmpty,
                 "purchases": detail.subscriptions.map {
                     [
@@ -76,7 +79,8 @@ extension ConsoleViews {
                 "sources": sources, "has_sources": !sources.isEmpty,
                 "grants": grants, "has_grants": !grants.isEmpty,
                 "tiers": Self.options(tiers, none: "The plan's own tier", selected: nil),
-                "ledger": detail.ledger.prefix(50).map {
+                "ledger_pager": Self.pager(detail, user.id, sessions: false),
+                "ledger": detail.ledger.rows.map {
                     [
                         "credit": $0.credit, "amount": $0.amount < 0 ? "+\(-$0.amount)" : "−\($0.amount)", "action": $0.action,
                         "subject": $0.subject ?? "", "at": Self.time($0.createdAt),
@@ -84,6 +88,33 @@ extension ConsoleViews {
                 },
                 "audit": detail.audit.map(Self.auditRow), "events": detail.events.map(Self.eventRow),
             ])
+    }
+
+    /// The query of an account's page: where its sessions and its credit ledger start (the
+    /// `sessions_before` and `ledger_before` of the pagers' links); 400 `invalid_request` for a
+    /// cursor that is not one.
+    static func historyCursors(_ query: Hummingbird.Parameters) throws -> ConsoleService.HistoryCursors {
+        func cursor(_ name: String) throws -> RowCursor? {
+            guard let text = query[Substring(name)].map(String.init), !text.isEmpty else { return nil }
+            guard let cursor = RowCursor(text) else { throw GatehouseError.invalidRequest("The cursor is not valid.") }
+            return cursor
+        }
+        return ConsoleService.HistoryCursors(sessions: try cursor("sessions_before"), ledger: try cursor("ledger_before"))
+    }
+
+    /// The links under a history of an account's page: its newest rows again when the page
+    /// starts further back, and its older rows when there are some; the other history stays where
+    /// it is. An empty string (no pager) when the page shows the whole history.
+    static func pager(_ detail: ConsoleService.UserDetail, _ id: UserID, sessions: Bool) -> Any {
+        let (from, older) = sessions ? (detail.sessions.from, detail.sessions.older) : (detail.ledger.from, detail.ledger.older)
+        func link(_ cursor: RowCursor?) -> String {
+            let other = sessions ? detail.ledger.from : detail.sessions.from
+            return Self.link(
+                "/admin/users/\(id)",
+                sessions ? ["sessions_before": cursor?.token, "ledger_before": other?.token] : ["sessions_before": other?.token, "ledger_before": cursor?.token])
+        }
+        guard from != nil || older != nil else { return "" }
+        return ["newest": from == nil ? "" : link(nil), "older": older.map(link) ?? ""] as [String: Any]
     }
 
     /// A metadata object as the page shows it and its form is prefilled: indented, keys sorted,

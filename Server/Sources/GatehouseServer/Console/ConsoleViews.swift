@@ -294,7 +294,9 @@ struct ConsoleViews: Sendable {
     static func link(_ path: String, _ query: [String: String?]) -> String {
         var components = URLComponents()
         components.path = path
-        components.queryItems = query.sorted { $0.key < $1.key }.compactMap { item in item.value.map { URLQueryItem(name: item.key, value: $0) } }
+        let items = query.sorted { $0.key < $1.key }.compactMap { item in item.value.map { URLQueryItem(name: item.key, value: $0) } }
+        // No `?` when every value is nil (the newest page of an account's history).
+        components.queryItems = items.isEmpty ? nil : items
         return components.string ?? path
     }
 }

@@ -92,9 +92,9 @@ struct ConsoleService: Sendable {
     /// every account for a page (issue 65).
     func users(_ filter: UserFilter, planState: String?, provider: String?, cursor: String?) async throws -> UserPage {
         let size = 25
-        var before: UserCursor?
+        var before: RowCursor?
         if let cursor, !cursor.isEmpty {
-            guard let parsed = UserCursor(cursor) else { throw GatehouseError.invalidRequest("The cursor is not valid.") }
+            guard let parsed = RowCursor(cursor) else { throw GatehouseError.invalidRequest("The cursor is not valid.") }
             before = parsed
         }
         var rows: [UserRow] = []
@@ -115,14 +115,14 @@ struct ConsoleService: Sendable {
             let identities = try await store.identities(ofAccounts: page.map(\.id))
             for user in page {
                 scanned += 1
-                before = UserCursor(createdAt: user.createdAt.unixSeconds, id: user.id.description)
+                before = RowCursor(createdAt: user.createdAt.unixSeconds, id: user.id.description)
                 let state = engine.planState(inputs[user.id] ?? engine.input(for: user), at: now)
                 let providers = (identities[user.id] ?? []).map(\.provider.rawValue)
                 guard planState == nil || state == planState, provider == nil || providers.contains(provider ?? "") else { continue }
                 if rows.count == size {
                     // One more match than the page holds: there is a next page, starting after the last row.
                     let last = rows[size - 1].user
-                    return UserPage(rows: rows, next: UserCursor(createdAt: last.createdAt.unixSeconds, id: last.id.description).token, scanned: scanned)
+                    return UserPage(rows: rows, next: RowCursor(createdAt: last.createdAt.unixSeconds, id: last.id.description).token, scanned: scanned)
                 }
                 rows.append(UserRow(user: user, planState: state, providers: providers))
             }
@@ -148,27 +148,61 @@ struct ConsoleService: Sendable {
         var factors: [MFAFactor]
         /// What the account holds of each way in and second factor (the catalogue's count).
         var credentials: CredentialInventory
-        var sessions: [Session]
+        /// The newest `historyPageSize` sessions before the page's cursor, live and ended.
+        var sessions: HistoryPage<Session>
         var entitlements: EntitlementsPayload
         var subscriptions: [SubscriptionRecord]
         /// Promotional grants, revoked and ended ones included.
         var grants: [PlanGrant]
-        var ledger: [CreditSpend]
+        /// The newest `historyPageSize` rows of the credit ledger before the page's cursor.
+        var ledger: HistoryPage<CreditSpend>
         var audit: [AuditEvent]
         var events: [DomainEvent]
     }
 
-    func user(_ id: String) async throws -> UserDetail {
+    /// Where an account's page starts its histories: nil is the newest rows.
+    struct HistoryCursors: Sendable, Equatable {
+        var sessions: RowCursor?
+        var ledger: RowCursor?
+    }
+
+    /// One page of a history an account's page shows (its sessions, its credit ledger): the
+    /// rows, where they started and, when there are older ones, where those start. Read a page
+    /// at a time, the account's page costs the same with 10 sessions as with 10,000: read whole,
+    /// an account with 134 sessions took 83 ms p50 at 1M accounts (BENCHMARKS.md, issue 65, step 19).
+    struct HistoryPage<Row: Sendable>: Sendable {
+        var rows: [Row]
+        var from: RowCursor?
+        var older: RowCursor?
+
+        /// `read(before, limit)` asked for one row more than a page, to know whether there are older ones.
+        init(from before: RowCursor?, cursor: (Row) -> RowCursor, read: (RowCursor?, Int) async throws -> [Row]) async throws {
+            let rows = try await read(before, ConsoleService.historyPageSize + 1)
+            self.rows = Array(rows.prefix(ConsoleService.historyPageSize))
+            self.from = before
+            self.older = rows.count > ConsoleService.historyPageSize ? self.rows.last.map(cursor) : nil
+        }
+    }
+
+    /// Rows of each history an account's page shows at a time (and of its audit trail and events).
+    static let historyPageSize = 50
+
+    func user(_ id: String, from cursors: HistoryCursors = HistoryCursors()) async throws -> UserDetail {
         let user = try await find(id)
+        let store = self.store
+        let sessions = try await HistoryPage(from: cursors.sessions, cursor: { RowCursor(createdAt: $0.createdAt.unixSeconds, id: $0.id.description) }) {
+            try await store.sessions(of: user.id, before: $0, limit: $1)
+        }
+        let ledger = try await HistoryPage(from: cursors.ledger, cursor: { RowCursor(createdAt: $0.createdAt.unixSeconds, id: UUIDText.lowercase($0.id)) }) {
+            try await store.creditLedger(of: user.id, before: $0, limit: $1)
+        }
         return UserDetail(
             user: user, identities: try await store.identities(of: user.id), passkeys: try await store.passkeys(of: user.id),
             factors: try await store.mfaFactors(of: user.id), credentials: try await AccountLifecycle.inventory(of: user.id, in: store),
-            sessions: try await store.sessions(of: user.id).sorted { $0.createdAt > $1.createdAt },
-            entitlements: try await entitlements.snapshot(user), subscriptions: try await store.subscriptions(of: user.id),
-            grants: try await store.grants(of: user.id).sorted { $0.startsAt > $1.startsAt },
-            ledger: try await store.creditLedger(of: user.id).sorted { $0.createdAt > $1.createdAt },
-            audit: try await store.auditEvents(userID: user.id, event: nil, before: nil, limit: 50),
-            events: try await store.events(after: nil, type: nil, userID: user.id, limit: 50))
+            sessions: sessions, entitlements: try await entitlements.snapshot(user), subscriptions: try await store.subscriptions(of: user.id),
+            grants: try await store.grants(of: user.id).sorted { $0.startsAt > $1.startsAt }, ledger: ledger,
+            audit: try await store.auditEvents(userID: user.id, event: nil, before: nil, limit: Self.historyPageSize),
+            events: try await store.events(after: nil, type: nil, userID: user.id, limit: Self.historyPageSize))
     }
 
     /// Every signing key, retired ones included (the keys page).

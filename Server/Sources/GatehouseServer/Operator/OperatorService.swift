@@ -32,9 +32,9 @@ public struct OperatorService: Sendable {
 
     /// One page, newest first. `cursor` is the `next_cursor` of the previous page.
     public func list(search: String?, cursor: String?, limit: Int) async throws -> AdminUserList {
-        var before: UserCursor?
+        var before: RowCursor?
         if let cursor, !cursor.isEmpty {
-            guard let parsed = UserCursor(cursor) else { throw GatehouseError.invalidRequest("The cursor is not valid.") }
+            guard let parsed = RowCursor(cursor) else { throw GatehouseError.invalidRequest("The cursor is not valid.") }
             before = parsed
         }
         guard (1...200).contains(limit) else { throw GatehouseError.invalidRequest("The limit must be between 1 and 200.") }
@@ -44,7 +44,7 @@ public struct OperatorService: Sendable {
         let identities = try await store.identities(ofAccounts: page.map(\.id))
         let passkeys = try await store.passkeys(ofAccounts: page.map(\.id))
         let result = page.map { adminView($0, identities: identities[$0.id] ?? [], passkeys: passkeys[$0.id] ?? []) }
-        let next = users.count > limit ? page.last.map { UserCursor(createdAt: $0.createdAt.unixSeconds, id: $0.id.description).token } : nil
+        let next = users.count > limit ? page.last.map { RowCursor(createdAt: $0.createdAt.unixSeconds, id: $0.id.description).token } : nil
         return AdminUserList(users: result, nextCursor: next)
     }
 

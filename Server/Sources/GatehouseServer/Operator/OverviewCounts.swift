@@ -86,7 +86,7 @@ final class OverviewCounts: PeriodicSweep {
         let days = try await store.dailyActivity(from: today - ConsoleService.overviewDays + 1, through: today)
         var mix: [String: Int] = [:]
         var sampled = 0, started = 0, converted = 0
-        var cursor: UserCursor?
+        var cursor: RowCursor?
         while sampled < ConsoleService.planScanLimit {
             let page = try await store.users(matching: UserFilter(), before: cursor, limit: 200)
             let inputs = try await engine.storedInputs(for: page, in: store)
@@ -100,7 +100,7 @@ final class OverviewCounts: PeriodicSweep {
             }
             sampled += page.count
             guard page.count == 200, let last = page.last else { break }
-            cursor = UserCursor(createdAt: last.createdAt.unixSeconds, id: last.id.description)
+            cursor = RowCursor(createdAt: last.createdAt.unixSeconds, id: last.id.description)
         }
         let order = PlanState.all.map(\.rawValue)
         let planMix = mix.sorted { (order.firstIndex(of: $0.key) ?? 99, $0.key) < (order.firstIndex(of: $1.key) ?? 99, $1.key) }
