@@ -167,9 +167,11 @@ struct ConsoleService: Sendable {
     }
 
     /// One page of a history an account's page shows (its sessions, its credit ledger): the
-    /// rows, where they started and, when there are older ones, where those start. Read a page
-    /// at a time, the account's page costs the same with 10 sessions as with 10,000: read whole,
-    /// an account with 134 sessions took 83 ms p50 at 1M accounts (BENCHMARKS.md, issue 65, step 19).
+    /// rows, where they started and, when there are older ones, where those start. The page
+    /// formats and sends 50 rows of each whatever the account holds (read whole, an account with
+    /// 134 sessions took 83 ms p50 at 1M accounts: BENCHMARKS.md, issue 65, steps 19 and 20).
+    /// Sessions are read in the order of their `(user_id, created_at)` index, so no more than
+    /// the page; the ledger has no such index and sorts the account's rows for it.
     struct HistoryPage<Row: Sendable>: Sendable {
         var rows: [Row]
         var from: RowCursor?

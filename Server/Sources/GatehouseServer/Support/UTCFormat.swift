@@ -5,7 +5,7 @@ import Synchronization
 /// headers, mail copy and the admin console, never the reader's locale.
 ///
 /// One formatter per pattern, made once: making a `DateFormatter` costs about 150 µs on Linux
-/// (2.3 µs to format with one already made), and a console page formats two times a row; an
+/// (2.4 µs to format with one already made), and a console page formats two times a row; an
 /// account's page with 134 sessions spent about 40 ms on formatters (BENCHMARKS.md, issue 65,
 /// step 20). The patterns are the callers' literals, so the cache holds a handful.
 func utcFormat(_ date: Date, _ pattern: String) -> String {
