@@ -68,7 +68,7 @@ extension ConsoleViews {
                 },
                 // Older sessions than the page shows may be live: the button revokes every one.
                 "sessions": sessions, "has_live_sessions": detail.sessions.older != nil || sessions.contains { $0["active"] as? Bool == true },
-                "sessions_pager": Self.pager(detail, user.id, sessions: true),
+                "sessions_pager": Self.pager(detail, user.id, .sessions),
                 "balances": balances, "credit_names": credits, "has_credit_names": !credits.isEmpty,
                 "purchases": detail.subscriptions.map {
                     [
@@ -79,7 +79,7 @@ extension ConsoleViews {
                 "sources": sources, "has_sources": !sources.isEmpty,
                 "grants": grants, "has_grants": !grants.isEmpty,
                 "tiers": Self.options(tiers, none: "The plan's own tier", selected: nil),
-                "ledger_pager": Self.pager(detail, user.id, sessions: false),
+                "ledger_pager": Self.pager(detail, user.id, .ledger),
                 "ledger": detail.ledger.rows.map {
                     [
                         "credit": $0.credit, "amount": $0.amount < 0 ? "+\(-$0.amount)" : "−\($0.amount)", "action": $0.action,
@@ -99,21 +99,40 @@ extension ConsoleViews {
             guard let cursor = RowCursor(text) else { throw GatehouseError.invalidRequest("The cursor is not valid.") }
             return cursor
         }
-        return ConsoleService.HistoryCursors(sessions: try cursor("sessions_before"), ledger: try cursor("ledger_before"))
+        return ConsoleService.HistoryCursors(sessions: try cursor(History.sessions.parameter), ledger: try cursor(History.ledger.parameter))
+    }
+
+    /// The histories an account's page shows a page at a time, each with its own cursor.
+    enum History: CaseIterable {
+        case sessions, ledger
+
+        /// The query parameter of its cursor.
+        var parameter: String {
+            switch self {
+            case .sessions: "sessions_before"
+            case .ledger: "ledger_before"
+            }
+        }
+
+        func page(_ detail: ConsoleService.UserDetail) -> (from: RowCursor?, older: RowCursor?) {
+            switch self {
+            case .sessions: (detail.sessions.from, detail.sessions.older)
+            case .ledger: (detail.ledger.from, detail.ledger.older)
+            }
+        }
     }
 
     /// The links under a history of an account's page: its newest rows again when the page
-    /// starts further back, and its older rows when there are some; the other history stays where
-    /// it is. An empty string (no pager) when the page shows the whole history.
-    static func pager(_ detail: ConsoleService.UserDetail, _ id: UserID, sessions: Bool) -> Any {
-        let (from, older) = sessions ? (detail.sessions.from, detail.sessions.older) : (detail.ledger.from, detail.ledger.older)
-        func link(_ cursor: RowCursor?) -> String {
-            let other = sessions ? detail.ledger.from : detail.sessions.from
-            return Self.link(
-                "/admin/users/\(id)",
-                sessions ? ["sessions_before": cursor?.token, "ledger_before": other?.token] : ["sessions_before": other?.token, "ledger_before": cursor?.token])
-        }
+    /// starts further back, and its older rows when there are some; the other histories stay
+    /// where they are. An empty string (no pager) when the page shows the whole history.
+    static func pager(_ detail: ConsoleService.UserDetail, _ id: UserID, _ history: History) -> Any {
+        let (from, older) = history.page(detail)
         guard from != nil || older != nil else { return "" }
+        func link(_ cursor: RowCursor?) -> String {
+            var query: [String: String?] = [:]
+            for other in History.allCases { query[other.parameter] = (other == history ? cursor : other.page(detail).from)?.token }
+            return Self.link("/admin/users/\(id)", query)
+        }
         return ["newest": from == nil ? "" : link(nil), "older": older.map(link) ?? ""] as [String: Any]
     }
 
