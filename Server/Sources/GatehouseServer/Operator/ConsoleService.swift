@@ -191,7 +191,6 @@ struct ConsoleService: Sendable {
 
     func user(_ id: String, from cursors: HistoryCursors = HistoryCursors()) async throws -> UserDetail {
         let user = try await find(id)
-        let store = self.store
         let sessions = try await HistoryPage(from: cursors.sessions, cursor: { RowCursor(createdAt: $0.createdAt.unixSeconds, id: $0.id.description) }) {
             try await store.sessions(of: user.id, before: $0, limit: $1)
         }
