@@ -377,6 +377,16 @@ import Testing
                 let page = try await console.get("/admin/users?\(query)").text
                 return page.components(separatedBy: #"<tr data-user-id=""#).dropFirst().map { String($0.prefix { $0 != "\"" }) }
             }
+            // Each row's plan and its providers, sorted (two identities made in one second come in
+            // either order): the providers are read for the page whichever filter chose it.
+            func cells(_ query: String) async throws -> [String: String] {
+                let page = try await console.get("/admin/users?\(query)").text
+                return Dictionary(uniqueKeysWithValues: page.components(separatedBy: #"<tr data-user-id=""#).dropFirst().map { row in
+                    let tds = row.components(separatedBy: "<td>").dropFirst(2).prefix(2).map { String($0.prefix { $0 != "<" }) }
+                    let providers = tds.last?.components(separatedBy: ", ").sorted().joined(separator: ", ") ?? ""
+                    return (String(row.prefix { $0 != "\"" }), "\(tds.first ?? "") | \(providers)")
+                })
+            }
             #expect(try await ids("q=ada.sea") == [ada])
             #expect(try await ids("q=\(bo)") == [bo])
             #expect(try await ids("q=001234.apple-subject.0042") == [bo])
@@ -387,6 +397,9 @@ import Testing
             #expect(try await console.post("/admin/users/\(ada)/plan", ["plan": "pro", "reason": "support ticket 7"]).status == .seeOther)
             #expect(try await ids("plan=pro") == [ada])
             #expect(try await ids("plan=free&unverified=1") == [bo])
+            #expect(try await cells("plan=pro") == [ada: "pro | email"])
+            #expect(try await cells("provider=apple") == [bo: "free | apple, email"])
+            #expect(try await cells("unverified=1") == [ada: "pro | email", bo: "free | apple, email"])
 
             // Credits: handz grants monthly practice credits; a grant raises what is left.
             let before = try await console.get("/admin/users/\(bo)").text

@@ -84,12 +84,14 @@ struct ConsoleService: Sendable {
 
     /// One page of 25, newest first. A plan state or a provider is tested on each account (the
     /// plan is the entitlement engine's answer; the provider, one of the account's identities),
-    /// so with either the page looks at accounts 200 at a time with their ledgers and identities
-    /// read together, until the page is full, another batch would not end within `scanBudget`
-    /// (`scanGoesOn`; one batch at least) or `planScanLimit` accounts were tested, and offers to
-    /// go on from where it stopped. Read
-    /// as a condition of the list instead, a provider few accounts use made the database test
-    /// every account for a page (issue 65).
+    /// so with either the page looks at accounts 200 at a time, until the page is full, another
+    /// batch would not end within `scanBudget` (`scanGoesOn`; one batch at least) or
+    /// `planScanLimit` accounts were tested, and offers to go on from where it stopped. A batch
+    /// reads the providers of its accounts in one statement, then the paid sources' rows of only
+    /// the accounts that passed (a statement a source); the shown rows' providers, when no
+    /// provider was asked for, are read once for the page. Read as a condition of the list
+    /// instead, a provider few accounts use made the database test every account for a page
+    /// (issue 65).
     func users(_ filter: UserFilter, planState: String?, provider: String?, cursor: String?) async throws -> UserPage {
         let size = 25
         var before: RowCursor?
@@ -97,39 +99,50 @@ struct ConsoleService: Sendable {
             guard let parsed = RowCursor(cursor) else { throw GatehouseError.invalidRequest("The cursor is not valid.") }
             before = parsed
         }
-        var rows: [UserRow] = []
+        var matches: [(user: User, planState: String)] = []
+        var providers: [UserID: [Identity]] = [:]
         var scanned = 0
         let now = clock.now
         let scanning = planState != nil || provider != nil
         let started = ContinuousClock.now
         var slowest = Duration.zero
-        while rows.count < size,
+        func answer(next: RowCursor?) async throws -> UserPage {
+            if provider == nil { providers = try await store.identities(ofAccounts: matches.map(\.user.id)) }
+            let rows = matches.map { UserRow(user: $0.user, planState: $0.planState, providers: (providers[$0.user.id] ?? []).map(\.provider.rawValue)) }
+            return UserPage(rows: rows, next: next?.token, scanned: scanned)
+        }
+        while matches.count < size,
             Self.scanGoesOn(scanned: scanned, elapsed: ContinuousClock.now - started, slowestBatch: slowest, budget: scanBudget)
         {
             let batchStarted = ContinuousClock.now
             defer { slowest = max(slowest, ContinuousClock.now - batchStarted) }
-            let batch = scanning ? 200 : size + 1 - rows.count
+            let batch = scanning ? 200 : size + 1 - matches.count
             let page = try await store.users(matching: filter, before: before, limit: batch)
-            // The batch's plan states and providers, read together (a statement per table, not per account).
-            let inputs = try await engine.storedInputs(for: page, in: store)
-            let identities = try await store.identities(ofAccounts: page.map(\.id))
+            var candidates = page
+            if let provider {
+                let identities = try await store.identities(ofAccounts: page.map(\.id))
+                candidates = page.filter { (identities[$0.id] ?? []).contains { $0.provider.rawValue == provider } }
+                providers.merge(identities) { first, _ in first }
+            }
+            // An input for each candidate and no other account: the accounts without one failed the provider.
+            let inputs = try await engine.storedInputs(for: candidates, in: store)
             for user in page {
                 scanned += 1
                 before = RowCursor(createdAt: user.createdAt.unixSeconds, id: user.id.description)
-                let state = engine.planState(inputs[user.id] ?? engine.input(for: user), at: now)
-                let providers = (identities[user.id] ?? []).map(\.provider.rawValue)
-                guard planState == nil || state == planState, provider == nil || providers.contains(provider ?? "") else { continue }
-                if rows.count == size {
+                guard let input = inputs[user.id] else { continue }
+                let state = engine.planState(input, at: now)
+                guard planState == nil || state == planState else { continue }
+                if matches.count == size {
                     // One more match than the page holds: there is a next page, starting after the last row.
-                    let last = rows[size - 1].user
-                    return UserPage(rows: rows, next: RowCursor(createdAt: last.createdAt.unixSeconds, id: last.id.description).token, scanned: scanned)
+                    let last = matches[size - 1].user
+                    return try await answer(next: RowCursor(createdAt: last.createdAt.unixSeconds, id: last.id.description))
                 }
-                rows.append(UserRow(user: user, planState: state, providers: providers))
+                matches.append((user, state))
             }
-            if page.count < batch { return UserPage(rows: rows, next: nil, scanned: scanned) }
+            if page.count < batch { return try await answer(next: nil) }
         }
         // The scan stopped at its time or its limit (or the page filled exactly): go on from where it stopped.
-        return UserPage(rows: rows, next: before?.token, scanned: scanned)
+        return try await answer(next: before)
     }
 
     /// Whether a filtered page tests another batch: always a first one; then none past
