@@ -133,7 +133,7 @@ public struct GatehouseConfig: Sendable {
     /// batch that would end past it, judged by the slowest so far) before it
     /// shows what it found and offers to go on (issue 65: a page answers in bounded time
     /// whatever the number of accounts).
-    public var consoleScanMilliseconds = 30
+    public var consoleScanMilliseconds = 20
     /// Open connections in all; one more is closed as it opens. With `maxBodyBytes` this bounds
     /// what request bodies can hold in memory.
     public var maxConnections = 4_096
