@@ -167,9 +167,9 @@ import Testing
         }
     }
 
-    /// Issue 65: a filtered console page tests accounts for 30 ms unless set (0: one batch a
+    /// Issue 65: a filtered console page tests accounts for 20 ms unless set (0: one batch a
     /// page); a value out of range stops the start.
-    @Test func theConsoleScanTakes30MillisecondsUnlessSet() async throws {
+    @Test func theConsoleScanTakes20MillisecondsUnlessSet() async throws {
         #expect(try await load([:]).consoleScanMilliseconds == 20)
         #expect(try await load(["GATEHOUSE_CONSOLE_SCAN_MILLISECONDS": "0"]).consoleScanMilliseconds == 0)
         #expect(try await load(["GATEHOUSE_CONSOLE_SCAN_MILLISECONDS": "250"]).consoleScanMilliseconds == 250)

@@ -87,11 +87,11 @@ struct ConsoleService: Sendable {
     /// so with either the page looks at accounts 200 at a time, until the page is full, another
     /// batch would not end within `scanBudget` (`scanGoesOn`; one batch at least) or
     /// `planScanLimit` accounts were tested, and offers to go on from where it stopped. A batch
-    /// reads the providers of its accounts in one statement, then the paid sources' rows of only
-    /// the accounts that passed (a statement a source); the shown rows' providers, when no
-    /// provider was asked for, are read once for the page. Read as a condition of the list
-    /// instead, a provider few accounts use made the database test every account for a page
-    /// (issue 65).
+    /// reads only what its filter tests: with a provider, its accounts' identities (one
+    /// statement), then the paid sources' rows (a statement a source) of only the accounts that
+    /// have it; without one, only the paid sources' rows, and the shown rows' providers are read
+    /// once for the page. Read as a condition of the list instead, a provider few accounts use
+    /// made the database test every account for a page (issue 65).
     func users(_ filter: UserFilter, planState: String?, provider: String?, cursor: String?) async throws -> UserPage {
         let size = 25
         var before: RowCursor?
@@ -122,7 +122,7 @@ struct ConsoleService: Sendable {
             if let provider {
                 let identities = try await store.identities(ofAccounts: page.map(\.id))
                 candidates = page.filter { (identities[$0.id] ?? []).contains { $0.provider.rawValue == provider } }
-                providers.merge(identities) { first, _ in first }
+                for user in candidates { providers[user.id] = identities[user.id] }
             }
             // An input for each candidate and no other account: the accounts without one failed the provider.
             let inputs = try await engine.storedInputs(for: candidates, in: store)
