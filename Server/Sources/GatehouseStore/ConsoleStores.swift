@@ -10,12 +10,21 @@ public struct UserFilter: Sendable, Equatable {
     public var disabledOnly: Bool
     /// Only accounts with an address that was never verified.
     public var unverifiedOnly: Bool
+    /// From how many accounts sharing the search's prefix (by address or by handle) the search
+    /// walks the accounts newest first and tests each, instead of ordering every match (the
+    /// store's search says why). Tests lower it to reach both ways with a few accounts.
+    public var denseFrom: Int
+
+    /// The default of ``denseFrom``: at 1M accounts a walk then tests about 50 × 1M / 5,000 =
+    /// 10,000 accounts for a page of 50 at most, and the ordering reads at most 10,000 matches.
+    public static let denseFrom = 5_000
 
     public init(search: String? = nil, anonymous: Bool? = nil, disabledOnly: Bool = false, unverifiedOnly: Bool = false) {
         self.search = search
         self.anonymous = anonymous
         self.disabledOnly = disabledOnly
         self.unverifiedOnly = unverifiedOnly
+        self.denseFrom = Self.denseFrom
     }
 }
 

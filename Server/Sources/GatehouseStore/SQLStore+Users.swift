@@ -62,7 +62,7 @@ extension SQLStore {
         if filter.unverifiedOnly { conditions.append("email IS NOT NULL AND email_verified_at IS NULL") }
         let limit = SQLValue.integer(Int64(max(1, min(limit, 1000))))
         if let search = filter.search, !search.isEmpty {
-            return try await users(searching: search, narrowedBy: conditions, binds, before: before, limit: limit)
+            return try await users(searching: search, denseFrom: filter.denseFrom, narrowedBy: conditions, binds, before: before, limit: limit)
         }
         if let before {
             // A row value, which both databases read as a range of the (created_at, id) index; the
@@ -73,61 +73,6 @@ extension SQLStore {
         let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
         return try await executor.query(
             "SELECT \(Self.userColumns) FROM users \(whereClause) ORDER BY created_at DESC, id DESC LIMIT ?", binds + [limit]
-        ).map(Self.user(from:))
-    }
-
-    /// The accounts `search` finds, newest first (the operators' search): `conditions` (on the
-    /// account's columns, with their `binds`) narrow them.
-    ///
-    /// It starts from the accounts that match, each way through its own index: walking every
-    /// account newest first and testing each reads the whole table when few match (issue 65). A
-    /// prefix is a range of the column in byte order (PostgreSQL: the C collation, which the
-    /// prefix indexes use). Each match comes with its `(created_at, id)`, which the prefix indexes
-    /// hold (migration 35), so the matches are ordered and cut to the page before any account's
-    /// row is read: a prefix that tens of thousands of accounts share read each of their rows
-    /// twice before (94 ms at 1M on PostgreSQL). A narrowed search reads each match's row once,
-    /// by key, as the page's accounts are (on PostgreSQL through a LATERAL with a LIMIT, which is
-    /// never flattened into a join that could hash every account).
-    private func users(
-        searching search: String, narrowedBy conditions: [String], _ narrowing: [SQLValue], before: RowCursor?, limit: SQLValue
-    ) async throws(StoreError) -> [User] {
-        let lowered = search.lowercased()
-        let end = lowered + "\u{10FFFF}"
-        let bytes = dialect == .postgres ? " COLLATE \"C\"" : ""
-        var binds: [SQLValue] = [.text(lowered), .text(end), .text(lowered), .text(end), .text(lowered), .text(search), .text(search)]
-        let matches = """
-            WITH matches(match_at, match_id) AS MATERIALIZED (
-            SELECT created_at, id FROM users WHERE email_normalized\(bytes) >= ? AND email_normalized\(bytes) < ?
-            UNION SELECT created_at, id FROM users WHERE handle\(bytes) >= ? AND handle\(bytes) < ?
-            UNION SELECT created_at, id FROM users WHERE id = ? UNION SELECT created_at, id FROM users WHERE phone = ?
-            UNION SELECT users.created_at, users.id FROM identities JOIN users ON users.id = identities.user_id WHERE identities.subject = ?)
-            """
-        var pageConditions = conditions
-        binds += narrowing
-        if let before {
-            pageConditions.append("(match_at, match_id) < (?, ?)")
-            binds += [.integer(before.createdAt), .text(before.id)]
-        }
-        let narrowed: String
-        if conditions.isEmpty {
-            narrowed = "matches"
-        } else if dialect == .postgres {
-            narrowed = "matches CROSS JOIN LATERAL (SELECT * FROM users WHERE users.id = matches.match_id LIMIT 1) AS users"
-        } else {
-            narrowed = "matches JOIN users ON users.id = matches.match_id"
-        }
-        let whereClause = pageConditions.isEmpty ? "" : "WHERE " + pageConditions.joined(separator: " AND ")
-        binds.append(limit)
-        let accounts =
-            dialect == .postgres
-            ? "SELECT users.* FROM page CROSS JOIN LATERAL (SELECT \(Self.userColumns) FROM users WHERE users.id = page.page_id LIMIT 1) AS users"
-            : "SELECT \(Self.userColumns) FROM users WHERE id IN (SELECT page_id FROM page)"
-        return try await executor.query(
-            """
-            \(matches), page(page_id) AS MATERIALIZED (
-            SELECT match_id FROM \(narrowed) \(whereClause) ORDER BY match_at DESC, match_id DESC LIMIT ?)
-            \(accounts) ORDER BY created_at DESC, id DESC
-            """, binds
         ).map(Self.user(from:))
     }
 

@@ -187,9 +187,16 @@ import Testing
     /// The search orders its matches newest first (ties by id) and cuts them to the page before
     /// it reads any account (migration 35): a walk by cursor meets every match once, in order; an
     /// account that matches two ways comes once; a narrowed search keeps only what the filter
-    /// names, in the same order.
-    @Test(arguments: Backend.available)
-    func aSearchPagesItsMatchesNewestFirstAndNarrows(_ backend: Backend) async throws {
+    /// names, in the same order. The same holds for both of the search's ways: from the matches
+    /// (the default: fewer than 5,000 accounts share the prefix) and walking the accounts newest
+    /// first (`denseFrom` 0: every search walks).
+    @Test(arguments: Backend.available, [UserFilter.denseFrom, 0])
+    func aSearchPagesItsMatchesNewestFirstAndNarrows(_ backend: Backend, denseFrom: Int) async throws {
+        @Sendable func filter(_ search: String) -> UserFilter {
+            var filter = UserFilter(search: search)
+            filter.denseFrom = denseFrom
+            return filter
+        }
         try await withStore(backend) { store in
             var matching: [User] = []
             for index in 0..<9 {
@@ -211,7 +218,7 @@ import Testing
             var cursor: RowCursor?
             // Five pages at most: a cursor that was not applied would walk forever.
             for _ in 0..<5 {
-                let page = try await store.users(matching: UserFilter(search: "PAGER"), before: cursor, limit: 3)
+                let page = try await store.users(matching: filter("PAGER"), before: cursor, limit: 3)
                 seen += page.map(\.id)
                 cursor = page.count == 3 ? page.last.map { RowCursor(createdAt: $0.createdAt.unixSeconds, id: $0.id.description) } : nil
                 if cursor == nil { break }
@@ -225,7 +232,7 @@ import Testing
             for user in [matching[1], matching[4], matching[7]] {
                 #expect(try await store.setDisabled(user.id, at: disabledAt, reason: "test", now: disabledAt))
             }
-            var disabled = UserFilter(search: "pager")
+            var disabled = filter("pager")
             disabled.disabledOnly = true
             let narrowed = try await store.users(matching: disabled, before: nil, limit: 2)
             let expectedDisabled = [matching[7], matching[4], matching[1]]
@@ -235,6 +242,11 @@ import Testing
             let rest = try await store.users(
                 matching: disabled, before: RowCursor(createdAt: last.createdAt.unixSeconds, id: last.id.description), limit: 2)
             #expect(rest.map(\.id) == [expectedDisabled[2]])
+            // The exact ways in, and LIKE's wildcards taken as they are.
+            #expect(try await store.users(matching: filter(matching[3].id.description), before: nil, limit: 5).map(\.id) == [matching[3].id])
+            #expect(try await store.users(matching: filter("pager_"), before: nil, limit: 5).isEmpty)
+            #expect(try await store.users(matching: filter("%"), before: nil, limit: 5).isEmpty)
+            #expect(try await store.users(matching: filter("pager-h"), before: nil, limit: 5).map(\.id) == [matching[4].id])
         }
     }
 
