@@ -11,13 +11,16 @@ public struct UserFilter: Sendable, Equatable {
     /// Only accounts with an address that was never verified.
     public var unverifiedOnly: Bool
     /// From how many accounts sharing the search's prefix (by address or by handle) the search
-    /// walks the accounts newest first and tests each, instead of ordering every match (the
-    /// store's search says why). Tests lower it to reach both ways with a few accounts.
+    /// first walks the newest accounts, at most ``walkAtMost`` of them, testing each, instead of
+    /// ordering every match (the store's search says why).
     public var denseFrom: Int
+    /// How many accounts that walk tests at most before it orders the matches instead.
+    public var walkAtMost: Int
 
-    /// The default of ``denseFrom``: at 1M accounts a walk then tests about 50 × 1M / 5,000 =
-    /// 10,000 accounts for a page of 50 at most, and the ordering reads at most 10,000 matches.
+    /// The defaults of ``denseFrom`` and ``walkAtMost``: a page of 50 fills within 5,000 accounts
+    /// when at least 1 % of them match.
     public static let denseFrom = 5_000
+    public static let walkAtMost = 5_000
 
     public init(search: String? = nil, anonymous: Bool? = nil, disabledOnly: Bool = false, unverifiedOnly: Bool = false) {
         self.search = search
@@ -25,6 +28,7 @@ public struct UserFilter: Sendable, Equatable {
         self.disabledOnly = disabledOnly
         self.unverifiedOnly = unverifiedOnly
         self.denseFrom = Self.denseFrom
+        self.walkAtMost = Self.walkAtMost
     }
 }
 

@@ -5,64 +5,81 @@ extension SQLStore {
     /// The accounts `search` finds, newest first (the operators' search): `conditions` (on the
     /// account's columns, with their `binds`) narrow them.
     ///
-    /// Two ways, chosen by how many accounts share the prefix (issue 65), so that no term costs
-    /// more than about `2 × denseFrom` index entries ordered or `limit × accounts / denseFrom`
-    /// accounts walked, where one way alone costs every account for some term.
+    /// Two ways, by how many accounts share the prefix (issue 65):
     /// - **Few share it** (fewer than ``UserFilter/denseFrom`` by address and by handle, which a
     ///   first statement counts, stopping there): the search starts from the matches, each way
-    ///   through its own index, orders them and cuts them to the page. Walking every account
+    ///   through its own index, orders them and cuts them to the page. Walking the accounts
     ///   newest first and testing each would read the whole table when few match.
-    /// - **Many share it** (a term of a letter or two): ordering every match reads and sorts them
-    ///   all, a million at 1M for `q=l`. The search walks the accounts newest first instead, in
-    ///   the index of the narrowing's list when there is one, and tests each: with at least
-    ///   `denseFrom` matches, the page comes after about `limit × accounts / denseFrom` rows.
-    ///   A narrowing walks its own list, whose share of matches the count does not see: a
-    ///   common prefix narrowed to anonymous accounts (which have no address or handle) walks
-    ///   all of them, as ordering would have read every match.
+    /// - **Many share it** (a term of a letter or two): ordering the matches reads and sorts every
+    ///   one of them, a million at 1M for `q=l`. The search first walks the newest
+    ///   ``UserFilter/walkAtMost`` accounts (from the cursor; those of the narrowing's list when
+    ///   there is one) and tests each, stopping when the page fills. When the matches are spread
+    ///   over time, it fills within `limit × accounts / matches` accounts. When they are not (a
+    ///   prefix shared by accounts made long ago), the page does not fill within the walk's
+    ///   bound, and the matches are ordered as above: such a term costs the walk more than
+    ///   before, never more than the walk's bound more.
     func users(
-        searching search: String, denseFrom: Int, narrowedBy conditions: [String], _ narrowing: [SQLValue], before: RowCursor?,
-        limit: SQLValue
+        searching search: String, filter: UserFilter, narrowedBy conditions: [String], _ narrowing: [SQLValue], before: RowCursor?,
+        limit: Int
     ) async throws(StoreError) -> [User] {
         let lowered = search.lowercased()
         let end = lowered + "\u{10FFFF}"
         let bytes = dialect == .postgres ? " COLLATE \"C\"" : ""
+        let dense = Int64(filter.denseFrom)
         let counts = try await executor.query(
             """
             SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM users WHERE email_normalized\(bytes) >= ? AND email_normalized\(bytes) < ? LIMIT ?) AS e) AS by_email,
             (SELECT COUNT(*) FROM (SELECT 1 FROM users WHERE handle\(bytes) >= ? AND handle\(bytes) < ? LIMIT ?) AS h) AS by_handle
-            """, [.text(lowered), .text(end), .integer(Int64(denseFrom)), .text(lowered), .text(end), .integer(Int64(denseFrom))]
+            """, [.text(lowered), .text(end), .integer(dense), .text(lowered), .text(end), .integer(dense)]
         ).first
-        let shared = max(try counts?.int("by_email") ?? 0, try counts?.int("by_handle") ?? 0)
-        if shared >= Int64(denseFrom) {
-            return try await users(walkingFor: lowered, search, narrowedBy: conditions, narrowing, before: before, limit: limit)
+        if max(try counts?.int("by_email") ?? 0, try counts?.int("by_handle") ?? 0) >= dense,
+            let page = try await users(
+                walkingFor: lowered, search, atMost: filter.walkAtMost, narrowedBy: conditions, narrowing, before: before, limit: limit)
+        {
+            return page
         }
-        return try await users(orderingMatchesOf: lowered, search, narrowedBy: conditions, narrowing, before: before, limit: limit)
+        return try await users(
+            orderingMatchesOf: lowered, search, narrowedBy: conditions, narrowing, before: before, limit: .integer(Int64(limit)))
     }
 
-    /// The search when many accounts share its prefix: the accounts newest first (from the
-    /// cursor), each tested. The prefix tests compare the column's first characters, which no
-    /// index serves, so each database walks the list's index in its order and stops at the page.
+    /// The search when many accounts share its prefix: the newest `atMost` accounts of the list
+    /// from the cursor, each tested, or nil when they hold less than a page of matches (and the
+    /// list goes on past them). A first statement finds the time of the oldest of them from the
+    /// list's index alone; the walk is then a range of that index (those accounts, and any others
+    /// made in the same second), which each database reads in its order and leaves at the page.
     private func users(
-        walkingFor lowered: String, _ search: String, narrowedBy conditions: [String], _ narrowing: [SQLValue], before: RowCursor?,
-        limit: SQLValue
-    ) async throws(StoreError) -> [User] {
-        var tests = [
+        walkingFor lowered: String, _ search: String, atMost: Int, narrowedBy conditions: [String], _ narrowing: [SQLValue],
+        before: RowCursor?, limit: Int
+    ) async throws(StoreError) -> [User]? {
+        var range = conditions
+        var rangeBinds = narrowing
+        if let before {
+            range.append("(created_at, id) < (?, ?)")
+            rangeBinds += [.integer(before.createdAt), .text(before.id)]
+        }
+        let listed = range.isEmpty ? "" : "WHERE " + range.joined(separator: " AND ")
+        let floors = try await executor.query(
             """
+            SELECT MIN(created_at) AS floor, COUNT(*) AS walked FROM (
+            SELECT created_at FROM users \(listed) ORDER BY created_at DESC, id DESC LIMIT ?) AS walk
+            """, rangeBinds + [.integer(Int64(atMost))])
+        guard let floor = floors.first, let oldest = try floor.optionalInt("floor") else { return [] }
+        let tests = """
             (substr(email_normalized, 1, length(?)) = ? OR substr(handle, 1, length(?)) = ? OR id = ? OR phone = ? \
             OR id IN (SELECT user_id FROM identities WHERE subject = ?))
             """
-        ]
-        var binds: [SQLValue] = [.text(lowered), .text(lowered), .text(lowered), .text(lowered), .text(lowered), .text(search), .text(search)]
-        tests += conditions
-        binds += narrowing
-        if let before {
-            tests.append("(created_at, id) < (?, ?)")
-            binds += [.integer(before.createdAt), .text(before.id)]
-        }
-        return try await executor.query(
-            "SELECT \(Self.userColumns) FROM users WHERE \(tests.joined(separator: " AND ")) ORDER BY created_at DESC, id DESC LIMIT ?",
-            binds + [limit]
+        let page = try await executor.query(
+            """
+            SELECT \(Self.userColumns) FROM users WHERE \((range + ["created_at >= ?", tests]).joined(separator: " AND "))
+            ORDER BY created_at DESC, id DESC LIMIT ?
+            """,
+            rangeBinds + [.integer(oldest)]
+                + [.text(lowered), .text(lowered), .text(lowered), .text(lowered), .text(lowered), .text(search), .text(search)]
+                + [.integer(Int64(limit))]
         ).map(Self.user(from:))
+        // A page short of the limit is the list's end only when the walk met fewer accounts than it may.
+        let walked = try floor.int("walked")
+        return page.count == limit || walked < Int64(atMost) ? page : nil
     }
 
     /// The search when few accounts share its prefix: from the matches. A prefix is a range of the

@@ -60,9 +60,10 @@ extension SQLStore {
         }
         if filter.disabledOnly { conditions.append("disabled_at IS NOT NULL") }
         if filter.unverifiedOnly { conditions.append("email IS NOT NULL AND email_verified_at IS NULL") }
-        let limit = SQLValue.integer(Int64(max(1, min(limit, 1000))))
+        let count = max(1, min(limit, 1000))
+        let limit = SQLValue.integer(Int64(count))
         if let search = filter.search, !search.isEmpty {
-            return try await users(searching: search, denseFrom: filter.denseFrom, narrowedBy: conditions, binds, before: before, limit: limit)
+            return try await users(searching: search, filter: filter, narrowedBy: conditions, binds, before: before, limit: count)
         }
         if let before {
             // A row value, which both databases read as a range of the (created_at, id) index; the

@@ -187,14 +187,16 @@ import Testing
     /// The search orders its matches newest first (ties by id) and cuts them to the page before
     /// it reads any account (migration 35): a walk by cursor meets every match once, in order; an
     /// account that matches two ways comes once; a narrowed search keeps only what the filter
-    /// names, in the same order. The same holds for both of the search's ways: from the matches
-    /// (the default: fewer than 5,000 accounts share the prefix) and walking the accounts newest
-    /// first (`denseFrom` 0: every search walks).
-    @Test(arguments: Backend.available, [UserFilter.denseFrom, 0])
-    func aSearchPagesItsMatchesNewestFirstAndNarrows(_ backend: Backend, denseFrom: Int) async throws {
+    /// names, in the same order. The same holds for each of the search's ways (`way`: the
+    /// filter's `denseFrom` and `walkAtMost`): from the matches (the default: fewer than 5,000
+    /// accounts share the prefix); walking the accounts newest first (0 and 1,000: every search
+    /// walks, and every walk covers the whole list); and a walk bounded short of the page, which
+    /// falls back on the matches when the page does not fill within it (0 and 2).
+    @Test(arguments: Backend.available, [[UserFilter.denseFrom, UserFilter.walkAtMost], [0, 1_000], [0, 2]])
+    func aSearchPagesItsMatchesNewestFirstAndNarrows(_ backend: Backend, way: [Int]) async throws {
         @Sendable func filter(_ search: String) -> UserFilter {
             var filter = UserFilter(search: search)
-            filter.denseFrom = denseFrom
+            (filter.denseFrom, filter.walkAtMost) = (way[0], way[1])
             return filter
         }
         try await withStore(backend) { store in

@@ -83,16 +83,6 @@ ALLOWED.update({
     for table, time, orders in (("audit_log", "created_at", ("seq",)), ("events", "created_at", ("seq",)),
                                 ("sessions", "created_at", ("rowid", "ctid")), ("refresh_tokens", "issued_at", ("rowid", "ctid")))
     for order in orders})
-# The operators' search when many accounts share its prefix (SQLStore+Search.swift): it walks the
-# accounts newest first (or a narrowing's list in its index) and tests each, on purpose. Allowed
-# only as that, an ordered walk under its LIMIT: a plan that reads or sorts the table whole is
-# still a finding.
-SEARCH_WALK = re.compile(
-    r"SELECT [a-z_, ]+ FROM users WHERE \(substr\(email_normalized, 1, length\(\?\)\) = \? OR substr\(handle, 1, length\(\?\)\) = \? "
-    r"OR id = \? OR phone = \? OR id IN \(SELECT user_id FROM identities WHERE subject = \?\)\)[^;]* ORDER BY created_at DESC, id DESC LIMIT \?$")
-SEARCH_WALK_REASON = ("the search's walk, taken only when its first statement counted at least UserFilter.denseFrom accounts "
-                      "sharing the prefix: it stops after about limit x accounts / denseFrom rows")
-WALKED = "under a LIMIT, every row tested"
 # SQLite's sorts of an ORDER BY's last terms only, within each run of equal leading terms.
 PARTIAL_SORT = re.compile(r"FOR (RIGHT PART|LAST (TERM|\d+ TERMS)) OF ORDER BY")
 POSTGRES_TYPES = {"integer": "int8", "real": "float8", "text": "text", "blob": "bytea", "null": "unknown"}
@@ -389,16 +379,6 @@ def offsets(entries):
             for entry in entries if re.search(r"\bOFFSET\b", entry["sql"], re.IGNORECASE)]
 
 
-def allowance(finding):
-    """Why `finding` (dialect, sql, problem) is allowed, or None."""
-    _, sql, problem = finding
-    if squeezed(sql) in ALLOWED:
-        return ALLOWED[squeezed(sql)]
-    if SEARCH_WALK.match(squeezed(sql)) and WALKED in problem:
-        return SEARCH_WALK_REASON
-    return None
-
-
 def check(args, by_dialect, drop=None):
     """(findings, skipped) over both databases, with `drop` dropped first."""
     findings, skipped = sqlite_findings(args.binary, by_dialect["sqlite"], drop)
@@ -410,7 +390,7 @@ def check(args, by_dialect, drop=None):
     # tables, skipped above, have no index on their order for a keyset to walk).
     ran = [entry for entry in by_dialect["sqlite"] + by_dialect["postgres"] if (entry["dialect"], entry["sql"]) not in set(skipped)]
     findings += offsets(ran)
-    allowed = [finding for finding in findings if allowance(finding)]
+    allowed = [finding for finding in findings if squeezed(finding[1]) in ALLOWED]
     return [finding for finding in findings if finding not in allowed], skipped, allowed
 
 
@@ -434,7 +414,7 @@ def main():
     for dialect, sql in sorted(set(skipped)):
         print(f"skipped ({dialect}, does not run on the schema: a test's own statement): {' '.join(sql.split())[:160]}")
     for dialect, sql, problem in sorted(set(allowed)):
-        print(f"allowed ({dialect}: {allowance((dialect, sql, problem))}): {problem}")
+        print(f"allowed ({dialect}: {ALLOWED[squeezed(sql)]}): {problem}")
     for dialect, sql, problem in sorted(set(findings)):
         print(f"{dialect}: {problem}\n    {' '.join(sql.split())[:400]}")
     print(f"findings: {len(set(findings))}")
