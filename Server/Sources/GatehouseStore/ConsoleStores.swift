@@ -17,9 +17,11 @@ public struct UserFilter: Sendable, Equatable {
     /// How many accounts that walk tests at most before it orders the matches instead.
     public var walkAtMost: Int
 
-    /// The defaults of ``denseFrom`` and ``walkAtMost``: a page of 50 fills within 5,000 accounts
-    /// when at least 1 % of them match.
+    /// The default of ``denseFrom``: below it the matches are ordered, reading fewer than 10,000
+    /// index entries.
     public static let denseFrom = 5_000
+    /// The default of ``walkAtMost``: a page of 50 fills within 5,000 accounts when 1 % of them
+    /// match.
     public static let walkAtMost = 5_000
 
     public init(search: String? = nil, anonymous: Bool? = nil, disabledOnly: Bool = false, unverifiedOnly: Bool = false) {
