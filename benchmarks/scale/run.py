@@ -13,11 +13,12 @@ For each database and size it:
      refresh, GET /v1/me, the entitlement check and a credit spend with wrk (harness.py's
      scenarios), recording the server's CPU per request and the p99;
   3. times the operators' lists through the admin API, one request at a time: the first page of
-     users, ten pages deep by cursor, a search by email prefix, the audit trail (whole and of one
-     account) and the event feed (from the start and from its end), p50 and p99 of each; then the
-     console's pages the same way, signed in with the admin key: the overview (and, apart, how
-     long its background count took to show), users (all, by provider, by plan state), one
-     account, the audit trail, the events and the mail;
+     users, ten pages deep by cursor, a search by email prefix and one by a letter every account
+     shares, the audit trail (whole and of one account) and the event feed (from the start and
+     from its end), p50 and p99 of each; then the console's pages the same way, signed in with
+     the admin key: the overview (and, apart, how long its background count took to show),
+     users (all, by provider, by plan state), one account, the audit trail, the events and the
+     mail;
   4. with --sessions N, signs N loaded accounts in (one session each, /v1/me read once with
      each) and records the server's RSS with them;
   4b. with --nodes N, on PostgreSQL, starts N nodes on the same database behind nginx
@@ -126,6 +127,8 @@ def console(port, count):
     if path:
         results["users, page 11 by cursor"], _ = timed(port, path, count)
     results["users, search by email prefix"], _ = timed(port, "/admin/v1/users?q=load12&limit=50", count)
+    # A letter every loaded account's address and handle start with: the search's walk (step 22).
+    results["users, search by one letter"], _ = timed(port, "/admin/v1/users?q=l&limit=50", count)
     results["audit trail, first page"], audit = timed(port, "/admin/v1/audit?limit=100", count)
     someone = next((entry.get("user_id") for entry in audit.get("events", audit.get("entries", [])) if entry.get("user_id")), None)
     if someone:
