@@ -6,10 +6,10 @@ and the handle loadN) is searched with terms that match from nothing to every ac
 `load123` matches about 1,100 addresses and as many handles, `load12` about 11,000, `load1`
 about 111,000 and `l` all of them. For each round and each build (in turn, on the same
 database), a server starts on it (the retention at a century, so no sweep runs), waits until
-its start-up work is over, then asks each term 10 times (at most `--requests`) uncounted and `--requests` times
-counted, through the admin API (`/admin/v1/users?q=TERM&limit=50`) and the console's users page
-(`/admin/users?q=TERM`), one request at a time. It records p50, p99 and the worst time of each,
-and the first page's ids: every build must find the same accounts in the same order (a
+its start-up work is over, then asks each term 10 times (at most `--requests`) uncounted and
+`--requests` times counted, through the admin API (`/admin/v1/users?q=TERM&limit=50`) and the
+console's users page (`/admin/users?q=TERM`), one request at a time. It records the p50 and p99
+of each, and the first page's ids: every build must find the same accounts in the same order (a
 difference stops the run).
 
     BENCH_SERVER_ENV="GATEHOUSE_SECRET_KEY=…" python3 benchmarks/scale/search_terms.py \\
@@ -22,7 +22,6 @@ import json
 import os
 import sys
 import tempfile
-import time
 import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
