@@ -89,24 +89,46 @@ extension SQLStore {
         return page.count == limit || walked < Int64(atMost) ? page : nil
     }
 
-    /// The search when few accounts share its prefix: from the matches. A prefix is a range of the
-    /// column in byte order (``prefixRange(_:)``). Each match comes with its `(created_at, id)`,
-    /// which the prefix indexes hold (migration 35), so the matches are ordered and cut to the
-    /// page before any account's row is read: a prefix that
-    /// tens of thousands of accounts share read each of their rows twice before (94 ms at 1M on
-    /// PostgreSQL). A narrowed search reads each match's row once, by key, as the page's accounts
-    /// are (on PostgreSQL through a LATERAL with a LIMIT, which is never flattened into a join that
-    /// could hash every account).
+    /// The search from its matches: when few accounts share its prefix, and when a walk found less
+    /// than a page. A prefix is a range of the column in byte order (``prefixRange(_:)``). Each
+    /// match comes with its `(created_at, id)`, which the prefix indexes hold (migration 35), so
+    /// the matches are ordered and cut to the page before any account's row is read: a prefix
+    /// that tens of thousands of accounts share read each of their rows twice before (94 ms at 1M
+    /// on PostgreSQL). A narrowed search reads each match's row once, by key, as the page's
+    /// accounts are (on PostgreSQL through a LATERAL with a LIMIT, which is never flattened into a
+    /// join that could hash every account).
     private func users(
         orderingMatchesOf lowered: String, _ search: String, narrowedBy conditions: [String], _ narrowing: [SQLValue],
         before: RowCursor?, limit: SQLValue
     ) async throws(StoreError) -> [User] {
         let end = lowered + "\u{10FFFF}"
-        var binds: [SQLValue] = [.text(lowered), .text(end), .text(lowered), .text(end), .text(lowered), .text(search), .text(search)]
+        // Unnarrowed, the page is among the newest `limit` matches of each prefix (past the
+        // cursor), so each is cut to those before the union: a top-N sort of its index range.
+        // Deduplicating and ordering every match took twice as long (BENCHMARKS.md, issue 65,
+        // step 23). The cut orders by `created_at + 0`, which no index holds: ordered by
+        // `created_at`, PostgreSQL walks users_created backwards and tests each account, seconds
+        // when the matches are old. A narrowed search tests each match's row and keeps them all.
+        let cut = conditions.isEmpty
+        var binds: [SQLValue] = []
+        func newest(_ column: String) -> String {
+            binds += [.text(lowered), .text(end)]
+            let matching = "SELECT created_at, id FROM users WHERE \(prefixRange(column))"
+            guard cut else { return matching }
+            var clause = matching
+            if let before {
+                clause += " AND (created_at, id) < (?, ?)"
+                binds += [.integer(before.createdAt), .text(before.id)]
+            }
+            binds.append(limit)
+            return "SELECT * FROM (\(clause) ORDER BY created_at + 0 DESC, id DESC LIMIT ?) AS newest"
+        }
+        let byEmail = newest("email_normalized")
+        let byHandle = newest("handle")
+        binds += [.text(lowered), .text(search), .text(search)]
         let matches = """
             WITH matches(match_at, match_id) AS MATERIALIZED (
-            SELECT created_at, id FROM users WHERE \(prefixRange("email_normalized"))
-            UNION SELECT created_at, id FROM users WHERE \(prefixRange("handle"))
+            \(byEmail)
+            UNION \(byHandle)
             UNION SELECT created_at, id FROM users WHERE id = ? UNION SELECT created_at, id FROM users WHERE phone = ?
             UNION SELECT users.created_at, users.id FROM identities JOIN users ON users.id = identities.user_id WHERE identities.subject = ?)
             """
