@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""A server restarted on a loaded SQLite file under a login load (issue 65): what its first
-seconds cost, builds in turns.
+"""A server restarted on a loaded database under a login load (issue 65): what its first seconds
+cost, builds in turns.
 
-For each NAME=GATEHOUSE in turn, on the same FILE (loaded by `gatehouse-bench load` and started
-once before, so that its expired rows are gone): starts the server with a retention no loaded
+For each NAME=GATEHOUSE in turn, on the same SQLite FILE or PostgreSQL URL (loaded by
+`gatehouse-bench load` and served once before, so that its expired rows are gone): runs --before
+if given (a shell command: `pg_ctl restart` for a database with a cold cache), starts the server with a retention no loaded
 row is older than (so its start-up sweep has nothing of the year to delete), runs the login
 load from its start for 2 x --window seconds, and records
   - the logins' p99 in the load's first window and in its second, from the server's own request
@@ -13,14 +14,15 @@ load from its start for 2 x --window seconds, and records
 The server is restarted, not copied to: a fresh copy of a file of gigabytes leaves the kernel
 writing it back while the server's first commits wait on their fsyncs.
 
-Usage: BENCH_SERVER_ENV="GATEHOUSE_SECRET_KEY=…" benchmarks/scale/restart.py --file FILE [--window 30]
-           [--results DIR] NAME=GATEHOUSE ...
+Usage: BENCH_SERVER_ENV="GATEHOUSE_SECRET_KEY=…" benchmarks/scale/restart.py (--file FILE | --url URL)
+           [--before COMMAND] [--window 30] [--results DIR] NAME=GATEHOUSE ...
 Give the names in an order that puts each build early and late (old new new old).
 """
 import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -47,9 +49,9 @@ def threads(pid):
     return found
 
 
-def one_run(binary, path, window, workdir, label):
+def one_run(binary, url, window, workdir, label):
     # A retention no row of the loaded year is older than: the start-up sweep deletes none of it.
-    server = run.server_with_retention(binary, f"sqlite://{path}", workdir, run.CONTROL_RETENTION_DAYS)
+    server = run.server_with_retention(binary, url, workdir, run.CONTROL_RETENTION_DAYS)
     samples, stop = [], threading.Event()
     server.start()
     started = time.monotonic()
@@ -95,23 +97,30 @@ def one_run(binary, path, window, workdir, label):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--file", required=True)
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--file", help="a loaded SQLite file")
+    where.add_argument("--url", help="a loaded PostgreSQL database's URL")
+    parser.add_argument("--before", help="a shell command run before each start (e.g. restarting PostgreSQL)")
     parser.add_argument("--window", type=int, default=30)
     parser.add_argument("--results", default=os.path.join(HERE, "..", "results"))
     parser.add_argument("runs", nargs="+", help="NAME=GATEHOUSE")
     args = parser.parse_args()
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    url = args.url or f"sqlite://{os.path.abspath(args.file)}"
     runs = []
     for index, spec in enumerate(args.runs):
         name, binary = spec.split("=", 1)
         workdir = tempfile.mkdtemp(prefix=f"gatehouse-restart-{name}-")
-        row = one_run(binary, os.path.abspath(args.file), args.window, workdir, f"{name} #{index + 1}")
+        if args.before:
+            subprocess.run(args.before, shell=True, check=True)
+        row = one_run(binary, url, args.window, workdir, f"{name} #{index + 1}")
         row["name"] = name
         runs.append(row)
         print(json.dumps(row), flush=True)
-    out = os.path.join(args.results, f"restart-{stamp}-sqlite.json")
+    out = os.path.join(args.results, f"restart-{stamp}-{'postgres' if args.url else 'sqlite'}.json")
+    where = {"url": args.url} if args.url else {"file": os.path.abspath(args.file)}
     with open(out, "w") as handle:
-        json.dump({"file": os.path.abspath(args.file), "window_s": args.window, "runs": runs}, handle, indent=2)
+        json.dump({**where, "before": args.before, "window_s": args.window, "runs": runs}, handle, indent=2)
     for name in dict.fromkeys(row["name"] for row in runs):
         mine = [row for row in runs if row["name"] == name]
         first = [row["first_window"]["p99_ms"] / row["second_window"]["p99_ms"] for row in mine]
