@@ -4,13 +4,15 @@ cost, builds in turns.
 
 For each NAME=GATEHOUSE in turn, on the same SQLite FILE or PostgreSQL URL (loaded by
 `gatehouse-bench load` and served once before, so that its expired rows are gone): runs --before
-if given (a shell command: `pg_ctl restart` for a database with a cold cache), starts the server with a retention no loaded
-row is older than (so its start-up sweep has nothing of the year to delete), runs the login
-load from its start for 2 x --window seconds, and records
+if given (a shell command, such as restarting PostgreSQL and dropping the page cache for a cold
+start), starts the server with a retention no loaded row is older than (so its start-up sweep
+has nothing of the year to delete), runs the login load from its start for 2 x --window seconds,
+and records
   - the logins' p99 in the load's first window and in its second, from the server's own request
     log (the time each login took in the server, ending in that window);
   - each thread's CPU, sampled every 0.25 s: the server's start-up work shows as threads busy
-    beside the logins' (NIO's blocking pool, `SGLTN-TP-*`, runs SQLite's reads).
+    beside the logins' (NIO's blocking pool, `SGLTN-TP-*`, runs SQLite's reads; on PostgreSQL
+    the reads are the database's, and the column reads 0).
 The server is restarted, not copied to: a fresh copy of a file of gigabytes leaves the kernel
 writing it back while the server's first commits wait on their fsyncs.
 

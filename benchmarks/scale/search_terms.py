@@ -13,7 +13,7 @@ of each, and the first page's ids: every build must find the same accounts in th
 difference stops the run).
 
 `--archived N` first adds N accounts made two to three years ago (addresses
-archivedN@example.com, handles archivedN; no identity, session or row elsewhere), older than
+archivedK@example.com, handles archivedK for K from 1 to N; no identity, session or row elsewhere), older than
 every loaded account, and removes them after the run: a term such as `archived` then has matches
 that none of the newest accounts share, the case in which the search's walk finds nothing and it
 orders every match (docs/scaling.md, "The operators' search").
