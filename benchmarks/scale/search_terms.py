@@ -42,6 +42,7 @@ TERMS = "nobody,load1234,load123,load12,load1,load,l"
 
 
 ARCHIVED_FROM = 3 * 365 * 86_400  # seconds before now of the oldest archived account
+UNARCHIVE = "DELETE FROM users WHERE handle >= 'archived' AND handle < 'archivee'"
 
 
 def archive(url, count):
@@ -61,7 +62,7 @@ def archive(url, count):
 
         def remove():
             with sqlite3.connect(path) as database:
-                database.execute("DELETE FROM users WHERE handle >= 'archived' AND handle < 'archivee'")
+                database.execute(UNARCHIVE)
         return remove
     psql = os.environ.get("BENCH_PSQL") or "psql"
     subprocess.run([psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", url, "-c", f"""
@@ -73,8 +74,7 @@ def archive(url, count):
                     # Rows made years ago are on pages long vacuumed: all visible, so an index-only
                     # scan reads no row.
                     "-c", "VACUUM (ANALYZE) users"], check=True)
-    return lambda: subprocess.run([psql, "-X", "-q", url, "-c", "DELETE FROM users WHERE handle >= 'archived' AND handle < 'archivee'"],
-                                  check=True)
+    return lambda: subprocess.run([psql, "-X", "-q", url, "-c", UNARCHIVE], check=True)
 
 
 def turn(label, binary, url, terms, requests, workdir):

@@ -38,7 +38,7 @@ extension SQLStore {
             return page
         }
         return try await users(
-            orderingMatchesOf: lowered, search, narrowedBy: conditions, narrowing, before: before, limit: .integer(Int64(limit)))
+            orderingMatchesOf: lowered, search, narrowedBy: conditions, narrowing, before: before, limit: limit)
     }
 
     /// `column` starts with a term: the range from the term (the first `?`) to the term followed
@@ -99,7 +99,7 @@ extension SQLStore {
     /// join that could hash every account).
     private func users(
         orderingMatchesOf lowered: String, _ search: String, narrowedBy conditions: [String], _ narrowing: [SQLValue],
-        before: RowCursor?, limit: SQLValue
+        before: RowCursor?, limit: Int
     ) async throws(StoreError) -> [User] {
         let end = lowered + "\u{10FFFF}"
         // Unnarrowed, the page is among the newest `limit` matches of each prefix (past the
@@ -114,13 +114,9 @@ extension SQLStore {
             binds += [.text(lowered), .text(end)]
             let matching = "SELECT created_at, id FROM users WHERE \(prefixRange(column))"
             guard cut else { return matching }
-            var clause = matching
-            if let before {
-                clause += " AND (created_at, id) < (?, ?)"
-                binds += [.integer(before.createdAt), .text(before.id)]
-            }
-            binds.append(limit)
-            return "SELECT * FROM (\(clause) ORDER BY created_at + 0 DESC, id DESC LIMIT ?) AS newest"
+            let (after, page) = Self.page(before: before, limit: limit)
+            binds += page
+            return "SELECT * FROM (\(matching)\(after) ORDER BY created_at + 0 DESC, id DESC LIMIT ?) AS newest"
         }
         let byEmail = newest("email_normalized")
         let byHandle = newest("handle")
@@ -147,7 +143,7 @@ extension SQLStore {
             narrowed = "matches JOIN users ON users.id = matches.match_id"
         }
         let whereClause = pageConditions.isEmpty ? "" : "WHERE " + pageConditions.joined(separator: " AND ")
-        binds.append(limit)
+        binds.append(.integer(Int64(limit)))
         let accounts =
             dialect == .postgres
             ? "SELECT users.* FROM page CROSS JOIN LATERAL (SELECT \(Self.userColumns) FROM users WHERE users.id = page.page_id LIMIT 1) AS users"
