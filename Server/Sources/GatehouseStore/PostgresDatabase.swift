@@ -197,7 +197,7 @@ public final class PostgresDatabase: SQLDatabase {
     /// applies each announcement, and sends a heartbeat every
     /// ``SessionCache/Settings/heartbeatInterval`` on the same connection. When the connection
     /// fails, the cache stops serving and empties (`restart`) until a new one hears its first
-    /// heartbeat; reconnection is tried every second.
+    /// heartbeat (logged: "session cache: listening"); reconnection is tried every second.
     public func feedSessionChanges(into cache: SessionCache) async {
         let (client, logger) = (self.client, self.logger)
         while !Task.isCancelled {
@@ -215,7 +215,11 @@ public final class PostgresDatabase: SQLDatabase {
                                 }
                             }
                             group.addTask {
-                                for try await notification in notifications { cache.apply(notification.payload) }
+                                for try await notification in notifications {
+                                    if cache.apply(notification.payload) {
+                                        logger.info("session cache: listening; cached sessions are served")
+                                    }
+                                }
                                 throw StoreError.unavailable("the session change listener's connection closed")
                             }
                             try await group.next()

@@ -223,8 +223,10 @@ public final class SessionCache: Sendable {
     }
 
     /// Applies one announcement from ``channel``: a change, or a heartbeat (this node's moves
-    /// ``heardThrough``; other nodes' are ignored).
-    func apply(_ payload: String) {
+    /// ``heardThrough``; other nodes' are ignored). True when it is the first of this node's
+    /// heartbeats back since the listener (re)started: copies may be served from then on.
+    @discardableResult
+    func apply(_ payload: String) -> Bool {
         if payload.hasPrefix("s:"), let id = SessionID(String(payload.dropFirst(2))) {
             drop(.session(id))
         } else if payload.hasPrefix("u:"), let id = UserID(String(payload.dropFirst(2))) {
@@ -233,16 +235,19 @@ public final class SessionCache: Sendable {
             drop(.facts(id))
         } else if payload.hasPrefix("h:") {
             let parts = payload.split(separator: ":")
-            guard parts.count == 3, parts[1] == node, let number = UInt64(parts[2]) else { return }
-            state.withLock { state in
-                guard let sent = state.pending[number] else { return }
+            guard parts.count == 3, parts[1] == node, let number = UInt64(parts[2]) else { return false }
+            return state.withLock { state in
+                guard let sent = state.pending[number] else { return false }
                 state.pending = state.pending.filter { $0.key > number }
+                let first = state.heardThrough == nil
                 state.heardThrough = max(state.heardThrough ?? sent, sent)
+                return first
             }
         } else {
             // Not a form this version knows: drop everything rather than miss a change.
             drop(.everything)
         }
+        return false
     }
 
     /// SQLite's poll (`SQLiteDatabase.feedChanges`): every change committed before `sent` has been

@@ -7,6 +7,8 @@ import GatehouseWire
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import Logging
+import Synchronization
 import Testing
 
 /// Two nodes on one PostgreSQL database, each with its `SessionCache`: what one node changes
@@ -16,12 +18,48 @@ import Testing
     /// The bound `docs/scaling.md` states: a change committed this long ago is seen by every node.
     static let bound: Duration = .milliseconds(500)
 
-    /// Runs `body` with two live nodes (A and B) on one fresh PostgreSQL database.
-    func twoNodes(_ body: @escaping @Sendable (AuthClient, AuthClient, GatehouseConfig) async throws -> Void) async throws {
+    /// Runs `body` with two live nodes (A and B) on one fresh PostgreSQL database; what B's
+    /// session cache logs is kept in `log`, to say why a wait for B failed.
+    func twoNodes(
+        log: KeptLog = KeptLog(), _ body: @escaping @Sendable (AuthClient, AuthClient, GatehouseConfig) async throws -> Void
+    ) async throws {
         try await TestApp.run(.postgres, setup: .live, adjust: { $0.sessionCache = true }) { a, config in
-            let second = try await buildApplication(config: config, dependencies: AppDependencies(clock: SystemClock(), logger: TestApp.quietLogger))
+            let second = try await buildApplication(config: config, dependencies: AppDependencies(clock: SystemClock(), logger: log.logger))
             try await second.test(.live) { b in
                 try await body(AuthClient(client: a), AuthClient(client: b), config)
+            }
+        }
+    }
+
+    /// What a node logs about its session cache ("session cache: …"), with the time since the
+    /// log began.
+    final class KeptLog: Sendable {
+        let lines = Mutex<[String]>([])
+        let start = ContinuousClock.now
+
+        var logger: Logger {
+            Logger(label: "gatehouse.test.node-b") { _ in Handler(log: self) }
+        }
+
+        var text: String { lines.withLock { $0.joined(separator: "; ") } }
+
+        struct Handler: LogHandler {
+            let log: KeptLog
+            var metadata: Logger.Metadata = [:]
+            var metadataProvider: Logger.MetadataProvider?
+            var logLevel: Logger.Level = .info
+
+            subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+                get { metadata[key] }
+                set { metadata[key] = newValue }
+            }
+
+            func log(event: LogEvent) {
+                let message = event.message.description
+                guard message.hasPrefix("session cache") else { return }
+                let at = ContinuousClock.now - log.start
+                let error = event.metadata?["error"].map { " (\($0))" } ?? ""
+                log.lines.withLock { $0.append("\(at.formatted(.units(allowed: [.seconds], fractionalPart: .show(length: 1)))): \(message)\(error)") }
             }
         }
     }
@@ -136,7 +174,8 @@ import Testing
 
     @Test(.requires(Backend.available.contains(.postgres), "PostgreSQL (GATEHOUSE_TEST_POSTGRES_URL)"))
     func aNodeThatStopsHearingChangesStopsServingCopies() async throws {
-        try await twoNodes { a, b, config in
+        let log = KeptLog()
+        try await twoNodes(log: log) { a, b, config in
             let account = try await a.account("deaf@example.com")
             let token = account.session.accessToken
             #expect(try await b.get("/v1/me", token: token).status == .ok)
@@ -163,16 +202,31 @@ import Testing
             let later = try await a.account("heard@example.com")
             // (Under the parallel suite a heartbeat can take longer than the bound to come back,
             // and then B rightly serves nothing: give it time.)
+            let tally = Mutex((refused: 0, readAfresh: 0))
             let served = try await withDatabase(config) { postgres in
                 try await lastStaleAnswer(limit: .seconds(60), pause: .milliseconds(100)) {
-                    guard try await b.get("/v1/me", token: later.session.accessToken).status == .ok else { return false }
+                    guard try await b.get("/v1/me", token: later.session.accessToken).status == .ok else {
+                        tally.withLock { $0.refused += 1 }
+                        return false
+                    }
                     try await unannounced(on: postgres, "UPDATE users SET display_name = 'Probe' WHERE id = $1", [.text(later.user.id)])
                     let copy = try await name(b, later.session.accessToken)
                     try await unannounced(on: postgres, "UPDATE users SET display_name = NULL WHERE id = $1", [.text(later.user.id)])
+                    if copy != nil { tally.withLock { $0.readAfresh += 1 } }
                     return copy == nil
                 }
             }
-            #expect(served != nil, "B served copies again after reconnecting")
+            let (refused, readAfresh) = tally.withLock { ($0.refused, $0.readAfresh) }
+            #expect(
+                served != nil,
+                "B served copies again after reconnecting (in 60 s: \(refused) refused, \(readAfresh) read afresh; B's cache: \(log.text))")
+            // B's log says what happened: listening, the cut, listening again (the line follows
+            // the heartbeat that let B serve, so it may come a moment after).
+            let told = try await lastStaleAnswer(limit: .seconds(5)) {
+                log.text.components(separatedBy: "session cache: listening").count - 1 >= 2
+            }
+            #expect(told != nil, "B's cache: \(log.text)")
+            #expect(log.text.contains("session cache: the change listener failed"), "B's cache: \(log.text)")
         }
     }
 }
