@@ -3,7 +3,7 @@ import GatehouseCore
 
 extension SQLStore {
     public func insertConsoleSession(hash: [UInt8], expiresAt: Date, now: Date) async throws(StoreError) {
-        _ = try await sweep(Sweep(table: "console_sessions", key: "nonce_hash", condition: "expires_at <= ?", order: "expires_at",
+        _ = try await sweep(Sweep(table: "console_sessions", key: "nonce_hash", condition: "expires_at <= ?", order: "expires_at", reach: .ownRow,
             binds: [.integer(now.unixSeconds)]))
         try await executor.query(
             "INSERT INTO console_sessions (nonce_hash, expires_at) VALUES (?, ?)", [.blob(hash), .integer(expiresAt.unixSeconds)])

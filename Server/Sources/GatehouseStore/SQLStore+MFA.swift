@@ -63,7 +63,7 @@ extension SQLStore {
 
     public func purgeUnconfirmedMFAFactors(enrolledBefore date: Date) async throws(StoreError) -> Int {
         try await sweep(
-            Sweep(table: "mfa_factors", key: "id", condition: "confirmed_at IS NULL AND created_at < ?", order: "created_at",
+            Sweep(table: "mfa_factors", key: "id", condition: "confirmed_at IS NULL AND created_at < ?", order: "created_at", reach: .ownRow,
                 binds: [.integer(date.unixSeconds)]))
     }
 
@@ -165,7 +165,7 @@ extension SQLStore {
     }
 
     public func purgeMFAChallenges(before date: Date) async throws(StoreError) -> Int {
-        try await sweep(Sweep(table: "mfa_challenges", key: "id_hash", condition: "expires_at < ?", order: "expires_at",
+        try await sweep(Sweep(table: "mfa_challenges", key: "id_hash", condition: "expires_at < ?", order: "expires_at", reach: .ownRow,
             binds: [.integer(date.unixSeconds)]))
     }
 

@@ -100,7 +100,7 @@ extension SQLStore {
     }
 
     public func purgePasskeyChallenges(before date: Date) async throws(StoreError) -> Int {
-        try await sweep(Sweep(table: "passkey_challenges", key: "id", condition: "expires_at < ?", order: "expires_at",
+        try await sweep(Sweep(table: "passkey_challenges", key: "id", condition: "expires_at < ?", order: "expires_at", reach: .ownRow,
             binds: [.integer(date.unixSeconds)]))
     }
 

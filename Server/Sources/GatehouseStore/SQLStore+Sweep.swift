@@ -3,7 +3,7 @@ import GatehouseCore
 
 /// One sweep of rows that have expired or aged out (issue 65): the retention purge, expired codes,
 /// challenges and sign-ins, old usage. Every sweep goes through `SQLStore.sweep(_:)`, which never
-/// touches more than `SQLStore.sweepBatch` rows in one statement and sizes its batches to take
+/// touches more than its `most` rows in one statement (by its `Reach`) and sizes its batches to take
 /// about `SQLStore.sweepBatchTime` each, from a careful first one and never past it while others
 /// use the database (`BatchSizing`): each batch is its own short transaction, so a sweep over
 /// a year of audit rows holds SQLite's write lock, or PostgreSQL's row locks, for one short batch
@@ -13,6 +13,24 @@ struct Sweep: Sendable {
         case delete
         /// `SET …` (a clearing of columns); the condition must stop matching a row once it is set.
         case set(String)
+    }
+
+    /// How far changing one row reaches beyond the pages the batch's rows share, which bounds how
+    /// many rows a batch takes. A batch's time is mostly the pages it reads, and the sizing by
+    /// time learns a row's cost from the batches before: a batch grown while its rows' pages were
+    /// cached takes what an uncached page costs, times its size, once they are not. At 1M
+    /// accounts on PostgreSQL a row reaching pages anywhere cost up to 0.74 ms, a row of the
+    /// oldest audit rows up to 0.16 ms; batches of the first, grown alone, took up to 215 ms
+    /// (issue 65, steps 26 and 27).
+    enum Reach: Sendable {
+        /// The row itself: the rows a batch takes are the oldest, in the order they were written,
+        /// and share their pages; deleted on PostgreSQL, they leave their index entries to vacuum. Up to
+        /// ``SQLStore/sweepBatch`` rows a batch.
+        case ownRow
+        /// Pages anywhere: an update writing an entry into every index of its table (one that
+        /// PostgreSQL cannot make in place, on full pages), or a delete cascading into another
+        /// table's rows found through its index. Never past ``SQLStore/sweepCarefulBatch``.
+        case scattered
     }
 
     /// The table swept.
@@ -30,8 +48,18 @@ struct Sweep: Sendable {
     /// A row older than where a sweep has reached, skipped while another node's sweep held it, is
     /// left to that sweep, or to the next.
     let order: String
+    /// Whether its rows share their pages or reach pages anywhere: every sweep names it.
+    let reach: Reach
     let binds: [SQLValue]
     var change: Change = .delete
+
+    /// The most rows one batch of this sweep takes.
+    var most: Int {
+        switch reach {
+        case .ownRow: SQLStore.sweepBatch
+        case .scattered: SQLStore.sweepCarefulBatch
+        }
+    }
 }
 
 extension SQLStore {
@@ -57,7 +85,7 @@ extension SQLStore {
     func sweep(_ sweep: Sweep) async throws(StoreError) -> Int {
         let target = Self.sweepBatchTime
         var total = 0
-        var sizing = BatchSizing(most: Self.sweepBatch, careful: Self.sweepCarefulBatch)
+        var sizing = BatchSizing(most: sweep.most, careful: Self.sweepCarefulBatch)
         // The newest age the batches so far took: the next one starts there.
         var reached: Int64?
         while true {

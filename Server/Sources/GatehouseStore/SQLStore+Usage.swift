@@ -68,10 +68,10 @@ extension SQLStore {
         let cutoff = SQLValue.integer(before.unixSeconds)
         let records = try await sweep(
             Sweep(table: "usage_records", key: "(user_id, meter, period_start, idempotency_key)", condition: "period_start < ?",
-                order: "period_start",
+                order: "period_start", reach: .ownRow,
                 binds: [cutoff]))
         let meters = try await sweep(
-            Sweep(table: "usage_meters", key: "(user_id, meter, period_start)", condition: "period_start < ?", order: "period_start",
+            Sweep(table: "usage_meters", key: "(user_id, meter, period_start)", condition: "period_start < ?", order: "period_start", reach: .ownRow,
                 binds: [cutoff]))
         return records + meters
     }

@@ -58,7 +58,7 @@ import Testing
         let started = ContinuousClock.now
         let swept = try await SQLStore.$sweepBatch.withValue(5) {
             try await SQLStore.$sweepBatchTime.withValue(.seconds(3_600)) {
-                try await store.sweep(Sweep(table: "t", key: key, condition: "x IS NOT NULL", order: key, binds: []))
+                try await store.sweep(Sweep(table: "t", key: key, condition: "x IS NOT NULL", order: key, reach: .ownRow, binds: []))
             }
         }
         #expect(swept == 30)

@@ -84,7 +84,7 @@ import Testing
             try #require(signal.current.pages > 32)
             let store = SQLStore(database: database)
             let swept = try await SQLStore.$sweepBatch.withValue(5) {
-                try await store.sweep(Sweep(table: "t", key: "rowid", condition: "x IS NOT NULL", order: "rowid", binds: []))
+                try await store.sweep(Sweep(table: "t", key: "rowid", condition: "x IS NOT NULL", order: "rowid", reach: .ownRow, binds: []))
             }
             #expect(swept == 30)
             // Six full batches (or more, halved when one is slow), each followed by a wait.
@@ -106,7 +106,7 @@ import Testing
             for _ in 0..<30 { try await Self.write(database) }
             let store = SQLStore(database: database)
             let swept = try await SQLStore.$sweepBatch.withValue(5) {
-                try await store.sweep(Sweep(table: "t", key: "rowid", condition: "x IS NOT NULL", order: "rowid", binds: []))
+                try await store.sweep(Sweep(table: "t", key: "rowid", condition: "x IS NOT NULL", order: "rowid", reach: .ownRow, binds: []))
             }
             #expect(swept == 30)
             #expect(signal.current.housekeepingWaits >= 1, "\(signal.current)")

@@ -133,6 +133,70 @@ import Testing
         }
     }
 
+    /// How far a sweep's rows reach (`Sweep.Reach`) bounds its batches: rows that share their
+    /// pages grow to the most a batch may take, rows that reach pages anywhere never past the
+    /// careful size, however quick each batch was. A hundred rows each time.
+    @Test(arguments: Backend.available)
+    func aSweepWhoseRowsReachPagesAnywhereNeverGrowsPastTheCarefulSize(_ backend: Backend) async throws {
+        try await TestDatabase.with(backend) { database, _ in
+            let (day, now) = (Self.day, Self.now)
+            let (noting, store, owner) = try await Self.auditTrail(database, ages: [])
+            for reach in [Sweep.Reach.ownRow, .scattered] {
+                for age in 31...130 {
+                    try await store.insertAudit(AuditEvent(createdAt: now - Double(age) * day, event: .login, outcome: "success", userID: owner.id))
+                }
+                noting.noted.withLock { $0 = [] }
+                let sweep = Sweep(
+                    table: "audit_log", key: "seq", condition: "created_at < ?", order: "created_at", reach: reach,
+                    binds: [.integer((now - 30 * day).unixSeconds)])
+                let swept = try await SQLStore.$sweepBatch.withValue(40) {
+                    try await SQLStore.$sweepCarefulBatch.withValue(5) {
+                        try await SQLStore.$sweepBatchTime.withValue(.seconds(3_600)) { try await store.sweep(sweep) }
+                    }
+                }
+                #expect(swept == 100)
+                let expected: [Int] =
+                    switch reach {
+                    // 5, 10 and 20, then the most (40) take 75 rows; the 25 left go in the last batch.
+                    case .ownRow: [5, 10, 20, 40, 25]
+                    // Twenty of 5, and a last batch that finds none.
+                    case .scattered: Array(repeating: 5, count: 20) + [0]
+                    }
+                #expect(noting.sweeps(of: "audit_log") == expected, "\(reach)")
+            }
+        }
+    }
+
+    /// The retention purge's sweeps of `sessions` reach pages anywhere (an ended session deletes
+    /// its refresh tokens; a cleared address is a new entry in every index): their batches stay
+    /// careful while the audit rows' grow.
+    @Test(arguments: Backend.available)
+    func theRetentionPurgesSessionBatchesStayCareful(_ backend: Backend) async throws {
+        try await TestDatabase.with(backend) { database, _ in
+            let (day, now) = (Self.day, Self.now)
+            let (noting, store, owner) = try await Self.auditTrail(database, ages: Array(31...130))
+            for index in 0..<12 {
+                // Ended: idle since it began, 45 days ago.
+                try await store.insertSession(Session(userID: owner.id, provider: "email", createdAt: now - 45 * day))
+                // In use, begun as long ago: its address is cleared, the session kept.
+                let live = Session(userID: owner.id, provider: "email", createdAt: now - 45 * day, userAgent: "UA", ipAddress: "10.2.0.\(index)")
+                try await store.insertSession(live)
+                try await store.touchSession(live.id, at: now - day)
+            }
+            noting.noted.withLock { $0 = [] }
+            let counts = try await Self.purge(store, careful: 5)
+            #expect(counts.auditRows == 100)
+            #expect(counts.sessions == 12)
+            #expect(counts.sessionsCleared == 12)
+            #expect(noting.sweeps(of: "audit_log") == [5, 10, 20, 40, 25])
+            // The ended sessions' deletes, then the addresses' clearing: 5, 5 and 2 each, every
+            // batch asking for 5 at most (its last value).
+            #expect(noting.sweeps(of: "sessions") == [5, 5, 2, 5, 5, 2])
+            #expect(noting.batches(of: "sessions").map(\.binds.last) == Array(repeating: .integer(5), count: 6))
+            #expect(try await store.sessions(of: owner.id).count == 12)
+        }
+    }
+
     /// While others use the database (their statements found at each turn), a sweep's batches
     /// stay at the careful size, however quick each was; alone they grow. Sixty rows.
     @Test(arguments: Backend.available, [(0, [5, 10, 20, 25]), (3, Array(repeating: 5, count: 12) + [0])])
