@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""Every batch of a retention sweep with nothing else running, on PostgreSQL (issue 65): how long
+each took, how many rows it changed and how many pages it read, per kind of sweep, each build in
+turn on a fresh copy of one loaded database.
+
+With nobody else using the database a sweep's batches grow by their time up to their most
+(`BatchSizing`), so an idle sweep is where a batch is largest: in step 26 single batches clearing
+ended sessions' addresses took 125 to 215 ms there. `slow_statements.py` sees only the batches over the
+log's threshold; this script logs every statement of the copy's database (`log_min_duration_statement`
+0, and `auto_explain` with `log_analyze` and `log_buffers` but no timing of the plans' nodes, for
+each batch's rows and buffers), set on the copy only (`ALTER DATABASE … SET`).
+
+For each NAME=BINARY, in the order given (name them so each build runs early and late):
+  1. `CREATE DATABASE … TEMPLATE TEMPLATE` (the loaded database, untouched); with --cold, then a
+     `CHECKPOINT`, `sync` and the kernel's page cache dropped, so that what the sweep touches is
+     read from the disk (PostgreSQL's own buffers are not emptied);
+  2. a server of BINARY on the copy with the Handz preset's retention at --days days, whose sweep
+     starts with it; it runs until it logs its "retention sweep" line (at most --timeout s);
+  3. the log's part written meanwhile is read: each sweep batch's time (its `execute`), its rows
+     (the top plan node's actual rows) and its buffers read and hit, paired by the backend's pid;
+  4. the copy is dropped.
+It prints, per run and kind of sweep that changed rows, the batches, rows, p50/p99/longest ms, the
+batches over 50 and 100 ms, the largest batch and the slowest time a row, and writes every kind to
+--out.
+
+Usage: idle_sweep.py --base postgres://postgres@127.0.0.1:55432 --template scale_1000000
+           --log /work/pg/server.log --out FILE [--days 90] [--timeout 900] [--cold] NAME=GATEHOUSE ...
+The cluster's `log_line_prefix` must begin with `%m [%p]` (time, pid), as Debian's does.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "wrk"))
+sys.path.insert(0, HERE)
+import harness  # noqa: E402
+import run  # noqa: E402  (server_with_retention)
+import slow_statements  # noqa: E402  (lines, is_sweep)
+
+ENTRY = re.compile(r"^(\S+ \S+) UTC \[(\d+)\] LOG:  duration: ([\d.]+) ms  (.*)$")
+ACTUAL_ROWS = re.compile(r"actual rows=(\d+)")
+BUFFERS = re.compile(r"Buffers: shared(?: hit=(\d+))?(?: read=(\d+))?")
+COPY = "idle_sweep_copy"
+
+
+def psql(base, *commands):
+    arguments = ["psql", f"{base}/postgres", "-qAtX", "-v", "ON_ERROR_STOP=1"]
+    for command in commands:
+        arguments += ["-c", command]
+    subprocess.run(arguments, check=True)
+
+
+def fresh_copy(base, template):
+    psql(base, f"DROP DATABASE IF EXISTS {COPY}", f"CREATE DATABASE {COPY} TEMPLATE {template}")
+    settings = {"log_min_duration_statement": "0", "session_preload_libraries": "'auto_explain'",
+                "auto_explain.log_min_duration": "0", "auto_explain.log_analyze": "on",
+                "auto_explain.log_buffers": "on", "auto_explain.log_timing": "off"}
+    psql(base, "LOAD 'auto_explain'", *[f"ALTER DATABASE {COPY} SET {name} = {value}" for name, value in settings.items()])
+
+
+def batches(log, start, end):
+    """Each sweep batch in the log's part: its statement's first 60 characters, ms, rows and
+    buffers. A batch's plan (auto_explain, logged as its executor ends) comes before its
+    statement's duration on the same backend."""
+    plans = {}  # pid -> (rows, hit, read) of the last sweep plan
+    current = None
+    found = []
+
+    def close(entry):
+        if entry and entry["kind"] == "plan" and slow_statements.is_sweep(entry["text"]):
+            text = " ".join(entry["plan"])
+            rows = ACTUAL_ROWS.search(text)
+            hit = read = 0
+            for buffers in BUFFERS.finditer(text):
+                # The top node's buffers include its children's: the first line is the whole.
+                hit, read = int(buffers.group(1) or 0), int(buffers.group(2) or 0)
+                break
+            plans[entry["pid"]] = (int(rows.group(1)) if rows else None, hit, read)
+
+    for line in slow_statements.lines(log, start, end):
+        match = ENTRY.match(line)
+        if match:
+            close(current)
+            at, pid, ms, rest = match.group(1), match.group(2), float(match.group(3)), match.group(4)
+            if rest == "plan:":
+                current = {"kind": "plan", "pid": pid, "text": "", "plan": []}
+                continue
+            current = None
+            statement = slow_statements.STATEMENT.match(rest)
+            if not statement or statement.group(1) != "execute" or not slow_statements.is_sweep(statement.group(2)):
+                continue
+            rows, hit, read = plans.pop(pid, (None, 0, 0))
+            found.append({"at": at, "ms": ms, "rows": rows, "hit": hit, "read": read,
+                          "statement": " ".join(statement.group(2).split())[:60]})
+        elif current and line.startswith(("\t", " ")):
+            stripped = line.strip()
+            if stripped.startswith("Query Text: "):
+                current["text"] = stripped[len("Query Text: "):]
+            else:
+                current["plan"].append(stripped)
+        else:
+            close(current)
+            current = None
+    close(current)
+    return found
+
+
+def summary(found):
+    kinds = {}
+    for batch in found:
+        kinds.setdefault(batch["statement"], []).append(batch)
+    result = {}
+    for kind, group in kinds.items():
+        times = sorted(batch["ms"] for batch in group)
+        rows = [batch["rows"] or 0 for batch in group]
+        per_row = [batch["ms"] / batch["rows"] for batch in group if batch["rows"]]
+        slowest = max(group, key=lambda batch: batch["ms"])
+        result[kind] = {
+            "batches": len(group), "rows": sum(rows),
+            "p50_ms": round(statistics.median(times), 2),
+            "p99_ms": round(times[min(len(times) - 1, int(len(times) * 0.99))], 2),
+            "longest_ms": round(times[-1], 2), "over_50_ms": sum(1 for t in times if t > 50),
+            "over_100_ms": sum(1 for t in times if t > 100), "largest_batch": max(rows),
+            "slowest_ms_per_row": round(max(per_row), 3) if per_row else None,
+            "slowest_batch": {key: slowest[key] for key in ("at", "ms", "rows", "hit", "read")},
+            "pages_read": sum(batch["read"] for batch in group),
+        }
+    return dict(sorted(result.items(), key=lambda item: -item[1]["longest_ms"]))
+
+
+def drop_caches(base):
+    """Writes out the cluster's dirty pages and empties the kernel's page cache, so that the sweep
+    reads what it touches from the disk (root only)."""
+    psql(base, "CHECKPOINT")
+    subprocess.run(["sync"], check=True)
+    with open("/proc/sys/vm/drop_caches", "w") as handle:
+        handle.write("3\n")
+
+
+def one_run(name, binary, args):
+    fresh_copy(args.base, args.template)
+    if args.cold:
+        drop_caches(args.base)
+    url = f"{args.base}/{COPY}?sslmode=disable"
+    run_dir = tempfile.mkdtemp(prefix=f"gatehouse-idle-sweep-{name}-")
+    start = os.path.getsize(args.log)
+    server = run.server_with_retention(binary, url, run_dir, args.days)
+    began = time.monotonic()
+    ended = None
+    try:
+        server.start()
+        while time.monotonic() - began < args.timeout and server.process.poll() is None:
+            with open(os.path.join(run_dir, "server.err")) as handle:
+                ended = next((line.strip()[-600:] for line in handle if "retention sweep" in line), None)
+            if ended:
+                break
+            time.sleep(0.2)
+    finally:
+        server.stop()
+    seconds = round(time.monotonic() - began, 1)
+    time.sleep(1)
+    found = batches(args.log, start, os.path.getsize(args.log))
+    psql(args.base, f"DROP DATABASE IF EXISTS {COPY}")
+    shutil.rmtree(run_dir, ignore_errors=True)
+    return {"name": name, "binary": binary, "seconds": seconds, "sweep_log": ended, "kinds": summary(found)}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--base", required=True, help="the cluster's URL without a database")
+    parser.add_argument("--template", required=True, help="the loaded database each run copies")
+    parser.add_argument("--log", required=True, help="the cluster's log file")
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--days", type=int, default=90)
+    parser.add_argument("--timeout", type=int, default=900)
+    parser.add_argument("--cold", action="store_true", help="empty the page cache before each server starts (root)")
+    parser.add_argument("builds", nargs="+", metavar="NAME=GATEHOUSE")
+    args = parser.parse_args()
+    runs = []
+    for build in args.builds:
+        name, binary = build.split("=", 1)
+        harness.log(f"{name}: a sweep with nothing else running on a copy of {args.template}")
+        result = one_run(name, binary, args)
+        runs.append(result)
+        print(f"{name}: {result['seconds']} s{'' if result['sweep_log'] else ', the sweep did not end'}")
+        for kind, row in result["kinds"].items():
+            if not row["rows"]:
+                continue  # in the JSON only
+            print(f"  {kind}: {row['batches']} batches, {row['rows']} rows, p50 {row['p50_ms']} p99 {row['p99_ms']} "
+                  f"longest {row['longest_ms']} ms, over 50 ms {row['over_50_ms']}, over 100 ms {row['over_100_ms']}, "
+                  f"largest {row['largest_batch']}, slowest {row['slowest_ms_per_row']} ms a row")
+        with open(args.out, "w") as handle:
+            json.dump({"template": args.template, "days": args.days, "cold": args.cold, "runs": runs}, handle, indent=1)
+
+
+if __name__ == "__main__":
+    main()
