@@ -16,12 +16,14 @@ struct Sweep: Sendable {
     }
 
     /// How far changing one row reaches beyond the pages the batch's rows share, which bounds how
-    /// many rows a batch takes. A batch's time is mostly the pages it reads, and the sizing by
-    /// time learns a row's cost from the batches before: a batch grown while its rows' pages were
-    /// cached takes what an uncached page costs, times its size, once they are not. At 1M
-    /// accounts on PostgreSQL a row reaching pages anywhere cost up to 0.74 ms, a row of the
-    /// oldest audit rows up to 0.16 ms; batches of the first, grown alone, took up to 215 ms
-    /// (issue 65, steps 26 and 27).
+    /// many rows a batch takes. A batch's time is mostly the pages it touches: each is read when
+    /// not cached, and written whole to PostgreSQL's WAL on its first change after a checkpoint
+    /// begins. The sizing by time learns a row's cost from the batches before, so a batch grown
+    /// while those pages were cheap pays their full cost, times its size, once they are not. At 1M
+    /// accounts on PostgreSQL, with a cold cache, a row reaching pages anywhere cost up to 0.74 ms
+    /// in a batch of 100, and a row of the oldest audit rows up to 0.16 ms. Alone, grown batches
+    /// of the first took up to 215 ms in the seconds after a checkpoint began (issue 65, steps 26
+    /// and 27).
     enum Reach: Sendable {
         /// The row itself: the rows a batch takes are the oldest, in the order they were written,
         /// and share their pages; deleted on PostgreSQL, they leave their index entries to vacuum. Up to
