@@ -5,7 +5,7 @@ turn on a fresh copy of one loaded database.
 
 With nobody else using the database a sweep's batches grow by their time up to their most
 (`BatchSizing`), so an idle sweep is where a batch is largest: in step 26 single batches clearing
-ended sessions' addresses took 125 to 215 ms there. `slow_statements.py` sees only the batches over the
+old sessions' addresses took 125 to 215 ms there. `slow_statements.py` sees only the batches over the
 log's threshold; this script logs every statement of the copy's database (`log_min_duration_statement`
 0, and `auto_explain` with `log_analyze` and `log_buffers` but no timing of the plans' nodes, for
 each batch's rows and buffers), set on the copy only (`ALTER DATABASE … SET`).
@@ -17,7 +17,9 @@ For each NAME=BINARY, in the order given (name them so each build runs early and
   2. a server of BINARY on the copy with the Handz preset's retention at --days days, whose sweep
      starts with it; it runs until it logs its "retention sweep" line (at most --timeout s);
   3. the log's part written meanwhile is read: each sweep batch's time (its `execute`), its rows
-     (the top plan node's actual rows) and its buffers read and hit, paired by the backend's pid;
+     (the top plan node's actual rows) and its buffers read and hit, paired by the backend's pid,
+     and the checkpoints' starts and ends (`log_checkpoints`, on by default since PostgreSQL 15),
+     each batch over 50 ms with the checkpoint event nearest to it;
   4. the copy is dropped.
 It prints, per run and kind of sweep that changed rows, the batches, rows, p50/p99/longest ms, the
 batches over 50 and 100 ms, the largest batch and the slowest time a row, and writes every kind to
@@ -46,6 +48,7 @@ import run  # noqa: E402  (server_with_retention)
 import slow_statements  # noqa: E402  (lines, is_sweep)
 
 ENTRY = re.compile(r"^(\S+ \S+) UTC \[(\d+)\] LOG:  duration: ([\d.]+) ms  (.*)$")
+CHECKPOINT = re.compile(r"^(\S+ \S+) UTC \[\d+\] LOG:  checkpoint (starting|complete): (.*)$")
 ACTUAL_ROWS = re.compile(r"actual rows=(\d+)")
 BUFFERS = re.compile(r"Buffers: shared(?: hit=(\d+))?(?: read=(\d+))?")
 COPY = "idle_sweep_copy"
@@ -66,13 +69,24 @@ def fresh_copy(base, template):
     psql(base, "LOAD 'auto_explain'", *[f"ALTER DATABASE {COPY} SET {name} = {value}" for name, value in settings.items()])
 
 
-def batches(log, start, end):
-    """Each sweep batch in the log's part: its statement's first 60 characters, ms, rows and
-    buffers. A batch's plan (auto_explain, logged as its executor ends) comes before its
-    statement's duration on the same backend."""
+def seconds(at):
+    """Seconds of the day of a log line's time (`2026-12-04 20:50:38.133`)."""
+    clock = at.split(" ")[1]
+    hours, minutes, rest = clock.split(":")
+    return int(hours) * 3600 + int(minutes) * 60 + float(rest)
+
+
+def batches(log, start, end, checkpoints=None):
+    """Each sweep batch in the log's part: its statement's first 60 characters, ms, rows,
+    buffers, and the checkpoint event nearest to it (a checkpoint's start, after which a page's
+    first change writes the whole page to the WAL, or its end, after its sync), with the seconds
+    from the batch's start to it. A batch's plan (auto_explain, logged as its executor ends)
+    comes before its statement's duration on the same backend. `checkpoints`, a list, gets each
+    checkpoint event: its time, `starting` or `complete`, and the rest of its line."""
     plans = {}  # pid -> (rows, hit, read) of the last sweep plan
     current = None
     found = []
+    checkpoints = [] if checkpoints is None else checkpoints
 
     def close(entry):
         if entry and entry["kind"] == "plan" and slow_statements.is_sweep(entry["text"]):
@@ -86,6 +100,9 @@ def batches(log, start, end):
             plans[entry["pid"]] = (int(rows.group(1)) if rows else None, hit, read)
 
     for line in slow_statements.lines(log, start, end):
+        checkpoint = CHECKPOINT.match(line)
+        if checkpoint:
+            checkpoints.append({"at": checkpoint.group(1), "event": checkpoint.group(2), "detail": checkpoint.group(3)[:120]})
         match = ENTRY.match(line)
         if match:
             close(current)
@@ -110,6 +127,13 @@ def batches(log, start, end):
             close(current)
             current = None
     close(current)
+    for batch in found:
+        # The statement began `ms` before its line; the nearest checkpoint event is the one least
+        # far from that span (0 within it), given from the batch's start.
+        began, ended = seconds(batch["at"]) - batch["ms"] / 1000, seconds(batch["at"])
+        nearest = min(checkpoints, default=None,
+                      key=lambda point: max(0.0, began - seconds(point["at"]), seconds(point["at"]) - ended))
+        batch["checkpoint"] = f"{nearest['event']} {seconds(nearest['at']) - began:+.2f} s" if nearest else None
     return found
 
 
@@ -130,7 +154,9 @@ def summary(found):
             "longest_ms": round(times[-1], 2), "over_50_ms": sum(1 for t in times if t > 50),
             "over_100_ms": sum(1 for t in times if t > 100), "largest_batch": max(rows),
             "slowest_ms_per_row": round(max(per_row), 3) if per_row else None,
-            "slowest_batch": {key: slowest[key] for key in ("at", "ms", "rows", "hit", "read")},
+            "slowest_batch": {key: slowest[key] for key in ("at", "ms", "rows", "hit", "read", "checkpoint")},
+            "over_50_ms_batches": [{key: batch[key] for key in ("at", "ms", "rows", "read", "checkpoint")}
+                                   for batch in group if batch["ms"] > 50],
             "pages_read": sum(batch["read"] for batch in group),
         }
     return dict(sorted(result.items(), key=lambda item: -item[1]["longest_ms"]))
@@ -165,12 +191,14 @@ def one_run(name, binary, args):
             time.sleep(0.2)
     finally:
         server.stop()
-    seconds = round(time.monotonic() - began, 1)
+    took = round(time.monotonic() - began, 1)
     time.sleep(1)
-    found = batches(args.log, start, os.path.getsize(args.log))
+    checkpoints = []
+    found = batches(args.log, start, os.path.getsize(args.log), checkpoints)
     psql(args.base, f"DROP DATABASE IF EXISTS {COPY}")
     shutil.rmtree(run_dir, ignore_errors=True)
-    return {"name": name, "binary": binary, "seconds": seconds, "sweep_log": ended, "kinds": summary(found)}
+    return {"name": name, "binary": binary, "seconds": took, "sweep_log": ended, "checkpoints": checkpoints,
+            "kinds": summary(found)}
 
 
 def main():
@@ -190,13 +218,19 @@ def main():
         harness.log(f"{name}: a sweep with nothing else running on a copy of {args.template}")
         result = one_run(name, binary, args)
         runs.append(result)
-        print(f"{name}: {result['seconds']} s{'' if result['sweep_log'] else ', the sweep did not end'}")
+        begun = [point for point in result["checkpoints"] if point["event"] == "starting"]
+        by_wal = sum(1 for point in begun if point["detail"].startswith("wal"))
+        print(f"{name}: {result['seconds']} s{'' if result['sweep_log'] else ', the sweep did not end'}, "
+              f"{len(begun)} checkpoints begun ({by_wal} by the WAL's size)")
         for kind, row in result["kinds"].items():
             if not row["rows"]:
                 continue  # in the JSON only
             print(f"  {kind}: {row['batches']} batches, {row['rows']} rows, p50 {row['p50_ms']} p99 {row['p99_ms']} "
                   f"longest {row['longest_ms']} ms, over 50 ms {row['over_50_ms']}, over 100 ms {row['over_100_ms']}, "
                   f"largest {row['largest_batch']}, slowest {row['slowest_ms_per_row']} ms a row")
+            for batch in row["over_50_ms_batches"]:
+                print(f"    {batch['ms']} ms at {batch['at']}: {batch['rows']} rows, {batch['read']} pages read, "
+                      f"the nearest checkpoint event: {batch['checkpoint']} from its start")
         with open(args.out, "w") as handle:
             json.dump({"template": args.template, "days": args.days, "cold": args.cold, "runs": runs}, handle, indent=1)
 

@@ -21,13 +21,13 @@ struct Sweep: Sendable {
     /// begins. The sizing by time learns a row's cost from the batches before, so a batch grown
     /// while those pages were cheap pays their full cost, times its size, once they are not. At 1M
     /// accounts on PostgreSQL, with a cold cache, a row reaching pages anywhere cost up to 0.74 ms
-    /// in a batch of 100, and a row of the oldest audit rows up to 0.16 ms. Alone, grown batches
-    /// of the first took up to 215 ms in the seconds after a checkpoint began (issue 65, steps 26
-    /// and 27).
+    /// in a batch of 100, and a row of the oldest audit rows up to 0.31 ms. Alone, batches of the
+    /// first of up to 500 rows took up to 215 ms in the seconds after a checkpoint began (issue
+    /// 65, steps 26 and 27).
     enum Reach: Sendable {
         /// The row itself: the rows a batch takes are the oldest, in the order they were written,
-        /// and share their pages; deleted on PostgreSQL, they leave their index entries to vacuum. Up to
-        /// ``SQLStore/sweepBatch`` rows a batch.
+        /// and share their pages; deleted on PostgreSQL, they leave their index entries to vacuum.
+        /// Up to ``SQLStore/sweepBatch`` rows a batch.
         case ownRow
         /// Pages anywhere: an update writing an entry into every index of its table (one that
         /// PostgreSQL cannot make in place, on full pages), or a delete cascading into another
