@@ -47,7 +47,6 @@ import harness  # noqa: E402
 import run  # noqa: E402  (server_with_retention)
 import slow_statements  # noqa: E402  (lines, is_sweep)
 
-ENTRY = re.compile(r"^(\S+ \S+) UTC \[(\d+)\] LOG:  duration: ([\d.]+) ms  (.*)$")
 CHECKPOINT = re.compile(r"^(\S+ \S+) UTC \[\d+\] LOG:  checkpoint (starting|complete): (.*)$")
 ACTUAL_ROWS = re.compile(r"actual rows=(\d+)")
 BUFFERS = re.compile(r"Buffers: shared(?: hit=(\d+))?(?: read=(\d+))?")
@@ -84,49 +83,28 @@ def batches(log, start, end, checkpoints=None):
     comes before its statement's duration on the same backend. `checkpoints`, a list, gets each
     checkpoint event: its time, `starting` or `complete`, and the rest of its line."""
     plans = {}  # pid -> (rows, hit, read) of the last sweep plan
-    current = None
     found = []
     checkpoints = [] if checkpoints is None else checkpoints
 
-    def close(entry):
-        if entry and entry["kind"] == "plan" and slow_statements.is_sweep(entry["text"]):
-            text = " ".join(entry["plan"])
-            rows = ACTUAL_ROWS.search(text)
-            hit = read = 0
-            for buffers in BUFFERS.finditer(text):
-                # The top node's buffers include its children's: the first line is the whole.
-                hit, read = int(buffers.group(1) or 0), int(buffers.group(2) or 0)
-                break
-            plans[entry["pid"]] = (int(rows.group(1)) if rows else None, hit, read)
-
-    for line in slow_statements.lines(log, start, end):
+    def note(line):
         checkpoint = CHECKPOINT.match(line)
         if checkpoint:
             checkpoints.append({"at": checkpoint.group(1), "event": checkpoint.group(2), "detail": checkpoint.group(3)[:120]})
-        match = ENTRY.match(line)
-        if match:
-            close(current)
-            at, pid, ms, rest = match.group(1), match.group(2), float(match.group(3)), match.group(4)
-            if rest == "plan:":
-                current = {"kind": "plan", "pid": pid, "text": "", "plan": []}
-                continue
-            current = None
-            statement = slow_statements.STATEMENT.match(rest)
-            if not statement or statement.group(1) != "execute" or not slow_statements.is_sweep(statement.group(2)):
-                continue
-            rows, hit, read = plans.pop(pid, (None, 0, 0))
-            found.append({"at": at, "ms": ms, "rows": rows, "hit": hit, "read": read,
-                          "statement": " ".join(statement.group(2).split())[:60]})
-        elif current and line.startswith(("\t", " ")):
-            stripped = line.strip()
-            if stripped.startswith("Query Text: "):
-                current["text"] = stripped[len("Query Text: "):]
-            else:
-                current["plan"].append(stripped)
-        else:
-            close(current)
-            current = None
-    close(current)
+
+    for entry in slow_statements.entries(log, start, end, other=note):
+        if not slow_statements.is_sweep(entry["text"]):
+            continue
+        if entry["kind"] == "plan":
+            text = " ".join(entry["plan"])
+            rows = ACTUAL_ROWS.search(text)
+            # The top node's buffers include its children's: the first line is the whole.
+            buffers = BUFFERS.search(text)
+            hit, read = (int(buffers.group(1) or 0), int(buffers.group(2) or 0)) if buffers else (0, 0)
+            plans[entry["pid"]] = (int(rows.group(1)) if rows else None, hit, read)
+        elif entry["phase"] == "execute":
+            rows, hit, read = plans.pop(entry["pid"], (None, 0, 0))
+            found.append({"at": entry["at"], "ms": entry["ms"], "rows": rows, "hit": hit, "read": read,
+                          "statement": " ".join(entry["text"].split())[:60]})
     for batch in found:
         # The statement began `ms` before its line; the nearest checkpoint event is the one least
         # far from that span (0 within it), given from the batch's start.

@@ -19,7 +19,7 @@ import argparse
 import json
 import re
 
-ENTRY = re.compile(r"^(\S+ \S+) UTC \[\d+\] LOG:  duration: ([\d.]+) ms  (.*)$")
+ENTRY = re.compile(r"^(\S+ \S+) UTC \[(\d+)\] LOG:  duration: ([\d.]+) ms  (.*)$")
 STATEMENT = re.compile(r"^(?:(parse|bind|execute) [^:]+|statement): (.*)$")
 SCAN = re.compile(r"((?:Seq Scan on|Index Scan using|Index Only Scan using|Index Scan Backward using|Bitmap Heap Scan on) \S+)")
 
@@ -37,31 +37,35 @@ def lines(path, start, end):
             yield raw.decode("utf-8", "replace").rstrip("\r\n")
 
 
-def entries(path, start, end):
-    """(at, ms, kind, phase, text, plan lines) for each logged duration: kind is "statement" or
-    "plan"; a plan's text is its query's, read from the lines after it."""
+def entries(path, start, end, other=None):
+    """(at, pid, ms, kind, phase, text, plan lines) for each logged duration: kind is "statement"
+    or "plan"; a plan's text is its query's, read from the lines after it. Each other line that
+    is not a plan's goes to `other` (a checkpoint's, say), in the log's order."""
     current = None
     for line in lines(path, start, end):
         match = ENTRY.match(line)
         if match:
             if current:
                 yield current
-            at, ms, rest = match.group(1), float(match.group(2)), match.group(3)
+            at, pid, ms, rest = match.group(1), match.group(2), float(match.group(3)), match.group(4)
             if rest == "plan:":
-                current = {"at": at, "ms": ms, "kind": "plan", "phase": None, "text": "", "plan": []}
+                current = {"at": at, "pid": pid, "ms": ms, "kind": "plan", "phase": None, "text": "", "plan": []}
             else:
                 statement = STATEMENT.match(rest)
                 phase, text = (statement.group(1) or "simple", statement.group(2)) if statement else (None, rest)
-                current = {"at": at, "ms": ms, "kind": "statement", "phase": phase, "text": text, "plan": []}
+                current = {"at": at, "pid": pid, "ms": ms, "kind": "statement", "phase": phase, "text": text, "plan": []}
         elif current and current["kind"] == "plan" and line.startswith(("\t", " ")):
             stripped = line.strip()
             if stripped.startswith("Query Text: "):
                 current["text"] = stripped[len("Query Text: "):]
             else:
                 current["plan"].append(stripped)
-        elif current:
-            yield current
-            current = None
+        else:
+            if current:
+                yield current
+                current = None
+            if other:
+                other(line)
     if current:
         yield current
 
