@@ -20,10 +20,10 @@ public struct AuditEvent: Sendable, Equatable {
     public var details: [String: String]
 
     public init(
-        id: UUID = SecureRandom.uuid(), sequence: Int64? = nil, createdAt: Date, event: Name, outcome: Outcome, userID: UserID? = nil,
+        id: UUID? = nil, sequence: Int64? = nil, createdAt: Date, event: Name, outcome: Outcome, userID: UserID? = nil,
         sessionID: SessionID? = nil, ipAddress: String? = nil, userAgent: String? = nil, details: [String: String] = [:]
     ) {
-        self.id = id
+        self.id = id ?? SecureRandom.timeOrderedUUID(at: createdAt)
         self.sequence = sequence
         self.createdAt = createdAt
         self.event = event

@@ -17,10 +17,10 @@ public struct DomainEvent: Sendable, Equatable {
     public var anonymousID: String?
 
     public init(
-        id: UUID = SecureRandom.uuid(), sequence: Int64? = nil, type: Kind, userID: UserID?, data: [String: String] = [:], createdAt: Date,
+        id: UUID? = nil, sequence: Int64? = nil, type: Kind, userID: UserID?, data: [String: String] = [:], createdAt: Date,
         anonymousID: String? = nil
     ) {
-        self.id = id
+        self.id = id ?? SecureRandom.timeOrderedUUID(at: createdAt)
         self.sequence = sequence
         self.type = type
         self.userID = userID

@@ -1,8 +1,8 @@
 import Foundation
 import GatehouseWire
 
-/// A random UUID that names one kind of thing; the tag keeps a user id from being passed
-/// where a session id is expected.
+/// A UUID that names one kind of thing (random, or for sessions beginning with their time); the
+/// tag keeps a user id from being passed where a session id is expected.
 public struct TypedID<Tag>: Hashable, Sendable, Codable, CustomStringConvertible {
     public let rawValue: UUID
     public init(_ rawValue: UUID) { self.rawValue = rawValue }
@@ -13,6 +13,9 @@ public struct TypedID<Tag>: Hashable, Sendable, Codable, CustomStringConvertible
     }
     /// A new random (version 4) id, never derived from a device or an email.
     public static func random() -> TypedID { TypedID(SecureRandom.uuid()) }
+    /// A new id that begins with `time` (version 7), for things made as time passes (sessions):
+    /// see `SecureRandom.timeOrderedUUID(at:)`.
+    public static func timeOrdered(at time: Date) -> TypedID { TypedID(SecureRandom.timeOrderedUUID(at: time)) }
     /// Lowercase, as the contract requires.
     public var description: String { UUIDText.lowercase(rawValue) }
 }

@@ -15,10 +15,10 @@ public struct Job: Sendable, Equatable {
     public var traceContext: String?
 
     public init(
-        id: UUID = SecureRandom.uuid(), kind: String, payload: [UInt8], encryption: String, attempts: Int = 0, nextAttemptAt: Date? = nil,
+        id: UUID? = nil, kind: String, payload: [UInt8], encryption: String, attempts: Int = 0, nextAttemptAt: Date? = nil,
         createdAt: Date, traceContext: String? = nil
     ) {
-        self.id = id
+        self.id = id ?? SecureRandom.timeOrderedUUID(at: createdAt)
         self.kind = kind
         self.payload = payload
         self.encryption = encryption

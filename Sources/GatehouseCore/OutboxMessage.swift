@@ -33,11 +33,11 @@ public struct OutboxMessage: Sendable, Equatable {
     public var isRequest: Bool { textBody == nil && payload != nil && status == "pending" }
 
     public init(
-        id: UUID = SecureRandom.uuid(), createdAt: Date, kind: String, recipient: String, subject: String, textBody: String?,
+        id: UUID? = nil, createdAt: Date, kind: String, recipient: String, subject: String, textBody: String?,
         htmlBody: String?, linkHost: String? = nil, status: String = "pending", attempts: Int = 0, nextAttemptAt: Date? = nil,
         lastError: String? = nil, sentAt: Date? = nil, payload: [String: String]? = nil, traceContext: String? = nil
     ) {
-        self.id = id
+        self.id = id ?? SecureRandom.timeOrderedUUID(at: createdAt)
         self.createdAt = createdAt
         self.kind = kind
         self.recipient = recipient

@@ -166,10 +166,10 @@ public struct PhoneCode: Sendable, Equatable {
     public var usedAt: Date?
 
     public init(
-        id: UUID = SecureRandom.uuid(), phone: String, purpose: SMSPurpose, userID: UserID?, codeHash: [UInt8], attempts: Int = 0, createdAt: Date,
+        id: UUID? = nil, phone: String, purpose: SMSPurpose, userID: UserID?, codeHash: [UInt8], attempts: Int = 0, createdAt: Date,
         expiresAt: Date, usedAt: Date? = nil
     ) {
-        self.id = id
+        self.id = id ?? SecureRandom.timeOrderedUUID(at: createdAt)
         self.phone = phone
         self.purpose = purpose
         self.userID = userID

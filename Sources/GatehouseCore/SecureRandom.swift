@@ -51,4 +51,22 @@ public enum SecureRandom {
         }
         return UUID(uuid: bytes)
     }
+
+    /// A version 7 UUID (RFC 9562): its first 48 bits are `time` in Unix milliseconds, then the
+    /// version and 74 random bits. Rows appended as time passes (audit rows, events, sessions,
+    /// jobs, mail and SMS, credit spends) take these, so each new key goes to the end of its
+    /// table's id index, on the few pages a cache keeps, instead of a page anywhere in it
+    /// (BENCHMARKS.md, issue 65 step 29). Accounts keep random ids: a user id never tells when
+    /// the account was made.
+    public static func timeOrderedUUID(at time: Date) -> UUID {
+        let milliseconds = UInt64(max(0, min((time.timeIntervalSince1970 * 1000).rounded(.down), Double((1 << 48) - 1))))
+        var bytes: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &bytes) { buffer in
+            fill(UnsafeMutableRawBufferPointer(rebasing: buffer[6...]))
+            for index in 0..<6 { buffer[index] = UInt8(truncatingIfNeeded: milliseconds >> (40 - 8 * UInt64(index))) }
+            buffer[6] = buffer[6] & 0x0f | 0x70
+            buffer[8] = buffer[8] & 0x3f | 0x80
+        }
+        return UUID(uuid: bytes)
+    }
 }

@@ -42,7 +42,7 @@ public struct Session: Sendable, Equatable {
     public var door: SessionDoor?
 
     public init(
-        id: SessionID = .random(), userID: UserID, provider: Provider, createdAt: Date, lastActiveAt: Date? = nil,
+        id: SessionID? = nil, userID: UserID, provider: Provider, createdAt: Date, lastActiveAt: Date? = nil,
         expiresAt: Date? = nil, revokedAt: Date? = nil, revokedReason: String? = nil, userAgent: String? = nil,
         ipAddress: String? = nil, method: String? = nil, assurance: AssuranceLevel = .aal1, secondFactor: String? = nil,
         secondFactorAt: Date? = nil, clientID: String? = nil, scope: String? = nil, authTime: Date? = nil,
@@ -56,7 +56,7 @@ public struct Session: Sendable, Equatable {
         self.assurance = assurance
         self.secondFactor = secondFactor
         self.secondFactorAt = secondFactorAt
-        self.id = id
+        self.id = id ?? .timeOrdered(at: createdAt)
         self.userID = userID
         self.provider = provider
         self.createdAt = createdAt

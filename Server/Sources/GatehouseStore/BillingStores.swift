@@ -14,10 +14,10 @@ public struct CreditSpend: Sendable, Equatable {
     public var createdAt: Date
 
     public init(
-        id: UUID = SecureRandom.uuid(), userID: UserID, credit: String, amount: Int = 1, action: String, subject: String?, idempotencyKey: String,
+        id: UUID? = nil, userID: UserID, credit: String, amount: Int = 1, action: String, subject: String?, idempotencyKey: String,
         periodStart: Date, createdAt: Date
     ) {
-        self.id = id
+        self.id = id ?? SecureRandom.timeOrderedUUID(at: createdAt)
         self.userID = userID
         self.credit = credit
         self.amount = amount

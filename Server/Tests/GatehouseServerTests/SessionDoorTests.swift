@@ -119,6 +119,14 @@ struct SessionDoorTests {
                 #expect(sessions.contains { $0.door == door }, "\(door): \(sessions.map { $0.door?.rawValue ?? "none" })")
                 // Every session of the account came through the issuer.
                 #expect(sessions.allSatisfy { $0.door != nil }, "\(door): a session without a door")
+                // Its id begins with the time it was opened (the end of the sessions' id index; the
+                // row keeps whole seconds); the account's stays random.
+                for session in sessions where session.door == door {
+                    #expect(
+                        TimeOrderedIDs.milliseconds(session.id.rawValue).map { $0 / 1000 } == UInt64(session.createdAt.timeIntervalSince1970),
+                        "\(door): session \(session.id) opened at \(session.createdAt.timeIntervalSince1970)")
+                }
+                #expect(TimeOrderedIDs.milliseconds(UserID(account)!.rawValue) == nil && Array(account)[14] == "4", "\(door): account \(account)")
                 // `BEFORE_SIGN_IN` was asked about this door's session, for this account.
                 let asked = receiver.calls.filter { $0.body["type"] as? String == "before_sign_in" && $0.data["door"] as? String == door.rawValue }
                 #expect(

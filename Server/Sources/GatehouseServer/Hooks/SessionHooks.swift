@@ -37,10 +37,10 @@ struct SignInAdmission: Sendable {
         }
     }
 
-    /// The id the session is to have: the one the hooks were told of, or a new one.
-    var sessionID: SessionID {
+    /// The id the session opened `at` is to have: the one the hooks were told of, or a new one.
+    func sessionID(at now: Date) -> SessionID {
         if case .user(_, let session, _) = scope { return session }
-        return .random()
+        return .timeOrdered(at: now)
     }
 
     /// The claims `CUSTOM_ACCESS_TOKEN` put under the session's first access token's `app`.

@@ -31,7 +31,7 @@ struct PhoneCodes: Sendable {
     /// commit and the send loses nothing. Another party's code to the same number stays live
     /// (issue 58): a request never kills a code someone else asked for.
     func send(_ work: Work<any PhoneStore>, to phone: PhoneNumber, purpose: SMSPurpose, userID: UserID?) async throws {
-        let id = SecureRandom.uuid()
+        let id = SecureRandom.timeOrderedUUID(at: work.now)
         let (code, codeHash) = try codes.issue(boundTo: Self.binding(id))
         // A number change is the account's one pending change, whatever number it was to.
         try await work.tx.retirePhoneCodes(phone: purpose == .signIn ? phone.e164 : nil, boundTo: userID, purpose: purpose, at: work.now)

@@ -128,9 +128,9 @@ struct SessionIssuer: Sendable {
         secondFactor: String? = nil, admitted: SignInAdmission
     ) async throws -> (Session, String) {
         let method = method ?? provider.authenticationMethod ?? provider.rawValue
-        let id = admitted.sessionID
-        try admitted.check(user, door: door, provider: provider, method: method, session: id)
         let now = work.now
+        let id = admitted.sessionID(at: now)
+        try admitted.check(user, door: door, provider: provider, method: method, session: id)
         let client = work.client
         let session = Session(
             id: id, userID: user.id, provider: provider, createdAt: now,
@@ -165,7 +165,7 @@ struct SessionIssuer: Sendable {
     /// account enabled and, for a third-party client, the person's consent must cover the scopes.
     /// The new session keeps the source's factors and `auth_time`.
     func carry(
-        _ work: Work<Carrying>, from source: SessionID, of userID: UserID, id: SessionID = .random(), door: SessionDoor, client: OAuthClient?,
+        _ work: Work<Carrying>, from source: SessionID, of userID: UserID, id: SessionID, door: SessionDoor, client: OAuthClient?,
         scopes: [String], webClient: String? = nil, refreshable: Bool, admitted: SignInAdmission
     ) async throws -> Carried {
         // The source is the app's own session or a browser's sign-in (for a client's code: one

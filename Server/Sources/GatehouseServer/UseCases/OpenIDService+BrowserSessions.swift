@@ -70,7 +70,7 @@ extension OpenIDService {
     /// `initiate_login_uri`, with `iss`).
     func openHandover(code: String, client: ClientInfo) async throws -> (cookie: String, location: String)? {
         guard isBase64URLText(code, lengths: 43...43) else { return nil }
-        let browserID = SessionID.random()
+        let browserID = SessionID.timeOrdered(at: clock.now)
         let opened = try await sessions.signingIn(client: client) { admitted in
             try await unitOfWork.run(client: client) { work -> OAuthClient? in
                 guard let used = try await work.tx.useOAuthCode(hash: StoredSecret.hash(code), kind: .handover, issuing: browserID, at: work.now),

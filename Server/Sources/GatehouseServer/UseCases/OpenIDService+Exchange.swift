@@ -95,7 +95,7 @@ extension OpenIDService {
     private func exchange(_ form: [String: String], client: OAuthClient, caller: ClientInfo) async throws -> OAuthTokenResponse {
         guard let code = form["code"], isBase64URLText(code, lengths: 43...43) else { throw OAuthProtocolError.invalidGrant("The code is not valid.") }
         let hash = StoredSecret.hash(code)
-        let sessionID = SessionID.random()
+        let sessionID = SessionID.timeOrdered(at: clock.now)
         let outcome = try await sessions.signingIn(client: caller) { admitted in
             try await unitOfWork.run(client: caller) { work -> Exchange in
                 // Its client never changes: read before the use.
