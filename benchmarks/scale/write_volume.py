@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""What a login writes and reads on PostgreSQL at a size (issue 65): the write-ahead log's bytes,
+records and full-page images, and the pages read from outside PostgreSQL's buffers, per login,
+in total and per index, each build in turn on a fresh copy of one loaded database.
+
+A login inserts a session, a refresh token and audit rows. Each insert adds an entry to every
+index of its table: where the key is random (a UUIDv4, a token's hash), the entry lands on a leaf
+page no recent insert touched. At 1M accounts those indexes are hundreds of MB, so such a page is
+often outside PostgreSQL's buffers (a read), and after each checkpoint its first change writes
+the whole page to the log (a full-page image, 8 KB). Keys that begin with their time land on the
+few pages at one end of their index.
+
+For each NAME=BINARY, in the order given (name them so each build runs early and late):
+  1. `CREATE DATABASE … TEMPLATE TEMPLATE` (the loaded database, untouched);
+  2. a server of BINARY on the copy (the Handz preset, a retention no loaded row is older than, so
+     no sweep deletes anything), --warmup seconds of logins not counted;
+  3. `CHECKPOINT`, then the counters (`pg_stat_wal`, the copy's `pg_stat_database` and
+     `pg_statio_user_indexes`), --seconds of logins (64 connections over 64 accounts it signs up),
+     the counters again; the differences are divided by the logins the load counted;
+  4. the copy is dropped.
+
+Usage: write_volume.py --base postgres://postgres@127.0.0.1:55432 --template scale_1000000
+           --out FILE [--seconds 60] [--warmup 15] [--connections 64] NAME=GATEHOUSE ...
+BENCH_SERVER_ENV must give the server's GATEHOUSE_SECRET_KEY, as for run.py.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "wrk"))
+sys.path.insert(0, HERE)
+import harness  # noqa: E402
+import run  # noqa: E402  (server_with_retention, CONTROL_RETENTION_DAYS)
+
+COPY = "write_volume_copy"
+WAL = "SELECT wal_records, wal_fpi, wal_bytes FROM pg_stat_wal"
+DATABASE = f"SELECT blks_read, blks_hit, xact_commit FROM pg_stat_database WHERE datname = '{COPY}'"
+INDEXES = "SELECT indexrelname, idx_blks_read, idx_blks_hit FROM pg_statio_user_indexes"
+
+
+def query(url, sql):
+    out = subprocess.run(["psql", url, "-qAtX", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-c", sql],
+                         check=True, capture_output=True, text=True).stdout
+    return [line.split("\t") for line in out.splitlines() if line]
+
+
+def counters(url):
+    wal = query(url, WAL)[0]
+    database = query(url, DATABASE)[0]
+    return {
+        "wal_records": int(wal[0]), "wal_fpi": int(wal[1]), "wal_bytes": float(wal[2]),
+        "blks_read": int(database[0]), "blks_hit": int(database[1]), "commits": int(database[2]),
+        "indexes": {name: (int(read), int(hit)) for name, read, hit in query(url, INDEXES)},
+    }
+
+
+def one_run(name, binary, args):
+    admin = f"{args.base}/postgres"
+    query(admin, f"DROP DATABASE IF EXISTS {COPY}")
+    query(admin, f"CREATE DATABASE {COPY} TEMPLATE {args.template}")
+    url = f"{args.base}/{COPY}?sslmode=disable"
+    run_dir = tempfile.mkdtemp(prefix=f"gatehouse-write-volume-{name}-")
+    server = run.server_with_retention(binary, url, run_dir, run.CONTROL_RETENTION_DAYS)
+    connections = args.connections - args.connections % 2
+    try:
+        server.start()
+        harness.load(server, {"scenarios": {}}, argparse.Namespace(seconds=args.warmup, hash="none", warmup=0), ["login"], 2,
+                     connections, run_dir, f"{name} warm-up (not counted)")
+        query(url, "CHECKPOINT")
+        before = counters(url)
+        part = {"scenarios": {}}
+        harness.load(server, part, argparse.Namespace(seconds=args.seconds, hash="none", warmup=0), ["login"], 2,
+                     connections, run_dir, name)
+        after = counters(url)
+    finally:
+        server.stop()
+        query(admin, f"DROP DATABASE IF EXISTS {COPY}")
+    login = part["scenarios"]["login"]
+    # The load signs up its accounts first: their writes are counted too, beside the logins'.
+    logins = login["requests"]
+    per = lambda key: round((after[key] - before[key]) / logins, 2)  # noqa: E731
+    indexes = {}
+    for index, (read, hit) in after["indexes"].items():
+        was = before["indexes"].get(index, (0, 0))
+        touched = (read - was[0]) + (hit - was[1])
+        if touched:
+            indexes[index] = {"read": round((read - was[0]) / logins, 3), "touched": round(touched / logins, 2)}
+    return {
+        "name": name, "binary": binary, "logins": logins, "signups": part.get("accounts"),
+        "logins_per_second": login["requests_per_second"], "p99_ms": login["latency_ms"]["p99"],
+        "statuses": login["statuses"],
+        "per_login": {"wal_bytes": per("wal_bytes"), "wal_records": per("wal_records"), "wal_fpi": per("wal_fpi"),
+                      "blks_read": per("blks_read"), "blks_hit": per("blks_hit"), "commits": per("commits")},
+        "indexes_per_login": dict(sorted(indexes.items(), key=lambda item: -item[1]["read"])),
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--base", required=True, help="the cluster's URL without a database")
+    parser.add_argument("--template", required=True, help="the loaded database, copied for each run")
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--seconds", type=int, default=60)
+    parser.add_argument("--warmup", type=int, default=15)
+    parser.add_argument("--connections", type=int, default=64)
+    parser.add_argument("builds", nargs="+", help="NAME=GATEHOUSE")
+    args = parser.parse_args()
+    runs = []
+    for build in args.builds:
+        name, _, binary = build.partition("=")
+        harness.log(f"{name}: logins on a copy of {args.template}")
+        runs.append(one_run(name, binary, args))
+        with open(args.out, "w") as handle:
+            json.dump({"template": args.template, "seconds": args.seconds, "warmup": args.warmup, "runs": runs}, handle, indent=1)
+    print("| run | logins/s | p99 ms | WAL bytes | records | full pages | pages read | pages read, top indexes |")
+    print("|---|---:|---:|---:|---:|---:|---:|---|")
+    for one in runs:
+        figures = one["per_login"]
+        top = ", ".join(f"{index} {value['read']}" for index, value in list(one["indexes_per_login"].items())[:5])
+        print(f"| {one['name']} | {one['logins_per_second']} | {one['p99_ms']} | {figures['wal_bytes']:,.0f} | {figures['wal_records']} "
+              f"| {figures['wal_fpi']} | {figures['blks_read']} | {top} |")
+
+
+if __name__ == "__main__":
+    main()
