@@ -21,7 +21,7 @@ import Testing
     /// Runs `body` with two live nodes (A and B) on one fresh PostgreSQL database; what B's
     /// session cache logs is kept in `log`, to say why a wait for B failed.
     func twoNodes(
-        log: KeptLog = KeptLog(), _ body: @escaping @Sendable (AuthClient, AuthClient, GatehouseConfig) async throws -> Void
+        log: SessionCacheLog = SessionCacheLog(), _ body: @escaping @Sendable (AuthClient, AuthClient, GatehouseConfig) async throws -> Void
     ) async throws {
         try await TestApp.run(.postgres, setup: .live, adjust: { $0.sessionCache = true }) { a, config in
             let second = try await buildApplication(config: config, dependencies: AppDependencies(clock: SystemClock(), logger: log.logger))
@@ -33,35 +33,24 @@ import Testing
 
     /// What a node logs about its session cache ("session cache: …"), with the time since the
     /// log began.
-    final class KeptLog: Sendable {
-        let lines = Mutex<[String]>([])
+    final class SessionCacheLog: Sendable {
         let start = ContinuousClock.now
+        private let kept: KeptLog
 
-        var logger: Logger {
-            Logger(label: "gatehouse.test.node-b") { _ in Handler(log: self) }
-        }
-
-        var text: String { lines.withLock { $0.joined(separator: "; ") } }
-
-        struct Handler: LogHandler {
-            let log: KeptLog
-            var metadata: Logger.Metadata = [:]
-            var metadataProvider: Logger.MetadataProvider?
-            var logLevel: Logger.Level = .info
-
-            subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-                get { metadata[key] }
-                set { metadata[key] = newValue }
-            }
-
-            func log(event: LogEvent) {
+        init() {
+            let start = self.start
+            kept = KeptLog { event in
                 let message = event.message.description
-                guard message.hasPrefix("session cache") else { return }
-                let at = ContinuousClock.now - log.start
+                guard message.hasPrefix("session cache") else { return nil }
+                let at = ContinuousClock.now - start
                 let error = event.metadata?["error"].map { " (\($0))" } ?? ""
-                log.lines.withLock { $0.append("\(at.formatted(.units(allowed: [.seconds], fractionalPart: .show(length: 1)))): \(message)\(error)") }
+                return "\(at.formatted(.units(allowed: [.seconds], fractionalPart: .show(length: 1)))): \(message)\(error)"
             }
         }
+
+        var logger: Logger { kept.logger(label: "gatehouse.test.node-b") }
+
+        var text: String { kept.lines.joined(separator: "; ") }
     }
 
     /// Polls `probe` until it holds; when the last attempt that did not hold began (from now),
@@ -174,7 +163,7 @@ import Testing
 
     @Test(.requires(Backend.available.contains(.postgres), "PostgreSQL (GATEHOUSE_TEST_POSTGRES_URL)"))
     func aNodeThatStopsHearingChangesStopsServingCopies() async throws {
-        let log = KeptLog()
+        let log = SessionCacheLog()
         try await twoNodes(log: log) { a, b, config in
             let account = try await a.account("deaf@example.com")
             let token = account.session.accessToken
