@@ -25,11 +25,15 @@ public struct AppDependencies: Sendable {
     /// Receives every span instead of the OTLP exporter (e.g. `InMemoryTracer`); nil: spans are
     /// exported when `OTEL_EXPORTER_OTLP_ENDPOINT` is set, else none are made.
     public var tracer: (any Tracer)?
+    /// Tracks the services beside the server, to name the one a shutdown waits on (`gatehouse
+    /// serve` passes the one it serves through); nil: none is tracked.
+    public var shutdownWatch: ShutdownWatch?
 
     public init(
         clock: any WallClock = SystemClock(), logger: Logger? = nil, onListening: (@Sendable (Int) async -> Void)? = nil,
-        onRoutes: (@Sendable ([String]) -> Void)? = nil, tracer: (any Tracer)? = nil
+        onRoutes: (@Sendable ([String]) -> Void)? = nil, tracer: (any Tracer)? = nil, shutdownWatch: ShutdownWatch? = nil
     ) {
+        self.shutdownWatch = shutdownWatch
         self.clock = clock
         self.logger = logger
         self.onListening = onListening
@@ -111,6 +115,10 @@ public func buildApplication(
         (config.appleAudiences.isEmpty ? [] : [infra.appleKeys]) + (config.googleAudiences.isEmpty ? [] : [infra.googleKeys])
     if !configuredKeys.isEmpty {
         services.append(ProviderKeysRefresh(keySets: configuredKeys, clock: clock, logger: logger))
+    }
+    if let watch = dependencies.shutdownWatch {
+        watch.use(logger)
+        services = watch.tracking(services)
     }
     let onListening = dependencies.onListening
     let backup = MigrationBackupFile(keep: config.keepMigrationBackup)

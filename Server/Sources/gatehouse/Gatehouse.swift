@@ -77,10 +77,11 @@ func printError(_ line: String) {
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run the HTTP server (migrates the database first).",
-        discussion: "Stops gracefully on SIGTERM or SIGINT: in-flight requests finish first.")
+        discussion: "Stops gracefully on SIGTERM or SIGINT: in-flight requests finish first; what still runs 10 s later is cancelled.")
 
     func run() async throws {
         try await withConfiguration { config in
+            let watch = ShutdownWatch(logger: makeLogger(config))
             let app = try await buildApplication(
                 config: config,
                 dependencies: AppDependencies(onListening: { port in
@@ -89,8 +90,8 @@ struct Serve: AsyncParsableCommand {
                         let path = URL(fileURLWithPath: config.adminKeyFile).standardizedFileURL.path
                         say("Admin key: in \(path) (mode 0600); send it as 'Authorization: Bearer <key>' to /admin/v1")
                     }
-                }))
-            try await app.runService()
+                }, shutdownWatch: watch))
+            try await watch.serve(app)
         }
     }
 }

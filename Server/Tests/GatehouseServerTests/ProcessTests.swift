@@ -199,6 +199,31 @@ import Testing
         #expect(response.contains(#""code":"not_found""#))
         #expect(try await server.exitStatus() == 0)
     }
+
+    /// A request whose body never ends holds the shutdown only for its grace (`ShutdownWatch`,
+    /// 10 s), not for the body's or the idle connection's time-out (here 600 s), and the log says
+    /// what the shutdown waited on: the HTTP server, since every service beside it still ran.
+    @Test func aRequestThatNeverEndsHoldsTheShutdownOnlyForItsGrace() async throws {
+        let server = try ServerProcess(environment: [
+            "GATEHOUSE_PORT": "0", "GATEHOUSE_ADMIN_KEY": TestApp.adminKey, "GATEHOUSE_HTTP_BODY_TIMEOUT_SECONDS": "600",
+            "GATEHOUSE_HTTP_IDLE_TIMEOUT_SECONDS": "600",
+        ])
+        defer { try? FileManager.default.removeItem(at: server.directory) }
+        let port = try #require(try await server.baseURL().port)
+        let head = "POST /admin/v1/users/\(UUID())/disable HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            + "Authorization: Bearer \(TestApp.adminKey)\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+        let socket = try RawSocket(port: port)
+        defer { close(socket.descriptor) }
+        try socket.send(head + #"{"reason": "#)
+        try await Task.sleep(for: .seconds(1))
+        server.signal(SIGTERM)
+        // `exitStatus` waits about a minute: without the grace the process would run until the
+        // body's time-out.
+        let status = try await server.exitStatus()
+        #expect(server.standardError.contains("shutdown is still waiting"), "\(server.standardError)")
+        #expect(server.standardError.contains("the HTTP server (its requests in flight)"), "\(server.standardError)")
+        #expect(status == 0, "\(server.standardError)")
+    }
 }
 
 /// A blocking TCP client, to hold a request open at the byte level.

@@ -2036,6 +2036,12 @@ def shutdown(cluster):
         exits.append((node, node.process.returncode, time.monotonic() - started))
     bad = [(node.name, code) for node, code, _ in exits if code != 0]
     require(not bad, f"exit statuses after SIGTERM: {bad}")
+    # A node exits at its shutdown's grace (10 s) whatever still runs; one that needed it has
+    # logged what held it 5 s after the signal (ShutdownWatch), and that is a failure too.
+    for node, _, _ in exits:
+        with open(node.log_path) as log:
+            held = [line.strip() for line in log if "shutdown is still waiting" in line]
+        require(not held, f"{node.name}'s shutdown was held: {held}")
     cluster.nginx.stop()
     return ", ".join(f"{node.name} exited 0 after {seconds:.2f} s" for node, _, seconds in exits) + "; nginx stopped"
 
