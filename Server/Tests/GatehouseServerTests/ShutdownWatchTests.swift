@@ -47,9 +47,10 @@ import Testing
         #expect(took >= .seconds(2) && took < .seconds(60), "\(took)")
     }
 
+    /// (The report comes late enough here that a slow machine still stops before it.)
     @Test func aPromptShutdownNamesNothing() async throws {
-        let (lines, took) = try await Self.shutDown([Prompt(), Prompt()], grace: .seconds(2), report: .milliseconds(500))
+        let (lines, took) = try await Self.shutDown([Prompt(), Prompt()], grace: .seconds(6), report: .seconds(3))
         #expect(lines.isEmpty, "\(lines)")
-        #expect(took < .seconds(2), "\(took)")
+        #expect(took < .seconds(6), "\(took)")
     }
 }
