@@ -11,7 +11,9 @@ the whole page to the log (a full-page image, 8 KB). Keys that begin with their 
 few pages at one end of their index.
 
 For each NAME=BINARY, in the order given (name them so each build runs early and late):
-  1. `CREATE DATABASE … TEMPLATE TEMPLATE` (the loaded database, untouched);
+  1. `CREATE DATABASE … TEMPLATE TEMPLATE` (the loaded database, untouched); with --cold, then a
+     `CHECKPOINT`, `sync` and the kernel's page cache dropped (as idle_sweep.py does), so that the
+     logins read what they touch from the disk (use it with --warmup 0);
   2. a server of BINARY on the copy (the Handz preset, a retention no loaded row is older than, so
      no sweep deletes anything), --warmup seconds of logins not counted;
   3. `CHECKPOINT`, then the counters (`pg_stat_wal`, the copy's `pg_stat_database` and
@@ -20,7 +22,7 @@ For each NAME=BINARY, in the order given (name them so each build runs early and
   4. the copy is dropped.
 
 Usage: write_volume.py --base postgres://postgres@127.0.0.1:55432 --template scale_1000000
-           --out FILE [--seconds 60] [--warmup 15] [--connections 64] NAME=GATEHOUSE ...
+           --out FILE [--seconds 60] [--warmup 15] [--connections 64] [--cold] NAME=GATEHOUSE ...
 BENCH_SERVER_ENV must give the server's GATEHOUSE_SECRET_KEY, as for run.py.
 """
 import argparse
@@ -35,6 +37,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "wrk"))
 sys.path.insert(0, HERE)
 import harness  # noqa: E402
+import idle_sweep  # noqa: E402  (drop_caches)
 import run  # noqa: E402  (server_with_retention, CONTROL_RETENTION_DAYS)
 
 COPY = "write_volume_copy"
@@ -63,14 +66,17 @@ def one_run(name, binary, args):
     admin = f"{args.base}/postgres"
     query(admin, f"DROP DATABASE IF EXISTS {COPY}")
     query(admin, f"CREATE DATABASE {COPY} TEMPLATE {args.template}")
+    if args.cold:
+        idle_sweep.drop_caches(args.base)
     url = f"{args.base}/{COPY}?sslmode=disable"
     run_dir = tempfile.mkdtemp(prefix=f"gatehouse-write-volume-{name}-")
     server = run.server_with_retention(binary, url, run_dir, run.CONTROL_RETENTION_DAYS)
     connections = args.connections - args.connections % 2
     try:
         server.start()
-        harness.load(server, {"scenarios": {}}, argparse.Namespace(seconds=args.warmup, hash="none", warmup=0), ["login"], 2,
-                     connections, run_dir, f"{name} warm-up (not counted)")
+        if args.warmup:
+            harness.load(server, {"scenarios": {}}, argparse.Namespace(seconds=args.warmup, hash="none", warmup=0), ["login"], 2,
+                         connections, run_dir, f"{name} warm-up (not counted)")
         query(url, "CHECKPOINT")
         before = counters(url)
         part = {"scenarios": {}}
@@ -92,7 +98,7 @@ def one_run(name, binary, args):
             indexes[index] = {"read": round((read - was[0]) / logins, 3), "touched": round(touched / logins, 2)}
     return {
         "name": name, "binary": binary, "logins": logins, "signups": part.get("accounts"),
-        "logins_per_second": login["requests_per_second"], "p99_ms": login["latency_ms"]["p99"],
+        "logins_per_second": login["requests_per_second"], "p50_ms": login["latency_ms"].get("p50"), "p99_ms": login["latency_ms"]["p99"],
         "statuses": login["statuses"],
         "per_login": {"wal_bytes": per("wal_bytes"), "wal_records": per("wal_records"), "wal_fpi": per("wal_fpi"),
                       "blks_read": per("blks_read"), "blks_hit": per("blks_hit"), "commits": per("commits")},
@@ -108,6 +114,7 @@ def main():
     parser.add_argument("--seconds", type=int, default=60)
     parser.add_argument("--warmup", type=int, default=15)
     parser.add_argument("--connections", type=int, default=64)
+    parser.add_argument("--cold", action="store_true", help="empty the kernel's page cache after each copy is made (root only)")
     parser.add_argument("builds", nargs="+", help="NAME=GATEHOUSE")
     args = parser.parse_args()
     runs = []
@@ -116,7 +123,8 @@ def main():
         harness.log(f"{name}: logins on a copy of {args.template}")
         runs.append(one_run(name, binary, args))
         with open(args.out, "w") as handle:
-            json.dump({"template": args.template, "seconds": args.seconds, "warmup": args.warmup, "runs": runs}, handle, indent=1)
+            json.dump({"template": args.template, "seconds": args.seconds, "warmup": args.warmup, "cold": args.cold, "runs": runs}, handle,
+                      indent=1)
     print("| run | logins/s | p99 ms | WAL bytes | records | full pages | pages read | pages read, top indexes |")
     print("|---|---:|---:|---:|---:|---:|---:|---|")
     for one in runs:
