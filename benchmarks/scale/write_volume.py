@@ -21,13 +21,22 @@ For each NAME=BINARY, in the order given (name them so each build runs early and
      the counters again; the differences are divided by the logins the load counted;
   4. the copy is dropped.
 
+With --sqlite FILE instead of --base and --template, each run copies FILE (with its `-wal`) to a
+directory of its own, and the counters are the server process's own (`/proc/PID/io`): the bytes it
+wrote to the disk (`write_bytes`: the WAL's frames and the checkpoints' copies of them into the
+file) and read from it (`read_bytes`), and the bytes it asked to write (`wchar`). SQLite writes
+each page a commit changed to its WAL whatever its key; what an index's order can save there is
+the checkpoints' writes (a page changed by many commits is copied once) and the reads.
+
 Usage: write_volume.py --base postgres://postgres@127.0.0.1:55432 --template scale_1000000
            --out FILE [--seconds 60] [--warmup 15] [--connections 64] [--cold] NAME=GATEHOUSE ...
+       write_volume.py --sqlite scale_100000.sqlite --out FILE [...] NAME=GATEHOUSE ...
 BENCH_SERVER_ENV must give the server's GATEHOUSE_SECRET_KEY, as for run.py.
 """
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -62,6 +71,51 @@ def counters(url):
     }
 
 
+def process_io(pid):
+    """The process's `/proc/PID/io` counters."""
+    with open(f"/proc/{pid}/io") as handle:
+        return {key: int(value) for key, value in (line.split(": ") for line in handle.read().splitlines())}
+
+
+def warm_up(server, name, args, connections, run_dir):
+    if args.warmup:
+        harness.load(server, {"scenarios": {}}, argparse.Namespace(seconds=args.warmup, hash="none", warmup=0), ["login"], 2,
+                     connections, run_dir, f"{name} warm-up (not counted)")
+
+
+def one_sqlite_run(name, binary, args):
+    run_dir = tempfile.mkdtemp(prefix=f"gatehouse-write-volume-{name}-")
+    copy = os.path.join(run_dir, "copy.sqlite")
+    for suffix in ("", "-wal"):
+        if os.path.exists(args.sqlite + suffix):
+            shutil.copyfile(args.sqlite + suffix, copy + suffix)
+    if args.cold:
+        subprocess.run(["sync"], check=True)
+        with open("/proc/sys/vm/drop_caches", "w") as handle:
+            handle.write("3\n")
+    server = run.server_with_retention(binary, f"sqlite://{copy}", run_dir, run.CONTROL_RETENTION_DAYS)
+    connections = args.connections - args.connections % 2
+    try:
+        server.start()
+        warm_up(server, name, args, connections, run_dir)
+        before = process_io(server.process.pid)
+        part = {"scenarios": {}}
+        harness.load(server, part, argparse.Namespace(seconds=args.seconds, hash="none", warmup=0), ["login"], 2,
+                     connections, run_dir, name)
+        after = process_io(server.process.pid)
+    finally:
+        server.stop()
+        shutil.rmtree(run_dir, ignore_errors=True)
+    login = part["scenarios"]["login"]
+    logins = login["requests"]
+    return {
+        "name": name, "binary": binary, "logins": logins, "signups": part.get("accounts"),
+        "logins_per_second": login["requests_per_second"], "p50_ms": login["latency_ms"].get("p50"), "p99_ms": login["latency_ms"]["p99"],
+        "statuses": login["statuses"],
+        "per_login": {key: round((after[key] - before[key]) / logins, 1) for key in ("write_bytes", "read_bytes", "wchar", "syscw")},
+    }
+
+
 def one_run(name, binary, args):
     admin = f"{args.base}/postgres"
     query(admin, f"DROP DATABASE IF EXISTS {COPY}")
@@ -74,9 +128,7 @@ def one_run(name, binary, args):
     connections = args.connections - args.connections % 2
     try:
         server.start()
-        if args.warmup:
-            harness.load(server, {"scenarios": {}}, argparse.Namespace(seconds=args.warmup, hash="none", warmup=0), ["login"], 2,
-                         connections, run_dir, f"{name} warm-up (not counted)")
+        warm_up(server, name, args, connections, run_dir)
         query(url, "CHECKPOINT")
         before = counters(url)
         part = {"scenarios": {}}
@@ -108,8 +160,9 @@ def one_run(name, binary, args):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--base", required=True, help="the cluster's URL without a database")
-    parser.add_argument("--template", required=True, help="the loaded database, copied for each run")
+    parser.add_argument("--base", help="the cluster's URL without a database")
+    parser.add_argument("--template", help="the loaded database, copied for each run")
+    parser.add_argument("--sqlite", help="a loaded SQLite file, copied for each run (instead of --base and --template)")
     parser.add_argument("--out", required=True)
     parser.add_argument("--seconds", type=int, default=60)
     parser.add_argument("--warmup", type=int, default=15)
@@ -117,14 +170,24 @@ def main():
     parser.add_argument("--cold", action="store_true", help="empty the kernel's page cache after each copy is made (root only)")
     parser.add_argument("builds", nargs="+", help="NAME=GATEHOUSE")
     args = parser.parse_args()
+    if not args.sqlite and not (args.base and args.template):
+        parser.error("give --base and --template, or --sqlite")
     runs = []
     for build in args.builds:
         name, _, binary = build.partition("=")
-        harness.log(f"{name}: logins on a copy of {args.template}")
-        runs.append(one_run(name, binary, args))
+        harness.log(f"{name}: logins on a copy of {args.sqlite or args.template}")
+        runs.append(one_sqlite_run(name, binary, args) if args.sqlite else one_run(name, binary, args))
         with open(args.out, "w") as handle:
-            json.dump({"template": args.template, "seconds": args.seconds, "warmup": args.warmup, "cold": args.cold, "runs": runs}, handle,
+            json.dump({"template": args.sqlite or args.template, "seconds": args.seconds, "warmup": args.warmup, "cold": args.cold, "runs": runs}, handle,
                       indent=1)
+    if args.sqlite:
+        print("| run | logins/s | p99 ms | bytes written | bytes read | bytes asked to write | writes |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        for one in runs:
+            figures = one["per_login"]
+            print(f"| {one['name']} | {one['logins_per_second']} | {one['p99_ms']} | {figures['write_bytes']:,.0f} | {figures['read_bytes']:,.0f} "
+                  f"| {figures['wchar']:,.0f} | {figures['syscw']} |")
+        return
     print("| run | logins/s | p99 ms | WAL bytes | records | full pages | pages read | pages read, top indexes |")
     print("|---|---:|---:|---:|---:|---:|---:|---|")
     for one in runs:
