@@ -140,13 +140,18 @@ def summary(found):
     return dict(sorted(result.items(), key=lambda item: -item[1]["longest_ms"]))
 
 
+def empty_page_cache():
+    """Writes out dirty pages and empties the kernel's page cache (root only)."""
+    subprocess.run(["sync"], check=True)
+    with open("/proc/sys/vm/drop_caches", "w") as handle:
+        handle.write("3\n")
+
+
 def drop_caches(base):
     """Writes out the cluster's dirty pages and empties the kernel's page cache, so that the sweep
     reads what it touches from the disk (root only)."""
     psql(base, "CHECKPOINT")
-    subprocess.run(["sync"], check=True)
-    with open("/proc/sys/vm/drop_caches", "w") as handle:
-        handle.write("3\n")
+    empty_page_cache()
 
 
 def one_run(name, binary, args):

@@ -40,13 +40,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "wrk"))
 sys.path.insert(0, HERE)
 import harness  # noqa: E402
-import idle_sweep  # noqa: E402  (drop_caches)
+import idle_sweep  # noqa: E402  (drop_caches, empty_page_cache)
 import run  # noqa: E402  (server_with_retention, CONTROL_RETENTION_DAYS)
 
 COPY = "write_volume_copy"
@@ -90,9 +89,7 @@ def one_sqlite_run(name, binary, args):
         if os.path.exists(args.sqlite + suffix):
             shutil.copyfile(args.sqlite + suffix, copy + suffix)
     if args.cold:
-        subprocess.run(["sync"], check=True)
-        with open("/proc/sys/vm/drop_caches", "w") as handle:
-            handle.write("3\n")
+        idle_sweep.empty_page_cache()
     server = run.server_with_retention(binary, f"sqlite://{copy}", run_dir, run.CONTROL_RETENTION_DAYS)
     connections = args.connections - args.connections % 2
     try:
@@ -107,6 +104,7 @@ def one_sqlite_run(name, binary, args):
         server.stop()
         shutil.rmtree(run_dir, ignore_errors=True)
     login = part["scenarios"]["login"]
+    # The load signs up its accounts first: their writes are counted too, beside the logins'.
     logins = login["requests"]
     return {
         "name": name, "binary": binary, "logins": logins, "signups": part.get("accounts"),
@@ -138,6 +136,7 @@ def one_run(name, binary, args):
     finally:
         server.stop()
         query(admin, f"DROP DATABASE IF EXISTS {COPY}")
+        shutil.rmtree(run_dir, ignore_errors=True)
     login = part["scenarios"]["login"]
     # The load signs up its accounts first: their writes are counted too, beside the logins'.
     logins = login["requests"]
