@@ -1,24 +1,25 @@
 #!/usr/bin/env python3
-"""What a login writes and reads on PostgreSQL at a size (issue 65): the write-ahead log's bytes,
-records and full-page images, and the pages read from outside PostgreSQL's buffers, per login,
-in total and per index, each build in turn on a fresh copy of one loaded database.
+"""What a login (or a refresh, --scenario refresh) writes and reads on PostgreSQL at a size (issue
+65): the write-ahead log's bytes, records and full-page images, and the pages read from outside
+PostgreSQL's buffers, per request, in total and per index, each build in turn on a fresh copy of
+one loaded database.
 
-A login inserts a session, a refresh token and audit rows. Each insert adds an entry to every
-index of its table: where the key is random (a UUIDv4, a token's hash), the entry lands on a leaf
-page no recent insert touched. At 1M accounts those indexes are hundreds of MB, so such a page is
-often outside PostgreSQL's buffers (a read), and after each checkpoint its first change writes
-the whole page to the log (a full-page image, 8 KB). Keys that begin with their time land on the
-few pages at one end of their index.
+A login inserts a session, a refresh token and audit rows; a refresh inserts the next refresh
+token. Each insert adds an entry to every index of its table: where the key is random (a UUIDv4,
+a token's hash), the entry lands on a leaf page no recent insert touched. At 1M accounts those
+indexes are hundreds of MB, so such a page is often outside PostgreSQL's buffers (a read), and
+after each checkpoint its first change writes the whole page to the log (a full-page image, 8 KB).
+Keys that begin with their time land on the few pages at one end of their index.
 
 For each NAME=BINARY, in the order given (name them so each build runs early and late):
   1. `CREATE DATABASE … TEMPLATE TEMPLATE` (the loaded database, untouched); with --cold, then a
      `CHECKPOINT`, `sync` and the kernel's page cache dropped (as idle_sweep.py does), so that the
-     logins read what they touch from the disk (use it with --warmup 0);
+     requests read what they touch from the disk (use it with --warmup 0);
   2. a server of BINARY on the copy (the Handz preset, a retention no loaded row is older than, so
-     no sweep deletes anything), --warmup seconds of logins not counted;
+     no sweep deletes anything), --warmup seconds of the scenario not counted;
   3. `CHECKPOINT`, then the counters (`pg_stat_wal`, the copy's `pg_stat_database` and
-     `pg_statio_user_indexes`), --seconds of logins (64 connections over 64 accounts it signs up),
-     the counters again; the differences are divided by the logins the load counted;
+     `pg_statio_user_indexes`), --seconds of the scenario (64 connections over 64 accounts it signs
+     up), the counters again; the differences are divided by the requests the load counted;
   4. the copy is dropped.
 
 With --sqlite FILE instead of --base and --template, each run copies FILE (with its `-wal`) to a
@@ -29,7 +30,8 @@ each page a commit changed to its WAL whatever its key; what an index's order ca
 the checkpoints' writes (a page changed by many commits is copied once) and the reads.
 
 Usage: write_volume.py --base postgres://postgres@127.0.0.1:55432 --template scale_1000000
-           --out FILE [--seconds 60] [--warmup 15] [--connections 64] [--cold] NAME=GATEHOUSE ...
+           --out FILE [--seconds 60] [--warmup 15] [--connections 64] [--cold] [--scenario refresh]
+           NAME=GATEHOUSE ...
        write_volume.py --sqlite scale_100000.sqlite --out FILE [...] NAME=GATEHOUSE ...
 BENCH_SERVER_ENV must give the server's GATEHOUSE_SECRET_KEY, as for run.py.
 """
@@ -78,7 +80,7 @@ def process_io(pid):
 
 def warm_up(server, name, args, connections, run_dir):
     if args.warmup:
-        harness.load(server, {"scenarios": {}}, argparse.Namespace(seconds=args.warmup, hash="none", warmup=0), ["login"], 2,
+        harness.load(server, {"scenarios": {}}, argparse.Namespace(seconds=args.warmup, hash="none", warmup=0), [args.scenario], 2,
                      connections, run_dir, f"{name} warm-up (not counted)")
 
 
@@ -97,20 +99,20 @@ def one_sqlite_run(name, binary, args):
         warm_up(server, name, args, connections, run_dir)
         before = process_io(server.process.pid)
         part = {"scenarios": {}}
-        harness.load(server, part, argparse.Namespace(seconds=args.seconds, hash="none", warmup=0), ["login"], 2,
+        harness.load(server, part, argparse.Namespace(seconds=args.seconds, hash="none", warmup=0), [args.scenario], 2,
                      connections, run_dir, name)
         after = process_io(server.process.pid)
     finally:
         server.stop()
         shutil.rmtree(run_dir, ignore_errors=True)
-    login = part["scenarios"]["login"]
-    # The load signs up its accounts first: their writes are counted too, beside the logins'.
-    logins = login["requests"]
+    load = part["scenarios"][args.scenario]
+    # The load signs up its accounts first: their writes are counted too, beside the requests'.
+    requests = load["requests"]
     return {
-        "name": name, "binary": binary, "logins": logins, "signups": part.get("accounts"),
-        "logins_per_second": login["requests_per_second"], "p50_ms": login["latency_ms"].get("p50"), "p99_ms": login["latency_ms"]["p99"],
-        "statuses": login["statuses"],
-        "per_login": {key: round((after[key] - before[key]) / logins, 1) for key in ("write_bytes", "read_bytes", "wchar", "syscw")},
+        "name": name, "binary": binary, "scenario": args.scenario, "requests": requests, "signups": part.get("accounts"),
+        "requests_per_second": load["requests_per_second"], "p50_ms": load["latency_ms"].get("p50"), "p99_ms": load["latency_ms"]["p99"],
+        "statuses": load["statuses"],
+        "per_request": {key: round((after[key] - before[key]) / requests, 1) for key in ("write_bytes", "read_bytes", "wchar", "syscw")},
     }
 
 
@@ -130,30 +132,30 @@ def one_run(name, binary, args):
         query(url, "CHECKPOINT")
         before = counters(url)
         part = {"scenarios": {}}
-        harness.load(server, part, argparse.Namespace(seconds=args.seconds, hash="none", warmup=0), ["login"], 2,
+        harness.load(server, part, argparse.Namespace(seconds=args.seconds, hash="none", warmup=0), [args.scenario], 2,
                      connections, run_dir, name)
         after = counters(url)
     finally:
         server.stop()
         query(admin, f"DROP DATABASE IF EXISTS {COPY}")
         shutil.rmtree(run_dir, ignore_errors=True)
-    login = part["scenarios"]["login"]
-    # The load signs up its accounts first: their writes are counted too, beside the logins'.
-    logins = login["requests"]
-    per = lambda key: round((after[key] - before[key]) / logins, 2)  # noqa: E731
+    load = part["scenarios"][args.scenario]
+    # The load signs up its accounts first: their writes are counted too, beside the requests'.
+    requests = load["requests"]
+    per = lambda key: round((after[key] - before[key]) / requests, 2)  # noqa: E731
     indexes = {}
     for index, (read, hit) in after["indexes"].items():
         was = before["indexes"].get(index, (0, 0))
         touched = (read - was[0]) + (hit - was[1])
         if touched:
-            indexes[index] = {"read": round((read - was[0]) / logins, 3), "touched": round(touched / logins, 2)}
+            indexes[index] = {"read": round((read - was[0]) / requests, 3), "touched": round(touched / requests, 2)}
     return {
-        "name": name, "binary": binary, "logins": logins, "signups": part.get("accounts"),
-        "logins_per_second": login["requests_per_second"], "p50_ms": login["latency_ms"].get("p50"), "p99_ms": login["latency_ms"]["p99"],
-        "statuses": login["statuses"],
-        "per_login": {"wal_bytes": per("wal_bytes"), "wal_records": per("wal_records"), "wal_fpi": per("wal_fpi"),
+        "name": name, "binary": binary, "scenario": args.scenario, "requests": requests, "signups": part.get("accounts"),
+        "requests_per_second": load["requests_per_second"], "p50_ms": load["latency_ms"].get("p50"), "p99_ms": load["latency_ms"]["p99"],
+        "statuses": load["statuses"],
+        "per_request": {"wal_bytes": per("wal_bytes"), "wal_records": per("wal_records"), "wal_fpi": per("wal_fpi"),
                       "blks_read": per("blks_read"), "blks_hit": per("blks_hit"), "commits": per("commits")},
-        "indexes_per_login": dict(sorted(indexes.items(), key=lambda item: -item[1]["read"])),
+        "indexes_per_request": dict(sorted(indexes.items(), key=lambda item: -item[1]["read"])),
     }
 
 
@@ -166,6 +168,7 @@ def main():
     parser.add_argument("--seconds", type=int, default=60)
     parser.add_argument("--warmup", type=int, default=15)
     parser.add_argument("--connections", type=int, default=64)
+    parser.add_argument("--scenario", default="login", choices=["login", "refresh"], help="harness.py's scenario to count")
     parser.add_argument("--cold", action="store_true", help="empty the kernel's page cache after each copy is made (root only)")
     parser.add_argument("builds", nargs="+", help="NAME=GATEHOUSE")
     args = parser.parse_args()
@@ -174,25 +177,27 @@ def main():
     runs = []
     for build in args.builds:
         name, _, binary = build.partition("=")
-        harness.log(f"{name}: logins on a copy of {args.sqlite or args.template}")
+        harness.log(f"{name}: {args.scenario} on a copy of {args.sqlite or args.template}")
         runs.append(one_sqlite_run(name, binary, args) if args.sqlite else one_run(name, binary, args))
         with open(args.out, "w") as handle:
-            json.dump({"template": args.sqlite or args.template, "seconds": args.seconds, "warmup": args.warmup, "cold": args.cold, "runs": runs}, handle,
+            json.dump({"template": args.sqlite or args.template, "scenario": args.scenario, "seconds": args.seconds, "warmup": args.warmup, "cold": args.cold, "runs": runs}, handle,
                       indent=1)
     if args.sqlite:
-        print("| run | logins/s | p99 ms | bytes written | bytes read | bytes asked to write | writes |")
+        print(f"{args.scenario}: per request")
+        print("| run | requests/s | p99 ms | bytes written | bytes read | bytes asked to write | writes |")
         print("|---|---:|---:|---:|---:|---:|---:|")
         for one in runs:
-            figures = one["per_login"]
-            print(f"| {one['name']} | {one['logins_per_second']} | {one['p99_ms']} | {figures['write_bytes']:,.0f} | {figures['read_bytes']:,.0f} "
+            figures = one["per_request"]
+            print(f"| {one['name']} | {one['requests_per_second']} | {one['p99_ms']} | {figures['write_bytes']:,.0f} | {figures['read_bytes']:,.0f} "
                   f"| {figures['wchar']:,.0f} | {figures['syscw']} |")
         return
-    print("| run | logins/s | p99 ms | WAL bytes | records | full pages | pages read | pages read, top indexes |")
+    print(f"{args.scenario}: per request")
+    print("| run | requests/s | p99 ms | WAL bytes | records | full pages | pages read | pages read, top indexes |")
     print("|---|---:|---:|---:|---:|---:|---:|---|")
     for one in runs:
-        figures = one["per_login"]
-        top = ", ".join(f"{index} {value['read']}" for index, value in list(one["indexes_per_login"].items())[:5])
-        print(f"| {one['name']} | {one['logins_per_second']} | {one['p99_ms']} | {figures['wal_bytes']:,.0f} | {figures['wal_records']} "
+        figures = one["per_request"]
+        top = ", ".join(f"{index} {value['read']}" for index, value in list(one["indexes_per_request"].items())[:5])
+        print(f"| {one['name']} | {one['requests_per_second']} | {one['p99_ms']} | {figures['wal_bytes']:,.0f} | {figures['wal_records']} "
               f"| {figures['wal_fpi']} | {figures['blks_read']} | {top} |")
 
 
