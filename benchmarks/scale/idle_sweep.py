@@ -45,7 +45,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "wrk"))
 sys.path.insert(0, HERE)
 import harness  # noqa: E402
 import run  # noqa: E402  (server_with_retention)
-import slow_statements  # noqa: E402  (lines, is_sweep)
+import slow_statements  # noqa: E402  (entries, is_sweep)
 
 CHECKPOINT = re.compile(r"^(\S+ \S+) UTC \[\d+\] LOG:  checkpoint (starting|complete): (.*)$")
 ACTUAL_ROWS = re.compile(r"actual rows=(\d+)")

@@ -78,42 +78,52 @@ def process_io(pid):
         return {key: int(value) for key, value in (line.split(": ") for line in handle.read().splitlines())}
 
 
-def warm_up(server, name, args, connections, run_dir):
-    if args.warmup:
-        harness.load(server, {"scenarios": {}}, argparse.Namespace(seconds=args.warmup, hash="none", warmup=0), [args.scenario], 2,
-                     connections, run_dir, f"{name} warm-up (not counted)")
+def counted_load(binary, url, name, args, read, before_counting=None):
+    """A server of BINARY on `url`: --warmup seconds of the scenario not counted, then `read()`
+    around --seconds of it. Answers the load's figures and the counters' differences by request
+    (the load signs up its accounts first: their writes are counted too, beside the requests')."""
+    run_dir = tempfile.mkdtemp(prefix=f"gatehouse-write-volume-{name}-")
+    server = run.server_with_retention(binary, url, run_dir, run.CONTROL_RETENTION_DAYS)
+    connections = args.connections - args.connections % 2
+    try:
+        server.start()
+        if args.warmup:
+            harness.load(server, {"scenarios": {}}, argparse.Namespace(seconds=args.warmup, hash="none", warmup=0), [args.scenario],
+                         2, connections, run_dir, f"{name} warm-up (not counted)")
+        if before_counting:
+            before_counting()
+        before = read(server)
+        part = {"scenarios": {}}
+        harness.load(server, part, argparse.Namespace(seconds=args.seconds, hash="none", warmup=0), [args.scenario], 2,
+                     connections, run_dir, name)
+        after = read(server)
+    finally:
+        server.stop()
+        shutil.rmtree(run_dir, ignore_errors=True)
+    load = part["scenarios"][args.scenario]
+    requests = load["requests"]
+    figures = {
+        "name": name, "binary": binary, "scenario": args.scenario, "requests": requests, "signups": part.get("accounts"),
+        "requests_per_second": load["requests_per_second"], "p50_ms": load["latency_ms"].get("p50"), "p99_ms": load["latency_ms"]["p99"],
+        "statuses": load["statuses"],
+    }
+    return figures, before, after, requests
 
 
 def one_sqlite_run(name, binary, args):
-    run_dir = tempfile.mkdtemp(prefix=f"gatehouse-write-volume-{name}-")
-    copy = os.path.join(run_dir, "copy.sqlite")
+    directory = tempfile.mkdtemp(prefix=f"gatehouse-write-volume-{name}-copy-")
+    copy = os.path.join(directory, "copy.sqlite")
     for suffix in ("", "-wal"):
         if os.path.exists(args.sqlite + suffix):
             shutil.copyfile(args.sqlite + suffix, copy + suffix)
     if args.cold:
         idle_sweep.empty_page_cache()
-    server = run.server_with_retention(binary, f"sqlite://{copy}", run_dir, run.CONTROL_RETENTION_DAYS)
-    connections = args.connections - args.connections % 2
     try:
-        server.start()
-        warm_up(server, name, args, connections, run_dir)
-        before = process_io(server.process.pid)
-        part = {"scenarios": {}}
-        harness.load(server, part, argparse.Namespace(seconds=args.seconds, hash="none", warmup=0), [args.scenario], 2,
-                     connections, run_dir, name)
-        after = process_io(server.process.pid)
+        figures, before, after, requests = counted_load(binary, f"sqlite://{copy}", name, args, lambda server: process_io(server.process.pid))
     finally:
-        server.stop()
-        shutil.rmtree(run_dir, ignore_errors=True)
-    load = part["scenarios"][args.scenario]
-    # The load signs up its accounts first: their writes are counted too, beside the requests'.
-    requests = load["requests"]
-    return {
-        "name": name, "binary": binary, "scenario": args.scenario, "requests": requests, "signups": part.get("accounts"),
-        "requests_per_second": load["requests_per_second"], "p50_ms": load["latency_ms"].get("p50"), "p99_ms": load["latency_ms"]["p99"],
-        "statuses": load["statuses"],
-        "per_request": {key: round((after[key] - before[key]) / requests, 1) for key in ("write_bytes", "read_bytes", "wchar", "syscw")},
-    }
+        shutil.rmtree(directory, ignore_errors=True)
+    figures["per_request"] = {key: round((after[key] - before[key]) / requests, 1) for key in ("write_bytes", "read_bytes", "wchar", "syscw")}
+    return figures
 
 
 def one_run(name, binary, args):
@@ -123,25 +133,11 @@ def one_run(name, binary, args):
     if args.cold:
         idle_sweep.drop_caches(args.base)
     url = f"{args.base}/{COPY}?sslmode=disable"
-    run_dir = tempfile.mkdtemp(prefix=f"gatehouse-write-volume-{name}-")
-    server = run.server_with_retention(binary, url, run_dir, run.CONTROL_RETENTION_DAYS)
-    connections = args.connections - args.connections % 2
     try:
-        server.start()
-        warm_up(server, name, args, connections, run_dir)
-        query(url, "CHECKPOINT")
-        before = counters(url)
-        part = {"scenarios": {}}
-        harness.load(server, part, argparse.Namespace(seconds=args.seconds, hash="none", warmup=0), [args.scenario], 2,
-                     connections, run_dir, name)
-        after = counters(url)
+        figures, before, after, requests = counted_load(binary, url, name, args, lambda _: counters(url),
+                                                        before_counting=lambda: query(url, "CHECKPOINT"))
     finally:
-        server.stop()
         query(admin, f"DROP DATABASE IF EXISTS {COPY}")
-        shutil.rmtree(run_dir, ignore_errors=True)
-    load = part["scenarios"][args.scenario]
-    # The load signs up its accounts first: their writes are counted too, beside the requests'.
-    requests = load["requests"]
     per = lambda key: round((after[key] - before[key]) / requests, 2)  # noqa: E731
     indexes = {}
     for index, (read, hit) in after["indexes"].items():
@@ -149,14 +145,9 @@ def one_run(name, binary, args):
         touched = (read - was[0]) + (hit - was[1])
         if touched:
             indexes[index] = {"read": round((read - was[0]) / requests, 3), "touched": round(touched / requests, 2)}
-    return {
-        "name": name, "binary": binary, "scenario": args.scenario, "requests": requests, "signups": part.get("accounts"),
-        "requests_per_second": load["requests_per_second"], "p50_ms": load["latency_ms"].get("p50"), "p99_ms": load["latency_ms"]["p99"],
-        "statuses": load["statuses"],
-        "per_request": {"wal_bytes": per("wal_bytes"), "wal_records": per("wal_records"), "wal_fpi": per("wal_fpi"),
-                      "blks_read": per("blks_read"), "blks_hit": per("blks_hit"), "commits": per("commits")},
-        "indexes_per_request": dict(sorted(indexes.items(), key=lambda item: -item[1]["read"])),
-    }
+    figures["per_request"] = {key: per(key) for key in ("wal_bytes", "wal_records", "wal_fpi", "blks_read", "blks_hit", "commits")}
+    figures["indexes_per_request"] = dict(sorted(indexes.items(), key=lambda item: -item[1]["read"]))
+    return figures
 
 
 def main():

@@ -89,11 +89,15 @@ public final class ShutdownWatch: Sendable {
         }
     }
 
-    private struct Tracked: Service {
+    /// Named in the group's own logs and errors by its service's type name, not by every field of
+    /// the wrapper and of the service inside it.
+    private struct Tracked: Service, CustomStringConvertible {
         let place: Int
         let name: String
         let inner: any Service
         let watch: ShutdownWatch
+
+        var description: String { name }
 
         func run() async throws {
             watch.started(place, name)
