@@ -66,14 +66,18 @@ public func buildApplication(
     let connections = ConnectionLimiter(
         total: config.maxConnections, perAddress: config.ipLimits ? config.maxConnectionsPerAddress : nil,
         trustedProxies: config.trustedProxies)
-    let http1 = HTTPServerBuilder.http1(
-        configuration: .init(
-            additionalChannelHandlers: [ConnectionLimitHandler(limiter: connections, logger: logger)],
-            idleTimeout: .seconds(Int64(config.httpIdleTimeoutSeconds))))
-    let server: HTTPServerBuilder = try config.tlsConfiguration().map { try .tls(http1, tlsConfiguration: $0) } ?? http1
+    let tls = try config.tlsConfiguration()
     let scheme = config.tlsCertificateFile == nil ? "http" : "https"
     let telemetry = try Telemetry.make(config: config, dependencies: dependencies, logger: logger)
     let infra = try await Infrastructure(config: config, dependencies: dependencies, telemetry: telemetry, logger: logger)
+    let (deadlines, bodyLimit) = (infra.deadlines, Duration.seconds(config.httpBodyTimeoutSeconds))
+    let http1 = HTTPServerBuilder.http1(
+        configuration: .init(
+            additionalChannelHandlers: [
+                ConnectionLimitHandler(limiter: connections, logger: logger), BodyDeadlineHandler(deadlines: deadlines, limit: bodyLimit),
+            ],
+            idleTimeout: .seconds(Int64(config.httpIdleTimeoutSeconds))))
+    let server: HTTPServerBuilder = try tls.map { try .tls(http1, tlsConfiguration: $0) } ?? http1
     let useCases = UseCases(infra)
     let router = try makeRouter(infra, useCases)
     dependencies.onRoutes?(
@@ -170,9 +174,7 @@ func makeRouter(_ infra: Infrastructure, _ useCases: UseCases) throws -> Router<
         internalMessage: preset.text("error.internal", "Something went wrong on our end. Please try again in a few minutes."),
         aborted: AbortedRequests(logger: infra.logger))
     router.add(middleware: errors)
-    router.add(
-        middleware: WholeBodyMiddleware(
-            limits: BodyLimits(general: config.maxBodyBytes), deadline: .seconds(config.httpBodyTimeoutSeconds), deadlines: infra.deadlines))
+    router.add(middleware: WholeBodyMiddleware(limits: BodyLimits(general: config.maxBodyBytes)))
     let keyAttempts = OperatorKeyAttempts(throttle: infra.throttle, resolver: input.resolver)
     let signedIn = router.group().add(middleware: AccessTokenMiddleware(authenticator: u.authenticator))
         .group(context: AuthenticatedContext.self)

@@ -144,6 +144,22 @@ import Testing
         }
     }
 
+    /// A body that arrived in time leaves nothing behind: its time-out ends with its last byte, so
+    /// the kept-alive connection it came on still serves requests long after that time-out's
+    /// moment, a body among them.
+    @Test func aBodyThatArrivedLeavesItsConnectionOpenPastItsTimeout() async throws {
+        try await TestApp.run(.sqlite, setup: .live, adjust: { $0.httpBodyTimeoutSeconds = 1 }) { client, _ in
+            let api = AuthClient(client: client)
+            let login = #"{"email": "nobody@example.com", "password": "not the one"}"#
+            #expect(try await api.post("/v1/auth/login", login).status == .unauthorized)
+            // Past the first body's moment, and a tick of the time-outs (a quarter of a second) after it.
+            try await Task.sleep(for: .milliseconds(1_600))
+            let health = try await client.execute(uri: "/health", method: .get)
+            #expect(health.status == .ok, "\(health.status)")
+            #expect(try await api.post("/v1/auth/login", login).status == .unauthorized)
+        }
+    }
+
     /// The window after the body and before the write: a password change waits on the
     /// breached-password service (a local range server that answers when told), the owner signs
     /// out everywhere meanwhile, then the range server answers: the change is refused inside its

@@ -91,13 +91,16 @@ extension Request {
         return buffer
     }
 
-    /// The whole body, at most `limit` bytes (413 beyond); `ClientWentAway` when the connection
-    /// ended before the body did.
+    /// The whole body, at most `limit` bytes (413 beyond); 408 when it did not arrive within
+    /// `GATEHOUSE_HTTP_BODY_TIMEOUT_SECONDS` of its head (`BodyDeadlineHandler`); `ClientWentAway`
+    /// when the connection ended before the body did.
     func collectBody(limit: Int) async throws -> ByteBuffer {
         do {
             return try await body.collect(upTo: limit)
         } catch is NIOTooManyBytesError {
             throw GatehouseError.payloadTooLarge(limit: limit)
+        } catch is RequestBodyTimedOut {
+            throw GatehouseError(status: 408, code: .requestTimeout, message: "The request body did not arrive in time.")
         } catch {
             throw ClientWentAway(cause: error)
         }

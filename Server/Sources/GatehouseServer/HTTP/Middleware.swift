@@ -235,34 +235,23 @@ struct BodyLimits: Sendable {
     }
 }
 
+/// Reads each request's whole body before anything else sees the request (within its limit:
+/// 413 beyond; within `GATEHOUSE_HTTP_BODY_TIMEOUT_SECONDS` of its head: 408 after, the time-out
+/// kept by `BodyDeadlineHandler` in the connection's pipeline).
 struct WholeBodyMiddleware: RouterMiddleware {
     typealias Context = GatehouseRequestContext
     let limits: BodyLimits
-    let deadline: Duration
-    /// Where the body's time-out waits (a service of the app).
-    let deadlines: Deadlines
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let limit = limits.limit(forPath: request.uri.path)
         let declared = request.headers[.contentLength].flatMap(Int.init)
         if let declared, declared > limit { throw GatehouseError.payloadTooLarge(limit: limit) }
         var request = request
-        // HTTP/1.1: without a length or a transfer coding there is no body to wait for.
-        if declared.map({ $0 > 0 }) ?? (request.headers[.transferEncoding] != nil) {
-            request.body = RequestBody(buffer: try await wholeBody(of: request, limit: limit))
+        if BodyDeadlineHandler.announcesBody(request.headers) {
+            request.body = RequestBody(buffer: try await request.collectBody(limit: limit))
         }
         return try await WriteCondition.$current.withValue(WriteCondition()) {
             try await next(request, context)
-        }
-    }
-
-    /// The body, or 408 once `deadline` has passed; the read is cancelled then, which ends the
-    /// connection.
-    private func wholeBody(of request: Request, limit: Int) async throws -> ByteBuffer {
-        try await deadlines.within(deadline) {
-            GatehouseError(status: 408, code: .requestTimeout, message: "The request body did not arrive in time.")
-        } _: {
-            try await request.collectBody(limit: limit)
         }
     }
 }
