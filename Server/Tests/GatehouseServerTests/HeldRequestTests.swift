@@ -157,6 +157,17 @@ import Testing
             let health = try await client.execute(uri: "/health", method: .get)
             #expect(health.status == .ok, "\(health.status)")
             #expect(try await api.post("/v1/auth/login", login).status == .unauthorized)
+
+            // A body that came in two reads, its time-out kept between them, then ended in time:
+            // answered, and the connection still serves past that time-out's moment.
+            let request = LastByteRace.request("POST", "/v1/auth/login", json: login, keepAlive: true)
+            let answers = try await LastByteRace.keptAlive(
+                port: try #require(client.port),
+                [
+                    (Array(request.dropLast(10)), .milliseconds(300), false), (Array(request.suffix(10)), .milliseconds(1_600), true),
+                    (LastByteRace.request("GET", "/health", keepAlive: true), .zero, true),
+                ])
+            #expect(answers.map(\.status) == [401, 200], "\(answers.map(\.status))")
         }
     }
 

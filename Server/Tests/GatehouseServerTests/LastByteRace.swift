@@ -28,11 +28,11 @@ enum LastByteRace {
         Thread.detachNewThread(work)
     }
 
-    /// A raw HTTP/1.1 request with a JSON body (`Connection: close`).
+    /// A raw HTTP/1.1 request with a JSON body (`Connection: close` unless `keepAlive`).
     static func request(
-        _ method: String, _ path: String, json: String? = nil, headers: [String: String] = [:]
+        _ method: String, _ path: String, json: String? = nil, headers: [String: String] = [:], keepAlive: Bool = false
     ) -> [UInt8] {
-        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\(keepAlive ? "" : "Connection: close\r\n")"
         for (name, value) in headers.sorted(by: { $0.key < $1.key }) { head += "\(name): \(value)\r\n" }
         let body = Array((json ?? "").utf8)
         if json != nil { head += "Content-Type: application/json\r\n" }
@@ -69,6 +69,54 @@ enum LastByteRace {
                     })
             }
         }
+    }
+
+    /// One kept-alive connection, written in `steps`: each sends its bytes, waits its pause, and
+    /// (`answers`) reads the answer that is due, by its `Content-Length`. The answers in order.
+    static func keptAlive(port: Int, _ steps: [(bytes: [UInt8], pause: Duration, answers: Bool)]) async throws -> [Answer] {
+        try await withCheckedThrowingContinuation { continuation in
+            onOwnThread {
+                continuation.resume(
+                    with: Result {
+                        let fd = try connectLoopback(port: port)
+                        defer { close(fd) }
+                        var answers: [Answer] = []
+                        var pending = Data()
+                        for step in steps {
+                            try writeAll(fd, step.bytes)
+                            let (seconds, attoseconds) = step.pause.components
+                            usleep(useconds_t(seconds * 1_000_000 + attoseconds / 1_000_000_000_000))
+                            if step.answers { answers.append(try readLengthDelimited(fd, buffered: &pending)) }
+                        }
+                        return answers
+                    })
+            }
+        }
+    }
+
+    /// One answer from a kept-alive connection: its head, then `Content-Length` bytes of body.
+    private static func readLengthDelimited(_ fd: Int32, buffered data: inout Data) throws -> Answer {
+        var buffer = [UInt8](repeating: 0, count: 16_384)
+        func more() throws {
+            let count = recv(fd, &buffer, buffer.count, 0)
+            guard count > 0 else { throw RaceError("the connection ended before the answer did (recv: \(count), errno \(errno))") }
+            data.append(contentsOf: buffer[0..<count])
+        }
+        while data.range(of: Data("\r\n\r\n".utf8)) == nil { try more() }
+        let split = data.range(of: Data("\r\n\r\n".utf8))!
+        let head = String(decoding: data[..<split.lowerBound], as: UTF8.self).components(separatedBy: "\r\n")
+        var headers: [String: String] = [:]
+        for line in head.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        let length = Int(headers["content-length"] ?? "0") ?? 0
+        while data.count - (split.upperBound - data.startIndex) < length { try more() }
+        let bodyStart = split.upperBound
+        let body = Data(data[bodyStart..<(bodyStart + length)])
+        data = Data(data[(bodyStart + length)...])
+        let status = head.first.flatMap { Int($0.split(separator: " ").dropFirst().first ?? "") } ?? 0
+        return Answer(status: status, headers: headers, body: body)
     }
 
     /// Requests sent but their last byte and held there: the server has read their heads and
