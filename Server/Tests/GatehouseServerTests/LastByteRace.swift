@@ -104,19 +104,25 @@ enum LastByteRace {
         }
         while data.range(of: Data("\r\n\r\n".utf8)) == nil { try more() }
         let split = data.range(of: Data("\r\n\r\n".utf8))!
-        let head = String(decoding: data[..<split.lowerBound], as: UTF8.self).components(separatedBy: "\r\n")
-        var headers: [String: String] = [:]
-        for line in head.dropFirst() {
-            guard let colon = line.firstIndex(of: ":") else { continue }
-            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-        }
+        let (status, headers) = head(data[..<split.lowerBound])
         let length = Int(headers["content-length"] ?? "0") ?? 0
         while data.count - (split.upperBound - data.startIndex) < length { try more() }
         let bodyStart = split.upperBound
         let body = Data(data[bodyStart..<(bodyStart + length)])
         data = Data(data[(bodyStart + length)...])
-        let status = head.first.flatMap { Int($0.split(separator: " ").dropFirst().first ?? "") } ?? 0
         return Answer(status: status, headers: headers, body: body)
+    }
+
+    /// An answer's status and its headers (names lowercased), from the bytes before its blank line.
+    private static func head(_ bytes: Data) -> (status: Int, headers: [String: String]) {
+        let lines = String(decoding: bytes, as: UTF8.self).components(separatedBy: "\r\n")
+        let status = lines.first.flatMap { Int($0.split(separator: " ").dropFirst().first ?? "") } ?? 0
+        var headers: [String: String] = [:]
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        return (status, headers)
     }
 
     /// Requests sent but their last byte and held there: the server has read their heads and
@@ -237,13 +243,7 @@ enum LastByteRace {
             }
         }
         guard let split = data.range(of: Data("\r\n\r\n".utf8)) else { return Answer(status: 0, headers: [:], body: data) }
-        let head = String(decoding: data[..<split.lowerBound], as: UTF8.self).components(separatedBy: "\r\n")
-        let status = head.first.flatMap { Int($0.split(separator: " ").dropFirst().first ?? "") } ?? 0
-        var headers: [String: String] = [:]
-        for line in head.dropFirst() {
-            guard let colon = line.firstIndex(of: ":") else { continue }
-            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-        }
+        let (status, headers) = head(data[..<split.lowerBound])
         var body = Data(data[split.upperBound...])
         if headers["transfer-encoding"]?.lowercased() == "chunked" { body = dechunk(body) }
         return Answer(status: status, headers: headers, body: body)
