@@ -38,7 +38,7 @@ final class BodyDeadlineHandler: ChannelInboundHandler, RemovableChannelHandler 
         switch unwrapInboundIn(data) {
         case .head(let head):
             stop()
-            if Self.announcesBody(head.headerFields) {
+            if Self.announcesBody(declaredLength: Self.declaredLength(head.headerFields), head.headerFields) {
                 generation &+= 1
                 due = .now + limit
             }
@@ -63,9 +63,13 @@ final class BodyDeadlineHandler: ChannelInboundHandler, RemovableChannelHandler 
 
     func handlerRemoved(context: ChannelHandlerContext) { stop() }
 
-    /// HTTP/1.1: without a length over zero or a transfer coding there is no body to wait for.
-    static func announcesBody(_ fields: HTTPFields) -> Bool {
-        fields[.contentLength].flatMap(Int.init).map { $0 > 0 } ?? (fields[.transferEncoding] != nil)
+    /// The `Content-Length` a request declares, if any.
+    static func declaredLength(_ fields: HTTPFields) -> Int? { fields[.contentLength].flatMap(Int.init) }
+
+    /// HTTP/1.1: without a length over zero (`declaredLength`, read once by each caller) or a
+    /// transfer coding there is no body to wait for.
+    static func announcesBody(declaredLength: Int?, _ fields: HTTPFields) -> Bool {
+        declaredLength.map { $0 > 0 } ?? (fields[.transferEncoding] != nil)
     }
 
     private func watch(until moment: ContinuousClock.Instant, _ context: ChannelHandlerContext) {

@@ -244,10 +244,10 @@ struct WholeBodyMiddleware: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let limit = limits.limit(forPath: request.uri.path)
-        let declared = request.headers[.contentLength].flatMap(Int.init)
+        let declared = BodyDeadlineHandler.declaredLength(request.headers)
         if let declared, declared > limit { throw GatehouseError.payloadTooLarge(limit: limit) }
         var request = request
-        if BodyDeadlineHandler.announcesBody(request.headers) {
+        if BodyDeadlineHandler.announcesBody(declaredLength: declared, request.headers) {
             request.body = RequestBody(buffer: try await request.collectBody(limit: limit))
         }
         return try await WriteCondition.$current.withValue(WriteCondition()) {
