@@ -1517,7 +1517,8 @@ def main():
     report.add_argument("parts", nargs="+")
     ab = commands.add_parser("ab")
     ab.add_argument("--binary", required=True)
-    ab.add_argument("--route", choices=["me", "check"], default="me", help="the route loaded: GET /v1/me or POST /v1/entitlements/check")
+    ab.add_argument("--route", choices=["me", "check", "jwks"], default="me",
+                    help="the route loaded: GET /v1/me, POST /v1/entitlements/check or the static GET /.well-known/jwks.json")
     ab.add_argument("--seconds", type=int, default=4, help="one slice")
     ab.add_argument("--connections", type=int, default=64)
     ab.add_argument("--rounds", type=int, default=12, help="new servers each round")
