@@ -9,6 +9,13 @@ let strict: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
 ]
 
+// The server's modules, its commands and their tests: an `async` function without an isolation
+// of its own runs where its caller runs (SE-0461), instead of hopping to the global executor at
+// every call and back after it. On the event loops that hop was a trip through the loop's job
+// queue for every call on a request's path (issue 61 step 22, BENCHMARKS.md). Work that must leave its caller's executor
+// says so: `@concurrent`, a task, or a task executor preference.
+let serverStrict: [SwiftSetting] = strict + [.enableUpcomingFeature("NonisolatedNonsendingByDefault")]
+
 // The root package's products: the types shared with the SDK, the SDK, and the verifier.
 let wire = Target.Dependency.product(name: "GatehouseWire", package: "Gatehouse")
 let core = Target.Dependency.product(name: "GatehouseCore", package: "Gatehouse")
@@ -75,7 +82,7 @@ let package = Package(
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             resources: [.copy("Migrations")],
-            swiftSettings: strict
+            swiftSettings: serverStrict
         ),
         .target(
             name: "GatehouseServer",
@@ -107,7 +114,7 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ],
             resources: [.copy("Resources")],
-            swiftSettings: strict
+            swiftSettings: serverStrict
         ),
         .executableTarget(
             name: "gatehouse",
@@ -115,7 +122,7 @@ let package = Package(
                 "GatehouseServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
-            swiftSettings: strict
+            swiftSettings: serverStrict
         ),
         // The benchmark driver (benchmarks/run); built in release by the benchmark script only.
         .executableTarget(
@@ -132,7 +139,7 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             path: "Sources/gatehouse-bench",
-            swiftSettings: strict
+            swiftSettings: serverStrict
         ),
         // The example app backend (Examples/AppBackend): Handz's flows and Hannah's costly routes
         // behind GatehouseVerifier, with its own SQLite table. Built and tested with the rest.
@@ -166,7 +173,7 @@ let package = Package(
             name: "GatehouseTestSupport",
             dependencies: ["GatehouseStore", wire, client, .product(name: "Logging", package: "swift-log")],
             path: "Tests/GatehouseTestSupport",
-            swiftSettings: strict
+            swiftSettings: serverStrict
         ),
         .testTarget(name: "GatehouseClientTests", dependencies: [client, "GatehouseTestSupport"], swiftSettings: strict),
         // Crypto: the HMAC-SHA-1 the TOTP vectors are computed with (the core takes it from outside).
@@ -178,7 +185,7 @@ let package = Package(
         .testTarget(
             name: "GatehouseStoreTests",
             dependencies: ["GatehouseStore", "GatehouseTestSupport", .product(name: "NIOPosix", package: "swift-nio")],
-            swiftSettings: strict
+            swiftSettings: serverStrict
         ),
         .testTarget(
             name: "GatehouseServerTests",
@@ -195,7 +202,7 @@ let package = Package(
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
-            swiftSettings: strict
+            swiftSettings: serverStrict
         ),
     ]
 )

@@ -271,7 +271,7 @@ struct APIKeyMiddleware: RouterMiddleware {
     typealias Context = GatehouseRequestContext
     let keys: [AdminKey]
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: @concurrent (Request, Context) async throws -> Response) async throws -> Response {
         guard let presented = request.headers[.apiKey] else {
             throw GatehouseError.unauthorized("No API key found in request.")
         }
@@ -289,7 +289,7 @@ struct GoTrueErrorMiddleware: RouterMiddleware {
     typealias Context = GatehouseRequestContext
     let errors: ErrorMiddleware
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: @concurrent (Request, Context) async throws -> Response) async throws -> Response {
         do {
             return try await next(request, context)
         } catch {

@@ -193,7 +193,7 @@ struct BearerKeyMiddleware: RouterMiddleware {
     /// one address.
     var attempts: OperatorKeyAttempts? = nil
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: @concurrent (Request, Context) async throws -> Response) async throws -> Response {
         let reserved = try await attempts?.reserve(name, request, context)
         guard let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer "),
             key?.matches(String(header.dropFirst("bearer ".count)).trimmingCharacters(in: .whitespaces)) == true

@@ -10,7 +10,7 @@ struct AccessTokenMiddleware: RouterMiddleware {
     typealias Context = GatehouseRequestContext
     let authenticator: Authenticator
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: @concurrent (Request, Context) async throws -> Response) async throws -> Response {
         guard let token = request.bearerToken else { throw GatehouseError.unauthorized() }
         var context = context
         context.signedIn = try await authenticator.signedIn(token: token)

@@ -32,7 +32,7 @@ struct RequestIDMiddleware: RouterMiddleware {
         UUIDText.lowercase(SecureRandom.uuid())
     }
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: @concurrent (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
         let id: String
         if let incoming = request.headers[.requestID], Self.isSafeID(incoming) {
@@ -79,7 +79,7 @@ struct RequestIDMiddleware: RouterMiddleware {
     }
 
     private func respond(
-        _ request: Request, _ context: Context, id: String, next: (Request, Context) async throws -> Response
+        _ request: Request, _ context: Context, id: String, next: @concurrent (Request, Context) async throws -> Response
     ) async throws -> Response {
         // The access line is at info: below that level (the production default is info, a busy
         // node may run at warning) nothing of it is built, not even its clock reading.
@@ -129,7 +129,7 @@ struct ErrorMiddleware: RouterMiddleware {
     let internalMessage: String
     let aborted: AbortedRequests
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: @concurrent (Request, Context) async throws -> Response) async throws -> Response {
         do {
             return try await next(request, context)
         } catch {
@@ -242,7 +242,7 @@ struct WholeBodyMiddleware: RouterMiddleware {
     typealias Context = GatehouseRequestContext
     let limits: BodyLimits
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: @concurrent (Request, Context) async throws -> Response) async throws -> Response {
         let limit = limits.limit(forPath: request.uri.path)
         let declared = BodyDeadlineHandler.declaredLength(request.headers)
         if let declared, declared > limit { throw GatehouseError.payloadTooLarge(limit: limit) }
@@ -262,7 +262,7 @@ struct SecurityHeadersMiddleware: RouterMiddleware {
     typealias Context = GatehouseRequestContext
     let hsts: Bool
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: @concurrent (Request, Context) async throws -> Response) async throws -> Response {
         var response = try await next(request, context)
         if response.headers[.cacheControl] == nil { response.headers[.cacheControl] = "no-store" }
         response.headers[.xContentTypeOptions] = "nosniff"
@@ -287,7 +287,7 @@ struct MetricsMiddleware: RouterMiddleware {
     typealias Context = GatehouseRequestContext
     let metrics: ServerMetrics
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: @concurrent (Request, Context) async throws -> Response) async throws -> Response {
         let started = ContinuousClock.now
         let status: Int
         do {

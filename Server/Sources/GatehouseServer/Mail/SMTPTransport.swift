@@ -147,7 +147,7 @@ struct SMTPConversation {
     mutating func reply() async throws -> (code: Int, lines: [String]) {
         var texts: [String] = []
         while true {
-            guard let buffer = try await lines.next() else { throw SMTPError("the server closed the connection") }
+            guard let buffer = try await lines.next(isolation: #isolation) else { throw SMTPError("the server closed the connection") }
             var line = String(buffer: buffer)
             if line.hasSuffix("\r") { line.removeLast() }
             guard line.count >= 3, let code = Int(line.prefix(3)) else { throw SMTPError("unreadable reply: \(line.prefix(80))") }
