@@ -162,7 +162,7 @@ public func buildApplication(
 }
 
 /// What is mounted: the middleware every request passes, then each resource's routes. The
-/// signed-in routes share one group behind the access-token check.
+/// signed-in routes are mounted behind the access-token check (`SignedInRoutes`).
 func makeRouter(_ infra: Infrastructure, _ useCases: UseCases) throws -> Router<GatehouseRequestContext> {
     let (config, preset, u) = (infra.config, infra.preset, useCases)
     let input = HTTPInput(resolver: ClientAddressResolver(trustedProxies: config.trustedProxies), bodyLimit: config.maxBodyBytes)
@@ -176,8 +176,7 @@ func makeRouter(_ infra: Infrastructure, _ useCases: UseCases) throws -> Router<
     router.add(middleware: errors)
     router.add(middleware: WholeBodyMiddleware(limits: BodyLimits(general: config.maxBodyBytes)))
     let keyAttempts = OperatorKeyAttempts(throttle: infra.throttle, resolver: input.resolver)
-    let signedIn = router.group().add(middleware: AccessTokenMiddleware(authenticator: u.authenticator))
-        .group(context: AuthenticatedContext.self)
+    let signedIn = SignedInRoutes(router: router, authenticator: u.authenticator)
 
     try OperationsController(ping: { try await infra.store.ping(); return try await infra.store.schemaVersion() }, keys: infra.keys, publicConfiguration: PublicConfiguration(preset: preset), openAPI: infra.openAPI)
         .register(on: router)

@@ -11,11 +11,6 @@ public struct GatehouseRequestContext: RequestContext {
     public var requestID: String = ""
     /// The TCP peer; `nil` in in-process tests.
     public let peerAddress: SocketAddress?
-    var storage = Storage()
-
-    struct Storage: Sendable {
-        var signedIn: SignedIn?
-    }
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
@@ -53,27 +48,23 @@ extension GatehouseRequestContext {
         guard let path = endpointPath, path.hasPrefix("/") else { return nil }
         return path
     }
-
-    /// Set by `AccessTokenMiddleware` once the bearer token and its session check out.
-    public var signedIn: SignedIn? {
-        get { storage.signedIn }
-        set { storage.signedIn = newValue }
-    }
 }
 
-/// The context of routes that need a signed-in user: it cannot be made without a verified
-/// identity, so a handler behind it cannot forget the check.
-public struct AuthenticatedContext: ChildRequestContext {
-    public var coreContext: CoreRequestContextStorage
+/// The context of routes that need a signed-in user (`SignedInRoutes`): made only from a
+/// verified identity, so a handler behind it cannot forget the check.
+public struct AuthenticatedContext: Sendable {
+    public let coreContext: CoreRequestContextStorage
     public let signedIn: SignedIn
     public let requestID: String
     public let peerAddress: SocketAddress?
 
     public var identity: AccessIdentity { signedIn.identity }
     public var user: User { signedIn.user }
+    /// The route's path parameters, as the router matched them.
+    public var parameters: Parameters { coreContext.parameters }
 
-    public init(context: GatehouseRequestContext) throws {
-        guard let signedIn = context.signedIn else { throw GatehouseError.unauthorized() }
+    /// The request's context once `signedIn` has been checked for it.
+    init(_ context: GatehouseRequestContext, signedIn: SignedIn) {
         coreContext = context.coreContext
         self.signedIn = signedIn
         requestID = context.requestID

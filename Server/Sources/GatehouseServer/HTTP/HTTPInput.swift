@@ -27,16 +27,13 @@ struct HTTPInput: Sendable {
     }
 }
 
-/// A request context that knows the TCP peer.
-protocol PeerContext: RequestContext {
+/// A request's context that knows the TCP peer.
+protocol PeerContext {
     var peerAddress: SocketAddress? { get }
 }
 
 extension GatehouseRequestContext: PeerContext {}
 extension AuthenticatedContext: PeerContext {}
-
-/// The routes that need a signed-in user: one group behind `AccessTokenMiddleware`.
-typealias SignedInRoutes = RouterGroup<AuthenticatedContext>
 
 /// `Cache-Control: no-store`, for answers that carry tokens or personal data.
 let noStore: HTTPFields = [.cacheControl: "no-store"]

@@ -11,7 +11,7 @@ import Synchronization
 ///
 /// One per request, opened by `WholeBodyMiddleware` before anything reads the request;
 /// `Authenticator.signedIn` records the session into it, wherever a route authenticates (the
-/// signed-in group, an optional Bearer, `/auth/v1`). A write without a recorded session (a
+/// signed-in routes, an optional Bearer, `/auth/v1`). A write without a recorded session (a
 /// sign-in, a link, an operator's call) carries no condition of this kind.
 final class WriteCondition: Sendable {
     @TaskLocal static var current: WriteCondition?
