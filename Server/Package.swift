@@ -12,8 +12,8 @@ let strict: [SwiftSetting] = [
 // The server's modules, its commands and their tests: an `async` function without an isolation
 // of its own runs where its caller runs (SE-0461), instead of hopping to the global executor at
 // every call and back after it. On the event loops that hop was a trip through the loop's job
-// queue for every call on a request's path (issue 61 step 22, BENCHMARKS.md). Work that must leave its caller's executor
-// says so: `@concurrent`, a task, or a task executor preference.
+// queue for every call on a request's path (issue 61 step 22, BENCHMARKS.md). Work that must
+// leave its caller's executor says so: `@concurrent`, a task, or a task executor preference.
 let serverStrict: [SwiftSetting] = strict + [.enableUpcomingFeature("NonisolatedNonsendingByDefault")]
 
 // The root package's products: the types shared with the SDK, the SDK, and the verifier.
