@@ -24,8 +24,7 @@ struct SignedInRoutes {
     ) -> Self {
         let authenticator = self.authenticator
         let checked: @Sendable (Request, GatehouseRequestContext) async throws -> Response = { request, context in
-            guard let token = request.bearerToken else { throw GatehouseError.unauthorized() }
-            let signedIn = try await authenticator.signedIn(token: token)
+            guard let signedIn = try await request.optionalSignedIn(authenticator) else { throw GatehouseError.unauthorized() }
             return try await handler(request, AuthenticatedContext(context, signedIn: signedIn))
         }
         router.on(endpoint, use: checked)
