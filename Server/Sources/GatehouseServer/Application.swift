@@ -71,15 +71,19 @@ public func buildApplication(
     let telemetry = try Telemetry.make(config: config, dependencies: dependencies, logger: logger)
     let infra = try await Infrastructure(config: config, dependencies: dependencies, telemetry: telemetry, logger: logger)
     let (deadlines, bodyLimit) = (infra.deadlines, Duration.seconds(config.httpBodyTimeoutSeconds))
-    let http1 = HTTPServerBuilder.http1(
-        configuration: .init(
-            additionalChannelHandlers: [
-                ConnectionLimitHandler(limiter: connections, logger: logger), BodyDeadlineHandler(deadlines: deadlines, limit: bodyLimit),
-            ],
-            idleTimeout: .seconds(Int64(config.httpIdleTimeoutSeconds))))
+    let limits = BodyLimits(general: config.maxBodyBytes)
+    let http1 = HTTPServerBuilder { responder in
+        WholeBodyChannel(
+            http1: HTTP1Channel(
+                responder: responder,
+                configuration: .init(
+                    additionalChannelHandlers: [ConnectionLimitHandler(limiter: connections, logger: logger)],
+                    idleTimeout: .seconds(Int64(config.httpIdleTimeoutSeconds)))),
+            makeHandler: { WholeBodyHandler(deadlines: deadlines, limit: bodyLimit, limits: limits) })
+    }
     let server: HTTPServerBuilder = try tls.map { try .tls(http1, tlsConfiguration: $0) } ?? http1
     let useCases = UseCases(infra)
-    let router = try makeRouter(infra, useCases)
+    let router = try makeRouter(infra, useCases, limits: limits)
     dependencies.onRoutes?(
         router.routes.map { route in "\(route.method) /" + route.path.components.map(\.description).joined(separator: "/") })
 
@@ -162,8 +166,9 @@ public func buildApplication(
 }
 
 /// What is mounted: the middleware every request passes, then each resource's routes. The
-/// signed-in routes are mounted behind the access-token check (`SignedInRoutes`).
-func makeRouter(_ infra: Infrastructure, _ useCases: UseCases) throws -> Router<GatehouseRequestContext> {
+/// signed-in routes are mounted behind the access-token check (`SignedInRoutes`). `limits` are
+/// the connections' too (`WholeBodyHandler`).
+func makeRouter(_ infra: Infrastructure, _ useCases: UseCases, limits: BodyLimits) throws -> Router<GatehouseRequestContext> {
     let (config, preset, u) = (infra.config, infra.preset, useCases)
     let input = HTTPInput(resolver: ClientAddressResolver(trustedProxies: config.trustedProxies), bodyLimit: config.maxBodyBytes)
     let router = Router(context: GatehouseRequestContext.self)
@@ -174,7 +179,7 @@ func makeRouter(_ infra: Infrastructure, _ useCases: UseCases) throws -> Router<
         internalMessage: preset.text("error.internal", "Something went wrong on our end. Please try again in a few minutes."),
         aborted: AbortedRequests(logger: infra.logger))
     router.add(middleware: errors)
-    router.add(middleware: WholeBodyMiddleware(limits: BodyLimits(general: config.maxBodyBytes)))
+    router.add(middleware: WholeBodyMiddleware(limits: limits))
     let keyAttempts = OperatorKeyAttempts(throttle: infra.throttle, resolver: input.resolver)
     let signedIn = SignedInRoutes(router: router, authenticator: u.authenticator)
 

@@ -60,8 +60,10 @@ import Testing
         }
     }
 
-    @Test func aBodyOverTheLimitIs413() async throws {
-        try await TestApp.run(.sqlite, adjust: { $0.maxBodyBytes = 2_048 }) { client, _ in
+    /// Over a connection (`WholeBodyHandler` keeps the limit) and in process (the middleware does).
+    @Test(arguments: [true, false])
+    func aBodyOverTheLimitIs413(live: Bool) async throws {
+        try await TestApp.run(.sqlite, setup: live ? .live : .router, adjust: { $0.maxBodyBytes = 2_048 }) { client, _ in
             let big = ByteBuffer(repeating: UInt8(ascii: "a"), count: 4_096)
             // Declared too large: refused before routing, whatever the path.
             let declared = try await client.execute(uri: "/anything", method: .post, headers: [.contentLength: "4096"], body: big)

@@ -60,7 +60,7 @@ struct Infrastructure {
     let metrics: ServerMetrics
     /// Traces (`Telemetry.off` unless configured).
     let telemetry: Telemetry
-    /// The time-outs of work in flight: request bodies (`BodyDeadlineHandler`) and hook calls;
+    /// The time-outs of work in flight: request bodies (`WholeBodyHandler`) and hook calls;
     /// a service beside the server.
     let deadlines: Deadlines
 

@@ -11,10 +11,15 @@ public struct GatehouseRequestContext: RequestContext {
     public var requestID: String = ""
     /// The TCP peer; `nil` in in-process tests.
     public let peerAddress: SocketAddress?
+    /// What arrived of the body, taken from the connection (`WholeBodyHandler`) for each request
+    /// in turn, here, where every request passes once; `WholeBodyMiddleware` hands it to the
+    /// request. `nil` without a connection (in-process tests), where the request carries its body.
+    var arrivedBody: ArrivedBody?
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         peerAddress = source.channel.remoteAddress
+        arrivedBody = ArrivedBodies.current?.takeFirst()
     }
 }
 

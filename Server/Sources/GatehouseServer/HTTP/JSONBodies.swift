@@ -91,16 +91,14 @@ extension Request {
         return buffer
     }
 
-    /// The whole body, at most `limit` bytes (413 beyond); 408 when it did not arrive within
-    /// `GATEHOUSE_HTTP_BODY_TIMEOUT_SECONDS` of its head (`BodyDeadlineHandler`); `ClientWentAway`
-    /// when the connection ended before the body did.
+    /// The whole body, at most `limit` bytes (413 beyond). Once `WholeBodyMiddleware` has run it
+    /// is in memory (on a connection, `WholeBodyHandler` read it and kept its time-out); a body
+    /// read from a stream that fails is a client gone (`ClientWentAway`).
     func collectBody(limit: Int) async throws -> ByteBuffer {
         do {
             return try await body.collect(upTo: limit)
         } catch is NIOTooManyBytesError {
             throw GatehouseError.payloadTooLarge(limit: limit)
-        } catch is RequestBodyTimedOut {
-            throw GatehouseError(status: 408, code: .requestTimeout, message: "The request body did not arrive in time.")
         } catch {
             throw ClientWentAway(cause: error)
         }

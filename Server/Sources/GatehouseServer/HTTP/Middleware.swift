@@ -5,6 +5,7 @@ import GatehouseWire
 import HTTPTypes
 import Hummingbird
 import Logging
+import NIOCore
 import Tracing
 
 /// Gives every request an id (the caller's `X-Request-Id` when it is a sane token, else a new
@@ -208,14 +209,6 @@ struct ErrorMiddleware: RouterMiddleware {
     }
 }
 
-/// Reads every request's whole body before anything else looks at the request, so a caller is
-/// authenticated after its body has arrived, never before (finding 1 of issue 40: a request whose
-/// headers passed the token check could hold its body back past a logout, then write). The body
-/// must arrive within `deadline` of the head, however slowly it trickles in (408
-/// `request_timeout`), and within `limit` bytes (413, at once for a declared length over it).
-///
-/// It also opens the request's `WriteCondition`: the session the request later authenticates as,
-/// which every transaction it writes in holds until the commit (`UnitOfWork`).
 /// How large a request body may be: `GATEHOUSE_MAX_BODY_BYTES` for every route but those where a
 /// payment source posts what it decides. A genuine Stripe event carries whole objects and may be
 /// well over 64 KiB (a 75 KB `customer.subscription.deleted` was refused, and the account kept
@@ -235,21 +228,39 @@ struct BodyLimits: Sendable {
     }
 }
 
-/// Reads each request's whole body before anything else sees the request (within its limit:
-/// 413 beyond; within `GATEHOUSE_HTTP_BODY_TIMEOUT_SECONDS` of its head: 408 after, the time-out
-/// kept by `BodyDeadlineHandler` in the connection's pipeline).
+/// Gives each request its whole body before anything else looks at the request, so a caller is
+/// authenticated after its body has arrived, never before (finding 1 of issue 40: a request whose
+/// headers passed the token check could hold its body back past a logout, then write). The body
+/// must arrive within `GATEHOUSE_HTTP_BODY_TIMEOUT_SECONDS` of the head, however slowly it
+/// trickles in (408 `request_timeout`), and within its `BodyLimits` (413, at once for a declared
+/// length over it). On a connection, `WholeBodyHandler` has read it and kept both limits, and
+/// the request's context holds what arrived; in-process tests, without a connection, read the
+/// body the request carries here, within the same size limit.
+///
+/// It also opens the request's `WriteCondition`: the session the request later authenticates as,
+/// which every transaction it writes in holds until the commit (`UnitOfWork`).
 struct WholeBodyMiddleware: RouterMiddleware {
     typealias Context = GatehouseRequestContext
     let limits: BodyLimits
 
     func handle(_ request: Request, context: Context, next: @concurrent (Request, Context) async throws -> Response) async throws -> Response {
-        let limit = limits.limit(forPath: request.uri.path)
-        let declared = BodyDeadlineHandler.declaredLength(request.headers)
-        if let declared, declared > limit { throw GatehouseError.payloadTooLarge(limit: limit) }
-        var request = request
-        if BodyDeadlineHandler.announcesBody(declaredLength: declared, request.headers) {
-            request.body = RequestBody(buffer: try await request.collectBody(limit: limit))
+        var (request, context) = (request, context)
+        switch context.arrivedBody {
+        case .whole(let body): request.body = RequestBody(buffer: body)
+        case .none?: break
+        case .tooLarge(let limit): throw GatehouseError.payloadTooLarge(limit: limit)
+        case .timedOut: throw GatehouseError.bodyTimedOut
+        case .clientWentAway: throw ClientWentAway(cause: ChannelError.eof)
+        case nil:
+            // No connection (in-process tests): the same limit, on the body the request carries.
+            let limit = limits.limit(forPath: request.uri.path)
+            let declared = WholeBodyHandler.declaredLength(request.headers)
+            if let declared, declared > limit { throw GatehouseError.payloadTooLarge(limit: limit) }
+            if WholeBodyHandler.announcesBody(declaredLength: declared, request.headers) {
+                request.body = RequestBody(buffer: try await request.collectBody(limit: limit))
+            }
         }
+        context.arrivedBody = nil
         return try await WriteCondition.$current.withValue(WriteCondition()) {
             try await next(request, context)
         }
