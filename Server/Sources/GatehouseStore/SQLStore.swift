@@ -71,7 +71,7 @@ public struct SQLStore: GatehouseStore {
         read: () async throws(StoreError) -> T
     ) async throws(StoreError) -> T {
         guard !isTransaction, let sessionCache else { return try await read() }
-        if let facts = sessionCache.facts(of: user), let value = cached(facts) { return value }
+        if let value = sessionCache.fact(of: user, cached) { return value }
         let ticket = sessionCache.ticket()
         let value = try await read()
         sessionCache.keepFact(of: user, ticket: ticket) { keep(&$0, value) }

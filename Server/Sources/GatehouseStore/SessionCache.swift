@@ -154,16 +154,21 @@ public final class SessionCache: Sendable {
         }
     }
 
-    /// The kept facts of account `id`, if they may be served now (the same bounds as a session).
-    public func facts(of id: UserID) -> AccountFacts? {
+    /// What `read` takes from the kept facts of account `id`, if they may be served now (the same
+    /// bounds as a session). Read under the lock, so that only the fact asked for is copied out,
+    /// not every fact's array (a `/v1/me` asks for six: issue 61, step 23).
+    public func fact<T>(of id: UserID, _ read: (AccountFacts) -> T?) -> T? {
         let now = self.now()
         return state.withLock { state in
             guard let heard = state.heardThrough, now - heard < settings.stalenessBound,
                 let entry = state.facts[id], now - entry.storedAt < settings.timeToLive
             else { return nil }
-            return entry.facts
+            return read(entry.facts)
         }
     }
+
+    /// The kept facts of account `id`, if they may be served now.
+    public func facts(of id: UserID) -> AccountFacts? { fact(of: id) { $0 } }
 
     /// Keeps one fact of account `id` read from the database (``AccountFacts`` is filled fact by
     /// fact, each read keeping its own), unless something was dropped since `ticket` was taken.
