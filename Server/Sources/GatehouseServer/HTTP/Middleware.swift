@@ -247,7 +247,7 @@ struct WholeBodyMiddleware: RouterMiddleware {
         var (request, context) = (request, context)
         switch context.arrivedBody {
         case .whole(let body): request.body = RequestBody(buffer: body)
-        case .none?: break
+        case .noBody: break
         case .tooLarge(let limit): throw GatehouseError.payloadTooLarge(limit: limit)
         case .timedOut: throw GatehouseError.bodyTimedOut
         case .clientWentAway: throw ClientWentAway(cause: ChannelError.eof)

@@ -12,7 +12,7 @@ import Synchronization
 /// every head a connection hands on (`ArrivedBodies`).
 enum ArrivedBody: Sendable {
     /// The head announced no body (no length over zero, no transfer coding).
-    case none
+    case noBody
     /// All of it, within its route's limit and in time.
     case whole(ByteBuffer)
     /// More than `limit` bytes: declared so, or counted as they came (413).
@@ -99,7 +99,7 @@ final class WholeBodyHandler: ChannelInboundHandler, RemovableChannelHandler {
             stop()
             let declared = Self.declaredLength(head.headerFields)
             guard Self.announcesBody(declaredLength: declared, head.headerFields) else {
-                return hand(head, .none, context)
+                return hand(head, .noBody, context)
             }
             generation &+= 1
             due = .now + limit
