@@ -26,7 +26,8 @@ import Testing
             // A body in three chunks, each written on its own: put together in order (a login the
             // server reads as valid JSON, refused as a wrong password).
             let pieces = Self.chunked("POST", "/v1/auth/login", [String(Self.login.prefix(10)), String(Self.login.dropFirst(10).prefix(20)), String(Self.login.dropFirst(30))])
-            let head = try #require(String(decoding: pieces, as: UTF8.self).range(of: "\r\n\r\n")?.upperBound.utf16Offset(in: String(decoding: pieces, as: UTF8.self)))
+            let blankLine = Array("\r\n\r\n".utf8)
+            let head = try #require(pieces.indices.first { Array(pieces[$0...].prefix(4)) == blankLine }) + 4
             let cut = [0, head + 8, head + 30, pieces.count]
             var steps: [(bytes: [UInt8], pause: Duration, answers: Bool)] = (0..<3).map { index in
                 (Array(pieces[cut[index]..<cut[index + 1]]), .milliseconds(100), index == 2)
