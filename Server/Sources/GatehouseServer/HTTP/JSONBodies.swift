@@ -92,9 +92,14 @@ extension Request {
     }
 
     /// The whole body, at most `limit` bytes (413 beyond). Once `WholeBodyMiddleware` has run it
-    /// is in memory (on a connection, `WholeBodyHandler` read it and kept its time-out); a body
-    /// read from a stream that fails is a client gone (`ClientWentAway`).
+    /// is in memory (on a connection, `WholeBodyHandler` read it and kept its time-out) and is
+    /// taken as it is (`WholeRequestBody`); before that, a body read from a stream that fails is
+    /// a client gone (`ClientWentAway`).
     func collectBody(limit: Int) async throws -> ByteBuffer {
+        if let whole = WholeRequestBody.current {
+            guard whole.readableBytes <= limit else { throw GatehouseError.payloadTooLarge(limit: limit) }
+            return whole
+        }
         do {
             return try await body.collect(upTo: limit)
         } catch is NIOTooManyBytesError {
@@ -103,6 +108,15 @@ extension Request {
             throw ClientWentAway(cause: error)
         }
     }
+}
+
+/// The whole body of the request the current task answers, bound by `WholeBodyMiddleware` for
+/// the rest of that request, so that `Request.collectBody` takes it without awaiting the request's
+/// `RequestBody`: that is an `AsyncSequence`, whose iterator runs off the caller's executor, and
+/// reading a body already in memory through it cost `POST /v1/entitlements/check` about eight task
+/// switches (BENCHMARKS.md, issue 61, step 24). Unbound for a request without a body.
+enum WholeRequestBody {
+    @TaskLocal static var current: ByteBuffer?
 }
 
 /// The client closed the connection (or it broke) before its request body arrived: nobody is

@@ -237,6 +237,9 @@ struct BodyLimits: Sendable {
 /// the request's context holds what arrived; in-process tests, without a connection, read the
 /// body the request carries here, within the same size limit.
 ///
+/// A body it has is bound as `WholeRequestBody.current` for the rest of the request, where
+/// `Request.collectBody` takes it as it is, without awaiting a stream.
+///
 /// It also opens the request's `WriteCondition`: the session the request later authenticates as,
 /// which every transaction it writes in holds until the commit (`UnitOfWork`).
 struct WholeBodyMiddleware: RouterMiddleware {
@@ -245,9 +248,10 @@ struct WholeBodyMiddleware: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: @concurrent (Request, Context) async throws -> Response) async throws -> Response {
         var (request, context) = (request, context)
+        let whole: ByteBuffer?
         switch context.arrivedBody {
-        case .whole(let body): request.body = RequestBody(buffer: body)
-        case .noBody: break
+        case .whole(let body): whole = body
+        case .noBody: whole = nil
         case .tooLarge(let limit): throw GatehouseError.payloadTooLarge(limit: limit)
         case .timedOut: throw GatehouseError.bodyTimedOut
         case .clientWentAway: throw ClientWentAway(cause: ChannelError.eof)
@@ -256,13 +260,16 @@ struct WholeBodyMiddleware: RouterMiddleware {
             let limit = limits.limit(forPath: request.uri.path)
             let declared = WholeBodyHandler.declaredLength(request.headers)
             if let declared, declared > limit { throw GatehouseError.payloadTooLarge(limit: limit) }
-            if WholeBodyHandler.announcesBody(declaredLength: declared, request.headers) {
-                request.body = RequestBody(buffer: try await request.collectBody(limit: limit))
-            }
+            whole = WholeBodyHandler.announcesBody(declaredLength: declared, request.headers)
+                ? try await request.collectBody(limit: limit) : nil
         }
         context.arrivedBody = nil
+        guard let whole else {
+            return try await WriteCondition.$current.withValue(WriteCondition()) { try await next(request, context) }
+        }
+        request.body = RequestBody(buffer: whole)
         return try await WriteCondition.$current.withValue(WriteCondition()) {
-            try await next(request, context)
+            try await WholeRequestBody.$current.withValue(whole) { try await next(request, context) }
         }
     }
 }
