@@ -5,7 +5,7 @@ import GatehouseWire
 import NIOCore
 import Testing
 
-/// Issue 61: the bodies of checks, spends and refreshes read themselves from `JSONShape`'s walk
+/// Issue 61: the bodies of checks, spends, refreshes and password sign-ins read themselves from `JSONShape`'s walk
 /// (`JSONReadable`) instead of going through `JSONDecoder`. A body read that way must be the
 /// value the decoder gives, and every body a reader is unsure of must get the decoder's answer
 /// (its value, or its message): over plain bodies, awkward ones, and thousands of mutations of
@@ -64,6 +64,12 @@ import Testing
         #"{"refresh_token":"rt_x","device":{"name":"iPhone"}}"#,
     ]
 
+    static let logins: [String] = [
+        #"{"email":"ada@example.com","password":"correct horse battery staple"}"#,
+        #"{"password":"p\u00e4ss \"w\" \\ \/ \ud83d\ude00","email":" Ada@Example.COM ","captcha_token":"c-1"}"#,
+        #"{"email":"a@b.co","password":"","captcha_token":null,"device":{"name":"iPhone"}}"#,
+    ]
+
     /// Bodies the decoder decides: a reader gives them up, or the walk is not sure of them.
     static let awkward: [String] = [
         "", "{}", "[]", "[1]", "\"x\"", "null", "1",
@@ -85,6 +91,11 @@ import Testing
         #"{"idempotency_key":null,"action":"p"}"#,
     ]
 
+    static let awkwardLogins: [String] = [
+        #"{"email":"a@b.co"}"#, #"{"password":"x"}"#, #"{"email":null,"password":"x"}"#, #"{"email":"a@b.co","password":7}"#,
+        #"{"email":"a@b.co","password":"x","captcha_token":false}"#, #"{"email":"a@b.co","password":"\ud800"}"#,
+    ]
+
     static let awkwardRefreshes: [String] = [#"{"refresh_token":5}"#, #"{"refresh_token":"a","refresh_token":"b"}"#, #"{"refresh_token":null}"#]
 
     static func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
@@ -102,6 +113,7 @@ import Testing
         plain(EntitlementCheckRequest.self, Self.checks)
         plain(CreditSpendRequest.self, Self.spends)
         plain(RefreshRequest.self, Self.refreshes)
+        plain(EmailPasswordRequest.self, Self.logins)
         func awkward<T: JSONReadable & Equatable>(_ type: T.Type, _ bodies: [[UInt8]]) {
             for body in bodies {
                 let (routed, path) = Self.routed(type, body)
@@ -113,6 +125,7 @@ import Testing
         awkward(EntitlementCheckRequest.self, Self.awkward.map(Self.bytes) + [notUTF8])
         awkward(CreditSpendRequest.self, (Self.awkward + Self.awkwardSpends).map(Self.bytes))
         awkward(RefreshRequest.self, (Self.awkward + Self.awkwardRefreshes).map(Self.bytes))
+        awkward(EmailPasswordRequest.self, (Self.awkward + Self.awkwardLogins).map(Self.bytes))
         // The messages a client sees for those, unchanged.
         #expect(Self.routed(EntitlementCheckRequest.self, []).0 == .refused(status: 400, message: "The field 'action' is required."))
         #expect(Self.routed(EntitlementCheckRequest.self, Self.bytes(#"{"action":1}"#)).0 == .refused(status: 400, message: "The field 'action' has the wrong type."))
@@ -167,6 +180,7 @@ import Testing
         fuzz(EntitlementCheckRequest.self, Self.checks, rounds: 1_500)
         fuzz(CreditSpendRequest.self, Self.spends, rounds: 1_500)
         fuzz(RefreshRequest.self, Self.refreshes, rounds: 1_500)
+        fuzz(EmailPasswordRequest.self, Self.logins, rounds: 1_500)
         // The mutations reach both ways: many still read themselves, many do not.
         #expect(readThemselves > total / 10 && readThemselves < total * 9 / 10, "\(readThemselves) of \(total)")
     }
