@@ -6,7 +6,8 @@ import Testing
 
 /// The JSON of every token the server signs is written by `JWTEncoder` (`CompactJSON`), and must
 /// be the bytes Foundation's `JSONEncoder` wrote with the settings the key ring gave it before
-/// (issue 61 step 18): keys sorted, slashes unescaped, dates in Unix seconds.
+/// (issue 61 step 18): keys sorted, slashes unescaped, dates in Unix seconds. Headers and the
+/// app's access tokens' claims are written by themselves (step 24), other claims through `Encoder`.
 @Suite struct JWTEncoderTests {
     static let reference: JSONEncoder = {
         let encoder = JSONEncoder()
@@ -39,6 +40,10 @@ import Testing
         full.userMetadata = ["name": .string("Ada \u{1F}\n")]
         full.sessionID = full.sid
         full.app = app
+        // The app's claims write themselves (`DirectJSON`); with every claim set, a claim their
+        // writer left out, or put out of order, fails the comparison.
+        #expect(DirectJSONTests.unset(full).isEmpty, "\(DirectJSONTests.unset(full))")
+        #expect((full as Any) is any DirectJSON)
         try same(full)
         try same(AccessTokenClaims(iss: "i", aud: "a", sub: "s", sid: "d", iat: nil, nbf: nil, exp: 0, isAnonymous: nil, plan: nil,
                                    emailVerified: nil, planExpiresAt: nil))
@@ -58,6 +63,15 @@ import Testing
         header.typ = "at+jwt"
         header.alg = "ES256"
         header.kid = "key-2026/1"
+        try same(header)
+        // Every kind of field a header can hold, written by itself as the encoder writes it.
+        #expect((header as Any) is any DirectJSON)
+        header.fields["crit"] = .array([.string("b64"), .null])
+        header.fields["b64"] = .bool(false)
+        header.fields["n"] = .int(-7)
+        header.fields["x"] = .decimal(2.5)
+        header.fields["w"] = .decimal(3)
+        header.fields["jwk"] = .object(["kty": .string("EC"), "crv": .string("P-256"), "A": .null, "é": .string("\u{1F}/\"")])
         try same(header)
         struct Dated: Encodable {
             var whole = Date(timeIntervalSince1970: 1_764_669_600)

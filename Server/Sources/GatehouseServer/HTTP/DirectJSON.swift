@@ -46,6 +46,12 @@ package struct JSONWriter {
         try value.write(to: &self)
     }
 
+    /// A member left out when `value` is nil, as a synthesised `encode(to:)` leaves it out
+    /// (`encodeIfPresent`).
+    mutating func member(_ key: StaticString, ifPresent value: (some JSONWritable)?) throws {
+        if let value { try member(key, value) }
+    }
+
     mutating func literal(_ text: StaticString) {
         bytes.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
