@@ -138,25 +138,33 @@ struct Bench {
         let samples = Int(environment["BENCH_HASH_SAMPLES"] ?? "") ?? 30
         let password = Array("benchmark password".utf8)
 
-        var implementations: [String: Any] = [:]
-        for implementation in Argon2Implementation.allCases {
-            guard implementation != .libsodium || parameters.parallelism == 1 else { continue }
-            var hashTimes: [Double] = []
-            var verifyTimes: [Double] = []
-            var phc = try implementation.hash(password, parameters: parameters)
-            let faultsBefore = minorFaults()
-            for _ in 0..<samples {
+        // The implementations take turns, one hash and its verification each, so that the host's
+        // drift and its warm-up (an AVX-512 core runs its first vector work slower) fall on all of
+        // them alike: measured one after another, 30 samples each, the first measured read up to
+        // 1.45x the second on an AVX-512 host, and 1.02-1.05x over 200 (BENCHMARKS.md, issue 61
+        // step 24). Each one's page faults are counted around its own calls.
+        let measured = Argon2Implementation.allCases.filter { $0 != .libsodium || parameters.parallelism == 1 }
+        var hashCPU = [[Double]](repeating: [], count: measured.count)
+        var verifyCPU = [[Double]](repeating: [], count: measured.count)
+        var faults = [Int](repeating: 0, count: measured.count)
+        for implementation in measured { _ = try implementation.hash(password, parameters: parameters) }
+        for _ in 0..<samples {
+            for (index, implementation) in measured.enumerated() {
+                let faultsBefore = minorFaults()
                 let start = threadCPUMilliseconds()
-                phc = try implementation.hash(password, parameters: parameters)
+                let phc = try implementation.hash(password, parameters: parameters)
                 let middle = threadCPUMilliseconds()
                 guard implementation.verify(password, against: phc) else { throw BenchError("\(implementation) did not verify its own hash") }
-                hashTimes.append(middle - start)
-                verifyTimes.append(threadCPUMilliseconds() - middle)
+                hashCPU[index].append(middle - start)
+                verifyCPU[index].append(threadCPUMilliseconds() - middle)
+                faults[index] += minorFaults() - faultsBefore
             }
-            let faults = minorFaults() - faultsBefore
+        }
+        var implementations: [String: Any] = [:]
+        for (index, implementation) in measured.enumerated() {
             implementations[implementation.rawValue] = [
-                "hash_cpu_ms_p50": percentile(hashTimes, 50), "verify_cpu_ms_p50": percentile(verifyTimes, 50),
-                "page_faults_per_hash": Double(faults) / Double(2 * samples),
+                "hash_cpu_ms_p50": percentile(hashCPU[index], 50), "verify_cpu_ms_p50": percentile(verifyCPU[index], 50),
+                "page_faults_per_hash": Double(faults[index]) / Double(2 * samples),
             ]
         }
         // Every implementation that computes these parameters, against the reference build.
