@@ -139,10 +139,10 @@ struct Bench {
         let password = Array("benchmark password".utf8)
 
         // The implementations take turns, one hash and its verification each, so that the host's
-        // drift and its warm-up (an AVX-512 core runs its first vector work slower) fall on all of
-        // them alike: measured one after another, 30 samples each, the first measured read up to
-        // 1.45x the second on an AVX-512 host, and 1.02-1.05x over 200 (BENCHMARKS.md, issue 61
-        // step 24). Each one's page faults are counted around its own calls.
+        // drift and warm-up fall on all of them alike: measured one after another, 30 samples
+        // each, the first measured read up to 1.50x the second on an AVX-512 host, and 1.02-1.05x
+        // over 200 (BENCHMARKS.md, issue 61 step 24). Each one's page faults are counted around
+        // its own calls.
         let measured = Argon2Implementation.allCases.filter { $0 != .libsodium || parameters.parallelism == 1 }
         var hashCPU = [[Double]](repeating: [], count: measured.count)
         var verifyCPU = [[Double]](repeating: [], count: measured.count)

@@ -198,7 +198,7 @@ extension MFAFactorSummary: DirectJSON {
 }
 
 // An access token's claims and every token's header, written by themselves when a token is
-// signed (`JWTEncoder`): through `Encoder` and `CompactJSON`'s tree they were about 2.5 % of a
+// signed (`JWTEncoder`): through `Encoder` and `CompactJSON`'s tree they were about 3 % of a
 // login's work beyond its hash (BENCHMARKS.md, issue 61 step 24). The claims' `Codable` is
 // synthesised, so a nil claim is left out; a header is jwt-kit's dictionary of fields.
 

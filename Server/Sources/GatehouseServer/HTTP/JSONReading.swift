@@ -51,7 +51,7 @@ extension JSONShape.Node {
 }
 
 // The bodies of the routes a client calls most: checks and spends, refreshes, and password
-// sign-ins (whose body `JSONDecoder` read in about 1 % of a login's work beyond its hash,
+// sign-ins (whose body `JSONDecoder` read in about 2 % of a login's work beyond its hash,
 // BENCHMARKS.md issue 61 step 24).
 
 extension EntitlementCheckRequest: JSONReadable {

@@ -194,8 +194,8 @@ public struct KeyRingError: Error, Sendable, CustomStringConvertible {
 /// `JSONEncoder` gives with `[.sortedKeys, .withoutEscapingSlashes]` and dates in Unix seconds
 /// (RFC 7519's NumericDate), which signed tokens before. `JSONEncoder` took about 45 µs of a
 /// refresh's 0.85 ms (BENCHMARKS.md, issue 61 step 18); `JWTEncoderTests` holds the bytes equal.
-/// Claims that write themselves (`DirectJSON`: an access token's, which hold no dates) are
-/// written so, without `Encoder`.
+/// A value that writes itself (`DirectJSON`: a token's header, an access token's claims; neither
+/// holds a date) is written so, without `Encoder`.
 struct JWTEncoder: JWTJSONEncoder {
     func encode<T: Encodable>(_ value: T) throws -> Data {
         if let direct = value as? any DirectJSON { return Data(try CompactJSON.encode(direct)) }
