@@ -27,7 +27,8 @@ import harness  # noqa: E402
 
 KEYCLOAK_COST = "GATEHOUSE_ARGON2_MEMORY_KIB=7168 GATEHOUSE_ARGON2_ITERATIONS=5 GATEHOUSE_ARGON2_PARALLELISM=1"
 
-# A frame of the hash: Gatehouse's Argon2id (its kernels are `compress*`), libsodium's, the reference build's.
+# A frame of the hash: Gatehouse's Argon2id (its kernels are `compress*`), libsodium's, the
+# reference build's.
 HASH_FRAME = re.compile(r"gatehouse_argon2|compress|argon2|blake2|Argon2Implementation", re.IGNORECASE)
 
 

@@ -5,11 +5,12 @@ import GatehouseWire
 import NIOCore
 import Testing
 
-/// Issue 61: the bodies of checks, spends, refreshes and password sign-ins read themselves from `JSONShape`'s walk
-/// (`JSONReadable`) instead of going through `JSONDecoder`. A body read that way must be the
-/// value the decoder gives, and every body a reader is unsure of must get the decoder's answer
-/// (its value, or its message): over plain bodies, awkward ones, and thousands of mutations of
-/// them. The walk's own refusals (a key twice, too deep) are the same whichever way a body goes.
+/// Issue 61: the bodies of checks, spends, refreshes and password sign-ins read themselves from
+/// `JSONShape`'s walk (`JSONReadable`) instead of going through `JSONDecoder`. A body read that way
+/// must be the value the decoder gives, and every body a reader is unsure of must get the
+/// decoder's answer (its value, or its message): over plain bodies, awkward ones, and thousands of
+/// mutations of them. The walk's own refusals (a key twice, too deep) are the same whichever way
+/// a body goes.
 @Suite struct JSONReadingTests {
     enum Outcome<T: Equatable>: Equatable {
         case value(T)
