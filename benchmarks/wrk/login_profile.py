@@ -98,7 +98,7 @@ def main():
                 profiler = harness.start_profiler(server.process.pid, data, args.record)
                 profiler.wait()
             raw = harness.finish_wrk(*running, label, seconds)
-            unexpected = {status: n for status, n in raw["statuses"].items() if int(status) != 200}
+            unexpected = {status: n for status, n in raw["statuses"].items() if int(status) not in harness.EXPECTED["login"][1]}
             if unexpected:
                 raise SystemExit(f"{label}: unexpected answers {unexpected}")
             if profiler is None:

@@ -264,12 +264,10 @@ struct WholeBodyMiddleware: RouterMiddleware {
                 ? try await request.collectBody(limit: limit) : nil
         }
         context.arrivedBody = nil
-        guard let whole else {
-            return try await WriteCondition.$current.withValue(WriteCondition()) { try await next(request, context) }
-        }
-        request.body = RequestBody(buffer: whole)
+        if let whole { request.body = RequestBody(buffer: whole) }
         return try await WriteCondition.$current.withValue(WriteCondition()) {
-            try await WholeRequestBody.$current.withValue(whole) { try await next(request, context) }
+            guard let whole else { return try await next(request, context) }
+            return try await WholeRequestBody.$current.withValue(whole) { try await next(request, context) }
         }
     }
 }
