@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 
 /// A child process started with `posix_spawn`, offering the part of `Foundation.Process` the
 /// tests use. `Process.run()` in Swift 6.3.1 now and then crashes reading `/proc/self/fd` (an
@@ -76,9 +77,18 @@ final class Spawned: @unchecked Sendable {
         }
     }
 
-    /// Blocks until the child has exited (polling; for the few synchronous callers).
+    /// Blocks until the child has exited (polling; for the few synchronous callers). A wait past
+    /// 60 seconds is said once on standard error (`HangWatch`), with the program waited for.
     func waitUntilExit() {
-        while isRunning { usleep(10_000) }
+        var polls = 0
+        while isRunning {
+            usleep(10_000)
+            polls += 1
+            if polls == 6_000 {
+                HangWatch.say("\(Test.current?.name ?? "outside a test"): \(executableURL?.lastPathComponent ?? "a child") "
+                    + "\(arguments.first.map { URL(fileURLWithPath: $0).lastPathComponent } ?? "") has not exited after 60 seconds")
+            }
+        }
     }
 
     private static func connect(_ stream: Any?, to descriptor: Int32, reading: Bool, _ actions: inout posix_spawn_file_actions_t) throws {

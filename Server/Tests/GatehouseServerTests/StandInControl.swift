@@ -16,7 +16,9 @@ enum StandInControl {
             request.httpBody = try JSONSerialization.data(withJSONObject: body)
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         }
-        let (data, response) = try await URLSession.shared.data(for: request)
+        let (data, response) = try await HangWatch.watching("the \(standIn) stand-in's \(method) /_control/\(path)") {
+            try await URLSession.shared.data(for: request)
+        }
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0
         guard status == 200 else {
             throw ProcessError("the \(standIn) stand-in answered \(method) /_control/\(path) with \(status): \(String(decoding: data, as: UTF8.self))")

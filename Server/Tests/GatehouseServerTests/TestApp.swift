@@ -1,6 +1,6 @@
 import Foundation
 import GatehouseCore
-import GatehouseServer
+@testable import GatehouseServer
 import GatehouseStore
 import GatehouseTestSupport
 import GatehouseWire
@@ -8,6 +8,8 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Logging
+import NIOCore
+import Synchronization
 import Testing
 import Tracing
 
@@ -77,8 +79,21 @@ enum TestApp {
         var config = try config(url, preset: preset, directory: directory)
         adjust(&config)
         let frozen = config
-        let app = try await buildApplication(config: frozen, dependencies: AppDependencies(clock: clock, logger: quietLogger, tracer: tracer))
-        try await app.test(setup) { client in try await body(client, frozen) }
+        // Tracks the services, for what a shutdown that hangs waits on.
+        let services = ShutdownWatch(logger: quietLogger)
+        let app = try await buildApplication(
+            config: frozen, dependencies: AppDependencies(clock: clock, logger: quietLogger, tracer: tracer, shutdownWatch: services))
+        let database = if case .sqlite = url { "sqlite" } else { "postgres" }
+        let stopping = Mutex<HangWatch?>(nil)
+        defer { stopping.withLock { $0 }?.end() }
+        try await app.test(setup) { client in
+            defer {
+                stopping.withLock {
+                    $0 = HangWatch("the app's shutdown (\(database))", describe: { "waiting on \(services.waitingOn)" })
+                }
+            }
+            try await body(WatchedClient(inner: client, database: database), frozen)
+        }
     }
 
     /// Opens the app's database beside it (to arrange rows or look at them), pool running.
@@ -92,6 +107,21 @@ enum TestApp {
     }
 
     static var adminHeaders: HTTPFields { [.authorization: "Bearer \(adminKey)", .contentType: "application/json"] }
+}
+
+/// The test's client, each request watched (`HangWatch`): a request to an app in the test
+/// process has no time-out of its own.
+struct WatchedClient: TestClientProtocol {
+    let inner: any TestClientProtocol
+    let database: String
+
+    var port: Int? { inner.port }
+
+    func executeRequest(uri: String, method: HTTPRequest.Method, headers: HTTPFields, body: ByteBuffer?) async throws -> TestResponse {
+        try await HangWatch.watching("\(method) \(uri.prefix { $0 != "?" }) (\(database))") {
+            try await inner.executeRequest(uri: uri, method: method, headers: headers, body: body)
+        }
+    }
 }
 
 extension TestResponse {
