@@ -2,16 +2,17 @@
 """What a password login costs beyond its hash (issue 61: a login costs at most 1.1 hashes of CPU).
 
   login_profile.py --binary PATH --workdir DIR --out FILE [--rounds 3] [--seconds 30] [--record 12]
-                   [--connections 64] [--settings 'KEY=VALUE ...']
+                   [--connections 64] [--settings 'KEY=VALUE ...'] [--database-url URL]
 
-Starts one `gatehouse serve` on a new SQLite file at Keycloak's hash cost (Argon2id, 7 MiB, t=5,
-p=1; `--settings` replaces it), signs up one account per connection, and in each round loads
-`POST /v1/auth/login` with wrk for `seconds` while `perf record -F 999 -g` samples the server for
-`record` seconds from the middle of the load. A sample is the hash's when any frame of its stack is
-in the Argon2id code (Gatehouse's own kernel, `gatehouse_argon2id`, libsodium's or the reference
-library's); every other sample of the server's is work beyond the hash. A login's CPU in hashes
-is then 1 + beyond ÷ hash. Prints each round's figure and the frames most often on the stacks
-beyond the hash, and writes them to `out`. Needs root (perf) and wrk.
+Starts one `gatehouse serve` on a new SQLite file (or on `--database-url`'s database) at Keycloak's
+hash cost (Argon2id, 7 MiB, t=5, p=1; `--settings` replaces it), signs up one account per
+connection, and in each round loads `POST /v1/auth/login` with wrk for `seconds` while `perf record
+-F 999 -g` samples the server for `record` seconds from the middle of the load. A sample is the
+hash's when any frame of its stack is in the Argon2id code (Gatehouse's own kernel,
+`gatehouse_argon2id`, libsodium's or the reference library's); every other sample of the server's is
+work beyond the hash. A login's CPU in hashes is then 1 + beyond ÷ hash. Prints each round's figure
+and the frames most often on the stacks beyond the hash, and writes them to `out`. Needs root (perf)
+and wrk.
 """
 import argparse
 import collections
@@ -71,16 +72,18 @@ def main():
     parser.add_argument("--record", type=int, default=12)
     parser.add_argument("--connections", type=int, default=64)
     parser.add_argument("--settings", default=KEYCLOAK_COST)
+    parser.add_argument("--database-url", help="the server's database (default: a new SQLite file in the workdir)")
     args = parser.parse_args()
     if args.record + 4 > args.seconds:
         raise SystemExit("--record must leave at least 4 s of the load around it")
     os.makedirs(args.workdir)
     threads = min(2, args.connections)
     connections = args.connections - args.connections % threads
-    server = harness.Server(args.binary, f"sqlite://{args.workdir}/bench.sqlite", args.workdir, args.settings.split())
+    database = args.database_url or f"sqlite://{args.workdir}/bench.sqlite"
+    server = harness.Server(args.binary, database, args.workdir, args.settings.split())
     accounts_file = os.path.join(args.workdir, "accounts.lua")
     report = {"machine": harness.machine_info(), "git": harness.git_info(), "binary": harness.file_info(args.binary),
-              "settings": args.settings.split(), "seconds": args.seconds, "record_seconds": args.record,
+              "database": database.split(":", 1)[0], "settings": args.settings.split(), "seconds": args.seconds, "record_seconds": args.record,
               "connections": connections, "rounds": []}
     total_frames = collections.Counter()
     try:
