@@ -48,5 +48,6 @@ def main():
         print(lines[0])
         print("\n".join("  " + line[:400] for line in demangle("\n".join(shown)).splitlines()))
 
+
 if __name__ == "__main__":
     main()
