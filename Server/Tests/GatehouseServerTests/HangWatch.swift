@@ -19,7 +19,7 @@ final class HangWatch: Sendable {
     /// Starts watching `what` (`describe` is asked when it is reported, for what it waits on by
     /// then).
     init(_ what: String, after: Duration = .seconds(90), describe: @escaping @Sendable () -> String = { "" }) {
-        let label = "\(Test.current?.name ?? "outside a test"): \(what)"
+        let label = Self.label(what)
         let reported = Flag()
         (self.label, self.reported) = (label, reported)
         timer = Task {
@@ -43,6 +43,11 @@ final class HangWatch: Sendable {
         let watch = HangWatch(what(), after: after)
         defer { watch.end() }
         return try await body()
+    }
+
+    /// `what`, named with the test it belongs to.
+    static func label(_ what: String) -> String {
+        "\(Test.current?.name ?? "outside a test"): \(what)"
     }
 
     /// One line on standard error, which the test script keeps.

@@ -1,5 +1,4 @@
 import Foundation
-import Testing
 
 /// A child process started with `posix_spawn`, offering the part of `Foundation.Process` the
 /// tests use. `Process.run()` in Swift 6.3.1 now and then crashes reading `/proc/self/fd` (an
@@ -85,8 +84,9 @@ final class Spawned: @unchecked Sendable {
             usleep(10_000)
             polls += 1
             if polls == 6_000 {
-                HangWatch.say("\(Test.current?.name ?? "outside a test"): \(executableURL?.lastPathComponent ?? "a child") "
-                    + "\(arguments.first.map { URL(fileURLWithPath: $0).lastPathComponent } ?? "") has not exited after 60 seconds")
+                let script = arguments.first.map { URL(fileURLWithPath: $0).lastPathComponent } ?? ""
+                let program = "\(executableURL?.lastPathComponent ?? "a child") \(script)"
+                HangWatch.say(HangWatch.label(program) + " has not exited after 60 seconds")
             }
         }
     }

@@ -80,16 +80,16 @@ enum TestApp {
         adjust(&config)
         let frozen = config
         // Tracks the services, for what a shutdown that hangs waits on.
-        let services = ShutdownWatch(logger: quietLogger)
+        let serviceWatch = ShutdownWatch(logger: quietLogger)
         let app = try await buildApplication(
-            config: frozen, dependencies: AppDependencies(clock: clock, logger: quietLogger, tracer: tracer, shutdownWatch: services))
+            config: frozen, dependencies: AppDependencies(clock: clock, logger: quietLogger, tracer: tracer, shutdownWatch: serviceWatch))
         let database = if case .sqlite = url { "sqlite" } else { "postgres" }
         let stopping = Mutex<HangWatch?>(nil)
         defer { stopping.withLock { $0 }?.end() }
         try await app.test(setup) { client in
             defer {
                 stopping.withLock {
-                    $0 = HangWatch("the app's shutdown (\(database))", describe: { "waiting on \(services.waitingOn)" })
+                    $0 = HangWatch("the app's shutdown (\(database))", describe: { "waiting on \(serviceWatch.waitingOn)" })
                 }
             }
             try await body(WatchedClient(inner: client, database: database), frozen)
