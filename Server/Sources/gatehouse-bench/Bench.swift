@@ -12,7 +12,8 @@ import NIOHTTP1
 /// in-process, `gatehouse-bench micro` token signing and verification, the entitlement
 /// engine and the writing of a `/v1/me` answer; `gatehouse-bench load DATABASE_URL ACCOUNTS`
 /// fills a database with accounts (`Load.swift`);
-/// `gatehouse-bench http BASE_URL SCENARIO CONNECTIONS SECONDS` loads a running server.
+/// `gatehouse-bench http BASE_URL SCENARIO CONNECTIONS SECONDS` loads a running server;
+/// `gatehouse-bench statements DATABASE_URL [COUNT]` times a statement (`Statements.swift`).
 /// Each prints one JSON line of results.
 @main
 struct Bench {
@@ -20,7 +21,26 @@ struct Bench {
     /// every preset).
     static let checkAction = ProcessInfo.processInfo.environment["BENCH_CHECK_ACTION"] ?? "use_app"
 
-    static func main() async throws {
+    /// `statements` runs its tasks where the server runs its own (`Statements.swift`): chosen
+    /// before the first task, as the `gatehouse` command does. The others keep Swift's pool.
+    static func main() {
+        let onEventLoops =
+            CommandLine.arguments.dropFirst().first == "statements"
+            && ProcessInfo.processInfo.environment["GATEHOUSE_EVENT_LOOP_EXECUTOR"] != "off" && runConcurrencyOnEventLoops()
+        Task {
+            do {
+                try await run(onEventLoops: onEventLoops)
+                exit(EXIT_SUCCESS)
+            } catch {
+                FileHandle.standardError.write(Data("gatehouse-bench: \(error)\n".utf8))
+                exit(1)
+            }
+        }
+        dispatchMain()
+    }
+
+    /// Runs the command; `onEventLoops` says where its tasks run.
+    static func run(onEventLoops: Bool) async throws {
         let arguments = Array(CommandLine.arguments.dropFirst())
         switch arguments.first {
         case "hash":
@@ -36,12 +56,15 @@ struct Bench {
             }
         case "churn" where arguments.count == 4:
             try await churn(path: arguments[1], days: Int(arguments[2]) ?? 30, accounts: Int(arguments[3]) ?? 10_000)
+        case "statements" where (2...3).contains(arguments.count):
+            try await statements(
+                url: arguments[1], count: arguments.count == 3 ? Int(arguments[2]) ?? 2_000 : 2_000, onEventLoops: onEventLoops)
         case "http" where arguments.count == 5:
             try await http(
                 base: arguments[1], scenario: arguments[2], connections: Int(arguments[3]) ?? 16,
                 seconds: Double(arguments[4]) ?? 10)
         default:
-            FileHandle.standardError.write(Data("usage: gatehouse-bench hash | micro | load DATABASE_URL ACCOUNTS | churn SQLITE_PATH DAYS ACCOUNTS | http BASE_URL me|login|refresh|signup|handles|entitlements|check CONNECTIONS SECONDS\n".utf8))
+            FileHandle.standardError.write(Data("usage: gatehouse-bench hash | micro | load DATABASE_URL ACCOUNTS | churn SQLITE_PATH DAYS ACCOUNTS | statements DATABASE_URL [COUNT] | http BASE_URL me|login|refresh|signup|handles|entitlements|check CONNECTIONS SECONDS\n".utf8))
             exit(2)
         }
     }
@@ -201,13 +224,18 @@ struct Bench {
 
     /// Minor page faults of this process so far (a page of fresh memory touched for the first time).
     static func minorFaults() -> Int {
+        ownUsage().ru_minflt
+    }
+
+    /// This process's resource usage so far.
+    static func ownUsage() -> rusage {
         var usage = rusage()
         #if os(Linux)
         getrusage(RUSAGE_SELF.rawValue, &usage)
         #else
         getrusage(RUSAGE_SELF, &usage)
         #endif
-        return usage.ru_minflt
+        return usage
     }
 
     /// CPU time this thread has used, in milliseconds.

@@ -91,6 +91,41 @@ import Testing
         #expect(days.allSatisfy { ($0.swept["pages_released"] ?? 0) > 0 && $0.free_pages == 0 }, "\(days.map(\.free_pages))")
     }
 
+    /// `gatehouse-bench statements URL 20` (issue 61, step 26): a figure for every operation it
+    /// names, on its tasks' executor, and its table dropped afterwards.
+    @Test(arguments: Backend.available)
+    func statementsTimesEachOperationAndDropsItsTable(_ backend: Backend) async throws {
+        let (url, cleanup) = try await TestDatabase.make(backend)
+        defer { Task { await cleanup() } }
+        let bench = try ServerProcess.built("gatehouse-bench").path
+        struct Figures: Decodable {
+            var database: String
+            var executor: String
+            var cpu_us: [String: Double]
+            var wall_us: [String: Double]
+            var in_transaction_cpu_us: Double
+        }
+        for (setting, executor) in [("on", "event loops"), ("off", "swift pool")] {
+            let run = try await EmailProcessTests.run(
+                bench, ["statements", url.environmentValue, "20"], environment: ["GATEHOUSE_EVENT_LOOP_EXECUTOR": setting])
+            #expect(run.status == 0, "\(run.text)")
+            let figures = try JSONDecoder().decode(Figures.self, from: Data(try #require(run.text.split(separator: "\n").last).utf8))
+            #expect(figures.database == backend.rawValue)
+            #expect(figures.executor == executor)
+            let operations: Set = ["read", "write", "transaction_0", "transaction_1", "transaction_4", "transaction_8"]
+            #expect(Set(figures.cpu_us.keys) == operations && Set(figures.wall_us.keys) == operations)
+            #expect(figures.wall_us.values.allSatisfy { $0 > 0 }, "\(figures.wall_us)")
+        }
+        let left = try await UpgradeSafetyTests.withDatabase(url) { database in
+            let sql =
+                database.dialect == .postgres
+                ? "SELECT COUNT(*) AS n FROM information_schema.tables WHERE table_name = 'bench_statements'"
+                : "SELECT COUNT(*) AS n FROM sqlite_master WHERE name = 'bench_statements'"
+            return try await database.query(sql).first?.int("n")
+        }
+        #expect(left == 0)
+    }
+
     /// `gatehouse-bench load URL 60`: the hash at a low cost (the production cost is not what
     /// this is about), set for the child only.
     static func load(_ bench: String, _ url: DatabaseURL) async throws -> (status: Int32, text: String) {
