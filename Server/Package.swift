@@ -184,7 +184,9 @@ let package = Package(
         ),
         .testTarget(
             name: "GatehouseStoreTests",
-            dependencies: ["GatehouseStore", "GatehouseTestSupport", .product(name: "NIOPosix", package: "swift-nio")],
+            dependencies: [
+                "GatehouseStore", "GatehouseTestSupport", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            ],
             swiftSettings: serverStrict
         ),
         .testTarget(

@@ -50,7 +50,7 @@ public final class PostgresDatabase: SQLDatabase {
         // issue 61 step 8). A server keeps its whole pool; a CLI command opens on demand.
         configuration.options.minimumConnections = min(max(0, minimumConnections), configuration.options.maximumConnections)
         configuration.options.connectTimeout = .seconds(5)
-        client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        client = PostgresClient(configuration: configuration, eventLoopGroup: PostgresEventLoops(), backgroundLogger: logger)
         self.logger = logger
         prepared = preparedStatements
         redactedURL = parsed.redacted
