@@ -35,9 +35,19 @@ public final class PostgresDatabase: SQLDatabase {
     /// that times out its leases.
     public var service: some Service { PoolService(client: client, deadlines: deadlines) }
 
-    public init(
+    public convenience init(
         url: String, maximumConnections: Int = 20, minimumConnections: Int = 0, preparedStatements: Bool = true, logger: Logger,
         observer: (any PoolObserver)? = nil
+    ) throws(StoreError) {
+        try self.init(
+            url: url, maximumConnections: maximumConnections, minimumConnections: minimumConnections, preparedStatements: preparedStatements,
+            logger: logger, observer: observer, eventLoops: PostgresEventLoops())
+    }
+
+    /// The pool on `eventLoops` (a test's own group, whose loops no one else is given).
+    init(
+        url: String, maximumConnections: Int, minimumConnections: Int, preparedStatements: Bool, logger: Logger,
+        observer: (any PoolObserver)?, eventLoops: PostgresEventLoops
     ) throws(StoreError) {
         let parsed = try PostgresURL(url)
         var configuration = PostgresClient.Configuration(
@@ -50,7 +60,7 @@ public final class PostgresDatabase: SQLDatabase {
         // issue 61 step 8). A server keeps its whole pool; a CLI command opens on demand.
         configuration.options.minimumConnections = min(max(0, minimumConnections), configuration.options.maximumConnections)
         configuration.options.connectTimeout = .seconds(5)
-        client = PostgresClient(configuration: configuration, eventLoopGroup: PostgresEventLoops(), backgroundLogger: logger)
+        client = PostgresClient(configuration: configuration, eventLoopGroup: eventLoops, backgroundLogger: logger)
         self.logger = logger
         prepared = preparedStatements
         redactedURL = parsed.redacted
