@@ -24,8 +24,7 @@ extension Bench {
         var logger = Logger(label: "gatehouse-bench.statements")
         logger.logLevel = .warning
         // The server's pool keeps all its connections open (`databasePoolKept`): so does this one.
-        let database = try await url.open(logger: logger, poolSize: 2, poolMinimum: 2)
-        let measure: @Sendable () async throws -> [String: [String: Double]] = {
+        let (figures, dialect) = try await Operator.withDatabase(url, logger: logger, poolSize: 2, poolMinimum: 2) { database in
             try await database.query("DROP TABLE IF EXISTS bench_statements")
             try await database.query("CREATE TABLE bench_statements (id BIGINT PRIMARY KEY, value TEXT NOT NULL)")
             try await database.query("INSERT INTO bench_statements (id, value) VALUES (?, ?)", [.integer(1), .text("one")])
@@ -47,21 +46,14 @@ extension Bench {
                 }
             }
             try await database.query("DROP TABLE bench_statements")
-            return figures
+            return (figures, database.dialect)
         }
-        let figures: [String: [String: Double]]
-        if let postgres = database as? PostgresDatabase {
-            figures = try await postgres.withRunning(measure)
-        } else {
-            figures = try await measure()
-        }
-        await database.shutdown()
         let (first, last) = (statementsInTransactions[0], statementsInTransactions[statementsInTransactions.count - 1])
         let slope = { (key: String) in
             ((figures["transaction_\(last)"]![key]! - figures["transaction_\(first)"]![key]!) / Double(last - first) * 10).rounded() / 10
         }
         print(json([
-            "benchmark": "statements", "database": database.dialect == .postgres ? "postgres" : "sqlite", "count": count,
+            "benchmark": "statements", "database": dialect == .postgres ? "postgres" : "sqlite", "count": count,
             "executor": onEventLoops ? "event loops" : "swift pool",
             "cpu_us": figures.mapValues { $0["cpu"]! }, "wall_us": figures.mapValues { $0["wall"]! },
             "in_transaction_cpu_us": slope("cpu"), "in_transaction_wall_us": slope("wall"),

@@ -21,12 +21,12 @@ public enum Operator {
         return logger
     }
 
-    /// Opens the database at `url`, runs the pool if it is PostgreSQL, and closes it afterwards
-    /// (also the benchmarks' loader's way in).
+    /// Opens the database at `url`, runs the pool if it is PostgreSQL (`poolMinimum` of its
+    /// connections kept open), and closes it afterwards (also the benchmarks' way in).
     public static func withDatabase<T: Sendable>(
-        _ url: DatabaseURL, logger: Logger, poolSize: Int, _ body: @escaping @Sendable (any SQLDatabase) async throws -> T
+        _ url: DatabaseURL, logger: Logger, poolSize: Int, poolMinimum: Int = 0, _ body: @escaping @Sendable (any SQLDatabase) async throws -> T
     ) async throws -> T {
-        let database = try await url.open(logger: logger, poolSize: poolSize)
+        let database = try await url.open(logger: logger, poolSize: poolSize, poolMinimum: poolMinimum)
         let work: @Sendable () async throws -> T = {
             try await database.ping()
             return try await body(database)
