@@ -95,7 +95,9 @@ def turn(label, binary, url, terms, requests, workdir):
             console.timed(page, min(10, requests))
             figures[f"console {term}"], _ = console.timed(page, requests)
             harness.log(f"{label}, {term!r}: {len(pages[term])} shown; api {figures[f'api {term}']}; console {figures[f'console {term}']}")
-        return {"build": label, "binary": binary, "idle_after_s": idle_after, "figures": figures}, pages
+        # The first pages' ids too, so that runs of one build at a time (a build whose schema the
+        # other refuses) can be compared afterwards.
+        return {"build": label, "binary": binary, "idle_after_s": idle_after, "figures": figures, "first_pages": pages}, pages
     finally:
         server.stop()
 

@@ -57,6 +57,7 @@ import Testing
         Shipped(version: 34, name: "imported_hashes", sqlite: "562fae904982e53", postgres: "562fae904982e53"),
         Shipped(version: 35, name: "search_covering", sqlite: "f592c6f1f2eac881", postgres: "eedbdf767b05cb3b"),
         Shipped(version: 36, name: "sweep_indexes", sqlite: "82ce2ac68216bf25", postgres: "82ce2ac68216bf25"),
+        Shipped(version: 37, name: "search_by_week", sqlite: "707387df762ec1", postgres: "dde63806a334f719"),
     ]
 
     @Test(arguments: [SQLDialect.sqlite, .postgres])

@@ -191,8 +191,11 @@ import Testing
     /// filter's `denseFrom` and `walkAtMost`): from the matches (the default: fewer than 5,000
     /// accounts share the prefix); walking the accounts newest first (0 and 1,000: every search
     /// walks, and every walk covers the whole list); and a walk bounded short of the page, which
-    /// falls back on the matches when the page does not fill within it (0 and 2).
-    @Test(arguments: Backend.available, [[UserFilter.denseFrom, UserFilter.walkAtMost], [0, 1_000], [0, 2]])
+    /// falls back on the matches when the page does not fill within it (0 and 2; 0 and 1, which
+    /// falls back in the narrowed search too), a week at a time (migration 37): the pairs of
+    /// matches are three weeks apart, so the weeks between hold none, and a cursor starts a page
+    /// inside a week.
+    @Test(arguments: Backend.available, [[UserFilter.denseFrom, UserFilter.walkAtMost], [0, 1_000], [0, 2], [0, 1]])
     func aSearchPagesItsMatchesNewestFirstAndNarrows(_ backend: Backend, way: [Int]) async throws {
         @Sendable func filter(_ search: String) -> UserFilter {
             var filter = UserFilter(search: search)
@@ -202,8 +205,10 @@ import Testing
         try await withStore(backend) { store in
             var matching: [User] = []
             for index in 0..<9 {
-                // Pairs created in the same second: the id decides between them.
-                let user = Self.user("pager\(index)@example.com", handle: index == 4 ? "pager-handle" : "p\(index)", at: 1_800_000_000 + Int64(index / 2))
+                // Pairs created in the same second, three weeks after the pair before: the id
+                // decides between them.
+                let user = Self.user(
+                    "pager\(index)@example.com", handle: index == 4 ? "pager-handle" : "p\(index)", at: 1_800_000_000 + Int64(index / 2) * 1_814_400)
                 try await store.insertUser(user)
                 matching.append(user)
             }
