@@ -46,9 +46,10 @@ extension SQLStore {
             orderingMatchesOf: lowered, search, .weekByWeek, narrowedBy: conditions, narrowing, before: before, limit: limit)
     }
 
-    /// The weeks of the search's indexes by week (migration 37): an account's week is its
-    /// `created_at` divided by this, counted from 1970. The indexes' expression, and each
-    /// statement that reads them, is written with this number.
+    /// A week in seconds, as the search's indexes by week count them (migration 37): an account's
+    /// week is its `created_at` divided by this, counted from 1970. The indexes' expression and
+    /// each statement that reads them are written with this number, so it changes only with a new
+    /// migration.
     static let searchWeek: Int64 = 604_800
 
     /// Which of a prefix's matches the search orders.
@@ -59,7 +60,8 @@ extension SQLStore {
         /// matches of one week at a time, newest week first, until the weeks read hold a page
         /// (or the oldest account's week is read). Each week's matches are a range of an index
         /// by week (migration 37). Ordering every match read all of them: 100,000 accounts made
-        /// years ago sharing a prefix took 81–92 ms p99 at 1M (BENCHMARKS.md, issue 65, step 23).
+        /// years ago sharing a prefix took 81–92 ms p99 at 1M (BENCHMARKS.md, issue 65, step 23),
+        /// a week at a time 27–39 ms in three runs of four (step 30).
         case weekByWeek
     }
 
