@@ -67,11 +67,13 @@ import Testing
             let database = try await config.database.open(logger: TestDatabase.logger)
             let corrupt: @Sendable () async throws -> Void = {
                 // Text where the column holds seconds. SQLite stores it as it comes; PostgreSQL's
-                // column is BIGINT, so it is made TEXT first.
+                // column is BIGINT, so it is made TEXT first, without the indexes that divide it
+                // into weeks (migration 37), which text cannot be.
                 switch backend {
                 case .sqlite:
                     try await database.query("UPDATE users SET created_at = 'not a time' WHERE id = ?", [.text(account.user.id)])
                 case .postgres:
+                    try await database.query("DROP INDEX users_email_prefix_weekly, users_handle_prefix_weekly")
                     try await database.query("ALTER TABLE users ALTER COLUMN created_at TYPE TEXT")
                     try await database.query("UPDATE users SET created_at = 'not a time' WHERE id = ?", [.text(account.user.id)])
                 }
