@@ -114,8 +114,9 @@ extension SQLStore {
     }
 
     /// The search from its matches: all of them when few accounts share its prefix, a week at a
-    /// time when many do and a walk found less than a page (`PrefixMatches`). A prefix is a range of the column in byte order (``prefixRange(_:)``). Each
-    /// match comes with its `(created_at, id)`, which the prefix indexes hold (migration 35), so
+    /// time when many do and a walk found less than a page (`PrefixMatches`). A prefix is a range
+    /// of the column in byte order (``prefixRange(_:)``). Each match comes with its
+    /// `(created_at, id)`, which the prefix indexes hold (migration 35), so
     /// the matches are ordered and cut to the page before any account's row is read: a prefix
     /// that tens of thousands of accounts share read each of their rows twice before (94 ms at 1M
     /// on PostgreSQL). A narrowed search reads each match's row once, by key, as the page's
