@@ -21,6 +21,9 @@ For each NAME=BINARY, in the order given (name them so each build runs early and
      and the checkpoints' starts and ends (`log_checkpoints`, on by default since PostgreSQL 15),
      each batch over 50 ms with the checkpoint event nearest to it;
   4. the copy is dropped.
+The cluster's WAL written from the server's start to the sweep's end (`pg_stat_wal`: bytes, records
+and full-page images; the cluster's own counters, so nothing else may write meanwhile) and its
+`max_wal_size` and `wal_compression` are kept with each run.
 It prints, per run and kind of sweep that changed rows, the batches, rows, p50/p99/longest ms, the
 batches over 50 and 100 ms, the largest batch and the slowest time a row, and writes every kind to
 --out.
@@ -66,6 +69,16 @@ def fresh_copy(base, template):
                 "auto_explain.log_min_duration": "0", "auto_explain.log_analyze": "on",
                 "auto_explain.log_buffers": "on", "auto_explain.log_timing": "off"}
     psql(base, "LOAD 'auto_explain'", *[f"ALTER DATABASE {COPY} SET {name} = {value}" for name, value in settings.items()])
+
+
+def wal_now(base):
+    """The cluster's WAL written so far (`pg_stat_wal`, PostgreSQL 14 and later) and the two
+    settings that decide how often it checkpoints and how large a full-page image is."""
+    row = subprocess.run(["psql", f"{base}/postgres", "-qAtX", "-v", "ON_ERROR_STOP=1", "-c",
+                          "SELECT wal_bytes, wal_records, wal_fpi, current_setting('max_wal_size'), "
+                          "current_setting('wal_compression') FROM pg_stat_wal"],
+                         check=True, capture_output=True, text=True).stdout.strip().split("|")
+    return {"bytes": int(row[0]), "records": int(row[1]), "fpi": int(row[2]), "max_wal_size": row[3], "wal_compression": row[4]}
 
 
 def seconds(at):
@@ -162,6 +175,7 @@ def one_run(name, binary, args):
     run_dir = tempfile.mkdtemp(prefix=f"gatehouse-idle-sweep-{name}-")
     start = os.path.getsize(args.log)
     server = run.server_with_retention(binary, url, run_dir, args.days)
+    wal_before = wal_now(args.base)
     began = time.monotonic()
     ended = None
     try:
@@ -175,13 +189,16 @@ def one_run(name, binary, args):
     finally:
         server.stop()
     took = round(time.monotonic() - began, 1)
+    wal_after = wal_now(args.base)
+    wal = {key: wal_after[key] - wal_before[key] for key in ("bytes", "records", "fpi")}
+    wal.update({key: wal_after[key] for key in ("max_wal_size", "wal_compression")})
     time.sleep(1)
     checkpoints = []
     found = batches(args.log, start, os.path.getsize(args.log), checkpoints)
     psql(args.base, f"DROP DATABASE IF EXISTS {COPY}")
     shutil.rmtree(run_dir, ignore_errors=True)
     return {"name": name, "binary": binary, "seconds": took, "sweep_log": ended, "checkpoints": checkpoints,
-            "kinds": summary(found)}
+            "wal": wal, "kinds": summary(found)}
 
 
 def main():
@@ -204,7 +221,9 @@ def main():
         begun = [point for point in result["checkpoints"] if point["event"] == "starting"]
         by_wal = sum(1 for point in begun if point["detail"].startswith("wal"))
         print(f"{name}: {result['seconds']} s{'' if result['sweep_log'] else ', the sweep did not end'}, "
-              f"{len(begun)} checkpoints begun ({by_wal} by the WAL's size)")
+              f"{len(begun)} checkpoints begun ({by_wal} by the WAL's size); WAL {result['wal']['bytes'] / 1_048_576:.0f} MiB, "
+              f"{result['wal']['fpi']} full-page images (max_wal_size {result['wal']['max_wal_size']}, "
+              f"wal_compression {result['wal']['wal_compression']})")
         for kind, row in result["kinds"].items():
             if not row["rows"]:
                 continue  # in the JSON only
