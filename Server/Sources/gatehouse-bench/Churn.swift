@@ -42,11 +42,14 @@ extension Bench {
                     rows[table] = Int(try await database.query("SELECT COUNT(*) AS n FROM \(table)").first?.int("n") ?? 0)
                 }
                 let free = try await database.query("PRAGMA freelist_count").first?.int("freelist_count") ?? 0
-                print(json([
+                // Written at once, not through `print`'s buffer: a run of many days shows each
+                // day as it ends, not only when the buffer fills.
+                let line = json([
                     "benchmark": "churn", "day": number, "file_mib": mib(path), "wal_mib": mib(path + "-wal"), "free_pages": Int(free),
                     "swept": ["audit_rows": counts.auditRows, "events": counts.events, "sessions": counts.sessions, "refresh_tokens": counts.refreshTokens, "pages_released": counts.pagesReleased],
                     "rows": rows,
-                ]))
+                ])
+                FileHandle.standardOutput.write(Data((line + "\n").utf8))
             }
         }
     }
