@@ -71,13 +71,18 @@ def fresh_copy(base, template):
     psql(base, "LOAD 'auto_explain'", *[f"ALTER DATABASE {COPY} SET {name} = {value}" for name, value in settings.items()])
 
 
+def query(url, sql):
+    """The rows `sql` answers on `url`, each a list of its columns as text."""
+    out = subprocess.run(["psql", url, "-qAtX", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-c", sql],
+                         check=True, capture_output=True, text=True).stdout
+    return [line.split("\t") for line in out.splitlines() if line]
+
+
 def wal_now(base):
     """The cluster's WAL written so far (`pg_stat_wal`, PostgreSQL 14 and later) and the two
     settings that decide how often it checkpoints and how large a full-page image is."""
-    row = subprocess.run(["psql", f"{base}/postgres", "-qAtX", "-v", "ON_ERROR_STOP=1", "-c",
-                          "SELECT wal_bytes, wal_records, wal_fpi, current_setting('max_wal_size'), "
-                          "current_setting('wal_compression') FROM pg_stat_wal"],
-                         check=True, capture_output=True, text=True).stdout.strip().split("|")
+    row = query(f"{base}/postgres", "SELECT wal_bytes, wal_records, wal_fpi, current_setting('max_wal_size'), "
+                                    "current_setting('wal_compression') FROM pg_stat_wal")[0]
     return {"bytes": int(row[0]), "records": int(row[1]), "fpi": int(row[2]), "max_wal_size": row[3], "wal_compression": row[4]}
 
 

@@ -39,7 +39,6 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
@@ -48,18 +47,13 @@ sys.path.insert(0, os.path.join(HERE, "..", "wrk"))
 sys.path.insert(0, HERE)
 import harness  # noqa: E402
 import idle_sweep  # noqa: E402  (drop_caches, empty_page_cache)
+from idle_sweep import query  # noqa: E402
 import run  # noqa: E402  (server_with_retention, CONTROL_RETENTION_DAYS)
 
 COPY = "write_volume_copy"
 WAL = "SELECT wal_records, wal_fpi, wal_bytes FROM pg_stat_wal"
 DATABASE = f"SELECT blks_read, blks_hit, xact_commit FROM pg_stat_database WHERE datname = '{COPY}'"
 INDEXES = "SELECT indexrelname, idx_blks_read, idx_blks_hit FROM pg_statio_user_indexes"
-
-
-def query(url, sql):
-    out = subprocess.run(["psql", url, "-qAtX", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-c", sql],
-                         check=True, capture_output=True, text=True).stdout
-    return [line.split("\t") for line in out.splitlines() if line]
 
 
 def counters(url):
