@@ -14,6 +14,13 @@ import Synchronization
 /// Rests of four batches' lengths kept 78–83 % of the logins' throughput beside the sweep and
 /// none 60–66 % (BENCHMARKS.md, issue 65 step 13); in turns on a slower host, nine kept 80–91 %
 /// and nineteen 93–99 %, with no run of one within the other's range (step 18).
+///
+/// On PostgreSQL it also rests for the write-ahead log (``LogReading``), busy or not: the log
+/// written while its batches ran is kept to the rate at which PostgreSQL starts a checkpoint by
+/// the clock, not by the log's volume (``logBudget(maxWALSize:checkpointTimeout:completionTarget:)``).
+/// Unpaced at a million accounts, a sweep's own log began a checkpoint every 20 s or so at
+/// PostgreSQL's default settings, and the batch that ended with the third one's flush took
+/// 176–315 ms in each of four runs (issue 65, step 31).
 final class HousekeepingPace: Sendable {
     struct Settings: Sendable {
         /// The rest after a batch, in batches' lengths, while the server is busy.
@@ -23,6 +30,38 @@ final class HousekeepingPace: Sendable {
         /// How many uses of the database between two turns are housekeeping's own batch: a
         /// sweep's batch is one statement, a reclaim's step two (the free-page count and the step).
         var ownUses = 2
+        /// The longest rest after one batch for the log's rate. A turn more than this after the
+        /// mark the turn before left begins a new one (a new sweep): what others wrote between
+        /// two sweeps is not housekeeping's.
+        var longestLogRest = Duration.seconds(10)
+        /// Bytes of log a second, instead of the database's ``LogReading/budget`` (tests).
+        var logBudget: Double?
+    }
+
+    /// Where the database's write-ahead log stood at a turn, in bytes from its start, and the
+    /// rate housekeeping keeps the log written during its batches to, in bytes a second.
+    struct LogReading: Sendable, Equatable {
+        var position: Int64
+        var budget: Double
+    }
+
+    /// The log's rate at which PostgreSQL starts each checkpoint when `checkpoint_timeout` has
+    /// passed, not before. It starts one early once the log since the last has reached
+    /// `max_wal_size / (1 + checkpoint_completion_target)` (`CalculateCheckpointSegments` in its
+    /// `xlog.c`); faster than this, housekeeping's own log would start them, each writing its
+    /// pages out within a fraction of the time a timed one takes. At the defaults (1 GB, 5 min,
+    /// 0.9) about 1.8 MiB a second.
+    static func logBudget(maxWALSize: Int64, checkpointTimeout: Duration, completionTarget: Double) -> Double {
+        let seconds = Double(checkpointTimeout.components.seconds) + Double(checkpointTimeout.components.attoseconds) / 1e18
+        guard maxWALSize > 0, seconds > 0 else { return 0 }
+        return Double(maxWALSize) / (1 + max(0, completionTarget)) / seconds
+    }
+
+    /// How long to rest after `written` bytes of log in `elapsed` so that they took no less than
+    /// `budget` allows, at most `longest`.
+    static func logRest(written: Int64, in elapsed: Duration, budget: Double, longest: Duration) -> Duration {
+        guard budget > 0, written > 0 else { return .zero }
+        return min(max(.zero, .seconds(Double(written) / budget) - elapsed), longest)
     }
 
     /// The settings of the databases opened in this task (tests change them).
@@ -37,6 +76,18 @@ final class HousekeepingPace: Sendable {
         /// Turns that rested, and for how long in all.
         var rests = 0
         var rested = Duration.zero
+        /// The log's position and the time the last turn ended (its rest included): the next
+        /// turn counts the log written from there, while its batch ran.
+        var logMark: LogMark?
+        /// The log counted at turns after a mark, the turns that rested for it, and how long.
+        var logCounted: Int64 = 0
+        var logRests = 0
+        var logRested = Duration.zero
+    }
+
+    struct LogMark: Sendable, Equatable {
+        var position: Int64
+        var at: ContinuousClock.Instant
     }
 
     init(settings: Settings) {
@@ -45,10 +96,10 @@ final class HousekeepingPace: Sendable {
 
     var current: State { state.withLock { $0 } }
 
-    /// Rests before housekeeping's next batch as ``next(after:uses:)`` says, and answers whether
-    /// others used the database since the turn before.
-    func turn(after batch: Duration, uses: Int) async -> Bool {
-        let turn = next(after: batch, uses: uses)
+    /// Rests before housekeeping's next batch as ``next(after:uses:log:now:)`` says, and answers
+    /// whether others used the database since the turn before.
+    func turn(after batch: Duration, uses: Int, log: LogReading? = nil) async -> Bool {
+        let turn = next(after: batch, uses: uses, log: log)
         if turn.rest > .zero { try? await Task.sleep(for: turn.rest) }
         return turn.busy
     }
@@ -61,16 +112,35 @@ final class HousekeepingPace: Sendable {
     }
 
     /// The turn after a batch that took `batch`, with the database used `uses` times since it was
-    /// opened (reads and writes, housekeeping's own included).
-    func next(after batch: Duration, uses: Int) -> Turn {
+    /// opened (reads and writes, housekeeping's own included), and its log at `log` (PostgreSQL;
+    /// nil: not read). The rest is the longer of the two: for the requests while others use the
+    /// database, and for the log written since the last turn's mark.
+    func next(after batch: Duration, uses: Int, log: LogReading? = nil, now: ContinuousClock.Instant = .now) -> Turn {
         state.withLock { state in
-            defer { state.usesAtLastTurn = uses }
-            guard let last = state.usesAtLastTurn, uses - last > settings.ownUses else { return Turn(busy: false, rest: .zero) }
-            let rest = min(batch * settings.restPerBatch, settings.longestRest)
-            guard rest > .zero else { return Turn(busy: true, rest: .zero) }
-            state.rests += 1
-            state.rested += rest
-            return Turn(busy: true, rest: rest)
+            var turn = Turn(busy: false, rest: .zero)
+            if let last = state.usesAtLastTurn, uses - last > settings.ownUses {
+                turn.busy = true
+                let rest = min(batch * settings.restPerBatch, settings.longestRest)
+                if rest > .zero {
+                    state.rests += 1
+                    state.rested += rest
+                    turn.rest = rest
+                }
+            }
+            state.usesAtLastTurn = uses
+            guard let log else { return turn }
+            if let mark = state.logMark, now - mark.at <= settings.longestLogRest {
+                let written = log.position - mark.position
+                state.logCounted += max(0, written)
+                let rest = Self.logRest(written: written, in: now - mark.at, budget: settings.logBudget ?? log.budget, longest: settings.longestLogRest)
+                if rest > .zero {
+                    state.logRests += 1
+                    state.logRested += rest
+                    turn.rest = max(turn.rest, rest)
+                }
+            }
+            state.logMark = LogMark(position: log.position, at: now + turn.rest)
+            return turn
         }
     }
 }

@@ -26,8 +26,8 @@ public final class PostgresDatabase: SQLDatabase {
     private let leased = Atomic<Int>(0)
     /// The time-outs of the leases in flight, all checked by one task that runs with the pool.
     let deadlines = Deadlines()
-    /// Statements and transactions begun on this node since the pool was made: housekeeping
-    /// rests between its batches while others use the database (`pace`).
+    /// Statements and transactions begun on this node since the pool was made, but housekeeping's
+    /// readings of the log: it rests between its batches while others use the database (`pace`).
     private let uses = Atomic<Int>(0)
     let pace = HousekeepingPace(settings: HousekeepingPace.settings)
 
@@ -86,9 +86,14 @@ public final class PostgresDatabase: SQLDatabase {
 
     @discardableResult
     public func query(_ sql: String, _ binds: [SQLValue]) async throws(StoreError) -> [SQLRow] {
+        try await query(sql, binds, counted: true)
+    }
+
+    /// One statement outside a transaction; `counted` among the ``uses`` housekeeping's pace reads.
+    private func query(_ sql: String, _ binds: [SQLValue], counted: Bool) async throws(StoreError) -> [SQLRow] {
         let (logger, prepared) = (self.logger, self.prepared)
         do {
-            return try await withLease { connection in
+            return try await withLease(counted: counted) { connection in
                 try await Self.run(sql, binds, on: connection, logger: logger, prepared: prepared, inTransaction: false)
             }
         } catch {
@@ -136,8 +141,10 @@ public final class PostgresDatabase: SQLDatabase {
     /// sleeping per query outlived its query (a cancelled `Task.sleep` keeps its wake-up task and
     /// timer until the deadline), so at 9,000 queries a second the node held about 40 MiB of them
     /// (heaptrack, issue 61).
-    private func withLease<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
-        uses.add(1, ordering: .relaxed)
+    private func withLease<T: Sendable>(
+        counted: Bool = true, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        if counted { uses.add(1, ordering: .relaxed) }
         let lease = PendingLease<T>(deadlines: deadlines)
         let (client, observer) = (self.client, self.observer)
         let asked = ContinuousClock.now
@@ -193,13 +200,38 @@ public final class PostgresDatabase: SQLDatabase {
 
     public func shutdown() async {}
 
-    /// PostgreSQL's own background writers copy and recycle its log: housekeeping does not wait
-    /// for them. It rests while this node's requests use the database (`HousekeepingPace`): its
+    /// Housekeeping rests while this node's requests use the database (`HousekeepingPace`): its
     /// batches run on the database's cores, which the requests' statements need too. Unpaced, a
     /// sweep resumed from its last batch deleted 6.5M rows in 93 s beside 64 logins at 1M
-    /// accounts, and their p99 was 1.64× the load alone (issue 65, step 15).
+    /// accounts, and their p99 was 1.64× the load alone (issue 65, step 15). Busy or not, it also
+    /// keeps the write-ahead log written while its batches run to the rate the cluster's own
+    /// settings give (``logReading()``), so that its checkpoints come by the clock. The reading is
+    /// one statement, not counted among the uses; on a standby, where it fails, the log is not
+    /// paced (nothing is swept there).
     public func awaitHousekeepingTurn(after batch: Duration) async -> Bool {
-        await pace.turn(after: batch, uses: uses.load(ordering: .relaxed))
+        let log = try? await logReading()
+        return await pace.turn(after: batch, uses: uses.load(ordering: .relaxed), log: log)
+    }
+
+    /// The write-ahead log's position now (where its next record goes: the position written out
+    /// moves only as the WAL writer flushes, by whole pages, every 200 ms with asynchronous
+    /// commits) and the rate housekeeping keeps to
+    /// (``HousekeepingPace/logBudget(maxWALSize:checkpointTimeout:completionTarget:)``), from the
+    /// cluster's `max_wal_size`, `checkpoint_timeout` and `checkpoint_completion_target` as they
+    /// are at this turn (an operator's reload counts from the next).
+    func logReading() async throws(StoreError) -> HousekeepingPace.LogReading {
+        let sql = """
+            SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint AS position, pg_size_bytes(current_setting('max_wal_size')) AS max_wal_size,
+            (extract(epoch FROM current_setting('checkpoint_timeout')::interval) * 1000)::bigint AS timeout_ms,
+            current_setting('checkpoint_completion_target') AS completion_target
+            """
+        let rows = try await query(sql, [], counted: false)
+        guard let row = rows.first, let target = Double(try row.string("completion_target")) else {
+            throw StoreError.decoding("the write-ahead log's position and settings")
+        }
+        let budget = HousekeepingPace.logBudget(
+            maxWALSize: try row.int("max_wal_size"), checkpointTimeout: .milliseconds(try row.int("timeout_ms")), completionTarget: target)
+        return HousekeepingPace.LogReading(position: try row.int("position"), budget: budget)
     }
 
     /// Keeps `cache` in step with the database until cancelled: listens on

@@ -152,7 +152,8 @@ public protocol SQLDatabase: SQLExecutor {
     /// Called between two batches of housekeeping (a sweep, a reclaim of free pages), the last of
     /// which took `batch`: waits while the database has writing of its own to catch up on before
     /// more is added, and rests while others need the machine. SQLite waits while its write-ahead
-    /// log holds many pages its checkpointer has not copied yet (`SQLiteCheckpointer`); both then
+    /// log holds many pages its checkpointer has not copied yet (`SQLiteCheckpointer`); PostgreSQL
+    /// rests while the log written during the batch outran what its checkpoints are set for; both
     /// rest while requests use the database (`HousekeepingPace`). Answers whether others used
     /// the database since the turn before (housekeeping then keeps its batches small).
     func awaitHousekeepingTurn(after batch: Duration) async -> Bool

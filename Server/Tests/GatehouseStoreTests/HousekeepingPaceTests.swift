@@ -24,6 +24,111 @@ import Testing
         #expect(unrested.next(after: batch, uses: 10) == .init(busy: true, rest: .zero))
     }
 
+    /// The log's rest: the log written since the last turn's mark takes no less than the budget
+    /// allows, busy or not; the mark is left where the turn's rest ends, so the log others write
+    /// during a rest is not counted; a turn long after the mark begins a new one.
+    @Test func aTurnKeepsTheLogWrittenDuringItsBatchToTheBudget() {
+        let pace = HousekeepingPace(settings: .init(restPerBatch: 4, longestRest: .milliseconds(250), ownUses: 2, longestLogRest: .seconds(10)))
+        let start = ContinuousClock.now
+        let budget = 1_000.0
+        func at(_ milliseconds: Int) -> ContinuousClock.Instant { start + .milliseconds(milliseconds) }
+        func log(_ position: Int64) -> HousekeepingPace.LogReading { .init(position: position, budget: budget) }
+        // The first turn only marks.
+        #expect(pace.next(after: .milliseconds(10), uses: 2, log: log(5_000), now: at(0)) == .init(busy: false, rest: .zero))
+        // 500 bytes in 100 ms: half a second at 1,000 a second, so 400 ms more.
+        #expect(pace.next(after: .milliseconds(100), uses: 4, log: log(5_500), now: at(100)) == .init(busy: false, rest: .milliseconds(400)))
+        // Marked at 500 ms: 2,000 bytes more by 600 ms is two seconds' worth.
+        #expect(pace.next(after: .milliseconds(100), uses: 6, log: log(7_500), now: at(600)) == .init(busy: false, rest: .milliseconds(1_900)))
+        // Busy, the longer rest stands: 40 ms for the requests, 150 ms for 250 bytes in 100 ms.
+        #expect(pace.next(after: .milliseconds(10), uses: 20, log: log(7_750), now: at(2_600)) == .init(busy: true, rest: .milliseconds(150)))
+        // Within the budget: no rest.
+        #expect(pace.next(after: .milliseconds(10), uses: 22, log: log(7_800), now: at(2_850)) == .init(busy: false, rest: .zero))
+        // At most the longest log rest, however much was written.
+        #expect(pace.next(after: .milliseconds(10), uses: 24, log: log(107_800), now: at(2_860)) == .init(busy: false, rest: .seconds(10)))
+        // Past the longest rest since the mark (a sweep begun later): a new mark, no rest.
+        #expect(pace.next(after: .milliseconds(10), uses: 26, log: log(9_000_000), now: at(60_000)) == .init(busy: false, rest: .zero))
+        #expect(pace.current.logRests == 4)
+        #expect(pace.current.logRested == .milliseconds(12_450))
+        #expect(pace.current.logCounted == 500 + 2_000 + 250 + 50 + 100_000)
+        #expect(pace.current.rests == 1)
+        // Without a reading (SQLite) the log plays no part.
+        let unread = HousekeepingPace(settings: .init())
+        #expect(unread.next(after: .milliseconds(10), uses: 1, now: at(0)) == .init(busy: false, rest: .zero))
+        #expect(unread.next(after: .milliseconds(10), uses: 2, now: at(10)) == .init(busy: false, rest: .zero))
+        #expect(unread.current.logMark == nil)
+    }
+
+    /// PostgreSQL's defaults (1 GB, 5 min, 0.9): the rate at which the log since a checkpoint
+    /// reaches `max_wal_size / 1.9` as the five minutes end.
+    @Test func theLogsBudgetIsTheRateAtWhichCheckpointsComeByTheClock() {
+        let budget = HousekeepingPace.logBudget(maxWALSize: 1 << 30, checkpointTimeout: .seconds(300), completionTarget: 0.9)
+        #expect(abs(budget - 1_073_741_824 / 1.9 / 300) < 0.001)
+        #expect(Int(budget) == 1_883_757)
+        #expect(HousekeepingPace.logBudget(maxWALSize: 4 << 30, checkpointTimeout: .milliseconds(30_000), completionTarget: 0.5) == Double(4 << 30) / 1.5 / 30)
+        #expect(HousekeepingPace.logBudget(maxWALSize: 1 << 30, checkpointTimeout: .zero, completionTarget: 0.9) == 0)
+    }
+
+    /// The reading of a real cluster: its position moves with what is written, and its budget is
+    /// the one its own settings give (read here through `SHOW`).
+    @Test func postgresReadsItsLogsPositionAndBudgetFromTheCluster() async throws {
+        try await TestDatabase.with(.postgres) { database, _ in
+            let postgres = try #require(database as? PostgresDatabase)
+            let before = try await postgres.logReading()
+            try await database.query("CREATE TABLE t (id BIGSERIAL PRIMARY KEY, x BYTEA)")
+            // 100 rows of 1,024 random bytes (nothing to compress): over 100 KB of log.
+            try await database.query(
+                "INSERT INTO t (x) SELECT decode((SELECT string_agg(md5(random()::text || i || j), '') FROM generate_series(1, 64) j), 'hex') FROM generate_series(1, 100) i"
+            )
+            let after = try await postgres.logReading()
+            #expect(after.position - before.position > 100_000)
+            let settings = try await database.query(
+                """
+                SELECT pg_size_bytes(current_setting('max_wal_size')) AS size, setting AS seconds,
+                (SELECT setting FROM pg_settings WHERE name = 'checkpoint_completion_target') AS target
+                FROM pg_settings WHERE name = 'checkpoint_timeout'
+                """)
+            let row = try #require(settings.first)
+            let expected = Double(try row.int("size")) / (1 + (Double(try row.string("target")) ?? -1)) / Double(try row.int("seconds"))
+            #expect(after.budget == expected, "\(after.budget) against \(expected)")
+            #expect(after.budget > 0)
+        }
+    }
+
+    /// A sweep on PostgreSQL with a budget of 200 bytes of log a second, alone (no rest for the
+    /// requests): each batch deletes five rows, some 300 bytes of log, so it rests after every
+    /// batch but the first (which only marks), each time the longest log rest of the test (1 s),
+    /// and the sweep takes at least those rests. The log counted is the cluster's own: no more
+    /// than its position moved. (The other tests write to the same cluster meanwhile, so the
+    /// count is a bound, not a figure; `aTurnKeepsTheLogWrittenDuringItsBatchToTheBudget` checks
+    /// the arithmetic.)
+    @Test func aSweepOnPostgresKeepsTheLogItWritesToTheBudget() async throws {
+        let settings = HousekeepingPace.Settings(restPerBatch: 0, longestLogRest: .seconds(1), logBudget: 200)
+        try await HousekeepingPace.$settings.withValue(settings) {
+            try await TestDatabase.with(.postgres) { database, _ in
+                let postgres = try #require(database as? PostgresDatabase)
+                try await database.query("CREATE TABLE t (id BIGSERIAL PRIMARY KEY, x BYTEA)")
+                for _ in 0..<30 { try await database.query("INSERT INTO t (x) VALUES (?)", [.blob([1])]) }
+                let store = SQLStore(database: database)
+                let before = try await postgres.logReading()
+                let started = ContinuousClock.now
+                let swept = try await SQLStore.$sweepBatch.withValue(5) {
+                    try await SQLStore.$sweepBatchTime.withValue(.seconds(3_600)) {
+                        try await store.sweep(Sweep(table: "t", key: "id", condition: "x IS NOT NULL", order: "id", reach: .ownRow, binds: []))
+                    }
+                }
+                let took = ContinuousClock.now - started
+                let after = try await postgres.logReading()
+                let pace = postgres.pace.current
+                #expect(swept == 30)
+                #expect(pace.rests == 0)
+                #expect(pace.logRests == 5, "\(pace)")
+                #expect(pace.logRested == .seconds(5), "\(pace)")
+                #expect(took >= .seconds(5), "\(took)")
+                #expect(pace.logCounted >= 5 * 200 && pace.logCounted <= after.position - before.position, "\(pace)")
+            }
+        }
+    }
+
     /// Thirty rows swept five at a time, with `reads` statements of others' run at each of the
     /// sweep's turns: alone, or beside one read (two uses with the batch's own), it never rests;
     /// beside three it rests after every batch but the first (the first turn has nothing to
