@@ -15,9 +15,14 @@ import Synchronization
 /// none 60–66 % (BENCHMARKS.md, issue 65 step 13); in turns on a slower host, nine kept 80–91 %
 /// and nineteen 93–99 %, with no run of one within the other's range (step 18).
 ///
-/// On PostgreSQL it also rests for the write-ahead log (``LogReading``), busy or not: the log
-/// written while its batches ran is kept to the rate at which PostgreSQL starts a checkpoint by
-/// the clock, not by the log's volume (``logBudget(maxWALSize:checkpointTimeout:completionTarget:)``).
+/// On PostgreSQL it also rests for the write-ahead log (``LogReading``), busy or not: while it
+/// runs, the cluster's log advances no faster than the rate at which PostgreSQL starts each
+/// checkpoint by the clock, not by the log's volume
+/// (``logBudget(maxWALSize:checkpointTimeout:completionTarget:)``). Each turn counts the log
+/// written since the turn before read it, during that turn's rest (autovacuum cleaning up after
+/// the sweep's deletes, requests) and during the batch, over the batch's time alone: the rest
+/// paid for what came before it. A rest is at most ``Settings/longestLogRest``, so while others
+/// write faster than the budget housekeeping still goes a batch between two such rests.
 /// Unpaced at a million accounts, a sweep's own log began a checkpoint every 20 s or so at
 /// PostgreSQL's default settings, and the batch that ended with the third one's flush took
 /// 176–315 ms in each of four runs (issue 65, step 31).
@@ -39,7 +44,7 @@ final class HousekeepingPace: Sendable {
     }
 
     /// Where the database's write-ahead log stood at a turn, in bytes from its start, and the
-    /// rate housekeeping keeps the log written during its batches to, in bytes a second.
+    /// rate housekeeping keeps it to while it runs, in bytes a second.
     struct LogReading: Sendable, Equatable {
         var position: Int64
         var budget: Double
@@ -52,7 +57,7 @@ final class HousekeepingPace: Sendable {
     /// pages out within a fraction of the time a timed one takes. At the defaults (1 GB, 5 min,
     /// 0.9) about 1.8 MiB a second.
     static func logBudget(maxWALSize: Int64, checkpointTimeout: Duration, completionTarget: Double) -> Double {
-        let seconds = Double(checkpointTimeout.components.seconds) + Double(checkpointTimeout.components.attoseconds) / 1e18
+        let seconds = checkpointTimeout / .seconds(1)
         guard maxWALSize > 0, seconds > 0 else { return 0 }
         return Double(maxWALSize) / (1 + max(0, completionTarget)) / seconds
     }
@@ -76,8 +81,8 @@ final class HousekeepingPace: Sendable {
         /// Turns that rested, and for how long in all.
         var rests = 0
         var rested = Duration.zero
-        /// The log's position and the time the last turn ended (its rest included): the next
-        /// turn counts the log written from there, while its batch ran.
+        /// The log's position read at the last turn and the time that turn's rest ended: the
+        /// next turn counts the log written since the reading, over the time since the rest.
         var logMark: LogMark?
         /// The log counted at turns after a mark, the turns that rested for it, and how long.
         var logCounted: Int64 = 0

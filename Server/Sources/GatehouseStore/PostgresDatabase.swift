@@ -204,7 +204,7 @@ public final class PostgresDatabase: SQLDatabase {
     /// batches run on the database's cores, which the requests' statements need too. Unpaced, a
     /// sweep resumed from its last batch deleted 6.5M rows in 93 s beside 64 logins at 1M
     /// accounts, and their p99 was 1.64× the load alone (issue 65, step 15). Busy or not, it also
-    /// keeps the write-ahead log written while its batches run to the rate the cluster's own
+    /// keeps the cluster's write-ahead log, while it runs, to the rate the cluster's own
     /// settings give (``logReading()``), so that its checkpoints come by the clock. The reading is
     /// one statement, not counted among the uses; on a standby, where it fails, the log is not
     /// paced (nothing is swept there).

@@ -153,7 +153,7 @@ public protocol SQLDatabase: SQLExecutor {
     /// which took `batch`: waits while the database has writing of its own to catch up on before
     /// more is added, and rests while others need the machine. SQLite waits while its write-ahead
     /// log holds many pages its checkpointer has not copied yet (`SQLiteCheckpointer`); PostgreSQL
-    /// rests while the log written during the batch outran what its checkpoints are set for; both
+    /// rests while its log since the turn before ran ahead of what its checkpoints are set for; both
     /// rest while requests use the database (`HousekeepingPace`). Answers whether others used
     /// the database since the turn before (housekeeping then keeps its batches small).
     func awaitHousekeepingTurn(after batch: Duration) async -> Bool

@@ -24,9 +24,10 @@ import Testing
         #expect(unrested.next(after: batch, uses: 10) == .init(busy: true, rest: .zero))
     }
 
-    /// The log's rest: the log written since the last turn's mark takes no less than the budget
-    /// allows, busy or not; the mark is left where the turn's rest ends, so the log others write
-    /// during a rest is not counted; a turn long after the mark begins a new one.
+    /// The log's rest: the log written since the last turn's reading takes no less than the
+    /// budget allows, busy or not. The mark keeps that reading and the time the turn's rest
+    /// ends, so the log written during a rest (autovacuum's, others') counts at the next turn,
+    /// over its batch's time alone; a turn long after the mark begins a new one.
     @Test func aTurnKeepsTheLogWrittenDuringItsBatchToTheBudget() {
         let pace = HousekeepingPace(settings: .init(restPerBatch: 4, longestRest: .milliseconds(250), ownUses: 2, longestLogRest: .seconds(10)))
         let start = ContinuousClock.now
