@@ -163,7 +163,7 @@ start_postgres() {
   # A test cluster: durability is traded for speed here (Gatehouse's own crash tests use SQLite
   # and its fault tests restart a real server). Benchmarks ask for the defaults (PG_DURABLE=1).
   # Its checkpoints come every 30 s and its log may reach 4 GB: housekeeping keeps the cluster's
-  # log to the rate those settings give (HousekeepingPace), 75 MB/s here instead of 1.8 at the
+  # log to the rate those settings give (HousekeepingPace), 72 MiB/s here instead of 1.8 at the
   # defaults, which a suite making databases in parallel can outrun, slowing every test's sweep
   # with others' log; the tests of the pace set their own rate.
   local options="-p $port -k $PG_DIR -c listen_addresses=127.0.0.1 -c max_connections=400"

@@ -28,7 +28,7 @@ import Testing
     /// budget allows, busy or not. The mark keeps that reading and the time the turn's rest
     /// ends, so the log written during a rest (autovacuum's, others') counts at the next turn,
     /// over its batch's time alone; a turn long after the mark begins a new one.
-    @Test func aTurnKeepsTheLogWrittenDuringItsBatchToTheBudget() {
+    @Test func aTurnKeepsTheLogSinceTheLastReadingToTheBudget() {
         let pace = HousekeepingPace(settings: .init(restPerBatch: 4, longestRest: .milliseconds(250), ownUses: 2, longestLogRest: .seconds(10)))
         let start = ContinuousClock.now
         let budget = 1_000.0
@@ -100,7 +100,7 @@ import Testing
     /// batch but the first (which only marks), each time the longest log rest of the test (1 s),
     /// and the sweep takes at least those rests. The log counted is the cluster's own: no more
     /// than its position moved. (The other tests write to the same cluster meanwhile, so the
-    /// count is a bound, not a figure; `aTurnKeepsTheLogWrittenDuringItsBatchToTheBudget` checks
+    /// count is a bound, not a figure; `aTurnKeepsTheLogSinceTheLastReadingToTheBudget` checks
     /// the arithmetic.)
     @Test func aSweepOnPostgresKeepsTheLogItWritesToTheBudget() async throws {
         let settings = HousekeepingPace.Settings(restPerBatch: 0, longestLogRest: .seconds(1), logBudget: 200)
