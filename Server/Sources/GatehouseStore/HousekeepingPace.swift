@@ -79,16 +79,13 @@ final class HousekeepingPace: Sendable {
     struct State: Sendable, Equatable {
         /// The database's uses counted at the last turn (nil before the first).
         var usesAtLastTurn: Int?
-        /// Turns that rested, and for how long in all.
-        var rests = 0
-        var rested = Duration.zero
+        /// The rests taken, each by what set its length (the longer of the two at a turn).
+        var rested = HousekeepingRests()
         /// The log's position read at the last turn and the time that turn's rest ended: the
         /// next turn counts the log written since the reading, over the time since the rest.
         var logMark: LogMark?
-        /// The log counted at turns after a mark, the turns that rested for it, and how long.
+        /// The log counted at turns after a mark.
         var logCounted: Int64 = 0
-        var logRests = 0
-        var logRested = Duration.zero
     }
 
     struct LogMark: Sendable, Equatable {
@@ -96,8 +93,12 @@ final class HousekeepingPace: Sendable {
         var at: ContinuousClock.Instant
     }
 
-    init(settings: Settings) {
+    /// Told of each rest as it is taken (the server's metrics).
+    private let observer: (any PoolObserver)?
+
+    init(settings: Settings, observer: (any PoolObserver)? = nil) {
         self.settings = settings
+        self.observer = observer
     }
 
     var current: State { state.withLock { $0 } }
@@ -106,8 +107,19 @@ final class HousekeepingPace: Sendable {
     /// whether others used the database since the turn before.
     func turn(after batch: Duration, uses: Int, log: LogReading? = nil) async -> Bool {
         let turn = next(after: batch, uses: uses, log: log)
-        if turn.rest > .zero { try? await Task.sleep(for: turn.rest) }
+        if let reason = turn.restFor {
+            observer?.housekeepingRested(for: reason, turn.rest)
+            try? await Task.sleep(for: turn.rest)
+        }
         return turn.busy
+    }
+
+    /// A rest housekeeping took outside ``turn(after:uses:log:)`` (SQLite's wait for its
+    /// checkpointer), counted with the others.
+    func rested(_ rest: Duration, for reason: HousekeepingRest) {
+        guard rest > .zero else { return }
+        state.withLock { $0.rested.add(rest, for: reason) }
+        observer?.housekeepingRested(for: reason, rest)
     }
 
     /// One of housekeeping's turns: whether others used the database since the turn before, and
@@ -115,37 +127,37 @@ final class HousekeepingPace: Sendable {
     struct Turn: Sendable, Equatable {
         var busy: Bool
         var rest: Duration
+        /// What set the rest's length; nil when there is none.
+        var restFor: HousekeepingRest?
+
+        init(busy: Bool, rest: Duration, for reason: HousekeepingRest? = nil) {
+            self.busy = busy
+            self.rest = rest
+            self.restFor = rest > .zero ? reason : nil
+        }
     }
 
     /// The turn after a batch that took `batch`, with the database used `uses` times since it was
     /// opened (reads and writes, housekeeping's own included), and its log at `log` (PostgreSQL;
-    /// nil: not read). The rest is the longer of the two: for the requests while others use the
-    /// database, and for the log written since the last turn's mark.
+    /// nil: not read). The rest is the longer of the two, counted for what set it: for the
+    /// requests while others use the database, and for the log written since the last turn's mark.
     func next(after batch: Duration, uses: Int, log: LogReading? = nil, now: ContinuousClock.Instant = .now) -> Turn {
         state.withLock { state in
             var turn = Turn(busy: false, rest: .zero)
             if let last = state.usesAtLastTurn, uses - last > settings.ownUses {
-                turn.busy = true
-                let rest = min(batch * settings.restPerBatch, settings.longestRest)
-                if rest > .zero {
-                    state.rests += 1
-                    state.rested += rest
-                    turn.rest = rest
-                }
+                turn = Turn(busy: true, rest: min(batch * settings.restPerBatch, settings.longestRest), for: .requests)
             }
             state.usesAtLastTurn = uses
-            guard let log else { return turn }
-            if let mark = state.logMark, now - mark.at <= settings.longestLogRest {
-                let written = log.position - mark.position
-                state.logCounted += max(0, written)
-                let rest = Self.logRest(written: written, in: now - mark.at, budget: settings.logBudget ?? log.budget, longest: settings.longestLogRest)
-                if rest > .zero {
-                    state.logRests += 1
-                    state.logRested += rest
-                    turn.rest = max(turn.rest, rest)
+            if let log {
+                if let mark = state.logMark, now - mark.at <= settings.longestLogRest {
+                    let written = log.position - mark.position
+                    state.logCounted += max(0, written)
+                    let rest = Self.logRest(written: written, in: now - mark.at, budget: settings.logBudget ?? log.budget, longest: settings.longestLogRest)
+                    if rest > turn.rest { turn = Turn(busy: turn.busy, rest: rest, for: .log) }
                 }
+                state.logMark = LogMark(position: log.position, at: now + turn.rest)
             }
-            state.logMark = LogMark(position: log.position, at: now + turn.rest)
+            if let reason = turn.restFor { state.rested.add(turn.rest, for: reason) }
             return turn
         }
     }

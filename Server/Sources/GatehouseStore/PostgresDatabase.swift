@@ -28,8 +28,8 @@ public final class PostgresDatabase: SQLDatabase {
     let deadlines = Deadlines()
     /// Statements and transactions begun on this node since the pool was made, but housekeeping's
     /// readings of the log: it rests between its batches while others use the database (`pace`).
-    private let uses = Atomic<Int>(0)
-    let pace = HousekeepingPace(settings: HousekeepingPace.settings)
+    let uses = Atomic<Int>(0)
+    let pace: HousekeepingPace
 
     /// The pool as a service, to run in the application's service group: the pool, and the task
     /// that times out its leases.
@@ -65,6 +65,7 @@ public final class PostgresDatabase: SQLDatabase {
         prepared = preparedStatements
         redactedURL = parsed.redacted
         self.observer = observer
+        pace = HousekeepingPace(settings: HousekeepingPace.settings, observer: observer)
     }
 
     /// Runs the pool for the length of `body`, for commands that do not start a server.
@@ -90,7 +91,7 @@ public final class PostgresDatabase: SQLDatabase {
     }
 
     /// One statement outside a transaction; `counted` among the ``uses`` housekeeping's pace reads.
-    private func query(_ sql: String, _ binds: [SQLValue], counted: Bool) async throws(StoreError) -> [SQLRow] {
+    func query(_ sql: String, _ binds: [SQLValue], counted: Bool) async throws(StoreError) -> [SQLRow] {
         let (logger, prepared) = (self.logger, self.prepared)
         do {
             return try await withLease(counted: counted) { connection in
@@ -199,40 +200,6 @@ public final class PostgresDatabase: SQLDatabase {
     }
 
     public func shutdown() async {}
-
-    /// Housekeeping rests while this node's requests use the database (`HousekeepingPace`): its
-    /// batches run on the database's cores, which the requests' statements need too. Unpaced, a
-    /// sweep resumed from its last batch deleted 6.5M rows in 93 s beside 64 logins at 1M
-    /// accounts, and their p99 was 1.64× the load alone (issue 65, step 15). Busy or not, it also
-    /// keeps the cluster's write-ahead log, while it runs, to the rate the cluster's own
-    /// settings give (``logReading()``), so that its checkpoints come by the clock. The reading is
-    /// one statement, not counted among the uses; on a standby, where it fails, the log is not
-    /// paced (nothing is swept there).
-    public func awaitHousekeepingTurn(after batch: Duration) async -> Bool {
-        let log = try? await logReading()
-        return await pace.turn(after: batch, uses: uses.load(ordering: .relaxed), log: log)
-    }
-
-    /// The write-ahead log's position now (where its next record goes: the position written out
-    /// moves only as the WAL writer flushes, by whole pages, every 200 ms with asynchronous
-    /// commits) and the rate housekeeping keeps to
-    /// (``HousekeepingPace/logBudget(maxWALSize:checkpointTimeout:completionTarget:)``), from the
-    /// cluster's `max_wal_size`, `checkpoint_timeout` and `checkpoint_completion_target` as they
-    /// are at this turn (an operator's reload counts from the next).
-    func logReading() async throws(StoreError) -> HousekeepingPace.LogReading {
-        let sql = """
-            SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint AS position, pg_size_bytes(current_setting('max_wal_size')) AS max_wal_size,
-            (extract(epoch FROM current_setting('checkpoint_timeout')::interval) * 1000)::bigint AS timeout_ms,
-            current_setting('checkpoint_completion_target') AS completion_target
-            """
-        let rows = try await query(sql, [], counted: false)
-        guard let row = rows.first, let target = Double(try row.string("completion_target")) else {
-            throw StoreError.decoding("the write-ahead log's position and settings")
-        }
-        let budget = HousekeepingPace.logBudget(
-            maxWALSize: try row.int("max_wal_size"), checkpointTimeout: .milliseconds(try row.int("timeout_ms")), completionTarget: target)
-        return HousekeepingPace.LogReading(position: try row.int("position"), budget: budget)
-    }
 
     /// Keeps `cache` in step with the database until cancelled: listens on
     /// ``SessionCache/channel`` on one of the pool's connections, kept for as long as it works,

@@ -157,15 +157,20 @@ public protocol SQLDatabase: SQLExecutor {
     /// rest while requests use the database (`HousekeepingPace`). Answers whether others used
     /// the database since the turn before (housekeeping then keeps its batches small).
     func awaitHousekeepingTurn(after batch: Duration) async -> Bool
+    /// The rests housekeeping took since the database was opened.
+    var housekeepingRests: HousekeepingRests { get }
 }
 
-/// Told when a query or transaction gets its connection and gives it back (the server's pool
-/// metrics). Called on the request's path: keep it cheap.
+/// Told when a query or transaction gets its connection and gives it back, and when housekeeping
+/// rests between its batches (the server's database metrics). Called on the request's path:
+/// keep it cheap.
 public protocol PoolObserver: Sendable {
     /// A connection was handed out after waiting `waited`; `inUse` are now leased.
     func leased(waited: Duration, inUse: Int)
     /// A connection came back; `inUse` are still leased.
     func released(inUse: Int)
+    /// Housekeeping begins a rest of `rest` between two batches, for `reason`.
+    func housekeepingRested(for reason: HousekeepingRest, _ rest: Duration)
 }
 
 /// Storage failures. Stores never throw HTTP errors; services map these.

@@ -30,6 +30,9 @@ public struct SQLStore: GatehouseStore {
         return busy
     }
 
+    /// The rests housekeeping took since the database was opened (none inside a transaction).
+    public var housekeepingRests: HousekeepingRests { database?.housekeepingRests ?? HousekeepingRests() }
+
     /// A store over `database`; with `sessionCache`, token-authenticated reads of a session may
     /// be answered from it (see `SessionCache` for when), and this store's own changes to
     /// sessions and accounts drop its copies. With `tracer`, each transaction is a span.

@@ -44,7 +44,7 @@ public final class SQLiteDatabase: SQLDatabase {
     /// Reads and writes begun since the file was opened: housekeeping rests between its batches
     /// while others use the database (`pace`).
     private let uses = Atomic<Int>(0)
-    let pace = HousekeepingPace(settings: HousekeepingPace.settings)
+    let pace: HousekeepingPace
 
     private init(
         path: String, writer: SQLiteConnectionHandle, readers: [SQLiteConnectionHandle], observer: (any PoolObserver)?,
@@ -56,6 +56,7 @@ public final class SQLiteDatabase: SQLDatabase {
         readerLender = Lender(count: readers.count)
         self.observer = observer
         self.checkpointer = checkpointer
+        pace = HousekeepingPace(settings: HousekeepingPace.settings, observer: observer)
     }
 
     /// Opens (creating when missing) the database file at `path`.
@@ -259,14 +260,17 @@ public final class SQLiteDatabase: SQLDatabase {
     /// rests as ``HousekeepingPace`` says.
     public func awaitHousekeepingTurn(after batch: Duration) async -> Bool {
         if let signal = checkpointer?.signal, signal.isBehind {
-            let deadline = ContinuousClock.now + signal.settings.housekeepingWait
-            while signal.isBehind, ContinuousClock.now < deadline {
+            let started = ContinuousClock.now
+            while signal.isBehind, ContinuousClock.now < started + signal.settings.housekeepingWait {
                 try? await Task.sleep(for: .milliseconds(2))
             }
             signal.housekeepingWaited(timedOut: signal.isBehind)
+            pace.rested(ContinuousClock.now - started, for: .checkpointer)
         }
         return await pace.turn(after: batch, uses: uses.load(ordering: .relaxed))
     }
+
+    public var housekeepingRests: HousekeepingRests { pace.current.rested }
 
     /// Statements that only read go to the read-only connections.
     private static func isRead(_ sql: String) -> Bool {

@@ -127,4 +127,6 @@ public protocol RetentionStore: Sendable {
     /// incremental vacuum on, as every new one is), a step at a time, and answers how many.
     /// PostgreSQL: nothing (its autovacuum makes the space reusable), 0.
     func reclaimSpace(pages: Int) async throws(StoreError) -> Int
+    /// The rests housekeeping took between its batches since the database was opened.
+    var housekeepingRests: HousekeepingRests { get }
 }

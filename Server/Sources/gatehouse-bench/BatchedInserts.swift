@@ -35,6 +35,8 @@ struct BatchedInserts: SQLDatabase {
     func shutdown() async { await database.shutdown() }
 
     func awaitHousekeepingTurn(after batch: Duration) async -> Bool { await database.awaitHousekeepingTurn(after: batch) }
+
+    var housekeepingRests: HousekeepingRests { database.housekeepingRests }
 }
 
 /// One transaction's executor that keeps plain inserts back (see ``BatchedInserts``).

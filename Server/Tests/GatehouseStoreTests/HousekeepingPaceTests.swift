@@ -13,11 +13,11 @@ import Testing
         #expect(pace.next(after: batch, uses: 10) == .init(busy: false, rest: .zero))
         // Two uses are the batch's own.
         #expect(pace.next(after: batch, uses: 12) == .init(busy: false, rest: .zero))
-        #expect(pace.next(after: batch, uses: 15) == .init(busy: true, rest: .milliseconds(40)))
-        #expect(pace.next(after: .milliseconds(100), uses: 30) == .init(busy: true, rest: .milliseconds(250)))
+        #expect(pace.next(after: batch, uses: 15) == .init(busy: true, rest: .milliseconds(40), for: .requests))
+        #expect(pace.next(after: .milliseconds(100), uses: 30) == .init(busy: true, rest: .milliseconds(250), for: .requests))
         #expect(pace.next(after: batch, uses: 31) == .init(busy: false, rest: .zero))
-        #expect(pace.current.rests == 2)
-        #expect(pace.current.rested == .milliseconds(290))
+        #expect(pace.current.rested[.requests] == .init(count: 2, time: .milliseconds(290)))
+        #expect(pace.current.rested[.log] == .init())
         // Others used it, and no rest is asked for: busy all the same (batches stay small).
         let unrested = HousekeepingPace(settings: .init(restPerBatch: 0))
         #expect(unrested.next(after: batch, uses: 1) == .init(busy: false, rest: .zero))
@@ -27,7 +27,8 @@ import Testing
     /// The log's rest: the log written since the last turn's reading takes no less than the
     /// budget allows, busy or not. The mark keeps that reading and the time the turn's rest
     /// ends, so the log written during a rest (autovacuum's, others') counts at the next turn,
-    /// over its batch's time alone; a turn long after the mark begins a new one.
+    /// over its batch's time alone; a turn long after the mark begins a new one. A rest is counted
+    /// for what set its length.
     @Test func aTurnKeepsTheLogSinceTheLastReadingToTheBudget() {
         let pace = HousekeepingPace(settings: .init(restPerBatch: 4, longestRest: .milliseconds(250), ownUses: 2, longestLogRest: .seconds(10)))
         let start = ContinuousClock.now
@@ -37,21 +38,21 @@ import Testing
         // The first turn only marks.
         #expect(pace.next(after: .milliseconds(10), uses: 2, log: log(5_000), now: at(0)) == .init(busy: false, rest: .zero))
         // 500 bytes in 100 ms: half a second at 1,000 a second, so 400 ms more.
-        #expect(pace.next(after: .milliseconds(100), uses: 4, log: log(5_500), now: at(100)) == .init(busy: false, rest: .milliseconds(400)))
+        #expect(pace.next(after: .milliseconds(100), uses: 4, log: log(5_500), now: at(100)) == .init(busy: false, rest: .milliseconds(400), for: .log))
         // Marked at 500 ms: 2,000 bytes more by 600 ms is two seconds' worth.
-        #expect(pace.next(after: .milliseconds(100), uses: 6, log: log(7_500), now: at(600)) == .init(busy: false, rest: .milliseconds(1_900)))
+        #expect(pace.next(after: .milliseconds(100), uses: 6, log: log(7_500), now: at(600)) == .init(busy: false, rest: .milliseconds(1_900), for: .log))
         // Busy, the longer rest stands: 40 ms for the requests, 150 ms for 250 bytes in 100 ms.
-        #expect(pace.next(after: .milliseconds(10), uses: 20, log: log(7_750), now: at(2_600)) == .init(busy: true, rest: .milliseconds(150)))
+        #expect(pace.next(after: .milliseconds(10), uses: 20, log: log(7_750), now: at(2_600)) == .init(busy: true, rest: .milliseconds(150), for: .log))
         // Within the budget: no rest.
         #expect(pace.next(after: .milliseconds(10), uses: 22, log: log(7_800), now: at(2_850)) == .init(busy: false, rest: .zero))
         // At most the longest log rest, however much was written.
-        #expect(pace.next(after: .milliseconds(10), uses: 24, log: log(107_800), now: at(2_860)) == .init(busy: false, rest: .seconds(10)))
+        #expect(pace.next(after: .milliseconds(10), uses: 24, log: log(107_800), now: at(2_860)) == .init(busy: false, rest: .seconds(10), for: .log))
         // Past the longest rest since the mark (a sweep begun later): a new mark, no rest.
         #expect(pace.next(after: .milliseconds(10), uses: 26, log: log(9_000_000), now: at(60_000)) == .init(busy: false, rest: .zero))
-        #expect(pace.current.logRests == 4)
-        #expect(pace.current.logRested == .milliseconds(12_450))
+        #expect(pace.current.rested[.log] == .init(count: 4, time: .milliseconds(12_450)))
         #expect(pace.current.logCounted == 500 + 2_000 + 250 + 50 + 100_000)
-        #expect(pace.current.rests == 1)
+        // The busy turn's 40 ms for the requests gave way to the log's 150.
+        #expect(pace.current.rested[.requests] == .init())
         // Without a reading (SQLite) the log plays no part.
         let unread = HousekeepingPace(settings: .init())
         #expect(unread.next(after: .milliseconds(10), uses: 1, now: at(0)) == .init(busy: false, rest: .zero))
@@ -121,9 +122,8 @@ import Testing
                 let after = try await postgres.logReading()
                 let pace = postgres.pace.current
                 #expect(swept == 30)
-                #expect(pace.rests == 0)
-                #expect(pace.logRests == 5, "\(pace)")
-                #expect(pace.logRested == .seconds(5), "\(pace)")
+                #expect(pace.rested[.requests] == .init())
+                #expect(pace.rested[.log] == .init(count: 5, time: .seconds(5)), "\(pace)")
                 #expect(took >= .seconds(5), "\(took)")
                 #expect(pace.logCounted >= 5 * 200 && pace.logCounted <= after.position - before.position, "\(pace)")
             }
@@ -168,7 +168,7 @@ import Testing
             }
         }
         #expect(swept == 30)
-        #expect(pace.current.rests == rests, "\(pace.current)")
-        #expect(ContinuousClock.now - started >= pace.current.rested, "\(pace.current)")
+        #expect(pace.current.rested[.requests].count == rests, "\(pace.current)")
+        #expect(ContinuousClock.now - started >= pace.current.rested[.requests].time, "\(pace.current)")
     }
 }

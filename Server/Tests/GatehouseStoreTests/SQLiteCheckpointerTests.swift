@@ -91,8 +91,13 @@ import Testing
             if waits {
                 #expect(signal.current.housekeepingWaits >= 6, "\(signal.current)")
                 #expect(signal.current.housekeepingWaitsTimedOut == signal.current.housekeepingWaits)
+                // Each wait is one of housekeeping's rests, counted for the checkpointer.
+                let rests = database.housekeepingRests[.checkpointer]
+                #expect(rests.count == signal.current.housekeepingWaits, "\(rests)")
+                #expect(rests.time >= .milliseconds(20) * rests.count, "\(rests)")
             } else {
                 #expect(signal.current.housekeepingWaits == 0, "\(signal.current)")
+                #expect(database.housekeepingRests[.checkpointer] == .init())
             }
         }
     }

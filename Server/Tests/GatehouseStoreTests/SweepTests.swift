@@ -37,6 +37,7 @@ import Testing
             await beforeTurn(inner)
             return await inner.awaitHousekeepingTurn(after: batch)
         }
+        var housekeepingRests: HousekeepingRests { inner.housekeepingRests }
 
         /// The statements that changed rows of `table`, and how many each changed.
         func sweeps(of table: String) -> [Int] {

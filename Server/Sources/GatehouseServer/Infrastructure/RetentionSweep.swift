@@ -37,6 +37,7 @@ final class RetentionSweep: PeriodicSweep {
     @discardableResult
     func sweep() async -> PurgeCounts {
         let now = clock.now
+        let (started, restsBefore) = (ContinuousClock.now, store.housekeepingRests)
         do {
             var counts = try await store.purge(
                 cutoff: now.addingTimeInterval(-Double(days) * 86_400), idleBefore: now.addingTimeInterval(-Double(idleSeconds)),
@@ -49,11 +50,11 @@ final class RetentionSweep: PeriodicSweep {
                 enrolledBefore: now.addingTimeInterval(-Double(unconfirmedFactorTTLSeconds)))
             counts.pagesReleased = try await store.reclaimSpace(pages: Self.pagesPerSweep)
             if counts != PurgeCounts() {
-                // Every key ends in `_count`: the log's redaction leaves counts readable
+                // Every count's key ends in `_count`: the log's redaction leaves counts readable
                 // (`refresh_tokens` and `phone_codes` alone read as secrets).
-                logger.info(
-                    "retention sweep",
-                    metadata: [
+                var metadata = Self.timings(took: ContinuousClock.now - started, rests: store.housekeepingRests.since(restsBefore))
+                metadata.merge(
+                    [
                         "audit_rows_count": "\(counts.auditRows)", "events_count": "\(counts.events)", "sessions_count": "\(counts.sessions)",
                         "sessions_cleared_count": "\(counts.sessionsCleared)", "refresh_tokens_count": "\(counts.refreshTokens)",
                         "pages_released_count": "\(counts.pagesReleased)", "rate_limit_windows_count": "\(counts.rateLimitWindows)",
@@ -63,12 +64,25 @@ final class RetentionSweep: PeriodicSweep {
                         "mail_count": "\(counts.mail)", "failed_jobs_count": "\(counts.failedJobs)",
                         "passkey_challenges_count": "\(counts.passkeyChallenges)", "mfa_challenges_count": "\(counts.mfaChallenges)",
                         "unconfirmed_factors_count": "\(counts.unconfirmedFactors)",
-                    ])
+                    ]) { $1 }
+                logger.info("retention sweep", metadata: metadata)
             }
             return counts
         } catch {
             logger.warning("retention sweep failed", metadata: ["cause": "\(error)"])
             return PurgeCounts()
         }
+    }
+
+    /// How long the sweep took, and how many times and how long it rested between its batches
+    /// for each thing housekeeping waits for (`rested_for_log_count`, `rested_for_log_ms`, …):
+    /// a slow first sweep says whether the database's log or the requests held it back.
+    static func timings(took: Duration, rests: HousekeepingRests) -> Logger.Metadata {
+        var metadata: Logger.Metadata = ["duration_ms": "\(Int(took / .milliseconds(1)))"]
+        for reason in HousekeepingRest.allCases {
+            metadata["rested_for_\(reason.rawValue)_count"] = "\(rests[reason].count)"
+            metadata["rested_for_\(reason.rawValue)_ms"] = "\(Int(rests[reason].time / .milliseconds(1)))"
+        }
+        return metadata
     }
 }

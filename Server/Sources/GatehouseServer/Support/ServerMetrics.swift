@@ -186,6 +186,13 @@ final class ServerMetrics: Sendable {
     func poolWait(_ duration: Duration) {
         poolWaitTimer.record(duration: duration)
     }
+
+    /// A rest of housekeeping's between two batches (a sweep's, a reclaim's), by what it rests
+    /// for: the requests, PostgreSQL's log or SQLite's checkpointer (`HousekeepingRest`).
+    func housekeepingRest(_ reason: HousekeepingRest, _ duration: Duration) {
+        Timer(label: "gatehouse_housekeeping_rest_seconds", dimensions: [("reason", reason.rawValue)], factory: factory)
+            .record(duration: duration)
+    }
 }
 
 extension ServerMetrics: PoolObserver {
@@ -196,5 +203,9 @@ extension ServerMetrics: PoolObserver {
 
     func released(inUse: Int) {
         poolInUse(inUse)
+    }
+
+    func housekeepingRested(for reason: HousekeepingRest, _ rest: Duration) {
+        housekeepingRest(reason, rest)
     }
 }
