@@ -25,8 +25,8 @@ import Synchronization
 /// write faster than the budget housekeeping still goes a batch between two such rests.
 /// Unpaced at a million accounts, a sweep's own log began a checkpoint every 20 s or so at
 /// PostgreSQL's default settings, and the batch that ended with the third one's flush took
-/// 176–315 ms in each of four runs (issue 65, step 31); paced, no batch took 50 ms, and that first
-/// sweep over a year of rows took 39 minutes instead of 2.5 (step 35).
+/// 176–315 ms in each of four runs (issue 65, step 31); paced, no batch took 50 ms in three runs,
+/// and that first sweep over a year of rows took 39–40 minutes instead of 2.5 (steps 35 and 36).
 final class HousekeepingPace: Sendable {
     struct Settings: Sendable {
         /// The rest after a batch, in batches' lengths, while the server is busy.
