@@ -9,8 +9,9 @@ public enum HousekeepingRest: String, CaseIterable, Sendable {
 }
 
 /// How many times housekeeping rested, and for how long in all, by what it rested for, since the
-/// database was opened. The retention sweep logs what it rested during its run
-/// (``since(_:)``); the server's metrics count each rest as it ends.
+/// database was opened. The retention sweep logs the rests taken during its run (``since(_:)``:
+/// its own, and any other housekeeping's on the database meanwhile); the server's metrics count
+/// each rest as it is taken.
 public struct HousekeepingRests: Sendable, Equatable {
     public struct Tally: Sendable, Equatable {
         public var count = 0

@@ -169,7 +169,8 @@ public protocol PoolObserver: Sendable {
     func leased(waited: Duration, inUse: Int)
     /// A connection came back; `inUse` are still leased.
     func released(inUse: Int)
-    /// Housekeeping begins a rest of `rest` between two batches, for `reason`.
+    /// Housekeeping rests `rest` between two batches, for `reason`: told as a rest begins, or as
+    /// SQLite's wait for its checkpointer ends (its length is known only then).
     func housekeepingRested(for reason: HousekeepingRest, _ rest: Duration)
 }
 

@@ -85,30 +85,35 @@ import Testing
     /// retention, its first sweep rests 1 s for the log after each batch but the first.
     @Test func theAppsSweepRestsForTheLogOnItsMetrics() async throws {
         let (url, cleanup) = try await TestDatabase.make(.postgres)
-        defer { Task { await cleanup() } }
-        // The first app migrates the database; the rows are arranged beside it.
-        try await TestApp.serve(url) { _, config in
-            try await TestApp.withStore(config) { store in try await Self.oldAuditRows(30, into: store, daysAgo: 400) }
-        }
-        try await Self.paced {
-            try await TestApp.serve(url, adjust: { $0.metrics = true }) { client, config in
-                let series = #"gatehouse_housekeeping_rest_seconds_count{reason="log"}"#
-                let deadline = ContinuousClock.now + .seconds(60)
-                var samples: [String: Double] = [:]
-                // The sweep starts with the app: its five rests take five seconds. The fifth begins
-                // after the last rows went; the batch after it finds none, and the sweep ends.
-                while ContinuousClock.now < deadline, (samples[series] ?? 0) < 5 {
-                    try await Task.sleep(for: .milliseconds(200))
-                    samples = MetricsTests.samples(try await client.execute(uri: "/metrics", method: .get).text)
-                }
-                let old = try await TestApp.withStore(config) { store in
-                    try await store.auditEvents(userID: nil, before: nil, limit: 100).filter { $0.createdAt < Date() - 300 * 86_400 }
-                }
-                #expect(old.isEmpty, "\(old.count)")
-                #expect(samples[series] == 5, "\(samples.filter { $0.key.hasPrefix("gatehouse_housekeeping") })")
-                #expect(samples[#"gatehouse_housekeeping_rest_seconds_sum{reason="log"}"#] == 5)
+        do {
+            // The first app migrates the database; the rows are arranged beside it.
+            try await TestApp.serve(url) { _, config in
+                try await TestApp.withStore(config) { store in try await Self.oldAuditRows(30, into: store, daysAgo: 400) }
             }
+            try await Self.paced {
+                try await TestApp.serve(url, adjust: { $0.metrics = true }) { client, config in
+                    let series = #"gatehouse_housekeeping_rest_seconds_count{reason="log"}"#
+                    let deadline = ContinuousClock.now + .seconds(60)
+                    var samples: [String: Double] = [:]
+                    // The sweep starts with the app: its five rests take five seconds. The
+                    // fifth begins after the last rows went; the batch after it finds none.
+                    while ContinuousClock.now < deadline, (samples[series] ?? 0) < 5 {
+                        try await Task.sleep(for: .milliseconds(200))
+                        samples = MetricsTests.samples(try await client.execute(uri: "/metrics", method: .get).text)
+                    }
+                    let old = try await TestApp.withStore(config) { store in
+                        try await store.auditEvents(userID: nil, before: nil, limit: 100).filter { $0.createdAt < Date() - 300 * 86_400 }
+                    }
+                    #expect(old.isEmpty, "\(old.count)")
+                    #expect(samples[series] == 5, "\(samples.filter { $0.key.hasPrefix("gatehouse_housekeeping") })")
+                    #expect(samples[#"gatehouse_housekeeping_rest_seconds_sum{reason="log"}"#] == 5)
+                }
+            }
+        } catch {
+            await cleanup()
+            throw error
         }
+        await cleanup()
     }
 
     /// A log budget of 200 bytes a second and rests of at most 1 s for the databases opened in
