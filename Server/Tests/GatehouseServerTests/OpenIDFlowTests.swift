@@ -67,7 +67,13 @@ import Testing
             let head = "POST /oauth/token HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nAuthorization: \(basic)\r\n"
                 + "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: \(body.utf8.count)\r\n\r\n"
             let request = Array((head + body).utf8)
-            let answers = try await BurstGate.exclusive { try await LastByteRace.send(port: try #require(client.port), request, copies: 10) }
+            let answers = try await BurstGate.exclusive {
+                // The limit counts per minute of the clock: a burst across a minute's end would
+                // meet two windows (CI once saw 6 answers of 10). It starts clear of one.
+                let intoMinute = Date().timeIntervalSince1970.truncatingRemainder(dividingBy: 60)
+                if intoMinute > 50 { try await Task.sleep(for: .seconds(60.5 - intoMinute)) }
+                return try await LastByteRace.send(port: try #require(client.port), request, copies: 10)
+            }
             #expect(answers.filter { $0.status == 200 }.count == 3, "\(answers.map(\.status))")
             #expect(answers.filter { $0.status == 429 }.count == 7, "\(answers.map(\.status))")
             let refused = try #require(answers.first { $0.status == 429 })
