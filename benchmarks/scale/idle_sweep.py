@@ -23,13 +23,17 @@ For each NAME=BINARY, in the order given (name them so each build runs early and
   4. the copy is dropped.
 The cluster's WAL written from the server's start to the sweep's end (`pg_stat_wal`: bytes, records
 and full-page images; the cluster's own counters, so nothing else may write meanwhile) and its
-`max_wal_size` and `wal_compression` are kept with each run.
+`max_wal_size` and `wal_compression` are kept with each run. Every --sample seconds (10) meanwhile
+the WAL's position and what autovacuum's workers run are read: each run keeps the readings, and the
+WAL's rate and share in the intervals that began with a worker running and in those without one
+(autovacuum cleaning up after the sweep's deletes writes WAL the sweep's pace cannot hold back).
 It prints, per run and kind of sweep that changed rows, the batches, rows, p50/p99/longest ms, the
 batches over 50 and 100 ms, the largest batch and the slowest time a row, and writes every kind to
 --out.
 
 Usage: idle_sweep.py --base postgres://postgres@127.0.0.1:55432 --template scale_1000000
-           --log /work/pg/server.log --out FILE [--days 90] [--timeout 900] [--cold] NAME=GATEHOUSE ...
+           --log /work/pg/server.log --out FILE [--days 90] [--timeout 900] [--cold] [--sample 10]
+           NAME=GATEHOUSE ...
 The cluster's `log_line_prefix` must begin with `%m [%p]` (time, pid), as Debian's does.
 """
 import argparse
@@ -41,6 +45,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -86,6 +91,53 @@ def wal_now(base):
     row = query(f"{base}/postgres", "SELECT wal_bytes, wal_records, wal_fpi, current_setting('max_wal_size'), "
                                     "current_setting('wal_compression') FROM pg_stat_wal")[0]
     return {"bytes": int(row[0]), "records": int(row[1]), "fpi": int(row[2]), "max_wal_size": row[3], "wal_compression": row[4]}
+
+
+class WALSampler:
+    """Reads the cluster's WAL position (`pg_current_wal_lsn()`) and what autovacuum's workers
+    run (`pg_stat_activity`: `VACUUM public.audit_log`, …) every `interval` seconds on a thread of
+    its own, from its start until it is stopped."""
+
+    SQL = ("SELECT pg_current_wal_lsn() - '0/0', coalesce(string_agg(query, '|' ORDER BY query), '') "
+           "FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'")
+
+    def __init__(self, base, interval):
+        self.url, self.interval = f"{base}/postgres", interval
+        self.readings, self.stopping = [], threading.Event()
+        self.thread = threading.Thread(target=self.loop, daemon=True)
+
+    def loop(self):
+        while True:
+            position, workers = (query(self.url, self.SQL)[0] + [""])[:2]
+            self.readings.append({"at": round(time.time(), 1), "wal_bytes": int(position),
+                                  "autovacuum": [work.removeprefix("autovacuum: ") for work in workers.split("|") if work]})
+            if self.stopping.wait(self.interval):
+                return
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *failure):
+        self.stopping.set()
+        self.thread.join()
+
+    def summary(self):
+        """The WAL's rate in MiB/s and its share, over the intervals that began with an autovacuum
+        worker running and over those that began without one, and what the workers ran."""
+        spans = {True: [0, 0.0], False: [0, 0.0]}
+        for before, after in zip(self.readings, self.readings[1:]):
+            span = spans[bool(before["autovacuum"])]
+            span[0] += after["wal_bytes"] - before["wal_bytes"]
+            span[1] += after["at"] - before["at"]
+        total = spans[True][0] + spans[False][0]
+
+        def side(running):
+            written, took = spans[running]
+            return {"seconds": round(took, 1), "mib_per_second": round(written / 1_048_576 / took, 2) if took else None,
+                    "share_of_wal": round(written / total, 3) if total else None}
+        return {"interval_s": self.interval, "with_autovacuum": side(True), "without_autovacuum": side(False),
+                "autovacuum_ran": sorted({work for reading in self.readings for work in reading["autovacuum"]})}
 
 
 def seconds(at):
@@ -185,17 +237,18 @@ def one_run(name, binary, args):
     wal_before = wal_now(args.base)
     began = time.monotonic()
     ended = None
-    try:
-        server.start()
-        while time.monotonic() - began < args.timeout and server.process.poll() is None:
-            with open(os.path.join(run_dir, "server.err")) as handle:
-                # The whole line: it ends with how long the sweep rested for what (`rested_for_*`).
-                ended = next((line.strip() for line in handle if "retention sweep" in line), None)
-            if ended:
-                break
-            time.sleep(0.2)
-    finally:
-        server.stop()
+    with WALSampler(args.base, args.sample) as sampler:
+        try:
+            server.start()
+            while time.monotonic() - began < args.timeout and server.process.poll() is None:
+                with open(os.path.join(run_dir, "server.err")) as handle:
+                    # The whole line: it ends with how long the sweep rested for what (`rested_for_*`).
+                    ended = next((line.strip() for line in handle if '"msg":"retention sweep' in line), None)
+                if ended:
+                    break
+                time.sleep(0.2)
+        finally:
+            server.stop()
     took = round(time.monotonic() - began, 1)
     wal_after = wal_now(args.base)
     wal = {key: wal_after[key] - wal_before[key] for key in ("bytes", "records", "fpi")}
@@ -206,7 +259,7 @@ def one_run(name, binary, args):
     psql(args.base, f"DROP DATABASE IF EXISTS {COPY}")
     shutil.rmtree(run_dir, ignore_errors=True)
     return {"name": name, "binary": binary, "seconds": took, "sweep_log": ended, "checkpoints": checkpoints,
-            "wal": wal, "kinds": summary(found)}
+            "wal": wal, "wal_samples": sampler.summary(), "wal_readings": sampler.readings, "kinds": summary(found)}
 
 
 def main():
@@ -218,6 +271,7 @@ def main():
     parser.add_argument("--days", type=int, default=90)
     parser.add_argument("--timeout", type=int, default=900)
     parser.add_argument("--cold", action="store_true", help="empty the page cache before each server starts (root)")
+    parser.add_argument("--sample", type=float, default=10, help="seconds between two readings of the WAL and autovacuum")
     parser.add_argument("builds", nargs="+", metavar="NAME=GATEHOUSE")
     args = parser.parse_args()
     runs = []
@@ -232,6 +286,8 @@ def main():
               f"{len(begun)} checkpoints begun ({by_wal} by the WAL's size); WAL {result['wal']['bytes'] / 1_048_576:.0f} MiB, "
               f"{result['wal']['fpi']} full-page images (max_wal_size {result['wal']['max_wal_size']}, "
               f"wal_compression {result['wal']['wal_compression']})")
+        samples = result["wal_samples"]
+        print(f"  WAL with autovacuum running: {samples['with_autovacuum']}; without: {samples['without_autovacuum']}")
         for kind, row in result["kinds"].items():
             if not row["rows"]:
                 continue  # in the JSON only

@@ -30,7 +30,8 @@ For each database and size it:
      older than that, and runs the login load meanwhile: its p99 beside the load's alone, the
      rows the sweep deleted, how long it took, and whether it was still running when the load
      ended (a load that outlived the sweep compares less than it claims), and how long statements
-     waited for a connection meanwhile (on SQLite, for the writer a sweep's batch holds).
+     waited for a connection meanwhile (on SQLite, for the writer a sweep's batch holds), and
+     housekeeping's rests during the load by their reason (from /metrics).
      Before it, the control: the same fresh start and load with a retention nothing is older
      than. The load alone of step 3 ran on a server already warm (its start-up work over, the
      console's pages and a warm-up read), the load beside the sweep on one just started, so the
@@ -286,6 +287,29 @@ def pool_waits(server):
     return {"waits": int(total), "p99_at_most_ms": as_ms(within(0.99)), "longest_at_most_ms": as_ms(within(1.0))}
 
 
+def housekeeping_rests(server):
+    """Housekeeping's rests from the server's start, by what set their length (`requests`, `log`,
+    `checkpointer`): gatehouse_housekeeping_rest_seconds' count and sum, read from GET /metrics."""
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    connection.request("GET", "/metrics")
+    text = connection.getresponse().read().decode()
+    connection.close()
+    rests = {}
+    for line in text.splitlines():
+        match = re.match(r'gatehouse_housekeeping_rest_seconds_(count|sum)\{.*reason="([^"]+)".*\}\s+(\S+)', line)
+        if match:
+            rests.setdefault(match.group(2), {"count": 0, "seconds": 0.0})[
+                "count" if match.group(1) == "count" else "seconds"] = float(match.group(3))
+    return rests
+
+
+def rests_between(before, after):
+    """The rests taken between two readings of housekeeping_rests, by reason."""
+    return {reason: {"count": int(tally["count"] - before.get(reason, {}).get("count", 0)),
+                     "seconds": round(tally["seconds"] - before.get(reason, {}).get("seconds", 0.0), 2)}
+            for reason, tally in after.items()}
+
+
 def server_with_retention(binary, url, run_dir, days):
     """A server (not started) on `url` with the Handz preset's retention at `days` days, logging
     each request (info) and serving /metrics, with BENCH_SERVER_ENV's secret key."""
@@ -309,12 +333,13 @@ def fresh_login_load(args, url, part_dir, directory, label, days):
     ended = {}
 
     def watch():
-        # The sweep logs one "retention sweep" line when it is done.
+        # The sweep logs one "retention sweep" line when it is done ("retention sweep stopped"
+        # when the server stops first, "retention sweep failed" when it fails).
         while server.process and server.process.poll() is None and "at" not in ended:
             try:
                 with open(os.path.join(run_dir, "server.err")) as handle:
                     for line in handle:
-                        if "retention sweep" in line:
+                        if '"msg":"retention sweep' in line and "stopped" not in line:
                             ended["at"] = time.monotonic()
                             ended["line"] = line.strip()[-600:]
             except OSError:
@@ -335,9 +360,11 @@ def fresh_login_load(args, url, part_dir, directory, label, days):
                          connections, run_dir, f"{label} warm-up (not recorded)")
         wrk = {"scenarios": {}}
         options = argparse.Namespace(seconds=args.seconds, hash="none", warmup=0)
+        rests_before = housekeeping_rests(server)
         load_started = time.monotonic()
         harness.load(server, wrk, options, ["login"], 2, connections, run_dir, label)
         load_ended = time.monotonic()
+        rests = rests_between(rests_before, housekeeping_rests(server))
         row = wrk["scenarios"]["login"]
         waits = pool_waits(server)
         # Wait for the sweep's end (at most two minutes) to report its length.
@@ -345,6 +372,8 @@ def fresh_login_load(args, url, part_dir, directory, label, days):
             time.sleep(0.2)
     finally:
         server.stop()
+    with open(os.path.join(run_dir, "server.err")) as handle:
+        stopped = next((line.strip()[-600:] for line in handle if '"msg":"retention sweep stopped"' in line), None)
     return {
         "retention_days": days,
         "login_p99_ms": row.get("latency_ms", {}).get("p99"),
@@ -352,17 +381,24 @@ def fresh_login_load(args, url, part_dir, directory, label, days):
         "sweep_seconds": round(ended["at"] - started, 1) if "at" in ended else None,
         "sweep_outlasted_load": "at" in ended and ended["at"] > load_ended or "at" not in ended,
         "load_started_after_s": round(load_started - started, 1), "sweep_log": ended.get("line"),
+        # A sweep the server's stop cut short says how long it ran and rested.
+        "sweep_stopped_log": stopped,
         "pool_waits_during_load": waits,
+        # What held housekeeping back while the load was measured (a paced sweep at 1M on
+        # PostgreSQL outlasts the load: its own line comes only at its end).
+        "housekeeping_rests_during_load": rests,
     }
 
 
-# A retention no row of the loaded year is older than: the control's sweep finds nothing to remove.
+# A retention no row of the loaded year is older than: the control's sweep deletes no audit row or
+# event, but still what does not depend on it (rotated refresh tokens expired a refresh lifetime
+# ago, sessions ended that long ago), which at 1M on PostgreSQL outlasts its load, paced.
 CONTROL_RETENTION_DAYS = 36500
 
 
 def sweep_under_load(args, url, part_dir, label, alone):
     """The retention sweep at --sweep-days, started with the server, under the login load; and
-    before it the same fresh start and load with nothing to sweep (the control), since the load
+    before it the same fresh start and load with no audit rows to sweep (the control), since the load
     alone (`alone`, the hot paths' login) ran on a server already warm."""
     control = fresh_login_load(args, url, part_dir, "sweep-control", f"{label} sweep control", CONTROL_RETENTION_DAYS)
     result = fresh_login_load(args, url, part_dir, "sweep", f"{label} sweep", args.sweep_days)
