@@ -16,6 +16,8 @@ extension PostgresDatabase {
 
     public var housekeepingRests: HousekeepingRests { pace.current.rested }
 
+    public func countCachedRead() { uses.add(1, ordering: .relaxed) }
+
     /// The write-ahead log's position now (where its next record goes: the position written out
     /// moves only as the WAL writer flushes, by whole pages, every 200 ms with asynchronous
     /// commits) and the rate housekeeping keeps to

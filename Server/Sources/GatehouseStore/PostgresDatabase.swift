@@ -337,6 +337,8 @@ public final class PostgresDatabase: SQLDatabase {
 
     static func map(_ error: any Error) -> StoreError {
         if let error = error as? StoreError { return error }
+        // A lease or a query abandoned by its cancelled task (the server shuts down).
+        if error is CancellationError { return .cancelled }
         // The pool gives up on a database it cannot reach (its circuit breaker): 503, not 500.
         if let error = error as? ConnectionPoolError { return .unavailable("\(error)") }
         guard let error = error as? PSQLError else {
@@ -356,6 +358,8 @@ public final class PostgresDatabase: SQLDatabase {
             }
         }
         switch error.code {
+        case .queryCancelled:
+            return .cancelled
         case .connectionError, .serverClosedConnection, .clientClosedConnection, .poolClosed, .uncleanShutdown,
             .sslUnsupported, .failedToAddSSLHandler:
             let reason = error.underlying.map { "\($0)" } ?? error.code.description

@@ -155,10 +155,15 @@ public protocol SQLDatabase: SQLExecutor {
     /// log holds many pages its checkpointer has not copied yet (`SQLiteCheckpointer`); PostgreSQL
     /// rests while its log since the turn before ran ahead of what its checkpoints are set for; both
     /// rest while requests use the database (`HousekeepingPace`). Answers whether others used
-    /// the database since the turn before (housekeeping then keeps its batches small).
+    /// the database since the turn before (housekeeping then keeps its batches small). A rest
+    /// ends early when the task is cancelled (the server shuts down); the caller then stops.
     func awaitHousekeepingTurn(after batch: Duration) async -> Bool
     /// The rests housekeeping took since the database was opened.
     var housekeepingRests: HousekeepingRests { get }
+    /// A read this node's session cache answered in the database's place: counted among the uses
+    /// housekeeping's pace reads, so that it rests beside the requests the cache serves as beside
+    /// any (issue 65, step 37).
+    func countCachedRead()
 }
 
 /// Told when a query or transaction gets its connection and gives it back, and when housekeeping
@@ -190,6 +195,9 @@ public enum StoreError: Error, Sendable, CustomStringConvertible, Equatable {
     /// The database has a schema version this binary does not know (a newer Gatehouse migrated
     /// it): the node refuses to start on it.
     case schemaNewerThanBinary(database: Int, known: Int)
+    /// The task waiting on the database was cancelled (the server shuts down) before its work
+    /// ended: housekeeping stopped between two batches, or a statement was abandoned.
+    case cancelled
     /// Anything else the database said.
     case database(String)
 
@@ -202,6 +210,7 @@ public enum StoreError: Error, Sendable, CustomStringConvertible, Equatable {
         case .migrationMismatch(let why): return "migration mismatch: \(why)"
         case .schemaNewerThanBinary(let database, let known):
             return "schema_newer_than_binary: the database has schema version \(database), newer than this Gatehouse knows (up to \(known)); upgrade Gatehouse to a release that has migration \(database)"
+        case .cancelled: return "cancelled: the work stopped before its end (the server shuts down)"
         case .database(let why): return "database error: \(why)"
         }
     }

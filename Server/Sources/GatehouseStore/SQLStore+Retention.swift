@@ -88,7 +88,7 @@ extension SQLStore {
             try await executor.query("PRAGMA incremental_vacuum(\(step))")
             released += step
             let took = ContinuousClock.now - started
-            let busy = await betweenHousekeepingBatches(after: took)
+            let busy = try await betweenHousekeepingBatches(after: took)
             sizing.after(step, took: took, target: Self.sweepBatchTime, busy: busy)
         }
         return released

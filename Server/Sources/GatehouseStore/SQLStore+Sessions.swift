@@ -87,7 +87,9 @@ extension SQLStore {
     }
 
     public func cachedSessionAndUser(id: SessionID) -> (session: Session, user: User)? {
-        isTransaction ? nil : sessionCache?.lookup(id)
+        guard !isTransaction, let found = sessionCache?.lookup(id) else { return nil }
+        countCachedRead()
+        return found
     }
 
     public func sessions(of userID: UserID) async throws(StoreError) -> [Session] {

@@ -102,7 +102,7 @@ extension SQLStore {
                 reached = max(reached ?? age, age)
             }
             let took = ContinuousClock.now - started
-            let busy = await betweenHousekeepingBatches(after: took)
+            let busy = try await betweenHousekeepingBatches(after: took)
             sizing.after(batch, took: took, target: target, busy: busy)
         }
     }

@@ -22,13 +22,24 @@ public struct SQLStore: GatehouseStore {
     /// Between two batches of housekeeping, the last of which took `batch`: the database's turn
     /// first (``SQLDatabase/awaitHousekeepingTurn(after:)``), then a sign-in waiting for the
     /// writer goes first. Inside a transaction nothing is let in between. Answers whether others
-    /// used the database since the turn before.
-    func betweenHousekeepingBatches(after batch: Duration) async -> Bool {
+    /// used the database since the turn before, or throws ``StoreError/cancelled`` when the task
+    /// was cancelled meanwhile: a server that shuts down stops its housekeeping at the next turn,
+    /// where every batch before has been committed, and its next start sweeps what is left
+    /// (without this, SQLite's sweep went on to its end with no rest, holding the shutdown up).
+    func betweenHousekeepingBatches(after batch: Duration) async throws(StoreError) -> Bool {
         guard let database else { return false }
         let busy = await database.awaitHousekeepingTurn(after: batch)
         await Task.yield()
+        if Task.isCancelled { throw .cancelled }
         return busy
     }
+
+    /// A read the session cache answered: a use of the database all the same, for housekeeping's
+    /// pace (``SQLDatabase/countCachedRead()``). Without it, a sweep beside 23,000 `/v1/me` a
+    /// second the cache answered at 1M accounts on PostgreSQL saw an idle database, grew its
+    /// batches to 400 rows, and one took 603 ms on the two busy cores (BENCHMARKS.md, issue 65
+    /// step 37).
+    func countCachedRead() { database?.countCachedRead() }
 
     /// The rests housekeeping took since the database was opened (none inside a transaction).
     public var housekeepingRests: HousekeepingRests { database?.housekeepingRests ?? HousekeepingRests() }
@@ -66,15 +77,18 @@ public struct SQLStore: GatehouseStore {
     public var dialect: SQLDialect { executor.dialect }
 
     /// One of an account's ``AccountFacts``: outside a transaction, this node's copy when the
-    /// cache may serve it, else `read` from the database (and kept, unless a change was dropped
-    /// meanwhile). A transaction always reads the database: what it decides and writes never
-    /// rests on a copy.
+    /// cache may serve it (counted as a use of the database, ``SQLDatabase/countCachedRead()``),
+    /// else `read` from the database (and kept, unless a change was dropped meanwhile). A
+    /// transaction always reads the database: what it decides and writes never rests on a copy.
     func accountFact<T: Sendable>(
         of user: UserID, cached: (AccountFacts) -> T?, keep: @escaping (inout AccountFacts, T) -> Void,
         read: () async throws(StoreError) -> T
     ) async throws(StoreError) -> T {
         guard !isTransaction, let sessionCache else { return try await read() }
-        if let value = sessionCache.fact(of: user, cached) { return value }
+        if let value = sessionCache.fact(of: user, cached) {
+            countCachedRead()
+            return value
+        }
         let ticket = sessionCache.ticket()
         let value = try await read()
         sessionCache.keepFact(of: user, ticket: ticket) { keep(&$0, value) }

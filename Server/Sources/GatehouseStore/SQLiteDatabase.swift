@@ -261,7 +261,8 @@ public final class SQLiteDatabase: SQLDatabase {
     public func awaitHousekeepingTurn(after batch: Duration) async -> Bool {
         if let signal = checkpointer?.signal, signal.isBehind {
             let started = ContinuousClock.now
-            while signal.isBehind, ContinuousClock.now < started + signal.settings.housekeepingWait {
+            // A cancelled task's sleep returns at once: the wait ends with it, not in a spin.
+            while signal.isBehind, !Task.isCancelled, ContinuousClock.now < started + signal.settings.housekeepingWait {
                 try? await Task.sleep(for: .milliseconds(2))
             }
             signal.housekeepingWaited(timedOut: signal.isBehind)
@@ -271,6 +272,8 @@ public final class SQLiteDatabase: SQLDatabase {
     }
 
     public var housekeepingRests: HousekeepingRests { pace.current.rested }
+
+    public func countCachedRead() { uses.add(1, ordering: .relaxed) }
 
     /// Statements that only read go to the read-only connections.
     private static func isRead(_ sql: String) -> Bool {
@@ -297,7 +300,8 @@ public final class SQLiteDatabase: SQLDatabase {
         }
     }
 
-    fileprivate static func map(_ error: any Error) -> StoreError {
+    static func map(_ error: any Error) -> StoreError {
+        if error is CancellationError { return .cancelled }
         guard let error = error as? SQLiteConnectionHandle.Failure else { return .database(describe(error)) }
         switch error.code {
         case 2067, 1555:  // SQLITE_CONSTRAINT_UNIQUE, SQLITE_CONSTRAINT_PRIMARYKEY

@@ -37,6 +37,8 @@ struct BatchedInserts: SQLDatabase {
     func awaitHousekeepingTurn(after batch: Duration) async -> Bool { await database.awaitHousekeepingTurn(after: batch) }
 
     var housekeepingRests: HousekeepingRests { database.housekeepingRests }
+
+    func countCachedRead() { database.countCachedRead() }
 }
 
 /// One transaction's executor that keeps plain inserts back (see ``BatchedInserts``).

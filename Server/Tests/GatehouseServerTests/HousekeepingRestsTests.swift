@@ -51,33 +51,44 @@ import Testing
     /// log's position) is followed by a rest of 1 s for the log, none for the requests (no one
     /// else uses the database).
     @Test func theRetentionSweepsLineSaysHowLongItRestedForTheLog() async throws {
-        try await Self.paced {
-            try await TestDatabase.withStore(.postgres) { store in
-                try await Self.oldAuditRows(30, into: store, daysAgo: 60)
-                let log = KeptLog { event in
-                    let fields = (event.metadata ?? [:]).map { "\($0.key)=\($0.value)" }.sorted()
-                    return ([event.message.description] + fields).joined(separator: " ")
-                }
-                let sweep = RetentionSweep(
-                    store: store, days: 30, idleSeconds: 30 * 86_400, unconfirmedFactorTTLSeconds: 86_400, clock: SystemClock(),
-                    logger: log.logger(label: "sweep"))
-                let before = store.housekeepingRests
-                let counts = await sweep.sweep()
-                #expect(counts.auditRows == 30)
-                let line = try #require(log.lines.first { $0.hasPrefix("retention sweep ") }, "\(log.lines)")
-                let fields = Dictionary(
-                    uniqueKeysWithValues: line.split(separator: " ").dropFirst(2).map { field in
-                        let parts = field.split(separator: "=", maxSplits: 1)
-                        return (String(parts[0]), String(parts.count > 1 ? parts[1] : ""))
-                    })
-                #expect(fields["audit_rows_count"] == "30")
-                #expect(fields["rested_for_log_count"] == "5", "\(line)")
-                #expect(fields["rested_for_log_ms"] == "5000", "\(line)")
-                #expect(fields["rested_for_requests_count"] == "0" && fields["rested_for_requests_ms"] == "0", "\(line)")
-                #expect(fields["rested_for_checkpointer_count"] == "0" && fields["rested_for_checkpointer_ms"] == "0", "\(line)")
-                #expect(Int(fields["duration_ms"] ?? "") ?? 0 >= 5_000, "\(line)")
-                #expect(store.housekeepingRests.since(before)[.log] == .init(count: 5, time: .seconds(5)))
+        try await Self.sweepingThirtyOldRows { store, sweep, log in
+            let before = store.housekeepingRests
+            let counts = await sweep.sweep()
+            #expect(counts.auditRows == 30)
+            let line = try #require(log.lines.first { $0.hasPrefix("info retention sweep ") }, "\(log.lines)")
+            let fields = Self.fields(of: line, after: "info retention sweep")
+            #expect(fields["audit_rows_count"] == "30")
+            #expect(fields["rested_for_log_count"] == "5", "\(line)")
+            #expect(fields["rested_for_log_ms"] == "5000", "\(line)")
+            #expect(fields["rested_for_requests_count"] == "0" && fields["rested_for_requests_ms"] == "0", "\(line)")
+            #expect(fields["rested_for_checkpointer_count"] == "0" && fields["rested_for_checkpointer_ms"] == "0", "\(line)")
+            #expect(Int(fields["duration_ms"] ?? "") ?? 0 >= 5_000, "\(line)")
+            #expect(store.housekeepingRests.since(before)[.log] == .init(count: 5, time: .seconds(5)))
+        }
+    }
+
+    /// A server that shuts down in the middle of a long first sweep (about 40 minutes at a million
+    /// accounts) stops it at the next turn between two batches: what the batches so far deleted
+    /// stays deleted, and its line says it stopped, with its rests, at info, not that it failed.
+    /// Here the sweep's task is cancelled during its first rest for the log, after two batches.
+    @Test func aSweepStoppedByAShutdownSaysSoAndKeepsItsBatches() async throws {
+        try await Self.sweepingThirtyOldRows { store, sweep, log in
+            let before = store.housekeepingRests
+            let running = Task { await sweep.sweep() }
+            let deadline = ContinuousClock.now + .seconds(30)
+            while store.housekeepingRests.since(before)[.log].count == 0, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(10))
             }
+            running.cancel()
+            #expect(await running.value == PurgeCounts())
+            let line = try #require(log.lines.first { $0.contains("retention sweep") }, "\(log.lines)")
+            #expect(line.hasPrefix("info retention sweep stopped "), "\(line)")
+            let fields = Self.fields(of: line, after: "info retention sweep stopped")
+            #expect(fields["rested_for_log_count"] == "1", "\(line)")
+            #expect(fields["duration_ms"] != nil, "\(line)")
+            #expect(!log.lines.contains { $0.contains("failed") }, "\(log.lines)")
+            let old = try await store.auditEvents(userID: nil, before: nil, limit: 100).filter { $0.createdAt < Date() - 50 * 86_400 }
+            #expect(old.count == 20)
         }
     }
 
@@ -114,6 +125,34 @@ import Testing
             throw error
         }
         await cleanup()
+    }
+
+    /// Paced (``paced(_:)``) on PostgreSQL, thirty audit rows 60 days old and a retention sweep
+    /// of 30 days, with its log: a line per entry, its level, its message and its `key=value`
+    /// fields.
+    private static func sweepingThirtyOldRows(_ body: @escaping @Sendable (SQLStore, RetentionSweep, KeptLog) async throws -> Void) async throws {
+        try await paced {
+            try await TestDatabase.withStore(.postgres) { store in
+                try await oldAuditRows(30, into: store, daysAgo: 60)
+                let log = KeptLog { event in
+                    let fields = (event.metadata ?? [:]).map { "\($0.key)=\($0.value)" }.sorted()
+                    return (["\(event.level)", event.message.description] + fields).joined(separator: " ")
+                }
+                let sweep = RetentionSweep(
+                    store: store, days: 30, idleSeconds: 30 * 86_400, unconfirmedFactorTTLSeconds: 86_400, clock: SystemClock(),
+                    logger: log.logger(label: "sweep"))
+                try await body(store, sweep, log)
+            }
+        }
+    }
+
+    /// A log line's `key=value` fields after its first words, `words`.
+    private static func fields(of line: String, after words: String) -> [String: String] {
+        Dictionary(
+            uniqueKeysWithValues: line.dropFirst(words.count).split(separator: " ").map { field in
+                let parts = field.split(separator: "=", maxSplits: 1)
+                return (String(parts[0]), String(parts.count > 1 ? parts[1] : ""))
+            })
     }
 
     /// A log budget of 200 bytes a second and rests of at most 1 s for the databases opened in

@@ -1,6 +1,8 @@
 import Foundation
+import GatehouseCore
 @testable import GatehouseStore
 import GatehouseTestSupport
+import Synchronization
 import Testing
 
 /// Issue 65: housekeeping rests between its batches while requests use the database, and sweeps
@@ -154,6 +156,100 @@ import Testing
                 }
             }
         }
+    }
+
+    /// The reads this node's session cache answers instead of the database.
+    enum CachedRead: CaseIterable, Sendable {
+        case sessionAndUser
+        case accountFact
+    }
+
+    /// Reads the session cache answers in the database's place are uses of it all the same: a
+    /// sweep rests beside the requests the cache serves (`/v1/me`, `check`) as beside any. Before,
+    /// at 1M accounts on PostgreSQL, a sweep beside 23,000 `/v1/me` a second saw an idle database,
+    /// grew its batches to 400 rows, and one took 603 ms (BENCHMARKS.md, issue 65 step 37). Each
+    /// kind of read the cache answers, on both databases: three between each two turns make a
+    /// rest at each turn but the first, five for thirty rows at five a batch.
+    @Test(arguments: Backend.available, CachedRead.allCases)
+    func aSweepRestsBesideReadsTheSessionCacheAnswers(_ backend: Backend, _ read: CachedRead) async throws {
+        let settings = HousekeepingPace.Settings(restPerBatch: 40, longestRest: .seconds(1), logBudget: 1e15)
+        try await HousekeepingPace.$settings.withValue(settings) {
+            try await TestDatabase.with(backend) { database, _ in
+                try await database.query("CREATE TABLE t (id BIGINT PRIMARY KEY, x BYTEA)")
+                for id in 1...30 { try await database.query("INSERT INTO t (id, x) VALUES (?, ?)", [.integer(Int64(id)), .blob([1])]) }
+                let cache = SessionCache(settings: .init(timeToLive: .seconds(3_600), stalenessBound: .seconds(3_600)))
+                cache.apply(cache.heartbeat())
+                let user = User(id: .random(), createdAt: Date())
+                let session = Session(userID: user.id, provider: "email", createdAt: Date())
+                cache.keep(session, user, ticket: cache.ticket())
+                cache.keepFact(of: user.id, ticket: cache.ticket()) { $0.identities = [] }
+                let requests = SQLStore(database: database, sessionCache: cache)
+                let answered = Mutex(0)
+                let store = SQLStore(
+                    database: SweepTests.Noting(database) { _ in
+                        for _ in 0..<3 {
+                            let found: Bool
+                            switch read {
+                            case .sessionAndUser: found = requests.cachedSessionAndUser(id: session.id) != nil
+                            case .accountFact: found = (try? await requests.identities(of: user.id))?.isEmpty == true
+                            }
+                            if found { answered.withLock { $0 += 1 } }
+                        }
+                    })
+                let before = database.housekeepingRests
+                let swept = try await SQLStore.$sweepBatch.withValue(5) {
+                    try await SQLStore.$sweepBatchTime.withValue(.seconds(3_600)) {
+                        try await store.sweep(Sweep(table: "t", key: "id", condition: "x IS NOT NULL", order: "id", reach: .ownRow, binds: []))
+                    }
+                }
+                #expect(swept == 30)
+                // Six turns (a batch of five rows before each), three reads the cache answered at each.
+                #expect(answered.withLock { $0 } == 18)
+                #expect(database.housekeepingRests.since(before)[.requests].count == 5, "\(database.housekeepingRests)")
+            }
+        }
+    }
+
+    /// A sweep whose task is cancelled (the server shuts down) stops at its next turn: the
+    /// batches before it stay committed, the rest is left for the next sweep, and it throws
+    /// `.cancelled`. On SQLite a cancelled task's rests end at once, and before this the sweep went
+    /// on to its end at full speed; on PostgreSQL its next lease was refused with an error that
+    /// read as a failure (`database error: CancellationError()`). Here the task cancels itself at
+    /// its second turn, after two batches of five rows.
+    @Test(arguments: Backend.available)
+    func aCancelledSweepStopsAtItsNextTurn(_ backend: Backend) async throws {
+        try await TestDatabase.with(backend) { database, _ in
+            try await database.query("CREATE TABLE t (id BIGINT PRIMARY KEY, x BYTEA)")
+            for id in 1...30 { try await database.query("INSERT INTO t (id, x) VALUES (?, ?)", [.integer(Int64(id)), .blob([1])]) }
+            let turns = Mutex(0)
+            let store = SQLStore(
+                database: SweepTests.Noting(database) { _ in
+                    let turn = turns.withLock { turns in
+                        turns += 1
+                        return turns
+                    }
+                    if turn == 2 { withUnsafeCurrentTask { $0?.cancel() } }
+                })
+            let sweeping = Task {
+                try await SQLStore.$sweepBatch.withValue(5) {
+                    try await SQLStore.$sweepBatchTime.withValue(.seconds(3_600)) {
+                        try await store.sweep(Sweep(table: "t", key: "id", condition: "x IS NOT NULL", order: "id", reach: .ownRow, binds: []))
+                    }
+                }
+            }
+            await #expect(throws: StoreError.cancelled) { try await sweeping.value }
+            #expect(turns.withLock { $0 } == 2)
+            let left = try await database.query("SELECT COUNT(*) AS n, MIN(id) AS lowest FROM t")
+            #expect(try left.first?.int("n") == 20)
+            #expect(try left.first?.int("lowest") == 11)
+        }
+    }
+
+    /// A statement abandoned by its cancelled task reads as `.cancelled` on both databases, not as
+    /// a database's error: the retention sweep's line says it stopped, not that it failed.
+    @Test func aCancelledTasksErrorIsCancelledOnBothDatabases() {
+        #expect(PostgresDatabase.map(CancellationError()) == .cancelled)
+        #expect(SQLiteDatabase.map(CancellationError()) == .cancelled)
     }
 
     private static func sweep(_ database: any SQLDatabase, pace: HousekeepingPace, key: String, besides reads: Int, rests: Int) async throws {

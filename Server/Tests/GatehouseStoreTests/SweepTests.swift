@@ -38,6 +38,7 @@ import Testing
             return await inner.awaitHousekeepingTurn(after: batch)
         }
         var housekeepingRests: HousekeepingRests { inner.housekeepingRests }
+        func countCachedRead() { inner.countCachedRead() }
 
         /// The statements that changed rows of `table`, and how many each changed.
         func sweeps(of table: String) -> [Int] {
