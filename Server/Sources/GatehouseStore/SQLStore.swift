@@ -35,7 +35,7 @@ public struct SQLStore: GatehouseStore {
     }
 
     /// A read the session cache answered: a use of the database all the same, for housekeeping's
-    /// pace (``SQLDatabase/countCachedRead()``). Without it, a sweep beside 23,000 `/v1/me` a
+    /// pace (``SQLDatabase/countCachedRead()``). Without it, a sweep beside 25,600 `/v1/me` a
     /// second the cache answered at 1M accounts on PostgreSQL saw an idle database, grew its
     /// batches to 400 rows, and one took 603 ms on the two busy cores (BENCHMARKS.md, issue 65
     /// step 37).

@@ -166,7 +166,7 @@ import Testing
 
     /// Reads the session cache answers in the database's place are uses of it all the same: a
     /// sweep rests beside the requests the cache serves (`/v1/me`, `check`) as beside any. Before,
-    /// at 1M accounts on PostgreSQL, a sweep beside 23,000 `/v1/me` a second saw an idle database,
+    /// at 1M accounts on PostgreSQL, a sweep beside 25,600 `/v1/me` a second saw an idle database,
     /// grew its batches to 400 rows, and one took 603 ms (BENCHMARKS.md, issue 65 step 37). Each
     /// kind of read the cache answers, on both databases: three between each two turns make a
     /// rest at each turn but the first, five for thirty rows at five a batch.
