@@ -108,9 +108,14 @@ class WALSampler:
 
     def loop(self):
         while True:
-            position, workers = (query(self.url, self.SQL)[0] + [""])[:2]
-            self.readings.append({"at": round(time.time(), 1), "wal_bytes": int(position),
-                                  "autovacuum": [work.removeprefix("autovacuum: ") for work in workers.split("|") if work]})
+            try:
+                position, workers = (query(self.url, self.SQL)[0] + [""])[:2]
+            except subprocess.CalledProcessError:
+                # A reading missed (the cluster busy or restarting): the interval spans two.
+                position = None
+            if position is not None:
+                self.readings.append({"at": round(time.time(), 1), "wal_bytes": int(position),
+                                      "autovacuum": [work.removeprefix("autovacuum: ") for work in workers.split("|") if work]})
             if self.stopping.wait(self.interval):
                 return
 
