@@ -9,7 +9,8 @@ import Synchronization
 /// Runs durable background jobs (the `jobs` table): claims one due job at a time with a lease,
 /// hands its (unsealed) payload to the handler for its kind, and deletes it when done or
 /// retries it with backoff. A crash loses nothing: the lease runs out and another node (or the
-/// next start) takes the job.
+/// next start) takes the job. A shutdown that cancels a job's work does the same, and the attempt
+/// it cut short is not counted.
 final class JobWorker: Service, Sendable {
     typealias Handler = @Sendable (Job, Data) async throws -> Void
 
@@ -69,6 +70,8 @@ final class JobWorker: Service, Sendable {
             let job: Job?
             do {
                 job = try await store.claimDueJob(now: clock.now, leaseSeconds: Self.leaseSeconds)
+            } catch where Task.isCancelled {
+                return  // the server shuts down: nothing failed
             } catch {
                 logger.warning("could not read the job queue", metadata: ["cause": "\(error)"])
                 return
@@ -83,6 +86,13 @@ final class JobWorker: Service, Sendable {
             guard let handler = JobKind(rawValue: job.kind).flatMap({ kind in handlers.withLock { $0[kind] } }) else { throw ProviderError("no handler for job kind \(job.kind)") }
             try await handler(job, try sealer.open(job.payload, encryption: job.encryption, what: "a job payload"))
             try await store.completeJob(job.id)
+        } catch where Task.isCancelled {
+            // The server shuts down and cancelled the job's work: its attempt was cut short, not
+            // failed. Its lease runs out and the next start (or another node) runs it again
+            // without counting this one: a job near its last attempt is not given up by a deploy.
+            logger.info(
+                "background job stopped by the shutdown; it runs again when its lease ends",
+                metadata: ["job_id": "\(job.id)", "kind": "\(job.kind)", "attempt": "\(job.attempts + 1)"])
         } catch {
             let attempts = job.attempts + 1
             let retries = attempts < (JobKind(rawValue: job.kind).flatMap { maximumAttempts[$0] } ?? 8)
