@@ -264,15 +264,21 @@ def sessions_memory(port, pid, size, wanted):
             "rss_mib": harness.mib(harness.proc_status(pid, "VmRSS"))}
 
 
+def metrics_text(server):
+    """The server's GET /metrics, as text."""
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    connection.request("GET", "/metrics")
+    text = connection.getresponse().read().decode()
+    connection.close()
+    return text
+
+
 def pool_waits(server):
     """How long statements waited for a connection from the server's start (SQLite: for the
     writer, which a sweep's batch holds): gatehouse_db_pool_wait_seconds, read from GET /metrics
     as how many waited and the histogram bucket (its upper bound, ms) that holds the 99th
     percentile and the longest."""
-    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
-    connection.request("GET", "/metrics")
-    text = connection.getresponse().read().decode()
-    connection.close()
+    text = metrics_text(server)
     buckets = []
     for line in text.splitlines():
         match = re.match(r'gatehouse_db_pool_wait_seconds_bucket\{.*le="([^"]+)".*\}\s+(\S+)', line)
@@ -290,10 +296,7 @@ def pool_waits(server):
 def housekeeping_rests(server):
     """Housekeeping's rests from the server's start, by what set their length (`requests`, `log`,
     `checkpointer`): gatehouse_housekeeping_rest_seconds' count and sum, read from GET /metrics."""
-    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
-    connection.request("GET", "/metrics")
-    text = connection.getresponse().read().decode()
-    connection.close()
+    text = metrics_text(server)
     rests = {}
     for line in text.splitlines():
         match = re.match(r'gatehouse_housekeeping_rest_seconds_(count|sum)\{.*reason="([^"]+)".*\}\s+(\S+)', line)
