@@ -7,7 +7,6 @@ public enum MailRetryPolicy {
     public static let maximumAttempts = 10
 
     public static func nextAttempt(after attempts: Int, now: Date) -> Date? {
-        guard attempts < maximumAttempts else { return nil }
-        return now.addingTimeInterval(RetryBackoff.delay(afterAttempts: attempts))
+        RetryBackoff.nextAttempt(after: attempts, of: maximumAttempts, now: now)
     }
 }

@@ -60,6 +60,12 @@ public enum RetryBackoff {
     public static func delay(afterAttempts attempts: Int) -> TimeInterval {
         min(5 * pow(2, Double(max(0, attempts - 1))), 3_600)
     }
+
+    /// When to try again after `attempts` failed ones, or nil once `maximum` were made: every
+    /// queue of leased work (the outbox, the job queue) schedules its retries here.
+    public static func nextAttempt(after attempts: Int, of maximum: Int, now: Date) -> Date? {
+        attempts < maximum ? now.addingTimeInterval(delay(afterAttempts: attempts)) : nil
+    }
 }
 
 /// What a mail is for: the outbox row's `kind`, the template's name (`mail.<kind>.subject` in a

@@ -336,8 +336,8 @@ def fresh_login_load(args, url, part_dir, directory, label, days):
     ended = {}
 
     def watch():
-        # The sweep logs one "retention sweep" line when it is done ("retention sweep stopped"
-        # when the server stops first, "retention sweep failed" when it fails).
+        # The sweep logs one "retention sweep" line when it is done ("retention sweep stopped by
+        # the shutdown" when the server stops first, "retention sweep failed" when it fails).
         while server.process and server.process.poll() is None and "at" not in ended:
             try:
                 with open(os.path.join(run_dir, "server.err")) as handle:
@@ -376,7 +376,7 @@ def fresh_login_load(args, url, part_dir, directory, label, days):
     finally:
         server.stop()
     with open(os.path.join(run_dir, "server.err")) as handle:
-        stopped = next((line.strip()[-600:] for line in handle if '"msg":"retention sweep stopped"' in line), None)
+        stopped = next((line.strip()[-600:] for line in handle if '"msg":"retention sweep stopped by the shutdown' in line), None)
     return {
         "retention_days": days,
         "login_p99_ms": row.get("latency_ms", {}).get("p99"),

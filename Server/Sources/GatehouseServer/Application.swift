@@ -277,7 +277,7 @@ struct KeyRingRefresh: Service {
                 do {
                     try await keys.reload()
                 } catch {
-                    logger.warning("could not reload signing keys", metadata: ["cause": .string("\(error)")])
+                    logger.backgroundWork(.signingKeyReload, endedBy: error)
                 }
             }
         }

@@ -47,42 +47,4 @@ import Testing
             #expect(overview.contains(#"data-jobs-failed="1""#) && overview.contains("<td>stripe_cancel</td><td>30</td>"), "\(overview)")
         }
     }
-
-    /// A shutdown cancels the work of a job that is running: the attempt was cut short, not
-    /// failed. It is not counted (a job on its last attempt is not given up by a deploy), nothing is
-    /// logged or counted as a failure, and the job's lease runs out so that the next start runs it
-    /// again. Before, on SQLite this job on its last attempt was given up; on PostgreSQL it was
-    /// logged and counted as given up (its failure's write was refused, the task being cancelled).
-    @Test(arguments: Backend.available)
-    func aJobCutShortByAShutdownIsNotAnAttempt(_ backend: Backend) async throws {
-        try await TestDatabase.withStore(backend) { store in
-            let clock = ManualClock(Date())
-            let (started, running) = AsyncStream<Void>.makeStream()
-            let metrics = ServerMetrics(enabled: true)
-            let log = KeptLog { "\($0.level) \($0.message)" }
-            let worker = JobWorker(
-                store: store, sealer: SecretSealer(secret: nil), clock: clock, logger: log.logger(label: "jobs"),
-                handlers: [
-                    .stripeCancel: { _, _ in
-                        running.yield()
-                        try await Task.sleep(for: .seconds(3_600))
-                    }
-                ], maximumAttempts: [.stripeCancel: 30], metrics: metrics)
-            let sealed = try SecretSealer(secret: nil).seal(Data(#"{"customer":"cus_cut_short"}"#.utf8))
-            let job = Job(kind: JobKind.stripeCancel.rawValue, payload: sealed.bytes, encryption: sealed.encryption, attempts: 29, createdAt: clock.now)
-            try await store.enqueueJob(job)
-            let working = Task { await worker.runDue() }
-            for await _ in started { break }
-            working.cancel()
-            await working.value
-
-            #expect(log.lines == ["info background job stopped by the shutdown; it runs again when its lease ends"], "\(log.lines)")
-            #expect(!String(decoding: metrics.render(), as: UTF8.self).contains("gatehouse_jobs_failed_total"))
-            #expect(try await store.failedJobs(limit: 5).total == 0)
-            // Still held by its lease, then taken again with its attempts as they were.
-            #expect(try await store.claimDueJob(now: clock.now, leaseSeconds: JobWorker.leaseSeconds) == nil)
-            let again = try await store.claimDueJob(now: clock.now.addingTimeInterval(Double(JobWorker.leaseSeconds + 1)), leaseSeconds: 60)
-            #expect(again?.id == job.id && again?.attempts == 29, "\(String(describing: again))")
-        }
-    }
 }

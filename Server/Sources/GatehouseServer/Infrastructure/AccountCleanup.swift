@@ -127,7 +127,7 @@ final class AccountCleanup: PeriodicSweep {
                 // would be listed again: the next sweep looks again.
                 if stale.count < 200 || removedInBatch == 0 { break }
             } catch {
-                logger.warning("could not remove stale accounts", metadata: ["rule": "\(rule.reason)", "cause": "\(error)"])
+                logger.backgroundWork(.staleAccountRemoval, endedBy: error, metadata: ["rule": "\(rule.reason)"])
                 break
             }
         }

@@ -6,12 +6,12 @@ import Logging
 import ServiceLifecycle
 import Synchronization
 
-/// Runs durable background jobs (the `jobs` table): claims one due job at a time with a lease,
-/// hands its (unsealed) payload to the handler for its kind, and deletes it when done or
-/// retries it with backoff. A crash loses nothing: the lease runs out and another node (or the
-/// next start) takes the job. A shutdown that cancels a job's work does the same, and the attempt
-/// it cut short is not counted.
-final class JobWorker: Service, Sendable {
+/// Runs durable background jobs (the `jobs` table), a queue of leased work (`LeasedQueue`):
+/// claims one due job at a time with a lease, hands its (unsealed) payload to the handler for
+/// its kind, and deletes it when done or retries it with backoff. A crash loses nothing: the
+/// lease runs out and another node (or the next start) takes the job. A shutdown that cancels a
+/// job's work does the same, and the attempt it cut short is not counted.
+final class JobWorker: Service, LeasedQueue {
     typealias Handler = @Sendable (Job, Data) async throws -> Void
 
     let store: any JobStore
@@ -64,48 +64,34 @@ final class JobWorker: Service, Sendable {
         await loop.run { await self.runDue() }
     }
 
-    /// Runs every job that is due now.
-    func runDue() async {
-        while !Task.isCancelled {
-            let job: Job?
-            do {
-                job = try await store.claimDueJob(now: clock.now, leaseSeconds: Self.leaseSeconds)
-            } catch where Task.isCancelled {
-                return  // the server shuts down: nothing failed
-            } catch {
-                logger.warning("could not read the job queue", metadata: ["cause": "\(error)"])
-                return
-            }
-            guard let job else { return }
-            await telemetry.restoring(job.traceContext) { await run(job) }
-        }
+    /// Runs every job that is due now (`LeasedQueue.drain()`).
+    func runDue() async { await drain() }
+
+    // The job queue's part in the queue of leased work.
+    var work: BackgroundWork { .jobQueue }
+    var rowKey: String { "job_id" }
+
+    func claim() async throws -> Job? {
+        try await store.claimDueJob(now: clock.now, leaseSeconds: Self.leaseSeconds)
     }
 
-    private func run(_ job: Job) async {
-        do {
-            guard let handler = JobKind(rawValue: job.kind).flatMap({ kind in handlers.withLock { $0[kind] } }) else { throw ProviderError("no handler for job kind \(job.kind)") }
-            try await handler(job, try sealer.open(job.payload, encryption: job.encryption, what: "a job payload"))
-            try await store.completeJob(job.id)
-        } catch where Task.isCancelled {
-            // The server shuts down and cancelled the job's work: its attempt was cut short, not
-            // failed. Its lease runs out and the next start (or another node) runs it again
-            // without counting this one: a job near its last attempt is not given up by a deploy.
-            logger.info(
-                "background job stopped by the shutdown; it runs again when its lease ends",
-                metadata: ["job_id": "\(job.id)", "kind": "\(job.kind)", "attempt": "\(job.attempts + 1)"])
-        } catch {
-            let attempts = job.attempts + 1
-            let retries = attempts < (JobKind(rawValue: job.kind).flatMap { maximumAttempts[$0] } ?? 8)
-            let next = retries ? clock.now.addingTimeInterval(RetryBackoff.delay(afterAttempts: attempts)) : nil
-            let metadata: Logger.Metadata = ["job_id": "\(job.id)", "kind": "\(job.kind)", "attempt": "\(attempts)", "cause": "\(error)"]
-            if next == nil {
-                logger.error("background job ran out of attempts and was given up (listed on the console's overview)", metadata: metadata)
-            } else {
-                logger.warning("background job failed; will retry", metadata: metadata)
-            }
-            // A kind this version does not know (a row from another version) is one series, not many.
-            metrics.jobFailed(kind: JobKind(rawValue: job.kind)?.rawValue ?? "unknown", givenUp: next == nil)
-            try? await store.failJob(job.id, error: "\(error)", nextAttempt: next)
+    func attempt(_ job: Job) async throws {
+        guard let handler = JobKind(rawValue: job.kind).flatMap({ kind in handlers.withLock { $0[kind] } }) else { throw ProviderError("no handler for job kind \(job.kind)") }
+        try await handler(job, try sealer.open(job.payload, encryption: job.encryption, what: "a job payload"))
+        try await store.completeJob(job.id)
+    }
+
+    func failed(_ job: Job, attempts: Int, error: any Error) async {
+        let maximum = JobKind(rawValue: job.kind).flatMap { maximumAttempts[$0] } ?? 8
+        let next = RetryBackoff.nextAttempt(after: attempts, of: maximum, now: clock.now)
+        let metadata: Logger.Metadata = ["job_id": "\(job.id)", "kind": "\(job.kind)", "attempt": "\(attempts)", "cause": "\(error)"]
+        if next == nil {
+            logger.error("background job ran out of attempts and was given up (listed on the console's overview)", metadata: metadata)
+        } else {
+            logger.warning("background job failed; will retry", metadata: metadata)
         }
+        // A kind this version does not know (a row from another version) is one series, not many.
+        metrics.jobFailed(kind: JobKind(rawValue: job.kind)?.rawValue ?? "unknown", givenUp: next == nil)
+        try? await store.failJob(job.id, error: "\(error)", nextAttempt: next)
     }
 }

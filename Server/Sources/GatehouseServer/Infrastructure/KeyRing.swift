@@ -149,7 +149,7 @@ public final class KeyRing: Sendable {
                 do {
                     try await self.reload()
                 } catch {
-                    self.logger.warning("could not reload signing keys", metadata: ["cause": .string("\(error)")])
+                    self.logger.backgroundWork(.signingKeyReload, endedBy: error)
                 }
                 self.onDemand.withLock { $0.running = nil }
             }

@@ -272,7 +272,7 @@ struct PasswordHasherLifecycle: Service {
                 do {
                     try await hasher.useSchemes(store.passwordHashSchemes())
                 } catch {
-                    logger.warning("could not read the password hash schemes", metadata: ["cause": "\(error)"])
+                    logger.backgroundWork(.passwordHashSchemes, endedBy: error)
                 }
             }
         }

@@ -68,14 +68,12 @@ final class RetentionSweep: PeriodicSweep {
                 logger.info("retention sweep", metadata: metadata)
             }
             return counts
-        } catch StoreError.cancelled {
-            // The server shuts down: what the batches so far deleted stays deleted, and the next
-            // start sweeps the rest (a first sweep at a million accounts takes about 40 minutes).
-            let rests = store.housekeepingRests.since(restsBefore)
-            logger.info("retention sweep stopped", metadata: Self.timings(took: ContinuousClock.now - started, rests: rests))
-            return PurgeCounts()
         } catch {
-            logger.warning("retention sweep failed", metadata: ["cause": "\(error)"])
+            // Stopped by the shutdown (`StoreError.cancelled` at its next turn), what the batches
+            // so far deleted stays deleted, and the next start sweeps the rest (a first sweep at
+            // a million accounts takes about 40 minutes).
+            let rests = store.housekeepingRests.since(restsBefore)
+            logger.backgroundWork(.retentionSweep, endedBy: error, metadata: Self.timings(took: ContinuousClock.now - started, rests: rests))
             return PurgeCounts()
         }
     }

@@ -6,9 +6,10 @@ import Logging
 import ServiceLifecycle
 import Synchronization
 
-/// Delivers the outbox: claims due mail with a lease (several nodes never send one mail twice
-/// at once), sends, and marks it sent or schedules a retry with backoff. Polls every few
-/// seconds, and at once when woken.
+/// Delivers the outbox, a queue of leased work (`LeasedQueue`) on each lane: claims due mail
+/// with a lease (several nodes never send one mail twice at once), sends, and marks it sent or
+/// schedules a retry with backoff. A send a shutdown cuts short is sent again when its lease
+/// ends, its attempt not counted. Polls every few seconds, and at once when woken.
 final class MailWorker: Service, Sendable {
     let store: any OutboxStore
     let transport: any MailTransport
@@ -63,50 +64,52 @@ final class MailWorker: Service, Sendable {
     /// hanging SMS hook delays only SMS, and one slow message only its own worker.
     @discardableResult
     func deliverDue(on lane: OutboxLane) async -> Int {
-        var handled = 0
-        passes: while !Task.isCancelled {
-            let batch: [OutboxMessage]
-            do {
-                // One at a time, so that a lease never has to cover more than one delivery.
-                batch = try await store.claimDueMail(now: clock.now, limit: 1, leaseSeconds: Self.leaseSeconds, lane: lane)
-            } catch {
-                logger.warning("could not read the mail outbox", metadata: ["cause": "\(error)"])
-                break passes
-            }
-            if batch.isEmpty { break passes }
-            for message in batch {
-                await telemetry.restoring(message.traceContext) { await deliver(message) }
-                handled += 1
-            }
-        }
+        let handled = await Lane(worker: self, lane: lane).drain()
         // The queue's depth as each pass ends (every poll and every wake-up).
         if metrics.isEnabled, let pending = try? await store.pendingMailCount() { metrics.mailQueueDepth(pending) }
         return handled
     }
 
-    private func deliver(_ claimed: OutboxMessage) async {
-        var message = claimed
-        var delivered = false
-        do {
-            if message.isRequest {
-                guard let composed = try await composer.compose(message) else { return }
-                message = composed
+    /// One lane of the outbox: its part in the queue of leased work (`LeasedQueue`).
+    struct Lane: LeasedQueue {
+        let worker: MailWorker
+        let lane: OutboxLane
+
+        var work: BackgroundWork { .mailOutbox }
+        var rowKey: String { "mail_id" }
+        var logger: Logger { worker.logger }
+        var telemetry: Telemetry { worker.telemetry }
+
+        func claim() async throws -> OutboxMessage? {
+            try await worker.store.claimDueMail(now: worker.clock.now, limit: 1, leaseSeconds: MailWorker.leaseSeconds, lane: lane).first
+        }
+
+        func attempt(_ claimed: OutboxMessage) async throws {
+            var message = claimed
+            do {
+                if message.isRequest {
+                    guard let composed = try await worker.composer.compose(message) else { return }
+                    message = composed
+                }
+                try await worker.transport.deliver(message)
+            } catch where !BackgroundWork.stoppedByTheShutdown {
+                // A failed attempt, before the mail was handed over. An SMS is counted by its own
+                // sender (`SMSFailures`).
+                if message.kind != PhoneCodes.outboxKind { worker.metrics.mailFailed() }
+                throw error
             }
-            try await transport.deliver(message)
-            delivered = true
-            // An SMS is counted by its own sender (`SMSFailures`).
-            if message.kind != PhoneCodes.outboxKind { metrics.mailSent() }
+            if message.kind != PhoneCodes.outboxKind { worker.metrics.mailSent() }
             // The kind and attempt only: never the address or a link.
             logger.info("mail sent", metadata: ["mail_id": "\(message.id)", "kind": "\(message.kind)", "attempt": "\(message.attempts + 1)"])
-            try await store.markMailSent(message.id, at: clock.now, keepBodies: transport.keepsBodies(of: message))
-        } catch {
-            if !delivered, message.kind != PhoneCodes.outboxKind { metrics.mailFailed() }
-            let attempts = message.attempts + 1
-            let next = MailRetryPolicy.nextAttempt(after: attempts, now: clock.now)
+            try await worker.store.markMailSent(message.id, at: worker.clock.now, keepBodies: worker.transport.keepsBodies(of: message))
+        }
+
+        func failed(_ message: OutboxMessage, attempts: Int, error: any Error) async {
+            let next = MailRetryPolicy.nextAttempt(after: attempts, now: worker.clock.now)
             logger.warning(
                 next == nil ? "mail delivery failed for good" : "mail delivery failed; will retry",
                 metadata: ["mail_id": "\(message.id)", "attempt": "\(attempts)", "cause": "\(error)"])
-            try? await store.markMailFailed(message.id, error: "\(error)", nextAttempt: next, at: clock.now)
+            try? await worker.store.markMailFailed(message.id, error: "\(error)", nextAttempt: next, at: worker.clock.now)
         }
     }
 }

@@ -74,7 +74,7 @@ final class OverviewCounts: PeriodicSweep {
         } catch {
             // The last count stays; the next page asks again.
             state.withLock { $0.seen.countingSince = nil }
-            logger.warning("console overview count failed", metadata: ["cause": "\(error)"])
+            logger.backgroundWork(.overviewCount, endedBy: error)
         }
     }
 

@@ -169,7 +169,7 @@ struct ProviderKeysRefresh: Service {
                             do {
                                 next = try await keys.prefetch()
                             } catch {
-                                logger.warning("could not prefetch provider keys", metadata: ["url": "\(keys.url)", "cause": "\(error)"])
+                                logger.backgroundWork(.providerKeyPrefetch, endedBy: error, metadata: ["url": "\(keys.url)"])
                                 next = await keys.nextAttempt
                             }
                             try await Task.sleep(for: .seconds(max(1, next.timeIntervalSince(clock.now))))

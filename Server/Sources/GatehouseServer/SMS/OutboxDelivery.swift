@@ -26,7 +26,7 @@ struct OutboxDelivery: MailTransport {
         } catch let refused as SMSDeliveryRefused where refused.refusesNumber {
             await failures.failed(text.to)
             throw refused
-        } catch {
+        } catch where !BackgroundWork.stoppedByTheShutdown {
             failures.outage()
             throw error
         }

@@ -327,7 +327,7 @@ final class GooglePlayVoidedSweep: PeriodicSweep {
             let ended = try await googlePlay.sweepVoided()
             if ended > 0 { logger.info("google play voided purchases", metadata: ["ended": "\(ended)"]) }
         } catch {
-            logger.warning("google play voided purchases sweep failed", metadata: ["cause": "\(error)"])
+            logger.backgroundWork(.voidedPurchasesSweep, endedBy: error)
         }
     }
 }
