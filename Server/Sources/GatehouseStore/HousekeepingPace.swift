@@ -104,18 +104,20 @@ final class HousekeepingPace: Sendable {
     var current: State { state.withLock { $0 } }
 
     /// Rests before housekeeping's next batch as ``next(after:uses:log:now:)`` says, and answers
-    /// whether others used the database since the turn before.
+    /// whether others used the database since the turn before. The rest is counted once taken: a
+    /// rest the task's cancellation cut short (a shutdown) counts for the time it lasted.
     func turn(after batch: Duration, uses: Int, log: LogReading? = nil) async -> Bool {
         let turn = next(after: batch, uses: uses, log: log)
         if let reason = turn.restFor {
-            observer?.housekeepingRested(for: reason, turn.rest)
+            let started = ContinuousClock.now
             try? await Task.sleep(for: turn.rest)
+            rested(Task.isCancelled ? min(turn.rest, ContinuousClock.now - started) : turn.rest, for: reason)
         }
         return turn.busy
     }
 
-    /// A rest housekeeping took outside ``turn(after:uses:log:)`` (SQLite's wait for its
-    /// checkpointer), counted with the others.
+    /// A rest housekeeping took, counted by what set its length: a turn's, and those taken outside
+    /// ``turn(after:uses:log:)`` (SQLite's wait for its checkpointer).
     func rested(_ rest: Duration, for reason: HousekeepingRest) {
         guard rest > .zero else { return }
         state.withLock { $0.rested.add(rest, for: reason) }
@@ -139,8 +141,9 @@ final class HousekeepingPace: Sendable {
 
     /// The turn after a batch that took `batch`, with the database used `uses` times since it was
     /// opened (reads and writes, housekeeping's own included), and its log at `log` (PostgreSQL;
-    /// nil: not read). The rest is the longer of the two, counted for what set it: for the
-    /// requests while others use the database, and for the log written since the last turn's mark.
+    /// nil: not read). The rest is the longer of the two, for what set it: for the requests while
+    /// others use the database, and for the log written since the last turn's mark. It is counted
+    /// when ``turn(after:uses:log:)`` has taken it.
     func next(after batch: Duration, uses: Int, log: LogReading? = nil, now: ContinuousClock.Instant = .now) -> Turn {
         state.withLock { state in
             var turn = Turn(busy: false, rest: .zero)
@@ -157,7 +160,6 @@ final class HousekeepingPace: Sendable {
                 }
                 state.logMark = LogMark(position: log.position, at: now + turn.rest)
             }
-            if let reason = turn.restFor { state.rested.add(turn.rest, for: reason) }
             return turn
         }
     }

@@ -265,7 +265,8 @@ public final class SQLiteDatabase: SQLDatabase {
             while signal.isBehind, !Task.isCancelled, ContinuousClock.now < started + signal.settings.housekeepingWait {
                 try? await Task.sleep(for: .milliseconds(2))
             }
-            signal.housekeepingWaited(timedOut: signal.isBehind)
+            // A wait the task's cancellation ended (a shutdown) did not time out.
+            signal.housekeepingWaited(timedOut: signal.isBehind && !Task.isCancelled)
             pace.rested(ContinuousClock.now - started, for: .checkpointer)
         }
         return await pace.turn(after: batch, uses: uses.load(ordering: .relaxed))

@@ -18,12 +18,28 @@ import Testing
         #expect(pace.next(after: batch, uses: 15) == .init(busy: true, rest: .milliseconds(40), for: .requests))
         #expect(pace.next(after: .milliseconds(100), uses: 30) == .init(busy: true, rest: .milliseconds(250), for: .requests))
         #expect(pace.next(after: batch, uses: 31) == .init(busy: false, rest: .zero))
-        #expect(pace.current.rested[.requests] == .init(count: 2, time: .milliseconds(290)))
-        #expect(pace.current.rested[.log] == .init())
+        // Planned, not taken: a rest is counted when `turn` has taken it.
+        #expect(pace.current.rested == .init())
         // Others used it, and no rest is asked for: busy all the same (batches stay small).
         let unrested = HousekeepingPace(settings: .init(restPerBatch: 0))
         #expect(unrested.next(after: batch, uses: 1) == .init(busy: false, rest: .zero))
         #expect(unrested.next(after: batch, uses: 10) == .init(busy: true, rest: .zero))
+    }
+
+    /// A rest is counted once taken, for the time it lasted: one the task's cancellation cuts short
+    /// (a shutdown) counts its few milliseconds, not the 60 s it was to last; one taken whole
+    /// counts its length.
+    @Test func aRestCutShortCountsTheTimeItLasted() async throws {
+        let pace = HousekeepingPace(settings: .init(restPerBatch: 1, longestRest: .seconds(60), ownUses: 0))
+        #expect(await pace.turn(after: .milliseconds(5), uses: 1) == false)
+        #expect(await pace.turn(after: .milliseconds(5), uses: 2) == true)
+        #expect(pace.current.rested[.requests] == .init(count: 1, time: .milliseconds(5)))
+        let resting = Task { await pace.turn(after: .seconds(60), uses: 3) }
+        try await Task.sleep(for: .milliseconds(50))
+        resting.cancel()
+        #expect(await resting.value == true)
+        let rested = pace.current.rested[.requests]
+        #expect(rested.count == 2 && rested.time < .seconds(10), "\(rested)")
     }
 
     /// The log's rest: the log written since the last turn's reading takes no less than the
@@ -51,10 +67,10 @@ import Testing
         #expect(pace.next(after: .milliseconds(10), uses: 24, log: log(107_800), now: at(2_860)) == .init(busy: false, rest: .seconds(10), for: .log))
         // Past the longest rest since the mark (a sweep begun later): a new mark, no rest.
         #expect(pace.next(after: .milliseconds(10), uses: 26, log: log(9_000_000), now: at(60_000)) == .init(busy: false, rest: .zero))
-        #expect(pace.current.rested[.log] == .init(count: 4, time: .milliseconds(12_450)))
         #expect(pace.current.logCounted == 500 + 2_000 + 250 + 50 + 100_000)
-        // The busy turn's 40 ms for the requests gave way to the log's 150.
-        #expect(pace.current.rested[.requests] == .init())
+        // Planned, not taken: `turn` counts each rest once taken (the busy turn's 40 ms for the
+        // requests gave way to the log's 150, as its turn says).
+        #expect(pace.current.rested == .init())
         // Without a reading (SQLite) the log plays no part.
         let unread = HousekeepingPace(settings: .init())
         #expect(unread.next(after: .milliseconds(10), uses: 1, now: at(0)) == .init(busy: false, rest: .zero))

@@ -102,6 +102,26 @@ import Testing
         }
     }
 
+    /// A wait for the checkpointer that the task's cancellation ends (a shutdown) ends at once, is
+    /// not counted as timed out, and counts as a rest for the time it lasted.
+    @Test func aWaitCutShortIsNeitherATimeOutNorItsWholeLength() async throws {
+        let settings = SQLiteCheckpointer.Settings(
+            pages: 16, restartPages: 1_000_000, copies: false, housekeepingPages: 32, housekeepingWait: .seconds(60))
+        try await Self.withDatabase(settings) { database, signal, _ in
+            for _ in 0..<30 { try await Self.write(database) }
+            try #require(signal.current.pages > 32)
+            let started = ContinuousClock.now
+            let waiting = Task { await database.awaitHousekeepingTurn(after: .zero) }
+            try await Task.sleep(for: .milliseconds(50))
+            waiting.cancel()
+            _ = await waiting.value
+            #expect(ContinuousClock.now - started < .seconds(10))
+            #expect(signal.current.housekeepingWaits == 1 && signal.current.housekeepingWaitsTimedOut == 0, "\(signal.current)")
+            let rests = database.housekeepingRests[.checkpointer]
+            #expect(rests.count == 1 && rests.time < .seconds(10), "\(rests)")
+        }
+    }
+
     /// With the checkpointer copying, a sweep's wait ends when the log is copied, not at its
     /// longest, though no other write comes to start the log over: the sweep's next batch does.
     @Test func aSweepWaitsForTheCopyNotForAnotherWrite() async throws {
