@@ -33,7 +33,9 @@ public final class PostgresDatabase: SQLDatabase {
 
     /// The pool as a service, to run in the application's service group: the pool, and the task
     /// that times out its leases.
-    public var service: some Service { PoolService(client: client, deadlines: deadlines) }
+    public var service: some Service { PoolService(client: client, deadlines: deadlines, started: started) }
+    /// Opened once the pool runs: a lease asked for before then waits for it (`PoolStart`).
+    let started = PoolStart()
 
     public convenience init(
         url: String, maximumConnections: Int = 20, minimumConnections: Int = 0, preparedStatements: Bool = true, logger: Logger,
@@ -73,7 +75,7 @@ public final class PostgresDatabase: SQLDatabase {
     public func withRunning<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
         try await withThrowingTaskGroup(of: T?.self) { group in
             group.addTask {
-                await self.client.run()
+                await self.started.running(self.client)
                 return nil
             }
             group.addTask {
@@ -154,6 +156,7 @@ public final class PostgresDatabase: SQLDatabase {
                 lease.install(continuation)
                 let work = Task {
                     do {
+                        await self.started.wait()
                         let value = try await client.withConnection { connection in
                             guard lease.begin() else { throw CancellationError() }
                             guard let observer else { return try await body(connection) }
@@ -211,6 +214,7 @@ public final class PostgresDatabase: SQLDatabase {
         let (client, logger) = (self.client, self.logger)
         while !Task.isCancelled {
             cache.restart()
+            await started.wait()
             do {
                 try await client.withConnection { connection in
                     try await connection.listen(on: SessionCache.channel) { notifications in

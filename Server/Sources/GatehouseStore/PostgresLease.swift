@@ -76,15 +76,67 @@ final class PendingLease<T: Sendable>: Sendable {
 struct PoolService: Service {
     let client: PostgresClient
     let deadlines: Deadlines
+    let started: PoolStart
 
     func run() async throws {
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await client.run() }
+            group.addTask { await started.running(client) }
             group.addTask { await deadlines.tick() }
             // The pool ends with the service group (cancellation or graceful shutdown); the
             // time-outs end with it.
             await group.next()
             group.cancelAll()
+        }
+    }
+}
+
+/// Holds the leases asked for before the pool runs until it does. The pool is a service that
+/// the service group starts beside the server, whose start-up work (the migrations) and the
+/// session cache's feed lease at once; postgres-nio serves such a lease once the pool runs, but
+/// warns first that `PostgresClient.run()` "hasn't been called yet", which an operator took for a
+/// fault. A lease asks ``wait()`` first (an atomic load once the pool runs), and the pool's task
+/// opens the gate just before it calls `run()`, whose first line marks the pool running. That
+/// narrows the race to those few instructions, against a waiter that must first be scheduled
+/// again; it does not close it (postgres-nio offers no signal that the pool runs).
+final class PoolStart: Sendable {
+    private let opened = Atomic<Bool>(false)
+    private let waiters = Mutex<(open: Bool, next: Int, waiting: [Int: CheckedContinuation<Void, Never>])>((false, 0, [:]))
+
+    /// Opens the gate and runs the pool until it ends.
+    func running(_ client: PostgresClient) async {
+        open()
+        await client.run()
+    }
+
+    func open() {
+        opened.store(true, ordering: .releasing)
+        let waiting = waiters.withLock { state in
+            state.open = true
+            defer { state.waiting = [:] }
+            return Array(state.waiting.values)
+        }
+        for waiter in waiting { waiter.resume() }
+    }
+
+    /// Returns once the pool runs, or at once when the task is cancelled (the lease's own
+    /// time-out, or a shutdown, then takes its course).
+    func wait() async {
+        if opened.load(ordering: .acquiring) { return }
+        let id = waiters.withLock { state in
+            defer { state.next += 1 }
+            return state.next
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let resumeNow = waiters.withLock { state in
+                    guard !state.open, !Task.isCancelled else { return true }
+                    state.waiting[id] = continuation
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            waiters.withLock { $0.waiting.removeValue(forKey: id) }?.resume()
         }
     }
 }

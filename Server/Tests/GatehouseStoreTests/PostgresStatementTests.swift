@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseStore
+import Logging
 import GatehouseTestSupport
 import Testing
 
@@ -73,6 +74,32 @@ struct PostgresStatementTests {
                     #expect(row?.columns.count == 3 && row?.columns["added"] == .null)
                 }
             }
+        }
+    }
+
+    /// A lease asked for before the pool runs (the server's start-up work and its session feed
+    /// lease while the service group is still starting the pool) waits for the pool, and
+    /// postgres-nio's warning that `run()` "hasn't been called yet" is never logged.
+    @Test(arguments: [false, true])
+    func aLeaseBeforeThePoolRunsWaitsForItWithoutAWarning(_ asAService: Bool) async throws {
+        try await TestDatabase.with(.postgres) { _, url in
+            guard case .postgres(let address) = url else { return }
+            let log = KeptLog(level: .debug) { "\($0.level) \($0.message)" }
+            let database = try PostgresDatabase(url: address, maximumConnections: 2, logger: log.logger(label: "pool"))
+            let early = Task { try await database.query("SELECT 7 AS seven").first?.int("seven") }
+            try await Task.sleep(for: .milliseconds(100))
+            #expect(log.lines.isEmpty, "\(log.lines)")
+            let seven: Int64?
+            if asAService {
+                let pool = Task { try await database.service.run() }
+                seven = try await early.value
+                pool.cancel()
+                try? await pool.value
+            } else {
+                seven = try await database.withRunning { try await early.value }
+            }
+            #expect(seven == 7)
+            #expect(!log.lines.contains { $0.contains("hasn't been called yet") }, "\(log.lines)")
         }
     }
 }
