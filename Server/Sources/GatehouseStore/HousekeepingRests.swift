@@ -45,3 +45,12 @@ public struct HousekeepingRests: Sendable, Equatable {
         return rests
     }
 }
+
+/// Whether the database work of a task counts as a use of the database, which housekeeping rests
+/// beside (``HousekeepingRest/requests``). Work for requests counts; a background worker's look
+/// for due work does not (`LeasedQueue`'s claims, the outbox's depth): five of them every two
+/// seconds on an idle server made a sweep take rests meant for requests that were not there.
+public enum DatabaseUses {
+    @TaskLocal public static var counted = true
+}
+

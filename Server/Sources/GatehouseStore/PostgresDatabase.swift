@@ -147,7 +147,7 @@ public final class PostgresDatabase: SQLDatabase {
     private func withLease<T: Sendable>(
         counted: Bool = true, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
-        if counted { uses.add(1, ordering: .relaxed) }
+        if counted, DatabaseUses.counted { uses.add(1, ordering: .relaxed) }
         let lease = PendingLease<T>(deadlines: deadlines)
         let (client, observer) = (self.client, self.observer)
         let asked = ContinuousClock.now

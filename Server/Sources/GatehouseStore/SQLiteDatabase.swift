@@ -121,7 +121,7 @@ public final class SQLiteDatabase: SQLDatabase {
     @discardableResult
     public func query(_ sql: String, _ binds: [SQLValue]) async throws(StoreError) -> [SQLRow] {
         if Self.isRead(sql) {
-            uses.add(1, ordering: .relaxed)
+            if DatabaseUses.counted { uses.add(1, ordering: .relaxed) }
             let index = await readerLender.take()
             defer { readerLender.giveBack(index) }
             return try await Self.run(sql, binds, on: readers[index])
@@ -158,7 +158,7 @@ public final class SQLiteDatabase: SQLDatabase {
     /// Runs `body` on the writer's thread while it holds the writer (told to `observer`): every
     /// write goes through here, one at a time.
     private func withWriter<T, Failure: Error>(_ body: () async throws(Failure) -> T) async throws(Failure) -> T {
-        uses.add(1, ordering: .relaxed)
+        if DatabaseUses.counted { uses.add(1, ordering: .relaxed) }
         return try await withTaskExecutorPreference(writerThread) { () async throws(Failure) -> T in
             let asked = ContinuousClock.now
             _ = await writerLock.take()

@@ -1,8 +1,9 @@
 import Foundation
 import GatehouseCore
 @testable import GatehouseServer
-import GatehouseStore
+@testable import GatehouseStore
 import GatehouseTestSupport
+import Logging
 import Testing
 
 /// The queues of leased work (the job queue, and the outbox's mail and SMS lanes) go through
@@ -111,6 +112,61 @@ import Testing
             #expect(try await claim(clock.now) == nil)
             let again = try await claim(clock.now.addingTimeInterval(Double(lease + 1)))
             #expect(again?.id == id && again?.attempts == (queue == .jobs ? 29 : 9), "\(String(describing: again))")
+        }
+    }
+
+    /// What runs between two of a sweep's batches: the idle job queue and outbox looking for
+    /// due work, or as many reads for requests.
+    enum Beside: String, CaseIterable, CustomTestStringConvertible {
+        case idleQueues, requests
+        var testDescription: String { rawValue }
+    }
+
+    static let besides = Beside.allCases.flatMap { beside in Backend.available.map { (beside, $0) } }
+
+    /// An idle queue's looks for due work are not uses of the database: a server's job queue and
+    /// its four outbox workers look every 2 s, and a sweep took them for requests and rested
+    /// beside them on an idle server. Here each of the sweep's turns comes after the job queue's
+    /// and the outbox's looks (the outbox's depth counted too, with metrics on): no rest for
+    /// requests. Three reads for requests at each turn instead make a rest at each turn but the
+    /// first, five for thirty rows at five a batch. On both databases.
+    @Test(arguments: besides)
+    func anIdleQueuesLooksForWorkAreNoUseASweepRestsBeside(_ beside: Beside, _ backend: Backend) async throws {
+        let settings = HousekeepingPace.Settings(restPerBatch: 40, longestRest: .seconds(1), logBudget: 1e15)
+        try await HousekeepingPace.$settings.withValue(settings) {
+            try await TestDatabase.with(backend) { database, _ in
+                try await Migrator(database: database).migrate(now: 1_800_000_000)
+                try await database.query("CREATE TABLE t (id BIGINT PRIMARY KEY, x BYTEA)")
+                for id in 1...30 { try await database.query("INSERT INTO t (id, x) VALUES (?, ?)", [.integer(Int64(id)), .blob([1])]) }
+                let queues = SQLStore(database: database)
+                let clock = ManualClock(Date())
+                let logger = Logger(label: "queues")
+                let jobs = JobWorker(store: queues, sealer: SecretSealer(secret: nil), clock: clock, logger: logger, handlers: [:])
+                let preset = try PresetLibrary.load("default").get()
+                let composer = MailRequestComposer(
+                    transactions: Transactions(queues) { $0 }, templates: try Templates(preset: preset),
+                    links: EmailLinks(publicURL: URL(string: "https://auth.example.com")!, chainKey: RefreshChainKey()), preset: preset, clock: clock)
+                let mail = MailWorker(
+                    store: queues, transport: DevOutboxTransport(logger: logger), composer: composer, clock: clock, logger: logger,
+                    metrics: ServerMetrics(enabled: true))
+                let store = SQLStore(
+                    database: NotingDatabase(database) { inner in
+                        switch beside {
+                        case .idleQueues:
+                            await jobs.runDue()
+                            for lane in OutboxLane.allCases { await mail.deliverDue(on: lane) }
+                        case .requests:
+                            for _ in 0..<3 { _ = try? await inner.query("SELECT count(*) AS n FROM t", []) }
+                        }
+                    })
+                let swept = try await SQLStore.$sweepBatch.withValue(5) {
+                    try await SQLStore.$sweepBatchTime.withValue(.seconds(3_600)) {
+                        try await store.sweep(Sweep(table: "t", key: "id", condition: "x IS NOT NULL", order: "id", reach: .ownRow, binds: []))
+                    }
+                }
+                #expect(swept == 30)
+                #expect(database.housekeepingRests[.requests].count == (beside == .requests ? 5 : 0), "\(database.housekeepingRests)")
+            }
         }
     }
 

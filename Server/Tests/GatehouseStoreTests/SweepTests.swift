@@ -8,48 +8,8 @@ import Testing
 /// Issue 65: every sweep of expired or aged rows goes a bounded batch at a time, each batch its
 /// own statement (its own short transaction), until none is left, on both databases.
 @Suite struct SweepTests {
-    /// The real database, with each statement's SQL and how many rows it answered noted: the
-    /// sweeps' statements are read back from here. `beforeTurn` runs at each of housekeeping's
-    /// turns, before the database's own (others' requests between two batches).
-    final class Noting: SQLDatabase {
-        let inner: any SQLDatabase
-        let noted = Mutex<[(sql: String, binds: [SQLValue], rows: Int)]>([])
-        let beforeTurn: @Sendable (any SQLDatabase) async -> Void
-        init(_ inner: any SQLDatabase, beforeTurn: @escaping @Sendable (any SQLDatabase) async -> Void = { _ in }) {
-            self.inner = inner
-            self.beforeTurn = beforeTurn
-        }
-        var dialect: SQLDialect { inner.dialect }
-
-        func query(_ sql: String, _ binds: [SQLValue]) async throws(StoreError) -> [SQLRow] {
-            let rows = try await inner.query(sql, binds)
-            noted.withLock { $0.append((sql, binds, rows.count)) }
-            return rows
-        }
-
-        func transaction<T: Sendable>(_ body: @escaping @Sendable (any SQLExecutor) async throws -> T) async throws -> T {
-            try await inner.transaction(body)
-        }
-
-        func ping() async throws(StoreError) { try await inner.ping() }
-        func shutdown() async {}
-        func awaitHousekeepingTurn(after batch: Duration) async -> Bool {
-            await beforeTurn(inner)
-            return await inner.awaitHousekeepingTurn(after: batch)
-        }
-        var housekeepingRests: HousekeepingRests { inner.housekeepingRests }
-        func countCachedRead() { inner.countCachedRead() }
-
-        /// The statements that changed rows of `table`, and how many each changed.
-        func sweeps(of table: String) -> [Int] {
-            batches(of: table).map(\.rows)
-        }
-
-        /// The statements that changed rows of `table`, with their values.
-        func batches(of table: String) -> [(sql: String, binds: [SQLValue], rows: Int)] {
-            noted.withLock { $0 }.filter { $0.sql.hasPrefix("DELETE FROM \(table) ") || $0.sql.hasPrefix("UPDATE \(table) ") }
-        }
-    }
+    /// The real database with its statements noted (`NotingDatabase`, in the test support).
+    typealias Noting = NotingDatabase
 
     static let day: TimeInterval = 86_400
     static let now = Date(unixSeconds: 1_800_000_000)

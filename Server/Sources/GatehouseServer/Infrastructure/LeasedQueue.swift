@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseCore
+import GatehouseStore
 import Logging
 
 /// A row of a queue of leased work: claimed with a lease, tried, then done or tried again later.
@@ -17,7 +18,8 @@ extension OutboxMessage: LeasedRow {}
 /// The part every queue of leased work goes through: the job queue (`JobWorker`) and the mail
 /// outbox with its SMS (`MailWorker`). It claims one due row at a time, so that a lease never
 /// has to cover more than one attempt, runs it in the trace of the request that queued it, and
-/// tells an attempt's three ends apart:
+/// tells an attempt's three ends apart (its claim, which polls every 2 s, is not a use of the
+/// database that housekeeping rests beside: `DatabaseUses`):
 /// - done: the queue recorded it in `attempt(_:)`;
 /// - failed: `failed(_:attempts:error:)` counts it and schedules the next attempt or gives up;
 /// - cut short by a shutdown: not an attempt. Nothing is counted or written; the row's lease
@@ -47,7 +49,8 @@ extension LeasedQueue {
         while !Task.isCancelled {
             let row: Row?
             do {
-                row = try await claim()
+                // A look for due work is not a use housekeeping rests beside; the row's work is.
+                row = try await DatabaseUses.$counted.withValue(false) { try await claim() }
             } catch {
                 logger.backgroundWork(work, endedBy: error)
                 break

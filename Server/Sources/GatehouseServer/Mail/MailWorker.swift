@@ -66,7 +66,9 @@ final class MailWorker: Service, Sendable {
     func deliverDue(on lane: OutboxLane) async -> Int {
         let handled = await Lane(worker: self, lane: lane).drain()
         // The queue's depth as each pass ends (every poll and every wake-up).
-        if metrics.isEnabled, let pending = try? await store.pendingMailCount() { metrics.mailQueueDepth(pending) }
+        if metrics.isEnabled, let pending = try? await DatabaseUses.$counted.withValue(false, operation: { try await store.pendingMailCount() }) {
+            metrics.mailQueueDepth(pending)
+        }
         return handled
     }
 
