@@ -104,14 +104,18 @@ final class HousekeepingPace: Sendable {
     var current: State { state.withLock { $0 } }
 
     /// Rests before housekeeping's next batch as ``next(after:uses:log:now:)`` says, and answers
-    /// whether others used the database since the turn before. The rest is counted once taken: a
-    /// rest the task's cancellation cut short (a shutdown) counts for the time it lasted.
+    /// whether others used the database since the turn before. The rest is counted as it begins,
+    /// and its time as it ends: a rest the task's cancellation cut short (a shutdown) counts for
+    /// the time it lasted.
     func turn(after batch: Duration, uses: Int, log: LogReading? = nil) async -> Bool {
         let turn = next(after: batch, uses: uses, log: log)
         if let reason = turn.restFor {
+            state.withLock { $0.rested.begin(reason) }
             let started = ContinuousClock.now
             try? await Task.sleep(for: turn.rest)
-            rested(Task.isCancelled ? min(turn.rest, ContinuousClock.now - started) : turn.rest, for: reason)
+            let lasted = Task.isCancelled ? min(turn.rest, ContinuousClock.now - started) : turn.rest
+            state.withLock { $0.rested.lasted(lasted, for: reason) }
+            observer?.housekeepingRested(for: reason, lasted)
         }
         return turn.busy
     }

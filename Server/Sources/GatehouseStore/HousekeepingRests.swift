@@ -31,8 +31,17 @@ public struct HousekeepingRests: Sendable, Equatable {
     }
 
     mutating func add(_ rest: Duration, for reason: HousekeepingRest) {
+        begin(reason)
+        lasted(rest, for: reason)
+    }
+
+    /// A rest begun: counted at once; its time is added when it ends (``lasted(_:for:)``).
+    mutating func begin(_ reason: HousekeepingRest) {
         tallies[reason, default: Tally()].count += 1
-        tallies[reason, default: Tally()].time += rest
+    }
+
+    mutating func lasted(_ time: Duration, for reason: HousekeepingRest) {
+        tallies[reason, default: Tally()].time += time
     }
 
     /// The rests taken after `earlier`, a reading of the same database.
