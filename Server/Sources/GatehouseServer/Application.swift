@@ -270,15 +270,11 @@ struct KeyRingRefresh: Service {
     var interval: Duration = .seconds(KeyRing.reloadIntervalSeconds)
 
     func run() async throws {
-        // Ends as soon as shutdown begins instead of finishing a sleep first.
-        try? await cancelWhenGracefulShutdown {
-            while true {
-                try await Task.sleep(for: interval)
-                do {
-                    try await keys.reload()
-                } catch {
-                    logger.backgroundWork(.signingKeyReload, endedBy: error)
-                }
+        await everyInterval(interval) {
+            do {
+                try await keys.reload()
+            } catch {
+                logger.backgroundWork(.signingKeyReload, endedBy: error)
             }
         }
     }

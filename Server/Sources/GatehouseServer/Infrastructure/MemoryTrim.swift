@@ -20,16 +20,14 @@ struct MemoryTrim: Service {
     static let threshold = 16 << 20
 
     func run() async throws {
-        try? await cancelWhenGracefulShutdown {
-            while true {
-                try await Task.sleep(for: interval)
-                try await NIOThreadPool.singleton.runIfActive {
-                    // Argon2id's regions first: one nobody hashed in since the last interval goes back.
-                    Argon2Regions.shared.sweep()
-                    #if canImport(Glibc)
-                    if gatehouse_malloc_free_bytes() > Self.threshold { _ = gatehouse_malloc_trim() }
-                    #endif
-                }
+        await everyInterval(interval) {
+            // Only while NIO's blocking pool runs (it stops with the process).
+            try? await NIOThreadPool.singleton.runIfActive {
+                // Argon2id's regions first: one nobody hashed in since the last interval goes back.
+                Argon2Regions.shared.sweep()
+                #if canImport(Glibc)
+                if gatehouse_malloc_free_bytes() > Self.threshold { _ = gatehouse_malloc_trim() }
+                #endif
             }
         }
     }

@@ -266,14 +266,11 @@ struct PasswordHasherLifecycle: Service {
     static let schemeRefreshSeconds = 300
 
     func run() async throws {
-        try? await cancelWhenGracefulShutdown {
-            while true {
-                try await Task.sleep(for: .seconds(Self.schemeRefreshSeconds))
-                do {
-                    try await hasher.useSchemes(store.passwordHashSchemes())
-                } catch {
-                    logger.backgroundWork(.passwordHashSchemes, endedBy: error)
-                }
+        await everyInterval(.seconds(Self.schemeRefreshSeconds)) {
+            do {
+                try await hasher.useSchemes(store.passwordHashSchemes())
+            } catch {
+                logger.backgroundWork(.passwordHashSchemes, endedBy: error)
             }
         }
         await hasher.shutdown()

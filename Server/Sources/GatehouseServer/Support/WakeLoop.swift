@@ -15,6 +15,19 @@ extension PeriodicSweep {
     }
 }
 
+/// The loop of a background service that works on a timer alone: `body` every `interval`, the
+/// first an interval after the start, until graceful shutdown, which ends a sleep at once. The
+/// signing keys' reload, the password hash schemes' refresh and the memory trim run on it; work
+/// that is also woken, or waits for the database, runs on a `WakeLoop`.
+func everyInterval(_ interval: Duration, _ body: @escaping @Sendable () async -> Void) async {
+    try? await cancelWhenGracefulShutdown {
+        while true {
+            try await Task.sleep(for: interval)
+            await body()
+        }
+    }
+}
+
 /// The heart of a background worker: waits until it is started (the database is migrated),
 /// then runs `body` at once, whenever woken, and every `pollInterval`, until graceful shutdown.
 final class WakeLoop: Sendable {
