@@ -62,4 +62,3 @@ public struct HousekeepingRests: Sendable, Equatable {
 public enum DatabaseUses {
     @TaskLocal public static var counted = true
 }
-

@@ -93,8 +93,8 @@ struct PoolService: Service {
 /// Holds the leases asked for before the pool runs until it does. The pool is a service that
 /// the service group starts beside the server, whose start-up work (the migrations) and the
 /// session cache's feed lease at once; postgres-nio serves such a lease once the pool runs, but
-/// warns first that `PostgresClient.run()` "hasn't been called yet", which an operator took for a
-/// fault. A lease asks ``wait()`` first (an atomic load once the pool runs), and the pool's task
+/// warns first that `PostgresClient.run()` "hasn't been called yet", which reads to an operator
+/// as a fault. A lease asks ``wait()`` first (an atomic load once the pool runs), and the pool's task
 /// opens the gate just before it calls `run()`, whose first line marks the pool running. That
 /// narrows the race to those few instructions, against a waiter that must first be scheduled
 /// again; it does not close it (postgres-nio offers no signal that the pool runs).
