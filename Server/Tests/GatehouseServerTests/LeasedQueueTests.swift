@@ -40,6 +40,17 @@ import Testing
         }
     }
 
+    /// The server's mail worker on `store`, with the default preset's templates.
+    static func mailWorker(
+        _ store: SQLStore, _ transport: any MailTransport, clock: any WallClock, logger: Logger, metrics: ServerMetrics
+    ) throws -> MailWorker {
+        let preset = try PresetLibrary.load("default").get()
+        let composer = MailRequestComposer(
+            transactions: Transactions(store) { $0 }, templates: try Templates(preset: preset),
+            links: EmailLinks(publicURL: URL(string: "https://auth.example.com")!, chainKey: RefreshChainKey()), preset: preset, clock: clock)
+        return MailWorker(store: store, transport: transport, composer: composer, clock: clock, logger: logger, metrics: metrics)
+    }
+
     static let cases = Queue.allCases.flatMap { queue in Backend.available.map { (queue, $0) } }
 
     @Test(arguments: cases)
@@ -72,14 +83,10 @@ import Testing
                 (id, lease, work) = (job.id, JobWorker.leaseSeconds, { await worker.runDue() })
                 claim = { now in try await store.claimDueJob(now: now, leaseSeconds: 60).map { ($0.id, $0.attempts) } }
             case .mail, .sms:
-                let preset = try PresetLibrary.load("default").get()
-                let composer = MailRequestComposer(
-                    transactions: Transactions(store) { $0 }, templates: try Templates(preset: preset),
-                    links: EmailLinks(publicURL: URL(string: "https://auth.example.com")!, chainKey: RefreshChainKey()), preset: preset, clock: clock)
                 let hanging = Hanging(running: running)
                 let delivery = OutboxDelivery(
                     mail: hanging, sms: hanging, failures: SMSFailures(store: store, threshold: 3, clock: clock, metrics: metrics, logger: logger))
-                let worker = MailWorker(store: store, transport: delivery, composer: composer, clock: clock, logger: logger, metrics: metrics)
+                let worker = try Self.mailWorker(store, delivery, clock: clock, logger: logger, metrics: metrics)
                 // On its last attempt (`MailRetryPolicy.maximumAttempts`).
                 let message =
                     queue == .sms
@@ -142,13 +149,8 @@ import Testing
                 let clock = ManualClock(Date())
                 let logger = Logger(label: "queues")
                 let jobs = JobWorker(store: queues, sealer: SecretSealer(secret: nil), clock: clock, logger: logger, handlers: [:])
-                let preset = try PresetLibrary.load("default").get()
-                let composer = MailRequestComposer(
-                    transactions: Transactions(queues) { $0 }, templates: try Templates(preset: preset),
-                    links: EmailLinks(publicURL: URL(string: "https://auth.example.com")!, chainKey: RefreshChainKey()), preset: preset, clock: clock)
-                let mail = MailWorker(
-                    store: queues, transport: DevOutboxTransport(logger: logger), composer: composer, clock: clock, logger: logger,
-                    metrics: ServerMetrics(enabled: true))
+                let mail = try Self.mailWorker(
+                    queues, DevOutboxTransport(logger: logger), clock: clock, logger: logger, metrics: ServerMetrics(enabled: true))
                 let store = SQLStore(
                     database: NotingDatabase(database) { inner in
                         switch beside {
