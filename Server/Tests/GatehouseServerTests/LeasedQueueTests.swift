@@ -143,8 +143,7 @@ import Testing
         try await HousekeepingPace.$settings.withValue(settings) {
             try await TestDatabase.with(backend) { database, _ in
                 try await Migrator(database: database).migrate(now: 1_800_000_000)
-                try await database.query("CREATE TABLE t (id BIGINT PRIMARY KEY, x BYTEA)")
-                for id in 1...30 { try await database.query("INSERT INTO t (id, x) VALUES (?, ?)", [.integer(Int64(id)), .blob([1])]) }
+                try await SweepTable.thirtyRows(in: database)
                 let queues = SQLStore(database: database)
                 let clock = ManualClock(Date())
                 let logger = Logger(label: "queues")
@@ -161,11 +160,7 @@ import Testing
                             for _ in 0..<3 { _ = try? await inner.query("SELECT count(*) AS n FROM t", []) }
                         }
                     })
-                let swept = try await SQLStore.$sweepBatch.withValue(5) {
-                    try await SQLStore.$sweepBatchTime.withValue(.seconds(3_600)) {
-                        try await store.sweep(Sweep(table: "t", key: "id", condition: "x IS NOT NULL", order: "id", reach: .ownRow, binds: []))
-                    }
-                }
+                let swept = try await SweepTable.sweepFiveAtATime(store)
                 #expect(swept == 30)
                 #expect(database.housekeepingRests[.requests].count == (beside == .requests ? 5 : 0), "\(database.housekeepingRests)")
             }

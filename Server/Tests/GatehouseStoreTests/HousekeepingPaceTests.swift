@@ -131,7 +131,7 @@ import Testing
                 let store = SQLStore(database: database)
                 let before = try await postgres.logReading()
                 let started = ContinuousClock.now
-                let swept = try await Self.sweepFiveAtATime(store)
+                let swept = try await SweepTable.sweepFiveAtATime(store)
                 let took = ContinuousClock.now - started
                 let after = try await postgres.logReading()
                 let pace = postgres.pace.current
@@ -187,7 +187,7 @@ import Testing
         let settings = HousekeepingPace.Settings(restPerBatch: 40, longestRest: .seconds(1), logBudget: 1e15)
         try await HousekeepingPace.$settings.withValue(settings) {
             try await TestDatabase.with(backend) { database, _ in
-                try await Self.thirtyRows(in: database)
+                try await SweepTable.thirtyRows(in: database)
                 let cache = SessionCache(settings: .init(timeToLive: .seconds(3_600), stalenessBound: .seconds(3_600)))
                 cache.apply(cache.heartbeat())
                 let user = User(id: .random(), createdAt: Date())
@@ -208,7 +208,7 @@ import Testing
                         }
                     })
                 let before = database.housekeepingRests
-                let swept = try await Self.sweepFiveAtATime(store)
+                let swept = try await SweepTable.sweepFiveAtATime(store)
                 #expect(swept == 30)
                 // Six turns (a batch of five rows before each), three reads the cache answered at each.
                 #expect(answered.withLock { $0 } == 18)
@@ -226,7 +226,7 @@ import Testing
     @Test(arguments: Backend.available)
     func aCancelledSweepStopsAtItsNextTurn(_ backend: Backend) async throws {
         try await TestDatabase.with(backend) { database, _ in
-            try await Self.thirtyRows(in: database)
+            try await SweepTable.thirtyRows(in: database)
             let turns = Mutex(0)
             let store = SQLStore(
                 database: SweepTests.Noting(database) { _ in
@@ -237,7 +237,7 @@ import Testing
                     if turn == 2 { withUnsafeCurrentTask { $0?.cancel() } }
                 })
             let sweeping = Task {
-                try await Self.sweepFiveAtATime(store)
+                try await SweepTable.sweepFiveAtATime(store)
             }
             await #expect(throws: StoreError.cancelled) { try await sweeping.value }
             #expect(turns.withLock { $0 } == 2)
@@ -254,21 +254,6 @@ import Testing
         #expect(SQLiteDatabase.map(CancellationError()) == .cancelled)
     }
 
-    /// A table `t` of thirty rows, ids 1 to 30.
-    private static func thirtyRows(in database: any SQLDatabase) async throws {
-        try await database.query("CREATE TABLE t (id BIGINT PRIMARY KEY, x BYTEA)")
-        for id in 1...30 { try await database.query("INSERT INTO t (id, x) VALUES (?, ?)", [.integer(Int64(id)), .blob([1])]) }
-    }
-
-    /// Sweeps `t` by `key` in batches held at five rows whatever they take; answers the rows swept.
-    private static func sweepFiveAtATime(_ store: SQLStore, key: String = "id") async throws -> Int {
-        try await SQLStore.$sweepBatch.withValue(5) {
-            try await SQLStore.$sweepBatchTime.withValue(.seconds(3_600)) {
-                try await store.sweep(Sweep(table: "t", key: key, condition: "x IS NOT NULL", order: key, reach: .ownRow, binds: []))
-            }
-        }
-    }
-
     private static func sweep(_ database: any SQLDatabase, pace: HousekeepingPace, key: String, besides reads: Int, rests: Int) async throws {
         for _ in 0..<30 { try await database.query("INSERT INTO t (x) VALUES (?)", [.blob([1])]) }
         let store = SQLStore(
@@ -277,7 +262,7 @@ import Testing
             })
         // Batches held at five whatever they take.
         let started = ContinuousClock.now
-        let swept = try await Self.sweepFiveAtATime(store, key: key)
+        let swept = try await SweepTable.sweepFiveAtATime(store, key: key)
         #expect(swept == 30)
         #expect(pace.current.rested[.requests].count == rests, "\(pace.current)")
         #expect(ContinuousClock.now - started >= pace.current.rested[.requests].time, "\(pace.current)")
