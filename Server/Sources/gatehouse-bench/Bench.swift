@@ -54,8 +54,11 @@ struct Bench {
                 FileHandle.standardError.write(Data("gatehouse-bench load: \(error)\n".utf8))
                 exit(1)
             }
-        case "churn" where arguments.count == 4:
-            try await churn(path: arguments[1], days: Int(arguments[2]) ?? 30, accounts: Int(arguments[3]) ?? 10_000)
+        case "churn" where (4...5).contains(arguments.count):
+            let accounts = Int(arguments[3]) ?? 10_000
+            try await churn(
+                path: arguments[1], days: Int(arguments[2]) ?? 30, accounts: accounts,
+                perDay: arguments.count == 5 ? Int(arguments[4]) ?? accounts / 10 : accounts / 10)
         case "statements" where (2...3).contains(arguments.count):
             try await statements(
                 url: arguments[1], count: arguments.count == 3 ? Int(arguments[2]) ?? 2_000 : 2_000, onEventLoops: onEventLoops)
@@ -64,7 +67,7 @@ struct Bench {
                 base: arguments[1], scenario: arguments[2], connections: Int(arguments[3]) ?? 16,
                 seconds: Double(arguments[4]) ?? 10)
         default:
-            FileHandle.standardError.write(Data("usage: gatehouse-bench hash | micro | load DATABASE_URL ACCOUNTS | churn SQLITE_PATH DAYS ACCOUNTS | statements DATABASE_URL [COUNT] | http BASE_URL me|login|refresh|signup|handles|entitlements|check CONNECTIONS SECONDS\n".utf8))
+            FileHandle.standardError.write(Data("usage: gatehouse-bench hash | micro | load DATABASE_URL ACCOUNTS | churn SQLITE_PATH DAYS ACCOUNTS [PER_DAY] | statements DATABASE_URL [COUNT] | http BASE_URL me|login|refresh|signup|handles|entitlements|check CONNECTIONS SECONDS\n".utf8))
             exit(2)
         }
     }
