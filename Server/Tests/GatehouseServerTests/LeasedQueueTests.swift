@@ -21,9 +21,9 @@ import Testing
         /// The line a row of this queue cut short by the shutdown logs.
         var stopLine: String {
             switch self {
-            case .jobs: "info job queue stopped by the shutdown; a job it was running runs again when its lease ends, its attempt not counted"
+            case .jobs: "info job queue stopped by the shutdown; any job it had claimed runs again when its lease ends, its attempt not counted"
             case .mail, .sms:
-                "info mail outbox stopped by the shutdown; a message it was sending is sent again when its lease ends, its attempt not counted"
+                "info mail outbox stopped by the shutdown; any message it had claimed is sent again when its lease ends, its attempt not counted"
             }
         }
     }

@@ -264,9 +264,11 @@ struct PasswordHasherLifecycle: Service {
     /// How often the schemes of stored hashes are read again (an import on another node, or by
     /// the CLI, is decoyed here within this long).
     static let schemeRefreshSeconds = 300
+    /// The time between two readings (``schemeRefreshSeconds``; a test's own).
+    var interval: Duration = .seconds(Self.schemeRefreshSeconds)
 
     func run() async throws {
-        await everyInterval(.seconds(Self.schemeRefreshSeconds)) {
+        await everyInterval(interval) {
             do {
                 try await hasher.useSchemes(store.passwordHashSchemes())
             } catch {

@@ -27,8 +27,8 @@ enum BackgroundWork: String, CaseIterable, Sendable {
         case .staleAccountRemoval, .voidedPurchasesSweep, .passwordHashSchemes, .providerKeyPrefetch, .signingKeyReload:
             "it runs again at the next start"
         case .overviewCount: "the last count stays, and the next view of the overview asks again"
-        case .jobQueue: "a job it was running runs again when its lease ends, its attempt not counted"
-        case .mailOutbox: "a message it was sending is sent again when its lease ends, its attempt not counted"
+        case .jobQueue: "any job it had claimed runs again when its lease ends, its attempt not counted"
+        case .mailOutbox: "any message it had claimed is sent again when its lease ends, its attempt not counted"
         }
     }
 
