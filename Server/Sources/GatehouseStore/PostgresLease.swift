@@ -99,8 +99,10 @@ struct PoolService: Service {
 /// narrows the race to those few instructions, against a waiter that must first be scheduled
 /// again; it does not close it (postgres-nio offers no signal that the pool runs).
 final class PoolStart: Sendable {
+    /// Set before the waiters are taken under the lock, and read under it by a waiter that
+    /// registers: a waiter either sees it set or is registered before the pool takes them.
     private let opened = Atomic<Bool>(false)
-    private let waiters = Mutex<(open: Bool, next: Int, waiting: [Int: CheckedContinuation<Void, Never>])>((false, 0, [:]))
+    private let waiters = Mutex<(next: Int, waiting: [Int: CheckedContinuation<Void, Never>])>((0, [:]))
 
     /// Opens the gate and runs the pool until it ends.
     func running(_ client: PostgresClient) async {
@@ -111,7 +113,6 @@ final class PoolStart: Sendable {
     func open() {
         opened.store(true, ordering: .releasing)
         let waiting = waiters.withLock { state in
-            state.open = true
             defer { state.waiting = [:] }
             return Array(state.waiting.values)
         }
@@ -129,7 +130,7 @@ final class PoolStart: Sendable {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let resumeNow = waiters.withLock { state in
-                    guard !state.open, !Task.isCancelled else { return true }
+                    guard !opened.load(ordering: .acquiring), !Task.isCancelled else { return true }
                     state.waiting[id] = continuation
                     return false
                 }
