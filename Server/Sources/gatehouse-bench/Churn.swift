@@ -9,9 +9,9 @@ import Logging
 /// DAYS simulated days: each day PER_DAY new accounts arrive (a tenth of ACCOUNTS unless given; with
 /// the loader's year of sessions, tokens, audit rows and events) and as many of the oldest are
 /// deleted, then the retention sweep runs as the server's does (30 days of audit rows and events,
-/// sessions idle 14 days, rotated refresh tokens expired before then) and gives freed pages back. One JSON line per
-/// day: the file's size, its WAL's, its free pages, the rows of the tables that grow, and the
-/// seconds since the start.
+/// sessions idle 14 days, rotated refresh tokens expired before then) and gives freed pages back.
+/// One JSON line per day: the file's size, its WAL's, its free pages, the rows of the tables that
+/// grow, and the seconds since the start.
 extension Bench {
     static func churn(path: String, days: Int, accounts: Int, perDay: Int) async throws {
         var logger = Logger(label: "gatehouse-bench.churn")
