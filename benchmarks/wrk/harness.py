@@ -412,6 +412,7 @@ EXPECTED = {
     "handles": ("GET /v1/handles/{handle}", {200}),
     "check": ("POST /v1/entitlements/check", {200}),
     "spend": ("POST /v1/credits/practice/spend", {200, 403}),
+    "magic_link": ("POST /v1/auth/magic-link", {202}),
     "jwks": ("GET /.well-known/jwks.json", {200}),
     "notfound": ("GET /no/such/path", {404}),
     "config": ("GET /v1/config", {200}),
