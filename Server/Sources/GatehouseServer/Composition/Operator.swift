@@ -166,17 +166,22 @@ public enum Operator {
                 let reader = try await SupabaseAuthSource(database: database)
                 let total = try await reader.count()
                 var report = ImportReport()
-                var offset = 0
-                while offset < total {
-                    let page = try await reader.page(offset: offset, limit: pageSize)
-                    if page.users.isEmpty { break }
-                    let rows = SupabaseExport.rows(page.users, identities: page.identities, firstRow: offset + 1, now: Date())
+                var read = 0
+                var position: SupabaseAuthSource.Position?
+                // Until a page comes back short: users that arrive while this runs are read if
+                // their place is after the page being read, and `total` only reports progress.
+                while true {
+                    let page = try await reader.page(after: position, limit: pageSize)
+                    guard let end = page.end else { break }
+                    let rows = SupabaseExport.rows(page.users, identities: page.identities, firstRow: read + 1, now: Date())
                     let part = try await service.write(rows, source: "supabase", firebaseKeyID: nil)
                     report.imported += part.imported
                     report.unchanged += part.unchanged
                     report.refused += part.refused
-                    offset += page.users.count
-                    progress(report, total)
+                    read += page.users.count
+                    position = end
+                    progress(report, max(total, read))
+                    if page.users.count < pageSize { break }
                 }
                 return report
             }
