@@ -4,8 +4,8 @@ import GatehouseWire
 
 /// Reads Supabase Auth's `auth.users` and `auth.identities` from its PostgreSQL database
 /// (`gatehouse import supabase --from postgres://…`), read-only, a page at a time, in the
-/// order `created_at, id` (no `created_at` first). Columns an older GoTrue schema lacks read as
-/// NULL.
+/// order `created_at, id` (users without `created_at` first). Columns an older GoTrue schema
+/// lacks read as NULL.
 ///
 /// Each page starts after the last user of the one before (`SupabaseAuthSource.Position`), not
 /// at a count of rows: a user deleted in Supabase while the import runs no longer moves the next
