@@ -1,30 +1,28 @@
 import GatehouseStore
 import Synchronization
 
-/// The real database, except that once armed, each statement whose SQL `hangs` names (inside a
-/// transaction too) waits until its task is cancelled, then fails as a cancelled query does
-/// (`StoreError.cancelled`): background work caught in the middle of a query by a shutdown.
-/// `hung` hears the SQL of each statement as it begins to wait.
+/// The real database, except that once armed, each statement (inside a transaction too) waits
+/// until its task is cancelled, then fails as a cancelled query does (`StoreError.cancelled`):
+/// background work caught in the middle of a query by a shutdown. `hung` hears the SQL of each
+/// statement as it begins to wait.
 public final class HangingDatabase: SQLDatabase {
     public let inner: any SQLDatabase
     public let hung: AsyncStream<String>
     private let hungContinuation: AsyncStream<String>.Continuation
-    private let hangs: @Sendable (String) -> Bool
     private let armed = Atomic<Bool>(false)
 
-    public init(_ inner: any SQLDatabase, hangs: @escaping @Sendable (String) -> Bool = { _ in true }) {
+    public init(_ inner: any SQLDatabase) {
         self.inner = inner
-        self.hangs = hangs
         (hung, hungContinuation) = AsyncStream.makeStream(of: String.self)
     }
 
-    /// From now on, the statements `hangs` names wait (the work's set-up ran before).
+    /// From now on, every statement waits (the work's set-up ran before).
     public func arm() { armed.store(true, ordering: .sequentiallyConsistent) }
 
     public var dialect: SQLDialect { inner.dialect }
 
     public func query(_ sql: String, _ binds: [SQLValue]) async throws(StoreError) -> [SQLRow] {
-        try await hangIfNamed(sql)
+        try await hangIfArmed(sql)
         return try await inner.query(sql, binds)
     }
 
@@ -38,8 +36,8 @@ public final class HangingDatabase: SQLDatabase {
     public var housekeepingRests: HousekeepingRests { inner.housekeepingRests }
     public func countCachedRead() { inner.countCachedRead() }
 
-    fileprivate func hangIfNamed(_ sql: String) async throws(StoreError) {
-        guard armed.load(ordering: .sequentiallyConsistent), hangs(sql) else { return }
+    fileprivate func hangIfArmed(_ sql: String) async throws(StoreError) {
+        guard armed.load(ordering: .sequentiallyConsistent) else { return }
         hungContinuation.yield(sql)
         do {
             try await Task.sleep(for: .seconds(3_600))
@@ -55,7 +53,7 @@ public final class HangingDatabase: SQLDatabase {
         var dialect: SQLDialect { inner.dialect }
 
         func query(_ sql: String, _ binds: [SQLValue]) async throws(StoreError) -> [SQLRow] {
-            try await database.hangIfNamed(sql)
+            try await database.hangIfArmed(sql)
             return try await inner.query(sql, binds)
         }
     }
